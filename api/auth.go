@@ -1,0 +1,132 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+const (
+	userKey       = "owed.user"
+	sessionCookie = "owed_session"
+	sessionTTL    = 12 * time.Hour
+	// csrfHeader must accompany a browser's state-changing calls: a cross-site form cannot
+	// send a custom header, and SameSite=Strict already keeps the cookie off cross-site calls.
+	csrfHeader = "X-Owed-Request"
+)
+
+// authenticate finds the caller from a bearer token or a session cookie. A request with
+// neither goes on anonymous; a bad token is refused at once.
+func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if h := req.Header.Get(echo.HeaderAuthorization); h != "" {
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok || token == "" {
+				return errUnauthorized
+			}
+			u, err := a.Store.UserByToken(req.Context(), token)
+			if errors.Is(err, models.ErrNotFound) {
+				return errUnauthorized
+			} else if err != nil {
+				return err
+			}
+			c.Set(userKey, &u)
+			return next(c)
+		}
+		if ck, err := req.Cookie(sessionCookie); err == nil && ck.Value != "" {
+			u, err := a.Store.UserBySession(req.Context(), ck.Value)
+			if errors.Is(err, models.ErrNotFound) {
+				return next(c) // an expired session is simply signed out
+			} else if err != nil {
+				return err
+			}
+			if req.Method != http.MethodGet && req.Method != http.MethodHead && req.Header.Get(csrfHeader) == "" {
+				return errCSRF
+			}
+			c.Set(userKey, &u)
+		}
+		return next(c)
+	}
+}
+
+// caller is the authenticated user, or nil.
+func caller(c echo.Context) *models.User {
+	u, _ := c.Get(userKey).(*models.User)
+	return u
+}
+
+// allow lets through callers with one of the roles: 401 for the anonymous, 403 for others.
+func allow(roles ...string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			u := caller(c)
+			if u == nil {
+				return errUnauthorized
+			}
+			for _, r := range roles {
+				if u.Role == r {
+					return next(c)
+				}
+			}
+			return errForbidden
+		}
+	}
+}
+
+type sessionRequest struct {
+	Token string `json:"token"`
+}
+
+// signIn exchanges a token for a session cookie (HttpOnly, SameSite=Strict).
+func (a *API) signIn(c echo.Context) error {
+	var req sessionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.Token == "" {
+		return invalid("token", "token is required")
+	}
+	u, err := a.Store.UserByToken(c.Request().Context(), req.Token)
+	if errors.Is(err, models.ErrNotFound) {
+		return &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "that token is not valid", Field: "token"}
+	} else if err != nil {
+		return err
+	}
+	id, err := a.Store.CreateSession(c.Request().Context(), u.ID, sessionTTL)
+	if err != nil {
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: c.IsTLS(), MaxAge: int(sessionTTL.Seconds())})
+	return c.NoContent(http.StatusNoContent)
+}
+
+// session answers who is signed in.
+func (a *API) session(c echo.Context) error {
+	u := caller(c)
+	if u == nil {
+		return errUnauthorized
+	}
+	return c.JSON(http.StatusOK, map[string]any{"user": userJSON(u)})
+}
+
+// signOut ends the session and clears the cookie.
+func (a *API) signOut(c echo.Context) error {
+	if ck, err := c.Request().Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if err := a.Store.DeleteSession(c.Request().Context(), ck.Value); err != nil {
+			return err
+		}
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	return c.NoContent(http.StatusNoContent)
+}
+
+func userJSON(u *models.User) map[string]any {
+	return map[string]any{"id": u.ID, "name": u.Name, "role": u.Role}
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+type budgetRowJSON struct {
+	UserID   int64  `json:"userId"`
+	Name     string `json:"name"`
+	Limit    int64  `json:"limit"`
+	Spent    int64  `json:"spent"`
+	ResetsAt string `json:"resetsAt"`
+}
+
+// listBudgets shows each author's spend today against their limit.
+func (a *API) listBudgets(c echo.Context) error {
+	limit, err := queryLimit(c, 200, 1000)
+	if err != nil {
+		return err
+	}
+	after, err := readIDCursor(c)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	rows, err := a.Store.Budgets(c.Request().Context(), now, after, limit)
+	if err != nil {
+		return err
+	}
+	resets := timeStr(models.BudgetReset(now))
+	out := make([]budgetRowJSON, 0, len(rows))
+	for _, r := range rows {
+		l := a.DailyBudget
+		if r.DailyLimit != nil {
+			l = *r.DailyLimit
+		}
+		out = append(out, budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: l, Spent: r.Spent, ResetsAt: resets})
+	}
+	var next *string
+	if len(rows) == limit {
+		next = encodeCursor(idCursor{rows[len(rows)-1].UserID})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"budgets": out, "nextCursor": next})
+}
+
+type budgetRequest struct {
+	DailyLimit *int64 `json:"dailyLimit"`
+}
+
+// setBudget sets a user's own daily limit; null returns them to the default.
+func (a *API) setBudget(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req budgetRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.DailyLimit != nil && (*req.DailyLimit < 0 || *req.DailyLimit > 1_000_000) {
+		return invalid("dailyLimit", "dailyLimit must be between 0 and 1000000, or null for the default")
+	}
+	ctx := c.Request().Context()
+	u, err := a.Store.SetDailyLimit(ctx, id, req.DailyLimit)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	spent, err := a.Store.Spent(ctx, u.ID, now)
+	if err != nil {
+		return err
+	}
+	l := a.DailyBudget
+	if u.DailyLimit != nil {
+		l = *u.DailyLimit
+	}
+	return c.JSON(http.StatusOK, budgetRowJSON{UserID: u.ID, Name: u.Name, Limit: l, Spent: spent, ResetsAt: timeStr(models.BudgetReset(now))})
+}

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// Error is an answer a client can act on: its status, a stable code, a human message and, for
+// bad input, the field at fault. It is the only error whose text reaches a client.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func invalid(field, msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "invalid", Message: msg, Field: field}
+}
+
+func tooLarge(field, msg string) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: msg, Field: field}
+}
+
+func notFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
+}
+
+var (
+	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "a valid bearer token is required"}
+	errForbidden    = &Error{Status: http.StatusForbidden, Code: "forbidden", Message: "this token may not do that"}
+	errCSRF         = &Error{Status: http.StatusForbidden, Code: "csrf", Message: "browser writes need the X-Owed-Request header"}
+)
+
+// codeOf names the error code of an HTTP status Echo raised itself.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusConflict:
+		return "conflict"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusUnsupportedMediaType:
+		return "unsupported_media_type"
+	case http.StatusTooManyRequests:
+		return "rate_limited"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return "error"
+}
+
+// ErrorHandler answers every error in the SPEC's shape. Errors meant for clients (*Error,
+// Echo's own) say what they say; the store's not-found and forbidden map to 404 and 403;
+// anything else is logged whole and answered as a bare 500, since its text may hold internals.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var out *Error
+		var he *echo.HTTPError
+		switch {
+		case errors.As(err, &out):
+		case errors.Is(err, models.ErrNotFound):
+			out = notFound("resource")
+		case errors.Is(err, models.ErrForbidden):
+			out = errForbidden
+		case errors.As(err, &he) && he.Code < 500:
+			msg := http.StatusText(he.Code)
+			if m, ok := he.Message.(string); ok && m != "" {
+				msg = m
+			}
+			out = &Error{Status: he.Code, Code: codeOf(he.Code), Message: msg}
+		default:
+			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+			if errors.As(err, &he) && he.Code == http.StatusServiceUnavailable {
+				out = &Error{Status: he.Code, Code: "unavailable", Message: "service unavailable"}
+			}
+		}
+		if c.Request().Method == http.MethodHead {
+			c.NoContent(out.Status)
+			return
+		}
+		c.JSON(out.Status, map[string]*Error{"error": out})
+	}
+}

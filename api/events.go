@@ -1,0 +1,78 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+type eventJSON struct {
+	ID           int64    `json:"id"`
+	At           string   `json:"at"`
+	Event        string   `json:"event"`
+	Kind         string   `json:"kind"`
+	ItemID       int64    `json:"itemId"`
+	UserID       int64    `json:"userId"`
+	Outcome      string   `json:"outcome"`
+	Why          *string  `json:"why"`
+	Status       *int     `json:"status"`
+	UpstreamMs   *int64   `json:"upstreamMs"`
+	Attempt      int      `json:"attempt"`
+	Confidence   *float64 `json:"confidence"`
+	Art          *float64 `json:"art"`
+	RequestBytes *int64   `json:"requestBytes"`
+	Runs         *int     `json:"runs"`
+}
+
+func eventOf(e models.Event) eventJSON {
+	return eventJSON{ID: e.ID, At: msTime(e.At), Event: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID,
+		Outcome: e.Outcome, Why: e.Why, Status: e.Status, UpstreamMs: e.UpstreamMs, Attempt: e.Attempt,
+		Confidence: e.Confidence, Art: e.Art, RequestBytes: e.RequestBytes, Runs: e.Runs}
+}
+
+// listEvents pages through attempt events, newest first.
+func (a *API) listEvents(c echo.Context) error {
+	var f models.EventFilter
+	var err error
+	if f.Event, err = oneOf(c, "event", tasks...); err != nil {
+		return err
+	}
+	if f.Why, err = oneOf(c, "why", whyFilter...); err != nil {
+		return err
+	}
+	if f.Kind, err = oneOf(c, "kind", kinds...); err != nil {
+		return err
+	}
+	if f.Outcome, err = oneOf(c, "outcome", "allow", "block", "scored", "pending"); err != nil {
+		return err
+	}
+	if f.UserID, err = queryID(c, "userId"); err != nil {
+		return err
+	}
+	if f.ItemID, err = queryID(c, "itemId"); err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, 50, 500)
+	if err != nil {
+		return err
+	}
+	before, err := readIDCursor(c)
+	if err != nil {
+		return err
+	}
+	evs, err := a.Store.ListEvents(c.Request().Context(), f, before, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]eventJSON, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, eventOf(e))
+	}
+	var next *string
+	if len(evs) == limit {
+		next = encodeCursor(idCursor{evs[len(evs)-1].ID})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": out, "nextCursor": next})
+}

@@ -1,0 +1,26 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// healthz answers while the process serves.
+func (a *API) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 only while the database answers, so a load balancer stops sending
+// requests to a replica that cannot reach it.
+func (a *API) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := a.Store.Ping(ctx); err != nil {
+		a.Log.Warn("not ready", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: "the database does not answer"}})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,168 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+var pathParam = regexp.MustCompile(`:([A-Za-z]+)`)
+
+// OpenAPIPath turns an Echo path (/a/:id) into an OpenAPI one (/a/{id}).
+func OpenAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}") }
+
+// OpenAPI builds the OpenAPI 3.1 document from the route table.
+func (a *API) OpenAPI() map[string]any {
+	paths := map[string]map[string]any{}
+	for _, r := range a.routes() {
+		p := OpenAPIPath(r.path)
+		if paths[p] == nil {
+			paths[p] = map[string]any{}
+		}
+		op := map[string]any{"summary": r.summary, "operationId": operationID(r)}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"schema": map[string]any{"type": "integer", "minimum": 1}})
+		}
+		for _, q := range queryParams[r.method+" "+r.path] {
+			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": map[string]any{"type": "string"}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if r.request != "" {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/json": map[string]any{"schema": ref(r.request)}}}
+		}
+		ok := map[string]any{"description": http.StatusText(r.status)}
+		if r.response != "" {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(r.response)}}
+		}
+		responses := map[string]any{strconv.Itoa(r.status): ok, "default": map[string]any{
+			"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}}
+		op["responses"] = responses
+		if r.roles != nil {
+			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
+			op["x-roles"] = r.roles
+		} else {
+			op["security"] = []any{}
+		}
+		paths[p][strings.ToLower(r.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "owed", "version": a.Version,
+			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC."},
+		"paths": paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{
+				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
+				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
+			},
+			"schemas": schemas,
+		},
+	}
+}
+
+func operationID(r route) string {
+	id := strings.ToLower(r.method)
+	for _, part := range strings.Split(strings.TrimPrefix(r.path, "/api/"), "/") {
+		part = strings.TrimPrefix(part, ":")
+		if part == "" {
+			continue
+		}
+		id += strings.ToUpper(part[:1]) + part[1:]
+	}
+	return strings.NewReplacer(".", "", "-", "").Replace(id)
+}
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func (a *API) openAPI(c echo.Context) error { return c.JSON(http.StatusOK, a.OpenAPI()) }
+
+// queryParams documents the query parameters of the routes that take them.
+var queryParams = map[string][]string{
+	"GET /api/songs":         {"sort", "limit", "cursor"},
+	"GET /api/pitches":       {"limit", "cursor"},
+	"GET /api/admin/jobs":    {"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"},
+	"GET /api/admin/events":  {"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"},
+	"GET /api/admin/budgets": {"limit", "cursor"},
+}
+
+// Schema helpers keep the component list short to read.
+func obj(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if required != nil {
+		o["required"] = required
+	}
+	return o
+}
+
+var (
+	str      = map[string]any{"type": "string"}
+	integer  = map[string]any{"type": "integer"}
+	number   = map[string]any{"type": "number"}
+	boolean  = map[string]any{"type": "boolean"}
+	nullStr  = map[string]any{"type": []string{"string", "null"}}
+	nullNum  = map[string]any{"type": []string{"number", "null"}}
+	nullInt  = map[string]any{"type": []string{"integer", "null"}}
+	dateTime = map[string]any{"type": "string", "format": "date-time"}
+	nullTime = map[string]any{"type": []string{"string", "null"}, "format": "date-time"}
+	cursor   = nullStr
+	whyEnum  = map[string]any{"type": []string{"string", "null"}, "enum": []any{"unreachable", "upstream", "unanswered", "budget", "budget-unavailable", nil}}
+)
+
+func list(of any) map[string]any { return map[string]any{"type": "array", "items": of} }
+
+var schemas = map[string]any{
+	"Error":           obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": str}, "code", "message")}, "error"),
+	"SessionRequest":  obj(map[string]any{"token": str}, "token"),
+	"Session":         obj(map[string]any{"user": ref("User")}),
+	"User":            obj(map[string]any{"id": integer, "name": str, "role": map[string]any{"type": "string", "enum": []string{"author", "bot", "admin"}}}),
+	"UserRequest":     obj(map[string]any{"name": str, "role": map[string]any{"type": "string", "enum": []string{"author", "bot", "admin"}}}, "name", "role"),
+	"UserCreated":     obj(map[string]any{"id": integer, "name": str, "role": str, "token": str}),
+	"SongRequest":     obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": 200}, "code": map[string]any{"type": "string", "description": "at most 64 KiB"}}, "title", "code"),
+	"RevisionRequest": obj(map[string]any{"title": map[string]any{"type": "string", "maxLength": 200}, "code": str}, "code"),
+	"BodyRequest":     obj(map[string]any{"body": map[string]any{"type": "string", "description": "at most 8 KiB"}}, "body"),
+	"Screen": obj(map[string]any{"state": map[string]any{"type": "string", "enum": []string{"pending", "public", "blocked"}},
+		"verdict": map[string]any{"type": []string{"string", "null"}, "enum": []any{"allow", "block", nil}}, "confidence": nullNum,
+		"why": whyEnum, "attempts": integer, "nextAttemptAt": nullTime}),
+	"SongCreated": obj(map[string]any{"song": obj(map[string]any{"id": integer, "title": str}),
+		"revision": obj(map[string]any{"id": integer, "songId": integer}), "screen": ref("Screen")}),
+	"RevisionCreated": obj(map[string]any{"revision": obj(map[string]any{"id": integer, "songId": integer}), "screen": ref("Screen")}),
+	"CommentCreated":  obj(map[string]any{"comment": obj(map[string]any{"id": integer, "songId": integer}), "screen": ref("Screen")}),
+	"PitchCreated":    obj(map[string]any{"pitch": obj(map[string]any{"id": integer}), "screen": ref("Screen")}),
+	"Score":           obj(map[string]any{"art": number, "artRuns": list(number), "criteria": map[string]any{"type": "object", "additionalProperties": number}, "model": str, "rubric": str}),
+	"Mine": obj(map[string]any{
+		"items": list(obj(map[string]any{"kind": str, "id": integer, "songId": integer, "state": str, "verdict": nullStr,
+			"confidence": nullNum, "score": map[string]any{"oneOf": []any{ref("Score"), map[string]any{"type": "null"}}},
+			"jobs": list(obj(map[string]any{"task": str, "why": whyEnum, "attempts": integer, "nextAttemptAt": dateTime}))})),
+		"budget": obj(map[string]any{"limit": integer, "spent": integer, "resetsAt": dateTime})}),
+	"Song":     obj(map[string]any{"id": integer, "title": str, "userId": integer, "art": nullNum, "createdAt": dateTime}),
+	"SongList": obj(map[string]any{"songs": list(ref("Song")), "nextCursor": cursor}),
+	"SongDetail": obj(map[string]any{"song": ref("Song"),
+		"revisions": list(obj(map[string]any{"id": integer, "title": str, "code": str, "createdAt": dateTime, "score": map[string]any{"oneOf": []any{ref("Score"), map[string]any{"type": "null"}}}})),
+		"comments":  list(obj(map[string]any{"id": integer, "userId": integer, "body": str, "createdAt": dateTime}))}),
+	"PitchList": obj(map[string]any{"pitches": list(obj(map[string]any{"id": integer, "userId": integer, "body": str, "createdAt": dateTime})), "nextCursor": cursor}),
+	"Job": obj(map[string]any{"id": integer, "task": str, "kind": str, "itemId": integer, "userId": integer, "dueAt": dateTime,
+		"attempts": integer, "why": whyEnum, "status": nullInt, "leaseUntil": nullTime}),
+	"JobList":   obj(map[string]any{"jobs": list(ref("Job")), "nextCursor": cursor}),
+	"JobDetail": obj(map[string]any{"job": ref("Job"), "events": list(ref("Event"))}),
+	"JobFilter": obj(map[string]any{"task": str, "kind": str, "why": str, "userId": integer, "itemId": integer, "state": str}),
+	"Retried":   obj(map[string]any{"retried": integer}),
+	"Event": obj(map[string]any{"id": integer, "at": dateTime, "event": str, "kind": str, "itemId": integer, "userId": integer,
+		"outcome": str, "why": whyEnum, "status": nullInt, "upstreamMs": nullInt, "attempt": integer, "confidence": nullNum,
+		"art": nullNum, "requestBytes": nullInt, "runs": nullInt}),
+	"EventList":     obj(map[string]any{"events": list(ref("Event")), "nextCursor": cursor}),
+	"Budget":        obj(map[string]any{"userId": integer, "name": str, "limit": integer, "spent": integer, "resetsAt": dateTime}),
+	"BudgetList":    obj(map[string]any{"budgets": list(ref("Budget")), "nextCursor": cursor}),
+	"BudgetRequest": obj(map[string]any{"dailyLimit": nullInt}, "dailyLimit"),
+	"Stats":         obj(map[string]any{"jobs": map[string]any{"type": "object"}, "settled": list(map[string]any{"type": "object"}), "backfill": map[string]any{"type": "object"}, "health": map[string]any{"type": "object"}, "version": str}),
+	"Plugins":       obj(map[string]any{"plugins": list(obj(map[string]any{"id": str, "title": str, "module": str}))}),
+}
+
+var _ = boolean

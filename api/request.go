@@ -1,0 +1,167 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// bind decodes a JSON body strictly into v: the right media type, no unknown fields, one
+// value. Its errors name the field at fault.
+func bind(c echo.Context, v any) error {
+	req := c.Request()
+	if mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); mt != echo.MIMEApplicationJSON {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send JSON with Content-Type: application/json"}
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge("", "the request body is too large")
+		}
+		return invalid("", "the request body could not be read")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return invalid(te.Field, "the field "+te.Field+" must be a "+jsonType(te.Type.Kind().String()))
+		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return invalid("", "the request body is not valid JSON")
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return invalid(f, "unknown field "+f)
+		}
+		return invalid("", "the request body is not the expected JSON")
+	}
+	if dec.More() {
+		return invalid("", "the request body must hold one JSON value")
+	}
+	return nil
+}
+
+func jsonType(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "slice":
+		return "list"
+	case kind == "map", kind == "struct":
+		return "object"
+	}
+	return kind
+}
+
+// pathID reads a positive integer id from the path.
+func pathID(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, notFound("resource")
+	}
+	return id, nil
+}
+
+// queryID reads an optional positive integer from the query.
+func queryID(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, invalid(name, name+" must be a positive integer")
+	}
+	return id, nil
+}
+
+// queryLimit reads a page size: def when absent, 1..max.
+func queryLimit(c echo.Context, def, max int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, invalid("limit", "limit must be between 1 and "+strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+// oneOf checks an optional enumerated query value.
+func oneOf(c echo.Context, name string, allowed ...string) (string, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return "", nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", invalid(name, name+" must be one of "+strings.Join(allowed, ", "))
+}
+
+// Cursors are opaque to clients: base64url of a small JSON value.
+func encodeCursor(v any) *string {
+	b, _ := json.Marshal(v)
+	s := base64.RawURLEncoding.EncodeToString(b)
+	return &s
+}
+
+func decodeCursor(c echo.Context, v any) (bool, error) {
+	raw := c.QueryParam("cursor")
+	if raw == "" {
+		return false, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil || len(b) > 256 || json.Unmarshal(b, v) != nil {
+		return false, invalid("cursor", "cursor is not one this server gave out")
+	}
+	return true, nil
+}
+
+type idCursor struct {
+	ID int64 `json:"i"`
+}
+
+// readIDCursor reads an id cursor; 0 when absent.
+func readIDCursor(c echo.Context) (int64, error) {
+	var cur idCursor
+	ok, err := decodeCursor(c, &cur)
+	if err != nil {
+		return 0, err
+	}
+	if ok && cur.ID <= 0 {
+		return 0, invalid("cursor", "cursor is not one this server gave out")
+	}
+	return cur.ID, nil
+}
+
+// Times go out as RFC 3339 in UTC with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeFormat) }
+
+func msTimePtr(ms *int64) *string {
+	if ms == nil {
+		return nil
+	}
+	s := msTime(*ms)
+	return &s
+}
+
+func timeStr(t time.Time) string { return t.UTC().Format(timeFormat) }

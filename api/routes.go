@@ -1,0 +1,79 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// route is one endpoint: its handler, who may call it, and what the OpenAPI document says of it.
+type route struct {
+	method, path string
+	handler      echo.HandlerFunc
+	roles        []string // nil: anyone, signed in or not
+	summary      string
+	request      string // the request body's schema in the OpenAPI components, if any
+	response     string // the success answer's schema, if any
+	status       int    // the success status
+}
+
+var (
+	anyone  []string
+	authors = []string{models.RoleAuthor}
+	admins  = []string{models.RoleAdmin}
+	bots    = []string{models.RoleBot, models.RoleAdmin}
+	signed  = []string{models.RoleAuthor, models.RoleBot, models.RoleAdmin}
+)
+
+// routes lists every route under /api. Register mounts them and the OpenAPI document is made
+// from them, so the two cannot drift apart.
+func (a *API) routes() []route {
+	rs := []route{
+		{http.MethodGet, "/api/openapi.json", a.openAPI, anyone, "This document", "", "", 200},
+		{http.MethodPost, "/api/session", a.signIn, anyone, "Exchange a token for a browser session cookie", "SessionRequest", "", 204},
+		{http.MethodGet, "/api/session", a.session, signed, "Who is signed in", "", "Session", 200},
+		{http.MethodDelete, "/api/session", a.signOut, anyone, "Sign the browser session out", "", "", 204},
+
+		{http.MethodPost, "/api/listeners/songs", a.createSong, authors, "Publish a song; its first revision is screened inline", "SongRequest", "SongCreated", 201},
+		{http.MethodPost, "/api/listeners/songs/:id/revisions", a.createRevision, authors, "Add a revision to your song; screened inline", "RevisionRequest", "RevisionCreated", 201},
+		{http.MethodPost, "/api/listeners/songs/:id/comments", a.createComment, authors, "Comment on a song; screened inline", "BodyRequest", "CommentCreated", 201},
+		{http.MethodPost, "/api/listeners/pitches", a.createPitch, authors, "Pitch; screened inline", "BodyRequest", "PitchCreated", 201},
+		{http.MethodDelete, "/api/listeners/songs/:id", a.deleteItem("song"), authors, "Delete your song, its revisions and comments, and their owed jobs", "", "", 204},
+		{http.MethodDelete, "/api/listeners/revisions/:id", a.deleteItem(models.KindRevision), authors, "Delete your revision and its owed jobs", "", "", 204},
+		{http.MethodDelete, "/api/listeners/comments/:id", a.deleteItem(models.KindComment), authors, "Delete your comment and its owed jobs", "", "", 204},
+		{http.MethodDelete, "/api/listeners/pitches/:id", a.deleteItem(models.KindPitch), authors, "Delete your pitch and its owed jobs", "", "", 204},
+		{http.MethodGet, "/api/listeners/mine", a.mine, authors, "Your items, their verdicts, scores, owed jobs and budget; runs your due jobs in the background", "", "Mine", 200},
+
+		{http.MethodGet, "/api/songs", a.listSongs, anyone, "Public songs, by art or newest", "", "SongList", 200},
+		{http.MethodGet, "/api/songs/:id", a.getSong, anyone, "A public song with its allowed revisions and comments", "", "SongDetail", 200},
+		{http.MethodGet, "/api/pitches", a.listPitches, anyone, "Public pitches, newest first", "", "PitchList", 200},
+
+		{http.MethodPost, "/api/admin/users", a.createUser, admins, "Create a user; the token is shown once", "UserRequest", "UserCreated", 201},
+		{http.MethodPut, "/api/admin/users/:id/budget", a.setBudget, admins, "Set a user's daily budget (null: the default)", "BudgetRequest", "Budget", 200},
+		{http.MethodGet, "/api/admin/budgets", a.listBudgets, admins, "Each author's spend today and limit", "", "BudgetList", 200},
+		{http.MethodGet, "/api/admin/jobs", a.listJobs, admins, "Owed jobs, filtered", "", "JobList", 200},
+		{http.MethodGet, "/api/admin/jobs/:id", a.getJob, admins, "One owed job with its attempt history", "", "JobDetail", 200},
+		{http.MethodPost, "/api/admin/jobs/:id/retry", a.retryJob, admins, "Make one job due now", "", "JobDetail", 200},
+		{http.MethodPost, "/api/admin/jobs/retry", a.retryJobs, admins, "Make every job the filter selects due now", "JobFilter", "Retried", 200},
+		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", "", "EventList", 200},
+		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", "", "Stats", 200},
+		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", "", "Plugins", 200},
+	}
+	return rs
+}
+
+// Register mounts the API, the health and metrics endpoints on e.
+func (a *API) Register(e *echo.Echo) {
+	g := e.Group("", a.authenticate)
+	for _, r := range a.routes() {
+		var mw []echo.MiddlewareFunc
+		if r.roles != nil {
+			mw = append(mw, allow(r.roles...))
+		}
+		g.Add(r.method, r.path, r.handler, mw...)
+	}
+	e.GET("/healthz", a.healthz)
+	e.GET("/readyz", a.readyz)
+}

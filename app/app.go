@@ -1,0 +1,236 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+
+	"github.com/owed/owed/api"
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/frontend"
+	"github.com/owed/owed/metrics"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/scheduler"
+)
+
+// Version is set at build time (-ldflags "-X github.com/owed/owed/app.Version=...").
+var Version = "dev"
+
+// Options are what tests (and main) may hand New beyond the configuration.
+type Options struct {
+	Clock      clock.Clock
+	Log        *slog.Logger
+	HTTPClient *http.Client // the model's and the CDN's client
+	// Out receives the first admin token when one is made (stdout in production).
+	Out io.Writer
+}
+
+// App is one owed process.
+type App struct {
+	Config  Config
+	Store   *models.Store
+	Content *scheduler.Content
+	Echo    *echo.Echo
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	Clock   clock.Clock
+
+	cron   *cron.Cron
+	server *http.Server
+	served chan error
+}
+
+// New opens the database (applying migrations), makes the first admin if there is none, and
+// assembles the runners and the HTTP handler. Nothing runs until Start.
+func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock}
+	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
+		store.Close()
+		return nil, err
+	}
+	a.Metrics = metrics.New(a.jobCounts)
+	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
+		Timeout: cfg.ModelTimeout, HTTPClient: opts.HTTPClient})
+	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
+		store.Close()
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
+		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency})
+	a.Echo = a.newEcho()
+	return a, nil
+}
+
+// ensureAdmin gives an empty database its first admin: with OWED_ADMIN_TOKEN when set, else a
+// fresh token printed once to out.
+func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
+	if a.Config.AdminToken != "" {
+		if _, err := a.Store.UserByToken(ctx, a.Config.AdminToken); err == nil {
+			return nil
+		} else if !errors.Is(err, models.ErrNotFound) {
+			return err
+		}
+		_, err := a.Store.CreateUserWithToken(ctx, "admin", models.RoleAdmin, a.Config.AdminToken)
+		return err
+	}
+	n, err := a.Store.CountUsers(ctx, models.RoleAdmin)
+	if err != nil || n > 0 {
+		return err
+	}
+	_, token, err := a.Store.CreateUser(ctx, "admin", models.RoleAdmin)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		fmt.Fprintf(out, "\nowed: the first admin token (shown once, keep it):\n\n    %s\n\n", token)
+	}
+	return nil
+}
+
+func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
+	st, err := a.Store.Stats(ctx)
+	if err != nil {
+		return metrics.JobCounts{}, err
+	}
+	out := metrics.JobCounts{ByTaskWhy: map[[2]string]int64{}}
+	// Stats counts by task and by why separately; the per-pair counts come from the same rows.
+	pairs, err := a.Store.JobsByTaskWhy(ctx)
+	if err != nil {
+		return out, err
+	}
+	for k, n := range pairs {
+		out.ByTaskWhy[k] = n
+	}
+	if st.OldestDueAt != nil {
+		out.OldestDueAge = a.Clock.Now().Sub(time.UnixMilli(*st.OldestDueAt))
+		out.HasOldestDueAge = true
+	}
+	return out, nil
+}
+
+// newEcho builds the HTTP handler: API, SPA, health and metrics.
+func (a *App) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+		a.Log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+		return err
+	}}))
+	e.Use(a.measure)
+	e.Use(middleware.BodyLimit("2M"))
+	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
+		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: Version}
+	h.Register(e)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
+	spa := echo.WrapHandler(frontend.Handler(a.Config.PluginsDir))
+	e.GET("/admin", spa)
+	e.GET("/admin/*", spa)
+	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/admin/") })
+	return e
+}
+
+// measure counts requests by route and status.
+func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		method := c.Request().Method
+		a.Metrics.Requests.WithLabelValues(method, route, strconv.Itoa(c.Response().Status)).Inc()
+		a.Metrics.RequestLatency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+		return nil
+	}
+}
+
+// Handler is the HTTP handler, for tests that serve it themselves.
+func (a *App) Handler() http.Handler { return a.Echo }
+
+// StartRunners starts the cron sweep (and, later, the backfill queue) without serving HTTP.
+func (a *App) StartRunners(ctx context.Context) error {
+	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	if _, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce); err != nil {
+		return fmt.Errorf("cron: %w", err)
+	}
+	a.cron.Start()
+	// The first sweep runs now: work owed from before a restart should not wait a period.
+	a.Content.Go(func(context.Context) { a.sweepOnce() })
+	return nil
+}
+
+// sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
+func (a *App) sweepOnce() {
+	a.Content.Go(func(ctx context.Context) {
+		n, err := a.Content.Sweep(ctx, 0)
+		if err != nil && ctx.Err() == nil {
+			a.Log.Error("sweep", "err", err)
+		} else if n > 0 {
+			a.Log.Debug("sweep", "ran", n)
+		}
+		if _, err := a.Store.PruneBudgets(ctx, a.Clock.Now()); err != nil && ctx.Err() == nil {
+			a.Log.Warn("prune budgets", "err", err)
+		}
+	})
+}
+
+// Start listens on the configured address and starts the runners.
+func (a *App) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.Config.Addr)
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, ln)
+}
+
+// Serve serves HTTP on ln and starts the runners.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+	a.served = make(chan error, 1)
+	go func() { a.served <- a.server.Serve(ln) }()
+	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", Version)
+	return a.StartRunners(ctx)
+}
+
+// Shutdown stops in order: HTTP (no new requests, in-flight ones finish), cron, the runners
+// (running jobs finish within ctx; leases of the rest are released), then the database.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.server != nil {
+		errs = append(errs, a.server.Shutdown(ctx))
+	}
+	if a.cron != nil {
+		<-a.cron.Stop().Done()
+	}
+	errs = append(errs, a.Content.Stop(ctx))
+	errs = append(errs, a.Store.Close())
+	return errors.Join(errs...)
+}

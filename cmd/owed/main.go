@@ -1,0 +1,132 @@
+// Command owed serves owed's API, admin SPA, cron sweep and backfill queue, and runs its
+// administrative commands.
+//
+//	owed serve                              run everything (configured by OWED_* variables)
+//	owed migrate                            apply pending database migrations and exit
+//	owed users add NAME --role ROLE         add a user and print its token once
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/models"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "owed:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  owed serve [--addr ADDR] [--data DIR] [--database URL]
+  owed migrate [--data DIR] [--database URL]
+  owed users add NAME --role author|bot|admin [--data DIR] [--database URL]
+Configuration comes from the OWED_* environment variables; flags override them.`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("no command")
+	}
+	cfg, err := app.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(log)
+	ctx := context.Background()
+	switch args[0] {
+	case "serve":
+		fs := flagSet("serve", &cfg)
+		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (OWED_ADDR)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return serve(ctx, cfg, log, stdout)
+	case "migrate":
+		fs := flagSet("migrate", &cfg)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "owed: the database is up to date")
+		return store.Close()
+	case "users":
+		if len(args) < 3 || args[1] != "add" {
+			return errors.New("usage: owed users add NAME --role author|bot|admin")
+		}
+		name := args[2]
+		fs := flagSet("users add", &cfg)
+		role := fs.String("role", models.RoleAuthor, "author, bot or admin")
+		if err := fs.Parse(args[3:]); err != nil {
+			return err
+		}
+		if !models.ValidRole(*role) {
+			return fmt.Errorf("--role %q: want author, bot or admin", *role)
+		}
+		store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		u, token, err := store.CreateUser(ctx, name, *role)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "user %d %q (%s); token, shown once:\n%s\n", u.ID, u.Name, u.Role, token)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	fmt.Fprintln(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func flagSet(name string, cfg *app.Config) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (OWED_DATA_DIR)")
+	fs.StringVar(&cfg.DatabaseURL, "database", cfg.DatabaseURL, "database URL (OWED_DATABASE_URL)")
+	return fs
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("OWED_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// serve runs until SIGINT or SIGTERM, then shuts down in order within the grace period.
+func serve(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writer) error {
+	a, err := app.New(ctx, cfg, app.Options{Log: log, Out: stdout})
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		a.Shutdown(ctx)
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	log.Info("shutting down", "signal", got.String(), "grace", cfg.ShutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	return a.Shutdown(sctx)
+}

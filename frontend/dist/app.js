@@ -1,0 +1,399 @@
+// The admin shell: session (sign in / out), the plugin manifest, one tab per plugin with its
+// own URL (/admin/<id>), and mounting each plugin into its panel on first visit. Panels stay
+// mounted while hidden (their polls pause) and are all unmounted on sign-out.
+
+import { html, render, useState, useEffect, useRef, useCallback } from './vendor/preact-htm.js';
+import { createApi } from './lib/api.js';
+import { makeCtx } from './lib/ctx.js';
+import { notify } from './lib/toast.js';
+
+const BASE = '/admin';
+
+function routeId() {
+  const rest = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : '';
+  const first = rest.replace(/^\/+/, '').split('/')[0] || '';
+  try {
+    return decodeURIComponent(first);
+  } catch {
+    return first;
+  }
+}
+
+let onUnauthorized = null;
+const api = createApi({ onUnauthorized: (e) => onUnauthorized && onUnauthorized(e) });
+
+function App() {
+  const [phase, setPhase] = useState('loading'); // loading | signin | forbidden | error | ready
+  const [user, setUser] = useState(null);
+  const [notice, setNotice] = useState(null);
+  const [bootError, setBootError] = useState(null);
+
+  const check = useCallback(async () => {
+    setPhase('loading');
+    try {
+      const s = await api('/api/session');
+      const u = s && s.user;
+      if (!u) {
+        setPhase('signin');
+        return;
+      }
+      setUser(u);
+      setPhase(u.role === 'admin' ? 'ready' : 'forbidden');
+    } catch (e) {
+      if (e.status === 401) {
+        setPhase('signin');
+        return;
+      }
+      setBootError(e);
+      setPhase('error');
+    }
+  }, []);
+
+  useEffect(() => {
+    check();
+    onUnauthorized = () => {
+      setUser(null);
+      setNotice('Your session has ended. Sign in again.');
+      setPhase('signin');
+    };
+    return () => {
+      onUnauthorized = null;
+    };
+  }, []);
+
+  const signOut = useCallback(async (message = 'Signed out.') => {
+    try {
+      await api('/api/session', { method: 'DELETE' });
+    } catch (e) {
+      if (e.status !== 401) notify('Sign-out failed: ' + e.message, 'error');
+    }
+    setUser(null);
+    setNotice(message);
+    setPhase('signin');
+  }, []);
+
+  useEffect(() => {
+    if (phase !== 'ready') document.title = 'owed admin';
+  }, [phase]);
+
+  switch (phase) {
+    case 'loading':
+      return html`<div class="center"><p class="muted" aria-busy="true">Loading…</p></div>`;
+    case 'signin':
+      return html`<${SignIn} notice=${notice} onDone=${() => {
+        setNotice(null);
+        check();
+      }} />`;
+    case 'forbidden':
+      return html`<div class="center">
+        <div class="card signin-card" data-testid="forbidden" role="alert">
+          <h1 class="signin-title">Admins only</h1>
+          <p>You are signed in as <strong>${user.name}</strong> (role <code>${user.role}</code>).
+            This console needs an <strong>admin</strong> token.</p>
+          <div class="row">
+            <button type="button" class="btn btn-primary" onClick=${() => signOut(null)} data-testid="signout">Sign in with another token</button>
+          </div>
+        </div>
+      </div>`;
+    case 'error':
+      return html`<div class="center">
+        <div class="card signin-card" role="alert">
+          <h1 class="signin-title">Cannot reach owed</h1>
+          <p>${bootError ? bootError.message : 'Unknown error.'}</p>
+          <button type="button" class="btn btn-primary" onClick=${check}>Try again</button>
+        </div>
+      </div>`;
+    default:
+      return html`<${Console} user=${user} onSignOut=${() => signOut()} />`;
+  }
+}
+
+function SignIn({ notice, onDone }) {
+  const [token, setToken] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState(null);
+  const input = useRef(null);
+
+  useEffect(() => {
+    input.current && input.current.focus();
+  }, []);
+
+  const submit = async (e) => {
+    e.preventDefault();
+    const t = token.trim();
+    if (!t) {
+      setErr({ message: 'Enter the admin token.', field: 'token' });
+      input.current && input.current.focus();
+      return;
+    }
+    setBusy(true);
+    setErr(null);
+    try {
+      await api('/api/session', { method: 'POST', body: { token: t } });
+      setToken('');
+      onDone();
+    } catch (x) {
+      setErr({
+        message: x.status === 401 ? x.message || 'That token was not accepted.' : x.message,
+        field: x.field || 'token',
+      });
+      setBusy(false);
+      input.current && input.current.select();
+    }
+  };
+
+  const invalid = !!(err && (err.field === 'token' || !err.field));
+  return html`<div class="center">
+    <form class="card signin-card" onSubmit=${submit} novalidate data-testid="signin-form">
+      <h1 class="signin-title"><${Logo} /> owed <span class="muted">admin</span></h1>
+      ${notice ? html`<p class="note note-info" role="status">${notice}</p>` : null}
+      <div class=${'field' + (invalid ? ' field-invalid' : '')}>
+        <label for="signin-token">Admin token</label>
+        <input id="signin-token" ref=${input} type="password" autocomplete="current-password" spellcheck="false"
+          value=${token} onInput=${(e) => setToken(e.currentTarget.value)}
+          aria-invalid=${invalid ? 'true' : 'false'} aria-describedby="signin-hint signin-error"
+          data-testid="signin-token" />
+        <p id="signin-hint" class="hint">OWED_ADMIN_TOKEN, or the token printed once on first start.</p>
+      </div>
+      <p id="signin-error" class="field-error" role="alert" data-testid="signin-error" hidden=${!err}>${err ? err.message : ''}</p>
+      <button type="submit" class="btn btn-primary btn-block" disabled=${busy} data-testid="signin-submit">${busy ? 'Signing in…' : 'Sign in'}</button>
+    </form>
+  </div>`;
+}
+
+function Logo() {
+  return html`<svg class="logo" viewBox="0 0 24 24" aria-hidden="true" focusable="false">
+    <circle cx="12" cy="12" r="9" fill="none" stroke="currentColor" stroke-width="2.5" />
+    <path d="M12 7v5l3.5 2" fill="none" stroke="currentColor" stroke-width="2.5" stroke-linecap="round" />
+  </svg>`;
+}
+
+function Console({ user, onSignOut }) {
+  const [plugins, setPlugins] = useState(null);
+  const [manifestError, setManifestError] = useState(null);
+  const [active, setActive] = useState(routeId());
+  const [locKey, setLocKey] = useState(0); // bumped on every navigation, to notice query changes
+  const host = useRef(null);
+  const mounted = useRef(new Map()); // id → {section, poller, unmount}
+  const searches = useRef({}); // id → last "?query" of that panel
+  const activeRef = useRef(active);
+  activeRef.current = active;
+
+  const go = useCallback((id, opts = {}) => {
+    const search = opts.search !== undefined ? opts.search : searches.current[id] || '';
+    const url = BASE + '/' + encodeURIComponent(id) + search;
+    if (url !== location.pathname + location.search) {
+      if (opts.replace) history.replaceState(null, '', url);
+      else history.pushState(null, '', url);
+    }
+    setActive(id);
+    setLocKey((k) => k + 1);
+  }, []);
+
+  const loadManifest = useCallback(async () => {
+    setManifestError(null);
+    let list;
+    try {
+      const m = await api('/api/admin/plugins');
+      list = (m && m.plugins) || [];
+    } catch (e) {
+      setManifestError(e);
+      return;
+    }
+    list = list.filter((p) => p && p.id && p.module).map((p) => ({ ...p, title: p.title || p.id, status: 'loading' }));
+    setPlugins(list);
+    list.forEach((p) => {
+      import(p.module)
+        .then((mod) => {
+          const def = mod && mod.default;
+          if (!def || typeof def.mount !== 'function') throw new Error('the module has no default export with mount(el, ctx)');
+          return { ...p, title: p.title || def.title || p.id, status: 'ready', def };
+        })
+        .catch((e) => ({ ...p, status: 'failed', error: e }))
+        .then((next) => setPlugins((cur) => cur && cur.map((x) => (x.id === next.id ? next : x))));
+    });
+  }, []);
+
+  useEffect(() => {
+    loadManifest();
+    const onPop = () => {
+      setActive(routeId());
+      setLocKey((k) => k + 1);
+    };
+    addEventListener('popstate', onPop);
+    return () => {
+      removeEventListener('popstate', onPop);
+      for (const m of mounted.current.values()) unmountPanel(m);
+      mounted.current.clear();
+    };
+  }, []);
+
+  // "/admin/" alone shows the first panel.
+  useEffect(() => {
+    if (plugins && plugins.length && !active) go(plugins[0].id, { replace: true, search: location.search });
+  }, [plugins, active]);
+
+  // Mount the active panel on first visit; show it and hide the others.
+  useEffect(() => {
+    if (!plugins || !host.current) return;
+    const p = plugins.find((x) => x.id === active);
+    if (p && p.status !== 'loading' && !mounted.current.has(p.id)) {
+      mounted.current.set(p.id, mountPanel(p, host.current, { user, go, searches, activeRef }));
+    }
+    for (const [id, m] of mounted.current) {
+      const on = id === active;
+      m.section.hidden = !on;
+      m.poller && m.poller.setActive(on);
+    }
+    if (p) {
+      document.title = p.title + ' · owed admin';
+      const m = mounted.current.get(p.id);
+      const before = searches.current[p.id] || '';
+      searches.current[p.id] = location.search;
+      // A navigation that changed the query of a mounted panel (a link from another panel,
+      // back/forward) tells the panel through ctx.onParams.
+      if (m && m.section && before !== location.search) {
+        m.section.dispatchEvent(new CustomEvent('owed:params', { detail: new URLSearchParams(location.search) }));
+      }
+    }
+  }, [plugins, active, locKey]);
+
+  const onTabKey = (e) => {
+    if (!plugins) return;
+    const tabs = [...e.currentTarget.querySelectorAll('[role=tab]')];
+    const i = tabs.indexOf(document.activeElement);
+    if (i < 0) return;
+    let j = null;
+    if (e.key === 'ArrowRight' || e.key === 'ArrowDown') j = (i + 1) % tabs.length;
+    else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp') j = (i - 1 + tabs.length) % tabs.length;
+    else if (e.key === 'Home') j = 0;
+    else if (e.key === 'End') j = tabs.length - 1;
+    if (j === null) return;
+    e.preventDefault();
+    tabs[j].focus();
+    go(plugins[j].id);
+  };
+
+  const current = plugins && plugins.find((p) => p.id === active);
+  return html`<div class="shell">
+    <header class="topbar">
+      <a class="brand" href=${BASE + '/'} onClick=${(e) => {
+        if (e.metaKey || e.ctrlKey || e.shiftKey || !plugins || !plugins.length) return;
+        e.preventDefault();
+        go(plugins[0].id);
+      }}><${Logo} /><span>owed</span><span class="brand-sub">admin</span></a>
+      <nav class="tabs" aria-label="Panels">
+        <div role="tablist" class="tablist" onKeyDown=${onTabKey}>
+          ${(plugins || []).map(
+            (p) => html`<a role="tab" class=${'tab' + (p.status === 'failed' ? ' tab-failed' : '')} id=${'tab-' + p.id}
+              href=${BASE + '/' + encodeURIComponent(p.id) + (p.id === active ? '' : searches.current[p.id] || '')}
+              aria-selected=${p.id === active ? 'true' : 'false'} aria-controls=${'panel-' + p.id}
+              tabindex=${p.id === active ? '0' : '-1'} data-testid=${'tab-' + p.id}
+              onClick=${(e) => {
+                if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
+                e.preventDefault();
+                go(p.id);
+              }}>${p.title}</a>`
+          )}
+        </div>
+      </nav>
+      <div class="who">
+        <span class="who-name" title=${'user ' + user.id}>${user.name}</span>
+        <button type="button" class="btn btn-small btn-quiet" onClick=${onSignOut} data-testid="signout">Sign out</button>
+      </div>
+    </header>
+    <main class="main" id="main">
+      ${manifestError
+        ? html`<div class="note note-err" role="alert">Could not load the panels: ${manifestError.message}
+            <button type="button" class="btn btn-small" onClick=${loadManifest}>Retry</button></div>`
+        : null}
+      ${!plugins && !manifestError ? html`<p class="muted" aria-busy="true">Loading panels…</p>` : null}
+      ${plugins && active && !current
+        ? html`<div class="card" role="alert" data-testid="panel-missing">
+            <p>There is no panel named <code>${active}</code>.</p>
+            ${plugins.length ? html`<p><a href=${BASE + '/' + plugins[0].id} onClick=${(e) => {
+              e.preventDefault();
+              go(plugins[0].id);
+            }}>Go to ${plugins[0].title}</a></p>` : null}
+          </div>`
+        : null}
+      ${current && current.status === 'loading' ? html`<p class="muted" aria-busy="true">Loading ${current.title}…</p>` : null}
+      <div class="panels" ref=${host}></div>
+    </main>
+  </div>`;
+}
+
+function mountPanel(p, hostEl, { user, go, searches, activeRef }) {
+  const section = document.createElement('section');
+  section.className = 'panel';
+  section.id = 'panel-' + p.id;
+  section.setAttribute('role', 'tabpanel');
+  section.setAttribute('aria-labelledby', 'tab-' + p.id);
+  section.setAttribute('data-testid', 'panel-' + p.id);
+  section.tabIndex = -1;
+  hostEl.appendChild(section);
+
+  const failed = (what, e) => {
+    console.error(`plugin ${p.id}:`, e);
+    section.textContent = '';
+    const box = document.createElement('div');
+    box.className = 'note note-err';
+    box.setAttribute('role', 'alert');
+    box.textContent = `The ${p.title} panel ${what}: ${(e && e.message) || e}`;
+    section.appendChild(box);
+  };
+
+  if (p.status === 'failed') {
+    failed('could not be loaded from ' + p.module, p.error);
+    return { section, poller: null, unmount: null };
+  }
+
+  const params = () => new URLSearchParams(activeRef.current === p.id ? location.search : searches.current[p.id] || '');
+  const setParams = (obj) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(obj || {})) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
+    const search = q.toString() ? '?' + q.toString() : '';
+    searches.current[p.id] = search;
+    if (activeRef.current === p.id) history.replaceState(null, '', BASE + '/' + encodeURIComponent(p.id) + search);
+  };
+  const onParams = (cb) => {
+    const h = (e) => cb(e.detail);
+    section.addEventListener('owed:params', h);
+    return () => section.removeEventListener('owed:params', h);
+  };
+  const { ctx, poller } = makeCtx(p, {
+    user,
+    api,
+    navigate: (id, search) => go(id, { search: search === undefined ? undefined : search ? (String(search).startsWith('?') ? String(search) : '?' + search) : '' }),
+    params,
+    setParams,
+    onParams,
+  });
+  const entry = { section, poller, unmount: null };
+  try {
+    const r = p.def.mount(section, ctx);
+    if (typeof r === 'function') entry.unmount = r;
+    else if (r && typeof r.then === 'function') {
+      r.then((f) => {
+        if (typeof f === 'function') entry.unmount = f;
+      }, (e) => failed('failed to start', e));
+    }
+  } catch (e) {
+    failed('failed to start', e);
+  }
+  return entry;
+}
+
+function unmountPanel(m) {
+  try {
+    m.unmount && m.unmount();
+  } catch (e) {
+    console.error('unmount:', e);
+  }
+  m.poller && m.poller.stopAll();
+  m.section.remove();
+}
+
+const root = document.getElementById('app');
+root.textContent = '';
+render(html`<${App} />`, root);

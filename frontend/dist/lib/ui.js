@@ -1,0 +1,162 @@
+// Small shared pieces for the built-in panels: live data hooks, badges, times, notes.
+// Operator plugins may import this module too (/admin/lib/ui.js), but only ctx is a contract.
+
+import { html, useState, useEffect, useRef, useCallback } from '../vendor/preact-htm.js';
+import { fmt } from './fmt.js';
+
+/**
+ * useLive loads data now and every `ms` through ctx.poll (so it pauses while hidden or off
+ * tab), again whenever `deps` change, and keeps the last good answer when a refresh fails.
+ * Answers that arrive after a newer load started are dropped.
+ */
+export function useLive(ctx, load, ms, deps = []) {
+  const [state, setState] = useState({ data: null, error: null, at: 0, loading: true });
+  const seq = useRef(0);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const stopRef = useRef(null);
+
+  useEffect(() => {
+    const run = async () => {
+      const mine = ++seq.current;
+      try {
+        const data = await loadRef.current();
+        if (mine === seq.current) setState({ data, error: null, at: Date.now(), loading: false });
+      } catch (error) {
+        if (mine === seq.current) setState((s) => ({ ...s, error, loading: false }));
+      }
+    };
+    setState((s) => ({ ...s, loading: true }));
+    const stop = ctx.poll(run, ms);
+    stopRef.current = stop;
+    return () => {
+      seq.current++;
+      stop();
+    };
+  }, deps);
+
+  const refresh = useCallback(() => stopRef.current && stopRef.current.now(), []);
+  const setData = useCallback(
+    (data) => setState((s) => ({ ...s, data: typeof data === 'function' ? data(s.data) : data, error: null, at: Date.now() })),
+    []
+  );
+  return { ...state, refresh, setData };
+}
+
+/** Re-renders every `ms` while mounted; returns the current time. */
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+  return now;
+}
+
+/** A relative time with the absolute one on hover: <time title="2025-…">in 3m</time>. */
+export function Rel({ at, now, testid }) {
+  if (!at) return html`<span class="muted">—</span>`;
+  return html`<time datetime=${at} title=${fmt.time(at) + ' (' + fmt.time(at, { utc: true }) + ')'} data-testid=${testid}>${fmt.relative(at, now)}</time>`;
+}
+
+export function Badge({ kind = 'neutral', children, testid, title }) {
+  return html`<span class=${'badge badge-' + kind} data-testid=${testid} title=${title}>${children}</span>`;
+}
+
+/** Why a job or attempt waits, and a human explanation. null means ready. */
+export const WHY = {
+  none: { label: 'ready', kind: 'ok', short: 'due for the next worker', text: 'due — waits for the next worker or sweep' },
+  unreachable: { label: 'unreachable', kind: 'err', short: 'model unreachable — backoff', text: 'the model could not be reached — retries with backoff (1 min doubling to 1 h)' },
+  upstream: { label: 'upstream', kind: 'warn', short: 'model error — backoff or Retry-After', text: 'the model answered an error — retries after the backoff or its Retry-After' },
+  unanswered: { label: 'unanswered', kind: 'warn', short: 'bad model answer — backoff', text: 'the model answer was not the expected JSON — retries with backoff' },
+  budget: { label: 'budget', kind: 'info', short: 'waits for the daily reset', text: "the author's daily budget is spent — waits for the daily reset (00:00 UTC)" },
+  'budget-unavailable': { label: 'budget-unavailable', kind: 'err', short: 'budget not countable — backoff', text: 'the budget could not be counted — retries with backoff' },
+};
+export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable'];
+
+export function whyInfo(why) {
+  return WHY[why || 'none'] || { label: why, kind: 'neutral', text: why };
+}
+
+export function WhyBadge({ why, long }) {
+  const w = whyInfo(why);
+  return html`<span class="why">
+    <${Badge} kind=${w.kind} title=${w.text}>${w.label}<//>
+    ${long ? html`<span class="why-text">${w.text}</span>` : null}
+  </span>`;
+}
+
+/** A note for a failed load: inline when there is nothing to show, a strip above stale data. */
+export function LoadError({ error, at, retry }) {
+  if (!error) return null;
+  const stale = at ? ` Showing data from ${fmt.relative(new Date(at).toISOString())}.` : '';
+  return html`<div class="note note-err" role="alert">
+    <span>${error.message || String(error)}${stale}</span>
+    ${retry ? html`<button type="button" class="btn btn-small" onClick=${retry}>Retry</button>` : null}
+  </div>`;
+}
+
+export function Loading({ children = 'Loading…' }) {
+  return html`<p class="muted loading" aria-busy="true">${children}</p>`;
+}
+
+export function Empty({ children }) {
+  return html`<p class="empty">${children}</p>`;
+}
+
+/** A figure with a label: the building block of summary strips. */
+export function Stat({ label, value, sub, testid, kind }) {
+  return html`<div class=${'stat' + (kind ? ' stat-' + kind : '')} data-testid=${testid}>
+    <div class="stat-label">${label}</div>
+    <div class="stat-value">${value}</div>
+    ${sub ? html`<div class="stat-sub">${sub}</div>` : null}
+  </div>`;
+}
+
+/** A horizontal bar drawn in SVG (no inline style), value out of max. */
+export function HBar({ value, max, cls = '', label }) {
+  const pct = max > 0 ? Math.max(0, Math.min(100, (value / max) * 100)) : 0;
+  return html`<svg class=${'hbar ' + cls} viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label=${label || `${value} of ${max}`}>
+    <rect class="hbar-track" x="0" y="0" width="100" height="10" rx="0" />
+    <rect class="hbar-fill" x="0" y="0" width=${pct} height="10" rx="0" />
+  </svg>`;
+}
+
+/** Props for a cursor-paged table's "more" button. */
+export function MoreButton({ cursor, busy, onClick, label = 'More', testid }) {
+  if (!cursor) return null;
+  return html`<div class="more">
+    <button type="button" class="btn" disabled=${busy} onClick=${onClick} data-testid=${testid}>${busy ? 'Loading…' : label}</button>
+  </div>`;
+}
+
+/** Table wrapper: scrolls horizontally inside its card on narrow screens. */
+export function TableWrap({ children, label }) {
+  return html`<div class="table-wrap" role="region" aria-label=${label} tabindex="0">${children}</div>`;
+}
+
+/** The error fields of a form: the message and which field to highlight. */
+export function useFormError() {
+  const [err, setErr] = useState(null);
+  return {
+    err,
+    set: (e) => setErr(e ? { message: e.message || String(e), field: e.field || null } : null),
+    clear: () => setErr(null),
+    invalid: (field) => !!(err && err.field === field),
+  };
+}
+
+/** The outcome of one attempt event: allow, block, scored, pending, gone. */
+export function OutcomeBadge({ outcome }) {
+  const kind = { allow: 'ok', scored: 'ok', block: 'err', pending: 'warn', gone: 'neutral' }[outcome] || 'neutral';
+  return html`<${Badge} kind=${kind}>${outcome || '—'}<//>`;
+}
+
+/** An attempt's result: the art score or the verdict confidence. */
+export function resultOf(e) {
+  if (e.art != null) return 'art ' + Number(e.art).toFixed(3);
+  if (e.confidence != null) return 'conf ' + Number(e.confidence).toFixed(2);
+  return '—';
+}
+
+export const num = (v) => (v === '' || v === null || v === undefined ? null : Number(v));

@@ -1,0 +1,354 @@
+// Backfill (the bot tab): one job per chat with its member scrapes, progress, throughput and
+// ETAs; start and pause all jobs or one chat; a live countdown while a rate limit holds; and
+// the queue settings. Data: GET /api/backfill every 3 s; POST /api/backfill/{start,pause};
+// PUT /api/backfill/settings.
+
+import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
+import { fmt } from '../lib/fmt.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, Stat, TableWrap } from '../lib/ui.js';
+
+const KINDS = ['image', 'gif', 'video', 'audio'];
+const STATE_KIND = { idle: 'neutral', queued: 'info', running: 'run', paused: 'warn', done: 'ok' };
+const STATE_TITLE = {
+  idle: 'not started',
+  queued: 'started; waits while another job holds the queue',
+  running: 'previewing batch by batch',
+  paused: 'paused; start it again to resume',
+  done: 'no pending rows left',
+};
+
+/** Rows settled for good: cached, failed and skipped (skipped = what no count above covers). */
+function progressOf(x) {
+  const total = x.total || 0;
+  const skipped = x.skipped != null ? x.skipped : Math.max(0, total - (x.pending || 0) - (x.cached || 0) - (x.failed || 0) - (x.suspect || 0) - (x.unverified || 0));
+  return { done: (x.cached || 0) + (x.failed || 0) + skipped, total, skipped };
+}
+
+function sumKinds(members) {
+  const out = Object.fromEntries(KINDS.map((k) => [k, 0]));
+  for (const m of members || []) {
+    for (const [k, v] of Object.entries(m.pendingByKind || {})) out[k] = (out[k] || 0) + (v || 0);
+  }
+  return out;
+}
+
+function sum(members, k) {
+  return (members || []).reduce((a, m) => a + (m[k] || 0), 0);
+}
+
+/** Whether a job's rate is measured (from its run) or the settings-based estimate. */
+function measured(job, status) {
+  if (typeof job.rateMeasured === 'boolean') return job.rateMeasured;
+  if (typeof job.measured === 'boolean') return job.measured;
+  return !!job.startedAt && job.state !== 'idle' && job.perMinute !== status.estimatedPerMinute;
+}
+
+const active = (j) => j.state === 'running' || j.state === 'queued';
+
+function Backfill({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/backfill'), 3000);
+  const now = useNow(1000);
+  const [busy, setBusy] = useState(null);
+  const s = live.data;
+
+  const act = async (what, chatId) => {
+    setBusy(what + ':' + (chatId || '*'));
+    try {
+      const st = await ctx.api('/api/backfill/' + what, { method: 'POST', body: chatId ? { chatId } : {} });
+      if (st && Array.isArray(st.jobs)) live.setData(st);
+      else live.refresh();
+      const target = chatId ? `chat ${chatId}` : 'all jobs';
+      ctx.notify(what === 'start' ? `Started ${target}.` : `Pausing ${target} after the current batch.`, 'ok');
+    } catch (e) {
+      ctx.notify(`Could not ${what} ${chatId ? 'chat ' + chatId : 'the queue'}: ${e.message}`, 'error');
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  if (!s) {
+    return html`<div class="stack">
+      <${LoadError} error=${live.error} retry=${live.refresh} />
+      ${live.error ? null : html`<${Loading} />`}
+    </div>`;
+  }
+
+  const jobs = s.jobs || [];
+  const t = s.totals || {};
+  const left = s.limitedUntil ? fmt.until(s.limitedUntil, now) : null;
+  const limited = left !== null && left > 0;
+  const anyActive = jobs.some(active);
+  const anyStartable = jobs.some((j) => !active(j) && (j.pending || 0) > 0);
+  const totalMeasured = jobs.some((j) => j.state === 'running' && measured(j, s));
+  const tp = progressOf(t);
+
+  return html`<div class="stack">
+    <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
+    ${limited
+      ? html`<div class="note note-warn limited" data-testid="backfill-limited">
+          <strong>Rate limited.</strong>
+          <span>The chat platform asked us to wait: the queue resumes in${' '}<strong class="num countdown" role="timer" aria-live="off" data-testid="backfill-countdown">${fmt.countdown(left)}</strong>
+            <span class="muted"> (at ${fmt.time(s.limitedUntil)})</span>.</span>
+        </div>`
+      : null}
+    <p class="sr-only" aria-live="polite">${limited ? `Backfill rate limited until ${fmt.time(s.limitedUntil)}.` : ''}</p>
+
+    <div class="bf-layout">
+      <div class="stack">
+        <section class="card" aria-labelledby="bf-h">
+          <header class="card-head">
+            <h2 id="bf-h">Backfill queue</h2>
+            <div class="row">
+              <button type="button" class="btn btn-primary" onClick=${() => act('start')} disabled=${!!busy || !anyStartable}
+                data-testid="backfill-start-all" title="Start every job with pending rows, smallest first">${busy === 'start:*' ? 'Starting…' : 'Start all'}</button>
+              <button type="button" class="btn" onClick=${() => act('pause')} disabled=${!!busy || !anyActive}
+                data-testid="backfill-pause-all" title="Pause every job after its current batch">${busy === 'pause:*' ? 'Pausing…' : 'Pause all'}</button>
+            </div>
+          </header>
+          <div class="stats stats-tight" data-testid="backfill-totals">
+            <${Stat} label="Pending" value=${fmt.number(t.pending)} testid="backfill-total-pending" />
+            <${Stat} label="Cached" value=${fmt.number(t.cached)} />
+            <${Stat} label="Failed" value=${fmt.number(t.failed)} kind=${t.failed ? 'warn' : null} />
+            <${Stat} label="Total" value=${fmt.number(t.total)} sub=${fmt.percent(tp.done, tp.total) + ' settled'} />
+            <${Stat} label="Rate" value=${fmt.rate(t.perMinute)} sub=${html`<${RateLabel} measured=${totalMeasured} />`} testid="backfill-rate" />
+            <${Stat} label="ETA" value=${fmt.eta(t.etaTotalMs ?? t.etaMs)} sub=${t.pending ? 'to clear everything' : 'nothing to do'} testid="backfill-eta" />
+            <${Stat} label="Stored" value=${fmt.bytes(t.bytes)} sub=${fmt.number(t.downloaded) + ' downloaded'} />
+          </div>
+          <${Kinds} counts=${sumKinds(jobs.flatMap((j) => j.members || []))} label="Pending by kind, all jobs" />
+        </section>
+
+        ${jobs.length === 0
+          ? html`<section class="card"><${Empty}>No chat has rows left to preview. Finished or paused scrapes show up here when they have pending media.<//></section>`
+          : jobs.map((j) => html`<${Job} key=${j.chatId} job=${j} status=${s} busy=${busy} act=${act} now=${now} />`)}
+      </div>
+
+      <div class="stack">
+        <${Settings} ctx=${ctx} status=${s} onSaved=${live.setData} />
+        <${Backends} byBackend=${t.byBackend || {}} />
+      </div>
+    </div>
+  </div>`;
+}
+
+function RateLabel({ measured: m }) {
+  return m
+    ? html`<span class="rate-label rate-measured" title="measured from the running job">measured</span>`
+    : html`<span class="rate-label" title="what the current settings allow; measured once a job has run 30 s">estimated</span>`;
+}
+
+function Kinds({ counts, label }) {
+  return html`<ul class="chips" aria-label=${label}>
+    ${KINDS.map((k) => html`<li class=${'chip' + (counts[k] ? '' : ' chip-zero')}><span class="chip-k">${k}</span> <span class="num">${fmt.number(counts[k] || 0)}</span></li>`)}
+  </ul>`;
+}
+
+function Job({ job: j, status, busy, act, now }) {
+  const id = j.chatId;
+  const members = j.members || [];
+  const p = progressOf({ ...j, suspect: sum(members, 'suspect'), unverified: sum(members, 'unverified'), skipped: members.some((m) => m.skipped != null) ? sum(members, 'skipped') : null });
+  const isActive = active(j);
+  const canStart = !isActive && (j.pending || 0) > 0;
+  const pct = fmt.percent(p.done, p.total);
+  const m = measured(j, status);
+  return html`<article class=${'card bf-job bf-' + j.state} data-testid=${'backfill-job-' + id} aria-labelledby=${'bf-job-' + id}>
+    <header class="card-head">
+      <div class="bf-title">
+        <h3 id=${'bf-job-' + id}>Chat <code>${id}</code></h3>
+        ${j.guildId ? html`<span class="muted small">guild <code>${j.guildId}</code></span>` : null}
+        <${Badge} kind=${STATE_KIND[j.state] || 'neutral'} testid=${'backfill-state-' + id} title=${STATE_TITLE[j.state]}>${j.state}<//>
+      </div>
+      <div class="row">
+        <button type="button" class="btn btn-small" disabled=${!!busy || !canStart} onClick=${() => act('start', id)}
+          data-testid=${'backfill-start-' + id} aria-label=${'Start chat ' + id}>${busy === 'start:' + id ? 'Starting…' : j.state === 'paused' ? 'Resume' : 'Start'}</button>
+        <button type="button" class="btn btn-small" disabled=${!!busy || !isActive} onClick=${() => act('pause', id)}
+          data-testid=${'backfill-pause-' + id} aria-label=${'Pause chat ' + id}>${busy === 'pause:' + id ? 'Pausing…' : 'Pause'}</button>
+      </div>
+    </header>
+    <div class="progress-line">
+      <progress max=${Math.max(1, p.total)} value=${p.done} aria-label=${`chat ${id}: ${p.done} of ${p.total} rows settled`} data-testid=${'backfill-progress-' + id}></progress>
+      <span class="num small"><strong>${pct}</strong> · ${fmt.number(p.done)} / ${fmt.number(p.total)}</span>
+    </div>
+    <dl class="figs">
+      <div><dt>Pending</dt><dd class="num">${fmt.number(j.pending)}</dd></div>
+      <div><dt>Cached</dt><dd class="num">${fmt.number(j.cached)}</dd></div>
+      <div><dt>Failed</dt><dd class="num">${fmt.number(j.failed)}</dd></div>
+      <div><dt>Processed</dt><dd class="num" title="rows handled since this run started">${fmt.number(j.processed)}</dd></div>
+      <div><dt>Rate</dt><dd class="num">${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} /></dd></div>
+      <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it">${j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
+      <div><dt>Runs for</dt><dd class="num">${fmt.eta(j.etaRunMs ?? j.etaMs)}</dd></div>
+      <div><dt>Done in</dt><dd class="num">${fmt.eta(j.etaTotalMs)}</dd></div>
+      <div><dt>Started</dt><dd><${Rel} at=${j.startedAt} now=${now} /></dd></div>
+      ${j.finishedAt ? html`<div><dt>Finished</dt><dd><${Rel} at=${j.finishedAt} now=${now} /></dd></div>` : null}
+      <div><dt>Stored</dt><dd class="num">${fmt.bytes(j.bytes)}</dd></div>
+    </dl>
+    <${Kinds} counts=${sumKinds(members)} label=${'Pending by kind, chat ' + id} />
+    <details class="members" open=${members.length <= 3}>
+      <summary>${members.length} ${members.length === 1 ? 'member scrape' : 'member scrapes'}</summary>
+      <${TableWrap} label=${'Member scrapes of chat ' + id}>
+        <table class="table table-compact" data-testid=${'backfill-members-' + id}>
+          <thead><tr>
+            <th scope="col">Scrape</th><th scope="col">Backend · mode</th><th scope="col">State</th><th scope="col">Progress</th>
+            <th scope="col" class="num">Pending</th><th scope="col" class="num">Cached</th><th scope="col" class="num">Failed</th>
+            <th scope="col" class="num" title="failures kept for one delayed retry">Suspect</th><th scope="col" class="num" title="suspect rows whose retry failed too">Unverified</th>
+            <th scope="col" class="num">Total</th><th scope="col" class="num">Stored</th>
+          </tr></thead>
+          <tbody>${members.map((mb) => {
+            const mp = progressOf(mb);
+            return html`<tr key=${mb.scrapeId} data-testid=${'backfill-member-' + mb.scrapeId}>
+              <td><code>${mb.scrapeId}</code></td>
+              <td>${mb.backend} <span class="muted">· ${mb.mode}</span></td>
+              <td><${Badge} kind=${mb.state === 'failed' ? 'err' : mb.state === 'done' ? 'ok' : 'neutral'}>${mb.state}<//></td>
+              <td class="cell-progress"><progress class="progress-sm" max=${Math.max(1, mp.total)} value=${mp.done} aria-label=${`scrape ${mb.scrapeId}: ${fmt.percent(mp.done, mp.total)}`}></progress>
+                <span class="num small">${fmt.percent(mp.done, mp.total)}</span></td>
+              <td class="num">${fmt.number(mb.pending)}</td>
+              <td class="num">${fmt.number(mb.cached)}</td>
+              <td class="num">${fmt.number(mb.failed)}</td>
+              <td class="num">${fmt.number(mb.suspect)}</td>
+              <td class="num">${fmt.number(mb.unverified)}</td>
+              <td class="num">${fmt.number(mb.total)}</td>
+              <td class="num">${fmt.bytes(mb.bytes)}</td>
+            </tr>`;
+          })}</tbody>
+        </table>
+      <//>
+    </details>
+  </article>`;
+}
+
+function Backends({ byBackend }) {
+  const entries = Object.entries(byBackend);
+  return html`<section class="card" aria-labelledby="bf-backends">
+    <header class="card-head"><h2 id="bf-backends">By backend</h2></header>
+    ${entries.length === 0
+      ? html`<p class="muted">No scrapes.</p>`
+      : html`<ul class="backends">${entries.map(([name, b]) => {
+          const p = progressOf(b);
+          return html`<li>
+            <div class="backend-head"><strong>${name}</strong><span class="num small">${fmt.number(b.pending)} pending · ${fmt.percent(p.done, p.total)}</span></div>
+            <progress max=${Math.max(1, p.total)} value=${p.done} aria-label=${name + ' settled'}></progress>
+            <div class="muted small num">${fmt.number(b.cached)} cached · ${fmt.number(b.failed)} failed · ${fmt.number(b.total)} total</div>
+          </li>`;
+        })}</ul>`}
+  </section>`;
+}
+
+/** Client-side checks; the server validates too and its field error wins. */
+function validate(v) {
+  const bs = Number(v.batchSize);
+  if (v.batchSize === '' || !Number.isInteger(bs) || bs < 1 || bs > 500) {
+    return { field: 'batchSize', message: 'Batch size must be a whole number from 1 to 500.' };
+  }
+  const bp = Number(v.batchPauseMs);
+  if (v.batchPauseMs === '' || !Number.isInteger(bp) || bp < 0) {
+    return { field: 'batchPauseMs', message: 'The pause between batches must be a whole number of ms, 0 or more.' };
+  }
+  return null;
+}
+
+/** The rate new settings would allow, from the server's estimate for the current ones. */
+function estimateFor(status, v) {
+  const cur = status.settings || {};
+  const est = status.estimatedPerMinute;
+  const bs = Number(v.batchSize);
+  const bp = Number(v.batchPauseMs);
+  if (!est || !cur.batchSize || !(bs >= 1) || !(bp >= 0)) return null;
+  const gap = 60000 / est - (cur.batchPauseMs || 0) / cur.batchSize;
+  const perRow = Math.max(0, gap) + bp / bs;
+  return perRow > 0 ? 60000 / perRow : null;
+}
+
+function Settings({ ctx, status, onSaved }) {
+  const server = status.settings || {};
+  const [draft, setDraft] = useState(null);
+  const [err, setErr] = useState(null);
+  const [saving, setSaving] = useState(false);
+  const v = draft || { batchSize: String(server.batchSize ?? ''), batchPauseMs: String(server.batchPauseMs ?? ''), auto: !!server.auto };
+  const set = (k, val) => {
+    setDraft({ ...v, [k]: val });
+    if (err && (err.field === k || !err.field)) setErr(null);
+  };
+
+  useEffect(() => {
+    if (err && err.field) {
+      const el = document.getElementById('bf-set-' + err.field);
+      el && el.focus();
+    }
+  }, [err]);
+
+  const submit = async (e) => {
+    e.preventDefault();
+    const bad = validate(v);
+    if (bad) {
+      setErr(bad);
+      return;
+    }
+    setSaving(true);
+    setErr(null);
+    try {
+      const st = await ctx.api('/api/backfill/settings', {
+        method: 'PUT',
+        body: { batchSize: Number(v.batchSize), batchPauseMs: Number(v.batchPauseMs), auto: !!v.auto },
+      });
+      if (st && Array.isArray(st.jobs)) onSaved(st);
+      setDraft(null);
+      ctx.notify('Backfill settings saved.', 'ok');
+    } catch (x) {
+      setErr({ field: x.field || null, message: x.message });
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const est = estimateFor(status, v);
+  const errFor = (f) =>
+    err && err.field === f
+      ? html`<p class="field-error" id=${'bf-set-' + f + '-err'} role="alert" data-testid="settings-error">${err.message}</p>`
+      : null;
+  const inv = (f) => !!(err && err.field === f);
+  const dirty = !!draft;
+  return html`<section class="card" aria-labelledby="bf-settings">
+    <header class="card-head"><h2 id="bf-settings">Settings</h2>${dirty ? html`<${Badge} kind="warn">unsaved<//>` : null}</header>
+    <form class="form" onSubmit=${submit} novalidate data-testid="settings-form">
+      <div class=${'field' + (inv('batchSize') ? ' field-invalid' : '')}>
+        <label for="bf-set-batchSize">Batch size</label>
+        <input id="bf-set-batchSize" type="number" min="1" max="500" step="1" inputmode="numeric" required
+          value=${v.batchSize} onInput=${(e) => set('batchSize', e.currentTarget.value)}
+          aria-invalid=${inv('batchSize') ? 'true' : 'false'} aria-describedby="bf-set-batchSize-hint bf-set-batchSize-err"
+          data-testid="settings-batchSize" />
+        <p class="hint" id="bf-set-batchSize-hint">Preview rows per batch, 1–500.</p>
+        ${errFor('batchSize')}
+      </div>
+      <div class=${'field' + (inv('batchPauseMs') ? ' field-invalid' : '')}>
+        <label for="bf-set-batchPauseMs">Pause between batches (ms)</label>
+        <input id="bf-set-batchPauseMs" type="number" min="0" step="100" inputmode="numeric" required
+          value=${v.batchPauseMs} onInput=${(e) => set('batchPauseMs', e.currentTarget.value)}
+          aria-invalid=${inv('batchPauseMs') ? 'true' : 'false'} aria-describedby="bf-set-batchPauseMs-hint bf-set-batchPauseMs-err"
+          data-testid="settings-batchPauseMs" />
+        <p class="hint" id="bf-set-batchPauseMs-hint">Cooldown after each batch, 0 or more${Number(v.batchPauseMs) >= 1000 ? ` (${fmt.duration(Number(v.batchPauseMs))})` : ''}.</p>
+        ${errFor('batchPauseMs')}
+      </div>
+      <div class=${'field field-check' + (inv('auto') ? ' field-invalid' : '')}>
+        <input id="bf-set-auto" type="checkbox" checked=${!!v.auto} onChange=${(e) => set('auto', e.currentTarget.checked)} data-testid="settings-auto" />
+        <label for="bf-set-auto">Start jobs with pending rows when owed starts</label>
+        ${errFor('auto')}
+      </div>
+      ${err && !['batchSize', 'batchPauseMs', 'auto'].includes(err.field)
+        ? html`<p class="field-error" role="alert" data-testid="settings-error">${err.message}</p>`
+        : null}
+      <p class="hint" aria-live="polite">${est ? html`About <strong>${fmt.rate(est)}</strong> with these settings (media gaps included).` : ''}</p>
+      <div class="row">
+        <button type="submit" class="btn btn-primary" disabled=${saving} data-testid="settings-save">${saving ? 'Saving…' : 'Save settings'}</button>
+        ${dirty ? html`<button type="button" class="btn btn-quiet" onClick=${() => { setDraft(null); setErr(null); }}>Reset</button>` : null}
+      </div>
+    </form>
+  </section>`;
+}
+
+export default {
+  id: 'backfill',
+  title: 'Backfill',
+  mount(el, ctx) {
+    render(html`<${Backfill} ctx=${ctx} />`, el);
+    return () => render(null, el);
+  },
+};

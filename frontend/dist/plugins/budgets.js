@@ -1,0 +1,128 @@
+// Budgets: model calls each author spent today against their daily limit, when it resets,
+// and an inline editor for the limit. Data: GET /api/admin/budgets every 5 s;
+// PUT /api/admin/users/{id}/budget {dailyLimit}.
+
+import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
+import { fmt } from '../lib/fmt.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, TableWrap } from '../lib/ui.js';
+
+function Budgets({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/admin/budgets'), 5000);
+  const now = useNow(10000);
+  const [editing, setEditing] = useState(null); // userId being edited
+  const [filter, setFilter] = useState('');
+  const budgets = (live.data && live.data.budgets) || [];
+  const f = filter.trim().toLowerCase();
+  const shown = f ? budgets.filter((b) => String(b.userId) === f || String(b.name || '').toLowerCase().includes(f)) : budgets;
+  const spentOut = budgets.filter((b) => b.limit > 0 && b.spent >= b.limit).length;
+
+  const saved = (b) => {
+    live.setData((d) => d && { ...d, budgets: (d.budgets || []).map((x) => (x.userId === b.userId ? { ...x, ...b } : x)) });
+    setEditing(null);
+    live.refresh();
+  };
+
+  return html`<div class="stack">
+    <section class="card card-flush" aria-labelledby="bud-h">
+      <header class="card-head card-pad">
+        <h2 id="bud-h">Daily budgets</h2>
+        <span class="muted small">${live.data ? `${budgets.length} authors · ${spentOut} spent out` : ''}</span>
+        <div class="field field-inline">
+          <label for="bud-filter">Find author</label>
+          <input id="bud-filter" type="search" placeholder="name or id" value=${filter} onInput=${(e) => setFilter(e.currentTarget.value)} />
+        </div>
+      </header>
+      <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
+      ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
+      ${live.data && !shown.length ? html`<div class="card-pad"><${Empty}>${f ? 'No author matches.' : 'No author has a budget yet.'}<//></div>` : null}
+      ${shown.length
+        ? html`<${TableWrap} label="Budgets table">
+            <table class="table" data-testid="budgets-table">
+              <thead><tr>
+                <th scope="col">Author</th><th scope="col" class="col-meter">Spent today</th><th scope="col" class="num">Spent</th>
+                <th scope="col" class="num">Limit</th><th scope="col">Resets</th><th scope="col"><span class="sr-only">Actions</span></th>
+              </tr></thead>
+              <tbody>${shown.map((b) => html`<${Row} key=${b.userId} b=${b} ctx=${ctx} now=${now}
+                editing=${editing === b.userId} onEdit=${() => setEditing(b.userId)} onCancel=${() => setEditing(null)} onSaved=${saved} />`)}</tbody>
+            </table>
+          <//>`
+        : null}
+    </section>
+    <p class="muted small">Each screen costs 1 call and each score 3, charged before asking. A job whose charge the rest of the day cannot cover waits for the reset at 00:00 UTC (why <code>budget</code>).</p>
+  </div>`;
+}
+
+function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
+  const [value, setValue] = useState(String(b.limit ?? ''));
+  const [err, setErr] = useState(null);
+  const [saving, setSaving] = useState(false);
+  const input = useRef(null);
+
+  useEffect(() => {
+    if (editing) {
+      setValue(String(b.limit ?? ''));
+      setErr(null);
+      setTimeout(() => input.current && input.current.select(), 0);
+    }
+  }, [editing]);
+
+  const save = async (e) => {
+    e.preventDefault();
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n) || n < 0) {
+      setErr('Enter a whole number of calls, 0 or more.');
+      return;
+    }
+    setSaving(true);
+    try {
+      const r = await ctx.api(`/api/admin/users/${encodeURIComponent(b.userId)}/budget`, { method: 'PUT', body: { dailyLimit: n } });
+      const next = r && r.budget ? r.budget : { ...b, limit: n };
+      ctx.notify(`Daily limit of ${b.name || 'author ' + b.userId} is now ${fmt.number(n)}.`, 'ok');
+      onSaved(next);
+    } catch (x) {
+      setErr(x.message);
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const limit = b.limit || 0;
+  const over = limit > 0 && b.spent >= limit;
+  const errId = 'bud-err-' + b.userId;
+  return html`<tr data-testid=${'budget-row-' + b.userId} class=${over ? 'row-warn' : ''}>
+    <td><span class="strong">${b.name || '—'}</span> <span class="muted small num">#${b.userId}</span></td>
+    <td class="col-meter">
+      <meter min="0" max=${Math.max(1, limit)} low=${limit * 0.7} high=${limit * 0.9} optimum="0" value=${Math.min(b.spent || 0, Math.max(1, limit))}
+        aria-label=${`${b.name || b.userId}: ${b.spent} of ${limit} calls spent`}></meter>
+      <span class="small num">${fmt.percent(b.spent || 0, limit)}</span>
+      ${over ? html` <${Badge} kind="warn" title="jobs wait for the reset">spent out<//>` : null}
+    </td>
+    <td class="num">${fmt.number(b.spent)}</td>
+    <td class="num">
+      ${editing
+        ? html`<form class="inline-edit" onSubmit=${save} novalidate>
+            <label class="sr-only" for=${'bud-limit-' + b.userId}>Daily limit for ${b.name || b.userId}</label>
+            <input id=${'bud-limit-' + b.userId} ref=${input} type="number" min="0" step="1" inputmode="numeric" value=${value}
+              onInput=${(e) => setValue(e.currentTarget.value)} onKeyDown=${(e) => e.key === 'Escape' && onCancel()}
+              aria-invalid=${err ? 'true' : 'false'} aria-describedby=${errId} data-testid=${'budget-limit-' + b.userId} />
+            <button type="submit" class="btn btn-small btn-primary" disabled=${saving} data-testid=${'budget-save-' + b.userId}>${saving ? '…' : 'Save'}</button>
+            <button type="button" class="btn btn-small btn-quiet" onClick=${onCancel}>Cancel</button>
+            ${err ? html`<p class="field-error" id=${errId} role="alert" data-testid=${'budget-error-' + b.userId}>${err}</p>` : null}
+          </form>`
+        : fmt.number(b.limit)}
+    </td>
+    <td><${Rel} at=${b.resetsAt} now=${now} /></td>
+    <td class="actions">${editing
+      ? null
+      : html`<button type="button" class="btn btn-small btn-quiet" onClick=${onEdit} aria-label=${'Edit the daily limit of ' + (b.name || b.userId)} data-testid=${'budget-edit-' + b.userId}>Edit limit</button>`}</td>
+  </tr>`;
+}
+
+export default {
+  id: 'budgets',
+  title: 'Budgets',
+  mount(el, ctx) {
+    render(html`<${Budgets} ctx=${ctx} />`, el);
+    return () => render(null, el);
+  },
+};

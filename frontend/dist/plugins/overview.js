@@ -1,0 +1,168 @@
+// Overview: health, the owed jobs by why, jobs settled per minute over the last hour, and a
+// backfill summary. Data: GET /api/admin/stats every 5 s.
+
+import { html, render } from '../vendor/preact-htm.js';
+import { fmt } from '../lib/fmt.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Stat, HBar, WHYS, whyInfo } from '../lib/ui.js';
+
+function Overview({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/admin/stats'), 5000);
+  const s = live.data;
+  if (!s) {
+    return html`<div class="stack">
+      <${LoadError} error=${live.error} retry=${live.refresh} />
+      ${live.error ? null : html`<${Loading} />`}
+    </div>`;
+  }
+  const jobs = s.jobs || {};
+  return html`<div class="stack">
+    <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
+    <div class="stats" data-testid="overview-stats">
+      <${Stat} label="Owed jobs" value=${fmt.number(jobs.total)} testid="stat-jobs-total"
+        sub=${`screen ${fmt.number(jobs.byTask && jobs.byTask.screen)} · score ${fmt.number(jobs.byTask && jobs.byTask.score)}`} />
+      <${Stat} label="Due now" value=${fmt.number(jobs.due)} testid="stat-jobs-due" kind=${jobs.due > 0 ? 'warn' : null} />
+      <${Stat} label="Leased" value=${fmt.number(jobs.leased)} testid="stat-jobs-leased" sub="being worked on" />
+      <${Stat} label="Oldest due" value=${jobs.oldestDueAt ? html`<${Rel} at=${jobs.oldestDueAt} />` : '—'} testid="stat-oldest-due" />
+      <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
+        sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
+      <${Health} health=${s.health} version=${s.version} />
+    </div>
+    <div class="cols">
+      <section class="card" aria-labelledby="ov-why">
+        <header class="card-head">
+          <h2 id="ov-why">Owed jobs by why</h2>
+          <a class="card-link" href="/admin/jobs" onClick=${(e) => {
+            e.preventDefault();
+            ctx.navigate('jobs', '');
+          }}>All jobs →</a>
+        </header>
+        <${WhyBars} byWhy=${jobs.byWhy || {}} ctx=${ctx} />
+      </section>
+      <${BackfillSummary} b=${s.backfill} ctx=${ctx} />
+    </div>
+    <section class="card" aria-labelledby="ov-settled">
+      <header class="card-head">
+        <h2 id="ov-settled">Jobs settled per minute</h2>
+        <span class="muted small">last hour</span>
+      </header>
+      <${SettledChart} data=${s.settled || []} />
+    </section>
+  </div>`;
+}
+
+function Health({ health, version }) {
+  const entries = Object.entries(health || {});
+  const bad = entries.filter(([, v]) => v !== 'ok');
+  return html`<div class=${'stat' + (bad.length ? ' stat-err' : ' stat-ok')} data-testid="stat-health">
+    <div class="stat-label">Health</div>
+    <div class="stat-value">${entries.length === 0 ? '—' : bad.length ? 'degraded' : 'ok'}</div>
+    <div class="stat-sub">
+      ${entries.map(([k, v]) => html`<${Badge} kind=${v === 'ok' ? 'ok' : 'err'} title=${`${k}: ${v}`}>${k}${v === 'ok' ? '' : ': ' + v}<//> `)}
+      ${version ? html`<span class="muted">v${String(version).replace(/^v/, '')}</span>` : null}
+    </div>
+  </div>`;
+}
+
+function WhyBars({ byWhy, ctx }) {
+  const max = Math.max(1, ...WHYS.map((w) => byWhy[w] || 0));
+  return html`<ul class="bars" data-testid="overview-why">
+    ${WHYS.map((w) => {
+      const n = byWhy[w] || 0;
+      const info = whyInfo(w === 'none' ? null : w);
+      return html`<li class="bars-row">
+        <a class="bars-label" href=${'/admin/jobs?why=' + w} title=${info.text} onClick=${(e) => {
+          e.preventDefault();
+          ctx.navigate('jobs', '?why=' + w);
+        }}>${info.label}</a>
+        <${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} />
+        <span class="bars-n num">${fmt.number(n)}</span>
+      </li>`;
+    })}
+  </ul>`;
+}
+
+function BackfillSummary({ b, ctx }) {
+  const now = useNow(1000);
+  if (!b) return html`<section class="card"><h2>Backfill</h2><p class="muted">No data.</p></section>`;
+  const left = b.limitedUntil ? fmt.until(b.limitedUntil, now) : null;
+  const limited = left !== null && left > 0;
+  return html`<section class="card" aria-labelledby="ov-backfill" data-testid="overview-backfill">
+    <header class="card-head">
+      <h2 id="ov-backfill">Backfill</h2>
+      <a class="card-link" href="/admin/backfill" onClick=${(e) => {
+        e.preventDefault();
+        ctx.navigate('backfill', '');
+      }}>Open →</a>
+    </header>
+    <dl class="kv">
+      <dt>Pending</dt><dd class="num">${fmt.number(b.pending)}</dd>
+      <dt>Rate</dt><dd class="num">${fmt.rate(b.perMinute)}</dd>
+      <dt>ETA</dt><dd class="num">${fmt.eta(b.etaMs)}</dd>
+      <dt>Running</dt><dd>${b.running ? html`<code>${b.running}</code>` : html`<span class="muted">nothing</span>`}</dd>
+      <dt>Rate limit</dt>
+      <dd>${limited
+        ? html`<span class="countdown" role="timer" aria-live="off" data-testid="overview-limited">
+            <${Badge} kind="warn">limited<//> lifts in <strong class="num">${fmt.countdown(left)}</strong></span>`
+        : html`<span class="muted">none</span>`}</dd>
+    </dl>
+    <p class="sr-only" aria-live="polite">${limited ? `Backfill rate limited until ${fmt.time(b.limitedUntil)}` : ''}</p>
+  </section>`;
+}
+
+/** Stacked bars (screen, score) per minute with pending attempts as a line. */
+function SettledChart({ data }) {
+  const n = data.length;
+  if (!n) return html`<p class="muted">No data yet.</p>`;
+  const W = 10;
+  const H = 100;
+  const sums = data.map((d) => (d.screen || 0) + (d.score || 0));
+  const top = niceMax(Math.max(1, ...sums, ...data.map((d) => d.pending || 0)));
+  const y = (v) => H - (v / top) * H;
+  const total = (k) => data.reduce((a, d) => a + (d[k] || 0), 0);
+  const pendingPts = data.map((d, i) => `${i * W + W / 2},${y(d.pending || 0).toFixed(2)}`).join(' ');
+  const summary = `Last hour: ${total('screen')} screens and ${total('score')} scores settled, ${total('pending')} attempts rescheduled. Peak ${Math.max(...sums)} per minute.`;
+  return html`<figure class="chart" data-testid="overview-settled">
+    <div class="chart-body">
+      <div class="chart-y" aria-hidden="true"><span>${top}</span><span>${Number.isInteger(top / 2) ? top / 2 : ''}</span><span>0</span></div>
+      <svg class="chart-svg" viewBox=${`0 0 ${n * W} ${H}`} preserveAspectRatio="none" role="img" aria-label=${summary}>
+        ${[0.25, 0.5, 0.75].map((f) => html`<line class="grid" x1="0" x2=${n * W} y1=${H * f} y2=${H * f} vector-effect="non-scaling-stroke" />`)}
+        ${data.map((d, i) => {
+          const sc = d.screen || 0;
+          const so = d.score || 0;
+          const x = i * W + 1;
+          return html`<g class="chart-col">
+            <title>${fmt.clock(d.at)} — screen ${sc}, score ${so}, pending ${d.pending || 0}</title>
+            <rect class="hit" x=${i * W} y="0" width=${W} height=${H} />
+            ${sc ? html`<rect class="s-screen" x=${x} width=${W - 2} y=${y(sc)} height=${H - y(sc)} />` : null}
+            ${so ? html`<rect class="s-score" x=${x} width=${W - 2} y=${y(sc + so)} height=${H - y(so)} />` : null}
+          </g>`;
+        })}
+        <polyline class="s-pending" points=${pendingPts} fill="none" vector-effect="non-scaling-stroke" />
+        <line class="axis" x1="0" x2=${n * W} y1=${H} y2=${H} vector-effect="non-scaling-stroke" />
+      </svg>
+    </div>
+    <div class="chart-x" aria-hidden="true">
+      <span>${fmt.clock(data[0].at)}</span><span>${fmt.clock(data[Math.floor(n / 2)].at)}</span><span>${fmt.clock(data[n - 1].at)}</span>
+    </div>
+    <figcaption class="legend">
+      <span><i class="swatch s-screen"></i>screen <strong class="num">${fmt.number(total('screen'))}</strong></span>
+      <span><i class="swatch s-score"></i>score <strong class="num">${fmt.number(total('score'))}</strong></span>
+      <span><i class="swatch swatch-line s-pending"></i>pending (rescheduled) <strong class="num">${fmt.number(total('pending'))}</strong></span>
+    </figcaption>
+  </figure>`;
+}
+
+function niceMax(v) {
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (v <= m * p) return Math.max(2, m * p);
+  return v;
+}
+
+export default {
+  id: 'overview',
+  title: 'Overview',
+  mount(el, ctx) {
+    render(html`<${Overview} ctx=${ctx} />`, el);
+    return () => render(null, el);
+  },
+};

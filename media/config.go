@@ -1,0 +1,146 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Defaults applied by New to zero-valued Config fields.
+const (
+	DefaultMinGap    = 250 * time.Millisecond
+	DefaultMaxGap    = 750 * time.Millisecond
+	DefaultTimeout   = 30 * time.Second
+	DefaultMaxBytes  = 32 << 20
+	DefaultMaxPixels = 50_000_000
+	DefaultThumbSize = 320
+	// DefaultRateLimitWait is the wait after a 429 that names no wait of its own.
+	DefaultRateLimitWait = 60 * time.Second
+	// MaxRateLimitWait caps the wait a 429 can impose, so that a bogus or hostile
+	// Retry-After cannot stall the engine for days; a longer real limit simply
+	// answers 429 again once the cap has passed.
+	MaxRateLimitWait = time.Hour
+)
+
+// Config configures an Engine. Zero-valued fields take the defaults above;
+// the gap range takes its defaults only when MinGap and MaxGap are both zero
+// (use SetGaps(0, 0) to disable the gap at run time).
+type Config struct {
+	// PreviewDir is where thumbnails are written; New creates it if missing.
+	PreviewDir string
+	// MinGap and MaxGap bound the random pause between two requests.
+	MinGap, MaxGap time.Duration
+	// Timeout is one fetch's deadline, headers and body included.
+	Timeout time.Duration
+	// MaxBytes caps a fetched body; a larger body fails and is read no further.
+	MaxBytes int64
+	// MaxPixels caps width*height of an image, checked from its header before
+	// any pixel is decoded.
+	MaxPixels int
+	// ThumbSize is the longest side of a thumbnail, in pixels.
+	ThumbSize int
+	// DefaultRateLimit is the engine-wide wait after a 429 that names none.
+	DefaultRateLimit time.Duration
+	// HTTPClient fetches media; nil means a client with default settings.
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now). Like Sleep, it must be safe for
+	// concurrent use when the engine is.
+	Now func() time.Time
+	// Sleep waits d or until ctx is done, returning ctx's error in that case
+	// (default: a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0,1) that picks the gap (default math/rand/v2).
+	// The engine calls it under its lock, so it need not be concurrency-safe.
+	Rand func() float64
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.MinGap == 0 && c.MaxGap == 0 {
+		c.MinGap, c.MaxGap = DefaultMinGap, DefaultMaxGap
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxPixels == 0 {
+		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.ThumbSize == 0 {
+		c.ThumbSize = DefaultThumbSize
+	}
+	if c.DefaultRateLimit == 0 {
+		c.DefaultRateLimit = DefaultRateLimitWait
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepCtx
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return c
+}
+
+// Validate reports whether c, once defaults are applied, is usable: a preview
+// directory is named, no duration or limit is negative, and MinGap <= MaxGap.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.PreviewDir == "" {
+		errs = append(errs, errors.New("media: PreviewDir is required"))
+	}
+	if err := validateGaps(c.MinGap, c.MaxGap); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("media: Timeout %v is negative", c.Timeout))
+	}
+	if c.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("media: MaxBytes %d is negative", c.MaxBytes))
+	}
+	if c.MaxPixels < 0 {
+		errs = append(errs, fmt.Errorf("media: MaxPixels %d is negative", c.MaxPixels))
+	}
+	if c.ThumbSize < 0 {
+		errs = append(errs, fmt.Errorf("media: ThumbSize %d is negative", c.ThumbSize))
+	}
+	if c.DefaultRateLimit < 0 {
+		errs = append(errs, fmt.Errorf("media: DefaultRateLimit %v is negative", c.DefaultRateLimit))
+	}
+	return errors.Join(errs...)
+}
+
+func validateGaps(minGap, maxGap time.Duration) error {
+	if minGap < 0 || maxGap < 0 {
+		return fmt.Errorf("media: gaps must not be negative (min %v, max %v)", minGap, maxGap)
+	}
+	if minGap > maxGap {
+		return fmt.Errorf("media: min gap %v exceeds max gap %v", minGap, maxGap)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,334 @@
+// Package modelclient asks the external model for the work owed to listener
+// content: a screening verdict for an item, and art scores for a song revision.
+//
+// The client never returns an error for a failed call. Every call ends in a
+// Reply that is either answered (Why == "") or says why the job must wait
+// (Why is one of the Why* constants), because the job runner turns exactly
+// that into a reschedule and nothing owed is ever dropped.
+//
+// Two wire dialects are spoken: "relay" (the default, owed's own JSON
+// protocol) and "openai" (a chat-completions endpoint asked for JSON-schema
+// output, as OpenAI, Ollama, llama.cpp and vLLM accept).
+package modelclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Why values: the reason an ask did not produce an answer. They are stored
+// in the database as they are.
+const (
+	WhyUnreachable = "unreachable" // network failure, timeout, no URL configured
+	WhyUpstream    = "upstream"    // non-2xx answer
+	WhyUnanswered  = "unanswered"  // 2xx but not the expected JSON
+)
+
+// Dialects accepted in Config.API.
+const (
+	APIRelay  = "relay"
+	APIOpenAI = "openai"
+)
+
+// DefaultTimeout is one call's deadline when Config.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// maxAnswerBytes caps how much of an answer is read: a verdict or a score is
+// a few hundred bytes, so anything near this is not an answer and must not
+// be allowed to grow memory.
+const maxAnswerBytes = 1 << 20
+
+// maxDrainBytes bounds how much of a failed answer is read just to let its
+// connection be reused; past it, closing the connection is cheaper.
+const maxDrainBytes = 64 << 10
+
+// Config says where and how the model is reached.
+type Config struct {
+	URL string // the endpoint; empty: no model configured (every ask is unreachable)
+	Key string // sent as "Authorization: Bearer <Key>" when not empty
+	API string // APIRelay (also when empty) or APIOpenAI
+
+	// Model names the model in openai-dialect requests: the chat request's
+	// "model" for screening, and for scoring when ScoreRequest.Model is empty
+	// (relay score requests fall back to it the same way).
+	Model string
+
+	Timeout    time.Duration // one HTTP call's deadline, body included; DefaultTimeout when zero
+	HTTPClient *http.Client  // optional; nil: a shared client with a pooled transport
+}
+
+// Validate reports a configuration that New would accept but that could
+// never reach a model (unknown dialect, malformed URL). Call it at startup:
+// New does not fail, it makes such a client unconfigured.
+func (c Config) Validate() error {
+	switch c.API {
+	case "", APIRelay, APIOpenAI:
+	default:
+		return fmt.Errorf("modelclient: API %q: want %q or %q", c.API, APIRelay, APIOpenAI)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("modelclient: negative timeout %v", c.Timeout)
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return fmt.Errorf("modelclient: URL: %w", err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("modelclient: URL %q: want an absolute http or https URL", c.URL)
+		}
+	}
+	return nil
+}
+
+// Reply is the outcome of one ask: answered (Why == "", and Verdict or Runs
+// set) or a reason to wait (Why set, Verdict and Runs nil).
+type Reply struct {
+	Why          string        // "" when answered, else one of the Why* constants
+	Status       int           // HTTP status of the deciding answer (the failed one for upstream); 0 when none was received
+	UpstreamMs   int64         // wall time of the call(s), all runs together
+	RetryAfter   time.Duration // >0 when an upstream failure asked for a wait (see ParseRetryAfter)
+	RequestBytes int           // size of one run's request body; 0 when no request was attempted (refused, not configured)
+	Verdict      *Verdict      // Screen, when answered
+	Runs         []ArtRun      // Score, when answered: one per run, in run order
+
+	// Err is set only when the request was refused before sending (a
+	// *LimitError from CheckScreen or CheckScore); Why is then
+	// WhyUnanswered so a caller that only looks at Why still waits instead
+	// of recording a missing answer. Callers are expected to check first:
+	// reaching this is a bug on their side.
+	Err error
+}
+
+// Client asks the model. It is safe for concurrent use.
+type Client struct {
+	url     string
+	key     string
+	api     string
+	model   string
+	timeout time.Duration
+	http    *http.Client
+	invalid error // from Config.Validate: the client acts unconfigured
+}
+
+// sharedHTTP is the default client: one pool for every Client, so creating
+// clients (tests do, a lot) does not leak idle connections, and so parallel
+// score runs and sweeps reuse warm connections instead of dialing.
+var sharedHTTP = sync.OnceValue(func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	// No Client.Timeout: each call carries its own context deadline.
+	return &http.Client{Transport: t}
+})
+
+// New returns a client for cfg. It never fails: without a URL, or with a
+// configuration Validate rejects, Configured is false and every ask answers
+// WhyUnreachable without a request.
+func New(cfg Config) *Client {
+	c := &Client{
+		url:     cfg.URL,
+		key:     cfg.Key,
+		api:     cfg.API,
+		model:   cfg.Model,
+		timeout: cfg.Timeout,
+		http:    cfg.HTTPClient,
+		invalid: cfg.Validate(),
+	}
+	if c.api == "" {
+		c.api = APIRelay
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.http == nil {
+		c.http = sharedHTTP()
+	}
+	return c
+}
+
+// Configured reports whether asks are sent at all: a URL is set and the
+// configuration is valid.
+func (c *Client) Configured() bool { return c.url != "" && c.invalid == nil }
+
+// Screen asks for the verdict on one item. The request is checked with
+// CheckScreen first and not sent when refused (see Reply.Err).
+func (c *Client) Screen(ctx context.Context, req ScreenRequest) Reply {
+	if err := CheckScreen(req); err != nil {
+		return Reply{Why: WhyUnanswered, Err: err}
+	}
+	if !c.Configured() {
+		return Reply{Why: WhyUnreachable}
+	}
+	body := c.screenBody(req)
+	var v Verdict
+	r := c.ask(ctx, body, 1, func(_ int, raw []byte) bool {
+		var ok bool
+		v, ok = decodeVerdict(c.api, raw)
+		return ok
+	})
+	if r.Why == "" {
+		r.Verdict = &v
+	}
+	return r
+}
+
+// Score asks for the art of one song runs times in parallel (runs < 1 is
+// taken as 1). Each run is its own HTTP request with the same body and its
+// own answer: nothing is cached or shared between runs, since the point of
+// several runs is averaging their independent judgements.
+//
+// The runs decide together, the worst first: any run that could not reach
+// the model makes the reply unreachable; else any non-2xx answer makes it
+// upstream (with that answer's status and retry-after; the runs still in
+// flight are cancelled); else any answer that is not a valid score makes it
+// unanswered. Only when every run answered is Runs set.
+func (c *Client) Score(ctx context.Context, req ScoreRequest, runs int) Reply {
+	if err := CheckScore(req); err != nil {
+		return Reply{Why: WhyUnanswered, Err: err}
+	}
+	if !c.Configured() {
+		return Reply{Why: WhyUnreachable}
+	}
+	if runs < 1 {
+		runs = 1
+	}
+	body := c.scoreBody(req)
+	out := make([]ArtRun, runs)
+	r := c.ask(ctx, body, runs, func(i int, raw []byte) bool {
+		var ok bool
+		out[i], ok = decodeArt(c.api, raw)
+		return ok
+	})
+	if r.Why == "" {
+		r.Runs = out
+	}
+	return r
+}
+
+// errSibling is the cause given to the runs cancelled because another run
+// already failed: their own failure is a consequence, not a finding.
+var errSibling = errors.New("modelclient: another run failed")
+
+// result is one HTTP call's outcome.
+type result struct {
+	why     string
+	status  int
+	retry   time.Duration
+	raw     []byte // the 2xx body, when why == ""
+	aborted bool   // cancelled because a sibling run failed first
+}
+
+// ask sends body runs times in parallel and merges the outcomes; decode
+// turns run i's 2xx body into its answer and reports whether it was valid.
+func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run int, raw []byte) bool) Reply {
+	start := time.Now()
+	results := make([]result, runs)
+	if runs == 1 {
+		// The common case (every screen) without goroutines.
+		results[0] = c.run(ctx, ctx, body, 0, decode, nil)
+	} else {
+		group, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Go(func() { results[i] = c.run(ctx, group, body, i, decode, cancel) })
+		}
+		wg.Wait()
+	}
+	reply := Reply{
+		UpstreamMs:   time.Since(start).Milliseconds(),
+		RequestBytes: len(body),
+	}
+	// Worst first, so the reason recorded is the one that matters most for
+	// the wait: no connection at all, then the model refusing, then the
+	// model answering nonsense.
+	for _, r := range results {
+		if r.why == WhyUnreachable && !r.aborted {
+			reply.Why = WhyUnreachable
+			return reply
+		}
+	}
+	for _, r := range results {
+		if r.why == WhyUpstream {
+			reply.Why, reply.Status, reply.RetryAfter = WhyUpstream, r.status, r.retry
+			return reply
+		}
+	}
+	for _, r := range results {
+		if r.why == WhyUnanswered {
+			reply.Why, reply.Status = WhyUnanswered, r.status
+			return reply
+		}
+	}
+	reply.Status = results[0].status
+	return reply
+}
+
+// run performs run i within group and decodes its answer. parent is the
+// caller's context, to tell the caller cancelling (a real unreachable) from
+// a sibling cancelling (aborted). A hard failure cancels the group, since
+// the reply is decided and the other runs would only hold connections.
+func (c *Client) run(parent, group context.Context, body []byte, i int, decode func(int, []byte) bool, cancel context.CancelCauseFunc) result {
+	r := c.call(group, body)
+	if r.why == "" {
+		if !decode(i, r.raw) {
+			r.why = WhyUnanswered
+		}
+		r.raw = nil
+	}
+	if cancel != nil && (r.why == WhyUnreachable || r.why == WhyUpstream) {
+		if r.why == WhyUnreachable && parent.Err() == nil && errors.Is(context.Cause(group), errSibling) {
+			r.aborted = true
+		} else {
+			cancel(errSibling)
+		}
+	}
+	return r
+}
+
+// call makes one POST and classifies it. The body of a 2xx answer is read
+// whole (up to maxAnswerBytes); any other body is drained so its connection
+// goes back to the pool.
+func (c *Client) call(ctx context.Context, body []byte) result {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return result{why: WhyUnreachable}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "owed-modelclient")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return result{why: WhyUnreachable}
+	}
+	defer res.Body.Close()
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		retry, _ := ParseRetryAfter(res.Header, time.Now())
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
+		return result{why: WhyUpstream, status: res.StatusCode, retry: retry}
+	}
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
+	if err != nil {
+		// The answer broke off (reset, deadline): a network failure, not a
+		// malformed answer.
+		return result{why: WhyUnreachable}
+	}
+	if len(raw) > maxAnswerBytes {
+		return result{why: WhyUnanswered, status: res.StatusCode}
+	}
+	return result{status: res.StatusCode, raw: raw}
+}

@@ -1,0 +1,279 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Item kinds, tasks and verdicts as stored.
+const (
+	KindRevision = "revision"
+	KindComment  = "comment"
+	KindPitch    = "pitch"
+
+	TaskScreen = "screen"
+	TaskScore  = "score"
+
+	VerdictAllow = "allow"
+	VerdictBlock = "block"
+)
+
+// itemTable names the table of an item kind; kinds are checked before they reach SQL.
+func itemTable(kind string) (string, error) {
+	switch kind {
+	case KindRevision:
+		return "revisions", nil
+	case KindComment:
+		return "comments", nil
+	case KindPitch:
+		return "pitches", nil
+	}
+	return "", fmt.Errorf("unknown item kind %q", kind)
+}
+
+// Song is a listener's song; it is public once one of its revisions is allowed.
+type Song struct {
+	ID        int64    `gorm:"column:id" json:"id"`
+	UserID    int64    `gorm:"column:user_id" json:"userId"`
+	Title     string   `gorm:"column:title" json:"title"`
+	Public    int      `gorm:"column:public" json:"-"`
+	Art       *float64 `gorm:"column:art" json:"art"`
+	CreatedAt int64    `gorm:"column:created_at" json:"-"`
+}
+
+// Revision is one version of a song's code.
+type Revision struct {
+	ID        int64  `gorm:"column:id"`
+	SongID    int64  `gorm:"column:song_id"`
+	UserID    int64  `gorm:"column:user_id"`
+	Title     string `gorm:"column:title"`
+	Code      string `gorm:"column:code"`
+	CreatedAt int64  `gorm:"column:created_at"`
+}
+
+// Comment is a listener's comment on a song.
+type Comment struct {
+	ID        int64  `gorm:"column:id"`
+	SongID    int64  `gorm:"column:song_id"`
+	UserID    int64  `gorm:"column:user_id"`
+	Body      string `gorm:"column:body"`
+	CreatedAt int64  `gorm:"column:created_at"`
+}
+
+// Pitch is a listener's pitch.
+type Pitch struct {
+	ID        int64  `gorm:"column:id"`
+	UserID    int64  `gorm:"column:user_id"`
+	Body      string `gorm:"column:body"`
+	CreatedAt int64  `gorm:"column:created_at"`
+}
+
+// Subject is what the screen of an item reads.
+type Subject struct {
+	UserID int64
+	Title  string
+	Text   string
+}
+
+// ScoreSubject is what the critic reads of a revision.
+type ScoreSubject struct {
+	RevisionID int64
+	SongID     int64
+	UserID     int64
+	Title      string
+	Code       string
+}
+
+// Score is the critic's mean verdict on a revision.
+type Score struct {
+	RevisionID int64              `json:"-"`
+	Art        float64            `json:"art"`
+	ArtRuns    []float64          `json:"artRuns"`
+	Criteria   map[string]float64 `json:"criteria"`
+	Model      string             `json:"model"`
+	Rubric     string             `json:"rubric"`
+	ScoredAt   int64              `json:"-"`
+}
+
+// CreateSong writes a song and its first revision; the revision's trigger owes its screening.
+func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string) (Song, Revision, error) {
+	var song Song
+	var rev Revision
+	err := s.WithTx(ctx, func(tx *Store) error {
+		now := tx.nowMs()
+		song = Song{UserID: userID, Title: title, CreatedAt: now}
+		if err := tx.db.Raw(`INSERT INTO songs (user_id, title, created_at) VALUES (?, ?, ?) RETURNING id`,
+			userID, title, now).Scan(&song.ID).Error; err != nil {
+			return err
+		}
+		var err error
+		rev, err = tx.insertRevision(song.ID, userID, title, code)
+		return err
+	})
+	return song, rev, err
+}
+
+func (s *Store) insertRevision(songID, userID int64, title, code string) (Revision, error) {
+	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: s.nowMs()}
+	err := s.db.Raw(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		songID, userID, title, code, rev.CreatedAt).Scan(&rev.ID).Error
+	return rev, err
+}
+
+// SongByID finds a song whoever owns it.
+func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
+	var song Song
+	err := s.read.WithContext(ctx).Raw(`SELECT * FROM songs WHERE id = ?`, id).Scan(&song).Error
+	if err == nil && song.ID == 0 {
+		err = ErrNotFound
+	}
+	return song, err
+}
+
+// CreateRevision adds a revision to the author's own song. An empty title keeps the song's.
+func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title, code string) (Revision, error) {
+	var rev Revision
+	err := s.WithTx(ctx, func(tx *Store) error {
+		song, err := tx.SongByID(ctx, songID)
+		if err != nil {
+			return err
+		}
+		if song.UserID != userID {
+			return ErrForbidden
+		}
+		if title == "" {
+			title = song.Title
+		} else if title != song.Title {
+			if err := tx.db.Exec(`UPDATE songs SET title = ? WHERE id = ?`, title, songID).Error; err != nil {
+				return err
+			}
+		}
+		rev, err = tx.insertRevision(songID, userID, title, code)
+		return err
+	})
+	return rev, err
+}
+
+// CreateComment comments on a song the author can see: public, or their own.
+func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body string) (Comment, error) {
+	var c Comment
+	err := s.WithTx(ctx, func(tx *Store) error {
+		song, err := tx.SongByID(ctx, songID)
+		if err != nil {
+			return err
+		}
+		if song.Public == 0 && song.UserID != userID {
+			return ErrNotFound
+		}
+		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: tx.nowMs()}
+		return tx.db.Raw(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			songID, userID, body, c.CreatedAt).Scan(&c.ID).Error
+	})
+	return c, err
+}
+
+// CreatePitch writes a pitch.
+func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
+	p := Pitch{UserID: userID, Body: body, CreatedAt: s.nowMs()}
+	err := s.db.WithContext(ctx).Raw(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
+		userID, body, p.CreatedAt).Scan(&p.ID).Error
+	return p, err
+}
+
+// DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
+// song with its revisions and comments). The triggers take the owed jobs with it.
+func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id int64) error {
+	table := "songs"
+	if kind != "song" {
+		var err error
+		if table, err = itemTable(kind); err != nil {
+			return err
+		}
+	}
+	return s.WithTx(ctx, func(tx *Store) error {
+		var owner []int64
+		if err := tx.db.Raw(`SELECT user_id FROM `+table+` WHERE id = ?`, id).Scan(&owner).Error; err != nil {
+			return err
+		}
+		if len(owner) == 0 {
+			return ErrNotFound
+		}
+		if owner[0] != userID {
+			return ErrForbidden
+		}
+		var songID int64
+		if kind == KindRevision {
+			if err := tx.db.Raw(`SELECT song_id FROM revisions WHERE id = ?`, id).Scan(&songID).Error; err != nil {
+				return err
+			}
+		}
+		if err := tx.db.Exec(`DELETE FROM `+table+` WHERE id = ?`, id).Error; err != nil {
+			return err
+		}
+		if kind == KindRevision {
+			// A song without revisions has nothing left to show: it goes too.
+			return tx.db.Exec(`DELETE FROM songs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM revisions WHERE song_id = ?)`,
+				songID, songID).Error
+		}
+		return nil
+	})
+}
+
+// ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
+func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subject, bool, error) {
+	var rows []Subject
+	var q string
+	switch kind {
+	case KindRevision:
+		q = `SELECT user_id, title, code AS text FROM revisions WHERE id = ?`
+	case KindComment:
+		q = `SELECT user_id, '' AS title, body AS text FROM comments WHERE id = ?`
+	case KindPitch:
+		q = `SELECT user_id, '' AS title, body AS text FROM pitches WHERE id = ?`
+	default:
+		return Subject{}, false, fmt.Errorf("unknown item kind %q", kind)
+	}
+	if err := s.read.WithContext(ctx).Raw(q, id).Scan(&rows).Error; err != nil {
+		return Subject{}, false, err
+	}
+	if len(rows) == 0 {
+		return Subject{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
+// ScoreSubject reads the revision the critic scores; ok is false when it is gone.
+func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
+	var rows []ScoreSubject
+	err := s.read.WithContext(ctx).Raw(
+		`SELECT id AS revision_id, song_id, user_id, title, code FROM revisions WHERE id = ?`, revisionID).Scan(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return ScoreSubject{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+// scoreRow is a score as stored.
+type scoreRow struct {
+	RevisionID int64   `gorm:"column:revision_id"`
+	Art        float64 `gorm:"column:art"`
+	ArtRuns    string  `gorm:"column:art_runs"`
+	Criteria   string  `gorm:"column:criteria"`
+	Model      string  `gorm:"column:model"`
+	Rubric     string  `gorm:"column:rubric"`
+	ScoredAt   int64   `gorm:"column:scored_at"`
+}
+
+func (r scoreRow) score() Score {
+	sc := Score{RevisionID: r.RevisionID, Art: r.Art, Model: r.Model, Rubric: r.Rubric, ScoredAt: r.ScoredAt}
+	json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)
+	json.Unmarshal([]byte(r.Criteria), &sc.Criteria)
+	if sc.ArtRuns == nil {
+		sc.ArtRuns = []float64{}
+	}
+	if sc.Criteria == nil {
+		sc.Criteria = map[string]float64{}
+	}
+	return sc
+}

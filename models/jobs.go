@@ -1,0 +1,321 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Why a job waits.
+const (
+	WhyUnreachable       = "unreachable"
+	WhyUpstream          = "upstream"
+	WhyUnanswered        = "unanswered"
+	WhyBudget            = "budget"
+	WhyBudgetUnavailable = "budget-unavailable"
+)
+
+// Whys lists every reason a job can wait, in display order.
+var Whys = []string{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable}
+
+// Job is one piece of owed work: a screen or a score of one item. It exists until the work is
+// recorded or the item is deleted (the triggers see to both).
+type Job struct {
+	ID         int64   `gorm:"column:id"`
+	Task       string  `gorm:"column:task"`
+	Kind       string  `gorm:"column:kind"`
+	ItemID     int64   `gorm:"column:item_id"`
+	UserID     int64   `gorm:"column:user_id"`
+	DueAt      int64   `gorm:"column:due_at"`
+	Attempts   int     `gorm:"column:attempts"`
+	Why        *string `gorm:"column:why"`
+	Status     *int    `gorm:"column:status"`
+	LeaseUntil *int64  `gorm:"column:lease_until"`
+	LeaseOwner *string `gorm:"column:lease_owner"`
+	CreatedAt  int64   `gorm:"column:created_at"`
+}
+
+const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, status, lease_until, lease_owner, created_at`
+
+// Event is one attempt at a job, as kept for the admin and the log.
+type Event struct {
+	ID           int64    `gorm:"column:id"`
+	At           int64    `gorm:"column:at"`
+	Event        string   `gorm:"column:event"`
+	Kind         string   `gorm:"column:kind"`
+	ItemID       int64    `gorm:"column:item_id"`
+	UserID       int64    `gorm:"column:user_id"`
+	Outcome      string   `gorm:"column:outcome"`
+	Why          *string  `gorm:"column:why"`
+	Status       *int     `gorm:"column:status"`
+	UpstreamMs   *int64   `gorm:"column:upstream_ms"`
+	Attempt      int      `gorm:"column:attempt"`
+	Confidence   *float64 `gorm:"column:confidence"`
+	Art          *float64 `gorm:"column:art"`
+	RequestBytes *int64   `gorm:"column:request_bytes"`
+	Runs         *int     `gorm:"column:runs"`
+}
+
+func (s *Store) insertEvent(ev *Event) error {
+	if ev.At == 0 {
+		ev.At = s.nowMs()
+	}
+	return s.db.Raw(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt,
+		confidence, art, request_bytes, runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
+		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs).Scan(&ev.ID).Error
+}
+
+// ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
+// duration to owner. A job is due when its due_at has passed and it has no lease, or its lease
+// has run out; two claimers never get the same job while its lease holds.
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, owner string, userID int64) ([]Job, error) {
+	now := s.nowMs()
+	until := now + lease.Milliseconds()
+	filter := ""
+	args := []any{now, now}
+	if userID != 0 {
+		filter = " AND user_id = ?"
+		args = append(args, userID)
+	}
+	args = append(args, limit)
+	var q string
+	if s.dialect == Postgres {
+		q = `WITH picked AS (SELECT id FROM content_jobs
+			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
+			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+			UPDATE content_jobs j SET lease_until = ?, lease_owner = ? FROM picked WHERE j.id = picked.id
+			RETURNING j.id, j.task, j.kind, j.item_id, j.user_id, j.due_at, j.attempts, j.why, j.status,
+			j.lease_until, j.lease_owner, j.created_at`
+	} else {
+		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
+			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
+			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
+	}
+	if s.dialect == Postgres {
+		args = append(args, until, owner)
+	} else {
+		args = append([]any{until, owner}, args...)
+	}
+	var jobs []Job
+	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&jobs).Error
+	return jobs, err
+}
+
+// ClaimItem leases the job of one item's task if it is due and free; ok is false otherwise.
+func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
+	now := s.nowMs()
+	var jobs []Job
+	err := s.db.WithContext(ctx).Raw(`UPDATE content_jobs SET lease_until = ?, lease_owner = ?
+		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now).Scan(&jobs).Error
+	if err != nil || len(jobs) == 0 {
+		return Job{}, false, err
+	}
+	return jobs[0], true, nil
+}
+
+// Reschedule puts a claimed job off until at, adding an attempt, recording why (and the
+// upstream status), freeing its lease, and keeping ev, all in one transaction. It does nothing
+// when the job is gone or another owner has claimed it since; ok reports whether it acted.
+func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why string, status *int, ev Event) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		res := tx.db.Exec(`UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
+			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
+			at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		ok = true
+		return tx.insertEvent(&ev)
+	})
+	return ok, err
+}
+
+// RecordScreen keeps an item's verdict and its event in one transaction; the verdict's trigger
+// settles the screen job (and owes an allowed revision's score). recorded is false when the
+// item is gone or already has a verdict: a verdict is recorded exactly once.
+func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, verdict string, confidence float64, ev Event) (bool, error) {
+	table, err := itemTable(kind)
+	if err != nil {
+		return false, err
+	}
+	var recorded bool
+	err = s.WithTx(ctx, func(tx *Store) error {
+		res := tx.db.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
+			SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)
+			ON CONFLICT (kind, item_id) DO NOTHING`, kind, itemID, verdict, confidence, tx.nowMs(), itemID)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		recorded = true
+		return tx.insertEvent(&ev)
+	})
+	return recorded, err
+}
+
+// RecordScore keeps a revision's score and its event in one transaction; the score's trigger
+// settles the score job and refreshes the song's art. recorded is false when the revision is
+// gone or already scored.
+func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, error) {
+	runs, _ := json.Marshal(sc.ArtRuns)
+	criteria, _ := json.Marshal(sc.Criteria)
+	var recorded bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		res := tx.db.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
+			SELECT id, song_id, ?, ?, ?, ?, ?, ? FROM revisions WHERE id = ?
+			ON CONFLICT (revision_id) DO NOTHING`,
+			sc.Art, string(runs), string(criteria), sc.Model, sc.Rubric, tx.nowMs(), sc.RevisionID)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		recorded = true
+		return tx.insertEvent(&ev)
+	})
+	return recorded, err
+}
+
+// ReleaseLeases frees every lease owner holds, so a stopping process's claimed-but-unstarted
+// jobs are due again at once instead of when their leases run out.
+func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	return res.RowsAffected, res.Error
+}
+
+// ReleaseJob frees one job's lease if owner still holds it.
+func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
+		job.ID, job.LeaseOwner).Error
+}
+
+// JobFilter selects owed jobs for the admin.
+type JobFilter struct {
+	Task   string `json:"task"`
+	Kind   string `json:"kind"`
+	Why    string `json:"why"` // "none" selects jobs with no why
+	UserID int64  `json:"userId"`
+	ItemID int64  `json:"itemId"`
+	State  string `json:"state"` // due | waiting | leased
+}
+
+// where builds the filter's SQL condition and arguments.
+func (f JobFilter) where(now int64) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) }
+	if f.Task != "" {
+		add("task = ?", f.Task)
+	}
+	if f.Kind != "" {
+		add("kind = ?", f.Kind)
+	}
+	switch f.Why {
+	case "":
+	case "none":
+		add("why IS NULL")
+	default:
+		add("why = ?", f.Why)
+	}
+	if f.UserID != 0 {
+		add("user_id = ?", f.UserID)
+	}
+	if f.ItemID != 0 {
+		add("item_id = ?", f.ItemID)
+	}
+	switch f.State {
+	case "due":
+		add("due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
+	case "waiting":
+		add("due_at > ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
+	case "leased":
+		add("lease_until > ?", now)
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// ListJobs pages through owed jobs by id, after the id afterID.
+func (s *Store) ListJobs(ctx context.Context, f JobFilter, afterID int64, limit int) ([]Job, error) {
+	where, args := f.where(s.nowMs())
+	args = append(args, afterID, limit)
+	var jobs []Job
+	err := s.read.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE `+where+
+		` AND id > ? ORDER BY id LIMIT ?`, args...).Scan(&jobs).Error
+	return jobs, err
+}
+
+// JobByID finds one owed job.
+func (s *Store) JobByID(ctx context.Context, id int64) (Job, error) {
+	var jobs []Job
+	err := s.db.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE id = ?`, id).Scan(&jobs).Error
+	if err != nil {
+		return Job{}, err
+	}
+	if len(jobs) == 0 {
+		return Job{}, ErrNotFound
+	}
+	return jobs[0], nil
+}
+
+// RetryJobs makes the filtered jobs that are not leased due now, and counts them.
+func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
+	now := s.nowMs()
+	where, args := f.where(now)
+	args = append([]any{now}, args...)
+	args = append(args, now)
+	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE `+where+
+		` AND (lease_until IS NULL OR lease_until <= ?)`, args...)
+	return res.RowsAffected, res.Error
+}
+
+// JobsOfUser lists an author's owed jobs.
+func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
+	var jobs []Job
+	err := s.read.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID).Scan(&jobs).Error
+	return jobs, err
+}
+
+// EventFilter selects attempt events.
+type EventFilter struct {
+	Event   string
+	Why     string
+	Outcome string
+	Kind    string
+	UserID  int64
+	ItemID  int64
+}
+
+// ListEvents pages through events newest first, before the id beforeID (0: from the newest).
+func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, limit int) ([]Event, error) {
+	q := s.read.WithContext(ctx).Table("events")
+	if f.Event != "" {
+		q = q.Where("event = ?", f.Event)
+	}
+	if f.Why == "none" {
+		q = q.Where("why IS NULL")
+	} else if f.Why != "" {
+		q = q.Where("why = ?", f.Why)
+	}
+	if f.Outcome != "" {
+		q = q.Where("outcome = ?", f.Outcome)
+	}
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.UserID != 0 {
+		q = q.Where("user_id = ?", f.UserID)
+	}
+	if f.ItemID != 0 {
+		q = q.Where("item_id = ?", f.ItemID)
+	}
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID)
+	}
+	var evs []Event
+	err := q.Order("id DESC").Limit(limit).Find(&evs).Error
+	return evs, err
+}

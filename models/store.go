@@ -1,0 +1,195 @@
+// Package models is owed's storage: the rows it keeps (users, listener items, verdicts, scores,
+// owed jobs, budgets, events, scrapes) and the queries that read and change them, on SQLite or
+// PostgreSQL through GORM.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/migrations"
+)
+
+// Dialects.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker).
+var ErrNotFound = errors.New("not found")
+
+// ErrForbidden is returned when a row exists but belongs to someone else.
+var ErrForbidden = errors.New("forbidden")
+
+// Options say where the database is.
+type Options struct {
+	// URL is a postgres:// URL, or empty for SQLite in DataDir. A "sqlite:" or "file:" URL names
+	// an SQLite file elsewhere.
+	URL     string
+	DataDir string
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	// MaxConns caps PostgreSQL connections (default 32).
+	MaxConns int
+}
+
+// Store is owed's database. The zero value is not usable; call Open.
+type Store struct {
+	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
+	read    *gorm.DB // reads (SQLite: a pool of read-only connections)
+	dialect string
+	clock   clock.Clock
+	inTx    bool
+}
+
+// Open connects, applies pending migrations and returns the store.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	cfg := &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, PrepareStmt: false}
+	s := &Store{clock: opts.Clock}
+	url := opts.URL
+	switch {
+	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
+		s.dialect = Postgres
+		db, err := gorm.Open(postgres.Open(url), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, err
+		}
+		max := opts.MaxConns
+		if max <= 0 {
+			max = 32
+		}
+		sqlDB.SetMaxOpenConns(max)
+		sqlDB.SetMaxIdleConns(max)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		s.db, s.read = db, db
+	default:
+		s.dialect = SQLite
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "file:")
+		if path == "" {
+			dir := opts.DataDir
+			if dir == "" {
+				dir = "data"
+			}
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				return nil, fmt.Errorf("data dir: %w", err)
+			}
+			path = filepath.Join(dir, "owed.db")
+		}
+		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000"
+		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&"+common), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		wdb, err := w.DB()
+		if err != nil {
+			return nil, err
+		}
+		// One writer: SQLite serialises writes anyway, and one connection makes that explicit
+		// instead of a storm of SQLITE_BUSY retries.
+		wdb.SetMaxOpenConns(1)
+		wdb.SetMaxIdleConns(1)
+		wdb.SetConnMaxLifetime(0)
+		if err := wdb.PingContext(ctx); err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&"+common), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite reader: %w", err)
+		}
+		rdb, err := r.DB()
+		if err != nil {
+			return nil, err
+		}
+		rdb.SetMaxOpenConns(8)
+		rdb.SetMaxIdleConns(8)
+		s.db, s.read = w, r
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	applied, err := migrations.Apply(ctx, sqlDB, s.dialect)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if len(applied) > 0 && opts.Logger != nil {
+		opts.Logger.Info("migrations applied", "dialect", s.dialect, "versions", applied)
+	}
+	return s, nil
+}
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.clock.Now() }
+
+// nowMs is the store's clock in epoch milliseconds, the unit of every time column.
+func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
+
+// DB is the writer handle, for packages that keep their own tables in this database.
+func (s *Store) DB(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// Reader is the read handle. Inside a transaction it is the transaction, so reads see its writes.
+func (s *Store) Reader(ctx context.Context) *gorm.DB { return s.read.WithContext(ctx) }
+
+// WithTx runs fn in one transaction on a store bound to it: everything fn writes commits
+// together, or not at all if fn returns an error (or panics). Nested calls join the outer
+// transaction.
+func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.inTx {
+		return fn(s)
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true})
+	})
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	var errs []error
+	for _, g := range []*gorm.DB{s.read, s.db} {
+		if g == nil {
+			continue
+		}
+		if d, err := g.DB(); err == nil {
+			errs = append(errs, d.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notFound maps gorm's not-found to ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,128 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+)
+
+// Roles.
+const (
+	RoleAuthor = "author"
+	RoleBot    = "bot"
+	RoleAdmin  = "admin"
+)
+
+// ValidRole reports whether r is a role owed knows.
+func ValidRole(r string) bool { return r == RoleAuthor || r == RoleBot || r == RoleAdmin }
+
+// User is someone with a token. Only the token's hash is kept.
+type User struct {
+	ID         int64  `gorm:"column:id"`
+	Name       string `gorm:"column:name"`
+	Role       string `gorm:"column:role"`
+	TokenHash  string `gorm:"column:token_hash"`
+	DailyLimit *int64 `gorm:"column:daily_limit"`
+	CreatedAt  int64  `gorm:"column:created_at"`
+}
+
+// HashToken is how tokens are stored and looked up: a SHA-256, since tokens are long and
+// random, a slow hash would add nothing but latency to every request.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewToken makes a fresh bearer token.
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return "owed_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// CreateUser adds a user and returns it with its token, which is not kept and cannot be shown
+// again.
+func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string, error) {
+	token := NewToken()
+	u, err := s.CreateUserWithToken(ctx, name, role, token)
+	return u, token, err
+}
+
+// CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
+func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token string) (User, error) {
+	u := User{Name: name, Role: role, TokenHash: HashToken(token), CreatedAt: s.nowMs()}
+	err := s.db.WithContext(ctx).Raw(
+		`INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		u.Name, u.Role, u.TokenHash, u.CreatedAt).Scan(&u.ID).Error
+	return u, err
+}
+
+// UserByToken finds the user a bearer token belongs to.
+func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
+	var u User
+	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE token_hash = ?`, HashToken(token)).Scan(&u).Error
+	if err == nil && u.ID == 0 {
+		err = ErrNotFound
+	}
+	return u, err
+}
+
+// UserByID finds a user.
+func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
+	var u User
+	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE id = ?`, id).Scan(&u).Error
+	if err == nil && u.ID == 0 {
+		err = ErrNotFound
+	}
+	return u, err
+}
+
+// CountUsers counts users with the role, or all users when role is empty.
+func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
+	var n int64
+	q := s.read.WithContext(ctx).Table("users")
+	if role != "" {
+		q = q.Where("role = ?", role)
+	}
+	err := q.Count(&n).Error
+	return n, err
+}
+
+// SetDailyLimit sets a user's own daily budget; nil returns them to the default.
+func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (User, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
+	if res.Error != nil {
+		return User{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return User{}, ErrNotFound
+	}
+	return s.UserByID(ctx, userID)
+}
+
+// CreateSession signs a user in for ttl and returns the session id for the cookie.
+func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
+	id := NewToken()
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+		HashToken(id), userID, s.Now().Add(ttl).UnixMilli()).Error
+	return id, err
+}
+
+// UserBySession finds the user of a live session.
+func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
+	var u User
+	err := s.read.WithContext(ctx).Raw(`SELECT u.* FROM sessions x JOIN users u ON u.id = x.user_id
+		WHERE x.id_hash = ? AND x.expires_at > ?`, HashToken(id), s.nowMs()).Scan(&u).Error
+	if err == nil && u.ID == 0 {
+		err = ErrNotFound
+	}
+	return u, err
+}
+
+// DeleteSession signs a session out; expired sessions are swept with it.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	return s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash = ? OR expires_at <= ?`, HashToken(id), s.nowMs()).Error
+}

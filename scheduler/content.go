@@ -1,0 +1,424 @@
+// Package scheduler runs owed's work: the content jobs (screen and score) claimed by writes,
+// by authors' views and by the cron sweep, and the backfill queue.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/metrics"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// ScoreRuns is how many times the critic is asked per score: one run moves by up to 0.06 on
+// unchanged code, which would reorder a list sorted by art, so the mean of three is kept.
+const ScoreRuns = 3
+
+// Backoff is how long a job waits after attempts failed attempts: a minute, doubling, at most
+// an hour.
+func Backoff(attempts int) time.Duration {
+	if attempts >= 6 {
+		return time.Hour
+	}
+	return min(time.Minute<<attempts, time.Hour)
+}
+
+// Outcome is how running a claimed job ended.
+type Outcome string
+
+const (
+	Done    Outcome = "done"    // the verdict or score is recorded
+	Pending Outcome = "pending" // rescheduled with a why
+	Gone    Outcome = "gone"    // the item was deleted meanwhile
+)
+
+// ContentConfig tunes the content jobs.
+type ContentConfig struct {
+	Lease       time.Duration // how long a claim holds a job (default 2m)
+	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
+	ModelName   string        // the critic model named in score requests (default "critic")
+	Concurrency int           // jobs one sweep runs at once (default 64)
+	Owner       string        // this process's lease owner name (default host:pid:random)
+}
+
+func (c *ContentConfig) applyDefaults() {
+	if c.Lease <= 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.DailyBudget <= 0 {
+		c.DailyBudget = 100
+	}
+	if c.ModelName == "" {
+		c.ModelName = "critic"
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewToken()[5:13])
+	}
+}
+
+// Content runs content jobs. Background work (inline screens that outlive their request,
+// scores after a write, authors' sweeps) is tracked so Stop can wait for it.
+type Content struct {
+	store   *models.Store
+	model   *modelclient.Client
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	cfg     ContentConfig
+
+	mu       sync.Mutex
+	base     context.Context // background work runs under it; cancelled by Stop's deadline
+	cancel   context.CancelFunc
+	stopping bool
+	wg       sync.WaitGroup
+	authors  map[int64]bool // authors whose background sweep is running
+}
+
+// NewContent makes the content-jobs runner.
+func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg ContentConfig) *Content {
+	cfg.applyDefaults()
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg,
+		base: base, cancel: cancel, authors: map[int64]bool{}}
+}
+
+// Config is the runner's configuration with defaults applied.
+func (c *Content) Config() ContentConfig { return c.cfg }
+
+// Run runs one claimed job to its end or its next attempt. An error means the job could not be
+// run at all (a request the model client would refuse, or the database failing): the job keeps
+// its lease until it runs out and is then due again.
+func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
+	screening := job.Task == models.TaskScreen
+	runs := 1
+	event := models.TaskScreen
+	if !screening {
+		runs, event = ScoreRuns, models.TaskScore
+	}
+	ev := models.Event{Event: event, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID, Attempt: job.Attempts}
+	if !screening {
+		ev.Runs = &runs
+	}
+	later := func(why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
+		ev.Outcome, ev.Why, ev.UpstreamMs = string(Pending), &why, upstreamMs
+		var st *int
+		if status != 0 {
+			st = &status
+			ev.Status = st
+		}
+		at := c.clock.Now().Add(wait)
+		ok, err := c.store.Reschedule(ctx, job, at, why, st, ev)
+		if err != nil {
+			return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
+		}
+		if ok {
+			c.note(ev, slog.Time("nextAttemptAt", at))
+		}
+		return Pending, nil
+	}
+
+	// What to ask: the item as it is now.
+	var screenReq modelclient.ScreenRequest
+	var scoreReq modelclient.ScoreRequest
+	var songID int64
+	if screening {
+		subject, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
+		if err != nil {
+			return Pending, err
+		}
+		if !ok {
+			return Gone, nil // deleted since; its trigger took the job too
+		}
+		screenReq = modelclient.ScreenRequest{Kind: job.Kind, Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+		if err := modelclient.CheckScreen(screenReq); err != nil {
+			return Pending, fmt.Errorf("a screen request the model client would refuse (job %d): %w", job.ID, err)
+		}
+	} else {
+		rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
+		if err != nil {
+			return Pending, err
+		}
+		if !ok {
+			return Gone, nil
+		}
+		songID = rev.SongID
+		scoreReq = modelclient.ScoreRequest{Model: c.cfg.ModelName, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
+		if err := modelclient.CheckScore(scoreReq); err != nil {
+			return Pending, fmt.Errorf("a score request the model client would refuse (job %d): %w", job.ID, err)
+		}
+	}
+
+	if c.model == nil || !c.model.Configured() {
+		return later(models.WhyUnreachable, Backoff(job.Attempts), 0, nil)
+	}
+
+	// Charged first, as the model's relay charges: a call that then fails is still spent.
+	now := c.clock.Now()
+	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
+		return later(models.WhyBudgetUnavailable, Backoff(job.Attempts), 0, nil)
+	} else if !ok {
+		if c.metrics != nil {
+			c.metrics.BudgetRefusals.Inc()
+		}
+		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
+	}
+
+	var reply modelclient.Reply
+	if screening {
+		reply = c.model.Screen(ctx, screenReq)
+	} else {
+		reply = c.model.Score(ctx, scoreReq, runs)
+	}
+	if c.metrics != nil {
+		c.metrics.ModelLatency.WithLabelValues(event).Observe(float64(reply.UpstreamMs) / 1000)
+	}
+	upstreamMs := reply.UpstreamMs
+	if reply.Why != "" {
+		if ctx.Err() != nil {
+			// Stopping, not failing: let the job go for another worker without an attempt.
+			return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
+		}
+		return later(reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
+	}
+	status := reply.Status
+	bytes := int64(reply.RequestBytes)
+	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
+
+	if screening {
+		v := reply.Verdict
+		if v == nil {
+			return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
+		}
+		ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
+		recorded, err := c.store.RecordScreen(ctx, job.Kind, job.ItemID, v.Verdict, v.Confidence, ev)
+		if err != nil {
+			return Pending, fmt.Errorf("record screen of %s %d: %w", job.Kind, job.ItemID, err)
+		}
+		if !recorded {
+			return Gone, nil
+		}
+		c.note(ev)
+		return Done, nil
+	}
+	if len(reply.Runs) != runs {
+		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
+	}
+	mean := modelclient.Mean(reply.Runs)
+	ev.Outcome, ev.Art = "scored", &mean.Art
+	recorded, err := c.store.RecordScore(ctx, models.Score{RevisionID: job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
+		Criteria: mean.Criteria, Model: c.cfg.ModelName, Rubric: RubricID}, ev)
+	if err != nil {
+		return Pending, fmt.Errorf("record score of revision %d (song %d): %w", job.ItemID, songID, err)
+	}
+	if !recorded {
+		return Gone, nil
+	}
+	c.note(ev)
+	return Done, nil
+}
+
+// note logs an attempt as one structured line and counts it.
+func (c *Content) note(ev models.Event, extra ...slog.Attr) {
+	why := ""
+	if ev.Why != nil {
+		why = *ev.Why
+	}
+	if c.metrics != nil {
+		c.metrics.Attempts.WithLabelValues(ev.Event, ev.Outcome, why).Inc()
+	}
+	attrs := []slog.Attr{slog.String("kind", ev.Kind), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
+		slog.String("outcome", ev.Outcome), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
+	if ev.Status != nil {
+		attrs = append(attrs, slog.Int("status", *ev.Status))
+	}
+	if ev.UpstreamMs != nil {
+		attrs = append(attrs, slog.Int64("upstreamMs", *ev.UpstreamMs))
+	}
+	if ev.Confidence != nil {
+		attrs = append(attrs, slog.Float64("confidence", *ev.Confidence))
+	}
+	if ev.Art != nil {
+		attrs = append(attrs, slog.Float64("art", *ev.Art))
+	}
+	if ev.RequestBytes != nil {
+		attrs = append(attrs, slog.Int64("requestBytes", *ev.RequestBytes))
+	}
+	if ev.Runs != nil {
+		attrs = append(attrs, slog.Int("runs", *ev.Runs))
+	}
+	attrs = append(attrs, extra...)
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, ev.Event, attrs...)
+}
+
+// runClaimed runs a claimed job, logging an error instead of returning it: a job that errors
+// keeps its lease until it runs out and is then due again.
+func (c *Content) runClaimed(ctx context.Context, job models.Job) Outcome {
+	out, err := c.Run(ctx, job)
+	if err != nil && ctx.Err() == nil {
+		c.log.Error("content job", "task", job.Task, "kind", job.Kind, "itemId", job.ItemID, "jobId", job.ID, "err", err)
+	}
+	return out
+}
+
+// Sweep claims and runs due jobs (one author's when userID is non-zero) until none is due,
+// at most cfg.Concurrency at once, and returns how many it ran. Jobs it reschedules are not
+// due again within the same sweep, so it ends; jobs its own work makes due (an allowed
+// revision's score) are run by it too.
+func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
+	finished := make(chan struct{}, c.cfg.Concurrency)
+	running, ran := 0, 0
+	defer func() {
+		for ; running > 0; running-- {
+			<-finished
+		}
+	}()
+	for ctx.Err() == nil {
+		// Count what finished meanwhile, so the claim fills every free slot at once.
+	drain:
+		for running > 0 {
+			select {
+			case <-finished:
+				running--
+			default:
+				break drain
+			}
+		}
+		free := c.cfg.Concurrency - running
+		if free == 0 {
+			<-finished
+			running--
+			continue
+		}
+		jobs, err := c.store.ClaimDue(ctx, free, c.cfg.Lease, c.cfg.Owner, userID)
+		if err != nil {
+			return ran, fmt.Errorf("claim: %w", err)
+		}
+		if len(jobs) == 0 {
+			if running == 0 {
+				return ran, nil
+			}
+			<-finished
+			running--
+			continue
+		}
+		ran += len(jobs)
+		running += len(jobs)
+		for _, job := range jobs {
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				c.runClaimed(ctx, job)
+			}()
+		}
+	}
+	return ran, ctx.Err()
+}
+
+// Go runs fn in the background under the runner's lifetime, unless it is stopping.
+func (c *Content) Go(fn func(ctx context.Context)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn(c.base)
+	}()
+	return true
+}
+
+// SweepAuthor starts a background sweep of one author's due jobs unless one is already
+// running for them; it never blocks the caller.
+func (c *Content) SweepAuthor(userID int64) {
+	c.mu.Lock()
+	if c.authors[userID] {
+		c.mu.Unlock()
+		return
+	}
+	c.authors[userID] = true
+	c.mu.Unlock()
+	started := c.Go(func(ctx context.Context) {
+		defer func() {
+			c.mu.Lock()
+			delete(c.authors, userID)
+			c.mu.Unlock()
+		}()
+		if _, err := c.Sweep(ctx, userID); err != nil && ctx.Err() == nil {
+			c.log.Error("author sweep", "userId", userID, "err", err)
+		}
+	})
+	if !started {
+		c.mu.Lock()
+		delete(c.authors, userID)
+		c.mu.Unlock()
+	}
+}
+
+// RunItem claims and runs the job of one item's task in the background, and returns a channel
+// that receives its outcome (closed without a value when the job was not due or not free).
+// The job goes on after the caller stops waiting.
+func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
+	done := make(chan Outcome, 1)
+	started := c.Go(func(ctx context.Context) {
+		defer close(done)
+		job, ok, err := c.store.ClaimItem(ctx, task, kind, itemID, c.cfg.Lease, c.cfg.Owner)
+		if err != nil {
+			c.log.Error("claim item", "task", task, "kind", kind, "itemId", itemID, "err", err)
+			return
+		}
+		if !ok {
+			return
+		}
+		out := c.runClaimed(ctx, job)
+		done <- out
+		if task == models.TaskScreen && kind == models.KindRevision && out == Done {
+			// An allowed revision now owes its score; it follows in the background.
+			c.RunItem(models.TaskScore, models.KindRevision, itemID)
+		}
+	})
+	if !started {
+		close(done)
+	}
+	return done
+}
+
+// Stop lets background work finish until ctx ends, then cancels what is still running and
+// frees every lease this process holds, so its jobs are due again at once.
+func (c *Content) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { c.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		c.cancel()
+		<-finished
+	}
+	c.cancel()
+	n, err := c.store.ReleaseLeases(context.WithoutCancel(ctx), c.cfg.Owner)
+	if n > 0 {
+		c.log.Info("released leases", "jobs", n)
+	}
+	return err
+}

@@ -1,0 +1,14 @@
+package scheduler
+
+// RubricID names the critic's rubric; it is sent with every score request and kept with every
+// score, so scores made under another rubric can be told apart.
+const RubricID = "art-v1"
+
+// RubricSpec is the rubric text the critic is given.
+const RubricSpec = `Score this live-coded song as a work of art, each criterion from 0 to 1:
+- musicality: melody, harmony and rhythm that hold together;
+- development: how the piece changes and builds over time;
+- texture: the sounds chosen and how they are layered;
+- originality: ideas you have not heard many times before;
+- craft: readable, deliberate code that serves the music.
+Answer art as your overall judgement from 0 to 1, not the mean of the criteria.`
