@@ -1,0 +1,235 @@
+// Package owedtest sets owed up for tests: a real database (SQLite in a temporary directory,
+// and PostgreSQL too when OWED_TEST_POSTGRES_URL is set), a fake clock, a fake model over real
+// HTTP, and the whole app behind an httptest server.
+package owedtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver for schema setup
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/models"
+)
+
+// PostgresEnv names the variable that switches the PostgreSQL suite on.
+const PostgresEnv = "OWED_TEST_POSTGRES_URL"
+
+// Start is the fake clock's starting time in every test: a fixed moment, mid-morning UTC.
+var Start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// Dialects runs fn once per database: "sqlite" always, "postgres" when OWED_TEST_POSTGRES_URL
+// is set. fn gets a fresh, empty database URL ("" means SQLite in a new temporary directory).
+func Dialects(t *testing.T, fn func(t *testing.T, databaseURL string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite:"+t.TempDir()+"/owed.db") })
+	if base := os.Getenv(PostgresEnv); base != "" {
+		t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t, base)) })
+	}
+}
+
+// PostgresURL makes a fresh schema in the database at base, dropped when the test ends, and
+// returns a URL whose connections use it.
+func PostgresURL(t testing.TB, base string) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "owedtest_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		db.Close()
+		t.Fatalf("postgres: create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+		db.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("postgres url: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Logger is a quiet logger for tests (errors only), or verbose with OWED_TEST_LOG=1.
+func Logger(t testing.TB) *slog.Logger {
+	level := slog.LevelError
+	if os.Getenv("OWED_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Store opens a store on databaseURL with the fake clock.
+func Store(t testing.TB, databaseURL string, clk clock.Clock) *models.Store {
+	t.Helper()
+	s, err := models.Open(context.Background(), models.Options{URL: databaseURL, DataDir: t.TempDir(), Clock: clk})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Env is a running owed for one test.
+type Env struct {
+	T          testing.TB
+	App        *app.App
+	Server     *httptest.Server
+	Model      *modeltest.Fake
+	Clock      *clock.Fake
+	AdminToken string
+}
+
+// AdminToken is the admin token every Env starts with.
+const AdminToken = "owed_test_admin_token"
+
+// NewEnv starts owed on databaseURL with a fake model, a fake clock at Start, and the given
+// changes to the configuration. The cron sweep is not started: tests sweep when they choose.
+func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
+	t.Helper()
+	model := modeltest.New(t)
+	cfg := app.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.DatabaseURL = databaseURL
+	cfg.AdminToken = AdminToken
+	cfg.ModelURL = model.URL()
+	cfg.InlineWait = 5 * time.Second
+	for _, f := range configure {
+		f(&cfg)
+	}
+	clk := clock.NewFake(Start)
+	a, err := app.New(context.Background(), cfg, app.Options{Clock: clk, Log: Logger(t)})
+	if err != nil {
+		t.Fatalf("app: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Shutdown(ctx)
+	})
+	return &Env{T: t, App: a, Server: srv, Model: model, Clock: clk, AdminToken: AdminToken}
+}
+
+// Response is an answer read whole.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value.
+func (r Response) JSON() map[string]any {
+	var m map[string]any
+	json.Unmarshal(r.Body, &m)
+	return m
+}
+
+// Decode decodes the body into v.
+func (r Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// ErrorCode is the error shape's code, or "".
+func (r Response) ErrorCode() string {
+	var e struct {
+		Error struct{ Code, Field string }
+	}
+	json.Unmarshal(r.Body, &e)
+	return e.Error.Code
+}
+
+// Do sends a request with a bearer token ("" for none) and a body (a string is sent as is,
+// anything else as JSON) and reads the answer.
+func (e *Env) Do(method, path, token string, body any, headers ...string) Response {
+	e.T.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.Server.URL+path, rd)
+	if err != nil {
+		e.T.Fatalf("request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := e.Server.Client().Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return Response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// User creates a user through the admin API and returns its id and token.
+func (e *Env) User(name, role string) (int64, string) {
+	e.T.Helper()
+	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": role})
+	if r.Status != http.StatusCreated {
+		e.T.Fatalf("create user: %d %s", r.Status, r.Body)
+	}
+	var u struct {
+		ID    int64
+		Token string
+	}
+	r.Decode(e.T, &u)
+	return u.ID, u.Token
+}
+
+// Sweep runs every due job now, as the cron sweep does.
+func (e *Env) Sweep() int {
+	e.T.Helper()
+	n, err := e.App.Content.Sweep(context.Background(), 0)
+	if err != nil {
+		e.T.Fatalf("sweep: %v", err)
+	}
+	return n
+}
