@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/owedtest"
+)
+
+// These tests run owed as real processes: what a replica, a crash or a restart does is only
+// believable when it is a real process on a real database.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// owedBinary builds cmd/owed once per test run.
+func owedBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "owed-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "owed")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// process is one running `owed serve`.
+type process struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	URL    string
+	stdout *bytes.Buffer
+	stderr *lockedBuffer
+	exited chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startOwed runs `owed serve` with env (OWED_* settings) and waits until it is ready.
+func startOwed(t *testing.T, env ...string) *process {
+	t.Helper()
+	bin := owedBinary(t)
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "OWED_ADDR="+addr, "OWED_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
+	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &bytes.Buffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("owed %s stderr:\n%s", addr, p.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(p.URL + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("owed exited before it was ready: %v\n%s", err, p.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("owed was not ready in time:\n%s", p.stderr.String())
+	return nil
+}
+
+// stop sends sig and waits for the process to end.
+func (p *process) stop(sig syscall.Signal) error {
+	p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		return fmt.Errorf("owed did not stop within 30s of %v", sig)
+	}
+}
+
+func (p *process) post(path, token string, body any) (int, map[string]any) {
+	p.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// subjectTracker is a model hook that counts the requests per screened text and notices when
+// two requests for the same text are in flight at once (two workers running one job).
+type subjectTracker struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+	asked    map[string]int
+	overlaps []string
+	delay    time.Duration
+}
+
+func newSubjectTracker(delay time.Duration) *subjectTracker {
+	return &subjectTracker{inFlight: map[string]int{}, asked: map[string]int{}, delay: delay}
+}
+
+func (s *subjectTracker) handle(w http.ResponseWriter, r *http.Request) bool {
+	var body struct {
+		Subject struct{ Text string }
+	}
+	raw, _ := readAndRestore(r)
+	json.Unmarshal(raw, &body)
+	text := body.Subject.Text
+	s.mu.Lock()
+	s.asked[text]++
+	s.inFlight[text]++
+	if s.inFlight[text] > 1 {
+		s.overlaps = append(s.overlaps, text)
+	}
+	s.mu.Unlock()
+	select {
+	case <-time.After(s.delay):
+	case <-r.Context().Done():
+	}
+	s.mu.Lock()
+	s.inFlight[text]--
+	s.mu.Unlock()
+	return false // the fake answers as usual
+}
+
+func readAndRestore(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(r.Body)
+	r.Body.Close()
+	r.Body = ioNopCloser{bytes.NewReader(buf.Bytes())}
+	return buf.Bytes(), err
+}
+
+type ioNopCloser struct{ *bytes.Reader }
+
+func (ioNopCloser) Close() error { return nil }
+
+// countRows counts rows in the test's database.
+func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func openDB(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	driver, dsn := "pgx", url
+	if strings.HasPrefix(url, "sqlite:") {
+		driver, dsn = "sqlite3", "file:"+strings.TrimPrefix(url, "sqlite:")+"?mode=ro&_busy_timeout=5000"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+var _ = context.Background
+var _ = owedtest.PostgresEnv

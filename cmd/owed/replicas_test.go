@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/owedtest"
+)
+
+// Three real replicas on one PostgreSQL: every job settles exactly once and no job is ever run
+// by two of them at once.
+func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
+	}
+	dbURL := owedtest.PostgresURL(t, base)
+	model := modeltest.New(t)
+	track := newSubjectTracker(30 * time.Millisecond)
+	model.Handle(track.handle)
+	model.KeepRequests(false)
+
+	env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
+		"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_DAILY_BUDGET=100000",
+		"OWED_SWEEP_CONCURRENCY=16"}
+	var replicas []*process
+	for range 3 {
+		replicas = append(replicas, startOwed(t, env...))
+	}
+	status, user := replicas[0].post("/api/admin/users", owedtest.AdminToken, map[string]string{"name": "ann", "role": "author"})
+	if status != http.StatusCreated {
+		t.Fatalf("create author: %d %v", status, user)
+	}
+	token := user["token"].(string)
+
+	const items = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, items)
+	for i := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, body := replicas[i%3].post("/api/listeners/pitches", token, map[string]string{"body": fmt.Sprintf("pitch %d", i)})
+			if status != http.StatusCreated {
+				errs <- fmt.Errorf("pitch %d: %d %v", i, status, body)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	db := openDB(t, dbURL)
+	waitFor(t, 60*time.Second, "every screen to settle", func() bool {
+		return countRows(t, db, `SELECT COUNT(*) FROM content_jobs`) == 0
+	})
+	if n := countRows(t, db, `SELECT COUNT(*) FROM screens`); n != items {
+		t.Fatalf("%d verdicts, want %d", n, items)
+	}
+	if n := countRows(t, db, `SELECT COUNT(*) FROM events WHERE outcome = 'allow'`); n != items {
+		t.Fatalf("%d verdict events, want exactly %d (one per item)", n, items)
+	}
+	track.mu.Lock()
+	defer track.mu.Unlock()
+	if len(track.overlaps) > 0 {
+		t.Fatalf("jobs run by two workers at once: %v", track.overlaps)
+	}
+	for i := range items {
+		if n := track.asked[fmt.Sprintf("pitch %d", i)]; n != 1 {
+			t.Errorf("pitch %d asked %d times, want once", i, n)
+		}
+	}
+	for _, p := range replicas {
+		if err := p.stop(syscall.SIGTERM); err != nil {
+			t.Errorf("graceful stop: %v", err)
+		}
+	}
+}
+
+// A process killed in the middle of a sweep loses nothing: its leased jobs run again, once,
+// after the lease runs out.
+func TestKilledMidSweepLosesNothing(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
+		model := modeltest.New(t)
+		slow := newSubjectTracker(5 * time.Second) // the first process never finishes a call
+		model.Handle(slow.handle)
+		model.KeepRequests(false)
+		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
+			"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=3s",
+			"OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8"}
+		first := startOwed(t, env...)
+		status, user := first.post("/api/admin/users", owedtest.AdminToken, map[string]string{"name": "ann", "role": "author"})
+		if status != http.StatusCreated {
+			t.Fatalf("create author: %d %v", status, user)
+		}
+		token := user["token"].(string)
+		const items = 100
+		for i := range items {
+			if status, body := first.post("/api/listeners/pitches", token, map[string]string{"body": fmt.Sprintf("pitch %d", i)}); status != http.StatusCreated {
+				t.Fatalf("pitch %d: %d %v", i, status, body)
+			}
+		}
+		db := openDB(t, dbURL)
+		waitFor(t, 10*time.Second, "jobs to be leased and asked", func() bool {
+			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`) > 0 && model.Calls() > 0
+		})
+		first.cmd.Process.Signal(syscall.SIGKILL)
+		<-first.exited
+		leased := countRows(t, db, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
+		if leased == 0 {
+			t.Fatal("the kill found no leased job; the test proves nothing")
+		}
+
+		model.Handle(nil) // the model answers at once from now on
+		startOwed(t, env...)
+		waitFor(t, 30*time.Second, "every job to settle after the restart", func() bool {
+			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs`) == 0
+		})
+		if n := countRows(t, db, `SELECT COUNT(*) FROM screens`); n != items {
+			t.Fatalf("%d verdicts after the crash, want %d", n, items)
+		}
+		if n := countRows(t, db, `SELECT COUNT(*) FROM events WHERE outcome = 'allow'`); n != items {
+			t.Fatalf("%d verdict events, want exactly %d", n, items)
+		}
+		t.Logf("%d jobs were leased by the killed process; all %d items settled once", leased, items)
+	})
+}
