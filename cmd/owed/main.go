@@ -4,6 +4,7 @@
 //	owed serve                              run everything (configured by OWED_* variables)
 //	owed migrate                            apply pending database migrations and exit
 //	owed users add NAME --role ROLE         add a user and print its token once
+//	owed health                             exit 0 when the local server is ready (container health checks)
 package main
 
 import (
@@ -13,9 +14,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
@@ -32,6 +36,7 @@ const usage = `usage:
   owed serve [--addr ADDR] [--data DIR] [--database URL]
   owed migrate [--data DIR] [--database URL]
   owed users add NAME --role author|bot|admin [--data DIR] [--database URL]
+  owed health
 Configuration comes from the OWED_* environment variables; flags override them.`
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -89,12 +94,37 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "user %d %q (%s); token, shown once:\n%s\n", u.ID, u.Name, u.Role, token)
 		return nil
+	case "health":
+		return health(cfg.Addr, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// health asks the server at addr whether it is ready, for container health checks (the image
+// has no curl).
+func health(addr string, stdout io.Writer) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("OWED_ADDR %q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	res, err := client.Get("http://" + net.JoinHostPort(host, port) + "/readyz")
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("not ready: %s", res.Status)
+	}
+	fmt.Fprintln(stdout, "ready")
+	return nil
 }
 
 func flagSet(name string, cfg *app.Config) *flag.FlagSet {
