@@ -177,18 +177,24 @@ func (a *App) Handler() http.Handler { return a.Echo }
 // StartRunners starts the cron sweep (and, later, the backfill queue) without serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
 	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
-	if _, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce); err != nil {
+	sweep, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce)
+	if err != nil {
 		return fmt.Errorf("cron: %w", err)
 	}
 	a.cron.Start()
-	// The first sweep runs now: work owed from before a restart should not wait a period.
-	a.Content.Go(func(context.Context) { a.sweepOnce() })
+	// The first sweep runs now, through cron's wrapper so a tick cannot overlap it: work owed
+	// from before a restart should not wait a period.
+	go a.cron.Entry(sweep).WrappedJob.Run()
 	return nil
 }
 
 // sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
+// It returns when the sweep ends, so cron's SkipIfStillRunning keeps sweeps from piling up
+// (and the sweep's concurrency bound holds for the process).
 func (a *App) sweepOnce() {
-	a.Content.Go(func(ctx context.Context) {
+	done := make(chan struct{})
+	started := a.Content.Go(func(ctx context.Context) {
+		defer close(done)
 		n, err := a.Content.Sweep(ctx, 0)
 		if err != nil && ctx.Err() == nil {
 			a.Log.Error("sweep", "err", err)
@@ -199,6 +205,9 @@ func (a *App) sweepOnce() {
 			a.Log.Warn("prune budgets", "err", err)
 		}
 	})
+	if started {
+		<-done
+	}
 }
 
 // Start listens on the configured address and starts the runners.
@@ -227,10 +236,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if a.server != nil {
 		errs = append(errs, a.server.Shutdown(ctx))
 	}
+	// Content.Stop tells sweeps to claim nothing more, so cron's running sweep ends with its
+	// running jobs (or at the deadline, when they are cancelled and their leases released).
+	var cronDone <-chan struct{}
 	if a.cron != nil {
-		<-a.cron.Stop().Done()
+		cronDone = a.cron.Stop().Done()
 	}
 	errs = append(errs, a.Content.Stop(ctx))
+	if cronDone != nil {
+		<-cronDone
+	}
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)
 }

@@ -81,6 +81,7 @@ type Content struct {
 	base     context.Context // background work runs under it; cancelled by Stop's deadline
 	cancel   context.CancelFunc
 	stopping bool
+	quit     chan struct{} // closed by Stop: sweeps claim nothing more
 	wg       sync.WaitGroup
 	authors  map[int64]bool // authors whose background sweep is running
 }
@@ -96,7 +97,7 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg,
-		base: base, cancel: cancel, authors: map[int64]bool{}}
+		base: base, cancel: cancel, quit: make(chan struct{}), authors: map[int64]bool{}}
 }
 
 // Config is the runner's configuration with defaults applied.
@@ -301,6 +302,11 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 				break drain
 			}
 		}
+		select {
+		case <-c.quit:
+			return ran, nil // stopping: what runs finishes, nothing more is claimed
+		default:
+		}
 		free := c.cfg.Concurrency - running
 		if free == 0 {
 			<-finished
@@ -405,7 +411,10 @@ func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
 // frees every lease this process holds, so its jobs are due again at once.
 func (c *Content) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	c.stopping = true
+	if !c.stopping {
+		c.stopping = true
+		close(c.quit)
+	}
 	c.mu.Unlock()
 	finished := make(chan struct{})
 	go func() { c.wg.Wait(); close(finished) }()

@@ -30,7 +30,7 @@ var (
 )
 
 // owedBinary builds cmd/owed once per test run.
-func owedBinary(t *testing.T) string {
+func owedBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
@@ -55,7 +55,7 @@ func owedBinary(t *testing.T) string {
 
 // process is one running `owed serve`.
 type process struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	URL    string
 	stdout *bytes.Buffer
@@ -80,7 +80,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -92,7 +92,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startOwed runs `owed serve` with env (OWED_* settings) and waits until it is ready.
-func startOwed(t *testing.T, env ...string) *process {
+func startOwed(t testing.TB, env ...string) *process {
 	t.Helper()
 	bin := owedBinary(t)
 	addr := freeAddr(t)
@@ -212,7 +212,7 @@ type ioNopCloser struct{ *bytes.Reader }
 func (ioNopCloser) Close() error { return nil }
 
 // countRows counts rows in the test's database.
-func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
+func countRows(t testing.TB, db *sql.DB, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
@@ -222,7 +222,7 @@ func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -233,7 +233,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-func openDB(t *testing.T, url string) *sql.DB {
+func openDB(t testing.TB, url string) *sql.DB {
 	t.Helper()
 	driver, dsn := "pgx", url
 	if strings.HasPrefix(url, "sqlite:") {
