@@ -4,6 +4,7 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,10 @@ type Config struct {
 	WebhooksAllowPrivate bool
 	// SweepConcurrency is how many jobs the cron sweep runs at once (OWED_SWEEP_CONCURRENCY).
 	SweepConcurrency int
+	// WriteRate and WriteBurst limit each token's writes (OWED_WRITE_RATE per second, 0 for
+	// no limit; OWED_WRITE_BURST).
+	WriteRate  float64
+	WriteBurst int64
 	// ShutdownGrace is how long a stopping process lets running jobs finish (OWED_SHUTDOWN_GRACE).
 	ShutdownGrace time.Duration
 }
@@ -43,6 +48,7 @@ func Defaults() Config {
 		ModelTimeout: 2 * time.Minute, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
 		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
 		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
+		WriteRate: 20, WriteBurst: 100,
 	}
 }
 
@@ -113,6 +119,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("OWED_DAILY_BUDGET", &c.DailyBudget, 0)
 	ms("OWED_MEDIA_MIN_GAP_MS", &c.MediaMinGap)
 	ms("OWED_MEDIA_MAX_GAP_MS", &c.MediaMaxGap)
+	if v := strings.TrimSpace(getenv("OWED_WRITE_RATE")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			errs = append(errs, fmt.Sprintf("OWED_WRITE_RATE=%q: want writes per second, 0 for no limit", v))
+		} else {
+			c.WriteRate = f
+		}
+	}
+	num("OWED_WRITE_BURST", &c.WriteBurst, 1)
 	var conc int64 = int64(c.SweepConcurrency)
 	num("OWED_SWEEP_CONCURRENCY", &conc, 1)
 	c.SweepConcurrency = int(conc)

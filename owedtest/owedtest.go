@@ -123,6 +123,7 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	cfg.AdminToken = AdminToken
 	cfg.ModelURL = model.URL()
 	cfg.InlineWait = 5 * time.Second
+	cfg.WriteRate = 0 // tests that write in bulk should not trip the per-token limit; its own test turns it on
 	for _, f := range configure {
 		f(&cfg)
 	}

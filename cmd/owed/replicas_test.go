@@ -28,7 +28,7 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 
 	env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
 		"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_DAILY_BUDGET=100000",
-		"OWED_SWEEP_CONCURRENCY=16"}
+		"OWED_SWEEP_CONCURRENCY=16", "OWED_WRITE_RATE=0"}
 	var replicas []*process
 	for range 3 {
 		replicas = append(replicas, startOwed(t, env...))
@@ -95,7 +95,7 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 		model.KeepRequests(false)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
 			"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=3s",
-			"OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8"}
+			"OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8", "OWED_WRITE_RATE=0"}
 		first := startOwed(t, env...)
 		status, user := first.post("/api/admin/users", owedtest.AdminToken, map[string]string{"name": "ann", "role": "author"})
 		if status != http.StatusCreated {
