@@ -57,7 +57,8 @@ var titleLine = regexp.MustCompile(`^//\s*title:\s*(.*?)\s*$`)
 // Plugins lists the built-in panels in order, then one entry per *.js file directly in
 // pluginsDir (sorted by name). An operator plugin's title is taken from a first line
 // `// title: X`, else its id. An operator plugin whose id would clash with another gets the
-// prefix "ext-". A missing or unreadable folder yields the built-ins alone.
+// prefix "ext-". Files whose name starts with "_" are served but not listed: modules that
+// plugins import. A missing or unreadable folder yields the built-ins alone.
 func Plugins(pluginsDir string) []Plugin {
 	out := make([]Plugin, 0, len(builtins))
 	taken := map[string]bool{}
@@ -80,7 +81,7 @@ func Plugins(pluginsDir string) []Plugin {
 	defer root.Close()
 	for _, e := range entries {
 		name := e.Name()
-		if !pluginFile.MatchString(name) {
+		if !pluginFile.MatchString(name) || strings.HasPrefix(name, "_") {
 			continue
 		}
 		info, err := root.Stat(name)

@@ -155,6 +155,7 @@ func pluginsFixture(t *testing.T) (root, dir string) {
 	must(os.WriteFile(filepath.Join(dir, "alerts.js"), []byte("export default { id: 'alerts', mount() {} };\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "jobs.js"), []byte("// title: My jobs\nexport default {};\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a plugin"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "_shared.js"), []byte("export const shared = 1;\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, ".hidden.js"), []byte("hidden"), 0o644))
 	must(os.Mkdir(filepath.Join(dir, "sub.js"), 0o755))
 	must(os.Mkdir(filepath.Join(dir, "nested"), 0o755))
@@ -177,6 +178,10 @@ func TestExtPluginServed(t *testing.T) {
 	}
 	if !strings.Contains(rec.Body.String(), "el.textContent = 'hi'") {
 		t.Errorf("body %q", rec.Body.String())
+	}
+	// A helper module (leading "_") is served though not listed as a plugin.
+	if rec := get(t, h, "/admin/ext/_shared.js"); rec.Code != http.StatusOK {
+		t.Errorf("_shared.js: status %d", rec.Code)
 	}
 	checkSecurityHeaders(t, "ext", rec)
 

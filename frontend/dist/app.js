@@ -120,7 +120,9 @@ function SignIn({ notice, onDone }) {
 
   const submit = async (e) => {
     e.preventDefault();
-    const t = token.trim();
+    // Read the field itself: a fast typist (or a test driver) may submit before the
+    // state update from the last keystroke has rendered.
+    const t = (input.current ? input.current.value : token).trim();
     if (!t) {
       setErr({ message: 'Enter the admin token.', field: 'token' });
       input.current && input.current.focus();
@@ -223,8 +225,10 @@ function Console({ user, onSignOut }) {
     addEventListener('popstate', onPop);
     return () => {
       removeEventListener('popstate', onPop);
-      for (const m of mounted.current.values()) unmountPanel(m);
+      const all = [...mounted.current.values()];
       mounted.current.clear();
+      // Outside the shell's own unmount, for the same reason as mounting.
+      queueMicrotask(() => all.forEach(unmountPanel));
     };
   }, []);
 
@@ -233,29 +237,37 @@ function Console({ user, onSignOut }) {
     if (plugins && plugins.length && !active) go(plugins[0].id, { replace: true, search: location.search });
   }, [plugins, active]);
 
-  // Mount the active panel on first visit; show it and hide the others.
+  // Mount the active panel on first visit; show it and hide the others. This runs in a
+  // microtask, outside Preact's render and effect flush: a plugin renders its own Preact
+  // root synchronously in mount(), which must not happen while the shell is rendering.
   useEffect(() => {
-    if (!plugins || !host.current) return;
-    const p = plugins.find((x) => x.id === active);
-    if (p && p.status !== 'loading' && !mounted.current.has(p.id)) {
-      mounted.current.set(p.id, mountPanel(p, host.current, { user, go, searches, activeRef }));
-    }
-    for (const [id, m] of mounted.current) {
-      const on = id === active;
-      m.section.hidden = !on;
-      m.poller && m.poller.setActive(on);
-    }
-    if (p) {
-      document.title = p.title + ' · owed admin';
-      const m = mounted.current.get(p.id);
-      const before = searches.current[p.id] || '';
-      searches.current[p.id] = location.search;
-      // A navigation that changed the query of a mounted panel (a link from another panel,
-      // back/forward) tells the panel through ctx.onParams.
-      if (m && m.section && before !== location.search) {
-        m.section.dispatchEvent(new CustomEvent('owed:params', { detail: new URLSearchParams(location.search) }));
+    let cancelled = false;
+    queueMicrotask(() => {
+      if (cancelled || !plugins || !host.current) return;
+      const p = plugins.find((x) => x.id === active);
+      if (p && p.status !== 'loading' && !mounted.current.has(p.id)) {
+        mounted.current.set(p.id, mountPanel(p, host.current, { user, go, searches, activeRef }));
       }
-    }
+      for (const [id, m] of mounted.current) {
+        const on = id === active;
+        m.section.hidden = !on;
+        m.poller && m.poller.setActive(on);
+      }
+      if (p) {
+        document.title = p.title + ' · owed admin';
+        const m = mounted.current.get(p.id);
+        const before = searches.current[p.id] || '';
+        searches.current[p.id] = location.search;
+        // A navigation that changed the query of a mounted panel (a link from another panel,
+        // back/forward) tells the panel through ctx.onParams.
+        if (m && m.section && before !== location.search) {
+          m.section.dispatchEvent(new CustomEvent('owed:params', { detail: new URLSearchParams(location.search) }));
+        }
+      }
+    });
+    return () => {
+      cancelled = true;
+    };
   }, [plugins, active, locKey]);
 
   const onTabKey = (e) => {

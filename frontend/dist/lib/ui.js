@@ -90,8 +90,9 @@ export function WhyBadge({ why, long }) {
 export function LoadError({ error, at, retry }) {
   if (!error) return null;
   const stale = at ? ` Showing data from ${fmt.relative(new Date(at).toISOString())}.` : '';
-  return html`<div class="note note-err" role="alert">
-    <span>${error.message || String(error)}${stale}</span>
+  const what = at ? 'Could not refresh' : 'Could not load';
+  return html`<div class="note note-err" role="alert" data-testid="load-error">
+    <span><strong>${what}:</strong> ${error.message || String(error)}${stale}</span>
     ${retry ? html`<button type="button" class="btn btn-small" onClick=${retry}>Retry</button>` : null}
   </div>`;
 }

@@ -175,7 +175,7 @@ function Job({ job: j, status, busy, act, now }) {
       <div><dt>Processed</dt><dd class="num" title="rows handled since this run started">${fmt.number(j.processed)}</dd></div>
       <div><dt>Rate</dt><dd class="num">${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} /></dd></div>
       <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it">${j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
-      <div><dt>Runs for</dt><dd class="num">${fmt.eta(j.etaRunMs ?? j.etaMs)}</dd></div>
+      <div><dt>Runs for</dt><dd class="num">${(j.pending || 0) > 0 ? fmt.eta(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
       <div><dt>Done in</dt><dd class="num">${fmt.eta(j.etaTotalMs)}</dd></div>
       <div><dt>Started</dt><dd><${Rel} at=${j.startedAt} now=${now} /></dd></div>
       ${j.finishedAt ? html`<div><dt>Finished</dt><dd><${Rel} at=${j.finishedAt} now=${now} /></dd></div>` : null}
@@ -277,8 +277,16 @@ function Settings({ ctx, status, onSaved }) {
 
   const submit = async (e) => {
     e.preventDefault();
-    const bad = validate(v);
+    // The fields themselves are the truth at submit time (state may lag one render).
+    const form = e.currentTarget;
+    const cur = {
+      batchSize: form.elements.batchSize.value.trim(),
+      batchPauseMs: form.elements.batchPauseMs.value.trim(),
+      auto: form.elements.auto.checked,
+    };
+    const bad = validate(cur);
     if (bad) {
+      setDraft(cur);
       setErr(bad);
       return;
     }
@@ -287,7 +295,7 @@ function Settings({ ctx, status, onSaved }) {
     try {
       const st = await ctx.api('/api/backfill/settings', {
         method: 'PUT',
-        body: { batchSize: Number(v.batchSize), batchPauseMs: Number(v.batchPauseMs), auto: !!v.auto },
+        body: { batchSize: Number(cur.batchSize), batchPauseMs: Number(cur.batchPauseMs), auto: !!cur.auto },
       });
       if (st && Array.isArray(st.jobs)) onSaved(st);
       setDraft(null);
@@ -311,7 +319,7 @@ function Settings({ ctx, status, onSaved }) {
     <form class="form" onSubmit=${submit} novalidate data-testid="settings-form">
       <div class=${'field' + (inv('batchSize') ? ' field-invalid' : '')}>
         <label for="bf-set-batchSize">Batch size</label>
-        <input id="bf-set-batchSize" type="number" min="1" max="500" step="1" inputmode="numeric" required
+        <input id="bf-set-batchSize" name="batchSize" type="number" min="1" max="500" step="1" inputmode="numeric" required
           value=${v.batchSize} onInput=${(e) => set('batchSize', e.currentTarget.value)}
           aria-invalid=${inv('batchSize') ? 'true' : 'false'} aria-describedby="bf-set-batchSize-hint bf-set-batchSize-err"
           data-testid="settings-batchSize" />
@@ -320,7 +328,7 @@ function Settings({ ctx, status, onSaved }) {
       </div>
       <div class=${'field' + (inv('batchPauseMs') ? ' field-invalid' : '')}>
         <label for="bf-set-batchPauseMs">Pause between batches (ms)</label>
-        <input id="bf-set-batchPauseMs" type="number" min="0" step="100" inputmode="numeric" required
+        <input id="bf-set-batchPauseMs" name="batchPauseMs" type="number" min="0" step="100" inputmode="numeric" required
           value=${v.batchPauseMs} onInput=${(e) => set('batchPauseMs', e.currentTarget.value)}
           aria-invalid=${inv('batchPauseMs') ? 'true' : 'false'} aria-describedby="bf-set-batchPauseMs-hint bf-set-batchPauseMs-err"
           data-testid="settings-batchPauseMs" />
@@ -328,7 +336,7 @@ function Settings({ ctx, status, onSaved }) {
         ${errFor('batchPauseMs')}
       </div>
       <div class=${'field field-check' + (inv('auto') ? ' field-invalid' : '')}>
-        <input id="bf-set-auto" type="checkbox" checked=${!!v.auto} onChange=${(e) => set('auto', e.currentTarget.checked)} data-testid="settings-auto" />
+        <input id="bf-set-auto" name="auto" type="checkbox" checked=${!!v.auto} onChange=${(e) => set('auto', e.currentTarget.checked)} data-testid="settings-auto" />
         <label for="bf-set-auto">Start jobs with pending rows when owed starts</label>
         ${errFor('auto')}
       </div>

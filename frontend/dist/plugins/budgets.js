@@ -68,8 +68,9 @@ function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
 
   const save = async (e) => {
     e.preventDefault();
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isInteger(n) || n < 0) {
+    const raw = (input.current ? input.current.value : value).trim();
+    const n = Number(raw);
+    if (raw === '' || !Number.isInteger(n) || n < 0) {
       setErr('Enter a whole number of calls, 0 or more.');
       return;
     }

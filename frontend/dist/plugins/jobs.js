@@ -171,8 +171,8 @@ function Jobs({ ctx }) {
 
     ${bulk && bulk.phase !== 'counting'
       ? html`<div class="card confirm" role="alertdialog" aria-labelledby="bulk-q" data-testid="jobs-bulk-confirm-box">
-          <p id="bulk-q">Retry <strong data-testid="jobs-bulk-count">${bulk.atLeast ? 'at least ' : ''}${fmt.number(bulk.count)}</strong> ${bulk.count === 1 ? 'job' : 'jobs'}
-            matching ${describe(filters)}? They become due now and run on the next sweep.</p>
+          <p id="bulk-q">Retry <strong data-testid="jobs-bulk-count">${bulk.atLeast ? 'at least ' : ''}${fmt.number(bulk.count)}</strong> ${bulk.count === 1 ? 'job' : 'jobs'} matching${' '}
+            ${describe(filters)}? They become due now and run on the next sweep.</p>
           <div class="row">
             <button type="button" class="btn btn-primary" disabled=${bulk.phase === 'running'} onClick=${runBulk} data-testid="jobs-bulk-confirm">
               ${bulk.phase === 'running' ? 'Retrying…' : `Retry ${bulk.atLeast ? '' : fmt.number(bulk.count) + ' '}${bulk.count === 1 ? 'job' : 'jobs'}`}</button>

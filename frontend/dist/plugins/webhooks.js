@@ -109,7 +109,7 @@ function Create({ ctx, onCreated }) {
   const submit = async (ev) => {
     ev.preventDefault();
     let bad = null;
-    const u = url.trim();
+    const u = (urlRef.current ? urlRef.current.value : url).trim();
     if (!/^https?:\/\/[^\s/]+/i.test(u)) bad = { field: 'url', message: 'Enter an http:// or https:// URL.' };
     else if (!events.length) bad = { field: 'events', message: 'Choose at least one event.' };
     if (bad) {
