@@ -1,0 +1,591 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Webhook events. EventAll subscribes to every event, including ones added later.
+const (
+	EventItemScreened     = "item.screened"
+	EventSongScored       = "song.scored"
+	EventBackfillFinished = "backfill.finished"
+	EventAll              = "*"
+)
+
+// WebhookEvents lists the events a subscription may name, in display order.
+var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventAll}
+
+// Delivery states. A delivery is pending until delivered; it is cancelled only when its
+// subscription is disabled (by an admin, or by its receiver answering 410).
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryCancelled = "cancelled"
+)
+
+// Why an inactive subscription stopped.
+const (
+	DisabledByAdmin = "admin" // PATCH active=false
+	DisabledGone    = "gone"  // its receiver answered 410 Gone
+)
+
+// Errors of the webhook store.
+var (
+	// ErrWebhookDisabled refuses to make a delivery of an inactive subscription due.
+	ErrWebhookDisabled = errors.New("the webhook is disabled")
+	// ErrDeliveryInFlight refuses to change a delivery a worker holds the lease of.
+	ErrDeliveryInFlight = errors.New("the delivery is being attempted now")
+)
+
+// Webhook is a subscription of a URL to events. Secret is the whsec_ signing key; it is kept
+// because every delivery is signed with it, and shown to the admin only at creation.
+type Webhook struct {
+	ID             int64
+	URL            string
+	Events         []string
+	Secret         string
+	Active         bool
+	DisabledReason *string
+	CreatedAt      int64
+}
+
+type webhookRow struct {
+	ID             int64   `gorm:"column:id"`
+	URL            string  `gorm:"column:url"`
+	Events         string  `gorm:"column:events"`
+	Secret         string  `gorm:"column:secret"`
+	Active         int     `gorm:"column:active"`
+	DisabledReason *string `gorm:"column:disabled_reason"`
+	CreatedAt      int64   `gorm:"column:created_at"`
+}
+
+const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at`
+
+func (r webhookRow) webhook() Webhook {
+	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt}
+	json.Unmarshal([]byte(r.Events), &w.Events)
+	return w
+}
+
+// Delivery is one event owed to one subscription: an owed job like the content jobs, leased
+// while a worker attempts it. MsgID is the webhook-id header and Payload the body, both the
+// same on every attempt. Failures counts failed attempts since the delivery was last made due
+// (its place in the retry schedule); Attempts counts every attempt.
+type Delivery struct {
+	ID          int64   `gorm:"column:id"`
+	WebhookID   int64   `gorm:"column:webhook_id"`
+	MsgID       string  `gorm:"column:msg_id"`
+	Event       string  `gorm:"column:event"`
+	Payload     string  `gorm:"column:payload"`
+	Status      string  `gorm:"column:status"`
+	DueAt       int64   `gorm:"column:due_at"`
+	Attempts    int     `gorm:"column:attempts"`
+	Failures    int     `gorm:"column:failures"`
+	LastStatus  *int    `gorm:"column:last_status"`
+	LastError   *string `gorm:"column:last_error"`
+	LeaseUntil  *int64  `gorm:"column:lease_until"`
+	LeaseOwner  *string `gorm:"column:lease_owner"`
+	DeliveredAt *int64  `gorm:"column:delivered_at"`
+	CreatedAt   int64   `gorm:"column:created_at"`
+}
+
+const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at, attempts, failures, last_status,
+	last_error, lease_until, lease_owner, delivered_at, created_at`
+
+// DeliveryAttempt is one attempt at a delivery: the HTTP status (nil when none came back),
+// how long it took, and what went wrong (nil when it was delivered).
+type DeliveryAttempt struct {
+	ID         int64   `gorm:"column:id"`
+	DeliveryID int64   `gorm:"column:delivery_id"`
+	Attempt    int     `gorm:"column:attempt"`
+	At         int64   `gorm:"column:at"`
+	Status     *int    `gorm:"column:status"`
+	LatencyMs  int64   `gorm:"column:latency_ms"`
+	Error      *string `gorm:"column:error"`
+}
+
+// ItemScreenedData is the data of an item.screened event. SongID is set for revisions and
+// comments.
+type ItemScreenedData struct {
+	Kind       string  `json:"kind"`
+	ID         int64   `json:"id"`
+	UserID     int64   `json:"userId"`
+	SongID     *int64  `json:"songId,omitempty"`
+	Verdict    string  `json:"verdict"`
+	Confidence float64 `json:"confidence"`
+}
+
+// SongScoredData is the data of a song.scored event.
+type SongScoredData struct {
+	RevisionID int64              `json:"revisionId"`
+	SongID     int64              `json:"songId"`
+	UserID     int64              `json:"userId"`
+	Art        float64            `json:"art"`
+	ArtRuns    []float64          `json:"artRuns"`
+	Criteria   map[string]float64 `json:"criteria"`
+	Model      string             `json:"model"`
+	Rubric     string             `json:"rubric"`
+}
+
+// BackfillFinishedData is the data of a backfill.finished event: the finished job's summary.
+// Times are UTC.
+type BackfillFinishedData struct {
+	ChatID     string     `json:"chatId"`
+	GuildID    *string    `json:"guildId"`
+	Processed  int64      `json:"processed"`
+	Cached     int64      `json:"cached"`
+	Failed     int64      `json:"failed"`
+	Total      int64      `json:"total"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt time.Time  `json:"finishedAt"`
+}
+
+// webhookPayload is the body of every delivery, as the Standard Webhooks scheme shapes it.
+type webhookPayload struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Data      any    `json:"data"`
+}
+
+// payloadTime is the payload's timestamp format: RFC 3339, UTC, milliseconds.
+const payloadTime = "2006-01-02T15:04:05.000Z07:00"
+
+// NewWebhookSecret makes a fresh signing secret: "whsec_" and the base64 of 24 random bytes.
+func NewWebhookSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// newMsgID makes a message id: "msg_" and 24 random base32 characters. One event gets one id,
+// shared by its deliveries to every subscription.
+func newMsgID() string {
+	b := make([]byte, 15)
+	rand.Read(b)
+	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// eventPattern is the LIKE pattern that finds a subscription to event in the JSON array of
+// its events. Event names hold no LIKE wildcards.
+func eventPattern(event string) string { return `%"` + event + `"%` }
+
+// ValidWebhookEvent reports whether event may be published (every event but "*").
+func ValidWebhookEvent(event string) bool {
+	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished
+}
+
+// EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,
+// due now, with the payload {type, timestamp, data}. Called on a store bound to a transaction
+// (inside WithTx), the deliveries commit or roll back with the result they report. It writes
+// nothing when no active subscription wants the event.
+func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) error {
+	return s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil })
+}
+
+// enqueueWebhook is EnqueueWebhook with the data built only when someone subscribes.
+func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (any, error)) error {
+	if !ValidWebhookEvent(event) {
+		return fmt.Errorf("webhook: unknown event %q", event)
+	}
+	db := s.db.WithContext(ctx)
+	var subscribers []int64
+	if err := db.Raw(`SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
+		eventPattern(event), eventPattern(EventAll)).Scan(&subscribers).Error; err != nil {
+		return fmt.Errorf("webhook subscribers of %s: %w", event, err)
+	}
+	if len(subscribers) == 0 {
+		return nil
+	}
+	d, err := data()
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(payloadTime), Data: d})
+	if err != nil {
+		return fmt.Errorf("webhook %s payload: %w", event, err)
+	}
+	ms := now.UnixMilli()
+	return db.Exec(`INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
+		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`,
+		newMsgID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)).Error
+}
+
+// enqueueScreened owes item.screened for a verdict just recorded in this transaction.
+func (s *Store) enqueueScreened(ctx context.Context, kind string, itemID int64, verdict string, confidence float64) error {
+	return s.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
+		d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
+		var rows []struct {
+			UserID int64  `gorm:"column:user_id"`
+			SongID *int64 `gorm:"column:song_id"`
+		}
+		q := `SELECT user_id, song_id FROM revisions WHERE id = ?`
+		switch kind {
+		case KindComment:
+			q = `SELECT user_id, song_id FROM comments WHERE id = ?`
+		case KindPitch:
+			q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
+		}
+		if err := s.db.WithContext(ctx).Raw(q, itemID).Scan(&rows).Error; err != nil {
+			return nil, err
+		}
+		if len(rows) == 1 {
+			d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
+		}
+		return d, nil
+	})
+}
+
+// enqueueScored owes song.scored for a score just recorded in this transaction.
+func (s *Store) enqueueScored(ctx context.Context, sc Score) error {
+	return s.enqueueWebhook(ctx, EventSongScored, func() (any, error) {
+		d := SongScoredData{RevisionID: sc.RevisionID, Art: sc.Art, ArtRuns: sc.ArtRuns, Criteria: sc.Criteria,
+			Model: sc.Model, Rubric: sc.Rubric}
+		var rows []struct {
+			UserID int64 `gorm:"column:user_id"`
+			SongID int64 `gorm:"column:song_id"`
+		}
+		if err := s.db.WithContext(ctx).Raw(`SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID).Scan(&rows).Error; err != nil {
+			return nil, err
+		}
+		if len(rows) == 1 {
+			d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
+		}
+		if d.ArtRuns == nil {
+			d.ArtRuns = []float64{}
+		}
+		if d.Criteria == nil {
+			d.Criteria = map[string]float64{}
+		}
+		return d, nil
+	})
+}
+
+// CreateWebhook subscribes url to events (checked by the caller) with the signing secret.
+func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, secret string) (Webhook, error) {
+	ev, err := json.Marshal(events)
+	if err != nil {
+		return Webhook{}, err
+	}
+	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: s.nowMs()}
+	err = s.db.WithContext(ctx).Raw(`INSERT INTO webhooks (url, events, secret, active, created_at) VALUES (?, ?, ?, 1, ?) RETURNING id`,
+		url, string(ev), secret, w.CreatedAt).Scan(&w.ID).Error
+	return w, err
+}
+
+// ListWebhooks pages through subscriptions by id, after the id afterID.
+func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]Webhook, error) {
+	var rows []webhookRow
+	if err := s.read.WithContext(ctx).Raw(`SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
+		afterID, limit).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]Webhook, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.webhook())
+	}
+	return out, nil
+}
+
+// WebhookByID finds a subscription; ErrNotFound when there is none.
+func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
+	ws, err := s.WebhooksByID(ctx, []int64{id})
+	if err != nil {
+		return Webhook{}, err
+	}
+	w, ok := ws[id]
+	if !ok {
+		return Webhook{}, ErrNotFound
+	}
+	return w, nil
+}
+
+// WebhooksByID reads the subscriptions of the given ids that exist, by id. It reads from the
+// writer, so a worker sees a subscription disabled a moment ago.
+func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhook, error) {
+	out := map[int64]Webhook{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []webhookRow
+	if err := s.db.WithContext(ctx).Raw(`SELECT `+webhookColumns+` FROM webhooks WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ID] = r.webhook()
+	}
+	return out, nil
+}
+
+// SetWebhookActive enables or disables a subscription. Disabling (reason DisabledByAdmin or
+// DisabledGone) cancels its pending deliveries in the same transaction; enabling clears the
+// reason and makes nothing due again: cancelled deliveries stay cancelled until redelivered.
+func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, reason string) (Webhook, error) {
+	var w Webhook
+	err := s.WithTx(ctx, func(tx *Store) error {
+		q, args := `UPDATE webhooks SET active = 1, disabled_reason = NULL WHERE id = ?`, []any{id}
+		if !active {
+			q, args = `UPDATE webhooks SET active = 0, disabled_reason = ? WHERE id = ?`, []any{reason, id}
+		}
+		res := tx.db.Exec(q, args...)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if !active {
+			if err := tx.cancelDeliveries(id); err != nil {
+				return err
+			}
+		}
+		var err error
+		w, err = tx.WebhookByID(ctx, id)
+		return err
+	})
+	return w, err
+}
+
+// cancelDeliveries cancels a subscription's pending deliveries. One a worker holds keeps its
+// lease: the worker's result still records the attempt (and a 2xx still marks it delivered).
+func (s *Store) cancelDeliveries(webhookID int64) error {
+	return s.db.Exec(`UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
+		webhookID).Error
+}
+
+// DeleteWebhook deletes a subscription with all its deliveries and their attempts.
+func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM webhooks WHERE id = ?`, id)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
+// or nil when none is pending. It reads from the reader, so a worker can ask it cheaply before
+// it claims.
+func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
+	var due sql.NullInt64
+	err := s.read.WithContext(ctx).Raw(`SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND w.active = 1`).Row().Scan(&due)
+	if err != nil || !due.Valid {
+		return nil, err
+	}
+	return &due.Int64, nil
+}
+
+// ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
+// lease duration, oldest due first. A delivery is due when it is pending, its due_at has
+// passed and it has no lease, or its lease has run out; two claimers never hold one at once,
+// and a dead worker's delivery is due again when its lease runs out.
+func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
+	now := s.nowMs()
+	until := now + lease.Milliseconds()
+	var q string
+	var args []any
+	if s.dialect == Postgres {
+		q = `WITH picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
+			ORDER BY d.due_at, d.id LIMIT ? FOR UPDATE OF d SKIP LOCKED)
+			UPDATE webhook_deliveries x SET lease_until = ?, lease_owner = ? FROM picked WHERE x.id = picked.id
+			RETURNING x.id, x.webhook_id, x.msg_id, x.event, x.payload, x.status, x.due_at, x.attempts, x.failures,
+			x.last_status, x.last_error, x.lease_until, x.lease_owner, x.delivered_at, x.created_at`
+		args = []any{now, now, limit, until, owner}
+	} else {
+		q = `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
+			SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
+			ORDER BY d.due_at, d.id LIMIT ?) RETURNING ` + deliveryColumns
+		args = []any{until, owner, now, now, limit}
+	}
+	var ds []Delivery
+	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&ds).Error
+	return ds, err
+}
+
+// Attempt outcomes a worker reports to FinishDelivery.
+const (
+	AttemptDelivered = "delivered" // a 2xx: the delivery ends
+	AttemptRetry     = "retry"     // anything else: due again at NextAt
+	AttemptGone      = "gone"      // a 410: the subscription is disabled, its deliveries cancelled
+)
+
+// AttemptResult is how one attempt at a claimed delivery went.
+type AttemptResult struct {
+	Outcome   string    // AttemptDelivered, AttemptRetry or AttemptGone
+	At        time.Time // when the attempt started
+	Status    *int      // the receiver's HTTP status; nil when none came back
+	LatencyMs int64
+	Error     *string
+	NextAt    time.Time // AttemptRetry: when the delivery is due again
+}
+
+// FinishDelivery records an attempt at a claimed delivery and its consequence, in one
+// transaction: the attempt is kept while the delivery exists; a delivered one ends; a retried
+// one is due again at r.NextAt with one more failure (unless it was cancelled meanwhile); a
+// gone one is cancelled with every pending delivery of its subscription, which is disabled.
+// The lease is freed. ok is false when the claim no longer held (the lease ran out and someone
+// else took the delivery, or it was deleted): then only the attempt is kept.
+func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		at := r.At.UnixMilli()
+		if err := tx.db.Exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
+			SELECT id, attempts + 1, ?, ?, ?, ? FROM webhook_deliveries WHERE id = ?`,
+			at, r.Status, r.LatencyMs, r.Error, d.ID).Error; err != nil {
+			return err
+		}
+		held := ` WHERE id = ? AND lease_owner = ? AND lease_until = ?`
+		var res *gorm.DB
+		switch r.Outcome {
+		case AttemptDelivered:
+			res = tx.db.Exec(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
+				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
+				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
+		case AttemptRetry:
+			res = tx.db.Exec(`UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
+				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
+				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+		case AttemptGone:
+			res = tx.db.Exec(`UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
+				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
+				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+		default:
+			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
+		}
+		if res.Error != nil {
+			return res.Error
+		}
+		ok = res.RowsAffected == 1
+		if r.Outcome == AttemptGone {
+			// The receiver said the endpoint is gone for good: whoever holds this delivery,
+			// the subscription stops.
+			if err := tx.db.Exec(`UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID).Error; err != nil {
+				return err
+			}
+			return tx.cancelDeliveries(d.WebhookID)
+		}
+		return nil
+	})
+	return ok, err
+}
+
+// ReleaseDelivery frees a claimed delivery's lease without an attempt (the worker is stopping),
+// if the claim still holds.
+func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil).Error
+}
+
+// ReleaseDeliveryLeases frees every delivery lease owner holds, so a stopping process's
+// deliveries are due again at once instead of when their leases run out.
+func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	return res.RowsAffected, res.Error
+}
+
+// ListDeliveries pages through a subscription's deliveries newest first, before the id
+// beforeID (0: from the newest), optionally of one status. Payloads are left out.
+func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status string, beforeID int64, limit int) ([]Delivery, error) {
+	q := `SELECT id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status, last_error,
+		lease_until, lease_owner, delivered_at, created_at FROM webhook_deliveries WHERE webhook_id = ?`
+	args := []any{webhookID}
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, status)
+	}
+	if beforeID > 0 {
+		q += ` AND id < ?`
+		args = append(args, beforeID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	var ds []Delivery
+	err := s.read.WithContext(ctx).Raw(q, args...).Scan(&ds).Error
+	return ds, err
+}
+
+// DeliveryByID finds one delivery, payload included; ErrNotFound when there is none.
+func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
+	var ds []Delivery
+	if err := s.db.WithContext(ctx).Raw(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id).Scan(&ds).Error; err != nil {
+		return Delivery{}, err
+	}
+	if len(ds) == 0 {
+		return Delivery{}, ErrNotFound
+	}
+	return ds[0], nil
+}
+
+// DeliveryAttempts lists the attempts at each of the deliveries, oldest first. last > 0 keeps
+// only each delivery's last attempts.
+func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last int) (map[int64][]DeliveryAttempt, error) {
+	out := map[int64][]DeliveryAttempt{}
+	if len(deliveryIDs) == 0 {
+		return out, nil
+	}
+	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE delivery_id IN ?`
+	args := []any{deliveryIDs}
+	if last > 0 {
+		q = `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM (
+			SELECT a.*, ROW_NUMBER() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS n
+			FROM webhook_attempts a WHERE delivery_id IN ?) ranked WHERE n <= ?`
+		args = append(args, last)
+	}
+	var rows []DeliveryAttempt
+	if err := s.read.WithContext(ctx).Raw(q+` ORDER BY delivery_id, id`, args...).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, a := range rows {
+		out[a.DeliveryID] = append(out[a.DeliveryID], a)
+	}
+	return out, nil
+}
+
+// Redeliver makes a delivery due now and pending, its retry schedule started over: a new
+// attempt with the same message id and body, even when it was delivered or cancelled. It
+// refuses (ErrWebhookDisabled) while the subscription is inactive, and (ErrDeliveryInFlight)
+// while a worker holds the delivery.
+func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
+	var d Delivery
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		if d, err = tx.DeliveryByID(ctx, id); err != nil {
+			return err
+		}
+		w, err := tx.WebhookByID(ctx, d.WebhookID)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return ErrWebhookDisabled
+		}
+		now := tx.nowMs()
+		res := tx.db.Exec(`UPDATE webhook_deliveries SET status = 'pending', due_at = ?, failures = 0, delivered_at = NULL
+			WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)`, now, id, now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrDeliveryInFlight
+		}
+		d, err = tx.DeliveryByID(ctx, id)
+		return err
+	})
+	return d, err
+}

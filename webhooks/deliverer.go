@@ -1,0 +1,475 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/metrics"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// Schedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, … failed
+// attempt in a row. After the last step every retry waits as long as the last step: a
+// delivery is never given up while its subscription is active.
+var Schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
+
+// Jitter is the spread applied to every scheduled wait: ±10%.
+const Jitter = 0.10
+
+// RetryDelay is the scheduled wait, without jitter, after failures failed attempts in a row
+// (failures >= 1).
+func RetryDelay(failures int) time.Duration {
+	i := min(max(failures, 1), len(Schedule)) - 1
+	return Schedule[i]
+}
+
+// Outcomes counted in metrics.Deliveries.
+const (
+	OutcomeDelivered = models.AttemptDelivered
+	OutcomeRetry     = models.AttemptRetry
+	OutcomeGone      = models.AttemptGone
+)
+
+// Config tunes a Deliverer. Zero values take the defaults; New refuses values that cannot work.
+type Config struct {
+	// AllowPrivate lets deliveries reach loopback, private and link-local addresses
+	// (OWED_WEBHOOKS_ALLOW_PRIVATE). Off, a delivery whose host resolves to one fails like a
+	// network error, and is retried.
+	AllowPrivate bool
+	// Timeout bounds one attempt, from dialling to the end of the receiver's answer
+	// (default 15s).
+	Timeout time.Duration
+	// Lease is how long a claim holds a delivery (default 2m); it must exceed Timeout, so a
+	// live worker never loses a delivery it is attempting.
+	Lease time.Duration
+	// Concurrency is how many deliveries are attempted at once (default 16).
+	Concurrency int
+	// Poll is how often the loop looks for due deliveries when not woken (default 1s).
+	Poll time.Duration
+	// MaxRetryAfter caps the wait a receiver's Retry-After asks for (default 24h).
+	MaxRetryAfter time.Duration
+	// Owner is this process's lease owner name (default host:pid:random).
+	Owner string
+	// UserAgent is sent with every delivery (default "owed-webhooks").
+	UserAgent string
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Timeout < 0 || c.Lease < 0 || c.Concurrency < 0 || c.Poll < 0 || c.MaxRetryAfter < 0 {
+		return errors.New("webhooks: durations and concurrency must not be negative")
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 15 * time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.Lease <= c.Timeout {
+		return fmt.Errorf("webhooks: the lease (%s) must exceed the attempt timeout (%s)", c.Lease, c.Timeout)
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = 24 * time.Hour
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s:%d:%s:webhooks", host, os.Getpid(), models.NewToken()[5:13])
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "owed-webhooks"
+	}
+	return nil
+}
+
+// Deliverer attempts due deliveries: claimed with a lease, at most Concurrency at once,
+// signed, POSTed, and finished (delivered, retried or gone) in the database. Start runs its
+// loop; RunDue runs one pass, for tests and callers that drive it themselves.
+type Deliverer struct {
+	store   *models.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	cfg     Config
+	client  *http.Client
+
+	wake chan struct{}
+	quit chan struct{} // closed by Stop: claim nothing more
+
+	base       context.Context // every attempt runs under it too; cancelled when Stop's ctx ends
+	cancelBase context.CancelFunc
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	loop    chan struct{}  // closed when the loop has returned
+	passes  sync.WaitGroup // RunDue calls in progress
+}
+
+// New makes a Deliverer with cfg's defaults applied; it errors on a configuration that cannot
+// work. clk (clock.Real when nil) decides what is due and stamps attempts; m may be nil.
+func New(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg Config) (*Deliverer, error) {
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 10*time.Second), KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
+		dialer.Control = guardDial
+	}
+	transport := &http.Transport{
+		Proxy:                 nil, // a proxy would hide the address the guard must see
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   cfg.Concurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   min(cfg.Timeout, 10*time.Second),
+		ResponseHeaderTimeout: cfg.Timeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   cfg.Timeout,
+		// A redirect is an answer like any other non-2xx: retried, never followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Deliverer{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), base: base, cancelBase: cancel}, nil
+}
+
+// Config is the configuration with defaults applied.
+func (d *Deliverer) Config() Config { return d.cfg }
+
+// Wake makes a running loop look for due deliveries now instead of at its next poll.
+func (d *Deliverer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the delivery loop in the background until ctx ends or Stop: a pass over every
+// due delivery, then a wait for Wake or the poll period. The first pass runs at once, so what
+// was owed before a restart is not kept waiting.
+func (d *Deliverer) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.stopped {
+		return errors.New("webhooks: the deliverer was already started or stopped")
+	}
+	d.started = true
+	d.loop = make(chan struct{})
+	go func() {
+		defer close(d.loop)
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.quit:
+				return
+			case <-d.wake:
+			case <-timer.C:
+			}
+			if _, err := d.RunDue(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("webhook deliveries", "err", err)
+			}
+			timer.Reset(d.cfg.Poll)
+		}
+	}()
+	return nil
+}
+
+// Stop claims nothing more, lets attempts in flight finish until ctx ends, then cancels them
+// (a cancelled attempt is not counted: its delivery is released as it was), and frees every
+// lease this process holds so another replica takes its deliveries at once. Stop may be
+// called more than once, and without Start.
+func (d *Deliverer) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.stopped {
+		d.stopped = true
+		close(d.quit)
+	}
+	loop := d.loop
+	d.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		if loop != nil {
+			<-loop
+		}
+		d.passes.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		d.cancelBase()
+		<-finished
+	}
+	d.cancelBase()
+	d.client.CloseIdleConnections()
+	n, err := d.store.ReleaseDeliveryLeases(context.WithoutCancel(ctx), d.cfg.Owner)
+	if n > 0 {
+		d.log.Info("released webhook delivery leases", "deliveries", n)
+	}
+	return err
+}
+
+func (d *Deliverer) stopping() bool {
+	select {
+	case <-d.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// RunDue attempts every due delivery, at most Concurrency at once, claiming more as attempts
+// finish, until none is due (or ctx ends, or Stop is called); it returns how many it
+// attempted. Deliveries it retries are due again no sooner than 4.5 s later, so with a clock
+// that stands still a pass always ends. Attempts run under ctx: cancelling it abandons them
+// without counting them.
+func (d *Deliverer) RunDue(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return 0, nil
+	}
+	d.passes.Add(1)
+	d.mu.Unlock()
+	defer d.passes.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.base, cancel)()
+	finished := make(chan struct{}, d.cfg.Concurrency)
+	running, ran := 0, 0
+	defer func() {
+		for ; running > 0; running-- {
+			<-finished
+		}
+	}()
+	for ctx.Err() == nil && !d.stopping() {
+	drain:
+		for running > 0 {
+			select {
+			case <-finished:
+				running--
+			default:
+				break drain
+			}
+		}
+		free := d.cfg.Concurrency - running
+		if free == 0 {
+			<-finished
+			running--
+			continue
+		}
+		if running == 0 {
+			// A read first: an idle loop should not take SQLite's write lock every poll.
+			next, err := d.store.NextDeliveryDue(ctx)
+			if err != nil {
+				return ran, fmt.Errorf("webhook deliveries due: %w", err)
+			}
+			if next == nil || *next > d.clock.Now().UnixMilli() {
+				return ran, nil
+			}
+		}
+		claimed, err := d.store.ClaimDeliveries(ctx, free, d.cfg.Lease, d.cfg.Owner)
+		if err != nil {
+			return ran, fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		if len(claimed) == 0 {
+			if running == 0 {
+				return ran, nil
+			}
+			<-finished
+			running--
+			continue
+		}
+		ids := make([]int64, 0, len(claimed))
+		for _, c := range claimed {
+			ids = append(ids, c.WebhookID)
+		}
+		hooks, err := d.store.WebhooksByID(ctx, ids)
+		if err != nil {
+			for _, c := range claimed {
+				d.store.ReleaseDelivery(context.WithoutCancel(ctx), c)
+			}
+			return ran, fmt.Errorf("webhooks of claimed deliveries: %w", err)
+		}
+		for _, c := range claimed {
+			w, ok := hooks[c.WebhookID]
+			if !ok || !w.Active {
+				// Disabled or deleted since the claim: nothing to send.
+				d.store.ReleaseDelivery(context.WithoutCancel(ctx), c)
+				continue
+			}
+			ran++
+			running++
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				d.attempt(ctx, c, w)
+			}()
+		}
+	}
+	return ran, ctx.Err()
+}
+
+// maxErrorLen bounds the error text kept with an attempt.
+const maxErrorLen = 500
+
+// attempt sends one claimed delivery and records how it went.
+func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.Webhook) {
+	start := d.clock.Now()
+	body := []byte(del.Payload)
+	res := models.AttemptResult{At: start}
+	var retryAfter time.Duration
+
+	began := time.Now()
+	status, header, err := d.post(ctx, w, del, start.Unix(), body)
+	res.LatencyMs = time.Since(began).Milliseconds()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopping, not failing: the delivery goes back as it was, for whoever runs next.
+		if err := d.store.ReleaseDelivery(context.WithoutCancel(ctx), del); err != nil {
+			d.log.Error("release webhook delivery", "deliveryId", del.ID, "err", err)
+		}
+		return
+	case err != nil:
+		res.Outcome = models.AttemptRetry
+		msg := describe(err, d.cfg.Timeout)
+		res.Error = &msg
+	case status >= 200 && status < 300:
+		res.Outcome = models.AttemptDelivered
+		res.Status = &status
+	case status == http.StatusGone:
+		res.Outcome = models.AttemptGone
+		res.Status = &status
+		msg := "410 Gone: the receiver asked to stop; the webhook is disabled"
+		res.Error = &msg
+	default:
+		res.Outcome = models.AttemptRetry
+		res.Status = &status
+		msg := strconv.Itoa(status) + " " + http.StatusText(status)
+		if ra, ok := modelclient.ParseRetryAfter(header, d.clock.Now()); ok {
+			retryAfter = min(ra, d.cfg.MaxRetryAfter)
+			msg += fmt.Sprintf(" (Retry-After %s)", retryAfter)
+		}
+		res.Error = &msg
+	}
+	if res.Outcome == models.AttemptRetry {
+		res.NextAt = d.clock.Now().Add(max(jitter(RetryDelay(del.Failures+1)), retryAfter))
+	}
+	ok, err := d.store.FinishDelivery(context.WithoutCancel(ctx), del, res)
+	if err != nil {
+		// The attempt happened but could not be recorded: the lease runs out and the
+		// delivery is attempted again (at least once, never lost).
+		d.log.Error("record webhook attempt", "deliveryId", del.ID, "err", err)
+		return
+	}
+	if d.metrics != nil {
+		d.metrics.Deliveries.WithLabelValues(res.Outcome).Inc()
+	}
+	attrs := []slog.Attr{slog.Int64("webhookId", w.ID), slog.Int64("deliveryId", del.ID), slog.String("msgId", del.MsgID),
+		slog.String("event", del.Event), slog.String("outcome", res.Outcome), slog.Int("attempt", del.Attempts+1),
+		slog.Int64("latencyMs", res.LatencyMs), slog.Bool("held", ok)}
+	if res.Status != nil {
+		attrs = append(attrs, slog.Int("status", *res.Status))
+	}
+	if res.Error != nil {
+		attrs = append(attrs, slog.String("error", *res.Error))
+	}
+	if res.Outcome == models.AttemptRetry {
+		attrs = append(attrs, slog.Time("nextAttemptAt", res.NextAt))
+	}
+	level := slog.LevelInfo
+	if res.Outcome == models.AttemptGone {
+		level = slog.LevelWarn
+	}
+	d.log.LogAttrs(context.Background(), level, "webhook delivery", attrs...)
+}
+
+// post sends the signed delivery and reads the answer's status and header (the body is read,
+// at most 64 KiB, only so the connection can be reused).
+func (d *Deliverer) post(ctx context.Context, w models.Webhook, del models.Delivery, ts int64, body []byte) (int, http.Header, error) {
+	sig, err := Sign(w.Secret, del.MsgID, ts, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", d.cfg.UserAgent)
+	req.Header.Set("webhook-id", del.MsgID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header, nil
+}
+
+// describe turns a failed request into the text kept with the attempt, without the URL
+// (which may carry credentials).
+func describe(err error, timeout time.Duration) string {
+	var msg string
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrPrivateAddress):
+		msg = err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error()
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		msg = "timed out after " + timeout.String()
+	default:
+		msg = err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error()
+		}
+	}
+	if len(msg) > maxErrorLen {
+		msg = msg[:maxErrorLen]
+	}
+	return msg
+}
+
+// jitter spreads d by ±Jitter.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 - Jitter + 2*Jitter*rand.Float64()))
+}

@@ -1,0 +1,50 @@
+// Package webhooks delivers owed's webhooks: each delivery is an owed job (a row written with
+// the result it reports, see models.EnqueueWebhook) that a Deliverer claims with a lease, signs
+// by the Standard Webhooks scheme, POSTs, and retries on the scheme's schedule until the
+// receiver answers 2xx or the subscription is disabled.
+package webhooks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// SecretPrefix starts every signing secret; the base64 key follows it.
+const SecretPrefix = "whsec_"
+
+// ErrBadSecret is returned for a secret that is not "whsec_" and base64.
+var ErrBadSecret = errors.New("webhooks: the secret is not whsec_ followed by base64")
+
+// Key decodes a "whsec_…" secret into the HMAC key (the base64 after the prefix).
+func Key(secret string) ([]byte, error) {
+	raw, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok || raw == "" {
+		return nil, ErrBadSecret
+	}
+	key, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, ErrBadSecret
+	}
+	return key, nil
+}
+
+// Sign returns the webhook-signature header value of a message by the Standard Webhooks
+// scheme: "v1," and the base64 HMAC-SHA256, keyed by the secret's key, of
+// msgID + "." + timestamp (unix seconds) + "." + body.
+func Sign(secret, msgID string, timestamp int64, body []byte) (string, error) {
+	key, err := Key(secret)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(msgID))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(strconv.FormatInt(timestamp, 10)))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+}

@@ -1,0 +1,131 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/webhooks"
+)
+
+// The Standard Webhooks scheme's published test vector.
+func TestSignMatchesTheStandardWebhooksVector(t *testing.T) {
+	got, err := webhooks.Sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Fatalf("signature %s, want %s", got, want)
+	}
+	// The test verifier (the one docs/webhooks.md gives receivers) agrees.
+	h := map[string][]string{"Webhook-Id": {"msg_p5jXN8AQM9LWM0D4loKWxJek"}, "Webhook-Timestamp": {"1614265330"},
+		"Webhook-Signature": {"v1,bm9wZQ== " + got}}
+	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330, 0)); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232315}`), time.Unix(1614265330, 0)); err == nil {
+		t.Fatal("a changed body verified")
+	}
+	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330+600, 0)); err == nil {
+		t.Fatal("a stale timestamp verified")
+	}
+}
+
+func TestSignRefusesABadSecret(t *testing.T) {
+	for _, s := range []string{"", "whsec_", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not base64!"} {
+		if _, err := webhooks.Sign(s, "msg_1", 1, nil); !errors.Is(err, webhooks.ErrBadSecret) {
+			t.Errorf("Sign with secret %q: %v, want ErrBadSecret", s, err)
+		}
+	}
+}
+
+func TestRetryScheduleAndJitter(t *testing.T) {
+	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+	for i, w := range want {
+		if got := webhooks.RetryDelay(i + 1); got != w {
+			t.Errorf("RetryDelay(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if got := webhooks.RetryDelay(1000); got != 10*time.Hour {
+		t.Errorf("RetryDelay(1000) = %s: a delivery is never given up", got)
+	}
+}
+
+func TestPrivateAddresses(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "127.8.8.8", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
+		"::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "100.64.0.1", "224.0.0.1", "ff02::1"} {
+		if !webhooks.Private(netip.MustParseAddr(a)) {
+			t.Errorf("%s is not private", a)
+		}
+	}
+	for _, a := range []string{"203.0.113.10", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "172.32.0.1", "100.128.0.1"} {
+		if webhooks.Private(netip.MustParseAddr(a)) {
+			t.Errorf("%s is private", a)
+		}
+	}
+}
+
+// resolver answers fixed addresses per host.
+type resolver map[string][]string
+
+func (r resolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	addrs, ok := r[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	var out []net.IPAddr
+	for _, a := range addrs {
+		out = append(out, net.IPAddr{IP: net.ParseIP(a)})
+	}
+	return out, nil
+}
+
+func TestCheckURL(t *testing.T) {
+	r := resolver{"hooks.example": {"203.0.113.7"}, "inside.example": {"203.0.113.8", "10.0.0.8"}, "localhost": {"127.0.0.1", "::1"}}
+	ok := map[string]string{
+		"https://hooks.example/owed":          "https://hooks.example/owed",
+		"HTTP://hooks.example:8443/a?b=c#d":   "http://hooks.example:8443/a?b=c",
+		"  https://203.0.113.9/x ":            "https://203.0.113.9/x",
+		"https://[2606:4700:4700::1111]/hook": "https://[2606:4700:4700::1111]/hook",
+	}
+	for in, want := range ok {
+		got, err := webhooks.CheckURL(context.Background(), in, false, r)
+		if err != nil || got != want {
+			t.Errorf("CheckURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":                            "required",
+		"ftp://hooks.example/":        "http",
+		"/relative":                   "absolute",
+		"hooks.example/owed":          "absolute",
+		"https:///nohost":             "host",
+		"http://127.0.0.1:8080/hook":  "OWED_WEBHOOKS_ALLOW_PRIVATE",
+		"http://[::1]/hook":           "OWED_WEBHOOKS_ALLOW_PRIVATE",
+		"http://169.254.169.254/":     "OWED_WEBHOOKS_ALLOW_PRIVATE",
+		"http://localhost/hook":       "OWED_WEBHOOKS_ALLOW_PRIVATE",
+		"http://inside.example/hook":  "10.0.0.8",
+		"http://nowhere.example/hook": "could not be resolved",
+		"https://hooks.example/" + strings.Repeat("a", webhooks.MaxURLLength): "at most",
+	}
+	for in, want := range bad {
+		_, err := webhooks.CheckURL(context.Background(), in, false, r)
+		var ue *webhooks.URLError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, want) {
+			t.Errorf("CheckURL(%q) = %v, want a URLError saying %q", in, err, want)
+		}
+	}
+	// Allowed, private addresses pass without a lookup; the scheme is still checked.
+	for _, in := range []string{"http://127.0.0.1:8080/hook", "http://localhost/hook", "http://nowhere.example/"} {
+		if _, err := webhooks.CheckURL(context.Background(), in, true, resolver{}); err != nil {
+			t.Errorf("CheckURL(%q, allowPrivate) = %v", in, err)
+		}
+	}
+	if _, err := webhooks.CheckURL(context.Background(), "file:///etc/passwd", true, r); err == nil {
+		t.Error("a file URL passed")
+	}
+}
