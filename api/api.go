@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/owed/owed/clock"
+	"github.com/owed/owed/media"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
+	"github.com/owed/owed/webhooks"
 )
 
 // API holds what the handlers need.
@@ -27,10 +29,22 @@ type API struct {
 	DailyBudget int64
 	// PluginsDir is the operator's folder of extra SPA plugins.
 	PluginsDir string
+	// WriteRate is each caller's sustained writes per second (0: unlimited); WriteBurst the
+	// burst above it.
+	WriteRate  float64
+	WriteBurst int
 	// Version is reported by the overview.
 	Version string
 	// BackfillSummary, when set, adds the backfill queue's summary to the overview.
 	BackfillSummary func(ctx context.Context) any
+	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
+	Backfill *scheduler.Backfill
+	// Media is the media engine whose cached previews /api/media/{id}/preview serves.
+	Media *media.Engine
+	// Webhooks, when set, is woken when a delivery is made due (redeliver).
+	Webhooks *webhooks.Deliverer
+	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
+	WebhooksAllowPrivate bool
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -48,7 +49,9 @@ func (a *API) listBudgets(c echo.Context) error {
 }
 
 type budgetRequest struct {
-	DailyLimit *int64 `json:"dailyLimit"`
+	// DailyLimit is required: a number, or null for the default. Raw, so that a body without
+	// it is refused rather than read as null (which would quietly drop the user's own limit).
+	DailyLimit json.RawMessage `json:"dailyLimit"`
 }
 
 // setBudget sets a user's own daily limit; null returns them to the default.
@@ -61,11 +64,16 @@ func (a *API) setBudget(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	if req.DailyLimit != nil && (*req.DailyLimit < 0 || *req.DailyLimit > 1_000_000) {
-		return invalid("dailyLimit", "dailyLimit must be between 0 and 1000000, or null for the default")
+	const msg = "dailyLimit must be a whole number between 0 and 1000000, or null for the default"
+	if len(req.DailyLimit) == 0 {
+		return invalid("dailyLimit", "dailyLimit is required: "+msg)
+	}
+	var limit *int64
+	if err := json.Unmarshal(req.DailyLimit, &limit); err != nil || (limit != nil && (*limit < 0 || *limit > 1_000_000)) {
+		return invalid("dailyLimit", msg)
 	}
 	ctx := c.Request().Context()
-	u, err := a.Store.SetDailyLimit(ctx, id, req.DailyLimit)
+	u, err := a.Store.SetDailyLimit(ctx, id, limit)
 	if err != nil {
 		return err
 	}

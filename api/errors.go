@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -13,13 +14,26 @@ import (
 // Error is an answer a client can act on: its status, a stable code, a human message and, for
 // bad input, the field at fault. It is the only error whose text reaches a client.
 type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Status  int
+	Code    string
+	Message string
+	Field   string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// MarshalJSON writes the SPEC's shape: field is null, not absent, when no field is at fault.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	var field *string
+	if e.Field != "" {
+		field = &e.Field
+	}
+	return json.Marshal(struct {
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Field   *string `json:"field"`
+	}{e.Code, e.Message, field})
+}
 
 func invalid(field, msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: "invalid", Message: msg, Field: field}

@@ -70,8 +70,8 @@ func checkTitle(title string, required bool) error {
 		}
 		return nil
 	}
-	if !utf8.ValidString(title) {
-		return invalid("title", "title must be UTF-8 text")
+	if !utf8.ValidString(title) || strings.ContainsRune(title, 0) {
+		return invalid("title", "title must be UTF-8 text without NUL bytes")
 	}
 	if n := utf8.RuneCountInString(title); n > modelclient.MaxTitleChars {
 		return invalid("title", "title is longer than 200 characters")

@@ -35,12 +35,15 @@ func (a *API) OpenAPI() map[string]any {
 			op["parameters"] = params
 		}
 		if r.request != "" {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			op["requestBody"] = map[string]any{"required": !optionalBody[r.method+" "+r.path], "content": map[string]any{
 				"application/json": map[string]any{"schema": ref(r.request)}}}
 		}
 		ok := map[string]any{"description": http.StatusText(r.status)}
 		if r.response != "" {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(r.response)}}
+		}
+		if mt, bin := binaryAnswers[r.method+" "+r.path]; bin {
+			ok["content"] = map[string]any{mt: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 		}
 		responses := map[string]any{strconv.Itoa(r.status): ok, "default": map[string]any{
 			"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}}
@@ -86,11 +89,26 @@ func (a *API) openAPI(c echo.Context) error { return c.JSON(http.StatusOK, a.Ope
 
 // queryParams documents the query parameters of the routes that take them.
 var queryParams = map[string][]string{
-	"GET /api/songs":         {"sort", "limit", "cursor"},
-	"GET /api/pitches":       {"limit", "cursor"},
-	"GET /api/admin/jobs":    {"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"},
-	"GET /api/admin/events":  {"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"},
-	"GET /api/admin/budgets": {"limit", "cursor"},
+	"GET /api/songs":                         {"sort", "limit", "cursor"},
+	"GET /api/pitches":                       {"limit", "cursor"},
+	"GET /api/admin/jobs":                    {"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"},
+	"GET /api/admin/events":                  {"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"},
+	"GET /api/admin/budgets":                 {"limit", "cursor"},
+	"GET /api/admin/webhooks":                {"limit", "cursor"},
+	"GET /api/admin/webhooks/:id/deliveries": {"status", "limit", "cursor"},
+	"GET /api/scrapes":                       {"chatId", "state", "limit", "cursor"},
+	"GET /api/scrapes/:id/media":             {"state", "limit", "cursor"},
+}
+
+// optionalBody lists the routes whose request body may be left out altogether.
+var optionalBody = map[string]bool{
+	"POST /api/backfill/start": true,
+	"POST /api/backfill/pause": true,
+}
+
+// binaryAnswers names the media type of the routes that answer something other than JSON.
+var binaryAnswers = map[string]string{
+	"GET /api/media/:id/preview": "image/jpeg",
 }
 
 // Schema helpers keep the component list short to read.
@@ -118,8 +136,10 @@ var (
 
 func list(of any) map[string]any { return map[string]any{"type": "array", "items": of} }
 
+var webhookEvent = map[string]any{"type": "string", "enum": []string{"item.screened", "song.scored", "backfill.finished", "*"}}
+
 var schemas = map[string]any{
-	"Error":           obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": str}, "code", "message")}, "error"),
+	"Error":           obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": nullStr}, "code", "message", "field")}, "error"),
 	"SessionRequest":  obj(map[string]any{"token": str}, "token"),
 	"Session":         obj(map[string]any{"user": ref("User")}),
 	"User":            obj(map[string]any{"id": integer, "name": str, "role": map[string]any{"type": "string", "enum": []string{"author", "bot", "admin"}}}),
@@ -163,6 +183,61 @@ var schemas = map[string]any{
 	"BudgetRequest": obj(map[string]any{"dailyLimit": nullInt}, "dailyLimit"),
 	"Stats":         obj(map[string]any{"jobs": map[string]any{"type": "object"}, "settled": list(map[string]any{"type": "object"}), "backfill": map[string]any{"type": "object"}, "health": map[string]any{"type": "object"}, "version": str}),
 	"Plugins":       obj(map[string]any{"plugins": list(obj(map[string]any{"id": str, "title": str, "module": str}))}),
+
+	"WebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri", "description": "http or https; not a loopback or private address unless OWED_WEBHOOKS_ALLOW_PRIVATE"},
+		"events": map[string]any{"type": "array", "minItems": 1, "items": webhookEvent}}, "url", "events"),
+	"Webhook": obj(map[string]any{"id": integer, "url": str, "events": list(webhookEvent), "active": boolean,
+		"disabledReason": map[string]any{"type": []string{"string", "null"}, "enum": []any{"admin", "gone", nil}}, "createdAt": dateTime}),
+	"WebhookCreated":  obj(map[string]any{"webhook": ref("Webhook"), "secret": map[string]any{"type": "string", "pattern": "^whsec_", "description": "the signing secret, shown only now"}}),
+	"WebhookList":     obj(map[string]any{"webhooks": list(ref("Webhook")), "nextCursor": cursor}),
+	"WebhookUpdate":   obj(map[string]any{"active": boolean}, "active"),
+	"WebhookAnswer":   obj(map[string]any{"webhook": ref("Webhook")}),
+	"DeliveryAttempt": obj(map[string]any{"attempt": integer, "at": dateTime, "status": nullInt, "latencyMs": integer, "error": nullStr}),
+	"Delivery": obj(map[string]any{"id": integer, "webhookId": integer, "messageId": str, "event": str,
+		"status":   map[string]any{"type": "string", "enum": []string{"pending", "delivered", "cancelled"}},
+		"attempts": integer, "lastStatus": nullInt, "lastError": nullStr, "nextAttemptAt": nullTime, "deliveredAt": nullTime,
+		"createdAt": dateTime, "attemptLog": list(ref("DeliveryAttempt")),
+		"payload": map[string]any{"type": "object", "description": "the body sent (one delivery's own route only)"}}),
+	"DeliveryList":   obj(map[string]any{"deliveries": list(ref("Delivery")), "nextCursor": cursor}),
+	"DeliveryAnswer": obj(map[string]any{"delivery": ref("Delivery")}),
+
+	"ScrapeRequest": obj(map[string]any{"chatId": map[string]any{"type": "string", "maxLength": 100}, "guildId": map[string]any{"type": []string{"string", "null"}, "maxLength": 100},
+		"backend": map[string]any{"type": "string", "pattern": backendName.String(), "description": "the bot account kind, e.g. puppet or slopbot"},
+		"mode":    map[string]any{"type": "string", "pattern": backendName.String()}}, "chatId", "backend", "mode"),
+	"ScrapeCounts": obj(map[string]any{"pending": integer, "cached": integer, "failed": integer, "suspect": integer, "unverified": integer,
+		"skipped": integer, "total": integer, "storedBytes": integer, "pendingByKind": ref("KindCounts")}),
+	"KindCounts": obj(map[string]any{"image": integer, "gif": integer, "video": integer, "audio": integer}),
+	"Scrape": obj(map[string]any{"id": integer, "chatId": str, "guildId": nullStr, "backend": str, "mode": str, "state": scrapeState,
+		"downloaded": integer, "pushedAt": dateTime, "createdAt": dateTime, "updatedAt": dateTime, "counts": ref("ScrapeCounts")}),
+	"ScrapeList":  obj(map[string]any{"scrapes": list(ref("Scrape")), "nextCursor": cursor}),
+	"ScrapePatch": obj(map[string]any{"state": map[string]any{"type": "string", "enum": []string{"active", "paused", "done", "failed"}}, "downloaded": map[string]any{"type": "integer", "minimum": 0}}),
+	"MediaPush": obj(map[string]any{"media": map[string]any{"type": "array", "minItems": 1, "maxItems": 1000, "items": obj(map[string]any{
+		"url": map[string]any{"type": "string", "format": "uri", "maxLength": 4096, "description": "http or https"}, "kind": mediaKind,
+		"bytes": map[string]any{"type": "integer", "minimum": 0, "description": "the declared size"}}, "url", "kind")}}, "media"),
+	"Accepted": obj(map[string]any{"accepted": integer}),
+	"Media": obj(map[string]any{"id": integer, "scrapeId": integer, "kind": mediaKind, "url": str, "bytes": nullInt, "state": mediaState,
+		"storedBytes": integer, "updatedAt": dateTime, "previewUrl": nullStr}),
+	"MediaList":        obj(map[string]any{"media": list(ref("Media")), "nextCursor": cursor}),
+	"BackfillTarget":   obj(map[string]any{"chatId": str}),
+	"BackfillSettings": obj(map[string]any{"batchSize": map[string]any{"type": "integer", "minimum": 1, "maximum": 500}, "batchPauseMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 3600000}, "auto": boolean}, "batchSize", "batchPauseMs", "auto"),
+	"BackfillMember": obj(map[string]any{"scrapeId": integer, "state": scrapeState, "backend": str, "mode": str, "pending": integer, "cached": integer,
+		"failed": integer, "suspect": integer, "unverified": integer, "skipped": integer, "total": integer, "downloaded": integer, "bytes": integer, "pendingByKind": ref("KindCounts")}),
+	"BackfillJob": obj(map[string]any{"chatId": str, "guildId": nullStr, "state": map[string]any{"type": "string", "enum": []string{"idle", "queued", "running", "paused", "done"}},
+		"members": list(ref("BackfillMember")), "pending": integer, "cached": integer, "failed": integer, "skipped": integer, "total": integer, "downloaded": integer, "bytes": integer,
+		"processed": integer, "startedAt": nullTime, "finishedAt": nullTime, "perMinute": number, "rateMeasured": boolean,
+		"etaMs": nullInt, "etaStartMs": nullInt, "etaRunMs": nullInt, "etaTotalMs": nullInt}),
+	"BackendTotals": obj(map[string]any{"pending": integer, "cached": integer, "failed": integer, "skipped": integer, "total": integer}),
+	"BackfillStatus": obj(map[string]any{"jobs": list(ref("BackfillJob")),
+		"totals": obj(map[string]any{"pending": integer, "cached": integer, "failed": integer, "skipped": integer, "total": integer, "downloaded": integer, "bytes": integer,
+			"perMinute": number, "etaMs": nullInt, "etaStartMs": nullInt, "etaRunMs": nullInt, "etaTotalMs": nullInt,
+			"byBackend": map[string]any{"type": "object", "additionalProperties": ref("BackendTotals")}}),
+		"settings": ref("BackfillSettings"), "limitedUntil": nullTime, "estimatedPerMinute": number, "walkingUntil": nullTime}),
 }
+
+var (
+	scrapeState = map[string]any{"type": "string", "enum": []string{"active", "paused", "done", "failed", "pending-delete", "deleting", "deleted"}}
+	mediaKind   = map[string]any{"type": "string", "enum": []string{"image", "gif", "video", "audio"}}
+	mediaState  = map[string]any{"type": "string", "enum": []string{"pending", "cached", "failed", "suspect", "unverified", "skipped"}}
+)
 
 var _ = boolean

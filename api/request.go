@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -29,6 +30,10 @@ func bind(c echo.Context, v any) error {
 			return tooLarge("", "the request body is too large")
 		}
 		return invalid("", "the request body could not be read")
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD and keep mangled text.
+		return invalid("", "the request body is not UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -60,13 +60,35 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", "", "EventList", 200},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", "", "Stats", 200},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", "", "Plugins", 200},
+
+		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", "WebhookRequest", "WebhookCreated", 201},
+		{http.MethodGet, "/api/admin/webhooks", a.listWebhooks, admins, "Webhook subscriptions", "", "WebhookList", 200},
+		{http.MethodPatch, "/api/admin/webhooks/:id", a.updateWebhook, admins, "Enable or disable a webhook; disabling cancels its pending deliveries", "WebhookUpdate", "WebhookAnswer", 200},
+		{http.MethodDelete, "/api/admin/webhooks/:id", a.deleteWebhook, admins, "Delete a webhook with its deliveries", "", "", 204},
+		{http.MethodGet, "/api/admin/webhooks/:id/deliveries", a.listDeliveries, admins, "A webhook's deliveries, newest first, each with its latest attempts", "", "DeliveryList", 200},
+		{http.MethodGet, "/api/admin/webhooks/deliveries/:id", a.getDelivery, admins, "One delivery with its payload and every attempt", "", "DeliveryAnswer", 200},
+		{http.MethodPost, "/api/admin/webhooks/deliveries/:id/redeliver", a.redeliver, admins, "Make a delivery due now, pending again, with the same webhook-id", "", "DeliveryAnswer", 200},
+
+		{http.MethodPost, "/api/scrapes", a.createScrape, bots, "Record a scrape the bot starts: active, it holds the walk lock", "ScrapeRequest", "Scrape", 201},
+		{http.MethodGet, "/api/scrapes", a.listScrapes, bots, "Scrapes with their counts (deleted ones leave the list)", "", "ScrapeList", 200},
+		{http.MethodGet, "/api/scrapes/:id", a.getScrape, bots, "One scrape with its counts", "", "Scrape", 200},
+		{http.MethodPatch, "/api/scrapes/:id", a.patchScrape, bots, "Change a scrape's state (active, paused, done, failed) or downloaded count", "ScrapePatch", "Scrape", 200},
+		{http.MethodDelete, "/api/scrapes/:id", a.deleteScrape, bots, "Delete a scrape: pending-delete now, its previews and rows go in the background", "", "Scrape", 202},
+		{http.MethodPost, "/api/scrapes/:id/media", a.pushMedia, bots, "Push 1 to 1000 media rows (all or none); refreshes the walk lock", "MediaPush", "Accepted", 202},
+		{http.MethodGet, "/api/scrapes/:id/media", a.listScrapeMedia, bots, "A scrape's media rows, optionally in one preview state", "", "MediaList", 200},
+		{http.MethodGet, "/api/media/:id/preview", a.mediaPreview, bots, "The cached JPEG preview of a media row (404 until cached)", "", "", 200},
+		{http.MethodGet, "/api/backfill", a.getBackfill, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", "", "BackfillStatus", 200},
+		{http.MethodPost, "/api/backfill/start", a.startBackfill, admins, "Start every job with pending rows, smallest first, or one chat's; the body is optional", "BackfillTarget", "BackfillStatus", 200},
+		{http.MethodPost, "/api/backfill/pause", a.pauseBackfill, admins, "Pause every job, or one chat's, after its current batch; the body is optional", "BackfillTarget", "BackfillStatus", 200},
+		{http.MethodGet, "/api/backfill/settings", a.getBackfillSettings, admins, "The backfill queue's settings", "", "BackfillSettings", 200},
+		{http.MethodPut, "/api/backfill/settings", a.putBackfillSettings, admins, "Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)", "BackfillSettings", "BackfillStatus", 200},
 	}
 	return rs
 }
 
 // Register mounts the API, the health and metrics endpoints on e.
 func (a *API) Register(e *echo.Echo) {
-	g := e.Group("", a.authenticate)
+	g := e.Group("", a.authenticate, a.writeLimit())
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc
 		if r.roles != nil {

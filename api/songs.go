@@ -39,6 +39,9 @@ func (a *API) listSongs(c echo.Context) error {
 	}
 	var after *models.SongCursor
 	if has {
+		if cur.ID <= 0 {
+			return invalid("cursor", "cursor is not one this server gave out")
+		}
 		after = &cur
 	}
 	songs, err := a.Store.PublicSongs(c.Request().Context(), byArt, after, limit)

@@ -25,8 +25,8 @@ func (a *API) createUser(c echo.Context) error {
 	if req.Name == "" {
 		return invalid("name", "name is required")
 	}
-	if !utf8.ValidString(req.Name) || utf8.RuneCountInString(req.Name) > 100 {
-		return invalid("name", "name must be UTF-8 text of at most 100 characters")
+	if !utf8.ValidString(req.Name) || strings.ContainsRune(req.Name, 0) || utf8.RuneCountInString(req.Name) > 100 {
+		return invalid("name", "name must be UTF-8 text of at most 100 characters, without NUL bytes")
 	}
 	if !models.ValidRole(req.Role) {
 		return invalid("role", "role must be author, bot or admin")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -19,10 +20,12 @@ import (
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/frontend"
+	"github.com/owed/owed/media"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
+	"github.com/owed/owed/webhooks"
 )
 
 // Version is set at build time (-ldflags "-X github.com/owed/owed/app.Version=...").
@@ -35,6 +38,9 @@ type Options struct {
 	HTTPClient *http.Client // the model's and the CDN's client
 	// Out receives the first admin token when one is made (stdout in production).
 	Out io.Writer
+	// Sleep is the backfill's and the media engine's wait (default: a timer); tests pass one
+	// that moves their fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // App is one owed process.
@@ -46,6 +52,12 @@ type App struct {
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Clock   clock.Clock
+
+	// Webhooks delivers the webhooks owed to subscribers.
+	Webhooks *webhooks.Deliverer
+	// Media is the media engine; Backfill the backfill queue (and scrape deletes) using it.
+	Media    *media.Engine
+	Backfill *scheduler.Backfill
 
 	cron   *cron.Cron
 	server *http.Server
@@ -61,7 +73,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log})
+	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
+		MaxConns: int(cfg.DatabaseMaxConns)})
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +92,34 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
 		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency})
+	if a.Webhooks, err = webhooks.New(store, opts.Clock, opts.Log, a.Metrics, webhooks.Config{AllowPrivate: cfg.WebhooksAllowPrivate}); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if err := a.newBackfill(cfg, opts); err != nil {
+		store.Close()
+		return nil, err
+	}
 	a.Echo = a.newEcho()
 	return a, nil
+}
+
+// newBackfill makes the media engine (previews under the data directory, the configured
+// gaps) and the backfill queue over it.
+func (a *App) newBackfill(cfg Config, opts Options) error {
+	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, HTTPClient: opts.HTTPClient, Now: opts.Clock.Now, Sleep: opts.Sleep})
+	if err != nil {
+		return err
+	}
+	// New reads zero gaps as "use the defaults"; the configuration means them literally.
+	if err := engine.SetGaps(cfg.MediaMinGap, cfg.MediaMaxGap); err != nil {
+		return err
+	}
+	a.Media = engine
+	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
+		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Sleep: opts.Sleep})
+	return nil
 }
 
 // ensureAdmin gives an empty database its first admin: with OWED_ADMIN_TOKEN when set, else a
@@ -142,7 +181,18 @@ func (a *App) newEcho() *echo.Echo {
 	e.Use(a.measure)
 	e.Use(middleware.BodyLimit("2M"))
 	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
-		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: Version}
+		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: Version,
+		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst)}
+	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
+	h.Backfill, h.Media = a.Backfill, a.Media
+	h.BackfillSummary = func(ctx context.Context) any {
+		s, err := a.Backfill.Summary(ctx)
+		if err != nil {
+			a.Log.Error("backfill summary", "err", err)
+			return nil
+		}
+		return s
+	}
 	h.Register(e)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
 	spa := echo.WrapHandler(frontend.Handler(a.Config.PluginsDir))
@@ -174,7 +224,8 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler is the HTTP handler, for tests that serve it themselves.
 func (a *App) Handler() http.Handler { return a.Echo }
 
-// StartRunners starts the cron sweep (and, later, the backfill queue) without serving HTTP.
+// StartRunners starts the cron sweep, the webhook deliverer and the backfill queue without
+// serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
 	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	sweep, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce)
@@ -185,8 +236,22 @@ func (a *App) StartRunners(ctx context.Context) error {
 	// The first sweep runs now, through cron's wrapper so a tick cannot overlap it: work owed
 	// from before a restart should not wait a period.
 	go a.cron.Entry(sweep).WrappedJob.Run()
-	return nil
+	if err := a.Webhooks.Start(ctx); err != nil {
+		return err
+	}
+	// The queue loop runs on kicks: starts and pauses kick it, and cron re-kicks it so a
+	// replica takes the queue over once the holder's lease has run out, and deletes resume.
+	if _, err := a.cron.AddFunc("@every "+backfillKickEvery.String(), func() {
+		a.Backfill.Kick()
+		a.Backfill.KickDeletes()
+	}); err != nil {
+		return fmt.Errorf("cron: %w", err)
+	}
+	return a.Backfill.Start(ctx)
 }
+
+// backfillKickEvery is how often cron re-kicks the backfill loops.
+const backfillKickEvery = 30 * time.Second
 
 // sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
 // It returns when the sweep ends, so cron's SkipIfStillRunning keeps sweeps from piling up
@@ -230,7 +295,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Shutdown stops in order: HTTP (no new requests, in-flight ones finish), cron, the runners
-// (running jobs finish within ctx; leases of the rest are released), then the database.
+// (running jobs finish within ctx; leases of the rest are released; the backfill's batch is
+// cut short and its lease released), then the database.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	if a.server != nil {
@@ -246,6 +312,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if cronDone != nil {
 		<-cronDone
 	}
+	errs = append(errs, a.Backfill.Stop(ctx))
+	errs = append(errs, a.Webhooks.Stop(ctx))
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ package app
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -33,6 +34,8 @@ type Config struct {
 	WebhooksAllowPrivate bool
 	// SweepConcurrency is how many jobs the cron sweep runs at once (OWED_SWEEP_CONCURRENCY).
 	SweepConcurrency int
+	// DatabaseMaxConns caps each process's PostgreSQL connections (OWED_DATABASE_MAX_CONNS).
+	DatabaseMaxConns int64
 	// WriteRate and WriteBurst limit each token's writes (OWED_WRITE_RATE per second, 0 for
 	// no limit; OWED_WRITE_BURST).
 	WriteRate  float64
@@ -48,7 +51,7 @@ func Defaults() Config {
 		ModelTimeout: 2 * time.Minute, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
 		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
 		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
-		WriteRate: 20, WriteBurst: 100,
+		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32,
 	}
 }
 
@@ -116,7 +119,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("OWED_INLINE_WAIT", &c.InlineWait, 0)
 	dur("OWED_WALK_IDLE", &c.WalkIdle, time.Second)
 	dur("OWED_SHUTDOWN_GRACE", &c.ShutdownGrace, 0)
-	num("OWED_DAILY_BUDGET", &c.DailyBudget, 0)
+	// At least 1: the runner reads a budget of 0 as "the default", so 0 would show authors a
+	// limit of 0 while charging them up to 100.
+	num("OWED_DAILY_BUDGET", &c.DailyBudget, 1)
 	ms("OWED_MEDIA_MIN_GAP_MS", &c.MediaMinGap)
 	ms("OWED_MEDIA_MAX_GAP_MS", &c.MediaMaxGap)
 	if v := strings.TrimSpace(getenv("OWED_WRITE_RATE")); v != "" {
@@ -128,6 +133,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	num("OWED_WRITE_BURST", &c.WriteBurst, 1)
+	num("OWED_DATABASE_MAX_CONNS", &c.DatabaseMaxConns, 2)
 	var conc int64 = int64(c.SweepConcurrency)
 	num("OWED_SWEEP_CONCURRENCY", &conc, 1)
 	c.SweepConcurrency = int(conc)
@@ -137,6 +143,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.WebhooksAllowPrivate = true
 	default:
 		errs = append(errs, fmt.Sprintf("OWED_WEBHOOKS_ALLOW_PRIVATE=%q: want true or false", v))
+	}
+	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") &&
+		!strings.HasPrefix(u, "sqlite:") && !strings.HasPrefix(u, "file:") {
+		// Anything else would be taken for an SQLite file path, a typo silently making a new
+		// empty database.
+		errs = append(errs, fmt.Sprintf("OWED_DATABASE_URL=%q: want postgres://…, or sqlite:PATH for an SQLite file", redactURL(u)))
 	}
 	if c.ModelAPI != "relay" && c.ModelAPI != "openai" {
 		errs = append(errs, fmt.Sprintf("OWED_MODEL_API=%q: want relay or openai", c.ModelAPI))
@@ -148,4 +160,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// redactURL hides a URL's password, for messages.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
 }

@@ -151,6 +151,9 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 			return res.Error
 		}
 		recorded = true
+		if err := tx.enqueueScreened(ctx, kind, itemID, verdict, confidence); err != nil {
+			return err
+		}
 		return tx.insertEvent(&ev)
 	})
 	return recorded, err
@@ -172,6 +175,9 @@ func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, erro
 			return res.Error
 		}
 		recorded = true
+		if err := tx.enqueueScored(ctx, sc); err != nil {
+			return err
+		}
 		return tx.insertEvent(&ev)
 	})
 	return recorded, err

@@ -99,10 +99,16 @@ type SongCursor struct {
 	ID  int64    `json:"i"`
 }
 
+// publicSongColumns read a song with the title of its newest allowed revision: a revision's
+// new title (songs.title follows the latest written) is public only once that revision is.
+const publicSongColumns = `id, user_id, public, art, created_at, COALESCE((SELECT r.title FROM revisions r
+	JOIN screens sc ON sc.kind = 'revision' AND sc.item_id = r.id AND sc.verdict = 'allow'
+	WHERE r.song_id = songs.id ORDER BY r.id DESC LIMIT 1), title) AS title`
+
 // PublicSongs lists public songs, by art (best first, unscored last) or newest first, after the
 // cursor.
 func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, limit int) ([]Song, error) {
-	q := s.read.WithContext(ctx).Table("songs").Where("public = 1")
+	q := s.read.WithContext(ctx).Table("songs").Select(publicSongColumns).Where("public = 1")
 	if byArt {
 		if after != nil {
 			if after.Art != nil {
@@ -159,6 +165,9 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 		JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id AND s.verdict = 'allow'
 		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id).Scan(&revs).Error; err != nil {
 		return Song{}, nil, nil, err
+	}
+	if len(revs) > 0 {
+		song.Title = revs[0].Title // the newest allowed revision's, as PublicSongs shows it
 	}
 	var scores []scoreRow
 	if err := db.Raw(`SELECT * FROM scores WHERE song_id = ?`, id).Scan(&scores).Error; err != nil {

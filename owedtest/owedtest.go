@@ -91,7 +91,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // Store opens a store on databaseURL with the fake clock.
 func Store(t testing.TB, databaseURL string, clk clock.Clock) *models.Store {
 	t.Helper()
-	s, err := models.Open(context.Background(), models.Options{URL: databaseURL, DataDir: t.TempDir(), Clock: clk})
+	s, err := models.Open(context.Background(), models.Options{URL: databaseURL, DataDir: t.TempDir(), Clock: clk, MaxConns: 8})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -123,6 +123,7 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	cfg.AdminToken = AdminToken
 	cfg.ModelURL = model.URL()
 	cfg.InlineWait = 5 * time.Second
+	cfg.DatabaseMaxConns = 8 // many tests share one PostgreSQL server and its 100 connections
 	cfg.WriteRate = 0 // tests that write in bulk should not trip the per-token limit; its own test turns it on
 	for _, f := range configure {
 		f(&cfg)

@@ -18,8 +18,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
@@ -53,14 +55,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	switch args[0] {
 	case "serve":
-		fs := flagSet("serve", &cfg)
+		fs := flagSet("serve", &cfg, stderr)
 		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (OWED_ADDR)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, log, stdout)
 	case "migrate":
-		fs := flagSet("migrate", &cfg)
+		fs := flagSet("migrate", &cfg, stderr)
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -71,14 +73,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "owed: the database is up to date")
 		return store.Close()
 	case "users":
-		if len(args) < 3 || args[1] != "add" {
-			return errors.New("usage: owed users add NAME --role author|bot|admin")
+		const usersUsage = "usage: owed users add NAME --role author|bot|admin"
+		if len(args) < 2 || args[1] != "add" {
+			return errors.New(usersUsage)
 		}
-		name := args[2]
-		fs := flagSet("users add", &cfg)
+		fs := flagSet("users add", &cfg, stderr)
 		role := fs.String("role", models.RoleAuthor, "author, bot or admin")
-		if err := fs.Parse(args[3:]); err != nil {
-			return err
+		// Flags may come before or after the name: the flag package stops at the first
+		// argument that is not one, so parse around it.
+		var names []string
+		for rest := args[2:]; ; {
+			if err := fs.Parse(rest); err != nil {
+				return err
+			}
+			if fs.NArg() == 0 {
+				break
+			}
+			names = append(names, fs.Arg(0))
+			rest = fs.Args()[1:]
+		}
+		if len(names) != 1 || strings.TrimSpace(names[0]) == "" {
+			return errors.New(usersUsage)
+		}
+		name := strings.TrimSpace(names[0])
+		if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 {
+			return errors.New("NAME must be UTF-8 text of at most 100 characters")
 		}
 		if !models.ValidRole(*role) {
 			return fmt.Errorf("--role %q: want author, bot or admin", *role)
@@ -127,8 +146,9 @@ func health(addr string, stdout io.Writer) error {
 	return nil
 }
 
-func flagSet(name string, cfg *app.Config) *flag.FlagSet {
+func flagSet(name string, cfg *app.Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (OWED_DATA_DIR)")
 	fs.StringVar(&cfg.DatabaseURL, "database", cfg.DatabaseURL, "database URL (OWED_DATABASE_URL)")
 	return fs

@@ -30,7 +30,7 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 				model.Delay(100 * time.Millisecond)
 				model.KeepRequests(false)
 				env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
-					"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_DAILY_BUDGET=1000000",
+					"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=16", "OWED_SWEEP_EVERY=1s", "OWED_DAILY_BUDGET=1000000",
 					"OWED_SWEEP_CONCURRENCY=64"}
 				var procs []*process
 				for range replicas {

@@ -27,7 +27,7 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 	model.KeepRequests(false)
 
 	env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
-		"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_DAILY_BUDGET=100000",
+		"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=8", "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_DAILY_BUDGET=100000",
 		"OWED_SWEEP_CONCURRENCY=16", "OWED_WRITE_RATE=0"}
 	var replicas []*process
 	for range 3 {
@@ -94,7 +94,7 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 		model.Handle(slow.handle)
 		model.KeepRequests(false)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
-			"OWED_MODEL_URL=" + model.URL(), "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=3s",
+			"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=8", "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=3s",
 			"OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8", "OWED_WRITE_RATE=0"}
 		first := startOwed(t, env...)
 		status, user := first.post("/api/admin/users", owedtest.AdminToken, map[string]string{"name": "ann", "role": "author"})

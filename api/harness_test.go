@@ -1,0 +1,394 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
+)
+
+// The callers every route is tried with.
+type role string
+
+const (
+	asAnon   role = "anonymous"
+	asAuthor role = "author" // owns the fixtures' items
+	asOther  role = "other"  // another author
+	asBot    role = "bot"
+	asAdmin  role = "admin"
+)
+
+var everyRole = []role{asAnon, asAuthor, asOther, asBot, asAdmin}
+
+// world is a running owed with one user of each kind.
+type world struct {
+	t   *testing.T
+	env *owedtest.Env
+	tok map[role]string
+	uid map[role]int64
+
+	sweeper   *scheduler.Content // quiet worlds sweep with it
+	snapQuery string             // reads the whole database (snapshot)
+}
+
+// newWorld starts owed with an author (ann), another author (ben) and a bot. The per-token
+// write rate limit is off: these tests send more writes a second than any client should (the
+// limit has tests of its own).
+func newWorld(t *testing.T, db string, configure ...func(*app.Config)) *world {
+	t.Helper()
+	configure = append([]func(*app.Config){func(c *app.Config) { c.WriteRate = 0 }}, configure...)
+	env := owedtest.NewEnv(t, db, configure...)
+	w := &world{t: t, env: env, tok: map[role]string{asAdmin: env.AdminToken}, uid: map[role]int64{}}
+	w.uid[asAuthor], w.tok[asAuthor] = env.User("ann", models.RoleAuthor)
+	w.uid[asOther], w.tok[asOther] = env.User("ben", models.RoleAuthor)
+	w.uid[asBot], w.tok[asBot] = env.User("bo", models.RoleBot)
+	admin, err := env.App.Store.UserByToken(context.Background(), env.AdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.uid[asAdmin] = admin.ID
+	return w
+}
+
+// quiet stops the app's background work (inline screens, scores after a write, authors'
+// sweeps), so that nothing changes the database behind the test's back: writes answer
+// pending, and w.sweep() settles the owed work when the test says so, with a runner of its
+// own (a stopped runner claims nothing more).
+func (w *world) quiet() *world {
+	if err := w.env.App.Content.Stop(context.Background()); err != nil {
+		w.t.Fatalf("stop: %v", err)
+	}
+	cfg := w.env.App.Config
+	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: cfg.ModelTimeout})
+	w.sweeper = scheduler.NewContent(w.store(), model, w.env.Clock, owedtest.Logger(w.t), w.env.App.Metrics,
+		scheduler.ContentConfig{Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName})
+	return w
+}
+
+// sweep runs every due job now, as the cron sweep does, and returns how many ran.
+func (w *world) sweep() int {
+	w.t.Helper()
+	if w.sweeper == nil {
+		return w.env.Sweep()
+	}
+	n, err := w.sweeper.Sweep(context.Background(), 0)
+	if err != nil {
+		w.t.Fatalf("sweep: %v", err)
+	}
+	return n
+}
+
+func (w *world) do(method, path string, as role, body any, headers ...string) owedtest.Response {
+	w.t.Helper()
+	return w.env.Do(method, path, w.tok[as], body, headers...)
+}
+
+func (w *world) store() *models.Store { return w.env.App.Store }
+
+// song writes a song of owner's through the store; verdict "" leaves its revision pending.
+func (w *world) song(owner role, verdict string) (songID, revID int64) {
+	w.t.Helper()
+	s, r, err := w.store().CreateSong(context.Background(), w.uid[owner], "Song of "+string(owner), `s("bd sd")`)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.screen(models.KindRevision, r.ID, owner, verdict)
+	return s.ID, r.ID
+}
+
+// comment writes a comment of owner's on songID through the store.
+func (w *world) comment(owner role, songID int64, verdict string) int64 {
+	w.t.Helper()
+	c, err := w.store().CreateComment(context.Background(), w.uid[owner], songID, "nice one")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.screen(models.KindComment, c.ID, owner, verdict)
+	return c.ID
+}
+
+// pitch writes a pitch of owner's through the store.
+func (w *world) pitch(owner role, verdict string) int64 {
+	w.t.Helper()
+	p, err := w.store().CreatePitch(context.Background(), w.uid[owner], "a pitch by "+string(owner))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.screen(models.KindPitch, p.ID, owner, verdict)
+	return p.ID
+}
+
+// screen records a verdict as a screen job would ("" records none).
+func (w *world) screen(kind string, id int64, owner role, verdict string) {
+	w.t.Helper()
+	if verdict == "" {
+		return
+	}
+	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: w.uid[owner], Outcome: verdict}
+	if ok, err := w.store().RecordScreen(context.Background(), kind, id, verdict, 0.9, ev); err != nil || !ok {
+		w.t.Fatalf("record screen of %s %d: %v %v", kind, id, ok, err)
+	}
+}
+
+// job finds the owed job of an item's task.
+func (w *world) job(task, kind string, item int64) models.Job {
+	w.t.Helper()
+	jobs, err := w.store().ListJobs(context.Background(), models.JobFilter{Task: task, Kind: kind, ItemID: item}, 0, 10)
+	if err != nil || len(jobs) != 1 {
+		w.t.Fatalf("job %s %s %d: %v %v", task, kind, item, jobs, err)
+	}
+	return jobs[0]
+}
+
+// created posts body and returns the new resource's answer, failing unless it is 201.
+func (w *world) created(path string, as role, body any) map[string]any {
+	w.t.Helper()
+	r := w.do(http.MethodPost, path, as, body)
+	if r.Status != http.StatusCreated {
+		w.t.Fatalf("POST %s: %d %s", path, r.Status, r.Body)
+	}
+	return r.JSON()
+}
+
+// snapshot is every row of every table, so a test can tell that a refused request changed
+// nothing at all: no row added, removed or updated.
+type snapshot map[string][]string
+
+func (w *world) snapshot() snapshot {
+	w.t.Helper()
+	db := w.store().DB(context.Background())
+	if w.snapQuery == "" {
+		w.snapQuery = w.snapshotQuery()
+	}
+	var rows []struct {
+		T string `gorm:"column:t"`
+		R string `gorm:"column:r"`
+	}
+	if err := db.Raw(w.snapQuery).Scan(&rows).Error; err != nil {
+		w.t.Fatalf("snapshot: %v", err)
+	}
+	snap := snapshot{}
+	for _, r := range rows {
+		snap[r.T] = append(snap[r.T], r.R)
+	}
+	for _, lines := range snap {
+		sort.Strings(lines)
+	}
+	return snap
+}
+
+// snapshotQuery is one query that reads every row of every table as text: (t, r).
+func (w *world) snapshotQuery() string {
+	w.t.Helper()
+	db := w.store().DB(context.Background())
+	var tables []string
+	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+	pg := w.store().Dialect() == models.Postgres
+	if pg {
+		q = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
+	}
+	if err := db.Raw(q).Scan(&tables).Error; err != nil {
+		w.t.Fatalf("snapshot: %v", err)
+	}
+	var parts []string
+	for _, table := range tables {
+		if pg {
+			parts = append(parts, fmt.Sprintf(`SELECT '%s' AS t, x::text AS r FROM %q x`, table, table))
+			continue
+		}
+		var cols []string
+		if err := db.Raw(`SELECT name FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
+			w.t.Fatalf("snapshot %s: %v", table, err)
+		}
+		for i, c := range cols {
+			cols[i] = fmt.Sprintf("%q", c)
+		}
+		parts = append(parts, fmt.Sprintf(`SELECT '%s' AS t, json_array(%s) AS r FROM %q`, table, strings.Join(cols, ", "), table))
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// diff describes how after differs from s, or "" when it does not.
+func (s snapshot) diff(after snapshot) string {
+	var out []string
+	names := map[string]bool{}
+	for k := range s {
+		names[k] = true
+	}
+	for k := range after {
+		names[k] = true
+	}
+	for _, table := range slices.Sorted(maps.Keys(names)) {
+		a, b := s[table], after[table]
+		if slices.Equal(a, b) {
+			continue
+		}
+		var gone, added []string
+		for _, r := range a {
+			if !slices.Contains(b, r) {
+				gone = append(gone, r)
+			}
+		}
+		for _, r := range b {
+			if !slices.Contains(a, r) {
+				added = append(added, r)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %d rows → %d; gone %v; new %v", table, len(a), len(b), gone, added))
+	}
+	return strings.Join(out, "\n")
+}
+
+// unchanged fails when the database differs from before.
+func (w *world) unchanged(t *testing.T, before snapshot, what string) {
+	t.Helper()
+	if d := before.diff(w.snapshot()); d != "" {
+		t.Errorf("%s changed the database:\n%s", what, d)
+	}
+}
+
+// checkError asserts the SPEC's error shape, exactly: {"error":{"code","message","field"}}
+// with field null when no field is at fault.
+func checkError(t *testing.T, r owedtest.Response, status int, code, field string) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("status %d, want %d: %s", r.Status, status, r.Body)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q, want JSON", ct)
+	}
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(r.Body, &outer); err != nil || len(outer) != 1 || outer["error"] == nil {
+		t.Errorf("body %s: want exactly {\"error\":{…}}", r.Body)
+		return
+	}
+	var e map[string]any
+	if err := json.Unmarshal(outer["error"], &e); err != nil {
+		t.Errorf("error %s is not an object", outer["error"])
+		return
+	}
+	keys := slices.Sorted(maps.Keys(e))
+	if !slices.Equal(keys, []string{"code", "field", "message"}) {
+		t.Errorf("error keys %v, want code, field, message: %s", keys, r.Body)
+	}
+	if c, _ := e["code"].(string); code != "" && c != code {
+		t.Errorf("error code %q, want %q: %s", c, code, r.Body)
+	}
+	if m, _ := e["message"].(string); m == "" {
+		t.Errorf("error without a message: %s", r.Body)
+	}
+	switch f := e["field"].(type) {
+	case nil:
+		if field != "" {
+			t.Errorf("error field null, want %q: %s", field, r.Body)
+		}
+	case string:
+		if f != field {
+			t.Errorf("error field %q, want %q: %s", f, field, r.Body)
+		}
+	default:
+		t.Errorf("error field %v is neither a string nor null", f)
+	}
+}
+
+// keysOf lists an object's keys, sorted.
+func keysOf(v any) []string {
+	m, _ := v.(map[string]any)
+	return slices.Sorted(maps.Keys(m))
+}
+
+// hasKeys fails unless the object at path holds every key named (more are allowed).
+func hasKeys(t *testing.T, where string, v any, keys ...string) map[string]any {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: %v is not an object", where, v)
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s: no %q in %v", where, k, keysOf(m))
+		}
+	}
+	return m
+}
+
+var rfc3339UTC = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$`)
+
+// isTime fails unless v is an RFC 3339 time in UTC, and returns it.
+func isTime(t *testing.T, where string, v any) time.Time {
+	t.Helper()
+	s, ok := v.(string)
+	if !ok || !rfc3339UTC.MatchString(s) {
+		t.Errorf("%s = %v, want an RFC 3339 time in UTC", where, v)
+		return time.Time{}
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Errorf("%s = %q: %v", where, s, err)
+	}
+	return at
+}
+
+// isNull fails unless the key is present and null.
+func isNull(t *testing.T, where string, m map[string]any, key string) {
+	t.Helper()
+	v, ok := m[key]
+	if !ok {
+		t.Errorf("%s: %q is absent, want null", where, key)
+	} else if v != nil {
+		t.Errorf("%s: %q = %v, want null", where, key, v)
+	}
+}
+
+// eventually polls cond until it holds, for work the app finishes in the background.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// num reads a JSON number as an int64.
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// scored waits until the revision's score, which follows its write in the background, is
+// recorded.
+func (w *world) scored(revID int64) {
+	w.t.Helper()
+	eventually(w.t, fmt.Sprintf("the score of revision %d", revID), func() bool {
+		var n int64
+		w.store().DB(context.Background()).Raw(`SELECT COUNT(*) FROM scores WHERE revision_id = ?`, revID).Scan(&n)
+		return n == 1
+	})
+}

@@ -1,0 +1,139 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/app"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// TestConfigDefaultsAreTheSpecs: with nothing set, owed runs as SPEC §5 says.
+func TestConfigDefaultsAreTheSpecs(t *testing.T) {
+	c, err := app.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []struct {
+		name      string
+		got, want any
+	}{
+		{"OWED_ADDR", c.Addr, "127.0.0.1:8080"},
+		{"OWED_DATA_DIR", c.DataDir, "./data"},
+		{"OWED_DATABASE_URL", c.DatabaseURL, ""}, // SQLite in the data dir
+		{"OWED_ADMIN_TOKEN", c.AdminToken, ""},
+		{"OWED_MODEL_URL", c.ModelURL, ""},
+		{"OWED_MODEL_KEY", c.ModelKey, ""},
+		{"OWED_MODEL_API", c.ModelAPI, "relay"},
+		{"OWED_SWEEP_EVERY", c.SweepEvery, time.Minute},
+		{"OWED_LEASE", c.Lease, 2 * time.Minute},
+		{"OWED_MODEL_TIMEOUT", c.ModelTimeout, 2 * time.Minute},
+		{"OWED_INLINE_WAIT", c.InlineWait, 10 * time.Second},
+		{"OWED_DAILY_BUDGET", c.DailyBudget, int64(100)},
+		{"OWED_MEDIA_MIN_GAP_MS", c.MediaMinGap, 250 * time.Millisecond},
+		{"OWED_MEDIA_MAX_GAP_MS", c.MediaMaxGap, 750 * time.Millisecond},
+		{"OWED_MODEL_NAME", c.ModelName, "critic"},
+		{"OWED_WALK_IDLE", c.WalkIdle, 10 * time.Minute},
+		{"OWED_PLUGINS_DIR", c.PluginsDir, ""},
+		{"OWED_WEBHOOKS_ALLOW_PRIVATE", c.WebhooksAllowPrivate, false},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s defaults to %v, want %v", d.name, d.got, d.want)
+		}
+	}
+	if c != app.Defaults() {
+		t.Errorf("FromEnv with nothing set = %+v, want Defaults() %+v", c, app.Defaults())
+	}
+}
+
+// TestConfigFromEnv: every variable is read, with surrounding blanks ignored.
+func TestConfigFromEnv(t *testing.T) {
+	c, err := app.FromEnv(env(map[string]string{
+		"OWED_ADDR":                   "0.0.0.0:9000",
+		"OWED_DATA_DIR":               "/var/lib/owed",
+		"OWED_DATABASE_URL":           "postgres://owed:pw@db:5432/owed?sslmode=disable",
+		"OWED_ADMIN_TOKEN":            "owed_admin",
+		"OWED_MODEL_URL":              "http://model:8000/v1/chat/completions",
+		"OWED_MODEL_KEY":              "sk-1",
+		"OWED_MODEL_API":              "openai",
+		"OWED_MODEL_NAME":             "gpt-critic",
+		"OWED_SWEEP_EVERY":            "30s",
+		"OWED_LEASE":                  " 5m ",
+		"OWED_MODEL_TIMEOUT":          "45s",
+		"OWED_INLINE_WAIT":            "0s",
+		"OWED_DAILY_BUDGET":           "250",
+		"OWED_MEDIA_MIN_GAP_MS":       "0",
+		"OWED_MEDIA_MAX_GAP_MS":       "100",
+		"OWED_WALK_IDLE":              "1h",
+		"OWED_PLUGINS_DIR":            "/etc/owed/plugins",
+		"OWED_WEBHOOKS_ALLOW_PRIVATE": "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.Defaults()
+	want.Addr, want.DataDir, want.DatabaseURL, want.AdminToken = "0.0.0.0:9000", "/var/lib/owed", "postgres://owed:pw@db:5432/owed?sslmode=disable", "owed_admin"
+	want.ModelURL, want.ModelKey, want.ModelAPI, want.ModelName = "http://model:8000/v1/chat/completions", "sk-1", "openai", "gpt-critic"
+	want.SweepEvery, want.Lease, want.ModelTimeout, want.InlineWait = 30*time.Second, 5*time.Minute, 45*time.Second, 0
+	want.DailyBudget, want.MediaMinGap, want.MediaMaxGap, want.WalkIdle = 250, 0, 100*time.Millisecond, time.Hour
+	want.PluginsDir, want.WebhooksAllowPrivate = "/etc/owed/plugins", true
+	if c != want {
+		t.Errorf("config = %+v\nwant     %+v", c, want)
+	}
+	for _, v := range []string{"1", "on", "yes", "TRUE"} {
+		if c, err := app.FromEnv(env(map[string]string{"OWED_WEBHOOKS_ALLOW_PRIVATE": v})); err != nil || !c.WebhooksAllowPrivate {
+			t.Errorf("OWED_WEBHOOKS_ALLOW_PRIVATE=%s: %v %v", v, c.WebhooksAllowPrivate, err)
+		}
+	}
+	for _, u := range []string{"sqlite:/tmp/x.db", "file:/tmp/x.db", "postgresql://db/owed"} {
+		if _, err := app.FromEnv(env(map[string]string{"OWED_DATABASE_URL": u})); err != nil {
+			t.Errorf("OWED_DATABASE_URL=%s: %v", u, err)
+		}
+	}
+}
+
+// TestConfigBadValuesNameTheVariable: a bad value is refused with a message that names it,
+// and every bad value is reported at once.
+func TestConfigBadValuesNameTheVariable(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"OWED_SWEEP_EVERY", "often"},
+		{"OWED_SWEEP_EVERY", "10ms"}, // a sweep a few milliseconds apart is a typo
+		{"OWED_SWEEP_EVERY", "60"},   // no unit
+		{"OWED_LEASE", "-1m"},
+		{"OWED_LEASE", "0s"},
+		{"OWED_MODEL_TIMEOUT", "0"},
+		{"OWED_INLINE_WAIT", "-1s"},
+		{"OWED_WALK_IDLE", "soon"},
+		{"OWED_DAILY_BUDGET", "lots"},
+		{"OWED_DAILY_BUDGET", "-5"},
+		{"OWED_DAILY_BUDGET", "0"},
+		{"OWED_DAILY_BUDGET", "1.5"},
+		{"OWED_MEDIA_MIN_GAP_MS", "fast"},
+		{"OWED_MEDIA_MAX_GAP_MS", "-1"},
+		{"OWED_MEDIA_MIN_GAP_MS", "1000"}, // above the default maximum of 750
+		{"OWED_MODEL_API", "grpc"},
+		{"OWED_WEBHOOKS_ALLOW_PRIVATE", "maybe"},
+		{"OWED_DATABASE_URL", "postgress://db/owed"},
+		{"OWED_DATABASE_URL", "mysql://root:secret@db/owed"},
+	} {
+		_, err := app.FromEnv(env(map[string]string{c.name: c.value}))
+		if err == nil {
+			t.Errorf("%s=%q was accepted", c.name, c.value)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s=%q: error %q does not name the variable", c.name, c.value, err)
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error %q shows the password", c.name, err)
+		}
+	}
+	_, err := app.FromEnv(env(map[string]string{"OWED_LEASE": "x", "OWED_DAILY_BUDGET": "y"}))
+	if err == nil || !strings.Contains(err.Error(), "OWED_LEASE") || !strings.Contains(err.Error(), "OWED_DAILY_BUDGET") {
+		t.Errorf("two bad values: %v, want both named", err)
+	}
+}

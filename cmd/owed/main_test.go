@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// cliEnv points run at a fresh database (the dialect's) and data directory, with no other
+// OWED_* setting from the environment the tests run in.
+func cliEnv(t *testing.T, db string) (dataDir string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OWED_") && k != owedtest.PostgresEnv {
+			t.Setenv(k, "")
+		}
+	}
+	dataDir = t.TempDir()
+	t.Setenv("OWED_DATA_DIR", dataDir)
+	t.Setenv("OWED_DATABASE_URL", db)
+	t.Setenv("OWED_LOG_LEVEL", "error")
+	return dataDir
+}
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = run(args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// whoIs asks a server on the database who a token belongs to.
+func whoIs(t *testing.T, db, dataDir, token string) (int, map[string]any) {
+	t.Helper()
+	cfg := app.Defaults()
+	cfg.DatabaseURL, cfg.DataDir = db, dataDir
+	a, err := app.New(context.Background(), cfg, app.Options{Log: owedtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	req := httptest.NewRequest(http.MethodGet, "/api/session", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, req)
+	var body struct{ User map[string]any }
+	json.Unmarshal(rec.Body.Bytes(), &body)
+	return rec.Code, body.User
+}
+
+var printedToken = regexp.MustCompile(`owed_[A-Za-z0-9_-]{43}`)
+
+// TestUsersAdd: `owed users add` prints a token, once, that authenticates as that user.
+func TestUsersAdd(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		dir := cliEnv(t, db)
+		tokens := map[string]string{}
+		for _, args := range [][]string{
+			{"users", "add", "bob", "--role", "author"},
+			{"users", "add", "--role", "bot", "bot-1"}, // flags before the name too
+			{"users", "add", "ada", "--role=admin"},
+			{"users", "add", "cy"}, // an author by default
+		} {
+			out, _, err := runCLI(t, args...)
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			found := printedToken.FindAllString(out, -1)
+			if len(found) != 1 {
+				t.Fatalf("%v printed %q: want one token", args, out)
+			}
+			tokens[strings.Join(args, " ")] = found[0]
+		}
+		for args, want := range map[string][2]string{
+			"users add bob --role author": {"bob", "author"},
+			"users add --role bot bot-1":  {"bot-1", "bot"},
+			"users add ada --role=admin":  {"ada", "admin"},
+			"users add cy":                {"cy", "author"},
+		} {
+			status, u := whoIs(t, db, dir, tokens[args])
+			if status != http.StatusOK || u["name"] != want[0] || u["role"] != want[1] {
+				t.Errorf("%s: the token answers %d %v, want %s (%s)", args, status, u, want[0], want[1])
+			}
+		}
+
+		// Refused: nothing is created.
+		for _, args := range [][]string{
+			{"users", "add", "eve", "--role", "root"},
+			{"users", "add"},
+			{"users", "add", "--role", "author"},
+			{"users", "add", "eve", "mallory"},
+			{"users", "add", "  "},
+			{"users", "add", "eve", "--colour", "red"},
+			{"users", "list"},
+			{"users"},
+		} {
+			out, _, err := runCLI(t, args...)
+			if err == nil || printedToken.MatchString(out) {
+				t.Errorf("%v: %v, printed %q; want an error and no token", args, err, out)
+			}
+		}
+		if _, _, err := runCLI(t, "users", "add", "eve", "--role", "root"); err == nil || !strings.Contains(err.Error(), "--role") {
+			t.Errorf("a bad role: %v, want it named", err)
+		}
+		store, err := models.Open(context.Background(), models.Options{URL: db, DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if n, err := store.CountUsers(context.Background(), ""); err != nil || n != 4 {
+			t.Errorf("users: %d %v, want the 4 added", n, err)
+		}
+	})
+}
+
+// TestMigrate: `owed migrate` makes the schema on an empty database and is idempotent.
+func TestMigrate(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		dir := cliEnv(t, db)
+		for range 2 {
+			out, _, err := runCLI(t, "migrate")
+			if err != nil || !strings.Contains(out, "up to date") {
+				t.Fatalf("migrate: %v %q", err, out)
+			}
+		}
+		store, err := models.Open(context.Background(), models.Options{URL: db, DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if n, err := store.CountUsers(context.Background(), ""); err != nil || n != 0 {
+			t.Errorf("after migrate: %d users, %v; want an empty schema", n, err)
+		}
+	})
+	// With no database URL, SQLite in the data directory.
+	dir := cliEnv(t, "")
+	if _, _, err := runCLI(t, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "owed.db")); err != nil {
+		t.Errorf("no database in OWED_DATA_DIR: %v", err)
+	}
+}
+
+// TestCommandLine: unknown commands and bad configuration are errors that say what is wrong.
+func TestCommandLine(t *testing.T) {
+	cliEnv(t, "")
+	if _, errOut, err := runCLI(t, "frobnicate"); err == nil || !strings.Contains(err.Error(), "frobnicate") || !strings.Contains(errOut, "usage") {
+		t.Errorf("unknown command: %v, stderr %q", err, errOut)
+	}
+	if _, errOut, err := runCLI(t); err == nil || !strings.Contains(errOut, "usage") {
+		t.Errorf("no command: %v, stderr %q", err, errOut)
+	}
+	if out, _, err := runCLI(t, "help"); err != nil || !strings.Contains(out, "owed serve") {
+		t.Errorf("help: %v %q", err, out)
+	}
+	if _, _, err := runCLI(t, "migrate", "--frobnicate"); err == nil {
+		t.Errorf("an unknown flag was accepted")
+	}
+	t.Setenv("OWED_LEASE", "forever")
+	if _, _, err := runCLI(t, "migrate"); err == nil || !strings.Contains(err.Error(), "OWED_LEASE") {
+		t.Errorf("bad configuration: %v, want OWED_LEASE named", err)
+	}
+}
+
+// The serve tests run the real binary.
+var (
+	cliBinOnce sync.Once
+	cliBin     string
+	cliBinErr  error
+)
+
+func buildOwed(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	cliBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "owed-cli")
+		if err != nil {
+			cliBinErr = err
+			return
+		}
+		cliBin = filepath.Join(dir, "owed")
+		if out, err := exec.Command("go", "build", "-o", cliBin, ".").CombinedOutput(); err != nil {
+			cliBinErr = &buildError{err, out}
+		}
+	})
+	if cliBinErr != nil {
+		t.Fatal(cliBinErr)
+	}
+	return cliBin
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveOnce runs `owed serve` on the database until it answers /healthz, then SIGTERMs it and
+// returns what it printed; it fails unless the process exits 0.
+func serveOnce(t *testing.T, bin, db, dataDir string, whileUp func(base string)) (stdout string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "serve")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OWED_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "OWED_ADDR="+addr, "OWED_DATA_DIR="+dataDir, "OWED_DATABASE_URL="+db, "OWED_LOG_LEVEL=warn")
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("stderr:\n%s", errOut.String())
+		}
+	}()
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("owed serve exited before it answered: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("owed serve did not answer /healthz in time")
+		}
+	}
+	whileUp(base)
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("owed serve exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("owed serve did not stop within 30 s of SIGTERM")
+	}
+	return out.String()
+}
+
+func sessionOf(t *testing.T, base, token string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/session", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct{ User map[string]any }
+	json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body.User
+}
+
+// TestServe: `owed serve` with no admin token configured prints a first admin token on an
+// empty database, once; it works; a second start prints none; SIGTERM stops it cleanly.
+func TestServe(t *testing.T) {
+	bin := buildOwed(t)
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		dataDir := t.TempDir()
+		first := serveOnce(t, bin, db, dataDir, func(string) {})
+		tokens := printedToken.FindAllString(first, -1)
+		if len(tokens) != 1 {
+			t.Fatalf("first start printed %q: want one admin token", first)
+		}
+		token := tokens[0]
+		second := serveOnce(t, bin, db, dataDir, func(base string) {
+			if status, u := sessionOf(t, base, token); status != http.StatusOK || u["role"] != "admin" {
+				t.Errorf("the printed token: %d %v, want an admin", status, u)
+			}
+			if status, _ := sessionOf(t, base, "owed_nope"); status != http.StatusUnauthorized {
+				t.Errorf("a bad token: %d, want 401", status)
+			}
+		})
+		if printedToken.MatchString(second) || strings.Contains(second, "admin token") {
+			t.Errorf("second start printed %q: the token is shown once", second)
+		}
+	})
+}
