@@ -124,7 +124,7 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	cfg.ModelURL = model.URL()
 	cfg.InlineWait = 5 * time.Second
 	cfg.DatabaseMaxConns = 8 // many tests share one PostgreSQL server and its 100 connections
-	cfg.WriteRate = 0 // tests that write in bulk should not trip the per-token limit; its own test turns it on
+	cfg.WriteRate = 0        // tests that write in bulk should not trip the per-token limit; its own test turns it on
 	for _, f := range configure {
 		f(&cfg)
 	}
