@@ -1,0 +1,416 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// Limits of what the bot pushes.
+const (
+	maxMediaPerPush = 1000
+	maxURLLength    = 4096
+	maxChatIDLength = 100
+)
+
+// backendName is the shape of a backend (the bot account kind) and a scrape mode.
+var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
+
+var errScrapeDeleting = &Error{Status: http.StatusConflict, Code: "conflict", Message: "the scrape is being deleted"}
+
+type scrapeCountsJSON struct {
+	Pending       int64             `json:"pending"`
+	Cached        int64             `json:"cached"`
+	Failed        int64             `json:"failed"`
+	Suspect       int64             `json:"suspect"`
+	Unverified    int64             `json:"unverified"`
+	Skipped       int64             `json:"skipped"`
+	Total         int64             `json:"total"`
+	StoredBytes   int64             `json:"storedBytes"`
+	PendingByKind models.KindCounts `json:"pendingByKind"`
+}
+
+type scrapeJSON struct {
+	ID         int64            `json:"id"`
+	ChatID     string           `json:"chatId"`
+	GuildID    *string          `json:"guildId"`
+	Backend    string           `json:"backend"`
+	Mode       string           `json:"mode"`
+	State      string           `json:"state"`
+	Downloaded int64            `json:"downloaded"`
+	PushedAt   string           `json:"pushedAt"`
+	CreatedAt  string           `json:"createdAt"`
+	UpdatedAt  string           `json:"updatedAt"`
+	Counts     scrapeCountsJSON `json:"counts"`
+}
+
+func scrapeOf(s models.Scrape) scrapeJSON {
+	c := s.Counts
+	return scrapeJSON{ID: s.ID, ChatID: s.ChatID, GuildID: s.GuildID, Backend: s.Backend, Mode: s.Mode, State: s.State,
+		Downloaded: s.Downloaded, PushedAt: msTime(s.PushedAt), CreatedAt: msTime(s.CreatedAt), UpdatedAt: msTime(s.UpdatedAt),
+		Counts: scrapeCountsJSON{Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect,
+			Unverified: c.Unverified, Skipped: c.Skipped, Total: c.Total, StoredBytes: c.StoredBytes, PendingByKind: c.PendingByKind}}
+}
+
+type mediaJSON struct {
+	ID          int64   `json:"id"`
+	ScrapeID    int64   `json:"scrapeId"`
+	Kind        string  `json:"kind"`
+	URL         string  `json:"url"`
+	Bytes       *int64  `json:"bytes"`
+	State       string  `json:"state"`
+	StoredBytes int64   `json:"storedBytes"`
+	UpdatedAt   string  `json:"updatedAt"`
+	PreviewURL  *string `json:"previewUrl"`
+}
+
+func mediaOf(m models.Media) mediaJSON {
+	out := mediaJSON{ID: m.ID, ScrapeID: m.ScrapeID, Kind: m.Kind, URL: m.URL, Bytes: m.Bytes, State: m.State,
+		StoredBytes: m.StoredBytes, UpdatedAt: msTime(m.UpdatedAt)}
+	if m.State == models.MediaCached {
+		u := fmt.Sprintf("/api/media/%d/preview", m.ID)
+		out.PreviewURL = &u
+	}
+	return out
+}
+
+// checkID validates an identifier the bot names a chat or guild by: 1..100 printable
+// characters.
+func checkID(field string, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return invalid(field, field+" is required")
+	}
+	if utf8.RuneCountInString(v) > maxChatIDLength {
+		return invalid(field, fmt.Sprintf("%s must be at most %d characters", field, maxChatIDLength))
+	}
+	for _, r := range v {
+		if !unicode.IsPrint(r) {
+			return invalid(field, field+" must hold printable characters only")
+		}
+	}
+	return nil
+}
+
+func isOneOf(v string, allowed []string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+type scrapeRequest struct {
+	ChatID  *string `json:"chatId"`
+	GuildID *string `json:"guildId"`
+	Backend *string `json:"backend"`
+	Mode    *string `json:"mode"`
+}
+
+// createScrape records a scrape the bot starts: active, holding the walk lock.
+func (a *API) createScrape(c echo.Context) error {
+	var req scrapeRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.ChatID == nil {
+		return invalid("chatId", "chatId is required")
+	}
+	if err := checkID("chatId", *req.ChatID); err != nil {
+		return err
+	}
+	if req.GuildID != nil {
+		if err := checkID("guildId", *req.GuildID); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"backend", req.Backend}, {"mode", req.Mode}} {
+		if f.v == nil {
+			return invalid(f.name, f.name+" is required")
+		}
+		if !backendName.MatchString(*f.v) {
+			return invalid(f.name, f.name+" must be 1 to 32 lowercase letters, digits, '.', '_' or '-'")
+		}
+	}
+	sc, err := a.Store.CreateScrape(c.Request().Context(), models.NewScrape{ChatID: *req.ChatID, GuildID: req.GuildID,
+		Backend: *req.Backend, Mode: *req.Mode})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, scrapeOf(sc))
+}
+
+// getScrape shows one scrape with its counts (a deleted one too: its tombstone).
+func (a *API) getScrape(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	sc, err := a.Store.ScrapeByID(c.Request().Context(), id)
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("scrape")
+	} else if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, scrapeOf(sc))
+}
+
+// listableScrapeStates are the states a list may filter on: deleted scrapes leave lists.
+var listableScrapeStates = models.ScrapeStates[:len(models.ScrapeStates)-1]
+
+// listScrapes pages through scrapes with their counts, by id.
+func (a *API) listScrapes(c echo.Context) error {
+	state, err := oneOf(c, "state", listableScrapeStates...)
+	if err != nil {
+		return err
+	}
+	chat := c.QueryParam("chatId")
+	if chat != "" {
+		if err := checkID("chatId", chat); err != nil {
+			return err
+		}
+	}
+	limit, err := queryLimit(c, 50, 500)
+	if err != nil {
+		return err
+	}
+	after, err := readIDCursor(c)
+	if err != nil {
+		return err
+	}
+	rows, err := a.Store.ListScrapes(c.Request().Context(), models.ScrapeFilter{ChatID: chat, State: state}, after, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]scrapeJSON, 0, len(rows))
+	for _, s := range rows {
+		out = append(out, scrapeOf(s))
+	}
+	var next *string
+	if len(rows) == limit {
+		next = encodeCursor(idCursor{rows[len(rows)-1].ID})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"scrapes": out, "nextCursor": next})
+}
+
+type mediaItemRequest struct {
+	URL   *string `json:"url"`
+	Kind  *string `json:"kind"`
+	Bytes *int64  `json:"bytes"`
+}
+
+type mediaPushRequest struct {
+	Media []mediaItemRequest `json:"media"`
+}
+
+// checkMediaURL accepts absolute http(s) URLs with a host, of a sane length.
+func checkMediaURL(field, raw string) error {
+	if len(raw) > maxURLLength {
+		return invalid(field, fmt.Sprintf("%s must be at most %d bytes", field, maxURLLength))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid(field, field+" must be an http or https URL")
+	}
+	for _, r := range raw {
+		if r <= ' ' || r == 0x7f {
+			return invalid(field, field+" must not hold spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// pushMedia adds up to 1,000 pending media rows to a scrape, all or none, and refreshes the
+// scrape's last push (which keeps an active scrape's walk lock).
+func (a *API) pushMedia(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req mediaPushRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	switch {
+	case len(req.Media) == 0:
+		return invalid("media", "media must list 1 to 1000 rows")
+	case len(req.Media) > maxMediaPerPush:
+		return tooLarge("media", fmt.Sprintf("at most %d media rows per call", maxMediaPerPush))
+	}
+	items := make([]models.NewMedia, len(req.Media))
+	for i, m := range req.Media {
+		at := fmt.Sprintf("media[%d]", i)
+		if m.URL == nil {
+			return invalid(at+".url", at+".url is required")
+		}
+		if err := checkMediaURL(at+".url", *m.URL); err != nil {
+			return err
+		}
+		if m.Kind == nil || !isOneOf(*m.Kind, models.MediaKinds) {
+			return invalid(at+".kind", at+".kind must be one of "+strings.Join(models.MediaKinds, ", "))
+		}
+		if m.Bytes != nil && *m.Bytes < 0 {
+			return invalid(at+".bytes", at+".bytes must not be negative")
+		}
+		items[i] = models.NewMedia{Kind: *m.Kind, URL: *m.URL, Bytes: m.Bytes}
+	}
+	n, err := a.Store.AddMedia(c.Request().Context(), id, items)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return notFound("scrape")
+	case errors.Is(err, models.ErrConflict):
+		return errScrapeDeleting
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]int{"accepted": n})
+}
+
+type scrapePatch struct {
+	State      *string `json:"state"`
+	Downloaded *int64  `json:"downloaded"`
+}
+
+// settableScrapeStates are the states the bot may set. Going back to active is allowed (the
+// walk of a paused scrape resumes, and the scrape leaves the backfill meanwhile); the delete
+// states are reached through DELETE only.
+var settableScrapeStates = []string{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
+
+// patchScrape changes a scrape's state and/or its downloaded count.
+func (a *API) patchScrape(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req scrapePatch
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.State == nil && req.Downloaded == nil {
+		return invalid("state", "give a state, a downloaded count, or both")
+	}
+	if req.State != nil && !isOneOf(*req.State, settableScrapeStates) {
+		return invalid("state", "state must be one of "+strings.Join(settableScrapeStates, ", "))
+	}
+	if req.Downloaded != nil && *req.Downloaded < 0 {
+		return invalid("downloaded", "downloaded must not be negative")
+	}
+	sc, err := a.Store.UpdateScrape(c.Request().Context(), id, req.State, req.Downloaded)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return notFound("scrape")
+	case errors.Is(err, models.ErrConflict):
+		return errScrapeDeleting
+	case err != nil:
+		return err
+	}
+	if a.Backfill != nil {
+		// A scrape that stops walking may end the walk lock the queue waits on.
+		a.Backfill.Kick()
+	}
+	return c.JSON(http.StatusOK, scrapeOf(sc))
+}
+
+// deleteScrape asks for a scrape's delete: it answers at once (pending-delete) and the
+// previews and rows go in the background (deleting, then deleted).
+func (a *API) deleteScrape(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	sc, err := a.Store.RequestScrapeDelete(c.Request().Context(), id)
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("scrape")
+	} else if err != nil {
+		return err
+	}
+	if a.Backfill != nil {
+		a.Backfill.KickDeletes()
+	}
+	return c.JSON(http.StatusAccepted, scrapeOf(sc))
+}
+
+// listScrapeMedia pages through a scrape's media rows, by id, optionally in one state.
+func (a *API) listScrapeMedia(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	state, err := oneOf(c, "state", models.MediaStates...)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	after, err := readIDCursor(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := a.Store.ScrapeByID(ctx, id); errors.Is(err, models.ErrNotFound) {
+		return notFound("scrape")
+	} else if err != nil {
+		return err
+	}
+	rows, err := a.Store.ListMedia(ctx, id, state, after, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]mediaJSON, 0, len(rows))
+	for _, m := range rows {
+		out = append(out, mediaOf(m))
+	}
+	var next *string
+	if len(rows) == limit {
+		next = encodeCursor(idCursor{rows[len(rows)-1].ID})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"media": out, "nextCursor": next})
+}
+
+// mediaPreview serves a cached preview: a JPEG thumbnail whose file is found from the row's
+// id alone, never from anything the caller wrote.
+func (a *API) mediaPreview(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	m, err := a.Store.MediaByID(c.Request().Context(), id)
+	if errors.Is(err, models.ErrNotFound) || (err == nil && m.State != models.MediaCached) || a.Media == nil {
+		return notFound("preview")
+	} else if err != nil {
+		return err
+	}
+	f, err := os.Open(a.Media.PreviewPath(m.ID))
+	if errors.Is(err, os.ErrNotExist) {
+		return notFound("preview")
+	} else if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "image/jpeg")
+	// A row's preview never changes once cached; it only goes away with the row.
+	h.Set("Cache-Control", "private, max-age=86400")
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(c.Response(), c.Request(), "", info.ModTime(), f)
+	return nil
+}

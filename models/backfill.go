@@ -1,0 +1,322 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// Backfill job states as stored. A chat without a job row is idle; "queued" is never stored:
+// it is a running job that waits while another one holds the queue.
+const (
+	BackfillRunning = "running"
+	BackfillPaused  = "paused"
+	BackfillDone    = "done"
+)
+
+// BackfillSettings tune the backfill queue.
+type BackfillSettings struct {
+	// BatchSize is how many rows one batch previews (1..500).
+	BatchSize int
+	// BatchPauseMs is the cooldown between batches.
+	BatchPauseMs int64
+	// Auto starts every job with pending rows when owed starts.
+	Auto bool
+}
+
+// BackfillSettings reads the queue's settings.
+func (s *Store) BackfillSettings(ctx context.Context) (BackfillSettings, error) {
+	var row struct {
+		BatchSize    int   `gorm:"column:batch_size"`
+		BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
+		Auto         int   `gorm:"column:auto"`
+	}
+	err := s.read.WithContext(ctx).Raw(`SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`).Scan(&row).Error
+	return BackfillSettings{BatchSize: row.BatchSize, BatchPauseMs: row.BatchPauseMs, Auto: row.Auto != 0}, err
+}
+
+// SetBackfillSettings replaces the queue's settings; the caller has validated them.
+func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) error {
+	auto := 0
+	if set.Auto {
+		auto = 1
+	}
+	return s.db.WithContext(ctx).Exec(`UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
+		set.BatchSize, set.BatchPauseMs, auto, s.nowMs()).Error
+}
+
+// BackfillMember is a scrape that belongs to its chat's backfill job (paused, done or failed)
+// with its counts.
+type BackfillMember struct {
+	ID         int64
+	ChatID     string
+	GuildID    *string
+	Backend    string
+	Mode       string
+	State      string
+	Downloaded int64
+	Counts     ScrapeCounts
+}
+
+// BackfillMembers lists the backfill members of one chat, or of every chat when chatID is
+// empty, by scrape id, with their counts from the maintained totals: one row per scrape
+// whatever the number of media rows.
+func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillMember, error) {
+	q := `SELECT s.id, s.chat_id, s.guild_id, s.backend, s.mode, s.state, s.downloaded, ` + totalsColumns + `
+		FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
+		WHERE s.state IN ('paused', 'done', 'failed')`
+	var args []any
+	if chatID != "" {
+		q += ` AND s.chat_id = ?`
+		args = append(args, chatID)
+	}
+	rows, err := s.read.WithContext(ctx).Raw(q+` ORDER BY s.id`, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []BackfillMember
+	for rows.Next() {
+		var m BackfillMember
+		dest := append([]any{&m.ID, &m.ChatID, &m.GuildID, &m.Backend, &m.Mode, &m.State, &m.Downloaded}, m.Counts.totalsDest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// BackfillJob is the stored state of one chat's backfill job.
+type BackfillJob struct {
+	ChatID    string  `gorm:"column:chat_id"`
+	GuildID   *string `gorm:"column:guild_id"`
+	State     string  `gorm:"column:state"`
+	Position  int64   `gorm:"column:position"`
+	Processed int64   `gorm:"column:processed"`
+	// PerMinute is the measured rate, null until the run has lasted 30 s.
+	PerMinute  *float64 `gorm:"column:per_minute"`
+	StartedAt  *int64   `gorm:"column:started_at"`
+	FinishedAt *int64   `gorm:"column:finished_at"`
+	// CooldownMs is the pause between batches once suspect failures raised it; null means the
+	// settings' pause.
+	CooldownMs *int64 `gorm:"column:cooldown_ms"`
+	Stalled    int    `gorm:"column:stalled"`
+	ActiveAt   int64  `gorm:"column:active_at"`
+}
+
+const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_minute, started_at, finished_at, cooldown_ms, stalled, active_at`
+
+// BackfillJobs lists every job row in execution order.
+func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
+	var jobs []BackfillJob
+	err := s.read.WithContext(ctx).Raw(`SELECT ` + backfillJobColumns + ` FROM backfill_jobs ORDER BY position, chat_id`).Scan(&jobs).Error
+	return jobs, err
+}
+
+// BackfillJobOf reads one chat's job row; ErrNotFound when the chat was never started.
+func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, error) {
+	var jobs []BackfillJob
+	if err := s.db.WithContext(ctx).Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID).Scan(&jobs).Error; err != nil {
+		return BackfillJob{}, err
+	}
+	if len(jobs) == 0 {
+		return BackfillJob{}, ErrNotFound
+	}
+	return jobs[0], nil
+}
+
+// JobStart names a chat to start.
+type JobStart struct {
+	ChatID  string
+	GuildID *string
+}
+
+// StartBackfillJobs starts the chats' jobs in the given order and returns the chats it
+// started. A running job is left as it is; any other is reset for a new run (processed and
+// the measured rate cleared, started now, the cooldown back to the settings') and keeps its
+// place in the execution order; a chat never started before joins the end of it.
+func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
+	var started []string
+	err := s.WithTx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
+		now := tx.nowMs()
+		var last *int64
+		if err := db.Raw(`SELECT MAX(position) FROM backfill_jobs`).Scan(&last).Error; err != nil {
+			return err
+		}
+		next := int64(1)
+		if last != nil {
+			next = *last + 1
+		}
+		for _, st := range starts {
+			var states []string
+			if err := db.Raw(`SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), st.ChatID).Scan(&states).Error; err != nil {
+				return err
+			}
+			switch {
+			case len(states) == 0:
+				if err := db.Exec(`INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute,
+					started_at, finished_at, cooldown_ms, stalled, active_at) VALUES (?, ?, 'running', ?, 0, NULL, ?, NULL, NULL, 0, ?)`,
+					st.ChatID, st.GuildID, next, now, now).Error; err != nil {
+					return err
+				}
+				next++
+			case states[0] == BackfillRunning:
+				continue
+			default:
+				if err := db.Exec(`UPDATE backfill_jobs SET state = 'running', guild_id = COALESCE(guild_id, ?), processed = 0,
+					per_minute = NULL, started_at = ?, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?
+					WHERE chat_id = ?`, st.GuildID, now, now, st.ChatID).Error; err != nil {
+					return err
+				}
+			}
+			started = append(started, st.ChatID)
+		}
+		return nil
+	})
+	return started, err
+}
+
+// PauseBackfillJobs pauses every running (or queued) job, or one chat's, and returns the
+// chats it paused. The runner stops after its current batch.
+func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
+	q := `UPDATE backfill_jobs SET state = 'paused' WHERE state = 'running'`
+	var args []any
+	if chatID != "" {
+		q += ` AND chat_id = ?`
+		args = append(args, chatID)
+	}
+	var chats []string
+	err := s.db.WithContext(ctx).Raw(q+` RETURNING chat_id`, args...).Scan(&chats).Error
+	return chats, err
+}
+
+// NextBackfillJob is the first running job in execution order; ok is false when none runs.
+func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) {
+	var jobs []BackfillJob
+	err := s.db.WithContext(ctx).Raw(`SELECT ` + backfillJobColumns + ` FROM backfill_jobs WHERE state = 'running'
+		ORDER BY position, chat_id LIMIT 1`).Scan(&jobs).Error
+	if err != nil || len(jobs) == 0 {
+		return BackfillJob{}, false, err
+	}
+	return jobs[0], true, nil
+}
+
+// measuredAfter is how long a run lasts before its measured rate is reported: earlier it is noise.
+const measuredAfter = 30 * time.Second
+
+// RecordBackfillBatch adds a batch's handled rows to the job's run, refreshes its measured rate
+// (rows per minute since the run started, once it has lasted 30 s), and keeps the stall
+// count and cooldown the runner carries from batch to batch. It changes a job of any state:
+// a job paused during its batch still did that work.
+func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, handled int64, stalled int, cooldownMs *int64) (BackfillJob, error) {
+	now := s.nowMs()
+	err := s.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET
+		per_minute = CASE WHEN started_at IS NOT NULL AND ? - started_at >= ? THEN (processed + ?) * 60000.0 / (? - started_at) ELSE NULL END,
+		processed = processed + ?, stalled = ?, cooldown_ms = ?, active_at = ?
+		WHERE chat_id = ?`, now, measuredAfter.Milliseconds(), handled, now, handled, stalled, cooldownMs, now, chatID).Error
+	if err != nil {
+		return BackfillJob{}, err
+	}
+	return s.BackfillJobOf(ctx, chatID)
+}
+
+// SetBackfillCooldown keeps a job's raised cooldown.
+func (s *Store) SetBackfillCooldown(ctx context.Context, chatID string, cooldownMs int64) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET cooldown_ms = ? WHERE chat_id = ?`, cooldownMs, chatID).Error
+}
+
+// EndBackfillJob moves a running job to paused (it stopped making progress) or done (nothing
+// is left); done also records when it finished and, in the same transaction, owes the
+// backfill.finished webhook. A job no longer running is left alone; ended reports whether it
+// changed.
+func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool, error) {
+	var ended bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		now := tx.nowMs()
+		var finished *int64
+		if state == BackfillDone {
+			finished = &now
+		}
+		res := tx.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET state = ?, finished_at = ?, active_at = ?
+			WHERE chat_id = ? AND state = 'running'`, state, finished, now, chatID)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		ended = true
+		if state != BackfillDone {
+			return nil
+		}
+		job, err := tx.BackfillJobOf(ctx, chatID)
+		if err != nil {
+			return err
+		}
+		var sums struct {
+			Cached int64 `gorm:"column:cached"`
+			Failed int64 `gorm:"column:failed"`
+			Total  int64 `gorm:"column:total"`
+		}
+		if err := tx.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(t.cached), 0) AS cached,
+			COALESCE(SUM(t.failed), 0) AS failed, COALESCE(SUM(t.total), 0) AS total
+			FROM scrape_totals t JOIN scrapes s ON s.id = t.scrape_id
+			WHERE s.chat_id = ? AND s.state IN ('paused', 'done', 'failed')`, chatID).Scan(&sums).Error; err != nil {
+			return err
+		}
+		data := BackfillFinishedData{ChatID: chatID, GuildID: job.GuildID, Processed: job.Processed, Cached: sums.Cached,
+			Failed: sums.Failed, Total: sums.Total, FinishedAt: time.UnixMilli(now).UTC()}
+		if job.StartedAt != nil {
+			t := time.UnixMilli(*job.StartedAt).UTC()
+			data.StartedAt = &t
+		}
+		return tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
+	})
+	return ended, err
+}
+
+// BackfillRunner is the queue runner's row: who holds the lease, the job it runs and the rate
+// limit it waits out.
+type BackfillRunner struct {
+	Owner        *string `gorm:"column:owner"`
+	LeaseUntil   *int64  `gorm:"column:lease_until"`
+	ChatID       *string `gorm:"column:chat_id"`
+	LimitedUntil *int64  `gorm:"column:limited_until"`
+}
+
+// Live reports whether the lease holds at now (epoch ms).
+func (r BackfillRunner) Live(now int64) bool {
+	return r.Owner != nil && r.LeaseUntil != nil && *r.LeaseUntil > now
+}
+
+// BackfillRunnerState reads the runner row.
+func (s *Store) BackfillRunnerState(ctx context.Context) (BackfillRunner, error) {
+	var r BackfillRunner
+	err := s.read.WithContext(ctx).Raw(`SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`).Scan(&r).Error
+	return r, err
+}
+
+// AcquireBackfillLease takes or renews the queue lease for owner until now+lease. It fails
+// (ok false) while another owner's lease holds, so only one process runs the queue.
+func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease time.Duration) (bool, error) {
+	now := s.nowMs()
+	res := s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET
+		chat_id = CASE WHEN owner = ? THEN chat_id ELSE NULL END,
+		limited_until = CASE WHEN owner = ? THEN limited_until ELSE NULL END,
+		owner = ?, lease_until = ?
+		WHERE id = 1 AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until <= ?)`,
+		owner, owner, owner, now+lease.Milliseconds(), owner, now)
+	return res.RowsAffected > 0, res.Error
+}
+
+// ReleaseBackfillLease gives the lease up if owner holds it, so another process may run the
+// queue at once.
+func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
+		WHERE id = 1 AND owner = ?`, owner).Error
+}
+
+// SetBackfillRunnerJob records the job owner runs (nil: none) and the rate limit it waits out
+// (nil: none), if owner holds the lease.
+func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *int64) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
+		chatID, limitedUntil, owner).Error
+}

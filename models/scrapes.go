@@ -1,0 +1,426 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// ErrConflict is returned when a change does not fit the row's current state (a scrape being
+// deleted takes no more media and no state change).
+var ErrConflict = errors.New("conflict")
+
+// Scrape states. A scrape is active while the bot's walk reads the chat; paused, done and
+// failed scrapes are backfill members; a delete goes pending-delete → deleting → deleted.
+const (
+	ScrapeActive        = "active"
+	ScrapePaused        = "paused"
+	ScrapeDone          = "done"
+	ScrapeFailed        = "failed"
+	ScrapePendingDelete = "pending-delete"
+	ScrapeDeleting      = "deleting"
+	ScrapeDeleted       = "deleted"
+)
+
+// ScrapeStates lists every scrape state.
+var ScrapeStates = []string{ScrapeActive, ScrapePaused, ScrapeDone, ScrapeFailed, ScrapePendingDelete, ScrapeDeleting, ScrapeDeleted}
+
+// Media kinds and preview states, as stored.
+const (
+	MediaImage = "image"
+	MediaGIF   = "gif"
+	MediaVideo = "video"
+	MediaAudio = "audio"
+
+	MediaPending    = "pending"
+	MediaCached     = "cached"
+	MediaFailed     = "failed"
+	MediaSuspect    = "suspect"
+	MediaUnverified = "unverified"
+	MediaSkipped    = "skipped"
+)
+
+// MediaKinds and MediaStates list the kinds and preview states of media rows.
+var (
+	MediaKinds  = []string{MediaImage, MediaGIF, MediaVideo, MediaAudio}
+	MediaStates = []string{MediaPending, MediaCached, MediaFailed, MediaSuspect, MediaUnverified, MediaSkipped}
+)
+
+// deletingStates is the SQL list of the states a scrape takes once a delete is asked for.
+const deletingStates = `('pending-delete', 'deleting', 'deleted')`
+
+// Scrape is one archive run of a chat.
+type Scrape struct {
+	ID         int64   `gorm:"column:id"`
+	ChatID     string  `gorm:"column:chat_id"`
+	GuildID    *string `gorm:"column:guild_id"`
+	Backend    string  `gorm:"column:backend"`
+	Mode       string  `gorm:"column:mode"`
+	State      string  `gorm:"column:state"`
+	Downloaded int64   `gorm:"column:downloaded"`
+	// PushedAt is the last time the bot pushed media (or started the walk): an active
+	// scrape holds the walk lock until it has been idle for the configured time.
+	PushedAt  int64 `gorm:"column:pushed_at"`
+	CreatedAt int64 `gorm:"column:created_at"`
+	UpdatedAt int64 `gorm:"column:updated_at"`
+
+	Counts ScrapeCounts `gorm:"-"`
+}
+
+const scrapeColumns = `id, chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at`
+
+// ScrapeCounts are a scrape's media rows by preview state, read from the maintained totals.
+type ScrapeCounts struct {
+	Pending    int64 `gorm:"column:pending"`
+	Cached     int64 `gorm:"column:cached"`
+	Failed     int64 `gorm:"column:failed"`
+	Suspect    int64 `gorm:"column:suspect"`
+	Unverified int64 `gorm:"column:unverified"`
+	Skipped    int64 `gorm:"column:skipped"`
+	Total      int64 `gorm:"column:total"`
+	// StoredBytes is the size of the stored previews.
+	StoredBytes int64 `gorm:"column:stored_bytes"`
+	// PendingByKind counts pending rows per media kind.
+	PendingByKind KindCounts `gorm:"-"`
+}
+
+// KindCounts are counts per media kind.
+type KindCounts struct {
+	Image int64 `json:"image"`
+	GIF   int64 `json:"gif"`
+	Video int64 `json:"video"`
+	Audio int64 `json:"audio"`
+}
+
+// totalsColumns are scrape_totals' counts in the order scanTotals reads them.
+const totalsColumns = `t.pending, t.cached, t.failed, t.suspect, t.unverified, t.skipped, t.total, t.stored_bytes,
+	t.pending_image, t.pending_gif, t.pending_video, t.pending_audio`
+
+// totalsDest lists where scanning totalsColumns goes.
+func (c *ScrapeCounts) totalsDest() []any {
+	k := &c.PendingByKind
+	return []any{&c.Pending, &c.Cached, &c.Failed, &c.Suspect, &c.Unverified, &c.Skipped, &c.Total, &c.StoredBytes,
+		&k.Image, &k.GIF, &k.Video, &k.Audio}
+}
+
+// withCounts fills the counts of the scrapes from their totals.
+func (s *Store) withCounts(ctx context.Context, scrapes []Scrape) error {
+	if len(scrapes) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(scrapes))
+	at := make(map[int64]int, len(scrapes))
+	for i := range scrapes {
+		ids[i] = scrapes[i].ID
+		at[scrapes[i].ID] = i
+	}
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE t.scrape_id IN ?`, ids).Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var c ScrapeCounts
+		if err := rows.Scan(append([]any{&id}, c.totalsDest()...)...); err != nil {
+			return err
+		}
+		if i, ok := at[id]; ok {
+			scrapes[i].Counts = c
+		}
+	}
+	return rows.Err()
+}
+
+// NewScrape is what the bot says of a walk it starts.
+type NewScrape struct {
+	ChatID  string
+	GuildID *string
+	Backend string
+	Mode    string
+}
+
+// CreateScrape records a new, active scrape. Its walk holds the walk lock from now on.
+func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
+	now := s.nowMs()
+	sc := Scrape{ChatID: n.ChatID, GuildID: n.GuildID, Backend: n.Backend, Mode: n.Mode, State: ScrapeActive,
+		PushedAt: now, CreatedAt: now, UpdatedAt: now}
+	err := s.db.WithContext(ctx).Raw(`INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id`,
+		sc.ChatID, sc.GuildID, sc.Backend, sc.Mode, sc.State, now, now, now).Scan(&sc.ID).Error
+	return sc, err
+}
+
+// ScrapeByID finds a scrape (deleted ones too: the tombstone says the delete went through)
+// with its counts.
+func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
+	var rows []Scrape
+	if err := s.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id).Scan(&rows).Error; err != nil {
+		return Scrape{}, err
+	}
+	if len(rows) == 0 {
+		return Scrape{}, ErrNotFound
+	}
+	if err := s.withCounts(ctx, rows); err != nil {
+		return Scrape{}, err
+	}
+	return rows[0], nil
+}
+
+// ScrapeFilter selects scrapes for a list.
+type ScrapeFilter struct {
+	ChatID string
+	State  string
+}
+
+// ListScrapes pages through scrapes by id, after afterID, with their counts. Deleted scrapes
+// are never listed.
+func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, limit int) ([]Scrape, error) {
+	q := `SELECT ` + scrapeColumns + ` FROM scrapes WHERE state <> 'deleted' AND id > ?`
+	args := []any{afterID}
+	if f.ChatID != "" {
+		q += ` AND chat_id = ?`
+		args = append(args, f.ChatID)
+	}
+	if f.State != "" {
+		q += ` AND state = ?`
+		args = append(args, f.State)
+	}
+	q += ` ORDER BY id LIMIT ?`
+	args = append(args, limit)
+	var rows []Scrape
+	if err := s.read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	return rows, s.withCounts(ctx, rows)
+}
+
+// UpdateScrape changes a scrape's state (active, paused, done or failed) and/or its
+// downloaded count. Going (back) to active restarts the walk, so it takes the walk lock
+// again. ErrConflict when the scrape is being deleted.
+func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downloaded *int64) (Scrape, error) {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var cur []Scrape
+		if err := tx.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.forUpdate(), id).Scan(&cur).Error; err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return ErrNotFound
+		}
+		if strings.Contains(deletingStates, "'"+cur[0].State+"'") {
+			return ErrConflict
+		}
+		now := tx.nowMs()
+		sets := []string{"updated_at = ?"}
+		args := []any{now}
+		if state != nil {
+			sets = append(sets, "state = ?")
+			args = append(args, *state)
+			if *state == ScrapeActive && cur[0].State != ScrapeActive {
+				sets = append(sets, "pushed_at = ?")
+				args = append(args, now)
+			}
+		}
+		if downloaded != nil {
+			sets = append(sets, "downloaded = ?")
+			args = append(args, *downloaded)
+		}
+		args = append(args, id)
+		return tx.db.WithContext(ctx).Exec(`UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...).Error
+	})
+	if err != nil {
+		return Scrape{}, err
+	}
+	return s.ScrapeByID(ctx, id)
+}
+
+// forUpdate locks the selected rows on PostgreSQL; SQLite's immediate transactions already
+// hold the database's one write lock.
+func (s *Store) forUpdate() string {
+	if s.dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// NewMedia is one media row the bot pushes.
+type NewMedia struct {
+	Kind  string
+	URL   string
+	Bytes *int64
+}
+
+// AddMedia adds pending media rows to a scrape in one transaction and refreshes its
+// last-pushed time. ErrNotFound when the scrape does not exist, ErrConflict when it is being
+// deleted.
+func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) (int, error) {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		now := tx.nowMs()
+		// The update locks the scrape row, so a delete asked for meanwhile waits for this push.
+		res := tx.db.WithContext(ctx).Exec(`UPDATE scrapes SET pushed_at = ?, updated_at = ? WHERE id = ? AND state NOT IN `+deletingStates,
+			now, now, scrapeID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			var n int64
+			if err := tx.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID).Scan(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrNotFound
+			}
+			return ErrConflict
+		}
+		const chunk = 500
+		for start := 0; start < len(items); start += chunk {
+			part := items[start:min(start+chunk, len(items))]
+			var b strings.Builder
+			b.WriteString(`INSERT INTO media (scrape_id, kind, url, bytes, state, stored_bytes, updated_at) VALUES `)
+			args := make([]any, 0, len(part)*5)
+			for i, m := range part {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("(?, ?, ?, ?, 'pending', 0, ?)")
+				args = append(args, scrapeID, m.Kind, m.URL, m.Bytes, now)
+			}
+			if err := tx.db.WithContext(ctx).Exec(b.String(), args...).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(items), nil
+}
+
+// RequestScrapeDelete marks a scrape pending-delete; the background deleter takes it from
+// there. Asking again while it is being deleted (or after) changes nothing.
+func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, error) {
+	now := s.nowMs()
+	if err := s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'pending-delete', updated_at = ?
+		WHERE id = ? AND state NOT IN `+deletingStates, now, id).Error; err != nil {
+		return Scrape{}, err
+	}
+	return s.ScrapeByID(ctx, id)
+}
+
+// ScrapesToDelete lists the scrapes whose delete is asked for or under way, oldest first.
+func (s *Store) ScrapesToDelete(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`).Scan(&ids).Error
+	return ids, err
+}
+
+// MarkScrapeDeleting moves a scrape from pending-delete to deleting.
+func (s *Store) MarkScrapeDeleting(ctx context.Context, id int64) error {
+	return s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'deleting', updated_at = ? WHERE id = ? AND state = 'pending-delete'`,
+		s.nowMs(), id).Error
+}
+
+// MediaIDsOf lists up to limit ids of a scrape's media rows.
+func (s *Store) MediaIDsOf(ctx context.Context, scrapeID int64, limit int) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit).Scan(&ids).Error
+	return ids, err
+}
+
+// DeleteMedia deletes media rows by id.
+func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.db.WithContext(ctx).Exec(`DELETE FROM media WHERE id IN ?`, ids).Error
+}
+
+// FinishScrapeDelete marks a deleting scrape deleted once none of its media rows is left;
+// done reports whether it did.
+func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'deleted', updated_at = ?
+		WHERE id = ? AND state = 'deleting' AND NOT EXISTS (SELECT 1 FROM media WHERE scrape_id = ?)`, s.nowMs(), id, id)
+	return res.RowsAffected > 0, res.Error
+}
+
+// Media is one media row of a scrape.
+type Media struct {
+	ID       int64  `gorm:"column:id"`
+	ScrapeID int64  `gorm:"column:scrape_id"`
+	Kind     string `gorm:"column:kind"`
+	URL      string `gorm:"column:url"`
+	// Bytes is the size the bot declared, if it did.
+	Bytes *int64 `gorm:"column:bytes"`
+	State string `gorm:"column:state"`
+	// StoredBytes is the size of the stored preview (0 unless cached).
+	StoredBytes int64 `gorm:"column:stored_bytes"`
+	UpdatedAt   int64 `gorm:"column:updated_at"`
+}
+
+const mediaColumns = `id, scrape_id, kind, url, bytes, state, stored_bytes, updated_at`
+
+// ListMedia pages through a scrape's media rows by id, after afterID, in one preview state
+// or all of them ("").
+func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state string, afterID int64, limit int) ([]Media, error) {
+	q := `SELECT ` + mediaColumns + ` FROM media WHERE scrape_id = ?`
+	args := []any{scrapeID}
+	if state != "" {
+		q += ` AND state = ?`
+		args = append(args, state)
+	}
+	q += ` AND id > ? ORDER BY id LIMIT ?`
+	args = append(args, afterID, limit)
+	var rows []Media
+	err := s.read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error
+	return rows, err
+}
+
+// MediaByID finds one media row of a scrape that is not being deleted.
+func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
+	var rows []Media
+	err := s.read.WithContext(ctx).Raw(`SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
+		FROM media m JOIN scrapes s ON s.id = m.scrape_id WHERE m.id = ? AND s.state NOT IN `+deletingStates, id).Scan(&rows).Error
+	if err != nil {
+		return Media{}, err
+	}
+	if len(rows) == 0 {
+		return Media{}, ErrNotFound
+	}
+	return rows[0], nil
+}
+
+// MediaToPreview lists up to limit of a scrape's rows in the state (pending, or suspect for
+// the retry), oldest first.
+func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state string, limit int) ([]Media, error) {
+	var rows []Media
+	err := s.db.WithContext(ctx).Raw(`SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
+		scrapeID, state, limit).Scan(&rows).Error
+	return rows, err
+}
+
+// RecordPreview keeps a row's preview outcome. It only changes a row that is still waiting
+// (pending or suspect) in a scrape that is not being deleted, so a row deleted or handled
+// meanwhile is left alone; recorded reports whether it changed the row (when it did
+// not, a preview just stored for it belongs to no one and should be removed).
+func (s *Store) RecordPreview(ctx context.Context, id int64, state string, storedBytes int64) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE media SET state = ?, stored_bytes = ?, updated_at = ?
+		WHERE id = ? AND state IN ('pending', 'suspect')
+		AND EXISTS (SELECT 1 FROM scrapes s WHERE s.id = media.scrape_id AND s.state NOT IN `+deletingStates+`)`,
+		state, storedBytes, s.nowMs(), id)
+	return res.RowsAffected > 0, res.Error
+}
+
+// WalkUntil is when the walk lock lapses: the newest push of an active scrape plus idle.
+// ok is false when no active scrape exists.
+func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {
+	var newest *int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`).Scan(&newest).Error; err != nil {
+		return time.Time{}, false, err
+	}
+	if newest == nil {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(*newest).Add(idle), true, nil
+}

@@ -1,0 +1,781 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/media"
+	"github.com/owed/owed/metrics"
+	"github.com/owed/owed/models"
+)
+
+// Backfill limits and constants of the queue's behaviour.
+const (
+	// MaxBatchSize is the largest batch the settings accept.
+	MaxBatchSize = 500
+	// stallLimit batches in a row without progress pause a job.
+	stallLimit = 3
+	// Suspect failures reaching two thirds of a batch double the cooldown, within these bounds.
+	minRaisedCooldown = 60 * time.Second
+	maxRaisedCooldown = 300 * time.Second
+	// idleRowsPerMinute is the estimate when the settings and gaps imply no delay at all.
+	idleRowsPerMinute = 6000
+	// deleteChunk is how many media rows a delete removes per step.
+	deleteChunk = 500
+)
+
+// errLeaseLost means another process took the queue lease: this one stops running the queue.
+var errLeaseLost = errors.New("backfill: the queue lease was lost")
+
+// BackfillConfig tunes the backfill queue. Zero fields take the defaults.
+type BackfillConfig struct {
+	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
+	// (default 10m).
+	WalkIdle time.Duration
+	// Lease is how long the queue lease lasts without renewal (default 2m); it is renewed
+	// every third of it while the queue runs.
+	Lease time.Duration
+	// Poll is the longest single wait: waits for a rate limit, a walk or a cooldown re-check
+	// the job (a pause still works) and renew the lease this often (default 5s).
+	Poll time.Duration
+	// Owner names this process in the lease (default host:pid:random).
+	Owner string
+	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
+	// Tests pass one that moves a fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (c *BackfillConfig) applyDefaults() {
+	if c.WalkIdle <= 0 {
+		c.WalkIdle = 10 * time.Minute
+	}
+	if c.Lease <= 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.Poll <= 0 {
+		c.Poll = 5 * time.Second
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewToken()[5:13])
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepTimer
+	}
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Backfill is the backfill queue: one job per chat whose members are the chat's paused, done
+// and failed scrapes, run one at a time, batch by batch, through the media engine. Its jobs,
+// order and settings are rows, so a restart resumes what was running or queued; only the
+// process holding the queue lease runs it. It also carries out scrape deletes.
+type Backfill struct {
+	store   *models.Store
+	engine  *media.Engine
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	cfg     BackfillConfig
+	// bootMs is when this process started: fully backfilled chats are listed only when their
+	// job worked since then.
+	bootMs int64
+
+	queueKick  chan struct{}
+	deleteKick chan struct{}
+	runMu      sync.Mutex // one RunQueue at a time in this process
+	deleteMu   sync.Mutex // one RunDeletes at a time in this process
+	renewedAt  time.Time  // guarded by runMu
+
+	mu      sync.Mutex
+	wakeC   chan struct{} // closed (and replaced) to cut the runner's current wait short
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// NewBackfill makes the backfill queue. Nothing runs until Start (or a RunQueue call).
+func NewBackfill(store *models.Store, engine *media.Engine, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg BackfillConfig) *Backfill {
+	cfg.applyDefaults()
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Backfill{store: store, engine: engine, clock: clk, log: log, metrics: m, cfg: cfg,
+		bootMs:    clk.Now().UnixMilli(),
+		queueKick: make(chan struct{}, 1), deleteKick: make(chan struct{}, 1), wakeC: make(chan struct{})}
+}
+
+// Config is the queue's configuration with defaults applied.
+func (b *Backfill) Config() BackfillConfig { return b.cfg }
+
+// Engine is the media engine the queue previews with.
+func (b *Backfill) Engine() *media.Engine { return b.engine }
+
+// Start starts the queue and delete loops, starts every job with pending rows when the
+// settings say auto (a job the admin paused stays paused), and kicks both loops so running
+// and queued jobs and unfinished deletes resume at once. The loops end when ctx is done or
+// Stop is called.
+func (b *Backfill) Start(ctx context.Context) error {
+	b.mu.Lock()
+	if b.cancel != nil {
+		b.mu.Unlock()
+		return errors.New("backfill: already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	b.cancel = cancel
+	b.stopped = make(chan struct{})
+	b.mu.Unlock()
+
+	if err := b.AutoStart(ctx); err != nil {
+		b.log.Error("backfill auto-start", "err", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); b.loop(ctx, b.queueKick, "queue", b.RunQueue) }()
+	go func() { defer wg.Done(); b.loop(ctx, b.deleteKick, "deletes", b.RunDeletes) }()
+	go func() { wg.Wait(); close(b.stopped) }()
+	b.Kick()
+	b.KickDeletes()
+	return nil
+}
+
+func (b *Backfill) loop(ctx context.Context, kick <-chan struct{}, name string, run func(context.Context) error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			b.log.Error("backfill "+name, "err", err)
+		}
+	}
+}
+
+// Stop ends the loops: the batch under way is cut short (its unfinished rows stay pending),
+// the lease is released so another replica may take the queue at once, and job states are
+// kept, so a restart resumes them. It waits for the loops until ctx ends.
+func (b *Backfill) Stop(ctx context.Context) error {
+	b.mu.Lock()
+	cancel, stopped := b.cancel, b.stopped
+	b.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Kick asks the queue loop to run the queue now; cron calls it periodically so a replica
+// takes over the queue when the holder's lease runs out. It never blocks.
+func (b *Backfill) Kick() {
+	select {
+	case b.queueKick <- struct{}{}:
+	default:
+	}
+}
+
+// KickDeletes asks the delete loop to carry out pending deletes now. It never blocks.
+func (b *Backfill) KickDeletes() {
+	select {
+	case b.deleteKick <- struct{}{}:
+	default:
+	}
+}
+
+// wake cuts the runner's current wait short so it re-reads its job (after a pause).
+func (b *Backfill) wake() {
+	b.mu.Lock()
+	close(b.wakeC)
+	b.wakeC = make(chan struct{})
+	b.mu.Unlock()
+}
+
+func (b *Backfill) wakeChan() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.wakeC
+}
+
+// Settings reads the queue's settings.
+func (b *Backfill) Settings(ctx context.Context) (BackfillSettings, error) {
+	s, err := b.store.BackfillSettings(ctx)
+	return BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto}, err
+}
+
+// SetSettings validates and stores the queue's settings; they apply from the next batch.
+func (b *Backfill) SetSettings(ctx context.Context, s BackfillSettings) error {
+	if s.BatchSize < 1 || s.BatchSize > MaxBatchSize {
+		return fmt.Errorf("backfill: batch size %d is not within 1..%d", s.BatchSize, MaxBatchSize)
+	}
+	if s.BatchPauseMs < 0 {
+		return fmt.Errorf("backfill: batch pause %d ms is negative", s.BatchPauseMs)
+	}
+	return b.store.SetBackfillSettings(ctx, models.BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto})
+}
+
+// StartJobs starts every job with pending rows, smallest first (they finish), or only
+// chatID's job. A running job is left running; a paused or done one starts a new run.
+// Jobs run one at a time in the order they were first started; the rest show queued.
+func (b *Backfill) StartJobs(ctx context.Context, chatID string) error {
+	return b.start(ctx, chatID, false)
+}
+
+// AutoStart starts every job with pending rows when the settings say auto, except jobs that
+// were paused (by an admin, or for making no progress): a restart does not undo a pause.
+func (b *Backfill) AutoStart(ctx context.Context) error {
+	s, err := b.store.BackfillSettings(ctx)
+	if err != nil || !s.Auto {
+		return err
+	}
+	return b.start(ctx, "", true)
+}
+
+func (b *Backfill) start(ctx context.Context, chatID string, keepPaused bool) error {
+	st, err := b.Status(ctx)
+	if err != nil {
+		return err
+	}
+	jobs := st.Jobs
+	if chatID == "" {
+		jobs = append([]BackfillJobStatus(nil), jobs...)
+		sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].Pending < jobs[j].Pending })
+	}
+	var starts []models.JobStart
+	pending := map[string]int64{}
+	for _, j := range jobs {
+		if (chatID != "" && j.ChatID != chatID) || j.Pending <= 0 || (keepPaused && j.State == models.BackfillPaused) {
+			continue
+		}
+		starts = append(starts, models.JobStart{ChatID: j.ChatID, GuildID: j.GuildID})
+		pending[j.ChatID] = j.Pending
+	}
+	started, err := b.store.StartBackfillJobs(ctx, starts)
+	if err != nil {
+		return err
+	}
+	for _, c := range started {
+		b.log.Info("backfill started", "chatId", c, "pending", pending[c])
+	}
+	if len(started) > 0 {
+		b.Kick()
+	}
+	return nil
+}
+
+// PauseJobs pauses every running or queued job, or only chatID's: each stops after its
+// current batch (a wait for a rate limit, a walk or a cooldown ends at once).
+func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
+	paused, err := b.store.PauseBackfillJobs(ctx, chatID)
+	if err != nil {
+		return err
+	}
+	for _, c := range paused {
+		b.log.Info("backfill pausing", "chatId", c)
+	}
+	if len(paused) > 0 {
+		b.wake()
+	}
+	return nil
+}
+
+// RunQueue runs the queue until no job is running, if this process gets the queue lease (it
+// returns at once, without error, while another process holds it). Jobs run one at a time in
+// execution order. The queue loop calls it on every kick; tests call it directly.
+func (b *Backfill) RunQueue(ctx context.Context) error {
+	if !b.runMu.TryLock() {
+		return nil
+	}
+	defer b.runMu.Unlock()
+	owner := b.cfg.Owner
+	ok, err := b.store.AcquireBackfillLease(ctx, owner, b.cfg.Lease)
+	if err != nil || !ok {
+		return err
+	}
+	b.renewedAt = b.clock.Now()
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		if err := b.store.ReleaseBackfillLease(bg, owner); err != nil {
+			b.log.Error("backfill release lease", "err", err)
+		}
+		b.updateGauges(bg)
+	}()
+	for ctx.Err() == nil {
+		job, ok, err := b.store.NextBackfillJob(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		chat := job.ChatID
+		if err := b.store.SetBackfillRunnerJob(ctx, owner, &chat, nil); err != nil {
+			return err
+		}
+		err = b.runJob(ctx, job)
+		if cerr := b.store.SetBackfillRunnerJob(context.WithoutCancel(ctx), owner, nil, nil); err == nil {
+			err = cerr
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, errLeaseLost) {
+			b.log.Warn("backfill lease lost; another process runs the queue", "chatId", chat)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renew renews the queue lease when a third of it has passed.
+func (b *Backfill) renew(ctx context.Context) error {
+	now := b.clock.Now()
+	if now.Sub(b.renewedAt) < b.cfg.Lease/3 {
+		return nil
+	}
+	ok, err := b.store.AcquireBackfillLease(ctx, b.cfg.Owner, b.cfg.Lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errLeaseLost
+	}
+	b.renewedAt = now
+	return nil
+}
+
+// running reports whether chat's job is still running (not paused meanwhile).
+func (b *Backfill) running(ctx context.Context, chat string) (bool, error) {
+	job, err := b.store.BackfillJobOf(ctx, chat)
+	if errors.Is(err, models.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && job.State == models.BackfillRunning, err
+}
+
+// wait waits d in steps of at most Poll, renewing the lease and re-reading the job between
+// steps; stopped reports that the job stopped running meanwhile (or ctx ended).
+func (b *Backfill) wait(ctx context.Context, chat string, d time.Duration) (stopped bool, err error) {
+	end := b.clock.Now().Add(d)
+	for {
+		left := end.Sub(b.clock.Now())
+		if left <= 0 {
+			return false, nil
+		}
+		if err := b.nap(ctx, min(left, b.cfg.Poll)); err != nil {
+			return true, err
+		}
+		if err := b.renew(ctx); err != nil {
+			return true, err
+		}
+		if ok, err := b.running(ctx, chat); err != nil || !ok {
+			return true, err
+		}
+	}
+}
+
+// nap sleeps d, cut short by a pause in this process; it fails only when ctx ends.
+func (b *Backfill) nap(ctx context.Context, d time.Duration) error {
+	wake := b.wakeChan()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-wake:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	_ = b.cfg.Sleep(sctx, d)
+	return ctx.Err()
+}
+
+// waitWalk waits while an active scrape's walk holds the media-traffic lock; stopped reports
+// that the job was paused meanwhile.
+func (b *Backfill) waitWalk(ctx context.Context, chat string) (stopped bool, err error) {
+	logged := false
+	for {
+		until, walking, err := b.Walking(ctx)
+		if err != nil || !walking {
+			return false, err
+		}
+		if !logged {
+			b.log.Info("backfill waiting for a walk", "chatId", chat, "until", until)
+			logged = true
+		}
+		if stopped, err := b.wait(ctx, chat, min(until.Sub(b.clock.Now()), b.cfg.Poll)); err != nil || stopped {
+			return true, err
+		}
+	}
+}
+
+// Walking reports whether a walk holds the media-traffic lock: an active scrape pushed rows
+// within WalkIdle. until is when the lock lapses unless the walk pushes again.
+func (b *Backfill) Walking(ctx context.Context) (until time.Time, walking bool, err error) {
+	until, ok, err := b.store.WalkUntil(ctx, b.cfg.WalkIdle)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return until, until.After(b.clock.Now()), nil
+}
+
+// setLimited records the rate limit the runner waits out (zero: none) for the status.
+func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time) error {
+	var ms *int64
+	if !until.IsZero() {
+		v := until.UnixMilli()
+		ms = &v
+	}
+	if b.metrics != nil {
+		v := 0.0
+		if ms != nil {
+			v = 1
+		}
+		b.metrics.Backfill.WithLabelValues("rate_limited").Set(v)
+	}
+	return b.store.SetBackfillRunnerJob(ctx, b.cfg.Owner, &chat, ms)
+}
+
+// runJob runs one chat's job batch by batch until nothing is pending (done), it is paused,
+// or it stops making progress (paused too).
+func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
+	chat := job.ChatID
+	for {
+		cur, err := b.store.BackfillJobOf(ctx, chat)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.State != models.BackfillRunning {
+			b.log.Info("backfill paused", "chatId", chat, "processed", cur.Processed)
+			return nil
+		}
+		if err := b.renew(ctx); err != nil {
+			return err
+		}
+		members, err := b.store.BackfillMembers(ctx, chat)
+		if err != nil {
+			return err
+		}
+		member, retryOnly := pickMember(members)
+		if member == nil {
+			if ended, err := b.store.EndBackfillJob(ctx, chat, models.BackfillDone); err != nil || !ended {
+				return err
+			}
+			b.log.Info("backfill finished", "chatId", chat, "processed", cur.Processed)
+			b.updateGauges(ctx)
+			return nil
+		}
+
+		if lim := b.engine.RateLimit(); lim.Active {
+			if err := b.setLimited(ctx, chat, lim.Until); err != nil {
+				return err
+			}
+			b.log.Info("backfill waiting out a rate limit", "chatId", chat, "ms", lim.Remaining.Milliseconds())
+			if stopped, err := b.wait(ctx, chat, lim.Remaining); err != nil || stopped {
+				return err
+			}
+		} else if err := b.setLimited(ctx, chat, time.Time{}); err != nil {
+			return err
+		}
+		if stopped, err := b.waitWalk(ctx, chat); err != nil || stopped {
+			return err
+		}
+
+		settings, err := b.store.BackfillSettings(ctx)
+		if err != nil {
+			return err
+		}
+		size := max(1, settings.BatchSize)
+		// The raised cooldown holds for the rest of the run; the settings' pause applies
+		// live below it.
+		pause := time.Duration(settings.BatchPauseMs) * time.Millisecond
+		if cur.CooldownMs != nil {
+			pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
+		}
+		var stop bool
+		if retryOnly {
+			stop, err = b.retryPass(ctx, cur, member.ID, size, pause)
+		} else {
+			stop, err = b.batch(ctx, cur, member.ID, size, pause)
+		}
+		if err != nil || stop {
+			return err
+		}
+	}
+}
+
+// batch previews one batch of a member's pending rows, keeps the run's progress, and then
+// cools down and retries suspects; stop reports that the job stopped (paused, stalled, or ctx
+// ended).
+func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+	chat := cur.ChatID
+	items, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaPending, size)
+	if err != nil {
+		return true, err
+	}
+	res, berr := b.engine.Batch(ctx, mediaItems(items, false), b.recorder(ctx))
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	if errors.Is(berr, errLeaseLost) {
+		return true, berr
+	}
+	if berr != nil {
+		// A row that could not be handled (a preview that could not be stored, the database
+		// failing) stays pending; a batch that handled nothing counts as a stalled one, so a
+		// lasting fault pauses the job instead of spinning.
+		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", berr)
+	}
+	progressed := res.Cached + res.Skipped + res.Failed
+	if after := b.engine.RateLimit(); after.Active {
+		if err := b.setLimited(ctx, chat, after.Until); err != nil {
+			return true, err
+		}
+	}
+	stalled := 0
+	if progressed == 0 {
+		stalled = cur.Stalled + 1
+	}
+	cooldown := cur.CooldownMs
+	raised := false
+	if stalled < stallLimit && res.Suspect > 0 && res.Suspect >= ceilDiv(2*size, 3) {
+		pause = min(maxRaisedCooldown, max(minRaisedCooldown, 2*pause))
+		ms := pause.Milliseconds()
+		cooldown, raised = &ms, true
+	}
+	done, err := b.store.RecordBackfillBatch(ctx, chat, int64(progressed+res.RateLimited), stalled, cooldown)
+	if err != nil {
+		return true, err
+	}
+	attrs := []any{"chatId", chat, "scrapeId", scrapeID, "rows", len(items), "cached", res.Cached,
+		"skipped", res.Skipped, "failed", res.Failed, "suspect", res.Suspect, "ratelimited", res.RateLimited,
+		"unverified", res.Unverified, "processed", done.Processed, "stalled", stalled, "cooldownMs", pause.Milliseconds()}
+	if done.PerMinute != nil {
+		attrs = append(attrs, "perMinute", round1(*done.PerMinute))
+	}
+	b.log.Info("backfill batch", attrs...)
+	b.updateGauges(ctx)
+	if stalled >= stallLimit {
+		return true, b.pauseStalled(ctx, chat)
+	}
+	if raised {
+		b.log.Warn("backfill suspect failures raised the cooldown", "chatId", chat, "suspect", res.Suspect, "cooldownMs", pause.Milliseconds())
+	}
+
+	if pause > 0 && (progressed > 0 || res.Suspect > 0) {
+		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
+			return true, err
+		}
+	}
+	if res.Suspect > 0 || res.Unverified > 0 {
+		if _, err := b.retrySuspects(ctx, chat, scrapeID, SuspectRetrySize(size)); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// retryPass gives suspect rows still owed their retry (when nothing is pending) that retry,
+// after the cooldown; a pass that settles none counts as a stall.
+func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+	chat := cur.ChatID
+	if pause > 0 {
+		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
+			return true, err
+		}
+	}
+	res, err := b.retrySuspects(ctx, chat, scrapeID, SuspectRetrySize(size))
+	if err != nil {
+		return true, err
+	}
+	stalled := 0
+	if res.Cached+res.Failed+res.Skipped+res.Unverified == 0 {
+		stalled = cur.Stalled + 1
+	}
+	if _, err := b.store.RecordBackfillBatch(ctx, chat, 0, stalled, cur.CooldownMs); err != nil {
+		return true, err
+	}
+	if stalled >= stallLimit {
+		return true, b.pauseStalled(ctx, chat)
+	}
+	return false, nil
+}
+
+// pickMember is the first member with pending rows; failing that, the first with suspect rows
+// still owed their retry (retryOnly); nil when the job has nothing left.
+func pickMember(members []models.BackfillMember) (m *models.BackfillMember, retryOnly bool) {
+	for i := range members {
+		if members[i].Counts.Pending > 0 {
+			return &members[i], false
+		}
+	}
+	for i := range members {
+		if members[i].Counts.Suspect > 0 {
+			return &members[i], true
+		}
+	}
+	return nil, false
+}
+
+// SuspectRetrySize is how many suspect rows one retry takes after a batch of the given size:
+// half a batch, at least two.
+func SuspectRetrySize(batch int) int { return max(2, ceilDiv(batch, 2)) }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func (b *Backfill) pauseStalled(ctx context.Context, chat string) error {
+	if _, err := b.store.EndBackfillJob(ctx, chat, models.BackfillPaused); err != nil {
+		return err
+	}
+	b.log.Warn("backfill made no progress; job paused", "chatId", chat, "batches", stallLimit)
+	return nil
+}
+
+// retrySuspects gives up to n suspect rows of a scrape their one retry: each ends cached,
+// unverified or failed (or stays suspect behind a rate limit).
+func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int64, n int) (media.BatchResult, error) {
+	rows, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaSuspect, n)
+	if err != nil || len(rows) == 0 {
+		return media.BatchResult{}, err
+	}
+	res, err := b.engine.Batch(ctx, mediaItems(rows, true), b.recorder(ctx))
+	if ctx.Err() != nil {
+		return res, nil
+	}
+	if errors.Is(err, errLeaseLost) {
+		return res, err
+	}
+	if err != nil {
+		b.log.Error("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "err", err)
+	}
+	b.log.Info("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "rows", len(rows),
+		"recovered", res.Cached, "unverified", res.Unverified, "failed", res.Failed, "ratelimited", res.RateLimited)
+	return res, nil
+}
+
+func mediaItems(rows []models.Media, retry bool) []media.Item {
+	items := make([]media.Item, len(rows))
+	for i, r := range rows {
+		items[i] = media.Item{ID: r.ID, Kind: r.Kind, URL: r.URL, Retry: retry}
+	}
+	return items
+}
+
+// recorder keeps each preview's outcome on its row. RateLimited and Pending leave the row as
+// it is. The write outlives a cancelled ctx: the fetch already happened.
+func (b *Backfill) recorder(ctx context.Context) func(media.Item, media.Result) error {
+	return func(item media.Item, res media.Result) error {
+		if err := b.renew(ctx); err != nil {
+			return err
+		}
+		state := res.Outcome.State()
+		if state == "" {
+			return nil
+		}
+		ok, err := b.store.RecordPreview(context.WithoutCancel(ctx), item.ID, state, res.Bytes)
+		if err != nil {
+			return err
+		}
+		if !ok && res.Outcome == media.Cached {
+			// The row was deleted (or handled) meanwhile: its preview belongs to no one.
+			if err := b.engine.RemovePreview(item.ID); err != nil {
+				b.log.Warn("backfill remove orphan preview", "mediaId", item.ID, "err", err)
+			}
+		}
+		return nil
+	}
+}
+
+// RunDeletes carries out asked-for scrape deletes: pending-delete → deleting (previews and
+// media rows removed in chunks) → deleted. It is idempotent, so a restart, or two replicas at
+// once, simply carry on where a delete stands.
+func (b *Backfill) RunDeletes(ctx context.Context) error {
+	if !b.deleteMu.TryLock() {
+		return nil
+	}
+	defer b.deleteMu.Unlock()
+	ids, err := b.store.ScrapesToDelete(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := b.store.MarkScrapeDeleting(ctx, id); err != nil {
+			return err
+		}
+		removed := 0
+		for {
+			mids, err := b.store.MediaIDsOf(ctx, id, deleteChunk)
+			if err != nil {
+				return err
+			}
+			if len(mids) == 0 {
+				break
+			}
+			// Previews go before their rows: a crash in between leaves rows to delete again,
+			// never previews nobody can find.
+			for _, mid := range mids {
+				if err := b.engine.RemovePreview(mid); err != nil {
+					b.log.Warn("scrape delete: remove preview", "mediaId", mid, "err", err)
+				}
+			}
+			if err := b.store.DeleteMedia(ctx, mids); err != nil {
+				return err
+			}
+			removed += len(mids)
+		}
+		done, err := b.store.FinishScrapeDelete(ctx, id)
+		if err != nil {
+			return err
+		}
+		if done {
+			b.log.Info("scrape deleted", "scrapeId", id, "media", removed)
+		}
+	}
+	return nil
+}
+
+// updateGauges refreshes the backfill gauges from the status.
+func (b *Backfill) updateGauges(ctx context.Context) {
+	if b.metrics == nil {
+		return
+	}
+	if _, err := b.Status(ctx); err != nil && ctx.Err() == nil {
+		b.log.Warn("backfill gauges", "err", err)
+	}
+}
+
+// round1 rounds to one decimal, halves up, as rates are shown.
+func round1(x float64) float64 { return math.Floor(x*10+0.5) / 10 }
+
+// roundMs rounds a duration in ms to a whole number, halves up.
+func roundMs(x float64) int64 { return int64(math.Floor(x + 0.5)) }
