@@ -182,11 +182,15 @@ func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
 		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
 	}
 
+	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
+	// other worker can claim the job while this one still waits for the model.
+	askCtx, cancelAsk := c.withinLease(ctx, job)
+	defer cancelAsk()
 	var reply modelclient.Reply
 	if screening {
-		reply = c.model.Screen(ctx, screenReq)
+		reply = c.model.Screen(askCtx, screenReq)
 	} else {
-		reply = c.model.Score(ctx, scoreReq, runs)
+		reply = c.model.Score(askCtx, scoreReq, runs)
 	}
 	if c.metrics != nil {
 		c.metrics.ModelLatency.WithLabelValues(event).Observe(float64(reply.UpstreamMs) / 1000)
@@ -234,6 +238,16 @@ func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
 	}
 	c.note(ev)
 	return Done, nil
+}
+
+// withinLease bounds ctx to the end of the job's lease less a tenth of the lease, which is kept
+// for recording the outcome: past it, the ask is given up on as unreachable.
+func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Context, context.CancelFunc) {
+	if job.LeaseUntil == nil {
+		return ctx, func() {}
+	}
+	left := time.UnixMilli(*job.LeaseUntil).Sub(c.clock.Now()) - c.cfg.Lease/10
+	return context.WithTimeout(ctx, max(left, 0))
 }
 
 // note logs an attempt as one structured line and counts it.

@@ -1,0 +1,157 @@
+package models_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// A charge the rest of the day cannot cover is refused whole; what is charged is what is spent.
+func TestChargeRefusedWhole(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		now := f.clk.Now()
+		for i := range 33 {
+			spent, ok, err := f.store.Charge(f.ctx, ann, 3, 100, now)
+			if err != nil || !ok || spent != int64(3*(i+1)) {
+				t.Fatalf("charge %d = %d, %v, %v", i, spent, ok, err)
+			}
+		}
+		// 99 spent: 3 more would be 102, so nothing is taken; 1 more fits exactly.
+		if spent, ok, err := f.store.Charge(f.ctx, ann, 3, 100, now); ok || err != nil || spent != 0 {
+			t.Fatalf("charge over the limit = %d, %v, %v; want refused", spent, ok, err)
+		}
+		if got, _ := f.store.Spent(f.ctx, ann, now); got != 99 {
+			t.Fatalf("spent after a refusal = %d, want 99 (refused whole)", got)
+		}
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 1, 100, now); !ok || spent != 100 {
+			t.Fatalf("charge to the limit = %d, %v; want 100, ok", spent, ok)
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, 100, now); ok {
+			t.Fatal("charged past the limit")
+		}
+		// A first charge larger than the whole budget is refused too.
+		bob := f.user("bob")
+		if _, ok, _ := f.store.Charge(f.ctx, bob, 3, 2, now); ok {
+			t.Fatal("a charge above the whole limit was accepted")
+		}
+		if got, _ := f.store.Spent(f.ctx, bob, now); got != 0 {
+			t.Fatalf("bob spent %d, want 0", got)
+		}
+	})
+}
+
+// Concurrent charges never take the spend past the limit, and every accepted charge is counted.
+func TestChargeConcurrentNeverAboveLimit(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		now := f.clk.Now()
+		const charges, n, limit = 50, 3, 100
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		accepted := 0
+		var maxSeen int64
+		for range charges {
+			wg.Go(func() {
+				spent, ok, err := f.store.Charge(f.ctx, ann, n, limit, now)
+				if err != nil {
+					t.Errorf("charge: %v", err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					accepted++
+					maxSeen = max(maxSeen, spent)
+				}
+			})
+		}
+		wg.Wait()
+		spent, err := f.store.Spent(f.ctx, ann, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spent > limit {
+			t.Fatalf("spent %d, above the limit %d", spent, limit)
+		}
+		if spent != int64(accepted*n) {
+			t.Fatalf("spent %d, but %d charges of %d were accepted", spent, accepted, n)
+		}
+		if accepted != limit/n || maxSeen != spent {
+			t.Errorf("accepted %d charges (max spend seen %d), want %d: the budget is used up to what fits", accepted, maxSeen, limit/n)
+		}
+	})
+}
+
+// A user's own daily limit overrides the default, both ways.
+func TestChargeUserLimitOverridesDefault(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.user("ann"), f.user("bob")
+		now := f.clk.Now()
+		if _, err := f.store.SetDailyLimit(f.ctx, ann, ptr(int64(5))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(500))); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); !ok {
+			t.Fatal("ann's first charge refused")
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); ok {
+			t.Fatal("ann charged 6 against her own limit of 5")
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, bob, 200, 100, now); !ok {
+			t.Fatal("bob's charge of 200 refused though his own limit is 500")
+		}
+		// Back to the default.
+		if _, err := f.store.SetDailyLimit(f.ctx, ann, nil); err != nil {
+			t.Fatal(err)
+		}
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); !ok || spent != 6 {
+			t.Fatalf("ann on the default = %d, %v; want 6, ok", spent, ok)
+		}
+	})
+}
+
+// The budget is per UTC day: at 00:00 UTC the spend starts again from zero.
+func TestChargeResetsAtMidnightUTC(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 10, 10, f.clk.Now()); !ok {
+			t.Fatal("charge refused")
+		}
+		reset := models.BudgetReset(f.clk.Now())
+		if want := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC); !reset.Equal(want) {
+			t.Fatalf("reset = %v, want %v", reset, want)
+		}
+		f.clk.Set(reset.Add(-time.Millisecond))
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, 10, f.clk.Now()); ok {
+			t.Fatal("charged at 23:59:59.999 of a spent day")
+		}
+		f.clk.Set(reset)
+		if got, _ := f.store.Spent(f.ctx, ann, f.clk.Now()); got != 0 {
+			t.Fatalf("spent at midnight = %d, want 0", got)
+		}
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 10, 10, f.clk.Now()); !ok || spent != 10 {
+			t.Fatalf("charge after the reset = %d, %v", spent, ok)
+		}
+		// A time zone other than UTC does not move the day.
+		east := time.FixedZone("UTC+14", 14*3600)
+		if got := models.BudgetReset(time.Date(2026, 12, 1, 9, 0, 0, 0, east)); !got.Equal(reset) {
+			t.Errorf("reset of a UTC+14 morning = %v, want %v", got, reset)
+		}
+		if n, err := f.store.PruneBudgets(f.ctx, f.clk.Now()); err != nil || n != 1 {
+			t.Errorf("pruned %d, %v; want yesterday's row", n, err)
+		}
+		if got, _ := f.store.Spent(f.ctx, ann, f.clk.Now()); got != 10 {
+			t.Errorf("today's spend after pruning = %d, want 10", got)
+		}
+	})
+}

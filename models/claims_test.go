@@ -1,0 +1,300 @@
+package models_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+const lease = 2 * time.Minute
+
+// bulkPitches writes n pitches of the user in one raw statement, created at the fake now.
+func (f *fixture) bulkPitches(userID int64, n int) {
+	f.t.Helper()
+	got := f.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+		INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'pitch', ? FROM seq`, n, userID, f.nowMs())
+	if got != int64(n) {
+		f.t.Fatalf("bulk insert wrote %d pitches, want %d", got, n)
+	}
+}
+
+// Concurrent claimers never hold the same job, and between them take every due job.
+func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		const jobs, claimers = 500, 8
+		f.bulkPitches(f.user("ann"), jobs)
+
+		var mu sync.Mutex
+		owner := map[int64]string{}
+		var shared []int64
+		var wg sync.WaitGroup
+		errs := make(chan error, claimers)
+		for c := range claimers {
+			wg.Go(func() {
+				name := fmt.Sprintf("worker-%d", c)
+				for {
+					got, err := f.store.ClaimDue(f.ctx, 7, lease, name, 0)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						if _, dup := owner[j.ID]; dup {
+							shared = append(shared, j.ID)
+						}
+						owner[j.ID] = name
+						if j.LeaseOwner == nil || *j.LeaseOwner != name || j.LeaseUntil == nil || *j.LeaseUntil != f.nowMs()+lease.Milliseconds() {
+							errs <- fmt.Errorf("claimed job %+v: want leased to %s until now+2m", j, name)
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(shared) > 0 {
+			t.Fatalf("%d claims of a job another claimer held, e.g. jobs %v", len(shared), shared[:min(len(shared), 10)])
+		}
+		if len(owner) != jobs {
+			t.Fatalf("claimed %d distinct jobs, want all %d", len(owner), jobs)
+		}
+		// Every claim holds in the database, with the owner that got it.
+		leased, err := f.store.ListJobs(f.ctx, models.JobFilter{State: "leased"}, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leased) != jobs {
+			t.Fatalf("leased jobs = %d, want %d", len(leased), jobs)
+		}
+		owners := map[string]int{}
+		for _, j := range leased {
+			if *j.LeaseOwner != owner[j.ID] {
+				t.Errorf("job %d leased to %s in the database, but %s claimed it", j.ID, *j.LeaseOwner, owner[j.ID])
+			}
+			owners[*j.LeaseOwner]++
+		}
+		if again, _ := f.store.ClaimDue(f.ctx, 1000, lease, "late", 0); len(again) != 0 {
+			t.Errorf("a late claimer got %d leased jobs", len(again))
+		}
+		t.Logf("claims per worker: %v", owners)
+	})
+}
+
+// A lease holds until it runs out; then the job is claimable again, and the worker that lost it
+// can no longer reschedule or release it.
+func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		p, _ := f.store.CreatePitch(f.ctx, ann, "pitch")
+
+		first, err := f.store.ClaimDue(f.ctx, 10, lease, "dead", 0)
+		if err != nil || len(first) != 1 || first[0].ItemID != p.ID {
+			t.Fatalf("first claim = %+v, %v", first, err)
+		}
+		if got, _ := f.store.ClaimDue(f.ctx, 10, lease, "other", 0); len(got) != 0 {
+			t.Fatalf("claimed while leased: %+v", got)
+		}
+		if _, ok, _ := f.store.ClaimItem(f.ctx, models.TaskScreen, models.KindPitch, p.ID, lease, "other"); ok {
+			t.Fatal("ClaimItem took a leased job")
+		}
+		f.clk.Advance(lease - time.Millisecond)
+		if got, _ := f.store.ClaimDue(f.ctx, 10, lease, "other", 0); len(got) != 0 {
+			t.Fatalf("claimed 1ms before the lease ran out: %+v", got)
+		}
+		f.clk.Advance(time.Millisecond)
+		second, err := f.store.ClaimDue(f.ctx, 10, lease, "other", 0)
+		if err != nil || len(second) != 1 || second[0].ID != first[0].ID || *second[0].LeaseOwner != "other" {
+			t.Fatalf("claim after expiry = %+v, %v; want the same job for other", second, err)
+		}
+		if second[0].Attempts != 0 {
+			t.Errorf("an expired lease counted as an attempt: %+v", second[0])
+		}
+
+		// The dead worker comes back: its reschedule and release do nothing to other's claim.
+		ok, err := f.store.Reschedule(f.ctx, first[0], f.clk.Now().Add(time.Hour), models.WhyUpstream, ptr(500),
+			models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p.ID, UserID: ann, Outcome: "pending"})
+		if err != nil || ok {
+			t.Errorf("stale reschedule = %v, %v; want no effect", ok, err)
+		}
+		if err := f.store.ReleaseJob(f.ctx, first[0]); err != nil {
+			t.Fatal(err)
+		}
+		j := f.mustJob(models.TaskScreen, models.KindPitch, p.ID)
+		if j.LeaseOwner == nil || *j.LeaseOwner != "other" || j.Attempts != 0 || j.Why != nil {
+			t.Errorf("job after stale worker = %+v, want other's lease intact", j)
+		}
+		if evs, _ := f.store.ListEvents(f.ctx, models.EventFilter{}, 0, 10); len(evs) != 0 {
+			t.Errorf("a stale reschedule kept an event: %+v", evs)
+		}
+	})
+}
+
+// Only due jobs are claimed, oldest first; a user's claim takes only their jobs.
+func TestClaimDueOnlyAndPerUser(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.user("ann"), f.user("bob")
+		a1, _ := f.store.CreatePitch(f.ctx, ann, "a1")
+		f.clk.Advance(time.Second)
+		b1, _ := f.store.CreatePitch(f.ctx, bob, "b1")
+		a2, _ := f.store.CreatePitch(f.ctx, ann, "a2")
+
+		// Put a1 off by a minute, as a failed attempt would.
+		j, ok, err := f.store.ClaimItem(f.ctx, models.TaskScreen, models.KindPitch, a1.ID, lease, "w")
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		at := f.clk.Now().Add(time.Minute)
+		if ok, err := f.store.Reschedule(f.ctx, j, at, models.WhyUnreachable, nil,
+			models.Event{Event: "screen", Kind: models.KindPitch, ItemID: a1.ID, UserID: ann, Outcome: "pending", Why: ptr(models.WhyUnreachable)}); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		got := f.mustJob(models.TaskScreen, models.KindPitch, a1.ID)
+		if got.DueAt != ms(at) || got.Attempts != 1 || got.Why == nil || *got.Why != models.WhyUnreachable || got.Status != nil || got.LeaseUntil != nil || got.LeaseOwner != nil {
+			t.Fatalf("rescheduled job = %+v, want due at %d, attempt 1, why unreachable, lease freed", got, ms(at))
+		}
+
+		annJobs, err := f.store.ClaimDue(f.ctx, 10, lease, "w", ann)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(annJobs) != 1 || annJobs[0].ItemID != a2.ID {
+			t.Fatalf("ann's claim = %+v, want a2 only (a1 is not due, b1 is bob's)", annJobs)
+		}
+		rest, _ := f.store.ClaimDue(f.ctx, 10, lease, "w", 0)
+		if len(rest) != 1 || rest[0].ItemID != b1.ID {
+			t.Fatalf("global claim = %+v, want b1 only", rest)
+		}
+
+		f.clk.Advance(time.Minute - time.Millisecond)
+		if due, _ := f.store.ClaimDue(f.ctx, 10, lease, "w", 0); len(due) != 0 {
+			t.Fatalf("claimed before due: %+v", due)
+		}
+		f.clk.Advance(time.Millisecond)
+		due, _ := f.store.ClaimDue(f.ctx, 10, lease, "w", 0)
+		if len(due) != 1 || due[0].ItemID != a1.ID || due[0].Attempts != 1 {
+			t.Fatalf("claim when due = %+v, want a1 with its attempt", due)
+		}
+
+		// A limit takes the oldest due first.
+		f.clk.Advance(time.Hour) // every lease above has run out
+		ids := []int64{}
+		for {
+			one, _ := f.store.ClaimDue(f.ctx, 1, lease, "x", 0)
+			if len(one) == 0 {
+				break
+			}
+			ids = append(ids, one[0].ItemID)
+		}
+		if want := []int64{b1.ID, a2.ID, a1.ID}; !slices.Equal(ids, want) {
+			t.Errorf("claim order = %v, want by due time then id %v", ids, want)
+		}
+	})
+}
+
+// Releasing leases makes the jobs due again at once, for anyone.
+func TestReleaseLeases(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		f.bulkPitches(ann, 5)
+		mine, _ := f.store.ClaimDue(f.ctx, 3, lease, "me", 0)
+		theirs, _ := f.store.ClaimDue(f.ctx, 2, lease, "them", 0)
+		if len(mine) != 3 || len(theirs) != 2 {
+			t.Fatalf("claims = %d, %d", len(mine), len(theirs))
+		}
+		n, err := f.store.ReleaseLeases(f.ctx, "me")
+		if err != nil || n != 3 {
+			t.Fatalf("released = %d, %v; want 3", n, err)
+		}
+		again, _ := f.store.ClaimDue(f.ctx, 10, lease, "next", 0)
+		if len(again) != 3 {
+			t.Fatalf("after release, %d claimable, want my 3 (theirs still leased)", len(again))
+		}
+		for _, j := range again {
+			if !slices.ContainsFunc(mine, func(m models.Job) bool { return m.ID == j.ID }) {
+				t.Errorf("claimed %d, which was not released", j.ID)
+			}
+		}
+	})
+}
+
+// The admin's filters select the right jobs; retry makes waiting jobs due now, leaving leased
+// ones alone.
+func TestListAndRetryJobs(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.user("ann"), f.user("bob")
+		_, rev := f.rawSong(ann, "S", "c")
+		pa, _ := f.store.CreatePitch(f.ctx, ann, "p")
+		pb, _ := f.store.CreatePitch(f.ctx, bob, "p")
+		// pa waits for the budget; pb is leased; rev is simply due.
+		j, _, _ := f.store.ClaimItem(f.ctx, models.TaskScreen, models.KindPitch, pa.ID, lease, "w")
+		f.store.Reschedule(f.ctx, j, models.BudgetReset(f.clk.Now()), models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"})
+		f.store.ClaimItem(f.ctx, models.TaskScreen, models.KindPitch, pb.ID, lease, "w")
+
+		count := func(flt models.JobFilter) []int64 {
+			t.Helper()
+			jobs, err := f.store.ListJobs(f.ctx, flt, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var items []int64
+			for _, j := range jobs {
+				items = append(items, j.ItemID)
+			}
+			return items
+		}
+		for _, c := range []struct {
+			name string
+			flt  models.JobFilter
+			want []int64
+		}{
+			{"all", models.JobFilter{}, []int64{rev, pa.ID, pb.ID}},
+			{"kind", models.JobFilter{Kind: models.KindPitch}, []int64{pa.ID, pb.ID}},
+			{"why budget", models.JobFilter{Why: models.WhyBudget}, []int64{pa.ID}},
+			{"why none", models.JobFilter{Why: "none"}, []int64{rev, pb.ID}},
+			{"user", models.JobFilter{UserID: bob}, []int64{pb.ID}},
+			{"due", models.JobFilter{State: "due"}, []int64{rev}},
+			{"waiting", models.JobFilter{State: "waiting"}, []int64{pa.ID}},
+			{"leased", models.JobFilter{State: "leased"}, []int64{pb.ID}},
+			{"task score", models.JobFilter{Task: models.TaskScore}, nil},
+		} {
+			if got := count(c.flt); !slices.Equal(got, c.want) {
+				t.Errorf("%s: items %v, want %v", c.name, got, c.want)
+			}
+		}
+		// Paging by id.
+		first, _ := f.store.ListJobs(f.ctx, models.JobFilter{}, 0, 2)
+		next, _ := f.store.ListJobs(f.ctx, models.JobFilter{}, first[1].ID, 2)
+		if len(first) != 2 || len(next) != 1 || next[0].ItemID != pb.ID {
+			t.Errorf("pages = %+v / %+v", first, next)
+		}
+
+		n, err := f.store.RetryJobs(f.ctx, models.JobFilter{Kind: models.KindPitch})
+		if err != nil || n != 1 {
+			t.Fatalf("retried %d, %v; want the waiting pitch only (the other is leased)", n, err)
+		}
+		if got := f.mustJob(models.TaskScreen, models.KindPitch, pa.ID); got.DueAt != f.nowMs() {
+			t.Errorf("retried job due %d, want now %d", got.DueAt, f.nowMs())
+		}
+		if got := f.mustJob(models.TaskScreen, models.KindPitch, pb.ID); got.LeaseOwner == nil {
+			t.Errorf("retry touched a leased job: %+v", got)
+		}
+	})
+}

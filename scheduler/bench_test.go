@@ -1,0 +1,54 @@
+package scheduler_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
+)
+
+// benchJobs is how many pending screen jobs each iteration settles.
+const benchJobs = 1000
+
+// BenchmarkScreenSweep measures screening throughput: benchJobs pending screen jobs (pitches,
+// so no score follows) settled by one Sweep against an instant fake model over real HTTP, at
+// the default concurrency. It runs on SQLite, and on PostgreSQL when OWED_TEST_POSTGRES_URL is
+// set. jobs/s counts only the sweeps, not writing the jobs.
+//
+//	go test -bench ScreenSweep -run '^$' ./scheduler/
+func BenchmarkScreenSweep(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { benchScreenSweep(b, "sqlite:"+b.TempDir()+"/owed.db") })
+	if base := os.Getenv(owedtest.PostgresEnv); base != "" {
+		b.Run("postgres", func(b *testing.B) { benchScreenSweep(b, owedtest.PostgresURL(b, base)) })
+	}
+}
+
+func benchScreenSweep(b *testing.B, databaseURL string) {
+	r := newRig(b, databaseURL, withConfig(func(c *scheduler.ContentConfig) { c.DailyBudget = 1 << 40 }))
+	r.model.KeepRequests(false)
+	user := r.user("bench")
+	concurrency := r.content.Config().Concurrency
+	var swept time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'a pitch to screen', ? FROM seq`, benchJobs, user, r.nowMs())
+		b.StartTimer()
+		start := time.Now()
+		n, err := r.content.Sweep(r.ctx, 0)
+		swept += time.Since(start)
+		if err != nil || n != benchJobs {
+			b.Fatalf("sweep = %d, %v; want %d", n, err, benchJobs)
+		}
+	}
+	b.StopTimer()
+	if left := r.countJobs(); left != 0 {
+		b.Fatalf("%d jobs left", left)
+	}
+	b.ReportMetric(float64(benchJobs*b.N)/swept.Seconds(), "jobs/s")
+	b.ReportMetric(float64(concurrency), "concurrency")
+	b.ReportMetric(0, "ns/op") // one op is benchJobs jobs: jobs/s is the figure that means something
+}

@@ -1,0 +1,286 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
+)
+
+// rig is a content runner on a fresh database, with a fake clock at owedtest.Start and a fake
+// model over real HTTP.
+type rig struct {
+	t       testing.TB
+	ctx     context.Context
+	store   *models.Store
+	clk     *clock.Fake
+	model   *modeltest.Fake
+	content *scheduler.Content
+}
+
+type rigOption func(*rigConfig)
+
+type rigConfig struct {
+	content      scheduler.ContentConfig
+	noModel      bool
+	modelTimeout time.Duration
+}
+
+func withConfig(f func(*scheduler.ContentConfig)) rigOption {
+	return func(c *rigConfig) { f(&c.content) }
+}
+
+func withoutModel() rigOption { return func(c *rigConfig) { c.noModel = true } }
+
+func withModelTimeout(d time.Duration) rigOption { return func(c *rigConfig) { c.modelTimeout = d } }
+
+func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
+	t.Helper()
+	cfg := rigConfig{content: scheduler.ContentConfig{Owner: "test-worker"}, modelTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	clk := clock.NewFake(owedtest.Start)
+	store := owedtest.Store(t, databaseURL, clk)
+	model := modeltest.New(t)
+	var client *modelclient.Client
+	if !cfg.noModel {
+		mc := model.Config()
+		mc.Timeout = cfg.modelTimeout
+		client = modelclient.New(mc)
+	}
+	c := scheduler.NewContent(store, client, clk, owedtest.Logger(t), nil, cfg.content)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
+	return &rig{t: t, ctx: context.Background(), store: store, clk: clk, model: model, content: c}
+}
+
+// with is the rig reporting to t (a subtest's).
+func (r *rig) with(t testing.TB) *rig {
+	c := *r
+	c.t = t
+	return &c
+}
+
+func (r *rig) nowMs() int64 { return r.clk.Now().UnixMilli() }
+
+func (r *rig) user(name string) int64 {
+	r.t.Helper()
+	u, _, err := r.store.CreateUser(r.ctx, name, models.RoleAuthor)
+	if err != nil {
+		r.t.Fatalf("user: %v", err)
+	}
+	return u.ID
+}
+
+func (r *rig) exec(q string, args ...any) {
+	r.t.Helper()
+	if err := r.store.DB(r.ctx).Exec(q, args...).Error; err != nil {
+		r.t.Fatalf("exec %q: %v", q, err)
+	}
+}
+
+func (r *rig) insertID(q string, args ...any) int64 {
+	r.t.Helper()
+	var id int64
+	if err := r.store.DB(r.ctx).Raw(q+" RETURNING id", args...).Scan(&id).Error; err != nil || id == 0 {
+		r.t.Fatalf("insert %q: %d, %v", q, id, err)
+	}
+	return id
+}
+
+func (r *rig) pitch(userID int64, body string) int64 {
+	r.t.Helper()
+	p, err := r.store.CreatePitch(r.ctx, userID, body)
+	if err != nil {
+		r.t.Fatalf("pitch: %v", err)
+	}
+	return p.ID
+}
+
+func (r *rig) song(userID int64, title, code string) (songID, revID int64) {
+	r.t.Helper()
+	s, rev, err := r.store.CreateSong(r.ctx, userID, title, code)
+	if err != nil {
+		r.t.Fatalf("song: %v", err)
+	}
+	return s.ID, rev.ID
+}
+
+// allowedRevision makes a song whose revision is already allowed, so it owes only its score.
+func (r *rig) allowedRevision(userID int64, title, code string) (songID, revID int64) {
+	r.t.Helper()
+	songID, revID = r.song(userID, title, code)
+	r.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, revID, r.nowMs())
+	return songID, revID
+}
+
+// claim leases the job of one item's task to the runner's owner, as the runner's claimers do.
+func (r *rig) claim(task, kind string, itemID int64) models.Job {
+	r.t.Helper()
+	j, ok, err := r.store.ClaimItem(r.ctx, task, kind, itemID, r.content.Config().Lease, r.content.Config().Owner)
+	if err != nil || !ok {
+		r.t.Fatalf("claim %s %s %d: ok=%v err=%v", task, kind, itemID, ok, err)
+	}
+	return j
+}
+
+// run claims the item's job and runs it, failing the test on an error.
+func (r *rig) run(task, kind string, itemID int64) scheduler.Outcome {
+	r.t.Helper()
+	out, err := r.content.Run(r.ctx, r.claim(task, kind, itemID))
+	if err != nil {
+		r.t.Fatalf("run %s %s %d: %v", task, kind, itemID, err)
+	}
+	return out
+}
+
+func (r *rig) job(task, kind string, itemID int64) (models.Job, bool) {
+	r.t.Helper()
+	jobs, err := r.store.ListJobs(r.ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 10)
+	if err != nil {
+		r.t.Fatalf("jobs: %v", err)
+	}
+	if len(jobs) == 0 {
+		return models.Job{}, false
+	}
+	return jobs[0], true
+}
+
+func (r *rig) mustJob(task, kind string, itemID int64) models.Job {
+	r.t.Helper()
+	j, ok := r.job(task, kind, itemID)
+	if !ok {
+		r.t.Fatalf("no %s job for %s %d", task, kind, itemID)
+	}
+	return j
+}
+
+func (r *rig) noJob(task, kind string, itemID int64) {
+	r.t.Helper()
+	if j, ok := r.job(task, kind, itemID); ok {
+		r.t.Fatalf("%s job for %s %d still owed: %+v", task, kind, itemID, j)
+	}
+}
+
+func (r *rig) spent(userID int64) int64 {
+	r.t.Helper()
+	n, err := r.store.Spent(r.ctx, userID, r.clk.Now())
+	if err != nil {
+		r.t.Fatalf("spent: %v", err)
+	}
+	return n
+}
+
+// events lists an item's events, newest first.
+func (r *rig) events(kind string, itemID int64) []models.Event {
+	r.t.Helper()
+	evs, err := r.store.ListEvents(r.ctx, models.EventFilter{Kind: kind, ItemID: itemID}, 0, 100)
+	if err != nil {
+		r.t.Fatalf("events: %v", err)
+	}
+	return evs
+}
+
+func (r *rig) lastEvent(kind string, itemID int64) models.Event {
+	r.t.Helper()
+	evs := r.events(kind, itemID)
+	if len(evs) == 0 {
+		r.t.Fatalf("no event for %s %d", kind, itemID)
+	}
+	return evs[0]
+}
+
+func (r *rig) countJobs() int64 {
+	r.t.Helper()
+	var n int64
+	if err := r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&n).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// wantPending checks a rescheduled job: why, attempts, due time and status recorded, lease freed.
+func wantPending(t testing.TB, j models.Job, why string, attempts int, dueAt time.Time, status *int) {
+	t.Helper()
+	if j.Why == nil || *j.Why != why {
+		t.Errorf("job why = %v, want %s", str(j.Why), why)
+	}
+	if j.Attempts != attempts {
+		t.Errorf("job attempts = %d, want %d", j.Attempts, attempts)
+	}
+	if j.DueAt != dueAt.UnixMilli() {
+		t.Errorf("job due at %v, want %v", time.UnixMilli(j.DueAt).UTC(), dueAt.UTC())
+	}
+	if !eqPtr(j.Status, status) {
+		t.Errorf("job status = %v, want %v", num(j.Status), num(status))
+	}
+	if j.LeaseUntil != nil || j.LeaseOwner != nil {
+		t.Errorf("job lease not freed: until %v, owner %v", num(j.LeaseUntil), str(j.LeaseOwner))
+	}
+}
+
+// wantEvent checks an attempt's event against the fields that must be set; nil pointers in want
+// must be null in got.
+func wantEvent(t testing.TB, got, want models.Event) {
+	t.Helper()
+	ok := got.Event == want.Event && got.Kind == want.Kind && got.ItemID == want.ItemID && got.UserID == want.UserID &&
+		got.Outcome == want.Outcome && eqPtr(got.Why, want.Why) && eqPtr(got.Status, want.Status) &&
+		got.Attempt == want.Attempt && eqPtr(got.Confidence, want.Confidence) && eqPtr(got.Art, want.Art) &&
+		eqPtr(got.RequestBytes, want.RequestBytes) && eqPtr(got.Runs, want.Runs) && (want.At == 0 || got.At == want.At)
+	if !ok {
+		t.Errorf("event =\n  %s\nwant\n  %s", fmtEvent(got), fmtEvent(want))
+	}
+}
+
+func fmtEvent(e models.Event) string {
+	return "event=" + e.Event + " kind=" + e.Kind + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
+		" outcome=" + e.Outcome + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
+		" confidence=" + num(e.Confidence) + " art=" + num(e.Art) + " requestBytes=" + num(e.RequestBytes) +
+		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At)
+}
+
+func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func ptr[T any](v T) *T { return &v }
+
+func str(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
+func num[T int | int64 | float64](p *T) string {
+	if p == nil {
+		return "null"
+	}
+	return fmtAny(*p)
+}
+
+// waitFor polls cond (real time: for work on other goroutines, never for the fake clock).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func fmtAny(v any) string { return fmt.Sprint(v) }
