@@ -41,6 +41,32 @@ type Options struct {
 	// Sleep is the backfill's and the media engine's wait (default: a timer); tests pass one
 	// that moves their fake clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
+	// defaults (tests of slow clients make them short).
+	ServerTimeouts ServerTimeouts
+}
+
+// ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
+// headers (default 10 s), Read for the whole request, body included (1 m), Write for the
+// answer (2 m), Idle for a kept-alive connection between requests (2 m).
+type ServerTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+func (t ServerTimeouts) withDefaults() ServerTimeouts {
+	if t.ReadHeader <= 0 {
+		t.ReadHeader = 10 * time.Second
+	}
+	if t.Read <= 0 {
+		t.Read = time.Minute
+	}
+	if t.Write <= 0 {
+		t.Write = 2 * time.Minute
+	}
+	if t.Idle <= 0 {
+		t.Idle = 2 * time.Minute
+	}
+	return t
 }
 
 // App is one owed process.
@@ -59,9 +85,10 @@ type App struct {
 	Media    *media.Engine
 	Backfill *scheduler.Backfill
 
-	cron   *cron.Cron
-	server *http.Server
-	served chan error
+	cron     *cron.Cron
+	server   *http.Server
+	served   chan error
+	timeouts ServerTimeouts
 }
 
 // New opens the database (applying migrations), makes the first admin if there is none, and
@@ -78,7 +105,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock}
+	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults()}
 	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
 		store.Close()
 		return nil, err
@@ -92,7 +119,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
 		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency})
-	if a.Webhooks, err = webhooks.New(store, opts.Clock, opts.Log, a.Metrics, webhooks.Config{AllowPrivate: cfg.WebhooksAllowPrivate}); err != nil {
+	if a.Webhooks, err = webhooks.New(store, opts.Clock, opts.Log, a.Metrics, webhooksConfig(cfg)); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -102,6 +129,19 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Echo = a.newEcho()
 	return a, nil
+}
+
+// webhooksConfig is the deliverer's configuration: deliveries are leased for OWED_LEASE like
+// every other claim, so a dead process's deliveries come back when its leases run out, and an
+// attempt's timeout (15 s) stays within half the lease so a live worker never loses a delivery
+// it is attempting.
+func webhooksConfig(cfg Config) webhooks.Config {
+	c := webhooks.Config{AllowPrivate: cfg.WebhooksAllowPrivate}
+	if cfg.Lease > 0 {
+		c.Lease = cfg.Lease
+		c.Timeout = min(15*time.Second, cfg.Lease/2)
+	}
+	return c
 }
 
 // newBackfill makes the media engine (previews under the data directory, the configured
@@ -241,7 +281,7 @@ func (a *App) StartRunners(ctx context.Context) error {
 	}
 	// The queue loop runs on kicks: starts and pauses kick it, and cron re-kicks it so a
 	// replica takes the queue over once the holder's lease has run out, and deletes resume.
-	if _, err := a.cron.AddFunc("@every "+backfillKickEvery.String(), func() {
+	if _, err := a.cron.AddFunc("@every "+min(backfillKickEvery, a.Config.SweepEvery).String(), func() {
 		a.Backfill.Kick()
 		a.Backfill.KickDeletes()
 	}); err != nil {
@@ -250,7 +290,9 @@ func (a *App) StartRunners(ctx context.Context) error {
 	return a.Backfill.Start(ctx)
 }
 
-// backfillKickEvery is how often cron re-kicks the backfill loops.
+// backfillKickEvery is how often, at most, cron re-kicks the backfill loops (a shorter sweep
+// period kicks them as often): a replica that does not run the queue learns this way that the
+// queue's lease is free.
 const backfillKickEvery = 30 * time.Second
 
 // sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
@@ -286,8 +328,9 @@ func (a *App) Start(ctx context.Context) error {
 
 // Serve serves HTTP on ln and starts the runners.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+	t := a.timeouts
+	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.server.Serve(ln) }()
 	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", Version)

@@ -147,13 +147,24 @@ func (p *process) stop(sig syscall.Signal) error {
 
 func (p *process) post(path, token string, body any) (int, map[string]any) {
 	p.t.Helper()
+	return p.send(http.MethodPost, path, token, body)
+}
+
+func (p *process) patch(path, token string, body any) (int, map[string]any) {
+	p.t.Helper()
+	return p.send(http.MethodPatch, path, token, body)
+}
+
+// send makes one JSON request as token and decodes the answer.
+func (p *process) send(method, path, token string, body any) (int, map[string]any) {
+	p.t.Helper()
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, p.URL+path, bytes.NewReader(b))
+	req, _ := http.NewRequest(method, p.URL+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatalf("POST %s: %v", path, err)
+		p.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
 	var out map[string]any
