@@ -43,6 +43,53 @@ export function useLive(ctx, load, ms, deps = []) {
   return { ...state, refresh, setData };
 }
 
+// Author names by id, from GET /api/admin/budgets (which lists every author), shared by the
+// panels and refreshed at most once a minute.
+let authorCache = { at: 0, names: null, pending: null };
+
+function loadAuthors(ctx) {
+  if (authorCache.names && Date.now() - authorCache.at < 60_000) return Promise.resolve(authorCache.names);
+  if (!authorCache.pending) {
+    authorCache.pending = ctx.api('/api/admin/budgets', { query: { limit: 1000 } }).then(
+      (r) => {
+        const names = {};
+        for (const b of (r && r.budgets) || []) names[b.userId] = b.name;
+        authorCache = { at: Date.now(), names, pending: null };
+        return names;
+      },
+      (e) => {
+        authorCache.pending = null;
+        throw e;
+      }
+    );
+  }
+  return authorCache.pending;
+}
+
+/** useAuthors returns {id: name} for the authors; ids without a name show as numbers. */
+export function useAuthors(ctx) {
+  const [names, setNames] = useState(authorCache.names || {});
+  useEffect(() => {
+    let alive = true;
+    const stop = ctx.poll(async () => {
+      const n = await loadAuthors(ctx);
+      if (alive) setNames(n);
+    }, 60_000);
+    return () => {
+      alive = false;
+      stop();
+    };
+  }, []);
+  return names;
+}
+
+/** An author: the name with the id beside it, or the id alone. */
+export function Author({ id, names }) {
+  const name = names && names[id];
+  if (!name) return html`<span class="num">#${id}</span>`;
+  return html`<span class="author" title=${'user ' + id}>${name} <span class="muted small num">#${id}</span></span>`;
+}
+
 /** Re-renders every `ms` while mounted; returns the current time. */
 export function useNow(ms = 1000) {
   const [now, setNow] = useState(Date.now());
@@ -158,6 +205,11 @@ export function resultOf(e) {
   if (e.art != null) return 'art ' + Number(e.art).toFixed(3);
   if (e.confidence != null) return 'conf ' + Number(e.confidence).toFixed(2);
   return '—';
+}
+
+/** An attempt event's number, 1 for the first: events carry the attempts made before it. */
+export function attemptNo(e) {
+  return e.attempt == null ? '—' : String(Number(e.attempt) + 1);
 }
 
 export const num = (v) => (v === '' || v === null || v === undefined ? null : Number(v));

@@ -17,11 +17,14 @@ const STATE_TITLE = {
   done: 'no pending rows left',
 };
 
-/** Rows settled for good: cached, failed and skipped (skipped = what no count above covers). */
-function progressOf(x) {
+/**
+ * Rows settled for good: everything neither pending nor waiting for its one suspect retry
+ * (cached, failed, skipped and unverified alike). The API counts suspect rows per member only,
+ * so callers pass the members' sum for a job, a backend or the totals.
+ */
+function progressOf(x, suspect = x.suspect || 0) {
   const total = x.total || 0;
-  const skipped = x.skipped != null ? x.skipped : Math.max(0, total - (x.pending || 0) - (x.cached || 0) - (x.failed || 0) - (x.suspect || 0) - (x.unverified || 0));
-  return { done: (x.cached || 0) + (x.failed || 0) + skipped, total, skipped };
+  return { done: Math.max(0, total - (x.pending || 0) - suspect), total };
 }
 
 function sumKinds(members) {
@@ -80,7 +83,10 @@ function Backfill({ ctx }) {
   const anyActive = jobs.some(active);
   const anyStartable = jobs.some((j) => !active(j) && (j.pending || 0) > 0);
   const totalMeasured = jobs.some((j) => j.state === 'running' && measured(j, s));
-  const tp = progressOf(t);
+  const allMembers = jobs.flatMap((j) => j.members || []);
+  const tp = progressOf(t, sum(allMembers, 'suspect'));
+  const walkLeft = s.walkingUntil ? fmt.until(s.walkingUntil, now) : null;
+  const walking = walkLeft !== null && walkLeft > 0;
 
   return html`<div class="stack">
     <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
@@ -89,6 +95,13 @@ function Backfill({ ctx }) {
           <strong>Rate limited.</strong>
           <span>The chat platform asked us to wait: the queue resumes in${' '}<strong class="num countdown" role="timer" aria-live="off" data-testid="backfill-countdown">${fmt.countdown(left)}</strong>
             <span class="muted"> (at ${fmt.time(s.limitedUntil)})</span>.</span>
+        </div>`
+      : null}
+    ${walking
+      ? html`<div class="note note-info" data-testid="backfill-walking">
+          <strong>A walk is running.</strong>
+          <span>The bot is reading a chat's history and holds the media-traffic lock: the queue waits until it stops pushing
+            (the lock lapses ${fmt.relative(s.walkingUntil, now)} unless the walk pushes again).</span>
         </div>`
       : null}
     <p class="sr-only" aria-live="polite">${limited ? `Backfill rate limited until ${fmt.time(s.limitedUntil)}.` : ''}</p>
@@ -111,20 +124,22 @@ function Backfill({ ctx }) {
             <${Stat} label="Failed" value=${fmt.number(t.failed)} kind=${t.failed ? 'warn' : null} />
             <${Stat} label="Total" value=${fmt.number(t.total)} sub=${fmt.percent(tp.done, tp.total) + ' settled'} />
             <${Stat} label="Rate" value=${fmt.rate(t.perMinute)} sub=${html`<${RateLabel} measured=${totalMeasured} />`} testid="backfill-rate" />
-            <${Stat} label="ETA" value=${fmt.eta(t.etaTotalMs ?? t.etaMs)} sub=${t.pending ? 'to clear everything' : 'nothing to do'} testid="backfill-eta" />
+            <${Stat} label="ETA" value=${fmt.eta(t.etaTotalMs ?? t.etaMs)} testid="backfill-eta"
+              sub=${!t.pending ? 'nothing to do' : limited ? 'to clear everything, after the rate limit' : 'to clear everything'} />
             <${Stat} label="Stored" value=${fmt.bytes(t.bytes)} sub=${fmt.number(t.downloaded) + ' downloaded'} />
           </div>
-          <${Kinds} counts=${sumKinds(jobs.flatMap((j) => j.members || []))} label="Pending by kind, all jobs" />
+          <${Kinds} counts=${sumKinds(allMembers)} label="Pending by kind, all jobs" />
         </section>
 
         ${jobs.length === 0
           ? html`<section class="card"><${Empty}>No chat has rows left to preview. Finished or paused scrapes show up here when they have pending media.<//></section>`
-          : jobs.map((j) => html`<${Job} key=${j.chatId} job=${j} status=${s} busy=${busy} act=${act} now=${now} />`)}
+          : jobs.map((j) => html`<${Job} key=${j.chatId} job=${j} status=${s} busy=${busy} act=${act} now=${now}
+              limitedLeft=${limited ? left : null} walking=${walking} />`)}
       </div>
 
       <div class="stack">
         <${Settings} ctx=${ctx} status=${s} onSaved=${live.setData} />
-        <${Backends} byBackend=${t.byBackend || {}} />
+        <${Backends} byBackend=${t.byBackend || {}} members=${allMembers} />
       </div>
     </div>
   </div>`;
@@ -142,10 +157,10 @@ function Kinds({ counts, label }) {
   </ul>`;
 }
 
-function Job({ job: j, status, busy, act, now }) {
+function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
   const id = j.chatId;
   const members = j.members || [];
-  const p = progressOf({ ...j, suspect: sum(members, 'suspect'), unverified: sum(members, 'unverified'), skipped: members.some((m) => m.skipped != null) ? sum(members, 'skipped') : null });
+  const p = progressOf(j, sum(members, 'suspect'));
   const isActive = active(j);
   const canStart = !isActive && (j.pending || 0) > 0;
   const pct = fmt.percent(p.done, p.total);
@@ -164,6 +179,13 @@ function Job({ job: j, status, busy, act, now }) {
           data-testid=${'backfill-pause-' + id} aria-label=${'Pause chat ' + id}>${busy === 'pause:' + id ? 'Pausing…' : 'Pause'}</button>
       </div>
     </header>
+    ${j.state === 'running' && (limitedLeft !== null || walking)
+      ? html`<p class="bf-wait" data-testid=${'backfill-waiting-' + id}>
+          ${limitedLeft !== null
+            ? html`Waiting out the rate limit: the next batch in <strong class="num">${fmt.countdown(limitedLeft)}</strong>. The ETAs below count from then.`
+            : 'Waiting while a walk holds the media-traffic lock. The ETAs below count from when it lapses.'}
+        </p>`
+      : null}
     <div class="progress-line">
       <progress max=${Math.max(1, p.total)} value=${p.done} aria-label=${`chat ${id}: ${p.done} of ${p.total} rows settled`} data-testid=${'backfill-progress-' + id}></progress>
       <span class="num small"><strong>${pct}</strong> · ${fmt.number(p.done)} / ${fmt.number(p.total)}</span>
@@ -215,21 +237,28 @@ function Job({ job: j, status, busy, act, now }) {
   </article>`;
 }
 
-function Backends({ byBackend }) {
+function Backends({ byBackend, members }) {
   const entries = Object.entries(byBackend);
   return html`<section class="card" aria-labelledby="bf-backends">
     <header class="card-head"><h2 id="bf-backends">By backend</h2></header>
     ${entries.length === 0
       ? html`<p class="muted">No scrapes.</p>`
       : html`<ul class="backends">${entries.map(([name, b]) => {
-          const p = progressOf(b);
+          const p = progressOf(b, sum(members.filter((m) => m.backend === name), 'suspect'));
           return html`<li>
             <div class="backend-head"><strong>${name}</strong><span class="num small">${fmt.number(b.pending)} pending · ${fmt.percent(p.done, p.total)}</span></div>
             <progress max=${Math.max(1, p.total)} value=${p.done} aria-label=${name + ' settled'}></progress>
-            <div class="muted small num">${fmt.number(b.cached)} cached · ${fmt.number(b.failed)} failed · ${fmt.number(b.total)} total</div>
+            <div class="muted small num">${fmt.number(b.cached)} cached · ${fmt.number(b.failed)} failed · ${fmt.number(b.skipped)} skipped · ${fmt.number(b.total)} total</div>
           </li>`;
         })}</ul>`}
   </section>`;
+}
+
+/** " — now 1.5 s" for a pause of a second or more, as the operator reads it. */
+function pauseText(raw) {
+  const ms = Number(raw);
+  if (!Number.isFinite(ms) || ms < 1000) return '';
+  return ' — now ' + (ms < 60_000 ? (Math.round(ms / 100) / 10).toLocaleString('en-US') + ' s' : fmt.duration(ms));
 }
 
 /** Client-side checks; the server validates too and its field error wins. */
@@ -332,7 +361,7 @@ function Settings({ ctx, status, onSaved }) {
           value=${v.batchPauseMs} onInput=${(e) => set('batchPauseMs', e.currentTarget.value)}
           aria-invalid=${inv('batchPauseMs') ? 'true' : 'false'} aria-describedby="bf-set-batchPauseMs-hint bf-set-batchPauseMs-err"
           data-testid="settings-batchPauseMs" />
-        <p class="hint" id="bf-set-batchPauseMs-hint">Cooldown after each batch, 0 or more${Number(v.batchPauseMs) >= 1000 ? ` (${fmt.duration(Number(v.batchPauseMs))})` : ''}.</p>
+        <p class="hint" id="bf-set-batchPauseMs-hint">Cooldown after each batch: 0 to 3,600,000 ms (one hour)${pauseText(v.batchPauseMs)}.</p>
         ${errFor('batchPauseMs')}
       </div>
       <div class=${'field field-check' + (inv('auto') ? ' field-invalid' : '')}>

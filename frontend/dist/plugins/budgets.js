@@ -77,7 +77,8 @@ function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
     setSaving(true);
     try {
       const r = await ctx.api(`/api/admin/users/${encodeURIComponent(b.userId)}/budget`, { method: 'PUT', body: { dailyLimit: n } });
-      const next = r && r.budget ? r.budget : { ...b, limit: n };
+      // The answer is the author's budget row: {userId, name, limit, spent, resetsAt}.
+      const next = r && r.userId === b.userId ? r : { ...b, limit: n };
       ctx.notify(`Daily limit of ${b.name || 'author ' + b.userId} is now ${fmt.number(n)}.`, 'ok');
       onSaved(next);
     } catch (x) {

@@ -4,7 +4,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useNow, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS } from '../lib/ui.js';
+import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS } from '../lib/ui.js';
 
 const PAGE = 50;
 const MAX_ROWS = 2000;
@@ -29,6 +29,7 @@ function Events({ ctx }) {
   liveRef.current = live;
   const stopRef = useRef(null);
   const now = useNow(5000);
+  const names = useAuthors(ctx);
   const key = JSON.stringify(filters);
 
   useEffect(() => ctx.onParams && ctx.onParams((p) => setFilters(fromParams(p))), []);
@@ -111,7 +112,7 @@ function Events({ ctx }) {
         <label for="ef-outcome">Outcome</label>
         <select id="ef-outcome" value=${filters.outcome} onChange=${set('outcome')}>
           <option value="">any</option>
-          ${['allow', 'block', 'scored', 'pending', 'gone'].map((o) => html`<option value=${o}>${o}</option>`)}
+          ${['allow', 'block', 'scored', 'pending'].map((o) => html`<option value=${o}>${o}</option>`)}
         </select>
       </div>
       <div class="field">
@@ -157,21 +158,21 @@ function Events({ ctx }) {
         ? html`<${TableWrap} label="Events table">
             <table class="table" data-testid="events-table">
               <thead><tr>
-                <th scope="col">When</th><th scope="col">Event</th><th scope="col">Kind</th><th scope="col" class="num">Item</th><th scope="col" class="num">Author</th>
+                <th scope="col">When</th><th scope="col">Event</th><th scope="col">Kind</th><th scope="col" class="num">Item</th><th scope="col">Author</th>
                 <th scope="col">Outcome</th><th scope="col">Why</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th>
-                <th scope="col" class="num">Attempt</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th>
+                <th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th>
               </tr></thead>
               <tbody>${rows.map((e) => html`<tr key=${e.id} data-testid=${'event-row-' + e.id} class=${view.fresh.has(e.id) ? 'row-new' : ''}>
                 <td><${Rel} at=${e.at} now=${now} /></td>
                 <td><${Badge} kind=${e.event === 'score' ? 'accent' : 'neutral'}>${e.event}<//></td>
                 <td>${e.kind}</td>
                 <td class="num">${e.itemId}</td>
-                <td class="num">${e.userId}</td>
+                <td><${Author} id=${e.userId} names=${names} /></td>
                 <td><${OutcomeBadge} outcome=${e.outcome} /></td>
                 <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
                 <td class="num">${e.status ?? '—'}</td>
                 <td class="num">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
-                <td class="num">${e.attempt ?? '—'}</td>
+                <td class="num">${attemptNo(e)}</td>
                 <td class="num">${resultOf(e)}</td>
                 <td class="num">${fmt.bytes(e.requestBytes)}</td>
                 <td class="num">${e.runs ?? '—'}</td>

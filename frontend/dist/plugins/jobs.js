@@ -4,7 +4,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, whyInfo } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, whyInfo } from '../lib/ui.js';
 
 const PAGE = 50;
 const FILTER_KEYS = ['task', 'kind', 'why', 'userId', 'state', 'itemId'];
@@ -31,7 +31,9 @@ function describe(f) {
   return parts.length ? parts.join(', ') : 'no filter (every owed job)';
 }
 
-function jobState(j, now) {
+/** leased, due or waiting, as of now (the clock at render, which may be newer than the tick). */
+function jobState(j, tick) {
+  const now = Math.max(tick, Date.now());
   if (j.leaseUntil && Date.parse(j.leaseUntil) > now) return 'leased';
   if (!j.dueAt || Date.parse(j.dueAt) <= now) return 'due';
   return 'waiting';
@@ -44,6 +46,7 @@ function Jobs({ ctx }) {
   const [selected, setSelected] = useState(null);
   const [bulk, setBulk] = useState(null); // null | {phase:'counting'} | {phase:'confirm', count, atLeast} | {phase:'running'}
   const now = useNow(5000);
+  const names = useAuthors(ctx);
   const key = JSON.stringify(filters);
 
   useEffect(() => ctx.onParams && ctx.onParams((p) => setFilters(fromParams(p))), []);
@@ -181,7 +184,7 @@ function Jobs({ ctx }) {
         </div>`
       : null}
 
-    ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} onClose=${() => setSelected(null)} onRetry=${retry} />` : null}
+    ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} names=${names} onClose=${() => setSelected(null)} onRetry=${retry} />` : null}
 
     <section class="card card-flush" aria-label="Owed jobs">
       <header class="card-head card-pad">
@@ -198,7 +201,7 @@ function Jobs({ ctx }) {
             <table class="table" data-testid="jobs-table">
               <thead><tr>
                 <th scope="col" class="num">ID</th><th scope="col">Task</th><th scope="col">Kind</th><th scope="col" class="num">Item</th>
-                <th scope="col" class="num">Author</th><th scope="col">State</th><th scope="col">Why</th><th scope="col" class="num">Attempts</th>
+                <th scope="col">Author</th><th scope="col">State</th><th scope="col">Why</th><th scope="col" class="num">Attempts</th>
                 <th scope="col" class="num">Status</th><th scope="col">Next attempt</th><th scope="col">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
               </tr></thead>
               <tbody>
@@ -210,7 +213,7 @@ function Jobs({ ctx }) {
                     <td><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
                     <td>${j.kind}</td>
                     <td class="num">${j.itemId}</td>
-                    <td class="num">${j.userId}</td>
+                    <td><${Author} id=${j.userId} names=${names} /></td>
                     <td><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
                     <td class="why-cell" title=${w.text}><${WhyBadge} why=${j.why} /> <span class="why-text small">${w.short}</span></td>
                     <td class="num">${j.attempts}</td>
@@ -232,7 +235,7 @@ function Jobs({ ctx }) {
   </div>`;
 }
 
-function JobDetail({ ctx, id, onClose, onRetry }) {
+function JobDetail({ ctx, id, names, onClose, onRetry }) {
   const live = useLive(ctx, () => ctx.api(`/api/admin/jobs/${encodeURIComponent(id)}`), 5000, [id]);
   const head = useRef(null);
   useEffect(() => {
@@ -253,7 +256,7 @@ function JobDetail({ ctx, id, onClose, onRetry }) {
     ${j
       ? html`<dl class="kv kv-wide">
           <dt>Task</dt><dd>${j.task} of ${j.kind} <span class="num">#${j.itemId}</span></dd>
-          <dt>Author</dt><dd class="num">${j.userId}</dd>
+          <dt>Author</dt><dd><${Author} id=${j.userId} names=${names} /></dd>
           <dt>Why</dt><dd><${WhyBadge} why=${j.why} long /></dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
@@ -266,11 +269,11 @@ function JobDetail({ ctx, id, onClose, onRetry }) {
     ${events.length
       ? html`<${TableWrap} label="Attempt history">
           <table class="table table-compact" data-testid="job-events">
-            <thead><tr><th scope="col">When</th><th scope="col" class="num">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
+            <thead><tr><th scope="col">When</th><th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
               <th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th></tr></thead>
             <tbody>${events.map((e) => html`<tr key=${e.id}>
               <td><${Rel} at=${e.at} /></td>
-              <td class="num">${e.attempt ?? '—'}</td>
+              <td class="num">${attemptNo(e)}</td>
               <td><${OutcomeBadge} outcome=${e.outcome} /></td>
               <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
               <td class="num">${e.status ?? '—'}</td>

@@ -1,11 +1,12 @@
 // Webhooks: subscriptions (create with a secret shown once, enable/disable, delete) and each
 // one's deliveries with attempts and redelivery.
-// Data: /api/admin/webhooks, /api/admin/webhooks/{id}/deliveries,
+// Data: /api/admin/webhooks, /api/admin/webhooks/{id}/deliveries (each with its latest
+// attempts), GET /api/admin/webhooks/deliveries/{id} (every attempt and the payload),
 // POST /api/admin/webhooks/deliveries/{id}/redeliver.
 
 import { html, render, useState, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, TableWrap } from '../lib/ui.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap } from '../lib/ui.js';
 
 const EVENTS = [
   ['item.screened', 'an item got its verdict'],
@@ -74,7 +75,9 @@ function Webhooks({ ctx }) {
                   <td class="num">${w.id}</td>
                   <td class="url"><code>${w.url}</code></td>
                   <td><ul class="chips chips-inline">${(w.events || []).map((e) => html`<li class="chip">${e}</li>`)}</ul></td>
-                  <td><${Badge} kind=${w.active ? 'ok' : 'neutral'} testid=${'webhook-state-' + w.id}>${w.active ? 'active' : 'disabled'}<//></td>
+                  <td><${Badge} kind=${w.active ? 'ok' : w.disabledReason === 'gone' ? 'err' : 'neutral'} testid=${'webhook-state-' + w.id}
+                    title=${w.active ? 'deliveries are owed to it' : w.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'disabled by an admin'}>${w.active ? 'active' : 'disabled'}<//>
+                    ${!w.active && w.disabledReason ? html` <span class="muted small">${w.disabledReason === 'gone' ? '410 Gone' : 'by admin'}</span>` : null}</td>
                   <td><${Rel} at=${w.createdAt} now=${now} /></td>
                   <td class="actions">
                     <button type="button" class="btn btn-small btn-quiet" aria-expanded=${open === w.id ? 'true' : 'false'} aria-controls=${'wh-deliveries-' + w.id}
@@ -183,17 +186,59 @@ function Secret({ s, ctx, onDone }) {
   </section>`;
 }
 
+const DELIVERY_KIND = { delivered: 'ok', pending: 'warn', cancelled: 'neutral' };
+const DELIVERY_TITLE = {
+  delivered: 'the receiver answered 2xx',
+  pending: 'owed: retried on the Standard Webhooks schedule until the receiver answers 2xx',
+  cancelled: 'the webhook was disabled (by an admin, or by a 410) while this was owed; redeliver after enabling it',
+};
+const DELIVERY_STATES = ['pending', 'delivered', 'cancelled'];
+
+/** One attempt's outcome: the HTTP status, or the error when there was no answer. */
+function AttemptStatus({ a }) {
+  if (a.status == null) return html`<${Badge} kind="err" title=${a.error || ''}>no answer<//>`;
+  return html`<${Badge} kind=${a.status >= 200 && a.status < 300 ? 'ok' : 'err'}>${a.status}<//>`;
+}
+
+const DELIVERY_PAGE = 20;
+
 function Deliveries({ ctx, id }) {
-  const live = useLive(ctx, () => ctx.api(`/api/admin/webhooks/${encodeURIComponent(id)}/deliveries`), 5000, [id]);
+  const [status, setStatus] = useState('');
+  const path = `/api/admin/webhooks/${encodeURIComponent(id)}/deliveries`;
+  const live = useLive(ctx, () => ctx.api(path, { query: { status, limit: DELIVERY_PAGE } }), 5000, [id, status]);
   const now = useNow(5000);
   const [busy, setBusy] = useState(null);
-  const list = (live.data && live.data.deliveries) || [];
+  const [open, setOpen] = useState(null); // delivery id whose attempts show
+  // Older pages, loaded on request; the live refresh covers the first page.
+  const [older, setOlder] = useState({ rows: [], cursor: null, loaded: false, busy: false, key: '' });
+  const key = id + ':' + status;
+  const more = older.key === key ? older : { rows: [], cursor: null, loaded: false, busy: false, key };
+  const first = (live.data && live.data.deliveries) || [];
+  const seen = new Set(first.map((d) => d.id));
+  const list = first.concat(more.rows.filter((d) => !seen.has(d.id)));
+  const cursor = more.loaded ? more.cursor : live.data && live.data.nextCursor;
+
+  const loadOlder = async () => {
+    setOlder({ ...more, busy: true });
+    try {
+      const r = await ctx.api(path, { query: { status, limit: DELIVERY_PAGE, cursor } });
+      setOlder({ rows: more.rows.concat((r && r.deliveries) || []), cursor: (r && r.nextCursor) || null, loaded: true, busy: false, key });
+    } catch (e) {
+      setOlder({ ...more, busy: false });
+      ctx.notify('Could not load older deliveries: ' + e.message, 'error');
+    }
+  };
 
   const redeliver = async (d) => {
     setBusy(d.id);
     try {
-      await ctx.api(`/api/admin/webhooks/deliveries/${encodeURIComponent(d.id)}/redeliver`, { method: 'POST' });
-      ctx.notify(`Delivery ${d.id} queued again.`, 'ok');
+      const r = await ctx.api(`/api/admin/webhooks/deliveries/${encodeURIComponent(d.id)}/redeliver`, { method: 'POST' });
+      if (r && r.delivery) {
+        const upd = (x) => (x.id === d.id ? { ...x, ...r.delivery } : x);
+        live.setData((cur) => cur && { ...cur, deliveries: (cur.deliveries || []).map(upd) });
+        setOlder((o) => ({ ...o, rows: o.rows.map(upd) }));
+      }
+      ctx.notify(`Delivery ${d.id} is owed again: it is attempted now.`, 'ok');
       live.refresh();
     } catch (e) {
       ctx.notify(`Could not redeliver ${d.id}: ${e.message}`, 'error');
@@ -203,25 +248,73 @@ function Deliveries({ ctx, id }) {
   };
 
   return html`<div class="deliveries" data-testid=${'webhook-deliveries-list-' + id}>
-    <h3 class="small-h">Deliveries of webhook ${id}</h3>
+    <div class="deliveries-head">
+      <h3 class="small-h">Deliveries of webhook ${id}</h3>
+      <div class="field field-inline">
+        <label for=${'wh-dstatus-' + id}>Status</label>
+        <select id=${'wh-dstatus-' + id} value=${status} onChange=${(e) => setStatus(e.currentTarget.value)} data-testid=${'delivery-filter-' + id}>
+          <option value="">any</option>
+          ${DELIVERY_STATES.map((s) => html`<option value=${s}>${s}</option>`)}
+        </select>
+      </div>
+    </div>
     <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
     ${!live.data && !live.error ? html`<${Loading} />` : null}
-    ${live.data && !list.length ? html`<${Empty}>No delivery yet.<//>` : null}
+    ${live.data && !list.length ? html`<${Empty}>${status ? `No ${status} delivery.` : 'No delivery yet.'}<//>` : null}
     ${list.length
-      ? html`<table class="table table-compact">
+      ? html`<${TableWrap} label=${'Deliveries of webhook ' + id}><table class="table table-compact">
           <thead><tr><th scope="col" class="num">ID</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th>
-            <th scope="col" class="num">Last HTTP</th><th scope="col">Next attempt</th><th scope="col">Delivered</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-          <tbody>${list.map((d) => html`<tr key=${d.id} data-testid=${'delivery-row-' + d.id}>
+            <th scope="col" class="num">Last HTTP</th><th scope="col">Last error</th><th scope="col">Next attempt</th><th scope="col">Delivered</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>${list.map((d) => html`<tr key=${'d' + d.id} data-testid=${'delivery-row-' + d.id}>
             <td class="num">${d.id}</td>
             <td><code>${d.event}</code></td>
-            <td><${Badge} kind=${{ delivered: 'ok', pending: 'warn', failed: 'err', disabled: 'neutral' }[d.status] || 'neutral'}>${d.status}<//></td>
+            <td><${Badge} kind=${DELIVERY_KIND[d.status] || 'neutral'} title=${DELIVERY_TITLE[d.status]}>${d.status}<//></td>
             <td class="num">${d.attempts}</td>
             <td class="num">${d.lastStatus ?? '—'}</td>
+            <td class="cell-error">${d.lastError ? html`<span class="err-text" title=${d.lastError}>${d.lastError}</span>` : html`<span class="muted">—</span>`}</td>
             <td>${d.nextAttemptAt ? html`<${Rel} at=${d.nextAttemptAt} now=${now} />` : html`<span class="muted">—</span>`}</td>
             <td>${d.deliveredAt ? html`<${Rel} at=${d.deliveredAt} now=${now} />` : html`<span class="muted">—</span>`}</td>
-            <td class="actions"><button type="button" class="btn btn-small" disabled=${busy === d.id} onClick=${() => redeliver(d)} data-testid=${'delivery-redeliver-' + d.id}>Redeliver</button></td>
+            <td class="actions">
+              <button type="button" class="btn btn-small btn-quiet" aria-expanded=${open === d.id ? 'true' : 'false'} aria-controls=${'wh-attempts-' + d.id}
+                onClick=${() => setOpen(open === d.id ? null : d.id)} data-testid=${'delivery-attempts-' + d.id}>Attempts</button>
+              <button type="button" class="btn btn-small" disabled=${busy === d.id} onClick=${() => redeliver(d)} data-testid=${'delivery-redeliver-' + d.id}>Redeliver</button>
+            </td>
+          </tr>
+          ${open === d.id
+            ? html`<tr key=${'a' + d.id} class="row-detail"><td colspan="9" id=${'wh-attempts-' + d.id}><${Attempts} ctx=${ctx} d=${d} /></td></tr>`
+            : null}`)}</tbody>
+        </table><//>`
+      : null}
+    <${MoreButton} cursor=${cursor} busy=${more.busy} onClick=${loadOlder} label="Older deliveries" testid=${'delivery-older-' + id} />
+  </div>`;
+}
+
+/** Every attempt of one delivery, and its payload: GET /api/admin/webhooks/deliveries/{id}. */
+function Attempts({ ctx, d }) {
+  const live = useLive(ctx, () => ctx.api(`/api/admin/webhooks/deliveries/${encodeURIComponent(d.id)}`), 5000, [d.id, d.attempts]);
+  const full = (live.data && live.data.delivery) || null;
+  // The list carries the latest attempts; the delivery's own answer has them all.
+  const log = ((full && full.attemptLog) || d.attemptLog || []).slice().sort((a, b) => b.attempt - a.attempt);
+  return html`<div class="attempts">
+    <p class="small muted">Message <code>${d.messageId}</code> · the same <code>webhook-id</code> on every attempt · created <${Rel} at=${d.createdAt} /></p>
+    <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
+    ${log.length
+      ? html`<${TableWrap} label=${'Attempts of delivery ' + d.id}><table class="table table-compact" data-testid=${'delivery-attempts-table-' + d.id}>
+          <thead><tr><th scope="col" class="num">#</th><th scope="col">When</th><th scope="col">Answer</th><th scope="col" class="num">Latency</th><th scope="col">Error</th></tr></thead>
+          <tbody>${log.map((a) => html`<tr key=${a.attempt}>
+            <td class="num">${a.attempt}</td>
+            <td><${Rel} at=${a.at} /> <span class="muted small">${fmt.time(a.at)}</span></td>
+            <td><${AttemptStatus} a=${a} /></td>
+            <td class="num">${fmt.duration(a.latencyMs)}</td>
+            <td class="cell-error">${a.error ? html`<span class="err-text">${a.error}</span>` : html`<span class="muted">—</span>`}</td>
           </tr>`)}</tbody>
-        </table>`
+        </table><//>`
+      : html`<${Empty}>Not attempted yet.<//>`}
+    ${full && full.payload
+      ? html`<details class="payload">
+          <summary>Payload</summary>
+          <pre class="code" data-testid=${'delivery-payload-' + d.id}>${JSON.stringify(full.payload, null, 2)}</pre>
+        </details>`
       : null}
   </div>`;
 }

@@ -1,0 +1,846 @@
+package frontend_test
+
+// Browser tests: the admin SPA in Debian's Chromium, headless, against a real owed seeded with
+// data for every panel (seed_test.go). With OWED_SCREENSHOTS=1 the test also writes the
+// screenshots shown in the README to docs/screenshots/.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/owed/owed/owedtest"
+)
+
+// chromiumPath finds Debian's chromium (or OWED_CHROMIUM). Without it the browser tests fail
+// in CI (CI set) and are skipped, saying so, elsewhere: they never pass silently.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("OWED_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("OWED_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	const msg = "the admin SPA's browser tests need Chromium, which is not installed: " +
+		"apt-get install -y chromium (or set OWED_CHROMIUM to a Chrome or Chromium binary)"
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+		t.Fatal(msg)
+	}
+	t.Skip("SKIPPED: " + msg)
+	return ""
+}
+
+// browser is one headless Chromium tab with a fresh profile.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions, console errors, CSP violations
+}
+
+// dateShim makes the page's clock agree with the server's fake clock: offset ahead of the
+// wall clock.
+func dateShim(offset time.Duration) string {
+	return fmt.Sprintf(`(() => {
+  const offset = %d;
+  const RealDate = Date;
+  class ServerDate extends RealDate {
+    constructor(...args) { if (args.length === 0) super(RealDate.now() + offset); else super(...args); }
+    static now() { return RealDate.now() + offset; }
+  }
+  globalThis.Date = ServerDate;
+})();`, offset.Milliseconds())
+}
+
+func newBrowser(t *testing.T, exe, base string, offset time.Duration) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints"),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("password-store", "basic"),
+		chromedp.Flag("use-mock-keychain", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.WindowSize(1280, 900),
+	}
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	b := &browser{t: t, ctx: ctx, base: base}
+	// The first action starts the browser, whose life is that of the context it runs with: the
+	// tab's own, not a step's deadline.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium (%s): %v", exe, err)
+	}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: dateShim(offset)}); err != nil {
+		t.Fatalf("date shim: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("log.enable: %v", err)
+	}
+	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	console := chromedp.Events(ctx, runtime.ConsoleAPICalled)
+	entries := chromedp.Events(ctx, cdplog.EntryAdded)
+	go func() {
+		for ev, err := range exceptions {
+			if err != nil {
+				return
+			}
+			msg := ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil && ev.ExceptionDetails.Exception.Description != "" {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+			b.problem("exception: " + msg)
+		}
+	}()
+	go func() {
+		for ev, err := range console {
+			if err != nil {
+				return
+			}
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range ev.Args {
+					if a.Description != "" {
+						parts = append(parts, a.Description)
+					} else {
+						parts = append(parts, string(a.Value))
+					}
+				}
+				b.problem("console.error: " + strings.Join(parts, " "))
+			}
+		}
+	}()
+	go func() {
+		for ev, err := range entries {
+			if err != nil {
+				return
+			}
+			// A refused request (a 400 the test provokes) is logged by the network source;
+			// everything else at error level (CSP violations among them) is a fault.
+			if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+				b.problem(fmt.Sprintf("log %s: %s", ev.Entry.Source, ev.Entry.Text))
+			}
+		}
+	}()
+	return b
+}
+
+func (b *browser) problem(p string) {
+	b.mu.Lock()
+	b.problems = append(b.problems, p)
+	b.mu.Unlock()
+}
+
+// checkProblems fails the test for every exception, console error or CSP violation so far.
+func (b *browser) checkProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		b.t.Errorf("page: %s", p)
+	}
+	b.problems = nil
+}
+
+const step = 20 * time.Second
+
+func (b *browser) do(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, step)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, b.snapshot())
+	}
+}
+
+// eval runs a JavaScript expression and decodes its value into T.
+func eval[T any](t *testing.T, b *browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, step)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS waits until the expression is true: no fixed sleeps, a deadline.
+func (b *browser) waitJS(t *testing.T, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(step)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			if d := time.Since(deadline.Add(-step)); d > time.Second {
+				t.Logf("SLOW %s: %v", what, d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: timed out (last error %v)\n%s", what, err, b.snapshot())
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// snapshot is the page's URL and visible text, for failure messages.
+func (b *browser) snapshot() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + (document.body ? document.body.innerText : "")`))
+	if err != nil {
+		return "(no page text: " + err.Error() + ")"
+	}
+	if len(s) > 3000 {
+		s = s[:3000] + "…"
+	}
+	return "page:\n" + s
+}
+
+// tid is a CSS selector for a data-testid.
+func tid(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `"]`) }
+
+// jsEl is a JavaScript expression for the element with a data-testid.
+func jsEl(id string) string { return `document.querySelector('[data-testid="` + id + `"]')` }
+
+// jsText is the element's text (trimmed, spaces collapsed), or "" when it is absent.
+func jsText(id string) string {
+	return `((e) => e ? e.textContent.replace(/\s+/g, ' ').trim() : '')(` + jsEl(id) + `)`
+}
+
+func jsVisible(id string) string {
+	return `((e) => !!e && !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length))(` + jsEl(id) + `)`
+}
+
+func jsq(s string) string {
+	j, _ := json.Marshal(s)
+	return string(j)
+}
+
+// click clicks an element as a user does: it scrolls the element to the middle of the
+// viewport, checks that the element is what a pointer there would hit (nothing covers it),
+// and presses the mouse there.
+func (b *browser) click(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(step)
+	aim := `((e) => {
+		if (!e || !(e.offsetWidth || e.offsetHeight)) return null;
+		e.scrollIntoView({block: 'center', inline: 'nearest'});
+		const r = e.getBoundingClientRect();
+		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		const hit = document.elementFromPoint(x, y);
+		return hit && (hit === e || e.contains(hit)) ? [x, y] : null;
+	})(` + jsEl(id) + `)`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		pt, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](aim))
+		if err == nil && len(pt) == 2 {
+			err = chromedp.Do(ctx, chromedp.MouseClickXY(pt[0], pt[1]))
+			cancel()
+			if err != nil {
+				t.Fatalf("click %s: %v", id, err)
+			}
+			return
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("click %s: it never showed uncovered (last error %v)\n%s", id, err, b.snapshot())
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// fill replaces an input's value by typing, as a user does.
+func (b *browser) fill(t *testing.T, id, value string) {
+	t.Helper()
+	b.do(t, "fill "+id,
+		chromedp.WaitVisible(tid(id)),
+		chromedp.Evaluate[chromedp.Void](jsEl(id)+`.select()`),
+		chromedp.Clear(tid(id)),
+		chromedp.SendKeys(tid(id), value))
+}
+
+// choose picks an option of a select and fires change.
+func (b *browser) choose(t *testing.T, id, value string) {
+	t.Helper()
+	b.do(t, "choose "+id, chromedp.WaitVisible(tid(id)), chromedp.Evaluate[chromedp.Void](
+		`((e) => { e.value = `+jsq(value)+`; e.dispatchEvent(new Event('change', {bubbles: true})); })(`+jsEl(id)+`)`))
+}
+
+func (b *browser) tab(t *testing.T, id string) {
+	t.Helper()
+	b.click(t, "tab-"+id)
+	b.waitJS(t, "panel "+id, jsVisible("panel-"+id)+` && location.pathname.startsWith('/admin/`+id+`')`)
+}
+
+func (b *browser) textOf(t *testing.T, id string) string {
+	t.Helper()
+	return eval[string](t, b, jsText(id))
+}
+
+// waitText waits until the element's text contains every part.
+func (b *browser) waitText(t *testing.T, id string, parts ...string) {
+	t.Helper()
+	conds := make([]string, 0, len(parts))
+	for _, p := range parts {
+		conds = append(conds, jsText(id)+`.includes(`+jsq(p)+`)`)
+	}
+	if len(conds) == 0 {
+		conds = append(conds, jsVisible(id))
+	}
+	b.waitJS(t, fmt.Sprintf("%s to show %q", id, parts), strings.Join(conds, " && "))
+}
+
+// waitExact waits until the element's text is exactly want.
+func (b *browser) waitExact(t *testing.T, id, want string) {
+	t.Helper()
+	b.waitJS(t, fmt.Sprintf("%s to read %q (reads %q)", id, want, b.textOf(t, id)), jsText(id)+` === `+jsq(want))
+}
+
+// commas formats n as the SPA does (en-US thousands separators).
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// api reads an admin route of the seeded server as JSON.
+func (w *world) api(t *testing.T, path string) map[string]any {
+	t.Helper()
+	r := w.env.Do(http.MethodGet, path, owedtest.AdminToken, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
+	}
+	return r.JSON()
+}
+
+func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func list(v any) []any         { l, _ := v.([]any); return l }
+func num(v any) int64          { f, _ := v.(float64); return int64(f) }
+
+func TestAdminSPAInChromium(t *testing.T) {
+	exe := chromiumPath(t)
+	w := seedWorld(t)
+	b := newBrowser(t, exe, w.env.Server.URL, w.offset)
+	t.Cleanup(b.checkProblems)
+
+	if !t.Run("sign in", func(t *testing.T) { testSignIn(t, w, b) }) {
+		return
+	}
+	t.Run("overview", func(t *testing.T) { testOverview(t, w, b) })
+	t.Run("jobs: filter, detail, retry", func(t *testing.T) { testJobs(t, w, b) })
+	t.Run("backfill: start and pause", func(t *testing.T) { testBackfill(t, w, b) })
+	t.Run("backfill: settings validation", func(t *testing.T) { testBackfillSettings(t, w, b) })
+	t.Run("budgets: edit a limit", func(t *testing.T) { testBudgets(t, w, b) })
+	t.Run("events", func(t *testing.T) { testEvents(t, w, b) })
+	t.Run("webhooks: deliveries and create", func(t *testing.T) { testWebhooks(t, w, b) })
+	if os.Getenv("OWED_SCREENSHOTS") != "" {
+		t.Run("screenshots", func(t *testing.T) { takeScreenshots(t, w, b) })
+	}
+}
+
+func testSignIn(t *testing.T, w *world, b *browser) {
+	b.do(t, "open /admin/", chromedp.Navigate(b.base+"/admin/"), chromedp.WaitVisible(tid("signin-token")))
+
+	b.fill(t, "signin-token", "owed_not_a_token")
+	b.click(t, "signin-submit")
+	b.waitText(t, "signin-error", "not valid")
+
+	b.fill(t, "signin-token", owedtest.AdminToken)
+	b.click(t, "signin-submit")
+	b.waitJS(t, "the console", jsVisible("tab-overview")+` && `+jsVisible("panel-overview"))
+	if got := eval[string](t, b, `location.pathname`); got != "/admin/overview" {
+		t.Errorf("after sign-in the page is %s, want /admin/overview", got)
+	}
+	// The session is an HttpOnly cookie: the page cannot read it.
+	if c := eval[string](t, b, `document.cookie`); strings.Contains(c, "owed_session") {
+		t.Errorf("the session cookie is readable from the page: %q", c)
+	}
+	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
+	want := []string{"Overview", "Content jobs", "Backfill", "Budgets", "Events", "Webhooks"}
+	if strings.Join(tabs, ",") != strings.Join(want, ",") {
+		t.Errorf("tabs %q, want %q", tabs, want)
+	}
+}
+
+func testOverview(t *testing.T, w *world, b *browser) {
+	b.tab(t, "overview")
+	st := w.api(t, "/api/admin/stats")
+	jobs := obj(st["jobs"])
+	bf := obj(st["backfill"])
+	if num(jobs["total"]) == 0 || bf == nil {
+		t.Fatalf("seeded stats look wrong: %v", st)
+	}
+	statValue := func(id, want string) {
+		t.Helper()
+		b.waitJS(t, fmt.Sprintf("%s to read %s", id, want), `((e) => e && e.textContent.trim() === `+jsq(want)+`)(document.querySelector('[data-testid="`+id+`"] .stat-value'))`)
+	}
+	statValue("stat-jobs-total", commas(num(jobs["total"])))
+	statValue("stat-jobs-due", commas(num(jobs["due"])))
+	statValue("stat-backfill-pending", commas(num(bf["pending"])))
+	b.waitText(t, "stat-jobs-total", fmt.Sprintf("screen %s · score %s", commas(num(obj(jobs["byTask"])["screen"])), commas(num(obj(jobs["byTask"])["score"]))))
+	b.waitText(t, "stat-backfill-pending", commas(num(bf["pending"])), "/min")
+	b.waitText(t, "stat-health", "ok", "database")
+
+	// The bars by why carry the real counts.
+	for why, n := range obj(jobs["byWhy"]) {
+		label := why
+		if why == "none" {
+			label = "ready"
+		}
+		b.waitJS(t, fmt.Sprintf("why %s = %v", why, n), `[...document.querySelectorAll('[data-testid="overview-why"] li')].some((li) =>
+			li.querySelector('.bars-label').textContent.trim() === `+jsq(label)+` && li.querySelector('.bars-n').textContent.trim() === `+jsq(commas(num(n)))+`)`)
+	}
+	if num(obj(jobs["byWhy"])["upstream"]) != 3 || num(obj(jobs["byWhy"])["budget"]) != 2 {
+		t.Errorf("byWhy = %v, want 3 upstream and 2 budget", jobs["byWhy"])
+	}
+
+	// The chart's legend sums the minutes the API answers.
+	var screens, scores int64
+	for _, m := range list(st["settled"]) {
+		screens += num(obj(m)["screen"])
+		scores += num(obj(m)["score"])
+	}
+	if screens < 40 || scores < 20 {
+		t.Errorf("settled over the last hour: %d screens, %d scores; the seed made more", screens, scores)
+	}
+	b.waitText(t, "overview-settled", "screen "+commas(screens), "score "+commas(scores))
+	bars := eval[int](t, b, `document.querySelectorAll('[data-testid="overview-settled"] rect.s-screen').length`)
+	if bars < 10 {
+		t.Errorf("the chart draws %d minutes with screens", bars)
+	}
+
+	// The backfill summary: the rate limit the seed left counts down; nothing runs.
+	b.waitText(t, "overview-backfill", commas(num(bf["pending"])), "nothing")
+	b.waitJS(t, "the rate-limit countdown", jsVisible("overview-limited")+` && /\d+:\d\d/.test(`+jsText("overview-limited")+`)`)
+}
+
+func testJobs(t *testing.T, w *world, b *browser) {
+	b.tab(t, "jobs")
+	up := fmt.Sprint(w.upstreamJob)
+	b.waitText(t, "job-row-"+up, "upstream", "503", "waiting")
+	b.waitText(t, "job-row-"+fmt.Sprint(w.budgetJob), "budget", "score")
+
+	// Filter by why: the table holds exactly the API's upstream jobs, and the URL says so.
+	want := list(w.api(t, "/api/admin/jobs?why=upstream")["jobs"])
+	b.choose(t, "jobs-filter-why", "upstream")
+	ids := make([]string, 0, len(want))
+	for _, j := range want {
+		ids = append(ids, fmt.Sprint(num(obj(j)["id"])))
+	}
+	b.waitJS(t, "only upstream jobs", `location.search === '?why=upstream' && (() => {
+		const rows = [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')];
+		return rows.map((r) => r.dataset.testid.replace('job-row-', '')).join(',') === `+jsq(strings.Join(ids, ","))+`
+			&& rows.every((r) => r.textContent.includes('upstream'));
+	})()`)
+
+	// The detail shows the attempt history from the events.
+	b.click(t, "job-detail-"+up)
+	b.waitText(t, "job-detail", "Job "+up, "503", "upstream")
+	b.waitText(t, "job-events", "pending", "503")
+	b.click(t, "job-detail-close")
+	b.waitJS(t, "the detail to close", `!`+jsEl("job-detail"))
+
+	// Retry: the job becomes due now.
+	b.click(t, "job-retry-"+up)
+	b.waitText(t, "job-row-"+up, "due")
+	j := obj(w.api(t, "/api/admin/jobs/"+up)["job"])
+	due, err := time.Parse(time.RFC3339, j["dueAt"].(string))
+	if err != nil || due.After(w.env.Clock.Now()) {
+		t.Errorf("after retry the job is due at %v (now %v)", j["dueAt"], w.env.Clock.Now())
+	}
+	b.waitJS(t, "the retry toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+up+` is due now'))`)
+	b.choose(t, "jobs-filter-why", "")
+	b.waitJS(t, "the filter cleared", `location.search === ''`)
+}
+
+// backfillJob is one chat's job in GET /api/backfill.
+func (w *world) backfillJob(t *testing.T, chat string) map[string]any {
+	t.Helper()
+	for _, j := range list(w.api(t, "/api/backfill")["jobs"]) {
+		if obj(j)["chatId"] == chat {
+			return obj(j)
+		}
+	}
+	t.Fatalf("no backfill job for %s", chat)
+	return nil
+}
+
+func testBackfill(t *testing.T, w *world, b *browser) {
+	b.tab(t, "backfill")
+	st := w.api(t, "/api/backfill")
+	tot := obj(st["totals"])
+	b.waitText(t, "backfill-total-pending", commas(num(tot["pending"])))
+	b.waitExact(t, "backfill-state-general", "done")
+	b.waitExact(t, "backfill-state-memes", "paused")
+	b.waitExact(t, "backfill-state-releases", "idle")
+	b.waitExact(t, "backfill-state-archive-2019", "idle")
+
+	// #general ran to the end with a measured rate; its members are listed with their counts.
+	gen := w.backfillJob(t, "general")
+	if gen["rateMeasured"] != true {
+		t.Errorf("#general's rate is not measured: %v", gen)
+	}
+	b.waitText(t, "backfill-job-general", "measured", "100%", commas(num(gen["cached"])))
+	for _, m := range list(gen["members"]) {
+		id := fmt.Sprint(num(obj(m)["scrapeId"]))
+		b.waitText(t, "backfill-member-"+id, obj(m)["backend"].(string), obj(m)["mode"].(string), commas(num(obj(m)["total"])))
+	}
+	// #memes: its progress, pending by kind, and the rate limit counting down.
+	memes := w.backfillJob(t, "memes")
+	pk := obj(memes["pendingByKind"])
+	if pk == nil {
+		pk = map[string]any{}
+		for _, m := range list(memes["members"]) {
+			for k, v := range obj(obj(m)["pendingByKind"]) {
+				pk[k] = float64(num(pk[k]) + num(v))
+			}
+		}
+	}
+	b.waitText(t, "backfill-job-memes", "gif "+commas(num(pk["gif"])), "image "+commas(num(pk["image"])))
+	b.waitJS(t, "the memes progress bar", jsEl("backfill-progress-memes")+`.value > 0 && `+jsEl("backfill-progress-memes")+`.value < `+jsEl("backfill-progress-memes")+`.max`)
+	b.waitJS(t, "the rate-limit countdown", jsVisible("backfill-countdown")+` && /^\d+:\d\d$/.test(`+jsText("backfill-countdown")+`)`)
+	b.waitText(t, "backfill-walking", "walk")
+
+	// Start #releases from the UI: running. Then pause it: paused.
+	b.click(t, "backfill-start-releases")
+	b.waitExact(t, "backfill-state-releases", "running")
+	if s := w.backfillJob(t, "releases")["state"]; s != "running" {
+		t.Errorf("after Start the API says #releases is %v", s)
+	}
+	b.waitJS(t, "Pause to be enabled", `!`+jsEl("backfill-pause-releases")+`.disabled`)
+	b.click(t, "backfill-pause-releases")
+	b.waitExact(t, "backfill-state-releases", "paused")
+	if s := w.backfillJob(t, "releases")["state"]; s != "paused" {
+		t.Errorf("after Pause the API says #releases is %v", s)
+	}
+}
+
+func testBackfillSettings(t *testing.T, w *world, b *browser) {
+	b.tab(t, "backfill")
+	settings := func() map[string]any { return obj(w.api(t, "/api/backfill")["settings"]) }
+	before := settings()
+
+	for _, bad := range []string{"0", "501"} {
+		b.fill(t, "settings-batchSize", bad)
+		b.click(t, "settings-save")
+		b.waitText(t, "settings-error", "Batch size must be a whole number from 1 to 500")
+		b.waitJS(t, "batchSize marked invalid", jsEl("settings-batchSize")+`.getAttribute('aria-invalid') === 'true'`)
+		if got := settings(); num(got["batchSize"]) != num(before["batchSize"]) {
+			t.Errorf("batchSize %s reached the server: %v", bad, got)
+		}
+	}
+
+	// The server's own validation message shows too.
+	b.fill(t, "settings-batchSize", "50")
+	b.waitJS(t, "the error to clear", `!`+jsEl("settings-error"))
+	b.fill(t, "settings-batchPauseMs", "3600001")
+	b.click(t, "settings-save")
+	b.waitText(t, "settings-error", "batchPauseMs must be a whole number of ms from 0 to 3600000")
+	b.waitJS(t, "batchPauseMs marked invalid", jsEl("settings-batchPauseMs")+`.getAttribute('aria-invalid') === 'true'`)
+
+	b.fill(t, "settings-batchPauseMs", "1500")
+	b.click(t, "settings-save")
+	b.waitJS(t, "the saved toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Backfill settings saved'))`)
+	b.waitJS(t, "no error", `!`+jsEl("settings-error"))
+	if got := settings(); num(got["batchSize"]) != 50 || num(got["batchPauseMs"]) != 1500 {
+		t.Errorf("saved settings = %v, want batchSize 50, batchPauseMs 1500", got)
+	}
+}
+
+func testBudgets(t *testing.T, w *world, b *browser) {
+	b.tab(t, "budgets")
+	rows := map[int64]map[string]any{}
+	for _, r := range list(w.api(t, "/api/admin/budgets")["budgets"]) {
+		rows[num(obj(r)["userId"])] = obj(r)
+	}
+	for _, name := range []string{"ada", "bo", "cy", "dee"} {
+		r := rows[w.users[name]]
+		if r == nil {
+			t.Fatalf("no budget row for %s", name)
+		}
+		b.waitText(t, fmt.Sprintf("budget-row-%d", w.users[name]), name, commas(num(r["spent"])), commas(num(r["limit"])))
+	}
+	bo := rows[w.users["bo"]]
+	if num(bo["limit"]) != 4 || num(bo["spent"]) != 2 {
+		t.Errorf("bo's budget = %v, want 2 of 4 spent", bo)
+	}
+
+	cy := fmt.Sprint(w.users["cy"])
+	b.click(t, "budget-edit-"+cy)
+	// The editor selects its field when it opens; type once it has.
+	b.waitJS(t, "the limit field to take focus", `document.activeElement === `+jsEl("budget-limit-"+cy))
+	b.fill(t, "budget-limit-"+cy, "-3")
+	b.click(t, "budget-save-"+cy)
+	b.waitText(t, "budget-error-"+cy, "whole number")
+	b.fill(t, "budget-limit-"+cy, "250")
+	b.click(t, "budget-save-"+cy)
+	b.waitJS(t, "the editor to close", `!`+jsEl("budget-limit-"+cy))
+	b.waitText(t, "budget-row-"+cy, "250")
+	for _, r := range list(w.api(t, "/api/admin/budgets")["budgets"]) {
+		if num(obj(r)["userId"]) == w.users["cy"] && num(obj(r)["limit"]) != 250 {
+			t.Errorf("cy's limit after the edit: %v", r)
+		}
+	}
+}
+
+func testEvents(t *testing.T, w *world, b *browser) {
+	b.tab(t, "events")
+	evs := list(w.api(t, "/api/admin/events?limit=50")["events"])
+	if len(evs) != 50 {
+		t.Fatalf("the seed made %d events, want a full page", len(evs))
+	}
+	first := obj(evs[0])
+	// Newest first, the page the API answers.
+	b.waitJS(t, "the newest events", `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="events-table"] tbody tr')];
+		return rows.length === 50 && rows[0].dataset.testid === 'event-row-`+fmt.Sprint(num(first["id"]))+`';
+	})()`)
+	b.waitText(t, "event-row-"+fmt.Sprint(num(first["id"])), first["event"].(string), first["outcome"].(string))
+	for _, e := range evs {
+		if e := obj(e); e["why"] == "upstream" {
+			b.waitText(t, "event-row-"+fmt.Sprint(num(e["id"])), "upstream", "503")
+			break
+		}
+	}
+	b.do(t, "filter blocks", chromedp.Evaluate[chromedp.Void](`((e) => { e.value = 'block'; e.dispatchEvent(new Event('change', {bubbles: true})); })(document.getElementById('ef-outcome'))`))
+	blocks := list(w.api(t, "/api/admin/events?outcome=block")["events"])
+	if len(blocks) == 0 {
+		t.Fatal("the seed made no block")
+	}
+	b.waitJS(t, "only blocks", `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="events-table"] tbody tr')];
+		return rows.length === `+fmt.Sprint(len(blocks))+` && rows.every((r) => r.textContent.includes('block'));
+	})()`)
+	b.waitJS(t, "the URL to carry the filter", `location.search === '?outcome=block'`)
+	b.do(t, "clear the filter", chromedp.Evaluate[chromedp.Void](`((e) => { e.value = ''; e.dispatchEvent(new Event('change', {bubbles: true})); })(document.getElementById('ef-outcome'))`))
+}
+
+func testWebhooks(t *testing.T, w *world, b *browser) {
+	b.tab(t, "webhooks")
+	screens, dead := fmt.Sprint(w.hooks["screens"]), fmt.Sprint(w.hooks["dead"])
+	b.waitText(t, "webhook-row-"+fmt.Sprint(w.hooks["all"]), "/all", "*", "active")
+	b.waitText(t, "webhook-row-"+screens, "/screens", "item.screened", "active")
+	b.waitExact(t, "webhook-state-"+dead, "disabled")
+
+	// The deliveries of /screens, each with its attempts: find one that failed before it
+	// went through.
+	ds := list(w.api(t, "/api/admin/webhooks/"+screens+"/deliveries?limit=20")["deliveries"])
+	var retried map[string]any
+	for _, d := range ds {
+		if d := obj(d); d["status"] == "delivered" && num(d["attempts"]) == 3 {
+			retried = d
+			break
+		}
+	}
+	if retried == nil {
+		t.Fatalf("no delivery of /screens among the newest took three attempts: %d deliveries", len(ds))
+	}
+	id := fmt.Sprint(num(retried["id"]))
+	b.click(t, "webhook-deliveries-"+screens)
+	b.waitText(t, "delivery-row-"+id, "item.screened", "delivered", "3")
+	b.click(t, "delivery-attempts-"+id)
+	b.waitJS(t, "the attempts of delivery "+id, `(() => {
+		const t = `+jsEl("delivery-attempts-table-"+id)+`;
+		if (!t) return false;
+		const rows = [...t.querySelectorAll(':scope > tbody > tr')].map((r) => r.textContent);
+		return rows.length === 3 && rows.some((r) => r.includes('503')) && rows.some((r) => r.includes('500')) && rows.some((r) => r.includes('204'));
+	})()`)
+	b.waitText(t, "delivery-payload-"+id, `"type": "item.screened"`)
+
+	// Twenty at a time, older ones on request.
+	countRows := `document.querySelectorAll('[data-testid="webhook-deliveries-list-` + screens + `"] [data-testid^="delivery-row-"]').length`
+	b.waitJS(t, "a page of deliveries", countRows+` === 20`)
+	b.click(t, "delivery-older-"+screens)
+	b.waitJS(t, "two pages of deliveries", countRows+` === 40`)
+
+	// The dead receiver's deliveries were cancelled when it was disabled, with the error.
+	dd := list(w.api(t, "/api/admin/webhooks/"+dead+"/deliveries")["deliveries"])
+	if len(dd) == 0 || obj(dd[0])["status"] != "cancelled" {
+		t.Fatalf("deliveries of the dead webhook: %v", dd)
+	}
+	did := fmt.Sprint(num(obj(dd[0])["id"]))
+	b.click(t, "webhook-deliveries-"+dead)
+	b.waitText(t, "delivery-row-"+did, "cancelled", "connection refused")
+
+	// Create a webhook: its secret shows once.
+	b.fill(t, "webhook-url", w.receiver.URL+"/new")
+	b.click(t, "webhook-event-song.scored")
+	b.click(t, "webhook-create")
+	b.waitJS(t, "the secret", `/^whsec_[A-Za-z0-9+/]{32}$/.test(`+jsText("webhook-secret")+`)`)
+	secret := b.textOf(t, "webhook-secret")
+	r := w.env.Do(http.MethodGet, "/api/admin/webhooks", owedtest.AdminToken, nil)
+	if strings.Contains(string(r.Body), secret) {
+		t.Error("the API shows the secret again")
+	}
+	var created map[string]any
+	for _, h := range list(r.JSON()["webhooks"]) {
+		if obj(h)["url"] == w.receiver.URL+"/new" {
+			created = obj(h)
+		}
+	}
+	if created == nil || fmt.Sprint(created["events"]) != "[item.screened song.scored]" {
+		t.Fatalf("created webhook = %v", created)
+	}
+	b.waitText(t, fmt.Sprintf("webhook-row-%d", num(created["id"])), "/new", "song.scored")
+	b.click(t, "webhook-secret-done")
+	b.waitJS(t, "the secret to go", `!`+jsEl("webhook-secret"))
+	b.do(t, "reload", chromedp.Reload())
+	b.waitText(t, fmt.Sprintf("webhook-row-%d", num(created["id"])), "/new")
+	if strings.Contains(b.snapshot(), secret) {
+		t.Error("the secret shows again after a reload")
+	}
+}
+
+// takeScreenshots writes docs/screenshots/*.png: every panel in light mode at 1280 px, and the
+// backfill panel in dark mode and 360 px wide.
+func takeScreenshots(t *testing.T, w *world, b *browser) {
+	dir := filepath.Join("..", "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A livelier queue: #memes resumed (it waits out the rate limit), #releases queued.
+	for _, chat := range []string{"memes"} {
+		w.ok(w.env.Do(http.MethodPost, "/api/backfill/start", owedtest.AdminToken, map[string]string{"chatId": chat}), http.StatusOK, "start "+chat)
+	}
+
+	shot := func(name string) {
+		t.Helper()
+		b.do(t, "settle", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('.toast').forEach((e) => e.remove()); window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()`))
+		// Wait for fonts and two frames, so the picture is of a painted page.
+		b.waitJS(t, "a painted page", `document.fonts.status === 'loaded'`)
+		ctx, cancel := context.WithTimeout(b.ctx, step)
+		defer cancel()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote docs/screenshots/%s.png (%d KiB)", name, len(png)/1024)
+	}
+	viewport := func(width, height int64, mobile bool) {
+		t.Helper()
+		var opts []chromedp.EmulateViewportOption
+		if mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		b.do(t, "viewport", chromedp.EmulateViewport(width, height, opts...))
+	}
+	viewport(1280, 860, false)
+
+	b.tab(t, "overview")
+	b.waitJS(t, "the overview", jsVisible("overview-settled"))
+	shot("overview")
+
+	b.tab(t, "jobs")
+	b.click(t, "job-detail-"+fmt.Sprint(w.budgetJob))
+	b.waitText(t, "job-events", "budget")
+	shot("jobs")
+	b.click(t, "job-detail-close")
+
+	b.tab(t, "backfill")
+	b.waitExact(t, "backfill-state-memes", "running")
+	shot("backfill")
+
+	b.tab(t, "budgets")
+	b.waitText(t, fmt.Sprintf("budget-row-%d", w.users["bo"]), "bo")
+	shot("budgets")
+
+	b.tab(t, "events")
+	b.waitJS(t, "events", jsVisible("events-table"))
+	shot("events")
+
+	b.tab(t, "webhooks")
+	screens := fmt.Sprint(w.hooks["screens"])
+	b.waitText(t, "webhook-row-"+screens, "/screens")
+	if !eval[bool](t, b, jsVisible("webhook-deliveries-list-"+screens)) {
+		b.click(t, "webhook-deliveries-"+screens)
+	}
+	for _, d := range list(w.api(t, "/api/admin/webhooks/"+screens+"/deliveries?limit=20")["deliveries"]) {
+		if d := obj(d); num(d["attempts"]) == 3 {
+			b.click(t, fmt.Sprintf("delivery-attempts-%d", num(d["id"])))
+			b.waitText(t, fmt.Sprintf("delivery-attempts-table-%d", num(d["id"])), "503")
+			break
+		}
+	}
+	shot("webhooks")
+
+	// Dark mode, as the system asks for it.
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.tab(t, "backfill")
+	shot("backfill-dark")
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A phone, 360 px wide.
+	viewport(360, 780, true)
+	b.tab(t, "backfill")
+	shot("backfill-360")
+	viewport(1280, 860, false)
+}
