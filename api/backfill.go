@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
@@ -41,8 +40,7 @@ func readTarget(c echo.Context) (string, error) {
 	req := c.Request()
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if bodyTooLarge(err) {
 			return "", tooLarge("", "the request body is too large")
 		}
 		return "", invalid("", "the request body could not be read")

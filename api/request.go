@@ -25,8 +25,7 @@ func bind(c echo.Context, v any) error {
 	}
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if bodyTooLarge(err) {
 			return tooLarge("", "the request body is too large")
 		}
 		return invalid("", "the request body could not be read")
@@ -51,10 +50,19 @@ func bind(c echo.Context, v any) error {
 		}
 		return invalid("", "the request body is not the expected JSON")
 	}
-	if dec.More() {
+	// More alone would let a stray '}' or ']' after the value through.
+	if _, err := dec.Token(); err != io.EOF {
 		return invalid("", "the request body must hold one JSON value")
 	}
 	return nil
+}
+
+// bodyTooLarge reports whether reading a body failed on a size limit: http.MaxBytesReader's,
+// or the BodyLimit middleware's for a body of unknown length (chunked), which it cuts off with
+// echo.ErrStatusRequestEntityTooLarge.
+func bodyTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge)
 }
 
 func jsonType(kind string) string {

@@ -94,8 +94,27 @@ func (a *API) Register(e *echo.Echo) {
 		if r.roles != nil {
 			mw = append(mw, allow(r.roles...))
 		}
+		if params := queryParams[r.method+" "+r.path]; params != nil {
+			mw = append(mw, onceEach(params))
+		}
 		g.Add(r.method, r.path, r.handler, mw...)
 	}
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
+}
+
+// onceEach refuses a documented query parameter given more than once (?task=a&task=b): which
+// of the values would count is a guess a filter must not make.
+func onceEach(params []string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			q := c.QueryParams()
+			for _, p := range params {
+				if len(q[p]) > 1 {
+					return invalid(p, p+" must be given once")
+				}
+			}
+			return next(c)
+		}
+	}
 }

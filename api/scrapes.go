@@ -90,6 +90,10 @@ func checkID(field string, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return invalid(field, field+" is required")
 	}
+	if !utf8.ValidString(v) {
+		// A query parameter is not checked like a JSON body is; PostgreSQL refuses bad UTF-8.
+		return invalid(field, field+" must be UTF-8 text")
+	}
 	if utf8.RuneCountInString(v) > maxChatIDLength {
 		return invalid(field, fmt.Sprintf("%s must be at most %d characters", field, maxChatIDLength))
 	}
