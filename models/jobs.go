@@ -82,22 +82,19 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 	args = append(args, limit)
 	var q string
 	if s.dialect == Postgres {
-		q = `WITH picked AS (SELECT id FROM content_jobs
+		// id = ANY(ARRAY(…)) keeps the plan an index lookup per picked id whatever the
+		// statistics say (a join against the CTE can turn into a scan of the whole table).
+		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
+			WHERE id = ANY(ARRAY(SELECT id FROM content_jobs
 			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
-			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
-			UPDATE content_jobs j SET lease_until = ?, lease_owner = ? FROM picked WHERE j.id = picked.id
-			RETURNING j.id, j.task, j.kind, j.item_id, j.user_id, j.due_at, j.attempts, j.why, j.status,
-			j.lease_until, j.lease_owner, j.created_at`
+			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
+			RETURNING ` + jobColumns
 	} else {
 		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
 			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
 			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
 	}
-	if s.dialect == Postgres {
-		args = append(args, until, owner)
-	} else {
-		args = append([]any{until, owner}, args...)
-	}
+	args = append([]any{until, owner}, args...)
 	var jobs []Job
 	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&jobs).Error
 	return jobs, err

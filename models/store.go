@@ -60,7 +60,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	cfg := &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, PrepareStmt: false}
+	cfg := &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true}
 	s := &Store{clock: opts.Clock}
 	url := opts.URL
 	switch {
@@ -95,6 +95,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			}
 			path = filepath.Join(dir, "owed.db")
 		}
+		// Prepared once per connection: SQLite otherwise recompiles every statement, and the
+		// triggers with it, on every call (pgx already caches statements on PostgreSQL).
+		cfg.PrepareStmt = true
 		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000"
 		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&"+common), cfg)
 		if err != nil {
