@@ -33,19 +33,13 @@ func (a *API) listBudgets(c echo.Context) error {
 		return err
 	}
 	resets := timeStr(models.BudgetReset(now))
-	out := make([]budgetRowJSON, 0, len(rows))
-	for _, r := range rows {
+	return page(c, "budgets", rows, limit, func(r models.BudgetRow) budgetRowJSON {
 		l := a.DailyBudget
 		if r.DailyLimit != nil {
 			l = *r.DailyLimit
 		}
-		out = append(out, budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: l, Spent: r.Spent, ResetsAt: resets})
-	}
-	var next *string
-	if len(rows) == limit {
-		next = encodeCursor(idCursor{rows[len(rows)-1].UserID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"budgets": out, "nextCursor": next})
+		return budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: l, Spent: r.Spent, ResetsAt: resets}
+	}, func(r models.BudgetRow) any { return idCursor{r.UserID} })
 }
 
 type budgetRequest struct {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -66,13 +65,5 @@ func (a *API) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]eventJSON, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, eventOf(e))
-	}
-	var next *string
-	if len(evs) == limit {
-		next = encodeCursor(idCursor{evs[len(evs)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"events": out, "nextCursor": next})
+	return page(c, "events", evs, limit, eventOf, func(e models.Event) any { return idCursor{e.ID} })
 }

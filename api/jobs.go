@@ -89,15 +89,7 @@ func (a *API) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]jobJSON, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, jobOf(j))
-	}
-	var next *string
-	if len(jobs) == limit {
-		next = encodeCursor(idCursor{jobs[len(jobs)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"jobs": out, "nextCursor": next})
+	return page(c, "jobs", jobs, limit, jobOf, func(j models.Job) any { return idCursor{j.ID} })
 }
 
 // getJob shows one job with its attempt history.

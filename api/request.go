@@ -147,6 +147,20 @@ func decodeCursor(c echo.Context, v any) (bool, error) {
 	return true, nil
 }
 
+// page answers one page of rows as {key: [rows as JSON], "nextCursor": …}. The cursor, made
+// from the last row, is given only when the page is full, so a client stops at a short page.
+func page[R, J any](c echo.Context, key string, rows []R, limit int, toJSON func(R) J, cursor func(R) any) error {
+	out := make([]J, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toJSON(r))
+	}
+	var next *string
+	if len(rows) > 0 && len(rows) == limit {
+		next = encodeCursor(cursor(rows[len(rows)-1]))
+	}
+	return c.JSON(http.StatusOK, map[string]any{key: out, "nextCursor": next})
+}
+
 type idCursor struct {
 	ID int64 `json:"i"`
 }

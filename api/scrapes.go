@@ -199,15 +199,7 @@ func (a *API) listScrapes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]scrapeJSON, 0, len(rows))
-	for _, s := range rows {
-		out = append(out, scrapeOf(s))
-	}
-	var next *string
-	if len(rows) == limit {
-		next = encodeCursor(idCursor{rows[len(rows)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"scrapes": out, "nextCursor": next})
+	return page(c, "scrapes", rows, limit, scrapeOf, func(s models.Scrape) any { return idCursor{s.ID} })
 }
 
 type mediaItemRequest struct {
@@ -375,15 +367,7 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]mediaJSON, 0, len(rows))
-	for _, m := range rows {
-		out = append(out, mediaOf(m))
-	}
-	var next *string
-	if len(rows) == limit {
-		next = encodeCursor(idCursor{rows[len(rows)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"media": out, "nextCursor": next})
+	return page(c, "media", rows, limit, mediaOf, func(m models.Media) any { return idCursor{m.ID} })
 }
 
 // mediaPreview serves a cached preview: a JPEG thumbnail whose file is found from the row's

@@ -48,16 +48,7 @@ func (a *API) listSongs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]songJSON, 0, len(songs))
-	for _, s := range songs {
-		out = append(out, songOf(s))
-	}
-	var next *string
-	if len(songs) == limit {
-		last := songs[len(songs)-1]
-		next = encodeCursor(models.SongCursor{Art: last.Art, ID: last.ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"songs": out, "nextCursor": next})
+	return page(c, "songs", songs, limit, songOf, func(s models.Song) any { return models.SongCursor{Art: s.Art, ID: s.ID} })
 }
 
 // getSong shows a public song with its allowed revisions and comments.
@@ -114,13 +105,7 @@ func (a *API) listPitches(c echo.Context) error {
 		Body      string `json:"body"`
 		CreatedAt string `json:"createdAt"`
 	}
-	out := make([]pitchJSON, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: msTime(p.CreatedAt)})
-	}
-	var next *string
-	if len(ps) == limit {
-		next = encodeCursor(idCursor{ps[len(ps)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"pitches": out, "nextCursor": next})
+	return page(c, "pitches", ps, limit, func(p models.Pitch) pitchJSON {
+		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: msTime(p.CreatedAt)}
+	}, func(p models.Pitch) any { return idCursor{p.ID} })
 }

@@ -140,15 +140,7 @@ func (a *API) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]webhookJSON, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, webhookOf(w))
-	}
-	var next *string
-	if len(ws) == limit {
-		next = encodeCursor(idCursor{ws[len(ws)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"webhooks": out, "nextCursor": next})
+	return page(c, "webhooks", ws, limit, webhookOf, func(w models.Webhook) any { return idCursor{w.ID} })
 }
 
 type webhookUpdate struct {
@@ -225,15 +217,9 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]deliveryJSON, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, deliveryOf(d, attempts[d.ID]))
-	}
-	var next *string
-	if len(ds) == limit {
-		next = encodeCursor(idCursor{ds[len(ds)-1].ID})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"deliveries": out, "nextCursor": next})
+	return page(c, "deliveries", ds, limit,
+		func(d models.Delivery) deliveryJSON { return deliveryOf(d, attempts[d.ID]) },
+		func(d models.Delivery) any { return idCursor{d.ID} })
 }
 
 // deliveryAnswer answers one delivery with its payload and every attempt.
