@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -47,4 +48,20 @@ func (f *Fake) Advance(d time.Duration) time.Time {
 	defer f.mu.Unlock()
 	f.now = f.now.Add(d)
 	return f.now
+}
+
+// Sleep waits d or until ctx ends, whichever is first; it returns ctx's error when ctx ended
+// first. Runners take it as their default wait, and tests hand them one that moves a Fake.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

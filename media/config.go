@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/owed/owed/clock"
 )
 
 // Defaults applied by New to zero-valued Config fields.
@@ -84,7 +86,7 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleepCtx
+		c.Sleep = clock.Sleep
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64
@@ -129,18 +131,4 @@ func validateGaps(minGap, maxGap time.Duration) error {
 		return fmt.Errorf("media: min gap %v exceeds max gap %v", minGap, maxGap)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -64,25 +63,10 @@ func (c *BackfillConfig) applyDefaults() {
 		c.Poll = 5 * time.Second
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewToken()[5:13])
+		c.Owner = models.NewLeaseOwner()
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleepTimer
-	}
-}
-
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		c.Sleep = clock.Sleep
 	}
 }
 

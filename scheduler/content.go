@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -62,8 +61,7 @@ func (c *ContentConfig) applyDefaults() {
 		c.Concurrency = 64
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), models.NewToken()[5:13])
+		c.Owner = models.NewLeaseOwner()
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -91,8 +90,7 @@ func (c *Config) applyDefaults() error {
 		c.MaxRetryAfter = 24 * time.Hour
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = fmt.Sprintf("%s:%d:%s:webhooks", host, os.Getpid(), models.NewToken()[5:13])
+		c.Owner = models.NewLeaseOwner() + ":webhooks"
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "owed-webhooks"
