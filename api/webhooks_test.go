@@ -2,18 +2,14 @@ package api_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,39 +18,8 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
-
-// verifyWebhook is a receiver's check of an owed webhook by the Standard Webhooks scheme, the
-// one docs/webhooks.md gives receivers.
-func verifyWebhook(secret string, h http.Header, body []byte, now time.Time) error {
-	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
-	if id == "" || ts == "" || sigs == "" {
-		return errors.New("missing webhook headers")
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errors.New("bad webhook-timestamp")
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return errors.New("webhook-timestamp too far from now")
-	}
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return errors.New("bad secret")
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
-	want := mac.Sum(nil)
-	for _, s := range strings.Fields(sigs) {
-		version, sig, _ := strings.Cut(s, ",")
-		got, err := base64.StdEncoding.DecodeString(sig)
-		if version == "v1" && err == nil && hmac.Equal(got, want) {
-			return nil
-		}
-	}
-	return errors.New("no valid signature")
-}
 
 type hookRequest struct {
 	path   string
@@ -201,11 +166,11 @@ func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
 			}
 			json.Unmarshal(req.body, &body)
 			types[body.Type] = append(types[body.Type], req.path)
-			if err := verifyWebhook(secrets[req.path], req.header, req.body, w.env.Clock.Now()); err != nil {
+			if err := webhooks.Verify(secrets[req.path], req.header, req.body, w.env.Clock.Now()); err != nil {
 				t.Errorf("delivery to %s: %v", req.path, err)
 			}
 			for _, other := range secrets {
-				if other != secrets[req.path] && verifyWebhook(other, req.header, req.body, w.env.Clock.Now()) == nil {
+				if other != secrets[req.path] && webhooks.Verify(other, req.header, req.body, w.env.Clock.Now()) == nil {
 					t.Errorf("delivery to %s verifies with another webhook's secret", req.path)
 				}
 			}
@@ -315,7 +280,7 @@ func TestDeliveryOwedBeforeARestartArrivesAfterIt(t *testing.T) {
 		if got[0].header.Get("webhook-id") != got[2].header.Get("webhook-id") || got[0].header.Get("webhook-id") != first["messageId"] {
 			t.Errorf("the retry's webhook-id %q, want the first attempt's %q", got[2].header.Get("webhook-id"), got[0].header.Get("webhook-id"))
 		}
-		if err := verifyWebhook(secret, got[2].header, got[2].body, w2.env.Clock.Now()); err != nil {
+		if err := webhooks.Verify(secret, got[2].header, got[2].body, w2.env.Clock.Now()); err != nil {
 			t.Errorf("retry after the restart: %v", err)
 		}
 		for _, d := range deliveriesOf(w2, id) {

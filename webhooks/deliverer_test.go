@@ -180,7 +180,7 @@ func TestDeliveryIsSignedAndDelivered(t *testing.T) {
 			t.Fatalf("receiver got %d requests, want 1", len(got))
 		}
 		req := got[0]
-		if err := verify(w.Secret, req.header, req.body, r.clk.Now()); err != nil {
+		if err := webhooks.Verify(w.Secret, req.header, req.body, r.clk.Now()); err != nil {
 			t.Fatalf("signature: %v (headers %v)", err, req.header)
 		}
 		d := r.one(w.ID)
@@ -264,7 +264,7 @@ func TestFailedDeliveryIsRetriedOnTheScheduleWithTheSameID(t *testing.T) {
 			if string(req.body) != string(got[0].body) {
 				t.Errorf("attempt %d: body changed", i+1)
 			}
-			if err := verify(w.Secret, req.header, req.body, time.Unix(mustAtoi(t, req.header.Get("webhook-timestamp")), 0)); err != nil {
+			if err := webhooks.Verify(w.Secret, req.header, req.body, time.Unix(mustAtoi(t, req.header.Get("webhook-timestamp")), 0)); err != nil {
 				t.Errorf("attempt %d: %v", i+1, err)
 			}
 			stamps = append(stamps, req.header.Get("webhook-timestamp"))

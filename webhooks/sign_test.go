@@ -24,13 +24,13 @@ func TestSignMatchesTheStandardWebhooksVector(t *testing.T) {
 	// The test verifier (the one docs/webhooks.md gives receivers) agrees.
 	h := map[string][]string{"Webhook-Id": {"msg_p5jXN8AQM9LWM0D4loKWxJek"}, "Webhook-Timestamp": {"1614265330"},
 		"Webhook-Signature": {"v1,bm9wZQ== " + got}}
-	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330, 0)); err != nil {
+	if err := webhooks.Verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330, 0)); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232315}`), time.Unix(1614265330, 0)); err == nil {
+	if err := webhooks.Verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232315}`), time.Unix(1614265330, 0)); err == nil {
 		t.Fatal("a changed body verified")
 	}
-	if err := verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330+600, 0)); err == nil {
+	if err := webhooks.Verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte(`{"test": 2432232314}`), time.Unix(1614265330+600, 0)); err == nil {
 		t.Fatal("a stale timestamp verified")
 	}
 }

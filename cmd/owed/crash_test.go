@@ -2,12 +2,8 @@ package main
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -15,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +20,7 @@ import (
 
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
 
 // Crash tests: a real `owed serve` is killed with SIGKILL (no shutdown, no lease released) in
@@ -290,7 +286,7 @@ func newSlowReceiver(t *testing.T, delay time.Duration) *slowReceiver {
 		secret := rc.secret
 		rc.seen[id]++
 		if err == nil {
-			err = verifyWebhook(secret, r.Header, body, time.Now())
+			err = webhooks.Verify(secret, r.Header, body, time.Now())
 		}
 		if err != nil {
 			rc.bad = append(rc.bad, fmt.Sprintf("%s: %v", id, err))
@@ -308,37 +304,6 @@ func newSlowReceiver(t *testing.T, delay time.Duration) *slowReceiver {
 	}))
 	t.Cleanup(rc.srv.Close)
 	return rc
-}
-
-// verifyWebhook is the receiver's check from docs/webhooks.md, as a receiver would run it.
-func verifyWebhook(secret string, h http.Header, body []byte, now time.Time) error {
-	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
-	if id == "" || ts == "" || sigs == "" {
-		return errors.New("missing webhook headers")
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errors.New("bad webhook-timestamp")
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return errors.New("webhook-timestamp too far from now")
-	}
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return errors.New("bad secret")
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
-	want := mac.Sum(nil)
-	for _, s := range strings.Fields(sigs) {
-		version, sig, _ := strings.Cut(s, ",")
-		got, err := base64.StdEncoding.DecodeString(sig)
-		if version == "v1" && err == nil && hmac.Equal(got, want) {
-			return nil
-		}
-	}
-	return errors.New("no valid signature")
 }
 
 // blockTagged makes the model block every screened text holding "#block" and answer as usual

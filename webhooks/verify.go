@@ -1,4 +1,4 @@
-package webhooks_test
+package webhooks
 
 import (
 	"crypto/hmac"
@@ -11,9 +11,12 @@ import (
 	"time"
 )
 
-// verify is a receiver's check of an owed webhook, by the Standard Webhooks scheme, written
-// with the standard library alone: docs/webhooks.md gives receivers this same function.
-func verify(secret string, h http.Header, body []byte, now time.Time) error {
+// Verify is a receiver's check of an owed webhook by the Standard Webhooks scheme: the
+// headers are present, the timestamp is within five minutes of now, and one v1 signature is
+// the HMAC-SHA256 of id.timestamp.body under the secret. It is written apart from Sign, with
+// the standard library alone, so that tests checking deliveries with it check Sign too;
+// docs/webhooks.md gives receivers the same function.
+func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	if id == "" || ts == "" || sigs == "" {
 		return errors.New("missing webhook headers")
