@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
@@ -179,122 +175,16 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
-// The serve tests run the real binary.
-var (
-	cliBinOnce sync.Once
-	cliBin     string
-	cliBinErr  error
-)
-
-func buildOwed(t *testing.T) string {
+// serveOnce runs `owed serve` on the database until it is ready, then SIGTERMs it and returns
+// what it printed; it fails unless the process exits 0.
+func serveOnce(t *testing.T, db, dataDir string, whileUp func(base string)) (stdout string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
+	p := startOwed(t, "OWED_DATA_DIR="+dataDir, "OWED_DATABASE_URL="+db)
+	whileUp(p.URL)
+	if err := p.stop(syscall.SIGTERM); err != nil {
+		t.Errorf("owed serve exited with %v after SIGTERM, want 0", err)
 	}
-	cliBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "owed-cli")
-		if err != nil {
-			cliBinErr = err
-			return
-		}
-		cliBin = filepath.Join(dir, "owed")
-		if out, err := exec.Command("go", "build", "-o", cliBin, ".").CombinedOutput(); err != nil {
-			cliBinErr = &buildError{err, out}
-		}
-	})
-	if cliBinErr != nil {
-		t.Fatal(cliBinErr)
-	}
-	return cliBin
-}
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// serveOnce runs `owed serve` on the database until it answers /healthz, then SIGTERMs it and
-// returns what it printed; it fails unless the process exits 0.
-func serveOnce(t *testing.T, bin, db, dataDir string, whileUp func(base string)) (stdout string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OWED_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "OWED_ADDR="+addr, "OWED_DATA_DIR="+dataDir, "OWED_DATABASE_URL="+db, "OWED_LOG_LEVEL=warn")
-	var out, errOut syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("stderr:\n%s", errOut.String())
-		}
-	}()
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("owed serve exited before it answered: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("owed serve did not answer /healthz in time")
-		}
-	}
-	whileUp(base)
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("owed serve exited with %v after SIGTERM, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("owed serve did not stop within 30 s of SIGTERM")
-	}
-	return out.String()
+	return p.stdout.String()
 }
 
 func sessionOf(t *testing.T, base, token string) (int, map[string]any) {
@@ -314,16 +204,15 @@ func sessionOf(t *testing.T, base, token string) (int, map[string]any) {
 // TestServe: `owed serve` with no admin token configured prints a first admin token on an
 // empty database, once; it works; a second start prints none; SIGTERM stops it cleanly.
 func TestServe(t *testing.T) {
-	bin := buildOwed(t)
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		dataDir := t.TempDir()
-		first := serveOnce(t, bin, db, dataDir, func(string) {})
+		first := serveOnce(t, db, dataDir, func(string) {})
 		tokens := printedToken.FindAllString(first, -1)
 		if len(tokens) != 1 {
 			t.Fatalf("first start printed %q: want one admin token", first)
 		}
 		token := tokens[0]
-		second := serveOnce(t, bin, db, dataDir, func(base string) {
+		second := serveOnce(t, db, dataDir, func(base string) {
 			if status, u := sessionOf(t, base, token); status != http.StatusOK || u["role"] != "admin" {
 				t.Errorf("the printed token: %d %v, want an admin", status, u)
 			}

@@ -58,7 +58,7 @@ type process struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	URL    string
-	stdout *bytes.Buffer
+	stdout *lockedBuffer
 	stderr *lockedBuffer
 	exited chan error
 }
@@ -97,9 +97,15 @@ func startOwed(t testing.TB, env ...string) *process {
 	bin := owedBinary(t)
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "OWED_ADDR="+addr, "OWED_LOG_LEVEL=warn")
+	// Only what the test says configures owed: none of the caller's own OWED_* settings.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OWED_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "OWED_ADDR="+addr, "OWED_LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, env...)
-	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &bytes.Buffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
