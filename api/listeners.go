@@ -15,7 +15,6 @@ import (
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
-	"github.com/owed/owed/scheduler"
 )
 
 // screenJSON is where an item's screening stands, as its author sees it.
@@ -334,5 +333,3 @@ func jsonWithETag(c echo.Context, v any) error {
 	}
 	return c.JSONBlob(http.StatusOK, body)
 }
-
-var _ = scheduler.Done

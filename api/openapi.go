@@ -239,5 +239,3 @@ var (
 	mediaKind   = map[string]any{"type": "string", "enum": []string{"image", "gif", "video", "audio"}}
 	mediaState  = map[string]any{"type": "string", "enum": []string{"pending", "cached", "failed", "suspect", "unverified", "skipped"}}
 )
-
-var _ = boolean

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -16,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/owed/owed/owedtest"
 )
 
 // These tests run owed as real processes: what a replica, a crash or a restart does is only
@@ -263,6 +260,3 @@ func openDB(t testing.TB, url string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
-
-var _ = context.Background
-var _ = owedtest.PostgresEnv
