@@ -139,6 +139,15 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 	if err != nil {
 		return false, err
 	}
+	if s.dialect == Postgres && !s.inTx {
+		// With no webhook to owe, the verdict and its event go in one statement: on PostgreSQL
+		// every statement is a round trip, and a transaction of four would cost five.
+		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
+			return false, err
+		} else if !subscribed {
+			return s.recordScreenAlone(ctx, table, kind, itemID, verdict, confidence, &ev)
+		}
+	}
 	var recorded bool
 	err = s.WithTx(ctx, func(tx *Store) error {
 		res := tx.db.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
@@ -154,6 +163,31 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 		return tx.insertEvent(&ev)
 	})
 	return recorded, err
+}
+
+// recordScreenAlone is RecordScreen in one PostgreSQL statement, for when no webhook wants
+// the verdict: the event is inserted only if the verdict was, and the screen trigger (which
+// settles the job) fires within the same statement.
+func (s *Store) recordScreenAlone(ctx context.Context, table, kind string, itemID int64, verdict string, confidence float64, ev *Event) (bool, error) {
+	if ev.At == 0 {
+		ev.At = s.nowMs()
+	}
+	var ids []int64
+	err := s.db.WithContext(ctx).Raw(`WITH s AS (
+			INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
+			SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)
+			ON CONFLICT (kind, item_id) DO NOTHING RETURNING item_id)
+		INSERT INTO events (at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt,
+			confidence, art, request_bytes, runs)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM s RETURNING id`,
+		kind, itemID, verdict, confidence, s.nowMs(), itemID,
+		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
+		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs).Scan(&ids).Error
+	if err != nil || len(ids) == 0 {
+		return false, err
+	}
+	ev.ID = ids[0]
+	return true, nil
 }
 
 // RecordScore keeps a revision's score and its event in one transaction; the score's trigger

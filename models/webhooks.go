@@ -193,19 +193,24 @@ func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) erro
 	return s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil })
 }
 
+// webhookSubscribed reports whether an active webhook wants event.
+func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
+	var subscribers []int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
+		eventPattern(event), eventPattern(EventAll)).Scan(&subscribers).Error; err != nil {
+		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
+	}
+	return len(subscribers) > 0, nil
+}
+
 // enqueueWebhook is EnqueueWebhook with the data built only when someone subscribes.
 func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (any, error)) error {
 	if !ValidWebhookEvent(event) {
 		return fmt.Errorf("webhook: unknown event %q", event)
 	}
 	db := s.db.WithContext(ctx)
-	var subscribers []int64
-	if err := db.Raw(`SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
-		eventPattern(event), eventPattern(EventAll)).Scan(&subscribers).Error; err != nil {
-		return fmt.Errorf("webhook subscribers of %s: %w", event, err)
-	}
-	if len(subscribers) == 0 {
-		return nil
+	if subscribed, err := s.webhookSubscribed(ctx, event); err != nil || !subscribed {
+		return err
 	}
 	d, err := data()
 	if err != nil {
