@@ -276,6 +276,14 @@ func (a *App) StartRunners(ctx context.Context) error {
 	// The first sweep runs now, through cron's wrapper so a tick cannot overlap it: work owed
 	// from before a restart should not wait a period.
 	go a.cron.Entry(sweep).WrappedJob.Run()
+	// SQLite's planner statistics follow the tables as they grow (see Store.Optimize).
+	if _, err := a.cron.AddFunc("@hourly", func() {
+		if err := a.Store.Optimize(context.Background()); err != nil {
+			a.Log.Warn("optimize", "err", err)
+		}
+	}); err != nil {
+		return fmt.Errorf("cron: %w", err)
+	}
 	if err := a.Webhooks.Start(ctx); err != nil {
 		return err
 	}

@@ -98,8 +98,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// Prepared once per connection: SQLite otherwise recompiles every statement, and the
 		// triggers with it, on every call (pgx already caches statements on PostgreSQL).
 		cfg.PrepareStmt = true
-		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000"
-		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&"+common), cfg)
+		// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
+		// pages too, so more would buy little and cost resident memory on every connection.
+		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL"
+		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -115,7 +117,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err := wdb.PingContext(ctx); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
-		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&"+common), cfg)
+		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite reader: %w", err)
 		}
@@ -123,8 +125,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		rdb.SetMaxOpenConns(8)
-		rdb.SetMaxIdleConns(8)
+		rdb.SetMaxOpenConns(4)
+		rdb.SetMaxIdleConns(4)
 		s.db, s.read = w, r
 	}
 	sqlDB, err := s.db.DB()
@@ -136,10 +138,26 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.Optimize(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if len(applied) > 0 && opts.Logger != nil {
 		opts.Logger.Info("migrations applied", "dialect", s.dialect, "versions", applied)
 	}
 	return s, nil
+}
+
+// Optimize keeps SQLite's query planner informed: without table statistics it can plan the
+// public song list or the verdict trigger as scans over hundreds of thousands of rows (seconds
+// instead of a millisecond at a million items). PRAGMA optimize analyzes only what changed
+// enough to matter, so it is cheap to run at start and then periodically (app's cron, hourly).
+// PostgreSQL's autovacuum keeps its own statistics, so there it does nothing.
+func (s *Store) Optimize(ctx context.Context) error {
+	if s.dialect != SQLite {
+		return nil
+	}
+	return s.db.WithContext(ctx).Exec(`PRAGMA optimize=0x10002`).Error
 }
 
 // Dialect is "sqlite" or "postgres".
