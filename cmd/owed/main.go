@@ -164,6 +164,11 @@ func logLevel() slog.Level {
 
 // serve runs until SIGINT or SIGTERM, then shuts down in order within the grace period.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writer) error {
+	// Listen for signals before serving: a SIGTERM that arrives as soon as the server answers
+	// must still mean a graceful stop, not the default of dying on the spot.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	a, err := app.New(ctx, cfg, app.Options{Log: log, Out: stdout})
 	if err != nil {
 		return err
@@ -172,8 +177,6 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writ
 		a.Shutdown(ctx)
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	log.Info("shutting down", "signal", got.String(), "grace", cfg.ShutdownGrace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
