@@ -19,11 +19,7 @@ type budgetRowJSON struct {
 
 // listBudgets shows each author's spend today against their limit.
 func (a *API) listBudgets(c echo.Context) error {
-	limit, err := queryLimit(c, 200, 1000)
-	if err != nil {
-		return err
-	}
-	after, err := readIDCursor(c)
+	limit, after, err := idPage(c, 200, 1000)
 	if err != nil {
 		return err
 	}

@@ -52,11 +52,7 @@ func (a *API) listEvents(c echo.Context) error {
 	if f.ItemID, err = queryID(c, "itemId"); err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, 50, 500)
-	if err != nil {
-		return err
-	}
-	before, err := readIDCursor(c)
+	limit, before, err := idPage(c, 50, 500)
 	if err != nil {
 		return err
 	}

@@ -77,11 +77,7 @@ func (a *API) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, 50, 500)
-	if err != nil {
-		return err
-	}
-	after, err := readIDCursor(c)
+	limit, after, err := idPage(c, 50, 500)
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,16 @@ func decodeCursor(c echo.Context, v any) (bool, error) {
 	return true, nil
 }
 
+// idPage reads the page size (def when absent, 1..max) and the id cursor (0 when absent) of a
+// list paged by id.
+func idPage(c echo.Context, def, max int) (limit int, cursor int64, err error) {
+	if limit, err = queryLimit(c, def, max); err != nil {
+		return 0, 0, err
+	}
+	cursor, err = readIDCursor(c)
+	return limit, cursor, err
+}
+
 // page answers one page of rows as {key: [rows as JSON], "nextCursor": …}. The cursor, made
 // from the last row, is given only when the page is full, so a client stops at a short page.
 func page[R, J any](c echo.Context, key string, rows []R, limit int, toJSON func(R) J, cursor func(R) any) error {

@@ -187,11 +187,7 @@ func (a *API) listScrapes(c echo.Context) error {
 			return err
 		}
 	}
-	limit, err := queryLimit(c, 50, 500)
-	if err != nil {
-		return err
-	}
-	after, err := readIDCursor(c)
+	limit, after, err := idPage(c, 50, 500)
 	if err != nil {
 		return err
 	}
@@ -349,11 +345,7 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, 100, 1000)
-	if err != nil {
-		return err
-	}
-	after, err := readIDCursor(c)
+	limit, after, err := idPage(c, 100, 1000)
 	if err != nil {
 		return err
 	}

@@ -87,11 +87,7 @@ func (a *API) getSong(c echo.Context) error {
 
 // listPitches pages through allowed pitches, newest first.
 func (a *API) listPitches(c echo.Context) error {
-	limit, err := queryLimit(c, 50, 200)
-	if err != nil {
-		return err
-	}
-	before, err := readIDCursor(c)
+	limit, before, err := idPage(c, 50, 200)
 	if err != nil {
 		return err
 	}

@@ -128,11 +128,7 @@ func (a *API) createWebhook(c echo.Context) error {
 
 // listWebhooks pages through the subscriptions, oldest first.
 func (a *API) listWebhooks(c echo.Context) error {
-	limit, err := queryLimit(c, 100, 500)
-	if err != nil {
-		return err
-	}
-	after, err := readIDCursor(c)
+	limit, after, err := idPage(c, 100, 500)
 	if err != nil {
 		return err
 	}
@@ -193,11 +189,7 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, 50, 200)
-	if err != nil {
-		return err
-	}
-	before, err := readIDCursor(c)
+	limit, before, err := idPage(c, 50, 200)
 	if err != nil {
 		return err
 	}
