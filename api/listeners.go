@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -280,29 +281,48 @@ type budgetJSON struct {
 }
 
 // mine lists the caller's own items with their verdicts, scores, owed jobs and budget, and
-// starts a background run of their due jobs (never delaying this answer). It answers 304 when
-// nothing changed since the ETag the client holds.
+// starts a background run of their due jobs when they have any (never delaying this answer).
+//
+// The ETag is known before the answer is built: it is a hash of the author, their effective
+// daily limit, the budget day and the view's version (models.MineVersion, one statement over
+// keys and indexes: per kind of item the count and sum of the ids, the author's owed jobs as
+// the view shows them, today's spend). A client whose If-None-Match holds it gets a 304
+// without a single item read or any JSON made. Otherwise the answer is built after the version
+// was read, so a change in between makes the answer newer than its ETag, never older: the
+// client's next poll costs one more 200, but a 304 never hides a change. The sweep of the
+// author's due jobs starts only when the version's jobs hold one that is due.
 func (a *API) mine(c echo.Context) error {
 	u := caller(c)
-	a.Content.SweepAuthor(u.ID)
 	ctx := c.Request().Context()
-	items, err := a.Store.Mine(ctx, u.ID)
+	now := a.now()
+	v, err := a.Store.MineVersion(ctx, u.ID, now)
 	if err != nil {
 		return err
 	}
-	now := a.now()
-	spent, err := a.Store.Spent(ctx, u.ID, now)
-	if err != nil {
-		return err
+	if v.Due {
+		// Only when there is something to run: a sweep that finds nothing due would still
+		// cost a claim on the writer.
+		a.Content.SweepAuthor(u.ID)
 	}
 	limit := a.DailyBudget
 	if u.DailyLimit != nil {
 		limit = *u.DailyLimit
 	}
+	etag := mineETag(u.ID, limit, &v)
+	res := c.Response()
+	res.Header().Set("ETag", etag)
+	res.Header().Set("Cache-Control", "private, no-cache")
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	items, err := a.Store.MineWithJobs(ctx, u.ID, v.Jobs)
+	if err != nil {
+		return err
+	}
 	out := struct {
 		Items  []mineItem `json:"items"`
 		Budget budgetJSON `json:"budget"`
-	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: limit, Spent: spent, ResetsAt: timeStr(models.BudgetReset(now))}}
+	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: limit, Spent: v.Spent, ResetsAt: timeStr(models.BudgetReset(now))}}
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
@@ -312,24 +332,65 @@ func (a *API) mine(c echo.Context) error {
 		}
 		out.Items = append(out.Items, m)
 	}
-	return jsonWithETag(c, out)
-}
-
-// jsonWithETag answers v with a strong ETag of its bytes, or 304 when the client has them.
-func jsonWithETag(c echo.Context, v any) error {
-	body, err := json.Marshal(v)
+	body, err := json.Marshal(out)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
-	res := c.Response()
-	res.Header().Set("ETag", etag)
-	res.Header().Set("Cache-Control", "private, no-cache")
-	for _, t := range strings.Split(c.Request().Header.Get("If-None-Match"), ",") {
-		if t = strings.TrimSpace(t); t == etag || t == "W/"+etag || t == "*" {
-			return c.NoContent(http.StatusNotModified)
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// mineETag is the strong ETag of an author's view at version v: a hash of the author, their
+// effective daily limit, the budget day and, of v, what the view shows (the items' counts and
+// id sums, the spend, and each job's id, item, task, why, attempts and due time; not its lease,
+// which the view does not show).
+func mineETag(userID, limit int64, v *models.MineVersion) string {
+	b := make([]byte, 0, 128+len(v.Jobs)*48)
+	b = append(b, "mine/1"...) // a new shape of the answer must change this, or old ETags would match it
+	b = binary.AppendVarint(b, userID)
+	b = binary.AppendVarint(b, limit)
+	b = appendString(b, v.Day)
+	for _, n := range v.Items {
+		b = binary.AppendVarint(b, n.N)
+		b = binary.AppendVarint(b, n.IDSum)
+	}
+	b = binary.AppendVarint(b, v.Spent)
+	b = binary.AppendUvarint(b, uint64(len(v.Jobs)))
+	for i := range v.Jobs {
+		j := &v.Jobs[i]
+		b = binary.AppendVarint(b, j.ID)
+		b = appendString(b, j.Task)
+		b = appendString(b, j.Kind)
+		b = binary.AppendVarint(b, j.ItemID)
+		b = binary.AppendVarint(b, j.DueAt)
+		b = binary.AppendVarint(b, int64(j.Attempts))
+		if j.Why == nil {
+			b = append(b, 0)
+		} else {
+			b = appendString(append(b, 1), *j.Why)
 		}
 	}
-	return c.JSONBlob(http.StatusOK, body)
+	sum := sha256.Sum256(b)
+	var tag [2 + 24]byte
+	tag[0], tag[len(tag)-1] = '"', '"'
+	base64.RawURLEncoding.Encode(tag[1:len(tag)-1], sum[:18])
+	return string(tag[:])
+}
+
+// appendString appends s with its length, so that no two sequences of strings encode alike.
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// etagMatches reports whether an If-None-Match header names etag: exactly, in its weak form
+// (W/"…", the weak comparison If-None-Match calls for), in a comma-separated list, or as *.
+func etagMatches(header, etag string) bool {
+	for header != "" {
+		var t string
+		t, header, _ = strings.Cut(header, ",")
+		t = strings.TrimSpace(t)
+		if t == etag || t == "*" || (strings.HasPrefix(t, "W/") && t[2:] == etag) {
+			return true
+		}
+	}
+	return false
 }

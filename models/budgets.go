@@ -1,7 +1,9 @@
 package models
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -17,18 +19,85 @@ func BudgetReset(t time.Time) time.Time {
 // Charge spends n model calls of the user's budget for the day of now, atomically and only if
 // the day's spend stays within the user's limit (their own, else defaultLimit): a charge the
 // rest of the budget cannot cover is refused whole (ok false) and spends nothing. Concurrent
-// charges never take the spend above the limit.
+// charges never take the spend above the limit. Concurrent charges of different users share
+// one statement (see batcher); one user's charges never share one, so each is judged against
+// the spend left by the one before.
 func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64, now time.Time) (spent int64, ok bool, err error) {
-	var rows []int64
-	limit := `COALESCE((SELECT daily_limit FROM users WHERE id = ?), ?)`
-	err = s.db.WithContext(ctx).Raw(`INSERT INTO budgets (user_id, day, spent) SELECT ?, ?, ? WHERE ? <= `+limit+`
-		ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
-		WHERE budgets.spent + excluded.spent <= `+limit+`
-		RETURNING spent`, userID, BudgetDay(now), n, n, userID, defaultLimit, userID, defaultLimit).Scan(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return 0, false, err
+	call := chargeCall{userID: userID, day: BudgetDay(now), n: n, defaultLimit: defaultLimit}
+	var out chargeOutcome
+	if s.charges != nil {
+		out, err = s.charges.do(ctx, call)
+	} else {
+		var outs []chargeOutcome
+		if outs, err = s.chargeRows(ctx, []chargeCall{call}); err == nil {
+			out = outs[0]
+		}
 	}
-	return rows[0], true, nil
+	return out.spent, out.ok, err
+}
+
+type chargeCall struct {
+	userID       int64
+	day          string
+	n            int64
+	defaultLimit int64
+}
+
+type chargeOutcome struct {
+	spent int64
+	ok    bool
+}
+
+// chargeRows charges each call in one statement, in user order so that concurrent statements
+// lock budget rows in the same order (PostgreSQL would otherwise find them deadlocked). The
+// calls must be of different users.
+func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOutcome, error) {
+	type row struct {
+		UserID       int64  `json:"user_id"`
+		Day          string `json:"day"`
+		N            int64  `json:"n"`
+		DefaultLimit int64  `json:"default_limit"`
+	}
+	rows := make([]row, len(calls))
+	for i, c := range calls {
+		rows[i] = row{c.userID, c.day, c.n, c.defaultLimit}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.UserID, b.UserID) })
+	param, err := jsonParam(rows)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.db.WithContext(ctx).Raw(`WITH v AS (SELECT user_id, day, n, default_limit FROM `+
+		s.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
+		INSERT INTO budgets (user_id, day, spent)
+		SELECT v.user_id, v.day, v.n FROM v
+		WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)
+		ORDER BY v.user_id
+		ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
+		WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id),
+			(SELECT v.default_limit FROM v WHERE v.user_id = budgets.user_id))
+		RETURNING user_id, spent`, param).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	spent := make(map[int64]int64, len(calls))
+	for res.Next() {
+		var user, n int64
+		if err := res.Scan(&user, &n); err != nil {
+			return nil, err
+		}
+		spent[user] = n
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	outs := make([]chargeOutcome, len(calls))
+	for i, c := range calls {
+		n, ok := spent[c.userID]
+		outs[i] = chargeOutcome{spent: n, ok: ok}
+	}
+	return outs, nil
 }
 
 // Spent is what the user has spent on the day of now.

@@ -2,7 +2,9 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -221,26 +223,76 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 }
 
 // ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
+// On PostgreSQL, where every query is a round trip, concurrent reads share one (see batcher).
 func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subject, bool, error) {
-	var rows []Subject
+	if _, err := itemTable(kind); err != nil {
+		return Subject{}, false, err
+	}
+	if s.subjects != nil {
+		out, err := s.subjects.do(ctx, itemKey{kind, id})
+		return out.subject, out.ok, err
+	}
 	var q string
 	switch kind {
 	case KindRevision:
-		q = `SELECT user_id, title, code AS text FROM revisions WHERE id = ?`
+		q = `SELECT user_id, title, code FROM revisions WHERE id = ?`
 	case KindComment:
-		q = `SELECT user_id, '' AS title, body AS text FROM comments WHERE id = ?`
-	case KindPitch:
-		q = `SELECT user_id, '' AS title, body AS text FROM pitches WHERE id = ?`
+		q = `SELECT user_id, '', body FROM comments WHERE id = ?`
 	default:
-		return Subject{}, false, fmt.Errorf("unknown item kind %q", kind)
+		q = `SELECT user_id, '', body FROM pitches WHERE id = ?`
 	}
-	if err := s.read.WithContext(ctx).Raw(q, id).Scan(&rows).Error; err != nil {
-		return Subject{}, false, err
-	}
-	if len(rows) == 0 {
+	var sub Subject
+	err := s.read.WithContext(ctx).Raw(q, id).Row().Scan(&sub.UserID, &sub.Title, &sub.Text)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Subject{}, false, nil
 	}
-	return rows[0], true, nil
+	return sub, err == nil, err
+}
+
+type subjectOutcome struct {
+	subject Subject
+	ok      bool
+}
+
+// screenSubjects reads the items of keys in one query (PostgreSQL).
+func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOutcome, error) {
+	ids := map[string][]int64{KindRevision: {}, KindComment: {}, KindPitch: {}}
+	for _, k := range keys {
+		ids[k.kind] = append(ids[k.kind], k.id)
+	}
+	var args []any
+	for _, kind := range []string{KindRevision, KindComment, KindPitch} {
+		param, err := jsonParam(ids[kind])
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, param)
+	}
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT 'revision', id, user_id, title, code FROM revisions WHERE `+s.idIn("id")+`
+		UNION ALL SELECT 'comment', id, user_id, '', body FROM comments WHERE `+s.idIn("id")+`
+		UNION ALL SELECT 'pitch', id, user_id, '', body FROM pitches WHERE `+s.idIn("id"), args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[itemKey]Subject, len(keys))
+	for rows.Next() {
+		var k itemKey
+		var sub Subject
+		if err := rows.Scan(&k.kind, &k.id, &sub.UserID, &sub.Title, &sub.Text); err != nil {
+			return nil, err
+		}
+		found[k] = sub
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	outs := make([]subjectOutcome, len(keys))
+	for i, k := range keys {
+		sub, ok := found[k]
+		outs[i] = subjectOutcome{sub, ok}
+	}
+	return outs, nil
 }
 
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"time"
@@ -61,8 +62,7 @@ func (s *Store) insertEvent(ev *Event) error {
 	if ev.At == 0 {
 		ev.At = s.nowMs()
 	}
-	return s.db.Raw(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt,
-		confidence, art, request_bytes, runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	return s.db.Raw(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
 		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs).Scan(&ev.ID).Error
 }
@@ -133,61 +133,184 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why strin
 
 // RecordScreen keeps an item's verdict and its event in one transaction; the verdict's trigger
 // settles the screen job (and owes an allowed revision's score). recorded is false when the
-// item is gone or already has a verdict: a verdict is recorded exactly once.
+// item is gone or already has a verdict: a verdict is recorded exactly once. Concurrent
+// verdicts share their statements and commit (see batcher), each still recorded with its own
+// event and webhook deliveries, or not at all.
 func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, verdict string, confidence float64, ev Event) (bool, error) {
-	table, err := itemTable(kind)
+	if _, err := itemTable(kind); err != nil {
+		return false, err
+	}
+	call := screenCall{kind: kind, itemID: itemID, verdict: verdict, confidence: confidence, ev: ev}
+	if s.screens != nil {
+		return s.screens.do(ctx, call)
+	}
+	recorded, err := s.recordScreens(ctx, []screenCall{call})
 	if err != nil {
 		return false, err
 	}
-	if s.dialect == Postgres && !s.inTx {
-		// With no webhook to owe, the verdict and its event go in one statement: on PostgreSQL
-		// every statement is a round trip, and a transaction of four would cost five.
-		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
-			return false, err
-		} else if !subscribed {
-			return s.recordScreenAlone(ctx, table, kind, itemID, verdict, confidence, &ev)
-		}
-	}
-	var recorded bool
-	err = s.WithTx(ctx, func(tx *Store) error {
-		res := tx.db.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
-			SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)
-			ON CONFLICT (kind, item_id) DO NOTHING`, kind, itemID, verdict, confidence, tx.nowMs(), itemID)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		recorded = true
-		if err := tx.enqueueScreened(ctx, kind, itemID, verdict, confidence); err != nil {
-			return err
-		}
-		return tx.insertEvent(&ev)
-	})
-	return recorded, err
+	return recorded[0], nil
 }
 
-// recordScreenAlone is RecordScreen in one PostgreSQL statement, for when no webhook wants
-// the verdict: the event is inserted only if the verdict was, and the screen trigger (which
-// settles the job) fires within the same statement.
-func (s *Store) recordScreenAlone(ctx context.Context, table, kind string, itemID int64, verdict string, confidence float64, ev *Event) (bool, error) {
+type screenCall struct {
+	kind       string
+	itemID     int64
+	verdict    string
+	confidence float64
+	ev         Event
+}
+
+type itemKey struct {
+	kind string
+	id   int64
+}
+
+func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
+
+// screenRow is a verdict and its event as passed to the database in a batch (see fromJSON).
+type screenRow struct {
+	Kind         string   `json:"kind"`
+	ItemID       int64    `json:"item_id"`
+	Verdict      string   `json:"verdict"`
+	Confidence   float64  `json:"confidence"`
+	At           int64    `json:"at"`
+	EvAt         int64    `json:"e_at"`
+	EvEvent      string   `json:"e_event"`
+	EvKind       string   `json:"e_kind"`
+	EvItemID     int64    `json:"e_item_id"`
+	EvUserID     int64    `json:"e_user_id"`
+	EvOutcome    string   `json:"e_outcome"`
+	EvWhy        *string  `json:"e_why"`
+	EvStatus     *int     `json:"e_status"`
+	EvUpstreamMs *int64   `json:"e_upstream_ms"`
+	EvAttempt    int      `json:"e_attempt"`
+	EvConfidence *float64 `json:"e_confidence"`
+	EvArt        *float64 `json:"e_art"`
+	EvBytes      *int64   `json:"e_request_bytes"`
+	EvRuns       *int     `json:"e_runs"`
+}
+
+// screenColumns are screenRow's columns; the event's are e_ and the events table's own name.
+var screenColumns = []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict", "text"}, {"confidence", "double precision"},
+	{"at", "bigint"}, {"e_at", "bigint"}, {"e_event", "text"}, {"e_kind", "text"}, {"e_item_id", "bigint"},
+	{"e_user_id", "bigint"}, {"e_outcome", "text"}, {"e_why", "text"}, {"e_status", "integer"}, {"e_upstream_ms", "bigint"},
+	{"e_attempt", "integer"}, {"e_confidence", "double precision"}, {"e_art", "double precision"},
+	{"e_request_bytes", "bigint"}, {"e_runs", "integer"}}
+
+func newScreenRow(c screenCall, now int64) screenRow {
+	ev := c.ev
 	if ev.At == 0 {
-		ev.At = s.nowMs()
+		ev.At = now
 	}
-	var ids []int64
-	err := s.db.WithContext(ctx).Raw(`WITH s AS (
-			INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
-			SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)
-			ON CONFLICT (kind, item_id) DO NOTHING RETURNING item_id)
-		INSERT INTO events (at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt,
-			confidence, art, request_bytes, runs)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM s RETURNING id`,
-		kind, itemID, verdict, confidence, s.nowMs(), itemID,
-		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
-		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs).Scan(&ids).Error
-	if err != nil || len(ids) == 0 {
-		return false, err
+	return screenRow{Kind: c.kind, ItemID: c.itemID, Verdict: c.verdict, Confidence: c.confidence, At: now,
+		EvAt: ev.At, EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
+		EvWhy: ev.Why, EvStatus: ev.Status, EvUpstreamMs: ev.UpstreamMs, EvAttempt: ev.Attempt, EvConfidence: ev.Confidence,
+		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs}
+}
+
+// insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
+const insertScreens = `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
+	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at FROM v
+	WHERE (v.kind = 'revision' AND EXISTS (SELECT 1 FROM revisions WHERE id = v.item_id))
+		OR (v.kind = 'comment' AND EXISTS (SELECT 1 FROM comments WHERE id = v.item_id))
+		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id))
+	ON CONFLICT (kind, item_id) DO NOTHING`
+
+// insertScreenEvents inserts the events of v's rows (those joined to s, on PostgreSQL).
+const insertScreenEvents = `INSERT INTO events (` + eventColumns + `)
+	SELECT v.e_at, v.e_event, v.e_kind, v.e_item_id, v.e_user_id, v.e_outcome, v.e_why, v.e_status, v.e_upstream_ms,
+		v.e_attempt, v.e_confidence, v.e_art, v.e_request_bytes, v.e_runs FROM v`
+
+// eventColumns are the events table's columns as written.
+const eventColumns = `at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt, confidence, art, request_bytes, runs`
+
+// recordScreens records the verdicts of calls (of distinct items) and their events, and says
+// which were recorded. On PostgreSQL with no webhook to owe it is one statement (every
+// statement is a round trip); otherwise one transaction of a verdicts insert, the webhook
+// deliveries and an events insert.
+func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, error) {
+	now := s.nowMs()
+	rows := make([]screenRow, len(calls))
+	for i, c := range calls {
+		rows[i] = newScreenRow(c, now)
 	}
-	ev.ID = ids[0]
-	return true, nil
+	param, err := jsonParam(rows)
+	if err != nil {
+		return nil, err
+	}
+	with := `WITH v AS (SELECT * FROM ` + s.fromJSON("j", screenColumns...) + `) `
+	recorded := make(map[itemKey]bool, len(calls))
+	scanKeys := func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var k itemKey
+			if err := rows.Scan(&k.kind, &k.id); err != nil {
+				return err
+			}
+			recorded[k] = true
+		}
+		return rows.Err()
+	}
+	outcome := func() []bool {
+		out := make([]bool, len(calls))
+		for i, c := range calls {
+			out[i] = recorded[c.key()]
+		}
+		return out
+	}
+	if s.dialect == Postgres && !s.inTx {
+		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
+			return nil, err
+		} else if !subscribed {
+			res, err := s.db.WithContext(ctx).Raw(with+`, s AS (`+insertScreens+` RETURNING kind, item_id),
+				e AS (`+insertScreenEvents+` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
+				SELECT kind, item_id FROM s`, param).Rows()
+			if err != nil {
+				return nil, err
+			}
+			if err := scanKeys(res); err != nil {
+				return nil, err
+			}
+			return outcome(), nil
+		}
+	}
+	err = s.WithTx(ctx, func(tx *Store) error {
+		clear(recorded)
+		res, err := tx.db.WithContext(ctx).Raw(with+insertScreens+` RETURNING kind, item_id`, param).Rows()
+		if err != nil {
+			return err
+		}
+		if err := scanKeys(res); err != nil {
+			return err
+		}
+		subscribed, err := tx.webhookSubscribed(ctx, EventItemScreened)
+		if err != nil {
+			return err
+		}
+		var events []screenRow
+		for i, c := range calls {
+			if !recorded[c.key()] {
+				continue
+			}
+			if subscribed {
+				if err := tx.enqueueScreened(ctx, c.kind, c.itemID, c.verdict, c.confidence); err != nil {
+					return err
+				}
+			}
+			events = append(events, rows[i])
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		param, err := jsonParam(events)
+		if err != nil {
+			return err
+		}
+		return tx.db.WithContext(ctx).Exec(with+insertScreenEvents, param).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return outcome(), nil
 }
 
 // RecordScore keeps a revision's score and its event in one transaction; the score's trigger
@@ -279,10 +402,11 @@ func (f JobFilter) where(now int64) (string, []any) {
 func (s *Store) ListJobs(ctx context.Context, f JobFilter, afterID int64, limit int) ([]Job, error) {
 	where, args := f.where(s.nowMs())
 	args = append(args, afterID, limit)
-	var jobs []Job
-	err := s.read.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE `+where+
-		` AND id > ? ORDER BY id LIMIT ?`, args...).Scan(&jobs).Error
-	return jobs, err
+	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM content_jobs WHERE `+where+` AND id > ? ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows, min(limit, 512))
 }
 
 // JobByID finds one owed job.
@@ -311,9 +435,11 @@ func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 
 // JobsOfUser lists an author's owed jobs.
 func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
-	var jobs []Job
-	err := s.read.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID).Scan(&jobs).Error
-	return jobs, err
+	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows, 8)
 }
 
 // EventFilter selects attempt events.

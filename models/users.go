@@ -71,12 +71,35 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token strin
 
 // UserByToken finds the user a bearer token belongs to.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	var u User
-	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE token_hash = ?`, HashToken(token)).Scan(&u).Error
-	if err == nil && u.ID == 0 {
-		err = ErrNotFound
+	return s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ?`, HashToken(token))
+}
+
+// userColumns are a User's columns, in the order oneUser reads them.
+const userColumns = `id, name, role, token_hash, daily_limit, created_at`
+
+// oneUser reads the user q selects (userColumns), or ErrNotFound. Every authenticated request
+// reads its caller, so the row is scanned by hand rather than by GORM's reflection.
+func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return User{}, err
 	}
-	return u, err
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return User{}, err
+		}
+		return User{}, ErrNotFound
+	}
+	r := newRow(6)
+	if err := r.scan(rows); err != nil {
+		return User{}, err
+	}
+	u := User{ID: r.int64(0), Name: r.str(1), Role: r.str(2), TokenHash: r.str(3), DailyLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	if r.err != nil {
+		return User{}, r.err
+	}
+	return u, rows.Close()
 }
 
 // UserByID finds a user.
@@ -122,13 +145,8 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 
 // UserBySession finds the user of a live session.
 func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
-	var u User
-	err := s.read.WithContext(ctx).Raw(`SELECT u.* FROM sessions x JOIN users u ON u.id = x.user_id
-		WHERE x.id_hash = ? AND x.expires_at > ?`, HashToken(id), s.nowMs()).Scan(&u).Error
-	if err == nil && u.ID == 0 {
-		err = ErrNotFound
-	}
-	return u, err
+	return s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
+		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ?`, HashToken(id), s.nowMs())
 }
 
 // DeleteSession signs a session out; expired sessions are swept with it.

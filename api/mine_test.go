@@ -1,0 +1,293 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// mineWatcher polls an author's view as a client does, holding the ETag of its last 200.
+type mineWatcher struct {
+	w    *world
+	as   role
+	etag string
+	body map[string]any
+}
+
+func (w *world) watchMine(as role) *mineWatcher {
+	w.t.Helper()
+	m := &mineWatcher{w: w, as: as}
+	r := w.do(http.MethodGet, "/api/listeners/mine", as, nil)
+	if r.Status != http.StatusOK || r.Header.Get("ETag") == "" {
+		w.t.Fatalf("mine: %d %s, ETag %q", r.Status, r.Body, r.Header.Get("ETag"))
+	}
+	m.etag, m.body = r.Header.Get("ETag"), r.JSON()
+	return m
+}
+
+// changed checks that the view answers 200 with a new ETag to the ETag held: the same answer,
+// body and ETag, as a poll without one; and 304 to the new ETag.
+func (m *mineWatcher) changed(what string) {
+	m.w.t.Helper()
+	r := m.w.do(http.MethodGet, "/api/listeners/mine", m.as, nil, "If-None-Match", m.etag)
+	etag := r.Header.Get("ETag")
+	if r.Status != http.StatusOK || etag == "" || etag == m.etag {
+		m.w.t.Fatalf("after %s: %d, ETag %q (was %q); want 200 and a new ETag", what, r.Status, etag, m.etag)
+	}
+	fresh := m.w.do(http.MethodGet, "/api/listeners/mine", m.as, nil)
+	if fresh.Header.Get("ETag") != etag || string(fresh.Body) != string(r.Body) {
+		m.w.t.Errorf("after %s: a poll without If-None-Match answers ETag %q %s, want %q %s", what, fresh.Header.Get("ETag"), fresh.Body, etag, r.Body)
+	}
+	if again := m.w.do(http.MethodGet, "/api/listeners/mine", m.as, nil, "If-None-Match", etag); again.Status != http.StatusNotModified {
+		m.w.t.Errorf("after %s: the new ETag answers %d, want 304", what, again.Status)
+	}
+	m.etag, m.body = etag, r.JSON()
+}
+
+// same checks that the view answers 304, with the ETag held, to the ETag held.
+func (m *mineWatcher) same(what string) {
+	m.w.t.Helper()
+	r := m.w.do(http.MethodGet, "/api/listeners/mine", m.as, nil, "If-None-Match", m.etag)
+	if r.Status != http.StatusNotModified || len(r.Body) != 0 || r.Header.Get("ETag") != m.etag {
+		m.w.t.Fatalf("after %s: %d %s, ETag %q; want 304, no body, ETag %q", what, r.Status, r.Body, r.Header.Get("ETag"), m.etag)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "private, no-cache" {
+		m.w.t.Errorf("after %s: Cache-Control %q on the 304", what, cc)
+	}
+}
+
+func (m *mineWatcher) items() int { return len(list(m.body["items"])) }
+
+func (m *mineWatcher) budget() map[string]any { return obj(m.body["budget"]) }
+
+// TestMineETagFollowsEveryChange: the author's view has a new ETag after every change to what it
+// shows (an item of each kind written or deleted, a verdict, a score, a job rescheduled or
+// retried, a charge, the admin's limit, the UTC day), and keeps its ETag (304) through what it
+// does not show: another author's changes, a claim's lease, time passing within the day.
+func TestMineETagFollowsEveryChange(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet() // writes answer pending; nothing changes unless the test does it
+		ctx := context.Background()
+		st := w.store()
+		ann, ben := w.uid[asAuthor], w.uid[asOther]
+		m := w.watchMine(asAuthor)
+		if m.items() != 0 {
+			t.Fatalf("a new author's view: %v", m.body)
+		}
+		m.same("nothing")
+		for _, inm := range []string{"*", `W/` + m.etag, `"x", ` + m.etag + `, "y"`} {
+			if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", inm); r.Status != http.StatusNotModified {
+				t.Errorf("If-None-Match %s: %d, want 304", inm, r.Status)
+			}
+		}
+		if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", `W/"x", "y"`); r.Status != http.StatusOK {
+			t.Errorf("If-None-Match of other ETags: %d, want 200", r.Status)
+		}
+
+		// New items of each kind.
+		created := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": "s()"})
+		song, rev1 := num(obj(created["song"])["id"]), num(obj(created["revision"])["id"])
+		m.changed("a new song (its first revision)")
+		rev2 := num(obj(w.created(fmt.Sprintf("/api/listeners/songs/%d/revisions", song), asAuthor, map[string]string{"code": "s(2)"})["revision"])["id"])
+		m.changed("a new revision")
+		w.screen(models.KindRevision, rev1, asAuthor, models.VerdictAllow) // the song is public now, and rev1 owes its score
+		m.changed("a revision's verdict")
+		comment := num(obj(w.created(fmt.Sprintf("/api/listeners/songs/%d/comments", song), asAuthor, map[string]string{"body": "mine"})["comment"])["id"])
+		m.changed("a new comment")
+		pitch := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "pitch"})["pitch"])["id"])
+		m.changed("a new pitch")
+		if m.items() != 4 {
+			t.Fatalf("view after four items: %v", m.body)
+		}
+
+		// Another author's changes are not in this view.
+		benSong := num(obj(w.created("/api/listeners/songs", asOther, map[string]string{"title": "Ben", "code": "b()"})["song"])["id"])
+		m.same("another author's song")
+		w.created(fmt.Sprintf("/api/listeners/songs/%d/comments", song), asOther, map[string]string{"body": "on ann's song"})
+		m.same("another author's comment on this author's song")
+		benPitch := num(obj(w.created("/api/listeners/pitches", asOther, map[string]string{"body": "ben's"})["pitch"])["id"])
+		m.same("another author's pitch")
+		w.screen(models.KindPitch, benPitch, asOther, models.VerdictAllow)
+		m.same("another author's verdict")
+		if _, ok, err := st.Charge(ctx, ben, 1, w.env.App.Config.DailyBudget, w.env.Clock.Now()); err != nil || !ok {
+			t.Fatalf("charge ben: %v %v", ok, err)
+		}
+		m.same("another author's charge")
+		if r := w.do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", ben), asAdmin, map[string]any{"dailyLimit": 3}); r.Status != http.StatusOK {
+			t.Fatalf("ben's limit: %d %s", r.Status, r.Body)
+		}
+		m.same("another author's limit")
+		if _, err := st.RetryJobs(ctx, models.JobFilter{UserID: ben}); err != nil {
+			t.Fatal(err)
+		}
+		m.same("another author's jobs retried")
+		if r := w.do(http.MethodDelete, fmt.Sprintf("/api/listeners/songs/%d", benSong), asOther, nil); r.Status != http.StatusNoContent {
+			t.Fatalf("delete ben's song: %d", r.Status)
+		}
+		m.same("another author's deletion")
+
+		// A claim alone: the lease is not in the view.
+		lease := w.env.App.Config.Lease
+		job, ok, err := st.ClaimItem(ctx, models.TaskScreen, models.KindPitch, pitch, lease, "test-owner")
+		if err != nil || !ok {
+			t.Fatalf("claim the pitch's screen: %v %v", ok, err)
+		}
+		m.same("a claim")
+		// Its reschedule: why, attempts and the next attempt change.
+		status, why := 503, models.WhyUpstream
+		at := w.env.Clock.Now().Add(time.Hour)
+		if ok, err := st.Reschedule(ctx, job, at, models.WhyUpstream, &status, models.Event{Event: models.TaskScreen,
+			Kind: models.KindPitch, ItemID: pitch, UserID: ann, Outcome: "pending", Why: &why, Status: &status}); err != nil || !ok {
+			t.Fatalf("reschedule: %v %v", ok, err)
+		}
+		m.changed("a reschedule")
+		// The admin's retry makes it due now.
+		if r := w.do(http.MethodPost, fmt.Sprintf("/api/admin/jobs/%d/retry", job.ID), asAdmin, nil); r.Status != http.StatusOK {
+			t.Fatalf("retry: %d %s", r.Status, r.Body)
+		}
+		m.changed("an admin's retry")
+		// A reschedule that changes the attempts alone: the same why, status and due time.
+		again, ok, err := st.ClaimItem(ctx, models.TaskScreen, models.KindPitch, pitch, lease, "test-owner")
+		if err != nil || !ok {
+			t.Fatalf("claim the retried job: %v %v", ok, err)
+		}
+		m.same("a second claim")
+		if ok, err := st.Reschedule(ctx, again, time.UnixMilli(again.DueAt), why, &status, models.Event{Event: models.TaskScreen,
+			Kind: models.KindPitch, ItemID: pitch, UserID: ann, Outcome: "pending", Why: &why, Status: &status}); err != nil || !ok {
+			t.Fatalf("reschedule: %v %v", ok, err)
+		}
+		m.changed("a reschedule of the attempts alone")
+		// Time passing within the day changes nothing shown, due jobs or not.
+		w.env.Clock.Advance(time.Hour)
+		m.same("an hour passing")
+
+		// A verdict and a score.
+		w.screen(models.KindComment, comment, asAuthor, models.VerdictBlock)
+		m.changed("a comment's verdict")
+		if ok, err := st.RecordScore(ctx, models.Score{RevisionID: rev1, Art: 0.7, ArtRuns: []float64{0.6, 0.7, 0.8},
+			Criteria: map[string]float64{"groove": 0.7}, Model: "critic", Rubric: "art-v1"},
+			models.Event{Event: models.TaskScore, Kind: models.KindRevision, ItemID: rev1, UserID: ann, Outcome: "scored"}); err != nil || !ok {
+			t.Fatalf("record score: %v %v", ok, err)
+		}
+		m.changed("a score")
+
+		// The budget: a charge, the admin's limit and back to the default.
+		if _, ok, err := st.Charge(ctx, ann, 1, w.env.App.Config.DailyBudget, w.env.Clock.Now()); err != nil || !ok {
+			t.Fatalf("charge: %v %v", ok, err)
+		}
+		m.changed("a charge")
+		if num(m.budget()["spent"]) != 1 {
+			t.Errorf("budget after a charge: %v", m.budget())
+		}
+		if r := w.do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", ann), asAdmin, map[string]any{"dailyLimit": 7}); r.Status != http.StatusOK {
+			t.Fatalf("limit: %d %s", r.Status, r.Body)
+		}
+		m.changed("the admin's limit")
+		if num(m.budget()["limit"]) != 7 {
+			t.Errorf("budget after the limit: %v", m.budget())
+		}
+		if r := w.do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", ann), asAdmin, map[string]any{"dailyLimit": nil}); r.Status != http.StatusOK {
+			t.Fatalf("limit: %d %s", r.Status, r.Body)
+		}
+		m.changed("the limit back to the default")
+
+		// Deletions.
+		for _, del := range []struct{ what, path string }{
+			{"a deleted pitch", fmt.Sprintf("/api/listeners/pitches/%d", pitch)},
+			{"a deleted comment", fmt.Sprintf("/api/listeners/comments/%d", comment)},
+			{"a deleted revision", fmt.Sprintf("/api/listeners/revisions/%d", rev2)},
+		} {
+			if r := w.do(http.MethodDelete, del.path, asAuthor, nil); r.Status != http.StatusNoContent {
+				t.Fatalf("%s: %d %s", del.what, r.Status, r.Body)
+			}
+			m.changed(del.what)
+		}
+		if m.items() != 1 {
+			t.Errorf("view after the deletions: %v", m.body)
+		}
+		// One screened pitch replaced by another between two polls: as many items, no job
+		// either side; only the ids differ.
+		old := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "old"})["pitch"])["id"])
+		w.screen(models.KindPitch, old, asAuthor, models.VerdictAllow)
+		m.changed("a screened pitch")
+		replacement := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "new"})["pitch"])["id"])
+		w.screen(models.KindPitch, replacement, asAuthor, models.VerdictAllow)
+		if r := w.do(http.MethodDelete, fmt.Sprintf("/api/listeners/pitches/%d", old), asAuthor, nil); r.Status != http.StatusNoContent {
+			t.Fatalf("delete the old pitch: %d", r.Status)
+		}
+		m.changed("a screened pitch replaced by another")
+
+		// The UTC day rolling over: a new budget day, nothing else.
+		now := w.env.Clock.Now()
+		w.env.Clock.Advance(models.BudgetReset(now).Sub(now) - time.Second)
+		m.same("the day's last second")
+		w.env.Clock.Advance(time.Second)
+		m.changed("a new UTC day")
+		if b := m.budget(); num(b["spent"]) != 0 || b["resetsAt"] != models.BudgetReset(w.env.Clock.Now()).Format("2006-01-02T15:04:05.000Z07:00") {
+			t.Errorf("budget on the new day: %v", b)
+		}
+		m.same("nothing since")
+		w.env.Clock.Advance(24 * time.Hour)
+		m.changed("another new UTC day, nothing spent on either")
+	})
+}
+
+// TestMineSweepsOnlyWhatIsDue: the author's view starts a sweep of their jobs only when one is
+// due. To tell "no sweep" from "a sweep that found nothing", the test holds the database's
+// writer (SQLite's one connection; PostgreSQL's content_jobs in EXCLUSIVE mode, which lets reads
+// through) while the view is read, and makes the job due before letting go: a sweep started by
+// that view would claim the job the moment it could, and the model would hear of it.
+func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db)
+		model := w.env.Model
+		ctx := context.Background()
+		st := w.store()
+		ann := w.uid[asAuthor]
+		model.Fail(http.StatusServiceUnavailable, nil)
+		pitch := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "pitch"})["pitch"])["id"])
+		model.Reset()
+		job := w.job(models.TaskScreen, models.KindPitch, pitch)
+		if job.Why == nil || job.DueAt <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
+			t.Fatalf("the pitch's job should wait, unleased: %+v", job)
+		}
+		calls := model.Calls()
+
+		err := st.WithTx(ctx, func(tx *models.Store) error {
+			if tx.Dialect() == models.Postgres {
+				if err := tx.DB(ctx).Exec(`LOCK TABLE content_jobs IN EXCLUSIVE MODE`).Error; err != nil {
+					return err
+				}
+			}
+			if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
+				t.Errorf("mine with nothing due: %d %s", r.Status, r.Body)
+			}
+			_, err := tx.RetryJobs(ctx, models.JobFilter{UserID: ann})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // a sweep waiting for the writer would have claimed the job by now
+		if n := model.Calls(); n != calls {
+			t.Errorf("mine with nothing due started a sweep: the model had %d calls, want none", n-calls)
+		}
+		if j := w.job(models.TaskScreen, models.KindPitch, pitch); j.LeaseUntil != nil || j.Attempts != job.Attempts {
+			t.Errorf("mine with nothing due started a sweep: the job is %+v", j)
+		}
+
+		// Now the job is due: the view starts the sweep, which settles it.
+		if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
+			t.Fatalf("mine with a due job: %d %s", r.Status, r.Body)
+		}
+		eventually(t, "the due pitch screened by the author's sweep", func() bool {
+			jobs, err := st.ListJobs(ctx, models.JobFilter{Kind: models.KindPitch, ItemID: pitch}, 0, 10)
+			return err == nil && len(jobs) == 0 && model.Calls() > calls
+		})
+	})
+}

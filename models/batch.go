@@ -1,0 +1,188 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// batcher runs concurrent calls of one write together: the calls that arrive while a batch is
+// being written wait for the next batch, so under load many calls share one statement and one
+// commit (group commit), and a lone call runs at once with no added wait. Each call keeps its
+// own outcome: the write is exact per call, only its round trips and commits are shared.
+type batcher[In any, Out any, K comparable] struct {
+	max   int        // calls in one batch
+	lanes int        // batches written at once (1 on SQLite: there is one writer)
+	key   func(In) K // calls with equal keys never share a batch
+	write func(context.Context, []In) ([]Out, error)
+
+	mu      sync.Mutex
+	queue   []*batchCall[In, Out]
+	running int
+}
+
+type batchCall[In any, Out any] struct {
+	in   In
+	out  Out
+	err  error
+	done chan struct{}
+}
+
+// batchTimeout bounds one batch's write. A batch does not end with its callers' contexts: once
+// taken, its calls are written whatever became of the callers, so the outcome (a verdict, a
+// charge) is never half there.
+const batchTimeout = time.Minute
+
+// do queues in and waits for its outcome. A call whose ctx ends before its batch is taken is
+// dropped, unwritten, with ctx's error; once taken it is written and do waits for it.
+func (b *batcher[In, Out, K]) do(ctx context.Context, in In) (Out, error) {
+	c := &batchCall[In, Out]{in: in, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	if b.running < b.lanes {
+		b.running++
+		go b.drain()
+	}
+	b.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.out, c.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if i := slices.Index(b.queue, c); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		b.mu.Unlock()
+		var zero Out
+		return zero, ctx.Err()
+	}
+	b.mu.Unlock()
+	<-c.done
+	return c.out, c.err
+}
+
+// drain writes batches until the queue is empty.
+func (b *batcher[In, Out, K]) drain() {
+	for {
+		b.mu.Lock()
+		batch := b.take()
+		if len(batch) == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		b.run(batch)
+	}
+}
+
+// take removes the next batch from the queue, oldest first, leaving a call whose key is already
+// in the batch for a later one. The caller holds mu.
+func (b *batcher[In, Out, K]) take() []*batchCall[In, Out] {
+	var batch []*batchCall[In, Out]
+	rest := b.queue[:0]
+	keys := make(map[K]bool, min(len(b.queue), b.max))
+	for _, c := range b.queue {
+		k := b.key(c.in)
+		if len(batch) == b.max || keys[k] {
+			rest = append(rest, c)
+			continue
+		}
+		keys[k] = true
+		batch = append(batch, c)
+	}
+	clear(b.queue[len(rest):])
+	b.queue = rest
+	return batch
+}
+
+// run writes one batch and hands each call its outcome. When the batch fails as a whole (and so
+// wrote nothing), each call is written alone, so one bad call cannot fail the others.
+func (b *batcher[In, Out, K]) run(batch []*batchCall[In, Out]) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	ins := make([]In, len(batch))
+	for i, c := range batch {
+		ins[i] = c.in
+	}
+	outs, err := b.write(ctx, ins)
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			outs, err := b.write(ctx, []In{c.in})
+			if err == nil {
+				c.out = outs[0]
+			}
+			c.err = err
+			close(c.done)
+		}
+		return
+	}
+	for i, c := range batch {
+		if err == nil {
+			c.out = outs[i]
+		}
+		c.err = err
+		close(c.done)
+	}
+}
+
+// column is one column of rows passed as JSON: its name and SQL type.
+type column struct{ name, typ string }
+
+// fromJSON is a FROM item named alias that reads rows passed as one parameter, a JSON array of
+// objects keyed by the columns' names. The statement's text is the same for any number of rows,
+// so it is prepared and planned once (a VALUES list would be a new statement for every size).
+func (s *Store) fromJSON(alias string, cols ...column) string {
+	var b strings.Builder
+	if s.dialect == Postgres {
+		b.WriteString("jsonb_to_recordset(CAST(? AS jsonb)) AS " + alias + " (")
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(c.name + " " + c.typ)
+		}
+		b.WriteString(")")
+		return b.String()
+	}
+	b.WriteString("(SELECT ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("json_extract(value, '$." + c.name + "') AS " + c.name)
+	}
+	b.WriteString(" FROM json_each(?)) AS " + alias)
+	return b.String()
+}
+
+// idIn is a condition that col is one of the ids passed as one parameter, a JSON array (see
+// jsonParam). On PostgreSQL the ids are looked up one by one in col's index whatever the
+// planner guesses of the array's length.
+func (s *Store) idIn(col string) string {
+	if s.dialect == Postgres {
+		return col + " = ANY(ARRAY(SELECT CAST(jsonb_array_elements_text(CAST(? AS jsonb)) AS bigint)))"
+	}
+	return col + " IN (SELECT value FROM json_each(?))"
+}
+
+// jsonParam is rows encoded for fromJSON.
+func jsonParam(rows any) (string, error) {
+	b, err := json.Marshal(rows)
+	return string(b), err
+}
+
+// batchLanes is how many batches of one kind a store writes at once: SQLite has one writer,
+// PostgreSQL many connections.
+func batchLanes(dialect string) int {
+	if dialect == Postgres {
+		return 4
+	}
+	return 1
+}
+
+// maxBatch caps the calls in one batch (and so the placeholders in one statement).
+const maxBatch = 128

@@ -1,0 +1,210 @@
+package models
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+)
+
+// MineItem is one of an author's own items with its verdict, score and owed jobs.
+type MineItem struct {
+	Kind       string
+	ID         int64
+	SongID     *int64
+	Title      string
+	CreatedAt  int64
+	Verdict    *string
+	Confidence *float64
+	Score      *Score
+	Jobs       []Job
+}
+
+// mineLimit caps each kind of an author's items in one view: the newest are the ones they watch.
+const mineLimit = 500
+
+// ItemCount is how many items of one kind an author has, and the sum of their ids.
+type ItemCount struct {
+	N     int64
+	IDSum int64
+}
+
+// MineVersion is what an author's own view (Mine, and their budget) is made of, read from keys
+// and indexes alone, so that the view's ETag is known before the view is built:
+//
+//   - for each kind of item (revisions, comments, pitches, in that order) the count and the sum
+//     of the ids (index-only on revisions_user and the like). Ids are never reused
+//     (AUTOINCREMENT on SQLite, identity on PostgreSQL) and every new id is above every older
+//     one, so the pair changes with any insert or delete, in any combination;
+//   - the author's owed jobs (content_jobs_user_due), whole. A verdict or a score is only ever
+//     recorded with its job's deletion (the screens_settle and scores_settle triggers), and an
+//     allowed revision's verdict owes a new score job, so the jobs change with every verdict and
+//     score; a reschedule changes a job's due_at, attempts and why, a retry its due_at;
+//   - the spend on the budget day of now.
+//
+// Items are never updated in place, so nothing else of the view can change. What the version
+// leaves to the caller is what the caller knows: the user, their effective daily limit, and the
+// budget day (Day).
+type MineVersion struct {
+	Day   string       // the budget day of now
+	Items [3]ItemCount // revisions, comments, pitches
+	Spent int64        // spent on Day
+	Jobs  []Job        // the author's owed jobs, by id
+	// Due reports whether one of Jobs is due at now: due_at passed and no lease holds it (the
+	// same test a claim makes), i.e. whether a sweep of the author would find anything.
+	Due bool
+}
+
+// mineVersionQuery reads a MineVersion in one statement, so from one snapshot: a first row
+// (k = 0) of uncorrelated scalar subqueries (each evaluated once: counts and id sums from the
+// (user_id, id) indexes alone, today's spend from its key), then one row (k = 1) per owed job of
+// the author, by content_jobs_user_due. No ORDER BY: at a million items SQLite's sorter, even
+// for ten rows, cost as much again as the rest of the statement (measured), so the caller tells
+// the rows apart by k and sorts the jobs itself.
+const mineVersionQuery = `SELECT 0 AS k,
+		(SELECT COUNT(*) FROM revisions WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM revisions WHERE user_id = ?),
+		(SELECT COUNT(*) FROM comments WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM comments WHERE user_id = ?),
+		(SELECT COUNT(*) FROM pitches WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM pitches WHERE user_id = ?),
+		(SELECT spent FROM budgets WHERE user_id = ? AND day = ?),
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+	UNION ALL
+	SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + jobColumns + ` FROM content_jobs WHERE user_id = ?`
+
+// MineVersion reads the version of the author's own view at now (see MineVersion), on the
+// read pool, without reading any item.
+func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
+	v := MineVersion{Day: BudgetDay(now)}
+	u := userID
+	rows, err := s.query(ctx, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
+	if err != nil {
+		return v, err
+	}
+	defer rows.Close()
+	r := newRow(8 + jobColumnCount)
+	nowMs := now.UnixMilli()
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return v, err
+		}
+		if r.int64(0) == 0 {
+			for k := range v.Items {
+				v.Items[k] = ItemCount{N: r.int64(1 + 2*k), IDSum: r.int64(2 + 2*k)}
+			}
+			if r.vals[7] != nil {
+				v.Spent = r.int64(7)
+			}
+		} else {
+			j := r.job(8)
+			if j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+				v.Due = true
+			}
+			v.Jobs = append(v.Jobs, j)
+		}
+		if r.err != nil {
+			return v, r.err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return v, err
+	}
+	slices.SortFunc(v.Jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return v, nil
+}
+
+// Mine lists the author's own items, newest first within each kind, with their verdicts,
+// scores and owed jobs.
+func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
+	jobs, err := s.JobsOfUser(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return s.MineWithJobs(ctx, userID, jobs)
+}
+
+var mineQueries = [3]struct{ kind, sql string }{
+	{KindRevision, `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
+		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
+		FROM revisions r LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id
+		LEFT JOIN scores sc ON sc.revision_id = r.id
+		WHERE r.user_id = ? ORDER BY r.id DESC LIMIT ?`},
+	{KindComment, `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
+		FROM comments c LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id
+		WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`},
+	{KindPitch, `SELECT p.id, p.created_at, s.verdict, s.confidence
+		FROM pitches p LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = p.id
+		WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`},
+}
+
+// MineWithJobs is Mine with the author's owed jobs already read (by MineVersion, whose Jobs
+// it takes): each item gets those of its jobs.
+func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
+	type key struct {
+		kind string
+		id   int64
+	}
+	var byItem map[key][]Job
+	if len(jobs) > 0 {
+		byItem = make(map[key][]Job, len(jobs))
+		for _, j := range jobs {
+			k := key{j.Kind, j.ItemID}
+			byItem[k] = append(byItem[k], j)
+		}
+	}
+	var items []MineItem
+	for _, q := range mineQueries {
+		rows, err := s.query(ctx, q.sql, userID, mineLimit)
+		if err != nil {
+			return nil, err
+		}
+		var r *row
+		switch q.kind {
+		case KindRevision:
+			r = newRow(11)
+		case KindComment:
+			r = newRow(5)
+		default:
+			r = newRow(4)
+		}
+		for rows.Next() {
+			if err := r.scan(rows); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			it := MineItem{Kind: q.kind, ID: r.int64(0)}
+			switch q.kind {
+			case KindRevision:
+				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.int64(3)
+				it.Verdict, it.Confidence = r.strp(4), r.floatp(5)
+				if r.vals[6] != nil {
+					sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
+						Model: r.strOr(9), Rubric: r.strOr(10)}.score()
+					it.Score = &sc
+				}
+			case KindComment:
+				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.int64(2), r.strp(3), r.floatp(4)
+			default:
+				it.CreatedAt, it.Verdict, it.Confidence = r.int64(1), r.strp(2), r.floatp(3)
+			}
+			if err := r.err; err != nil {
+				rows.Close()
+				return nil, err
+			}
+			it.Jobs = byItem[key{q.kind, it.ID}]
+			items = append(items, it)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// strOr is the text in column i, or "" for NULL.
+func (r *row) strOr(i int) string {
+	if r.vals[i] == nil {
+		return ""
+	}
+	return r.str(i)
+}
