@@ -401,6 +401,14 @@ func TestRevisionTitleIsPublicOnlyOnceAllowed(t *testing.T) {
 		if l, d := title(); l != "Tide (remix)" || d != "Tide (remix)" {
 			t.Errorf("public title %v / %v after an older revision's verdict, want Tide (remix)", l, d)
 		}
+		// The newest allowed revision deleted: the title is the newest allowed one left.
+		remix := num(obj(r["revision"])["id"])
+		if del := w.do(http.MethodDelete, fmt.Sprintf("/api/listeners/revisions/%d", remix), asAuthor, nil); del.Status != http.StatusNoContent {
+			t.Fatalf("delete the remix: %d %s", del.Status, del.Body)
+		}
+		if l, d := title(); l != "Not screened yet" || d != "Not screened yet" {
+			t.Errorf("public title %v / %v after deleting the newest allowed revision, want Not screened yet", l, d)
+		}
 	})
 }
 

@@ -95,18 +95,23 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
 	}
 	args = append([]any{until, owner}, args...)
-	var jobs []Job
-	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&jobs).Error
-	return jobs, err
+	rows, err := s.queryWriter(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows, limit)
 }
 
 // ClaimItem leases the job of one item's task if it is due and free; ok is false otherwise.
 func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
-	var jobs []Job
-	err := s.db.WithContext(ctx).Raw(`UPDATE content_jobs SET lease_until = ?, lease_owner = ?
+	rows, err := s.queryWriter(ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now).Scan(&jobs).Error
+		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now)
+	if err != nil {
+		return Job{}, false, err
+	}
+	jobs, err := scanJobs(rows, 1)
 	if err != nil || len(jobs) == 0 {
 		return Job{}, false, err
 	}

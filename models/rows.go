@@ -19,6 +19,12 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 	return s.read.Statement.ConnPool.QueryContext(ctx, s.bind(q), args...)
 }
 
+// queryWriter is query on the writer: for statements that write and return rows (a claim), or
+// reads that must see the caller's own writes.
+func (s *Store) queryWriter(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.db.Statement.ConnPool.QueryContext(ctx, s.bind(q), args...)
+}
+
 // bind rewrites q's ? placeholders as PostgreSQL's $1, $2, …, as GORM does for Raw. The
 // queries given to it hold no ? of their own (no literal, no jsonb operator).
 func (s *Store) bind(q string) string {

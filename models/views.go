@@ -12,17 +12,10 @@ type SongCursor struct {
 	ID  int64    `json:"i"`
 }
 
-// publicSongColumns read a song with the title of its newest allowed revision: a revision's
-// new title (songs.title follows the latest written) is public only once that revision is.
-// The verdict is an EXISTS, not a join, so that only one plan is possible: the song's
-// revisions newest first (revisions_song), each probed in screens_public. As a join, SQLite
-// could scan every allowed revision's verdict for each song listed instead, and did, with the
-// sampled statistics of the PRAGMA optimize that Open runs on a freshly filled database
-// (seconds a page: bench/cmd/scale's songs run had 6-8 s outliers).
-const publicSongColumns = `id, user_id, public, art, created_at, COALESCE((SELECT r.title FROM revisions r
-	WHERE r.song_id = songs.id AND EXISTS (SELECT 1 FROM screens sc
-		WHERE sc.kind = 'revision' AND sc.item_id = r.id AND sc.verdict = 'allow')
-	ORDER BY r.id DESC LIMIT 1), title) AS title`
+// publicSongColumns read a song with the title of its newest allowed revision (a revision's
+// new title, which songs.title follows as soon as it is written, is public only once that
+// revision is), kept in public_title by the triggers that keep public and art.
+const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title`
 
 // PublicSongs lists public songs, by art (best first, unscored last) or newest first, after the
 // cursor.

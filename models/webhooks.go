@@ -449,6 +449,15 @@ type AttemptResult struct {
 func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
+		if r.Outcome == AttemptGone {
+			// The receiver said the endpoint is gone for good: whoever holds this delivery, the
+			// subscription stops. Its row is locked first, so that two deliveries answered 410
+			// at once queue here instead of each holding its own delivery while it waits for
+			// the other's to cancel it (PostgreSQL found them deadlocked).
+			if err := tx.db.Exec(`UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID).Error; err != nil {
+				return err
+			}
+		}
 		at := r.At.UnixMilli()
 		if err := tx.db.Exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
 			SELECT id, attempts + 1, ?, ?, ?, ? FROM webhook_deliveries WHERE id = ?`,
@@ -478,11 +487,6 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 		}
 		ok = res.RowsAffected == 1
 		if r.Outcome == AttemptGone {
-			// The receiver said the endpoint is gone for good: whoever holds this delivery,
-			// the subscription stops.
-			if err := tx.db.Exec(`UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID).Error; err != nil {
-				return err
-			}
 			return tx.cancelDeliveries(d.WebhookID)
 		}
 		return nil

@@ -191,7 +191,7 @@ func seed(ctx context.Context, path string, sz sizes, analyze bool) error {
 		{"  owe the allowed revisions a score job", `INSERT INTO content_jobs (task, kind, item_id, user_id, due_at)
 			SELECT 'score', 'revision', r.id, r.user_id, s.screened_at FROM screens s JOIN revisions r ON r.id = s.item_id
 			WHERE s.kind = 'revision' AND s.verdict = 'allow' ORDER BY r.id ON CONFLICT (task, kind, item_id) DO NOTHING`, nil},
-		{"  make their songs public", `UPDATE songs SET public = 1 WHERE id IN (SELECT r.song_id FROM revisions r
+		{"  make their songs public", `UPDATE songs SET public = 1, public_title = title WHERE id IN (SELECT r.song_id FROM revisions r
 			JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id WHERE s.verdict = 'allow')`, nil},
 		// Scores for the allowed revisions but 1 in 100 (their score jobs stay owed); then what
 		// scores_settle does: settle the score jobs, set each song's art to its newest score.
