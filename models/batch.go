@@ -16,7 +16,7 @@ import (
 type batcher[In any, Out any, K comparable] struct {
 	max   int        // calls in one batch
 	lanes int        // batches written at once (1 on SQLite: there is one writer)
-	key   func(In) K // calls with equal keys never share a batch
+	key   func(In) K // calls with equal keys never share a batch; nil: any calls may
 	write func(context.Context, []In) ([]Out, error)
 
 	mu      sync.Mutex
@@ -86,12 +86,18 @@ func (b *batcher[In, Out, K]) take() []*batchCall[In, Out] {
 	rest := b.queue[:0]
 	keys := make(map[K]bool, min(len(b.queue), b.max))
 	for _, c := range b.queue {
-		k := b.key(c.in)
-		if len(batch) == b.max || keys[k] {
+		if len(batch) == b.max {
 			rest = append(rest, c)
 			continue
 		}
-		keys[k] = true
+		if b.key != nil {
+			k := b.key(c.in)
+			if keys[k] {
+				rest = append(rest, c)
+				continue
+			}
+			keys[k] = true
+		}
 		batch = append(batch, c)
 	}
 	clear(b.queue[len(rest):])

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,15 +80,20 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 		}
 		now := f.clk.Now()
 		accepted := make([]atomic.Int64, authors)
+		spentSeen := make([][]int64, authors) // the spend each accepted charge was told
+		var mu sync.Mutex
 		var failed atomic.Int64
 		var wg sync.WaitGroup
 		for c := range calls {
 			for i, id := range ids {
 				wg.Go(func() {
-					if _, ok, err := f.store.Charge(f.ctx, id, 1, limit, now); err != nil {
+					if spent, ok, err := f.store.Charge(f.ctx, id, 1, limit, now); err != nil {
 						t.Errorf("charge of author %d: %v", id, err)
 					} else if ok {
 						accepted[i].Add(1)
+						mu.Lock()
+						spentSeen[i] = append(spentSeen[i], spent)
+						mu.Unlock()
 					}
 				})
 			}
@@ -106,6 +112,14 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 			spent, err := f.store.Spent(f.ctx, id, now)
 			if err != nil || spent != limit || accepted[i].Load() != limit {
 				t.Errorf("author %d: spent %d (%v), accepted %d; want %d each", id, spent, err, accepted[i].Load(), limit)
+			}
+			// As if one after another: the accepted charges were told 1, 2, … limit.
+			slices.Sort(spentSeen[i])
+			for k, got := range spentSeen[i] {
+				if got != int64(k+1) {
+					t.Errorf("author %d: charges were told spends %v, want 1 to %d once each", id, spentSeen[i], limit)
+					break
+				}
 			}
 		}
 		if failed.Load() != 3 {

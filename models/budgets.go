@@ -19,9 +19,8 @@ func BudgetReset(t time.Time) time.Time {
 // Charge spends n model calls of the user's budget for the day of now, atomically and only if
 // the day's spend stays within the user's limit (their own, else defaultLimit): a charge the
 // rest of the budget cannot cover is refused whole (ok false) and spends nothing. Concurrent
-// charges never take the spend above the limit. Concurrent charges of different users share
-// one statement (see batcher); one user's charges never share one, so each is judged against
-// the spend left by the one before.
+// charges never take the spend above the limit. Concurrent charges share one statement (see
+// batcher and chargeRows).
 func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64, now time.Time) (spent int64, ok bool, err error) {
 	call := chargeCall{userID: userID, day: BudgetDay(now), n: n, defaultLimit: defaultLimit}
 	var out chargeOutcome
@@ -48,54 +47,95 @@ type chargeOutcome struct {
 	ok    bool
 }
 
-// chargeRows charges each call in one statement, in user order so that concurrent statements
-// lock budget rows in the same order (PostgreSQL would otherwise find them deadlocked). The
-// calls must be of different users.
+// chargeRows charges calls in one statement, with the outcome each would have had alone, one
+// after another in their order. One user's calls (of one day and default limit) are charged as
+// one sum: if it fits, each of them would have, and each is told the spend after it; if it does
+// not, nothing of theirs was spent and their calls are charged again one by one, so that those
+// that fit still do. Users are written in id order, so that concurrent statements lock budget
+// rows in the same order (PostgreSQL would otherwise find them deadlocked).
 func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOutcome, error) {
+	type group struct {
+		chargeCall       // the user's day and default limit, and n: the sum of their calls
+		calls      []int // their places in calls, in order
+		mixed      bool  // calls of other days or default limits: charged one by one
+	}
+	groups := map[int64]*group{}
+	for i, c := range calls {
+		g := groups[c.userID]
+		if g == nil {
+			g = &group{chargeCall: chargeCall{userID: c.userID, day: c.day, defaultLimit: c.defaultLimit}}
+			groups[c.userID] = g
+		}
+		g.mixed = g.mixed || c.day != g.day || c.defaultLimit != g.defaultLimit
+		g.n += c.n
+		g.calls = append(g.calls, i)
+	}
 	type row struct {
 		UserID       int64  `json:"user_id"`
 		Day          string `json:"day"`
 		N            int64  `json:"n"`
 		DefaultLimit int64  `json:"default_limit"`
 	}
-	rows := make([]row, len(calls))
-	for i, c := range calls {
-		rows[i] = row{c.userID, c.day, c.n, c.defaultLimit}
+	var rows []row
+	for _, g := range groups {
+		if !g.mixed {
+			rows = append(rows, row{g.userID, g.day, g.n, g.defaultLimit})
+		}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.UserID, b.UserID) })
-	param, err := jsonParam(rows)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.db.WithContext(ctx).Raw(`WITH v AS (SELECT user_id, day, n, default_limit FROM `+
-		s.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
-		INSERT INTO budgets (user_id, day, spent)
-		SELECT v.user_id, v.day, v.n FROM v
-		WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)
-		ORDER BY v.user_id
-		ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
-		WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id),
-			(SELECT v.default_limit FROM v WHERE v.user_id = budgets.user_id))
-		RETURNING user_id, spent`, param).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer res.Close()
-	spent := make(map[int64]int64, len(calls))
-	for res.Next() {
-		var user, n int64
-		if err := res.Scan(&user, &n); err != nil {
+	spent := make(map[int64]int64, len(rows))
+	if len(rows) > 0 {
+		param, err := jsonParam(rows)
+		if err != nil {
 			return nil, err
 		}
-		spent[user] = n
-	}
-	if err := res.Err(); err != nil {
-		return nil, err
+		res, err := s.db.WithContext(ctx).Raw(`WITH v AS (SELECT user_id, day, n, default_limit FROM `+
+			s.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
+			INSERT INTO budgets (user_id, day, spent)
+			SELECT v.user_id, v.day, v.n FROM v
+			WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)
+			ORDER BY v.user_id
+			ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
+			WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id),
+				(SELECT v.default_limit FROM v WHERE v.user_id = budgets.user_id))
+			RETURNING user_id, spent`, param).Rows()
+		if err != nil {
+			return nil, err
+		}
+		defer res.Close()
+		for res.Next() {
+			var user, n int64
+			if err := res.Scan(&user, &n); err != nil {
+				return nil, err
+			}
+			spent[user] = n
+		}
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
 	}
 	outs := make([]chargeOutcome, len(calls))
-	for i, c := range calls {
-		n, ok := spent[c.userID]
-		outs[i] = chargeOutcome{spent: n, ok: ok}
+	for _, g := range groups {
+		total, ok := spent[g.userID]
+		if !ok && len(g.calls) == 1 && !g.mixed {
+			continue // refused, alone: as it would have been
+		}
+		if !ok {
+			for _, i := range g.calls {
+				one, err := s.chargeRows(ctx, []chargeCall{calls[i]})
+				if err != nil {
+					return nil, err
+				}
+				outs[i] = one[0]
+			}
+			continue
+		}
+		// Accepted as a sum: each call is told the spend just after it.
+		after := total - g.n
+		for _, i := range g.calls {
+			after += calls[i].n
+			outs[i] = chargeOutcome{spent: after, ok: true}
+		}
 	}
 	return outs, nil
 }

@@ -56,7 +56,7 @@ type Store struct {
 
 	// Concurrent charges and verdicts are written in batches; nil in a transaction's store,
 	// whose writes belong to that transaction.
-	charges  *batcher[chargeCall, chargeOutcome, int64]
+	charges  *batcher[chargeCall, chargeOutcome, struct{}]
 	screens  *batcher[screenCall, bool, itemKey]
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 }
@@ -152,8 +152,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	lanes := batchLanes(s.dialect)
-	s.charges = &batcher[chargeCall, chargeOutcome, int64]{max: maxBatch, lanes: lanes, write: s.chargeRows,
-		key: func(c chargeCall) int64 { return c.userID }}
+	s.charges = &batcher[chargeCall, chargeOutcome, struct{}]{max: maxBatch, lanes: lanes, write: s.chargeRows}
 	s.screens = &batcher[screenCall, bool, itemKey]{max: maxBatch, lanes: lanes, write: s.recordScreens,
 		key: screenCall.key}
 	if s.dialect == Postgres {
