@@ -151,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	lanes := batchLanes(s.dialect)
+	lanes := batchLanes
 	s.charges = &batcher[chargeCall, chargeOutcome, struct{}]{max: maxBatch, lanes: lanes, write: s.chargeRows}
 	s.screens = &batcher[screenCall, bool, itemKey]{max: maxBatch, lanes: lanes, write: s.recordScreens,
 		key: screenCall.key}
