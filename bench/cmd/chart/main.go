@@ -66,11 +66,11 @@ func main() {
 }
 
 func draw(f figures) string {
-	height := 60
+	height := 74 // the title, then each group: its name, its bars, a gap; then the axis
 	for _, g := range f.Groups {
-		height += 40 + rowHeight*len(g.Bars) + 24
+		height += 12 + rowHeight*len(g.Bars) + 40
 	}
-	height += 40
+	height += 30
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="860" height="%d" viewBox="0 0 860 %d" font-family="sans-serif" font-size="12">`, height, height)
