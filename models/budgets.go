@@ -113,6 +113,9 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		if err := res.Err(); err != nil {
 			return nil, err
 		}
+		// Released before any charge is run again alone below: on SQLite the rows hold the one
+		// writer connection.
+		res.Close()
 	}
 	outs := make([]chargeOutcome, len(calls))
 	for _, g := range groups {

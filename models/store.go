@@ -69,13 +69,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	cfg := &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true}
+	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
+	config := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true} }
 	s := &Store{clock: opts.Clock}
 	url := opts.URL
 	switch {
 	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
 		s.dialect = Postgres
-		db, err := gorm.Open(postgres.Open(url), cfg)
+		db, err := gorm.Open(postgres.Open(url), config())
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -104,13 +105,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			}
 			path = filepath.Join(dir, "owed.db")
 		}
-		// Prepared once per connection: SQLite otherwise recompiles every statement, and the
-		// triggers with it, on every call (pgx already caches statements on PostgreSQL).
-		cfg.PrepareStmt = true
 		// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
 		// pages too, so more would buy little and cost resident memory on every connection.
 		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL"
-		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), cfg)
+		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), config())
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -126,7 +124,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err := wdb.PingContext(ctx); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
-		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), cfg)
+		// Reads are prepared once per connection (SQLite otherwise recompiles every statement on
+		// every call; pgx already caches statements on PostgreSQL). Not the writer's: GORM
+		// prepares a new statement under a lock that waits for a connection, and with the one
+		// writer connection held by a transaction that itself waits for that lock, neither
+		// moves (seen in the fault soak). The writer's hot statements are batched instead, so
+		// compiling them is paid once per batch.
+		rcfg := config()
+		rcfg.PrepareStmt = true
+		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), rcfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite reader: %w", err)
 		}
