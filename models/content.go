@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Item kinds, tasks and verdicts as stored.
@@ -232,21 +233,20 @@ func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subje
 		out, err := s.subjects.do(ctx, itemKey{kind, id})
 		return out.subject, out.ok, err
 	}
-	var q string
-	switch kind {
-	case KindRevision:
-		q = `SELECT user_id, title, code FROM revisions WHERE id = ?`
-	case KindComment:
-		q = `SELECT user_id, '', body FROM comments WHERE id = ?`
-	default:
-		q = `SELECT user_id, '', body FROM pitches WHERE id = ?`
-	}
 	var sub Subject
-	err := s.read.WithContext(ctx).Raw(q, id).Row().Scan(&sub.UserID, &sub.Title, &sub.Text)
+	err := s.read.WithContext(ctx).Raw(`SELECT `+subjectOf[kind]+` WHERE id = ?`, id).Row().Scan(&sub.UserID, &sub.Title, &sub.Text)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Subject{}, false, nil
 	}
 	return sub, err == nil, err
+}
+
+// subjectOf is, per kind of item, what its screen sends (author, title, text) and the table it
+// is read from.
+var subjectOf = map[string]string{
+	KindRevision: `user_id, title, code FROM revisions`,
+	KindComment:  `user_id, '', body FROM comments`,
+	KindPitch:    `user_id, '', body FROM pitches`,
 }
 
 type subjectOutcome struct {
@@ -261,16 +261,16 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 		ids[k.kind] = append(ids[k.kind], k.id)
 	}
 	var args []any
+	var parts []string
 	for _, kind := range []string{KindRevision, KindComment, KindPitch} {
 		param, err := jsonParam(ids[kind])
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, param)
+		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.idIn("id"))
 	}
-	rows, err := s.read.WithContext(ctx).Raw(`SELECT 'revision', id, user_id, title, code FROM revisions WHERE `+s.idIn("id")+`
-		UNION ALL SELECT 'comment', id, user_id, '', body FROM comments WHERE `+s.idIn("id")+`
-		UNION ALL SELECT 'pitch', id, user_id, '', body FROM pitches WHERE `+s.idIn("id"), args...).Rows()
+	rows, err := s.read.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Rows()
 	if err != nil {
 		return nil, err
 	}

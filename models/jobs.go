@@ -296,8 +296,12 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 			if !recorded[c.key()] {
 				continue
 			}
-			if subscribed {
-				if err := tx.enqueueScreened(ctx, c.kind, c.itemID, c.verdict, c.confidence); err != nil {
+			if subscribed { // checked once for the batch above
+				d, err := tx.screenedData(ctx, c.kind, c.itemID, c.verdict, c.confidence)
+				if err != nil {
+					return err
+				}
+				if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
 					return err
 				}
 			}

@@ -208,7 +208,6 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 	if !ValidWebhookEvent(event) {
 		return fmt.Errorf("webhook: unknown event %q", event)
 	}
-	db := s.db.WithContext(ctx)
 	if subscribed, err := s.webhookSubscribed(ctx, event); err != nil || !subscribed {
 		return err
 	}
@@ -216,6 +215,12 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 	if err != nil {
 		return err
 	}
+	return s.insertDeliveries(ctx, event, d)
+}
+
+// insertDeliveries owes event, with data d, to every active subscription to it.
+func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error {
+	db := s.db.WithContext(ctx)
 	now := s.clock.Now()
 	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(payloadTime), Data: d})
 	if err != nil {
@@ -227,29 +232,27 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 		newMsgID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)).Error
 }
 
-// enqueueScreened owes item.screened for a verdict just recorded in this transaction.
-func (s *Store) enqueueScreened(ctx context.Context, kind string, itemID int64, verdict string, confidence float64) error {
-	return s.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
-		d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
-		var rows []struct {
-			UserID int64  `gorm:"column:user_id"`
-			SongID *int64 `gorm:"column:song_id"`
-		}
-		q := `SELECT user_id, song_id FROM revisions WHERE id = ?`
-		switch kind {
-		case KindComment:
-			q = `SELECT user_id, song_id FROM comments WHERE id = ?`
-		case KindPitch:
-			q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
-		}
-		if err := s.db.WithContext(ctx).Raw(q, itemID).Scan(&rows).Error; err != nil {
-			return nil, err
-		}
-		if len(rows) == 1 {
-			d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
-		}
-		return d, nil
-	})
+// screenedData is item.screened's data for a verdict just recorded in this transaction.
+func (s *Store) screenedData(ctx context.Context, kind string, itemID int64, verdict string, confidence float64) (ItemScreenedData, error) {
+	d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
+	var rows []struct {
+		UserID int64  `gorm:"column:user_id"`
+		SongID *int64 `gorm:"column:song_id"`
+	}
+	q := `SELECT user_id, song_id FROM revisions WHERE id = ?`
+	switch kind {
+	case KindComment:
+		q = `SELECT user_id, song_id FROM comments WHERE id = ?`
+	case KindPitch:
+		q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
+	}
+	if err := s.db.WithContext(ctx).Raw(q, itemID).Scan(&rows).Error; err != nil {
+		return d, err
+	}
+	if len(rows) == 1 {
+		d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
+	}
+	return d, nil
 }
 
 // enqueueScored owes song.scored for a score just recorded in this transaction.
