@@ -98,8 +98,10 @@ func TestBatcherGroupsWaitingCalls(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
-	if len(w.batches) != 3 {
-		t.Fatalf("batches %v, want 3", w.batches)
+	// The queued calls arrive in any order; whatever it is, the second batch is full (four
+	// keys wait for three places), and b2 never shares b1's batch: three or four batches.
+	if len(w.batches) < 3 || len(w.batches) > 4 || len(w.batches[1]) != 3 {
+		t.Fatalf("batches %v, want the lone first call, a full batch of 3, then the rest", w.batches)
 	}
 	if w.batches[0][0] != "a0" || len(w.batches[0]) != 1 {
 		t.Errorf("first batch %v, want the lone first call", w.batches[0])
