@@ -89,7 +89,7 @@ func seedWorld(t *testing.T) *world {
 		map[string]any{"active": false}), http.StatusOK, "disable the dead webhook")
 
 	// From now on the fake clock runs at the wall clock's pace, offset ahead of it.
-	w.offset = env.Clock.Now().Sub(time.Now())
+	w.offset = time.Until(env.Clock.Now())
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

@@ -236,11 +236,3 @@ func (s *Store) Close() error {
 	}
 	return errors.Join(errs...)
 }
-
-// notFound maps gorm's not-found to ErrNotFound.
-func notFound(err error) error {
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return ErrNotFound
-	}
-	return err
-}

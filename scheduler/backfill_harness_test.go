@@ -272,16 +272,6 @@ func (b *bf) setOnSleep(f func(time.Duration)) {
 	b.mu.Unlock()
 }
 
-func (b *bf) slept() time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var sum time.Duration
-	for _, d := range b.sleeps {
-		sum += d
-	}
-	return sum
-}
-
 func (b *bf) settings(size int, pauseMs int64) {
 	b.t.Helper()
 	if err := b.q.SetSettings(b.ctx, scheduler.BackfillSettings{BatchSize: size, BatchPauseMs: pauseMs}); err != nil {

@@ -48,7 +48,7 @@ func Noop(ctx context.Context, cfg Config, n int) (harness.Result, error) {
 		return res, err
 	}
 	if got, err := harness.Count(ctx, setup, `SELECT count(*) FROM river_job WHERE state = 'completed'`); err != nil || got != int64(n) {
-		return res, fmt.Errorf("River no-op check: %d completed, want %d (%v)", got, n, err)
+		return res, fmt.Errorf("river no-op check: %d completed, want %d (%v)", got, n, err)
 	}
 	return res, nil
 }
@@ -95,12 +95,12 @@ func noop[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TT
 		select {
 		case ev := <-events:
 			if ev.Kind != river.EventKindJobCompleted {
-				waitErr = fmt.Errorf("River no-op job %d: %s", ev.Job.ID, ev.Kind)
+				waitErr = fmt.Errorf("river no-op job %d: %s", ev.Job.ID, ev.Kind)
 			}
 			done++
 			last = time.Now()
 		case <-timeout:
-			waitErr = fmt.Errorf("River no-op: %d of %d jobs done after %s", done, n, cfg.Timeout)
+			waitErr = fmt.Errorf("river no-op: %d of %d jobs done after %s", done, n, cfg.Timeout)
 		case <-ctx.Done():
 			waitErr = ctx.Err()
 		}

@@ -275,7 +275,7 @@ func Screen(ctx context.Context, cfg Config, model *modelclient.Client, authors,
 		`SELECT count(*) FROM river_job WHERE state <> 'completed'`: 0,
 	} {
 		if got, err := harness.Count(ctx, setup, q); err != nil || got != want {
-			return res, fmt.Errorf("River screen check %q: got %d, want %d (%v)", q, got, want, err)
+			return res, fmt.Errorf("river screen check %q: got %d, want %d (%v)", q, got, want, err)
 		}
 	}
 	return res, nil
@@ -317,7 +317,7 @@ func screen[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[
 	select {
 	case <-w.finished:
 	case <-time.After(cfg.Timeout):
-		waitErr = fmt.Errorf("River screen: %d of %d jobs done after %s", w.done.Load(), len(items), cfg.Timeout)
+		waitErr = fmt.Errorf("river screen: %d of %d jobs done after %s", w.done.Load(), len(items), cfg.Timeout)
 	case <-ctx.Done():
 		waitErr = ctx.Err()
 	}
