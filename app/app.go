@@ -28,9 +28,6 @@ import (
 	"github.com/owed/owed/webhooks"
 )
 
-// Version is set at build time (-ldflags "-X github.com/owed/owed/app.Version=...").
-var Version = "dev"
-
 // Options are what tests (and main) may hand New beyond the configuration.
 type Options struct {
 	Clock      clock.Clock
@@ -221,7 +218,7 @@ func (a *App) newEcho() *echo.Echo {
 	e.Use(a.measure)
 	e.Use(middleware.BodyLimit("2M"))
 	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
-		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: Version,
+		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
 		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
 	h.Backfill, h.Media = a.Backfill, a.Media
@@ -267,7 +264,7 @@ func (a *App) Handler() http.Handler { return a.Echo }
 // StartRunners starts the cron sweep, the webhook deliverer and the backfill queue without
 // serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
-	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	a.cron = cron.New(cron.WithLogger(cronLog{a.Log}), cron.WithChain(cron.SkipIfStillRunning(cronLog{a.Log})))
 	sweep, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce)
 	if err != nil {
 		return fmt.Errorf("cron: %w", err)
@@ -341,7 +338,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.server.Serve(ln) }()
-	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", Version)
+	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", BuildVersion())
 	return a.StartRunners(ctx)
 }
 

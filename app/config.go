@@ -3,7 +3,9 @@
 package app
 
 import (
+	"flag"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"os"
@@ -12,7 +14,8 @@ import (
 	"time"
 )
 
-// Config is owed's configuration, read from OWED_* environment variables (SPEC §5).
+// Config is owed's configuration. Every field is one Setting below: an OWED_* environment
+// variable, a command-line flag of the same name, and a row of the README's table.
 type Config struct {
 	Addr                 string
 	DataDir              string
@@ -32,16 +35,16 @@ type Config struct {
 	WalkIdle             time.Duration
 	PluginsDir           string
 	WebhooksAllowPrivate bool
-	// SweepConcurrency is how many jobs the cron sweep runs at once (OWED_SWEEP_CONCURRENCY).
-	SweepConcurrency int
-	// DatabaseMaxConns caps each process's PostgreSQL connections (OWED_DATABASE_MAX_CONNS).
-	DatabaseMaxConns int64
-	// WriteRate and WriteBurst limit each token's writes (OWED_WRITE_RATE per second, 0 for
-	// no limit; OWED_WRITE_BURST).
-	WriteRate  float64
-	WriteBurst int64
-	// ShutdownGrace is how long a stopping process lets running jobs finish (OWED_SHUTDOWN_GRACE).
-	ShutdownGrace time.Duration
+	SweepConcurrency     int
+	DatabaseMaxConns     int64
+	WriteRate            float64
+	WriteBurst           int64
+	ShutdownGrace        time.Duration
+	LogLevel             slog.Level
+	// LogFormat is "json" or "text"; empty means text on a terminal, JSON otherwise.
+	LogFormat       string
+	RetainEvents    time.Duration
+	RetainDelivered time.Duration
 }
 
 // Defaults is the configuration with nothing set.
@@ -51,115 +54,229 @@ func Defaults() Config {
 		ModelTimeout: 2 * time.Minute, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
 		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
 		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
-		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32,
+		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32, LogLevel: slog.LevelInfo,
+		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour,
 	}
 }
 
+// Setting is one configuration value: where it is read from, what it defaults to (as the
+// README shows it) and how its text is parsed into a Config.
+type Setting struct {
+	Env     string // the environment variable, OWED_…
+	Flag    string // the command-line flag, without dashes
+	Default string // the default, as documented
+	Usage   string // what it means, one line
+	set     func(c *Config, v string) error
+}
+
+// Settings lists every setting once, in the order the README shows them.
+var Settings = []Setting{
+	{Env: "OWED_ADDR", Default: "`127.0.0.1:8080`", Usage: "listen address", set: text(func(c *Config) *string { return &c.Addr })},
+	{Env: "OWED_DATA_DIR", Flag: "data", Default: "`./data`", Usage: "database file and preview cache", set: text(func(c *Config) *string { return &c.DataDir })},
+	{Env: "OWED_DATABASE_URL", Flag: "database", Default: "SQLite file in the data dir", Usage: "or `postgres://…` for several replicas", set: databaseURL},
+	{Env: "OWED_ADMIN_TOKEN", Default: "none (a first admin token is printed once on an empty database)", Usage: "admin bearer token", set: text(func(c *Config) *string { return &c.AdminToken })},
+	{Env: "OWED_MODEL_URL", Default: "none", Usage: "the model's URL; without one jobs wait as `unreachable`", set: text(func(c *Config) *string { return &c.ModelURL })},
+	{Env: "OWED_MODEL_KEY", Default: "none", Usage: "the model's bearer key (never logged)", set: text(func(c *Config) *string { return &c.ModelKey })},
+	{Env: "OWED_MODEL_API", Default: "`relay`", Usage: "the model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ModelAPI }, "relay", "openai")},
+	{Env: "OWED_MODEL_NAME", Default: "`critic`", Usage: "the model named in requests and recorded with each score", set: text(func(c *Config) *string { return &c.ModelName })},
+	{Env: "OWED_MODEL_TIMEOUT", Default: "`2m`", Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
+	{Env: "OWED_SWEEP_EVERY", Default: "`1m`", Usage: "the cron sweep's period", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
+	{Env: "OWED_SWEEP_CONCURRENCY", Default: "`64`", Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
+		n, err := whole(v, 1)
+		c.SweepConcurrency = int(min(n, math.MaxInt32))
+		return err
+	}},
+	{Env: "OWED_LEASE", Default: "`2m`", Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
+	{Env: "OWED_INLINE_WAIT", Default: "`10s`", Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
+	// At least 1: a limit of 0 would show authors a limit that charges nothing while the
+	// runner read 0 as "the default".
+	{Env: "OWED_DAILY_BUDGET", Default: "`100`", Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
+	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: "`250`", Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
+	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: "`750`", Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
+	{Env: "OWED_WALK_IDLE", Default: "`10m`", Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
+	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
+	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback or private addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_WRITE_RATE", Default: "`20`", Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("want writes per second, 0 for no limit")
+		}
+		c.WriteRate = f
+		return nil
+	}},
+	{Env: "OWED_WRITE_BURST", Default: "`100`", Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
+	{Env: "OWED_DATABASE_MAX_CONNS", Default: "`32`", Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
+	{Env: "OWED_SHUTDOWN_GRACE", Default: "`20s`", Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
+	{Env: "OWED_RETAIN_EVENTS", Default: "`720h`", Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
+	{Env: "OWED_RETAIN_DELIVERIES", Default: "`720h`", Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
+	{Env: "OWED_LOG_LEVEL", Default: "`info`", Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("want debug, info, warn or error")
+		}
+		return nil
+	}},
+	{Env: "OWED_LOG_FORMAT", Default: "`json` (`text` on a terminal)", Usage: "`json` or `text`", set: oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
+}
+
+// FlagName is the setting's command-line flag: its own, or the variable's name in lower case
+// with dashes (OWED_MODEL_URL is --model-url).
+func (s Setting) FlagName() string {
+	if s.Flag != "" {
+		return s.Flag
+	}
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.Env, "OWED_")), "_", "-")
+}
+
 // FromEnv reads the configuration from getenv (os.Getenv in production), over the defaults.
-// Its errors name the variable at fault.
+// Its errors name the variable at fault, every one of them at once.
 func FromEnv(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	c := Defaults()
 	var errs []string
-	str := func(name string, dst *string) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			*dst = v
-		}
-	}
-	dur := func(name string, dst *time.Duration, min time.Duration) {
-		v := strings.TrimSpace(getenv(name))
+	for _, s := range Settings {
+		v := strings.TrimSpace(getenv(s.Env))
 		if v == "" {
-			return
+			continue
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < min {
-			errs = append(errs, fmt.Sprintf("%s=%q: want a duration of at least %s, like 1m or 30s", name, v, min))
-			return
-		}
-		*dst = d
-	}
-	ms := func(name string, dst *time.Duration) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Sprintf("%s=%q: want milliseconds, 0 or more", name, v))
-			return
-		}
-		*dst = time.Duration(n) * time.Millisecond
-	}
-	num := func(name string, dst *int64, min int64) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < min {
-			errs = append(errs, fmt.Sprintf("%s=%q: want a whole number of at least %d", name, v, min))
-			return
-		}
-		*dst = n
-	}
-	str("OWED_ADDR", &c.Addr)
-	str("OWED_DATA_DIR", &c.DataDir)
-	str("OWED_DATABASE_URL", &c.DatabaseURL)
-	str("OWED_ADMIN_TOKEN", &c.AdminToken)
-	str("OWED_MODEL_URL", &c.ModelURL)
-	str("OWED_MODEL_KEY", &c.ModelKey)
-	str("OWED_MODEL_API", &c.ModelAPI)
-	str("OWED_MODEL_NAME", &c.ModelName)
-	str("OWED_PLUGINS_DIR", &c.PluginsDir)
-	dur("OWED_MODEL_TIMEOUT", &c.ModelTimeout, time.Millisecond)
-	dur("OWED_SWEEP_EVERY", &c.SweepEvery, time.Second)
-	dur("OWED_LEASE", &c.Lease, time.Second)
-	dur("OWED_INLINE_WAIT", &c.InlineWait, 0)
-	dur("OWED_WALK_IDLE", &c.WalkIdle, time.Second)
-	dur("OWED_SHUTDOWN_GRACE", &c.ShutdownGrace, 0)
-	// At least 1: the runner reads a budget of 0 as "the default", so 0 would show authors a
-	// limit of 0 while charging them up to 100.
-	num("OWED_DAILY_BUDGET", &c.DailyBudget, 1)
-	ms("OWED_MEDIA_MIN_GAP_MS", &c.MediaMinGap)
-	ms("OWED_MEDIA_MAX_GAP_MS", &c.MediaMaxGap)
-	if v := strings.TrimSpace(getenv("OWED_WRITE_RATE")); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			errs = append(errs, fmt.Sprintf("OWED_WRITE_RATE=%q: want writes per second, 0 for no limit", v))
-		} else {
-			c.WriteRate = f
+		if err := s.set(&c, v); err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", s.Env, shown(s, v), err))
 		}
 	}
-	num("OWED_WRITE_BURST", &c.WriteBurst, 1)
-	num("OWED_DATABASE_MAX_CONNS", &c.DatabaseMaxConns, 2)
-	var conc int64 = int64(c.SweepConcurrency)
-	num("OWED_SWEEP_CONCURRENCY", &conc, 1)
-	c.SweepConcurrency = int(conc)
-	switch v := strings.ToLower(strings.TrimSpace(getenv("OWED_WEBHOOKS_ALLOW_PRIVATE"))); v {
-	case "", "0", "false", "off", "no":
-	case "1", "true", "on", "yes":
-		c.WebhooksAllowPrivate = true
-	default:
-		errs = append(errs, fmt.Sprintf("OWED_WEBHOOKS_ALLOW_PRIVATE=%q: want true or false", v))
-	}
-	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") &&
-		!strings.HasPrefix(u, "sqlite:") && !strings.HasPrefix(u, "file:") {
-		// Anything else would be taken for an SQLite file path, a typo silently making a new
-		// empty database.
-		errs = append(errs, fmt.Sprintf("OWED_DATABASE_URL=%q: want postgres://…, or sqlite:PATH for an SQLite file", redactURL(u)))
-	}
-	if c.ModelAPI != "relay" && c.ModelAPI != "openai" {
-		errs = append(errs, fmt.Sprintf("OWED_MODEL_API=%q: want relay or openai", c.ModelAPI))
-	}
-	if c.MediaMinGap > c.MediaMaxGap {
-		errs = append(errs, "OWED_MEDIA_MIN_GAP_MS must not exceed OWED_MEDIA_MAX_GAP_MS")
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// Flags registers every setting on fs as a flag that overrides the environment; call
+// Validate after parsing. A bad value fails the parse with a message naming the flag.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	for _, s := range Settings {
+		// No backquotes: the flag package would take the quoted word for the value's name.
+		fs.Func(s.FlagName(), strings.ReplaceAll(s.Usage, "`", "")+" ("+s.Env+")", func(v string) error { return s.set(c, strings.TrimSpace(v)) })
+	}
+}
+
+// Validate checks what no single setting can: how settings relate.
+func (c Config) Validate() error {
+	var errs []string
+	if c.MediaMinGap > c.MediaMaxGap {
+		errs = append(errs, "OWED_MEDIA_MIN_GAP_MS must not exceed OWED_MEDIA_MAX_GAP_MS")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// SettingsTable is the README's table of settings, made from Settings (a test keeps the
+// README in step).
+func SettingsTable() string {
+	var b strings.Builder
+	b.WriteString("| variable | flag | default | meaning |\n| --- | --- | --- | --- |\n")
+	for _, s := range Settings {
+		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s |\n", s.Env, s.FlagName(), s.Default, s.Usage)
+	}
+	return b.String()
+}
+
+// shown is a setting's value as an error message may quote it: a database URL without its
+// password, a secret not at all.
+func shown(s Setting, v string) string {
+	switch s.Env {
+	case "OWED_DATABASE_URL":
+		return redactURL(v)
+	case "OWED_ADMIN_TOKEN", "OWED_MODEL_KEY":
+		return "…"
+	}
+	return v
+}
+
+func text(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func oneOf(field func(*Config) *string, allowed ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		for _, a := range allowed {
+			if v == a {
+				*field(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("want %s", strings.Join(allowed, " or "))
+	}
+}
+
+func duration(field func(*Config) *time.Duration, least time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < least {
+			return fmt.Errorf("want a duration of at least %s, like 1m or 30s", least)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func millis(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+			return fmt.Errorf("want milliseconds, 0 or more")
+		}
+		*field(c) = time.Duration(n) * time.Millisecond
+		return nil
+	}
+}
+
+func whole(v string, least int64) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("want a whole number of at least %d", least)
+	}
+	return n, nil
+}
+
+func number(field func(*Config) *int64, least int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := whole(v, least)
+		if err == nil {
+			*field(c) = n
+		}
+		return err
+	}
+}
+
+// boolean reads the SPEC's words for on and off; anything else is an error.
+func boolean(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "1", "true", "on", "yes":
+			*field(c) = true
+		case "0", "false", "off", "no":
+			*field(c) = false
+		default:
+			return fmt.Errorf("want true or false (1/0, yes/no, on/off)")
+		}
+		return nil
+	}
+}
+
+func databaseURL(c *Config, v string) error {
+	if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") &&
+		!strings.HasPrefix(v, "sqlite:") && !strings.HasPrefix(v, "file:") {
+		// Anything else would be taken for an SQLite file path, a typo silently making a new
+		// empty database.
+		return fmt.Errorf("want postgres://…, or sqlite:PATH for an SQLite file")
+	}
+	c.DatabaseURL = v
+	return nil
 }
 
 // redactURL hides a URL's password, for messages.

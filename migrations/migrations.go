@@ -101,6 +101,13 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 	}
 	rows.Close()
 
+	if newest := list[len(list)-1].Version; len(done) > 0 {
+		for v := range done {
+			if v > newest {
+				return nil, &NewerSchemaError{Found: maxKey(done), Known: newest}
+			}
+		}
+	}
 	var applied []int
 	insert := `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 	if dialect == "postgres" {
@@ -128,4 +135,89 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// NewerSchemaError is a database migrated by a newer owed than this one: running on it could
+// write rows the newer schema forbids, or miss the work its triggers owe, so owed refuses.
+type NewerSchemaError struct {
+	Found, Known int
+}
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("migrations: the database's schema is at version %d, newer than this owed knows (%d): "+
+		"a newer owed has migrated it; run that version (or newer) here too", e.Found, e.Known)
+}
+
+func maxKey(m map[int]bool) int {
+	top := 0
+	for v := range m {
+		top = max(top, v)
+	}
+	return top
+}
+
+// Applied is a migration recorded in the database.
+type Applied struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time
+}
+
+// Report is the state of a database's schema against the migrations this owed knows.
+type Report struct {
+	Applied []Applied   // recorded in the database, in version order
+	Pending []Migration // known here and not applied yet
+	Unknown []int       // applied by a newer owed: this one refuses to run on the database
+}
+
+// Status reads which migrations the database has, changing nothing (not even on an empty
+// database, where every migration is pending).
+func Status(ctx context.Context, db *sql.DB, dialect string) (Report, error) {
+	var r Report
+	list, err := List(dialect)
+	if err != nil {
+		return r, err
+	}
+	exists := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	if dialect == "postgres" {
+		exists = `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, exists).Scan(&n); err != nil {
+		return r, fmt.Errorf("migrations: status: %w", err)
+	}
+	known := map[int]bool{}
+	for _, m := range list {
+		known[m.Version] = true
+	}
+	done := map[int]bool{}
+	if n > 0 {
+		rows, err := db.QueryContext(ctx, `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+		if err != nil {
+			return r, fmt.Errorf("migrations: status: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a Applied
+			var at int64
+			if err := rows.Scan(&a.Version, &a.Name, &at); err != nil {
+				return r, fmt.Errorf("migrations: status: %w", err)
+			}
+			a.AppliedAt = time.UnixMilli(at).UTC()
+			r.Applied = append(r.Applied, a)
+			done[a.Version] = true
+			if !known[a.Version] {
+				r.Unknown = append(r.Unknown, a.Version)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return r, fmt.Errorf("migrations: status: %w", err)
+		}
+	}
+	for _, m := range list {
+		if !done[m.Version] {
+			r.Pending = append(r.Pending, m)
+		}
+	}
+	return r, nil
 }

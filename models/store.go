@@ -46,6 +46,24 @@ type Options struct {
 	MaxConns int
 }
 
+// isPostgres says whether the options name a PostgreSQL database (else SQLite).
+func (o Options) isPostgres() bool {
+	return strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://")
+}
+
+// sqlitePath is the SQLite file the options name: the URL's path, else owed.db in the data
+// directory.
+func (o Options) sqlitePath() string {
+	if path := strings.TrimPrefix(strings.TrimPrefix(o.URL, "sqlite:"), "file:"); path != "" {
+		return path
+	}
+	dir := o.DataDir
+	if dir == "" {
+		dir = "data"
+	}
+	return filepath.Join(dir, "owed.db")
+}
+
 // Store is owed's database. The zero value is not usable; call Open.
 type Store struct {
 	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
@@ -61,6 +79,9 @@ type Store struct {
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 }
 
+// SlowStatement is how long a statement may take before it is logged at warn.
+const SlowStatement = 200 * time.Millisecond
+
 // readConns is the size of SQLite's read pool.
 const readConns = 4
 
@@ -70,11 +91,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.Clock = clock.Real{}
 	}
 	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
-	config := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true} }
+	// GORM's own messages go to the store's logger: failed statements at error, and statements
+	// slower than 200 ms at warn, without their parameters (they can hold content and token
+	// hashes).
+	gormLog := logger.Discard
+	if opts.Logger != nil {
+		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: SlowStatement, LogLevel: logger.Warn,
+			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
+	}
+	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
 	s := &Store{clock: opts.Clock}
 	url := opts.URL
 	switch {
-	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
+	case opts.isPostgres():
 		s.dialect = Postgres
 		db, err := gorm.Open(postgres.Open(url), config())
 		if err != nil {
@@ -94,16 +123,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.db, s.read = db, db
 	default:
 		s.dialect = SQLite
-		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "file:")
-		if path == "" {
-			dir := opts.DataDir
-			if dir == "" {
-				dir = "data"
-			}
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return nil, fmt.Errorf("data dir: %w", err)
-			}
-			path = filepath.Join(dir, "owed.db")
+		path := opts.sqlitePath()
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
 		}
 		// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
 		// pages too, so more would buy little and cost resident memory on every connection.

@@ -1,10 +1,12 @@
 // Command owed serves owed's API, admin SPA, cron sweep and backfill queue, and runs its
 // administrative commands.
 //
-//	owed serve                              run everything (configured by OWED_* variables)
-//	owed migrate                            apply pending database migrations and exit
+//	owed serve                              run everything (configured by OWED_* variables or flags)
+//	owed migrate [--status]                 apply pending database migrations and exit, or list them
 //	owed users add NAME --role ROLE         add a user and print its token once
+//	owed backup FILE                        a consistent copy of a live SQLite database
 //	owed health                             exit 0 when the local server is ready (container health checks)
+//	owed version                            print the version
 package main
 
 import (
@@ -35,92 +37,142 @@ func main() {
 }
 
 const usage = `usage:
-  owed serve [--addr ADDR] [--data DIR] [--database URL]
-  owed migrate [--data DIR] [--database URL]
-  owed users add NAME --role author|bot|admin [--data DIR] [--database URL]
-  owed health
-Configuration comes from the OWED_* environment variables; flags override them.`
+  owed serve [flags]                   API, admin SPA, cron sweep and backfill queue in one process
+  owed migrate [--status] [flags]      apply pending database migrations and exit; --status only lists them
+  owed users add NAME --role ROLE      add a user (author, bot or admin) and print its token once
+  owed backup FILE [flags]             a consistent copy of a live SQLite database
+  owed health                          exit 0 when the local server is ready (container health checks)
+  owed version                         print owed's version
+Every setting is an OWED_* environment variable and a flag of the same name (OWED_MODEL_URL is
+--model-url); flags override the environment. "owed COMMAND --help" lists them.`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return errors.New("no command")
 	}
+	switch args[0] {
+	case "help", "-h", "--help", "-help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "owed", app.BuildVersion())
+		return nil
+	}
 	cfg, err := app.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
-	slog.SetDefault(log)
 	ctx := context.Background()
-	switch args[0] {
-	case "serve":
-		fs := flagSet("serve", &cfg, stderr)
-		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (OWED_ADDR)")
-		if err := fs.Parse(args[1:]); err != nil {
+	cmd, rest := args[0], args[1:]
+	if cmd == "users" {
+		if len(rest) == 0 || (rest[0] != "add" && !isHelp(rest[0])) {
+			return errors.New("usage: owed users add NAME --role author|bot|admin")
+		}
+		if rest[0] == "add" {
+			cmd, rest = "users add", rest[1:]
+		}
+	}
+	fs := flag.NewFlagSet("owed "+cmd, flag.ContinueOnError)
+	// Parse errors are returned (and printed once, by main); the flags are listed only when
+	// asked for, on stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	cfg.Flags(fs)
+	var status *bool
+	var role *string
+	switch cmd {
+	case "serve", "backup", "health":
+	case "migrate":
+		status = fs.Bool("status", false, "list the applied and pending migrations, and change nothing")
+	case "users", "users add":
+		role = fs.String("role", models.RoleAuthor, "author, bot or admin")
+	default:
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	// Flags may come before or after the command's arguments: the flag package stops at the
+	// first argument that is not one, so parse around them.
+	var operands []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				// Asking for help is not an error.
+				fmt.Fprintf(stdout, "usage: owed %s [flags]\n\n", cmd)
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return nil
+			}
 			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	log := app.NewLogger(cfg, stderr)
+	slog.SetDefault(log)
+	open := func() (*models.Store, error) {
+		return models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
+	}
+	switch cmd {
+	case "serve":
+		if len(operands) > 0 {
+			return fmt.Errorf("owed serve takes no arguments, got %q", operands)
 		}
 		return serve(ctx, cfg, log, stdout)
 	case "migrate":
-		fs := flagSet("migrate", &cfg, stderr)
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
+		if *status {
+			return migrateStatus(ctx, cfg, stdout)
 		}
-		store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
+		store, err := open()
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "owed: the database is up to date")
 		return store.Close()
-	case "users":
-		const usersUsage = "usage: owed users add NAME --role author|bot|admin"
-		if len(args) < 2 || args[1] != "add" {
-			return errors.New(usersUsage)
+	case "backup":
+		if len(operands) != 1 {
+			return errors.New("usage: owed backup FILE")
 		}
-		fs := flagSet("users add", &cfg, stderr)
-		role := fs.String("role", models.RoleAuthor, "author, bot or admin")
-		// Flags may come before or after the name: the flag package stops at the first
-		// argument that is not one, so parse around it.
-		var names []string
-		for rest := args[2:]; ; {
-			if err := fs.Parse(rest); err != nil {
-				return err
-			}
-			if fs.NArg() == 0 {
-				break
-			}
-			names = append(names, fs.Arg(0))
-			rest = fs.Args()[1:]
-		}
-		if len(names) != 1 || strings.TrimSpace(names[0]) == "" {
-			return errors.New(usersUsage)
-		}
-		name := strings.TrimSpace(names[0])
-		if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 {
-			return errors.New("NAME must be UTF-8 text of at most 100 characters")
-		}
-		if !models.ValidRole(*role) {
-			return fmt.Errorf("--role %q: want author, bot or admin", *role)
-		}
-		store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		u, token, err := store.CreateUser(ctx, name, *role)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "user %d %q (%s); token, shown once:\n%s\n", u.ID, u.Name, u.Role, token)
-		return nil
+		return backup(ctx, cfg, operands[0], stdout)
 	case "health":
 		return health(cfg.Addr, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
 	}
-	fmt.Fprintln(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return usersAdd(ctx, open, operands, *role, stdout)
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
+func usersAdd(ctx context.Context, open func() (*models.Store, error), operands []string, role string, stdout io.Writer) error {
+	const usersUsage = "usage: owed users add NAME --role author|bot|admin"
+	if len(operands) != 1 || strings.TrimSpace(operands[0]) == "" {
+		return errors.New(usersUsage)
+	}
+	name := strings.TrimSpace(operands[0])
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 {
+		return errors.New("NAME must be UTF-8 text of at most 100 characters")
+	}
+	if !models.ValidRole(role) {
+		return fmt.Errorf("--role %q: want author, bot or admin", role)
+	}
+	store, err := open()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, token, err := store.CreateUser(ctx, name, role)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "user %d %q (%s); token, shown once:\n%s\n", u.ID, u.Name, u.Role, token)
+	return nil
 }
 
 // health asks the server at addr whether it is ready, for container health checks (the image
@@ -144,22 +196,6 @@ func health(addr string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "ready")
 	return nil
-}
-
-func flagSet(name string, cfg *app.Config, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (OWED_DATA_DIR)")
-	fs.StringVar(&cfg.DatabaseURL, "database", cfg.DatabaseURL, "database URL (OWED_DATABASE_URL)")
-	return fs
-}
-
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("OWED_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }
 
 // serve runs until SIGINT or SIGTERM, then shuts down in order within the grace period.
