@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,6 +352,10 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			(j.kind = 'comment' AND NOT EXISTS (SELECT 1 FROM comments x WHERE x.id = j.item_id)) OR
 			(j.kind = 'pitch' AND NOT EXISTS (SELECT 1 FROM pitches x WHERE x.id = j.item_id))`
 
+		var backup struct {
+			path   string
+			before []soakItem // items whose writes had answered 201 when the backup began
+		}
 		const writeRounds = 5
 		rounds, swept, pendingSeen := 0, 0, int64(0)
 		for ; ; rounds++ {
@@ -377,6 +383,22 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 					for range 10 {
 						soakCall(env, http.MethodGet, "/api/listeners/mine", tokens[rng.IntN(nAuthors)], nil)
 						time.Sleep(5 * time.Millisecond)
+					}
+				})
+			}
+			if rounds == 2 && strings.HasPrefix(db, "sqlite:") {
+				// `owed backup` of the live database, while the writes, views and sweep of this
+				// round go on; checked once the soak is done.
+				wg.Go(func() {
+					time.Sleep(20 * time.Millisecond)
+					mu.Lock()
+					backup.before = slices.Clone(written)
+					mu.Unlock()
+					backup.path = filepath.Join(t.TempDir(), "backup.db")
+					if err := models.Backup(ctx, models.Options{URL: db}, backup.path); err != nil {
+						mu.Lock()
+						errs = append(errs, "backup: "+err.Error())
+						mu.Unlock()
 					}
 				})
 			}
@@ -483,6 +505,10 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			t.Fatalf("%d scores for %d allowed revisions", n, allowedRevs)
 		}
 
+		if strings.HasPrefix(db, "sqlite:") {
+			checkBackup(t, backup.path, backup.before)
+		}
+
 		// The budget spent is the calls the model received (each charged before asking), and
 		// every ask left exactly one event.
 		calls := int64(env.Model.Calls())
@@ -522,6 +548,36 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			len(written), allowedRevs, nAuthors, rounds, env.Clock.Now().Sub(owedtest.Start).Round(time.Minute),
 			time.Since(started).Round(time.Millisecond), calls, spent, pendingEvents, budgetWaits, pendingSeen, refusedDays, faults)
 	})
+}
+
+// checkBackup opens a backup taken while owed wrote, as `owed backup` makes it, and checks it
+// is whole (PRAGMA integrity_check) and has every item whose write had answered before the
+// backup began, with the owed work or verdict each one had.
+func checkBackup(t *testing.T, path string, before []soakItem) {
+	t.Helper()
+	if path == "" || len(before) == 0 {
+		t.Fatalf("no backup taken during the soak (%q, %d items before it)", path, len(before))
+	}
+	copyDB, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copyDB.Close()
+	var check string
+	if err := copyDB.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("backup integrity_check: %q %v", check, err)
+	}
+	table := map[string]string{models.KindRevision: "revisions", models.KindComment: "comments", models.KindPitch: "pitches"}
+	for _, it := range before {
+		var n int
+		q := `SELECT (SELECT COUNT(*) FROM ` + table[it.kind] + ` WHERE id = ?) +
+			(SELECT COUNT(*) FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?) +
+			(SELECT COUNT(*) FROM screens WHERE kind = ? AND item_id = ?)`
+		if err := copyDB.QueryRow(q, it.id, it.kind, it.id, it.kind, it.id).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("backup: %s %d: %d of (item, its screen job or verdict), %v; want both", it.kind, it.id, n, err)
+		}
+	}
+	t.Logf("backup taken mid-soak: integrity ok, all %d items committed before it present", len(before))
 }
 
 // faultyCDN serves media answering at random with a fault. It keeps, per path, every answer
