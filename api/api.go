@@ -35,6 +35,8 @@ type API struct {
 	WriteBurst int
 	// Version is reported by the overview.
 	Version string
+	// Retention is how long history is kept (OWED_RETAIN_*), shown by the overview.
+	Retention models.Retention
 	// BackfillSummary, when set, adds the backfill queue's summary to the overview.
 	BackfillSummary func(ctx context.Context) any
 	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.

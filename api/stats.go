@@ -2,6 +2,8 @@ package api
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -34,9 +36,23 @@ func (a *API) stats(c echo.Context) error {
 		"settled": ms,
 		"health":  map[string]string{"database": "ok"},
 		"version": a.Version,
+		"retention": map[string]string{"events": durationText(a.Retention.Events),
+			"deliveries": durationText(a.Retention.Deliveries)},
 	}
 	if a.BackfillSummary != nil {
 		out["backfill"] = a.BackfillSummary(ctx)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// durationText shows a retention as people say it: whole days as "30d", else Go's form; zero
+// keeps everything.
+func durationText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "forever"
+	case d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
 }

@@ -86,6 +86,7 @@ type App struct {
 	server   *http.Server
 	served   chan error
 	timeouts ServerTimeouts
+	owner    string // this process's name on maintenance leases
 }
 
 // New opens the database (applying migrations), makes the first admin if there is none, and
@@ -103,6 +104,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults()}
+	a.owner = models.NewLeaseOwner() + ":maintenance"
 	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
 		store.Close()
 		return nil, err
@@ -221,6 +223,7 @@ func (a *App) newEcho() *echo.Echo {
 		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
 		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
+	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
 	h.Backfill, h.Media = a.Backfill, a.Media
 	h.BackfillSummary = func(ctx context.Context) any {
 		s, err := a.Backfill.Summary(ctx)
@@ -281,6 +284,14 @@ func (a *App) StartRunners(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cron: %w", err)
 	}
+	// Retention: one replica at a time prunes history past its retention, on the sweep's period.
+	if _, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), func() {
+		if _, err := a.PruneOnce(context.Background()); err != nil {
+			a.Log.Warn("prune", "err", err)
+		}
+	}); err != nil {
+		return fmt.Errorf("cron: %w", err)
+	}
 	if err := a.Webhooks.Start(ctx); err != nil {
 		return err
 	}
@@ -299,6 +310,35 @@ func (a *App) StartRunners(ctx context.Context) error {
 // period kicks them as often): a replica that does not run the queue learns this way that the
 // queue's lease is free.
 const backfillKickEvery = 30 * time.Second
+
+// pruneLease is how long a replica holds the pruning chore: past it, another takes over.
+const pruneLease = 10 * time.Minute
+
+// PruneOnce deletes history past its retention (models.Store.Prune) when this replica holds
+// the pruning lease, and records what it did in metrics. It reports whether it pruned.
+func (a *App) PruneOnce(ctx context.Context) (bool, error) {
+	now := a.Clock.Now()
+	mine, err := a.Store.TakeMaintenance(ctx, "prune", a.owner, now, pruneLease)
+	if err != nil || !mine {
+		return false, err
+	}
+	p, err := a.Store.Prune(ctx, now, models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}, 0)
+	for table, n := range map[string]int64{"events": p.Events, "webhook_deliveries": p.Deliveries,
+		"webhook_attempts": p.Attempts, "sessions": p.Sessions} {
+		a.Metrics.Pruned.WithLabelValues(table).Add(float64(n))
+	}
+	for table, oldest := range map[string]time.Time{"events": p.OldestEvent, "webhook_deliveries": p.OldestDelivery} {
+		age := 0.0
+		if !oldest.IsZero() {
+			age = now.Sub(oldest).Seconds()
+		}
+		a.Metrics.OldestKept.WithLabelValues(table).Set(age)
+	}
+	if p.Events+p.Deliveries+p.Sessions > 0 {
+		a.Log.Info("pruned", "events", p.Events, "deliveries", p.Deliveries, "attempts", p.Attempts, "sessions", p.Sessions)
+	}
+	return true, err
+}
 
 // sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
 // It returns when the sweep ends, so cron's SkipIfStillRunning keeps sweeps from piling up

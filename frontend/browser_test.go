@@ -437,6 +437,7 @@ func testOverview(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "stat-jobs-total", fmt.Sprintf("screen %s · score %s", commas(num(obj(jobs["byTask"])["screen"])), commas(num(obj(jobs["byTask"])["score"]))))
 	b.waitText(t, "stat-backfill-pending", commas(num(bf["pending"])), "/min")
 	b.waitText(t, "stat-health", "ok", "database")
+	b.waitText(t, "retention", "keeps events 30d, deliveries 30d")
 
 	// The bars by why carry the real counts.
 	for why, n := range obj(jobs["byWhy"]) {

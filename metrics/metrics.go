@@ -21,6 +21,8 @@ type Metrics struct {
 	RequestLatency *prometheus.HistogramVec // method, route
 	Backfill       *prometheus.GaugeVec     // what: rows_per_minute, pending, rate_limited
 	Deliveries     *prometheus.CounterVec   // outcome
+	Pruned         *prometheus.CounterVec   // table: events, webhook_deliveries, webhook_attempts, sessions
+	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 }
 
 // JobCounts is what the owed-jobs collector reads at scrape time.
@@ -58,8 +60,14 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.Deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "owed_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome.",
 	}, []string{"outcome"})
+	m.Pruned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "owed_pruned_rows_total", Help: "Rows the retention pruner deleted, by table.",
+	}, []string{"table"})
+	m.OldestKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "owed_retention_oldest_seconds", Help: "Age of the oldest row the retention kept, by table, as of the last prune on this replica.",
+	}, []string{"table"})
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
-		m.Backfill, m.Deliveries,
+		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if count != nil {
 		m.Registry.MustRegister(&jobsCollector{count: count})

@@ -25,7 +25,7 @@ function Overview({ ctx }) {
       <${Stat} label="Oldest due" value=${jobs.oldestDueAt ? html`<${Rel} at=${jobs.oldestDueAt} />` : '—'} testid="stat-oldest-due" />
       <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
-      <${Health} health=${s.health} version=${s.version} />
+      <${Health} health=${s.health} version=${s.version} retention=${s.retention} />
     </div>
     <div class="cols">
       <section class="card" aria-labelledby="ov-why">
@@ -50,7 +50,7 @@ function Overview({ ctx }) {
   </div>`;
 }
 
-function Health({ health, version }) {
+function Health({ health, version, retention }) {
   const entries = Object.entries(health || {});
   const bad = entries.filter(([, v]) => v !== 'ok');
   return html`<div class=${'stat' + (bad.length ? ' stat-err' : ' stat-ok')} data-testid="stat-health">
@@ -59,6 +59,9 @@ function Health({ health, version }) {
     <div class="stat-sub">
       ${entries.map(([k, v]) => html`<${Badge} kind=${v === 'ok' ? 'ok' : 'err'} title=${`${k}: ${v}`}>${k}${v === 'ok' ? '' : ': ' + v}<//> `)}
       ${version ? html`<span class="muted">v${String(version).replace(/^v/, '')}</span>` : null}
+      ${retention
+        ? html`<div class="muted small" data-testid="retention">keeps events ${retention.events}, deliveries ${retention.deliveries}</div>`
+        : null}
     </div>
   </div>`;
 }

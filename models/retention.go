@@ -1,0 +1,120 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Retention is how long settled history is kept. Owed work (content jobs, pending webhook
+// deliveries) is never pruned, whatever its age.
+type Retention struct {
+	Events     time.Duration // attempt events, by when they happened
+	Deliveries time.Duration // delivered or cancelled webhook deliveries and their attempts, by when they were made
+}
+
+// PruneBatch is how many rows one pruning statement deletes: small enough that SQLite's one
+// writer is held for milliseconds, and other writes go between batches.
+const PruneBatch = 500
+
+// Pruned counts the rows one Prune removed, and the age of the oldest row each table kept.
+type Pruned struct {
+	Events, Deliveries, Attempts, Sessions int64
+	// OldestEvent and OldestDelivery are the oldest rows kept (zero when none is left).
+	OldestEvent, OldestDelivery time.Time
+}
+
+// Prune deletes what the retention no longer keeps, as of now: events older than r.Events,
+// delivered or cancelled deliveries (with their attempts) made longer than r.Deliveries ago,
+// and expired sessions. It deletes in batches of batch rows (PruneBatch if 0 or less), each
+// its own transaction, never one long one; a cancelled ctx stops it between batches with what
+// it pruned so far. A zero duration keeps that table whole.
+func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int) (Pruned, error) {
+	var p Pruned
+	if batch <= 0 {
+		batch = PruneBatch
+	}
+	loop := func(what string, one func() (int64, error)) (int64, error) {
+		var total int64
+		for ctx.Err() == nil {
+			n, err := one()
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("prune %s: %w", what, err)
+			}
+			if n < int64(batch) {
+				break
+			}
+		}
+		return total, ctx.Err()
+	}
+	var err error
+	if r.Events > 0 {
+		cutoff := now.Add(-r.Events).UnixMilli()
+		p.Events, err = loop("events", func() (int64, error) {
+			res := s.db.WithContext(ctx).Exec(`DELETE FROM events WHERE id IN
+				(SELECT id FROM events WHERE at < ? ORDER BY at, id LIMIT ?)`, cutoff, batch)
+			return res.RowsAffected, res.Error
+		})
+		if err != nil {
+			return p, err
+		}
+	}
+	if r.Deliveries > 0 {
+		cutoff := now.Add(-r.Deliveries).UnixMilli()
+		p.Deliveries, err = loop("webhook deliveries", func() (int64, error) {
+			var n int64
+			err := s.WithTx(ctx, func(tx *Store) error {
+				// Every batch takes the same ids in both statements: the oldest settled ones
+				// (a delivered one by when it was delivered, which is never before it was made).
+				pick := `SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?
+					AND COALESCE(delivered_at, created_at) < ? ORDER BY created_at, id LIMIT ?`
+				res := tx.db.Exec(`DELETE FROM webhook_attempts WHERE delivery_id IN (`+pick+`)`, cutoff, cutoff, batch)
+				if res.Error != nil {
+					return res.Error
+				}
+				p.Attempts += res.RowsAffected
+				res = tx.db.Exec(`DELETE FROM webhook_deliveries WHERE id IN (`+pick+`)`, cutoff, cutoff, batch)
+				n = res.RowsAffected
+				return res.Error
+			})
+			return n, err
+		})
+		if err != nil {
+			return p, err
+		}
+	}
+	p.Sessions, err = loop("sessions", func() (int64, error) {
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash IN
+			(SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)`, now.UnixMilli(), batch)
+		return res.RowsAffected, res.Error
+	})
+	if err != nil {
+		return p, err
+	}
+	var oldest struct{ Event, Delivery *int64 }
+	if err := s.read.WithContext(ctx).Raw(`SELECT (SELECT MIN(at) FROM events) AS event,
+		(SELECT MIN(created_at) FROM webhook_deliveries WHERE status <> 'pending') AS delivery`).Scan(&oldest).Error; err != nil {
+		return p, fmt.Errorf("prune: oldest rows: %w", err)
+	}
+	if oldest.Event != nil {
+		p.OldestEvent = time.UnixMilli(*oldest.Event).UTC()
+	}
+	if oldest.Delivery != nil {
+		p.OldestDelivery = time.UnixMilli(*oldest.Delivery).UTC()
+	}
+	return p, nil
+}
+
+// TakeMaintenance takes (or renews) the lease on the named chore for owner until now+ttl, and
+// says whether owner holds it: exactly one replica runs a chore at a time, and another takes
+// it over once the holder's lease has run out.
+func (s *Store) TakeMaintenance(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE maintenance_leases SET owner = ?, lease_until = ?
+		WHERE name = ? AND (owner = ? OR owner IS NULL OR lease_until < ?)`,
+		owner, now.Add(ttl).UnixMilli(), name, owner, now.UnixMilli())
+	if res.Error != nil {
+		return false, fmt.Errorf("take maintenance lease %s: %w", name, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
