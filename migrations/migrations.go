@@ -59,6 +59,32 @@ func List(dialect string) ([]Migration, error) {
 	return out, nil
 }
 
+// renumbered lists migrations that moved to another version after databases had recorded
+// them: SQLite's public_title was version 4 until SQLite gained a twin of PostgreSQL's
+// 0004_claim_room, so that every version names the same step in both dialects.
+var renumbered = map[string][]struct {
+	name     string
+	from, to int
+}{
+	"sqlite": {{name: "public_title", from: 4, to: 5}},
+}
+
+// renumber moves the records of renumbered migrations to their new versions, so that a
+// database that applied one under its old version does not apply it again. A migration that
+// now takes the old version is then applied as any pending one.
+func renumber(ctx context.Context, conn *sql.Conn, dialect string) error {
+	for _, r := range renumbered[dialect] {
+		q := `UPDATE schema_migrations SET version = ? WHERE version = ? AND name = ?`
+		if dialect == "postgres" {
+			q = `UPDATE schema_migrations SET version = $1 WHERE version = $2 AND name = $3`
+		}
+		if _, err := conn.ExecContext(ctx, q, r.to, r.from, r.name); err != nil {
+			return fmt.Errorf("migrations: renumber %s from %d to %d: %w", r.name, r.from, r.to, err)
+		}
+	}
+	return nil
+}
+
 // advisoryKey is the PostgreSQL advisory lock owed holds while migrating.
 const advisoryKey = 0x6f776564 // "owed"
 
@@ -85,6 +111,9 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		name       text    NOT NULL,
 		applied_at bigint  NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("migrations: version table: %w", err)
+	}
+	if err := renumber(ctx, conn, dialect); err != nil {
+		return nil, err
 	}
 	done := map[int]bool{}
 	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations`)
