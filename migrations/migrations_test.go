@@ -72,16 +72,16 @@ func fresh(t *testing.T, dialect string) database {
 		}
 		// Each test has its own schema; its name is no part of the schema's shape.
 		return strings.ReplaceAll(dumpRows(t, db, `SELECT table_name, column_name, ordinal_position::text, data_type, is_nullable, COALESCE(column_default, '')
-				FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`) +
-			dumpRows(t, db, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`) +
+				FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`)+
+			dumpRows(t, db, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`)+
 			dumpRows(t, db, `SELECT c.relname, con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint con
 				JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-				WHERE n.nspname = current_schema() ORDER BY c.relname, con.conname`) +
+				WHERE n.nspname = current_schema() ORDER BY c.relname, con.conname`)+
 			dumpRows(t, db, `SELECT c.relname, tg.tgname, pg_get_triggerdef(tg.oid) FROM pg_trigger tg
 				JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-				WHERE n.nspname = current_schema() AND NOT tg.tgisinternal ORDER BY c.relname, tg.tgname`) +
+				WHERE n.nspname = current_schema() AND NOT tg.tgisinternal ORDER BY c.relname, tg.tgname`)+
 			dumpRows(t, db, `SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-				WHERE n.nspname = current_schema() ORDER BY p.proname`) +
+				WHERE n.nspname = current_schema() ORDER BY p.proname`)+
 			dumpRows(t, db, `SELECT c.relname, COALESCE(array_to_string(c.reloptions, ','), '') FROM pg_class c
 				JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY c.relname`), schema+".", "")
 	}}
