@@ -91,25 +91,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
-	// Flags may come before or after the command's arguments: the flag package stops at the
-	// first argument that is not one, so parse around them.
-	var operands []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				// Asking for help is not an error.
-				fmt.Fprintf(stdout, "usage: owed %s [flags]\n\n", cmd)
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
-				return nil
-			}
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		rest = fs.Args()[1:]
+	operands, helped, err := parseAround(fs, rest, cmd, stdout)
+	if err != nil || helped {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -129,12 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if *status {
 			return migrateStatus(ctx, cfg, stdout)
 		}
-		store, err := open()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "owed: the database is up to date")
-		return store.Close()
+		return migrate(open, stdout)
 	case "backup":
 		if len(operands) != 1 {
 			return errors.New("usage: owed backup FILE")
@@ -144,6 +123,38 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return health(cfg.Addr, stdout)
 	}
 	return usersAdd(ctx, open, operands, *role, stdout)
+}
+
+// migrate applies pending migrations (opening the store does) and says so.
+func migrate(open func() (*models.Store, error), stdout io.Writer) error {
+	store, err := open()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "owed: the database is up to date")
+	return store.Close()
+}
+
+// parseAround parses the command's flags wherever they stand among its operands (the flag
+// package stops at the first argument that is not a flag) and returns the operands. Asked for
+// help, it lists the flags on stdout and reports helped: asking for help is not an error.
+func parseAround(fs *flag.FlagSet, args []string, cmd string, stdout io.Writer) (operands []string, helped bool, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(stdout, "usage: owed %s [flags]\n\n", cmd)
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return nil, true, nil
+			}
+			return nil, false, err
+		}
+		if fs.NArg() == 0 {
+			return operands, false, nil
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 func isHelp(arg string) bool {
