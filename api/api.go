@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/owed/owed/clock"
@@ -47,6 +48,13 @@ type API struct {
 	Webhooks *webhooks.Deliverer
 	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
 	WebhooksAllowPrivate bool
+	// SecureCookies marks session cookies Secure (OWED_PUBLIC_URL is https).
+	SecureCookies bool
+	// TrustedProxy reports whether a TCP peer is a trusted proxy (OWED_TRUSTED_PROXIES), whose
+	// X-Forwarded-Proto is then believed; nil trusts none.
+	TrustedProxy func(ip net.IP) bool
+
+	signIns signInLimits
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -92,6 +93,19 @@ func (a *API) signIn(c echo.Context) error {
 	if req.Token == "" {
 		return invalid("token", "token is required")
 	}
+	// Both limits are taken before the token is looked up, so guesses are limited too: by
+	// address, since each guess is another token.
+	a.signIns.init()
+	now := a.now()
+	ok, wait := a.signIns.addr.take(c.RealIP(), now)
+	if ok {
+		ok, wait = a.signIns.toks.take(models.HashToken(req.Token), now)
+	}
+	if !ok {
+		e, secs := tooManySignIns(wait)
+		c.Response().Header().Set("Retry-After", secs)
+		return e
+	}
 	u, err := a.Store.UserByToken(c.Request().Context(), req.Token)
 	if errors.Is(err, models.ErrNotFound) {
 		return &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "that token is not valid", Field: "token"}
@@ -103,7 +117,7 @@ func (a *API) signIn(c echo.Context) error {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: c.IsTLS(), MaxAge: int(sessionTTL.Seconds())})
+		Secure: a.overTLS(c), MaxAge: int(sessionTTL.Seconds())})
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -123,8 +137,27 @@ func (a *API) signOut(c echo.Context) error {
 			return err
 		}
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: a.overTLS(c), MaxAge: -1})
 	return c.NoContent(http.StatusNoContent)
+}
+
+// overTLS reports whether the browser reached owed over https: OWED_PUBLIC_URL says so, the
+// connection is TLS, or a trusted proxy's X-Forwarded-Proto says https (anyone else's is not
+// believed).
+func (a *API) overTLS(c echo.Context) bool {
+	if a.SecureCookies || c.IsTLS() {
+		return true
+	}
+	if a.TrustedProxy == nil || !strings.EqualFold(c.Request().Header.Get(echo.HeaderXForwardedProto), "https") {
+		return false
+	}
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		host = c.Request().RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && a.TrustedProxy(ip)
 }
 
 func userJSON(u *models.User) map[string]any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +29,8 @@ var (
 // allowed caller makes successfully. Items the request acts on belong to asAuthor.
 type routeCase struct {
 	roles []role
-	// own: the route acts on asAuthor's own item; another author is refused (403 or 404) and
+	// own: the route acts on asAuthor's own item; another author is refused as if it were
+	// missing (404, the same body) and
 	// nothing changes.
 	own bool
 	// ok lists the statuses of an allowed call.
@@ -91,7 +93,14 @@ var routeMatrix = map[string]routeCase{
 		return fmt.Sprintf("/api/admin/users/%d/budget", w.uid[asAuthor]), map[string]any{"dailyLimit": 7}
 	}},
 	"GET /api/admin/budgets": {admins, false, []int{200}, static("/api/admin/budgets", nil)},
-	"GET /api/admin/jobs":    {admins, false, []int{200}, static("/api/admin/jobs", nil)},
+	"GET /api/admin/users":   {admins, false, []int{200}, static("/api/admin/users", nil)},
+	"POST /api/admin/users/:id/token": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/users/%d/token", w.freshUser()), nil
+	}},
+	"PATCH /api/admin/users/:id": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/users/%d", w.freshUser()), map[string]any{"disabled": true}
+	}},
+	"GET /api/admin/jobs": {admins, false, []int{200}, static("/api/admin/jobs", nil)},
 	"GET /api/admin/jobs/:id": {admins, false, []int{200}, func(w *world) (string, any) {
 		p := w.pitch(asAuthor, "")
 		return fmt.Sprintf("/api/admin/jobs/%d", w.job(models.TaskScreen, models.KindPitch, p).ID), nil
@@ -161,6 +170,16 @@ var routeMatrix = map[string]routeCase{
 	"GET /admin":   {anyone, false, []int{200}, static("/admin", nil)},
 	"GET /admin/*": {anyone, false, []int{200}, static("/admin/", nil)},
 	"GET /":        {anyone, false, []int{200}, static("/", nil)}, // a redirect to /admin/, followed
+}
+
+// freshUser makes an author through the store, for routes that change a user.
+func (w *world) freshUser() int64 {
+	w.t.Helper()
+	u, _, err := w.store().CreateUser(context.Background(), "fresh", models.RoleAuthor)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return u.ID
 }
 
 func webhookBody() map[string]any {
@@ -253,7 +272,8 @@ func TestEveryRouteIsInTheMatrix(t *testing.T) {
 }
 
 // TestAuthorisationByRole calls every route as every kind of caller: the anonymous get 401,
-// callers without the role 403, another author 403 or 404 on the author's own items, and none
+// callers without the role 403, another author 404 on the author's own items (the very answer
+// a missing item gets), and none
 // of those changes anything; allowed callers succeed.
 func TestAuthorisationByRole(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -279,10 +299,11 @@ func TestAuthorisationByRole(t *testing.T) {
 						checkError(t, r, http.StatusForbidden, "forbidden", "")
 						w.unchanged(t, before, "a refused call")
 					case rc.own && as == asOther:
-						if r.Status != http.StatusForbidden && r.Status != http.StatusNotFound {
-							t.Errorf("another author's call: %d %s, want 403 or 404", r.Status, r.Body)
-						} else {
-							checkError(t, r, r.Status, map[int]string{403: "forbidden", 404: "not_found"}[r.Status], "")
+						// Exactly as a missing item answers (issue 12, row 6): no existence oracle.
+						checkError(t, r, http.StatusNotFound, "not_found", "")
+						missing := w.do(method, missingID(path), as, body)
+						if missing.Status != r.Status || string(missing.Body) != string(r.Body) {
+							t.Errorf("another author's item: %d %s; a missing one: %d %s", r.Status, r.Body, missing.Status, missing.Body)
 						}
 						w.unchanged(t, before, "another author's call")
 					default:
@@ -294,6 +315,11 @@ func TestAuthorisationByRole(t *testing.T) {
 			}
 		}
 	})
+}
+
+// missingID is path with its (first) id replaced by one that no row has.
+func missingID(path string) string {
+	return regexp.MustCompile(`/\d+`).ReplaceAllLiteralString(path, "/987654321")
 }
 
 // A bad token is refused even on routes anyone may call: a client with a stale token learns

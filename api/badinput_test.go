@@ -96,7 +96,7 @@ var badCases = []badCase{
 	{"title too long", "POST", "/api/listeners/songs/{song}/revisions", asAuthor, map[string]string{"code": "s()", "title": longTitle}, 400, "invalid", "title"},
 	{"title of the wrong type", "POST", "/api/listeners/songs/{song}/revisions", asAuthor, `{"code":"s()","title":true}`, 400, "invalid", "title"},
 	{"title with NUL", "POST", "/api/listeners/songs/{song}/revisions", asAuthor, `{"code":"s()","title":"\u0000"}`, 400, "invalid", "title"},
-	{"another author's song", "POST", "/api/listeners/songs/{song}/revisions", asOther, `{"code":"s()"}`, 403, "forbidden", ""},
+	{"another author's song", "POST", "/api/listeners/songs/{song}/revisions", asOther, `{"code":"s()"}`, 404, "not_found", ""},
 
 	{"body missing", "POST", "/api/listeners/songs/{song}/comments", asAuthor, `{}`, 400, "invalid", "body"},
 	{"body blank", "POST", "/api/listeners/songs/{song}/comments", asAuthor, `{"body":" \n "}`, 400, "invalid", "body"},

@@ -51,6 +51,9 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/pitches", a.listPitches, anyone, "Public pitches, newest first", "", "PitchList", 200},
 
 		{http.MethodPost, "/api/admin/users", a.createUser, admins, "Create a user; the token is shown once", "UserRequest", "UserCreated", 201},
+		{http.MethodGet, "/api/admin/users", a.listUsers, admins, "Every user, with whether they are disabled", "", "UserList", 200},
+		{http.MethodPost, "/api/admin/users/:id/token", a.rotateToken, admins, "Give a user a new token, shown once; the old one and the user's sessions stop working at once", "", "UserCreated", 200},
+		{http.MethodPatch, "/api/admin/users/:id", a.patchUser, admins, "Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)", "UserPatch", "UserAdmin", 200},
 		{http.MethodPut, "/api/admin/users/:id/budget", a.setBudget, admins, "Set a user's daily budget (null: the default)", "BudgetRequest", "Budget", 200},
 		{http.MethodGet, "/api/admin/budgets", a.listBudgets, admins, "Each author's spend today and limit", "", "BudgetList", 200},
 		{http.MethodGet, "/api/admin/jobs", a.listJobs, admins, "Owed jobs, filtered", "", "JobList", 200},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -36,4 +37,88 @@ func (a *API) createUser(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": token})
+}
+
+type userAdminJSON struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Disabled  bool   `json:"disabled"`
+	CreatedAt string `json:"createdAt"`
+}
+
+func userAdminOf(u models.User) userAdminJSON {
+	return userAdminJSON{ID: u.ID, Name: u.Name, Role: u.Role, Disabled: u.Disabled, CreatedAt: msTime(u.CreatedAt)}
+}
+
+// listUsers pages through every user (authors, bots, admins) with whether they are disabled.
+func (a *API) listUsers(c echo.Context) error {
+	limit, after, err := idPage(c, 200, 1000)
+	if err != nil {
+		return err
+	}
+	us, err := a.Store.ListUsers(c.Request().Context(), after, limit)
+	if err != nil {
+		return err
+	}
+	return page(c, "users", us, limit, userAdminOf, func(u models.User) any { return idCursor{u.ID} })
+}
+
+// rotateToken gives a user a new token, shown once in the answer. The old token and every
+// session of the user stop working at once; an admin rotating their own token keeps the session
+// they do it from.
+func (a *API) rotateToken(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	keep := ""
+	if caller(c).ID == id {
+		if ck, err := c.Request().Cookie(sessionCookie); err == nil && ck.Value != "" {
+			keep = models.HashToken(ck.Value)
+		}
+	}
+	u, token, err := a.Store.RotateToken(c.Request().Context(), id, keep)
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("user")
+	} else if err != nil {
+		return err
+	}
+	a.Log.Info("token rotated", "userId", u.ID, "by", caller(c).ID)
+	return c.JSON(http.StatusOK, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": token})
+}
+
+type userPatch struct {
+	// Disabled is required; a pointer so a body without it is refused rather than read as false.
+	Disabled *bool `json:"disabled"`
+}
+
+var errLastAdmin = &Error{Status: http.StatusConflict, Code: "conflict", Field: "disabled",
+	Message: "this is the last enabled admin: enable or create another admin first"}
+
+// patchUser disables or enables a user. A disabled user's token and sessions stop working at
+// once; their items and owed work stay. The last enabled admin cannot be disabled (409).
+func (a *API) patchUser(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req userPatch
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.Disabled == nil {
+		return invalid("disabled", "disabled is required: true or false")
+	}
+	u, err := a.Store.SetDisabled(c.Request().Context(), id, *req.Disabled)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return notFound("user")
+	case errors.Is(err, models.ErrConflict):
+		return errLastAdmin
+	case err != nil:
+		return err
+	}
+	a.Log.Info("user disabled", "userId", u.ID, "disabled", u.Disabled, "by", caller(c).ID)
+	return c.JSON(http.StatusOK, userAdminOf(u))
 }

@@ -165,9 +165,10 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 // fresh token printed once to out.
 func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 	if a.Config.AdminToken != "" {
-		if _, err := a.Store.UserByToken(ctx, a.Config.AdminToken); err == nil {
-			return nil
-		} else if !errors.Is(err, models.ErrNotFound) {
+		// A known token is left as it is, even a disabled user's: an admin who locked out
+		// this token's user meant it. (A rotated token is no longer known, so a start with the
+		// old one in OWED_ADMIN_TOKEN makes a new admin with it: change the variable too.)
+		if known, err := a.Store.TokenKnown(ctx, a.Config.AdminToken); err != nil || known {
 			return err
 		}
 		_, err := a.Store.CreateUserWithToken(ctx, "admin", models.RoleAdmin, a.Config.AdminToken)
@@ -213,6 +214,25 @@ func (a *App) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	proxies, _ := a.Config.Proxies() // FromEnv checked them
+	e.IPExtractor = ipExtractor(proxies)
+	// Before routing, so that every answer has these headers: unrouted ones, errors, 304s,
+	// the SPA, /metrics.
+	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{
+		ContentTypeNosniff: "nosniff",
+		XFrameOptions:      "DENY",
+		ReferrerPolicy:     "same-origin",
+	}))
+	if a.Config.PublicHTTPS() {
+		// Sent whatever the request's scheme says: behind a TLS-terminating proxy owed sees
+		// plain HTTP, and browsers ignore the header on an answer that did not come over TLS.
+		e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				c.Response().Header().Set(echo.HeaderStrictTransportSecurity, "max-age=31536000")
+				return next(c)
+			}
+		})
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		a.Log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
 		return err
@@ -221,7 +241,8 @@ func (a *App) newEcho() *echo.Echo {
 	e.Use(middleware.BodyLimit("2M"))
 	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
 		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
-		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst)}
+		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst),
+		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
 	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
 	h.Backfill, h.Media = a.Backfill, a.Media
@@ -242,7 +263,45 @@ func (a *App) newEcho() *echo.Echo {
 	return e
 }
 
-// measure counts requests by route and status.
+// ipExtractor finds a request's client address: the TCP peer's, unless the peer is one of the
+// trusted proxies, whose X-Forwarded-For is then believed (from the right, up to the first
+// address that is not a trusted proxy). Echo's defaults would also trust loopback, link-local
+// and private peers; owed trusts only what OWED_TRUSTED_PROXIES names.
+func ipExtractor(proxies []*net.IPNet) echo.IPExtractor {
+	if len(proxies) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range proxies {
+		opts = append(opts, echo.TrustIPRange(p))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// trusts reports whether a peer address is one of the trusted proxies.
+func trusts(proxies []*net.IPNet) func(ip net.IP) bool {
+	return func(ip net.IP) bool {
+		for _, p := range proxies {
+			if p.Contains(ip) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// methodLabel is a request method as a metrics label: the methods owed knows, else "other",
+// so that made-up methods cannot grow the label set without bound.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+// measure counts requests by route template (never the raw path), method and status: every
+// label has a bounded set of values.
 func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -250,11 +309,11 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Error(err)
 		}
+		method := methodLabel(c.Request().Method)
 		route := c.Path()
-		if route == "" {
+		if route == "" || route == "/*" { // Echo's path for a request no route matched
 			route = "unmatched"
 		}
-		method := c.Request().Method
 		a.Metrics.Requests.WithLabelValues(method, route, strconv.Itoa(c.Response().Status)).Inc()
 		a.Metrics.RequestLatency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		return nil
@@ -353,12 +412,22 @@ func (a *App) sweepOnce() {
 		} else if n > 0 {
 			a.Log.Debug("sweep", "ran", n)
 		}
-		if _, err := a.Store.PruneBudgets(ctx, a.Clock.Now()); err != nil && ctx.Err() == nil {
-			a.Log.Warn("prune budgets", "err", err)
-		}
+		a.Prune(ctx)
 	})
 	if started {
 		<-done
+	}
+}
+
+// Prune forgets what is no longer read: budgets of past days and expired sessions. The cron
+// sweep calls it after each sweep.
+func (a *App) Prune(ctx context.Context) {
+	now := a.Clock.Now()
+	if _, err := a.Store.PruneBudgets(ctx, now); err != nil && ctx.Err() == nil {
+		a.Log.Warn("prune budgets", "err", err)
+	}
+	if _, err := a.Store.PruneSessions(ctx, now); err != nil && ctx.Err() == nil {
+		a.Log.Warn("prune sessions", "err", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -45,6 +46,47 @@ type Config struct {
 	LogFormat       string
 	RetainEvents    time.Duration
 	RetainDelivered time.Duration
+	// PublicURL is the URL people reach owed at; when it is https, session cookies are Secure
+	// and HSTS is sent.
+	PublicURL string
+	// TrustedProxies are the CIDRs (comma-separated) whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed; none by default, so the client address is the TCP peer's.
+	TrustedProxies string
+}
+
+// PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
+func (c Config) PublicHTTPS() bool {
+	return strings.HasPrefix(strings.ToLower(c.PublicURL), "https://")
+}
+
+// Proxies parses TrustedProxies: each entry a CIDR, or a bare address meaning that one
+// address.
+func (c Config) Proxies() ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, f := range strings.Split(c.TrustedProxies, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			ip := net.ParseIP(f)
+			if ip == nil {
+				return nil, fmt.Errorf("%q is neither a CIDR nor an address", f)
+			}
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // Defaults is the configuration with nothing set.
@@ -113,6 +155,14 @@ var Settings = []Setting{
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")
 		}
+		return nil
+	}},
+	{Env: "OWED_PUBLIC_URL", Default: "none", Usage: "the URL people reach owed at; when `https://…`, session cookies are `Secure` and HSTS is sent", set: publicURL},
+	{Env: "OWED_TRUSTED_PROXIES", Default: "none", Usage: "comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed; without, the client address is the TCP peer's", set: func(c *Config, v string) error {
+		if _, err := (Config{TrustedProxies: v}).Proxies(); err != nil {
+			return fmt.Errorf("%v; want CIDRs like 10.0.0.0/8,fd00::/8", err)
+		}
+		c.TrustedProxies = v
 		return nil
 	}},
 	{Env: "OWED_LOG_FORMAT", Default: "`json` (`text` on a terminal)", Usage: "`json` or `text`", set: oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
@@ -276,6 +326,14 @@ func databaseURL(c *Config, v string) error {
 		return fmt.Errorf("want postgres://…, or sqlite:PATH for an SQLite file")
 	}
 	c.DatabaseURL = v
+	return nil
+}
+
+func publicURL(c *Config, v string) error {
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("want an http:// or https:// URL, like https://owed.example.org")
+	}
+	c.PublicURL = v
 	return nil
 }
 

@@ -135,6 +135,7 @@ func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
 }
 
 // CreateRevision adds a revision to the author's own song. An empty title keeps the song's.
+// ErrNotFound when the song is missing or another author's.
 func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title, code string) (Revision, error) {
 	var rev Revision
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -143,7 +144,8 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 			return err
 		}
 		if song.UserID != userID {
-			return ErrForbidden
+			// Another author's song answers as a missing one would: no existence oracle.
+			return ErrNotFound
 		}
 		if title == "" {
 			title = song.Title
@@ -185,7 +187,8 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 }
 
 // DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
-// song with its revisions and comments). The triggers take the owed jobs with it.
+// song with its revisions and comments). The triggers take the owed jobs with it. ErrNotFound
+// when the item is missing or another author's, alike.
 func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id int64) error {
 	table := "songs"
 	if kind != "song" {
@@ -203,7 +206,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 			return ErrNotFound
 		}
 		if owner[0] != userID {
-			return ErrForbidden
+			return ErrNotFound // as if missing: another author learns nothing of the item
 		}
 		var songID int64
 		if kind == KindRevision {

@@ -29,6 +29,9 @@ type User struct {
 	TokenHash  string `gorm:"column:token_hash"`
 	DailyLimit *int64 `gorm:"column:daily_limit"`
 	CreatedAt  int64  `gorm:"column:created_at"`
+	// Disabled users are locked out: neither their token nor their sessions work. Their items
+	// and owed work stay.
+	Disabled bool `gorm:"column:disabled"`
 }
 
 // HashToken is how tokens are stored and looked up: a SHA-256, since tokens are long and
@@ -69,9 +72,18 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token strin
 	return u, err
 }
 
-// UserByToken finds the user a bearer token belongs to.
+// UserByToken finds the enabled user a bearer token belongs to: a disabled user's token is
+// not found.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	return s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ?`, HashToken(token))
+	return s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+}
+
+// TokenKnown reports whether a token belongs to any user, disabled or not: at start, a
+// disabled OWED_ADMIN_TOKEN admin must be neither made again nor re-enabled.
+func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
+	var n int64
+	err := s.read.WithContext(ctx).Raw(`SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)).Scan(&n).Error
+	return n > 0, err
 }
 
 // userColumns are a User's columns, in the order oneUser reads them.
@@ -135,18 +147,134 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 	return s.UserByID(ctx, userID)
 }
 
-// CreateSession signs a user in for ttl and returns the session id for the cookie.
+// MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
+const MaxSessionsPerUser = 20
+
+// CreateSession signs a user in for ttl and returns the session id for the cookie. Beyond
+// MaxSessionsPerUser live sessions the oldest end, so a user's session rows are bounded
+// however often they sign in.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
 	id := NewToken()
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`,
-		HashToken(id), userID, s.Now().Add(ttl).UnixMilli()).Error
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.db.Exec(`INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+			HashToken(id), userID, tx.Now().Add(ttl).UnixMilli()).Error; err != nil {
+			return fmt.Errorf("create session: %w", err)
+		}
+		if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ? AND id_hash NOT IN
+			(SELECT id_hash FROM sessions WHERE user_id = ? ORDER BY expires_at DESC, id_hash LIMIT ?)`,
+			userID, userID, MaxSessionsPerUser).Error; err != nil {
+			return fmt.Errorf("end the oldest sessions: %w", err)
+		}
+		return nil
+	})
 	return id, err
 }
 
-// UserBySession finds the user of a live session.
+// UserBySession finds the enabled user of a live session.
 func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
 	return s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
-		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ?`, HashToken(id), s.nowMs())
+		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`,
+		HashToken(id), s.nowMs())
+}
+
+// PruneSessions deletes the sessions expired by now (the cron sweep calls it).
+func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// CountSessions counts a user's session rows, live or expired (0: everyone's).
+func (s *Store) CountSessions(ctx context.Context, userID int64) (int64, error) {
+	q := s.read.WithContext(ctx).Table("sessions")
+	if userID != 0 {
+		q = q.Where("user_id = ?", userID)
+	}
+	var n int64
+	err := q.Count(&n).Error
+	return n, err
+}
+
+// RotateToken gives a user a new token and returns it (it is not kept). The old token stops
+// working at once and every session of the user ends, except keepSession's (the hash of the
+// caller's own session when admins rotate their own token, "" for none). ErrNotFound for an
+// unknown user.
+func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession string) (User, string, error) {
+	token := NewToken()
+	var u User
+	err := s.WithTx(ctx, func(tx *Store) error {
+		res := tx.db.Exec(`UPDATE users SET token_hash = ? WHERE id = ?`, HashToken(token), userID)
+		if res.Error != nil {
+			return fmt.Errorf("rotate token: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession).Error; err != nil {
+			return fmt.Errorf("end sessions: %w", err)
+		}
+		var err error
+		u, err = tx.UserByID(ctx, userID)
+		return err
+	})
+	return u, token, err
+}
+
+// SetDisabled disables or enables a user. Disabling ends the user's sessions; their token stops
+// working at once (UserByToken), and their items and owed jobs stay. ErrNotFound for an
+// unknown user; ErrConflict when it would disable the last enabled admin, which would leave
+// no one able to administer owed.
+func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
+	var u User
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if disabled && tx.dialect == Postgres {
+			// Two admins disabling each other at once must not both pass the check below.
+			if err := tx.db.Exec(`SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE`).Error; err != nil {
+				return fmt.Errorf("lock admins: %w", err)
+			}
+		}
+		target, err := tx.UserByID(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if disabled && target.Role == RoleAdmin && !target.Disabled {
+			var others int64
+			if err := tx.db.Raw(`SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`, userID).
+				Scan(&others).Error; err != nil {
+				return fmt.Errorf("count admins: %w", err)
+			}
+			if others == 0 {
+				return ErrConflict
+			}
+		}
+		flag := 0
+		if disabled {
+			flag = 1
+		}
+		if err := tx.db.Exec(`UPDATE users SET disabled = ? WHERE id = ?`, flag, userID).Error; err != nil {
+			return fmt.Errorf("set disabled: %w", err)
+		}
+		if disabled {
+			if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ?`, userID).Error; err != nil {
+				return fmt.Errorf("end sessions: %w", err)
+			}
+		}
+		u, err = tx.UserByID(ctx, userID)
+		return err
+	})
+	return u, err
+}
+
+// ListUsers pages through users by id after afterID.
+func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
+	var us []User
+	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit).Scan(&us).Error
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return us, nil
 }
 
 // DeleteSession signs a session out; expired sessions are swept with it.

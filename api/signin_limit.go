@@ -1,0 +1,82 @@
+package api
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// Sign-in limits (POST /api/session): per client address and per token, each a token bucket.
+// A browser signs in once per session (12 h), so these leave room for people behind one
+// address and for retries, and none for a flood of session rows or guesses.
+const (
+	signInAddrBurst = 20
+	signInAddrEvery = 3 * time.Second // one more sign-in per address every 3 s
+	signInTokBurst  = 5
+	signInTokEvery  = 30 * time.Second // one more per token every 30 s
+	// signInKeys bounds each limiter's memory: past it the least recently seen key is
+	// forgotten. A key idle long enough to refill its bucket loses nothing by that; only a
+	// caller cycling through more addresses than this at once gets fresh buckets.
+	signInKeys = 10_000
+)
+
+// keyedLimiter is a token bucket per key (a client address, a token's hash) on owed's clock,
+// holding at most a fixed number of keys.
+type keyedLimiter struct {
+	mu    sync.Mutex
+	keys  *lru.Cache[string, *rate.Limiter]
+	every rate.Limit
+	burst int
+}
+
+func newKeyedLimiter(every time.Duration, burst, keys int) *keyedLimiter {
+	c, err := lru.New[string, *rate.Limiter](keys)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &keyedLimiter{keys: c, every: rate.Every(every), burst: burst}
+}
+
+// take spends one of key's tokens at now, or tells how long until one is free.
+func (k *keyedLimiter) take(key string, now time.Time) (ok bool, wait time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l, found := k.keys.Get(key)
+	if !found {
+		l = rate.NewLimiter(k.every, k.burst)
+		k.keys.Add(key, l)
+	}
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// len is how many keys the limiter holds.
+func (k *keyedLimiter) len() int { return k.keys.Len() }
+
+// signInLimits are the sign-in limiters of one API.
+type signInLimits struct {
+	once       sync.Once
+	addr, toks *keyedLimiter
+}
+
+func (s *signInLimits) init() {
+	s.once.Do(func() {
+		s.addr = newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys)
+		s.toks = newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)
+	})
+}
+
+// tooManySignIns is the 429 of a refused sign-in, with Retry-After in whole seconds.
+func tooManySignIns(wait time.Duration) (*Error, string) {
+	secs := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "too many sign-ins; retry after " + secs + " s"}, secs
+}
