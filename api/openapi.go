@@ -216,10 +216,10 @@ var schemas = map[string]any{
 	"Scrape": obj(map[string]any{"id": integer, "chatId": str, "guildId": nullStr, "backend": str, "mode": str, "state": scrapeState,
 		"downloaded": integer, "pushedAt": dateTime, "createdAt": dateTime, "updatedAt": dateTime, "counts": ref("ScrapeCounts")}),
 	"ScrapeList":  obj(map[string]any{"scrapes": list(ref("Scrape")), "nextCursor": cursor}),
-	"ScrapePatch": obj(map[string]any{"state": map[string]any{"type": "string", "enum": []string{"active", "paused", "done", "failed"}}, "downloaded": map[string]any{"type": "integer", "minimum": 0}}),
+	"ScrapePatch": obj(map[string]any{"state": map[string]any{"type": "string", "enum": []string{"active", "paused", "done", "failed"}}, "downloaded": map[string]any{"type": "integer", "minimum": 0, "maximum": maxCount}}),
 	"MediaPush": obj(map[string]any{"media": map[string]any{"type": "array", "minItems": 1, "maxItems": 1000, "items": obj(map[string]any{
 		"url": map[string]any{"type": "string", "format": "uri", "maxLength": 4096, "description": "http or https"}, "kind": mediaKind,
-		"bytes": map[string]any{"type": "integer", "minimum": 0, "description": "the declared size"}}, "url", "kind")}}, "media"),
+		"bytes": map[string]any{"type": "integer", "minimum": 0, "maximum": maxCount, "description": "the declared size"}}, "url", "kind")}}, "media"),
 	"Accepted": obj(map[string]any{"accepted": integer}),
 	"Media": obj(map[string]any{"id": integer, "scrapeId": integer, "kind": mediaKind, "url": str, "bytes": nullInt, "state": mediaState,
 		"storedBytes": integer, "updatedAt": dateTime, "previewUrl": nullStr}),

@@ -18,6 +18,10 @@ import (
 
 // Limits of what the bot pushes.
 const (
+	// maxCount bounds every count an integration sends (downloaded, bytes): 2^53-1, the
+	// largest integer every JSON client reads exactly, and small enough that sums of many
+	// of them stay far from int64's end.
+	maxCount        = 1<<53 - 1
 	maxMediaPerPush = 1000
 	maxURLLength    = 4096
 	maxChatIDLength = 100
@@ -254,8 +258,8 @@ func (a *API) pushMedia(c echo.Context) error {
 		if m.Kind == nil || !isOneOf(*m.Kind, models.MediaKinds) {
 			return invalid(at+".kind", at+".kind must be one of "+strings.Join(models.MediaKinds, ", "))
 		}
-		if m.Bytes != nil && *m.Bytes < 0 {
-			return invalid(at+".bytes", at+".bytes must not be negative")
+		if m.Bytes != nil && (*m.Bytes < 0 || *m.Bytes > maxCount) {
+			return invalid(at+".bytes", at+".bytes must be a whole number from 0 to 9007199254740991 (2^53-1)")
 		}
 		items[i] = models.NewMedia{Kind: *m.Kind, URL: *m.URL, Bytes: m.Bytes}
 	}
@@ -297,8 +301,8 @@ func (a *API) patchScrape(c echo.Context) error {
 	if req.State != nil && !isOneOf(*req.State, settableScrapeStates) {
 		return invalid("state", "state must be one of "+strings.Join(settableScrapeStates, ", "))
 	}
-	if req.Downloaded != nil && *req.Downloaded < 0 {
-		return invalid("downloaded", "downloaded must not be negative")
+	if req.Downloaded != nil && (*req.Downloaded < 0 || *req.Downloaded > maxCount) {
+		return invalid("downloaded", "downloaded must be a whole number from 0 to 9007199254740991 (2^53-1)")
 	}
 	sc, err := a.Store.UpdateScrape(c.Request().Context(), id, req.State, req.Downloaded)
 	switch {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -276,8 +277,8 @@ func computeStatus(in statusInput) BackfillStatus {
 			j.Failed += m.Failed
 			j.Skipped += m.Skipped
 			j.Total += m.Total
-			j.Downloaded += m.Downloaded
-			j.Bytes += m.Bytes
+			j.Downloaded = satAdd(j.Downloaded, m.Downloaded)
+			j.Bytes = satAdd(j.Bytes, m.Bytes)
 		}
 		t := tracked[g.chatID]
 		// A fully backfilled chat is listed only when its job worked since this process started.
@@ -352,8 +353,8 @@ func computeStatus(in statusInput) BackfillStatus {
 			tot.Failed += m.Failed
 			tot.Skipped += m.Skipped
 			tot.Total += m.Total
-			tot.Downloaded += m.Downloaded
-			tot.Bytes += m.Bytes
+			tot.Downloaded = satAdd(tot.Downloaded, m.Downloaded)
+			tot.Bytes = satAdd(tot.Bytes, m.Bytes)
 			bt := tot.ByBackend[m.Backend]
 			if bt == nil {
 				bt = &BackendTotals{}
@@ -391,4 +392,14 @@ func computeStatus(in statusInput) BackfillStatus {
 		st.LimitedUntil = isoMs(limited)
 	}
 	return st
+}
+
+// satAdd adds two counts that are never negative, stopping at the largest int64 instead of
+// wrapping: the API bounds each count an integration sends (2^53-1), but a sum over many
+// scrapes, or rows written before that bound, must not turn negative.
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
