@@ -388,6 +388,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("backfill: start and pause", func(t *testing.T) { testBackfill(t, w, b) })
 	t.Run("backfill: settings validation", func(t *testing.T) { testBackfillSettings(t, w, b) })
 	t.Run("budgets: edit a limit", func(t *testing.T) { testBudgets(t, w, b) })
+	t.Run("users: rotate a token, disable and enable", func(t *testing.T) { testUsers(t, w, b) })
 	t.Run("events", func(t *testing.T) { testEvents(t, w, b) })
 	t.Run("webhooks: deliveries and create", func(t *testing.T) { testWebhooks(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
@@ -639,6 +640,60 @@ func testBudgets(t *testing.T, w *world, b *browser) {
 			t.Errorf("cy's limit after the edit: %v", r)
 		}
 	}
+}
+
+// testUsers: the Budgets panel's users table rotates a token in a modal dialog that takes focus,
+// shows the new token once and gives focus back; Disable locks a user out and Enable lets
+// them back in; the last enabled admin cannot be disabled.
+func testUsers(t *testing.T, w *world, b *browser) {
+	b.tab(t, "budgets")
+	bot := fmt.Sprint(w.users["archiver"])
+	b.waitText(t, "user-row-"+bot, "archiver", "bot", "enabled")
+	old := w.toks["archiver"]
+
+	b.click(t, "user-rotate-"+bot)
+	b.waitJS(t, "the dialog to open modal", jsEl("rotate-dialog")+`.open && `+jsEl("rotate-dialog")+`.matches(':modal')`)
+	b.waitJS(t, "the confirm button to take focus", `document.activeElement === `+jsEl("rotate-confirm"))
+	if r := w.env.Do(http.MethodGet, "/api/scrapes", old, nil); r.Status != http.StatusOK {
+		t.Fatalf("the bot's token before the rotation: %d", r.Status)
+	}
+	b.click(t, "rotate-confirm")
+	b.waitText(t, "rotate-token", "owed_")
+	b.waitJS(t, "the new token to take focus", `document.activeElement === `+jsEl("rotate-token"))
+	fresh := strings.TrimSpace(b.textOf(t, "rotate-token"))
+	if r := w.env.Do(http.MethodGet, "/api/scrapes", old, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("the old token after the rotation: %d, want 401", r.Status)
+	}
+	if r := w.env.Do(http.MethodGet, "/api/scrapes", fresh, nil); r.Status != http.StatusOK {
+		t.Errorf("the token the dialog showed: %d, want 200", r.Status)
+	}
+	w.toks["archiver"] = fresh
+	b.click(t, "rotate-done")
+	b.waitJS(t, "the dialog to close", `!`+jsEl("rotate-dialog"))
+	b.waitJS(t, "focus back on the Rotate button", `document.activeElement === `+jsEl("user-rotate-"+bot))
+
+	dee := fmt.Sprint(w.users["dee"])
+	b.click(t, "user-toggle-"+dee)
+	b.waitText(t, "user-state-"+dee, "disabled")
+	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("a disabled user's token: %d, want 401", r.Status)
+	}
+	b.waitText(t, "user-toggle-"+dee, "Enable")
+	b.click(t, "user-toggle-"+dee)
+	b.waitText(t, "user-state-"+dee, "enabled")
+	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusOK {
+		t.Errorf("an enabled user's token: %d, want 200", r.Status)
+	}
+
+	var admin string
+	for _, u := range list(w.api(t, "/api/admin/users")["users"]) {
+		if obj(u)["role"] == "admin" {
+			admin = fmt.Sprint(num(obj(u)["id"]))
+		}
+	}
+	b.click(t, "user-toggle-"+admin)
+	b.waitJS(t, "the last-admin refusal", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('last enabled admin'))`)
+	b.waitText(t, "user-state-"+admin, "enabled")
 }
 
 func testEvents(t *testing.T, w *world, b *browser) {

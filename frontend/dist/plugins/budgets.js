@@ -1,6 +1,9 @@
 // Budgets: model calls each author spent today against their daily limit, when it resets,
-// and an inline editor for the limit. Data: GET /api/admin/budgets every 5 s;
-// PUT /api/admin/users/{id}/budget {dailyLimit}.
+// and an inline editor for the limit; then every user (authors, bots, admins) with "Rotate
+// token" (the new token shown once, in a modal dialog) and "Disable"/"Enable".
+// Data: GET /api/admin/budgets every 5 s; PUT /api/admin/users/{id}/budget {dailyLimit};
+// GET /api/admin/users every 10 s; POST /api/admin/users/{id}/token; PATCH /api/admin/users/{id}
+// {disabled}.
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
@@ -49,7 +52,131 @@ function Budgets({ ctx }) {
         : null}
     </section>
     <p class="muted small">Each screen costs 1 call and each score 3, charged before asking. A job whose charge the rest of the day cannot cover waits for the reset at 00:00 UTC (why <code>budget</code>).</p>
+    <${Users} ctx=${ctx} />
   </div>`;
+}
+
+// Users: every user with their role and whether they are disabled; rotate a token, disable or
+// enable. A disabled user's token and sessions stop working at once; their owed work stays.
+function Users({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/admin/users?limit=1000'), 10000);
+  const [rotating, setRotating] = useState(null); // {user, opener}
+  const [busy, setBusy] = useState(null); // userId being changed
+  const users = (live.data && live.data.users) || [];
+
+  const toggle = async (u) => {
+    setBusy(u.id);
+    try {
+      const r = await ctx.api(`/api/admin/users/${encodeURIComponent(u.id)}`, { method: 'PATCH', body: { disabled: !u.disabled } });
+      live.setData((d) => d && { ...d, users: (d.users || []).map((x) => (x.id === u.id ? { ...x, ...r } : x)) });
+      ctx.notify(`${u.name} is ${r.disabled ? 'disabled: their token and sessions no longer work' : 'enabled again'}.`, 'ok');
+    } catch (x) {
+      ctx.notify(x.message, 'error');
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  return html`<section class="card card-flush" aria-labelledby="users-h">
+    <header class="card-head card-pad">
+      <h2 id="users-h">Users and tokens</h2>
+      <span class="muted small">${live.data ? `${users.length} users · ${users.filter((u) => u.disabled).length} disabled` : ''}</span>
+    </header>
+    <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
+    ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
+    ${users.length
+      ? html`<${TableWrap} label="Users table">
+          <table class="table" data-testid="users-table">
+            <thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col">State</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+            <tbody>${users.map((u) => html`<tr key=${u.id} data-testid=${'user-row-' + u.id} class=${u.disabled ? 'row-muted' : ''}>
+              <td><span class="strong">${u.name}</span> <span class="muted small num">#${u.id}</span></td>
+              <td>${u.role}</td>
+              <td>${u.disabled ? html`<${Badge} kind="err" testid=${'user-state-' + u.id}>disabled<//>` : html`<${Badge} kind="ok" testid=${'user-state-' + u.id}>enabled<//>`}</td>
+              <td class="actions">
+                <button type="button" class="btn btn-small btn-quiet" data-testid=${'user-rotate-' + u.id}
+                  aria-label=${'Rotate the token of ' + u.name} onClick=${(e) => setRotating({ user: u, opener: e.currentTarget })}>Rotate token</button>
+                <button type="button" class=${'btn btn-small ' + (u.disabled ? 'btn-quiet' : 'btn-danger-quiet')} disabled=${busy === u.id}
+                  data-testid=${'user-toggle-' + u.id} aria-label=${(u.disabled ? 'Enable ' : 'Disable ') + u.name}
+                  onClick=${() => toggle(u)}>${u.disabled ? 'Enable' : 'Disable'}</button>
+              </td>
+            </tr>`)}</tbody>
+          </table>
+        <//>`
+      : null}
+    <p class="muted small card-pad">Rotating a token shows the new one once; the old token and the user's browser sessions stop working at once. Disabling locks a user out the same way until enabled again; their items and owed jobs stay. The last enabled admin cannot be disabled.</p>
+    ${rotating ? html`<${RotateDialog} ctx=${ctx} user=${rotating.user} onClose=${() => {
+      const opener = rotating.opener;
+      setRotating(null);
+      // Focus goes back to the button that opened the dialog.
+      setTimeout(() => opener && opener.isConnected && opener.focus(), 0);
+    }} />` : null}
+  </section>`;
+}
+
+// RotateDialog asks to confirm, rotates, and shows the new token once. A modal <dialog> keeps
+// focus inside while open, closes on Escape, and is announced by its heading.
+function RotateDialog({ ctx, user, onClose }) {
+  const dlg = useRef(null);
+  const first = useRef(null);
+  const tokenBox = useRef(null);
+  const [token, setToken] = useState(null);
+  const [err, setErr] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    const d = dlg.current;
+    if (d && !d.open) d.showModal();
+    first.current && first.current.focus();
+  }, []);
+  useEffect(() => {
+    if (token && tokenBox.current) tokenBox.current.focus();
+  }, [token]);
+
+  const rotate = async () => {
+    setBusy(true);
+    setErr(null);
+    try {
+      const r = await ctx.api(`/api/admin/users/${encodeURIComponent(user.id)}/token`, { method: 'POST' });
+      setToken(r.token);
+    } catch (x) {
+      setErr(x.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(token);
+      ctx.notify('Token copied to the clipboard.', 'ok');
+    } catch {
+      const sel = getSelection();
+      const r = document.createRange();
+      r.selectNodeContents(tokenBox.current);
+      sel.removeAllRanges();
+      sel.addRange(r);
+      ctx.notify('Copy failed: the token is selected, press Ctrl+C.', 'warn');
+    }
+  };
+  const close = () => {
+    if (dlg.current && dlg.current.open) dlg.current.close();
+  };
+
+  return html`<dialog ref=${dlg} class="dialog" aria-labelledby="rot-h" aria-describedby="rot-d" data-testid="rotate-dialog" onClose=${onClose}>
+    <h2 id="rot-h">${token ? `New token for ${user.name}` : `Rotate the token of ${user.name}?`}</h2>
+    ${token
+      ? html`<p id="rot-d">Store it now: <strong>it is shown only once</strong>. The old token and ${user.name}'s sessions no longer work.</p>
+          <div class="secret">
+            <code ref=${tokenBox} tabindex="-1" class="secret-value" data-testid="rotate-token">${token}</code>
+            <button type="button" class="btn btn-small" onClick=${copy} data-testid="rotate-copy">Copy</button>
+          </div>
+          <div class="row"><button type="button" class="btn btn-primary" onClick=${close} data-testid="rotate-done">I have stored it</button></div>`
+      : html`<p id="rot-d">A new token is made and shown once. The old token and every browser session of ${user.name} stop working at once.</p>
+          ${err ? html`<p class="field-error" role="alert" data-testid="rotate-error">${err}</p>` : null}
+          <div class="row">
+            <button type="button" ref=${first} class="btn btn-danger" disabled=${busy} onClick=${rotate} data-testid="rotate-confirm">${busy ? 'Rotating…' : 'Rotate token'}</button>
+            <button type="button" class="btn btn-quiet" onClick=${close} data-testid="rotate-cancel">Cancel</button>
+          </div>`}
+  </dialog>`;
 }
 
 function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
