@@ -79,6 +79,13 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 			fz.ids["author"] = u.ID
 		}
 	}
+	// A user of its own for the routes that lock users out, so that fuzzing them does not
+	// lock out the callers of the other routes.
+	victim, _, err := s.CreateUser(ctx, "dan", models.RoleAuthor)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fz.ids["user"] = victim.ID
 	song, _, err := s.CreateSong(ctx, fz.ids["author"], "Tide", `s("bd")`)
 	if err != nil {
 		f.Fatal(err)
@@ -151,6 +158,7 @@ var bodyRoutes = []fuzzRoute{
 	{"POST", "/api/listeners/pitches", "", asAuthor, nil},
 	{"POST", "/api/admin/users", "", asAdmin, nil},
 	{"PUT", "/api/admin/users/:id/budget", "author", asAdmin, nil},
+	{"PATCH", "/api/admin/users/:id", "user", asAdmin, nil},
 	{"POST", "/api/admin/jobs/retry", "", asAdmin, nil},
 	{"POST", "/api/admin/webhooks", "", asAdmin, nil},
 	{"PATCH", "/api/admin/webhooks/:id", "webhook", asAdmin, nil},
@@ -166,6 +174,7 @@ var bodyRoutes = []fuzzRoute{
 var queryRoutes = []fuzzRoute{
 	{"GET", "/api/songs", "", asAnon, []string{"sort", "limit", "cursor"}},
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
+	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/jobs", "", asAdmin, []string{"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"}},
 	{"GET", "/api/admin/events", "", asAdmin, []string{"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"}},
 	{"GET", "/api/admin/budgets", "", asAdmin, []string{"limit", "cursor"}},
@@ -229,6 +238,7 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"body":"hear me out \u0000"}`,
 		`{"name":"cy","role":"author"}`,
 		`{"dailyLimit":7}`,
+		`{"disabled":true}`,
 		`{"why":"upstream","userId":-1}`,
 		`{"url":"https://93.184.215.14/x","events":["*"]}`,
 		`{"active":false}`,
