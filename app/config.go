@@ -138,6 +138,14 @@ var Settings = []Setting{
 	{Env: "OWED_WALK_IDLE", Default: "`10m`", Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
 	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
 	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback or private addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_PUBLIC_URL", Default: "none", Usage: "the URL people reach owed at; when `https://…`, session cookies are `Secure` and HSTS is sent", set: publicURL},
+	{Env: "OWED_TRUSTED_PROXIES", Default: "none", Usage: "comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed; without, the client address is the TCP peer's", set: func(c *Config, v string) error {
+		if _, err := (Config{TrustedProxies: v}).Proxies(); err != nil {
+			return fmt.Errorf("%v; want CIDRs like 10.0.0.0/8,fd00::/8", err)
+		}
+		c.TrustedProxies = v
+		return nil
+	}},
 	{Env: "OWED_WRITE_RATE", Default: "`20`", Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -155,14 +163,6 @@ var Settings = []Setting{
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")
 		}
-		return nil
-	}},
-	{Env: "OWED_PUBLIC_URL", Default: "none", Usage: "the URL people reach owed at; when `https://…`, session cookies are `Secure` and HSTS is sent", set: publicURL},
-	{Env: "OWED_TRUSTED_PROXIES", Default: "none", Usage: "comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed; without, the client address is the TCP peer's", set: func(c *Config, v string) error {
-		if _, err := (Config{TrustedProxies: v}).Proxies(); err != nil {
-			return fmt.Errorf("%v; want CIDRs like 10.0.0.0/8,fd00::/8", err)
-		}
-		c.TrustedProxies = v
 		return nil
 	}},
 	{Env: "OWED_LOG_FORMAT", Default: "`json` (`text` on a terminal)", Usage: "`json` or `text`", set: oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
