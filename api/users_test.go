@@ -63,8 +63,11 @@ func TestRotateTokenAndDisableUser(t *testing.T) {
 			}
 		}
 		checkError(t, w.env.Do(http.MethodPost, "/api/session", "", map[string]string{"token": fresh}), http.StatusUnauthorized, "unauthorized", "token")
-		// Their owed work is not lost: the job stays.
+		// Their owed work is not lost: the job stays, and the sweep still does it.
 		w.job(models.TaskScreen, models.KindPitch, pitch)
+		if n := w.sweep(); n != 1 {
+			t.Errorf("the sweep ran %d jobs, want the disabled author's screen", n)
+		}
 		var users struct{ Users []map[string]any }
 		w.do(http.MethodGet, "/api/admin/users", asAdmin, nil).Decode(t, &users)
 		found := false
@@ -81,8 +84,9 @@ func TestRotateTokenAndDisableUser(t *testing.T) {
 		if r.Status != http.StatusOK || r.JSON()["disabled"] != false {
 			t.Fatalf("enable: %d %s", r.Status, r.Body)
 		}
-		if r := w.env.Do(http.MethodGet, "/api/listeners/mine", fresh, nil); r.Status != http.StatusOK || len(list(r.JSON()["items"])) != 1 {
-			t.Errorf("enabled again: %d %s", r.Status, r.Body)
+		r = w.env.Do(http.MethodGet, "/api/listeners/mine", fresh, nil)
+		if items := list(r.JSON()["items"]); r.Status != http.StatusOK || len(items) != 1 || obj(items[0])["verdict"] == nil {
+			t.Errorf("enabled again, the pitch screened meanwhile: %d %s", r.Status, r.Body)
 		}
 		checkError(t, withCookie(http.MethodGet, "/api/listeners/mine"), http.StatusUnauthorized, "unauthorized", "") // disabling ended it
 	})
