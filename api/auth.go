@@ -97,7 +97,7 @@ func (a *API) signIn(c echo.Context) error {
 	// address, since each guess is another token.
 	a.signIns.init()
 	now := a.now()
-	ok, wait := a.signIns.addr.take(c.RealIP(), now)
+	ok, wait := a.signIns.addr.take(addrKey(c.RealIP()), now)
 	if ok {
 		ok, wait = a.signIns.toks.take(models.HashToken(req.Token), now)
 	}

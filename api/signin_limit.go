@@ -2,6 +2,7 @@ package api
 
 import (
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -73,6 +74,17 @@ func (s *signInLimits) init() {
 		s.addr = newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys)
 		s.toks = newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)
 	})
+}
+
+// addrKey is the sign-in limit's key for a client address: the address itself for IPv4, its
+// /64 for IPv6, since one IPv6 client commonly holds a whole /64 and could sign in from a new
+// address each time.
+func addrKey(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // tooManySignIns is the 429 of a refused sign-in, with Retry-After in whole seconds.

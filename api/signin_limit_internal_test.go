@@ -27,3 +27,21 @@ func TestSignInLimiterKeysAreBounded(t *testing.T) {
 		t.Errorf("a take a minute later was refused")
 	}
 }
+
+// TestSignInAddressKey: an IPv6 client's whole /64 shares one bucket; IPv4 addresses are their own.
+func TestSignInAddressKey(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
+		{"2001:db8:1:2::1", "2001:db8:1:2:abcd::7"},
+	} {
+		if addrKey(c.a) != addrKey(c.b) {
+			t.Errorf("%s and %s: keys %s and %s, want one /64", c.a, c.b, addrKey(c.a), addrKey(c.b))
+		}
+	}
+	if addrKey("2001:db8:1:2::1") == addrKey("2001:db8:1:3::1") {
+		t.Errorf("two /64s share a key")
+	}
+	if addrKey("192.0.2.1") == addrKey("192.0.2.2") || addrKey("192.0.2.1") != "192.0.2.1" {
+		t.Errorf("IPv4 keys: %s %s", addrKey("192.0.2.1"), addrKey("192.0.2.2"))
+	}
+}
