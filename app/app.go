@@ -383,7 +383,7 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	}
 	p, err := a.Store.Prune(ctx, now, models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}, 0)
 	for table, n := range map[string]int64{"events": p.Events, "webhook_deliveries": p.Deliveries,
-		"webhook_attempts": p.Attempts, "sessions": p.Sessions} {
+		"webhook_attempts": p.Attempts} {
 		a.Metrics.Pruned.WithLabelValues(table).Add(float64(n))
 	}
 	for table, oldest := range map[string]time.Time{"events": p.OldestEvent, "webhook_deliveries": p.OldestDelivery} {
@@ -393,8 +393,8 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 		}
 		a.Metrics.OldestKept.WithLabelValues(table).Set(age)
 	}
-	if p.Events+p.Deliveries+p.Sessions > 0 {
-		a.Log.Info("pruned", "events", p.Events, "deliveries", p.Deliveries, "attempts", p.Attempts, "sessions", p.Sessions)
+	if p.Events+p.Deliveries > 0 {
+		a.Log.Info("pruned", "events", p.Events, "deliveries", p.Deliveries, "attempts", p.Attempts)
 	}
 	return true, err
 }

@@ -21,7 +21,7 @@ type Metrics struct {
 	RequestLatency *prometheus.HistogramVec // method, route
 	Backfill       *prometheus.GaugeVec     // what: rows_per_minute, pending, rate_limited
 	Deliveries     *prometheus.CounterVec   // outcome
-	Pruned         *prometheus.CounterVec   // table: events, webhook_deliveries, webhook_attempts, sessions
+	Pruned         *prometheus.CounterVec   // table: events, webhook_deliveries, webhook_attempts
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 }
 

@@ -19,14 +19,14 @@ const PruneBatch = 500
 
 // Pruned counts the rows one Prune removed, and the age of the oldest row each table kept.
 type Pruned struct {
-	Events, Deliveries, Attempts, Sessions int64
+	Events, Deliveries, Attempts int64
 	// OldestEvent and OldestDelivery are the oldest rows kept (zero when none is left).
 	OldestEvent, OldestDelivery time.Time
 }
 
 // Prune deletes what the retention no longer keeps, as of now: events older than r.Events,
-// delivered or cancelled deliveries (with their attempts) made longer than r.Deliveries ago,
-// and expired sessions. It deletes in batches of batch rows (PruneBatch if 0 or less), each
+// and delivered or cancelled deliveries (with their attempts) made longer than r.Deliveries
+// ago. (Expired sessions and past days' budgets go with every sweep: App.Prune.) It deletes in batches of batch rows (PruneBatch if 0 or less), each
 // its own transaction, never one long one; a cancelled ctx stops it between batches with what
 // it pruned so far. A zero duration keeps that table whole.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int) (Pruned, error) {
@@ -83,14 +83,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 		if err != nil {
 			return p, err
 		}
-	}
-	p.Sessions, err = loop("sessions", func() (int64, error) {
-		res := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash IN
-			(SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)`, now.UnixMilli(), batch)
-		return res.RowsAffected, res.Error
-	})
-	if err != nil {
-		return p, err
 	}
 	var oldest struct{ Event, Delivery *int64 }
 	if err := s.read.WithContext(ctx).Raw(`SELECT (SELECT MIN(at) FROM events) AS event,

@@ -10,7 +10,7 @@ import (
 )
 
 // TestPruneKeepsTheRetentionAndNeverOwedWork: 60 simulated days of events, webhook deliveries
-// (delivered, cancelled and still pending, with attempts), sessions and owed jobs; pruning at
+// (delivered, cancelled and still pending, with attempts) and owed jobs; pruning at
 // the end with a 30-day retention keeps exactly the last 30 days of history, every pending
 // delivery and every owed job, however old, and deletes in batches.
 func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
@@ -40,7 +40,6 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 					f.exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms) VALUES (?, ?, ?, 500, 3)`, id, a, ms)
 				}
 			}
-			f.exec(`INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`, fmt.Sprintf("s%d", d), ann, ms+day.Milliseconds()-1)
 			// Owed work from every day: a pitch (its screen job made by the trigger) never screened.
 			pitches = append(pitches, f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, ms))
 		}
@@ -81,17 +80,13 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 		if n := count(`SELECT COUNT(*) FROM content_jobs`); n != jobsBefore || n != int64(len(pitches)) {
 			t.Errorf("%d owed jobs after pruning, want all %d", n, jobsBefore)
 		}
-		if n := count(`SELECT COUNT(*) FROM sessions`); n != 0 || p.Sessions != days {
-			// every session expired a day after it began, the last one before now
-			t.Errorf("sessions: pruned %d, %d left; want every expired one pruned", p.Sessions, n)
-		}
 		if p.OldestEvent.UnixMilli() != cutoff || p.OldestDelivery.UnixMilli() != cutoff {
 			t.Errorf("oldest kept: event %s, delivery %s", p.OldestEvent, p.OldestDelivery)
 		}
 
 		// Pruning again finds nothing; a zero retention keeps its table whole.
 		if again, err := f.store.Prune(f.ctx, now, models.Retention{Events: 30 * day, Deliveries: 30 * day}, 0); err != nil ||
-			again.Events+again.Deliveries+again.Attempts+again.Sessions != 0 {
+			again.Events+again.Deliveries+again.Attempts != 0 {
 			t.Errorf("a second prune: %+v %v, want nothing", again, err)
 		}
 		if p, err := f.store.Prune(f.ctx, now.Add(100*day), models.Retention{}, 0); err != nil || p.Events != 0 || p.Deliveries != 0 {

@@ -2,7 +2,6 @@
 
 -- Settled deliveries by age; pending ones (owed work) are never pruned and stay out of it.
 CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (created_at, id) WHERE status <> 'pending';
-CREATE INDEX sessions_expiry ON sessions (expires_at);
 
 -- One row per periodic chore that one replica at a time should run.
 CREATE TABLE maintenance_leases (
