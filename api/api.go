@@ -47,6 +47,9 @@ type API struct {
 	Webhooks *webhooks.Deliverer
 	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
 	WebhooksAllowPrivate bool
+	// MediaAllowPrivate lets the bot push media URLs whose host is a loopback, private or
+	// otherwise non-public address.
+	MediaAllowPrivate bool
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

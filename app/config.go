@@ -35,12 +35,14 @@ type Config struct {
 	WalkIdle             time.Duration
 	PluginsDir           string
 	WebhooksAllowPrivate bool
-	SweepConcurrency     int
-	DatabaseMaxConns     int64
-	WriteRate            float64
-	WriteBurst           int64
-	ShutdownGrace        time.Duration
-	LogLevel             slog.Level
+	// MediaAllowPrivate lets media URLs reach loopback, private and other non-public addresses.
+	MediaAllowPrivate bool
+	SweepConcurrency  int
+	DatabaseMaxConns  int64
+	WriteRate         float64
+	WriteBurst        int64
+	ShutdownGrace     time.Duration
+	LogLevel          slog.Level
 	// LogFormat is "json" or "text"; empty means text on a terminal, JSON otherwise.
 	LogFormat       string
 	RetainEvents    time.Duration
@@ -95,7 +97,8 @@ var Settings = []Setting{
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: "`750`", Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
 	{Env: "OWED_WALK_IDLE", Default: "`10m`", Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
 	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
-	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback or private addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback, private or otherwise non-public addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_MEDIA_ALLOW_PRIVATE", Default: "off", Usage: "allow media URLs on loopback, private or otherwise non-public addresses (tests with a local CDN set it)", set: boolean(func(c *Config) *bool { return &c.MediaAllowPrivate })},
 	{Env: "OWED_WRITE_RATE", Default: "`20`", Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {

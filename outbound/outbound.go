@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"syscall"
@@ -133,20 +134,22 @@ func NewClient(o Options) *http.Client {
 				return fmt.Errorf("%w: redirect to a %s: URL", ErrRefused, req.URL.Scheme)
 			}
 			// The dial checks the hop anyway; a literal address fails here without one.
-			if !o.AllowPrivate && !slices.ContainsFunc(o.Exempt, func(ap netip.AddrPort) bool { return hostIs(req.URL.Host, ap) }) {
-				if err := CheckHost(req.URL.Hostname()); err != nil {
-					return err
-				}
-			}
-			return nil
+			return o.CheckURL(req.URL)
 		},
 	}
 }
 
-// hostIs reports whether a URL's host:port names ap.
-func hostIs(hostport string, ap netip.AddrPort) bool {
-	got, err := netip.ParseAddrPort(hostport)
-	return err == nil && got == ap
+// CheckURL checks what can be checked of u before any lookup, as a client made with o would:
+// a host written as an address must be public (or o.AllowPrivate, or exempt). A name passes:
+// the dial checks where it leads. It wraps ErrRefused.
+func (o Options) CheckURL(u *url.URL) error {
+	if o.AllowPrivate {
+		return nil
+	}
+	if ap, err := netip.ParseAddrPort(u.Host); err == nil && slices.Contains(o.Exempt, ap) {
+		return nil
+	}
+	return CheckHost(u.Hostname())
 }
 
 // control is the dialer's check, run on the resolved address of every connection attempt

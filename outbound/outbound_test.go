@@ -201,7 +201,9 @@ func TestRedirectLimit(t *testing.T) {
 		t.Fatalf("Redirects 0: %v %v, want the 302 itself", resp, err)
 	}
 	// Only http and https are followed.
-	odd := newServer(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "ftp://example.com/x", http.StatusFound) })
+	odd := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "ftp://example.com/x", http.StatusFound)
+	})
 	c = outbound.NewClient(outbound.Options{Redirects: outbound.MaxRedirects, AllowPrivate: true})
 	if _, err := get(t, c, odd.URL); err == nil {
 		t.Fatal("a redirect to ftp: was followed")
