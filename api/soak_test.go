@@ -705,7 +705,7 @@ func expected(kind string, answers []string) (string, error) {
 func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 	_, nRows := soakSize()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		env := owedtest.NewEnv(t, db)
+		env := owedtest.NewEnv(t, db, allowPrivateMedia) // the CDN is on loopback
 		rng := newSoakRand(t)
 		cdn := newFaultyCDN(t, rng, env.Clock.Now)
 		ctx := context.Background()
