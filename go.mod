@@ -3,6 +3,7 @@ module github.com/owed/owed
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7

@@ -55,6 +55,9 @@ type API struct {
 	TrustedProxy func(ip net.IP) bool
 
 	signIns signInLimits
+	// MediaAllowPrivate lets the bot push media URLs whose host is a loopback, private or
+	// otherwise non-public address.
+	MediaAllowPrivate bool
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

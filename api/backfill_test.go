@@ -239,6 +239,7 @@ func TestBackfillResumesAfterAppRestart(t *testing.T) {
 		cfg.DatabaseURL = db
 		cfg.AdminToken = owedtest.AdminToken
 		cfg.WriteRate = 0
+		cfg.MediaAllowPrivate = true // the CDN is on loopback
 		rig := &bootRig{t: t, cfg: cfg, clk: clock.NewFake(owedtest.Start)}
 
 		first := rig.boot()

@@ -77,7 +77,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/scrapes/:id", a.getScrape, bots, "One scrape with its counts", "", "Scrape", 200},
 		{http.MethodPatch, "/api/scrapes/:id", a.patchScrape, bots, "Change a scrape's state (active, paused, done, failed) or downloaded count", "ScrapePatch", "Scrape", 200},
 		{http.MethodDelete, "/api/scrapes/:id", a.deleteScrape, bots, "Delete a scrape: pending-delete now, its previews and rows go in the background", "", "Scrape", 202},
-		{http.MethodPost, "/api/scrapes/:id/media", a.pushMedia, bots, "Push 1 to 1000 media rows (all or none); refreshes the walk lock", "MediaPush", "Accepted", 202},
+		{http.MethodPost, "/api/scrapes/:id/media", a.pushMedia, bots, "Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock", "MediaPush", "Accepted", 202},
 		{http.MethodGet, "/api/scrapes/:id/media", a.listScrapeMedia, bots, "A scrape's media rows, optionally in one preview state", "", "MediaList", 200},
 		{http.MethodGet, "/api/media/:id/preview", a.mediaPreview, bots, "The cached JPEG preview of a media row (404 until cached)", "", "", 200},
 		{http.MethodGet, "/api/backfill", a.getBackfill, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", "", "BackfillStatus", 200},

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/outbound"
 )
 
 // Limits of what the bot pushes.
@@ -212,14 +213,19 @@ type mediaPushRequest struct {
 	Media []mediaItemRequest `json:"media"`
 }
 
-// checkMediaURL accepts absolute http(s) URLs with a host, of a sane length.
-func checkMediaURL(field, raw string) error {
+// checkMediaURL accepts absolute http(s) URLs with a host, of a sane length; unless
+// allowPrivate, a host written as an address must be a public one (a name is judged when it is
+// fetched, on the address it resolves to).
+func checkMediaURL(field, raw string, allowPrivate bool) error {
 	if len(raw) > maxURLLength {
 		return invalid(field, fmt.Sprintf("%s must be at most %d bytes", field, maxURLLength))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return invalid(field, field+" must be an http or https URL")
+	}
+	if err := (outbound.Options{AllowPrivate: allowPrivate}).CheckURL(u); err != nil {
+		return invalid(field, field+"'s host is not a public address: loopback, private, link-local or otherwise reserved (set OWED_MEDIA_ALLOW_PRIVATE to allow it)")
 	}
 	for _, r := range raw {
 		if r <= ' ' || r == 0x7f {
@@ -252,7 +258,7 @@ func (a *API) pushMedia(c echo.Context) error {
 		if m.URL == nil {
 			return invalid(at+".url", at+".url is required")
 		}
-		if err := checkMediaURL(at+".url", *m.URL); err != nil {
+		if err := checkMediaURL(at+".url", *m.URL, a.MediaAllowPrivate); err != nil {
 			return err
 		}
 		if m.Kind == nil || !isOneOf(*m.Kind, models.MediaKinds) {

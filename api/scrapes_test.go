@@ -28,12 +28,12 @@ type sx struct {
 	author string
 }
 
-func newSX(t *testing.T, db string) *sx {
+func newSX(t *testing.T, db string, configure ...func(*app.Config)) *sx {
 	t.Helper()
-	env := owedtest.NewEnv(t, db, func(c *app.Config) {
+	env := owedtest.NewEnv(t, db, append([]func(*app.Config){func(c *app.Config) {
 		c.MediaMinGap, c.MediaMaxGap = 0, 0
 		c.WriteRate = 0
-	})
+	}}, configure...)...)
 	s := &sx{t: t, env: env}
 	_, s.bot = env.User("bo", models.RoleBot)
 	_, s.author = env.User("ann", models.RoleAuthor)
@@ -350,7 +350,7 @@ func TestScrapeAndBackfillRoutesAuthorisation(t *testing.T) {
 // for anything not cached.
 func TestMediaPreviewServesTheCachedJPEG(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		s := newSX(t, db)
+		s := newSX(t, db, allowPrivateMedia) // the CDN is on loopback
 		img := image.NewRGBA(image.Rect(0, 0, 40, 30))
 		for i := range img.Pix {
 			img.Pix[i] = 200

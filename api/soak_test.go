@@ -26,6 +26,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/outbound"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
 )
@@ -704,7 +705,7 @@ func expected(kind string, answers []string) (string, error) {
 func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 	_, nRows := soakSize()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		env := owedtest.NewEnv(t, db)
+		env := owedtest.NewEnv(t, db, allowPrivateMedia) // the CDN is on loopback
 		rng := newSoakRand(t)
 		cdn := newFaultyCDN(t, rng, env.Clock.Now)
 		ctx := context.Background()
@@ -720,10 +721,9 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 			return ctx.Err()
 		}
 		// Fresh connections only: the transport would otherwise retry a GET whose reused
-		// connection dropped, a second fetch the engine never asked for.
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		engine, err := media.New(media.Config{PreviewDir: t.TempDir(), Timeout: 300 * time.Millisecond, HTTPClient: client,
-			Now: env.Clock.Now, Sleep: sleep})
+		// connection dropped, a second fetch the engine never asked for. The CDN is on loopback.
+		engine, err := media.New(media.Config{PreviewDir: t.TempDir(), Timeout: 300 * time.Millisecond, AllowPrivate: true,
+			Outbound: outbound.Options{DisableKeepAlives: true}, Now: env.Clock.Now, Sleep: sleep})
 		if err != nil {
 			t.Fatal(err)
 		}

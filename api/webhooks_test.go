@@ -372,7 +372,10 @@ func TestPrivateWebhookAddressesNeedTheSetting(t *testing.T) {
 		rcv := newHookReceiver(t)
 		w := newWorld(t, db).quiet()
 		for _, url := range []string{rcv.URL, "http://localhost:8080/hook", "http://[::1]/hook", "http://10.0.0.7/hook",
-			"http://169.254.169.254/latest", "http://0.0.0.0/"} {
+			"http://169.254.169.254/latest", "http://0.0.0.0/",
+			// Issue 12, row 2: the forms an incomplete list let through.
+			"http://[64:ff9b::7f00:1]/hook", "http://[2002:7f00:1::1]/hook", "http://[::7f00:1]/hook", "http://0.1.2.3/hook",
+			"http://198.18.0.1/hook", "http://240.0.0.1/hook", "http://255.255.255.255/hook", "http://[fec0::1]/hook"} {
 			before := w.snapshot()
 			r := w.do(http.MethodPost, "/api/admin/webhooks", asAdmin, map[string]any{"url": url, "events": []string{"*"}})
 			checkError(t, r, http.StatusBadRequest, "invalid", "url")

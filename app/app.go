@@ -30,9 +30,11 @@ import (
 
 // Options are what tests (and main) may hand New beyond the configuration.
 type Options struct {
-	Clock      clock.Clock
-	Log        *slog.Logger
-	HTTPClient *http.Client // the model's and the CDN's client
+	Clock clock.Clock
+	Log   *slog.Logger
+	// HTTPClient is the model's client (nil: a shared pooled one). Media and webhooks are
+	// fetched and delivered through the guarded client of package outbound, always.
+	HTTPClient *http.Client
 	// Out receives the first admin token when one is made (stdout in production).
 	Out io.Writer
 	// Sleep is the backfill's and the media engine's wait (default: a timer); tests pass one
@@ -147,7 +149,7 @@ func webhooksConfig(cfg Config) webhooks.Config {
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
-		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, HTTPClient: opts.HTTPClient, Now: opts.Clock.Now, Sleep: opts.Sleep})
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Now: opts.Clock.Now, Sleep: opts.Sleep})
 	if err != nil {
 		return err
 	}
@@ -245,6 +247,7 @@ func (a *App) newEcho() *echo.Echo {
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
 	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
+	h.MediaAllowPrivate = a.Config.MediaAllowPrivate
 	h.Backfill, h.Media = a.Backfill, a.Media
 	h.BackfillSummary = func(ctx context.Context) any {
 		s, err := a.Backfill.Summary(ctx)

@@ -36,12 +36,14 @@ type Config struct {
 	WalkIdle             time.Duration
 	PluginsDir           string
 	WebhooksAllowPrivate bool
-	SweepConcurrency     int
-	DatabaseMaxConns     int64
-	WriteRate            float64
-	WriteBurst           int64
-	ShutdownGrace        time.Duration
-	LogLevel             slog.Level
+	// MediaAllowPrivate lets media URLs reach loopback, private and other non-public addresses.
+	MediaAllowPrivate bool
+	SweepConcurrency  int
+	DatabaseMaxConns  int64
+	WriteRate         float64
+	WriteBurst        int64
+	ShutdownGrace     time.Duration
+	LogLevel          slog.Level
 	// LogFormat is "json" or "text"; empty means text on a terminal, JSON otherwise.
 	LogFormat       string
 	RetainEvents    time.Duration
@@ -137,7 +139,8 @@ var Settings = []Setting{
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: "`750`", Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
 	{Env: "OWED_WALK_IDLE", Default: "`10m`", Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
 	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
-	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback or private addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback, private or otherwise non-public addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+	{Env: "OWED_MEDIA_ALLOW_PRIVATE", Default: "off", Usage: "allow media URLs on loopback, private or otherwise non-public addresses (tests with a local CDN set it)", set: boolean(func(c *Config) *bool { return &c.MediaAllowPrivate })},
 	{Env: "OWED_PUBLIC_URL", Default: "none", Usage: "the URL people reach owed at; when `https://…`, session cookies are `Secure` and HSTS is sent", set: publicURL},
 	{Env: "OWED_TRUSTED_PROXIES", Default: "none", Usage: "comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed; without, the client address is the TCP peer's", set: func(c *Config, v string) error {
 		if _, err := (Config{TrustedProxies: v}).Proxies(); err != nil {

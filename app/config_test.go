@@ -40,6 +40,7 @@ func TestConfigDefaultsAreTheSpecs(t *testing.T) {
 		{"OWED_WALK_IDLE", c.WalkIdle, 10 * time.Minute},
 		{"OWED_PLUGINS_DIR", c.PluginsDir, ""},
 		{"OWED_WEBHOOKS_ALLOW_PRIVATE", c.WebhooksAllowPrivate, false},
+		{"OWED_MEDIA_ALLOW_PRIVATE", c.MediaAllowPrivate, false},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, want %v", d.name, d.got, d.want)
@@ -71,6 +72,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"OWED_WALK_IDLE":              "1h",
 		"OWED_PLUGINS_DIR":            "/etc/owed/plugins",
 		"OWED_WEBHOOKS_ALLOW_PRIVATE": "true",
+		"OWED_MEDIA_ALLOW_PRIVATE":    " yes ",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -80,13 +82,22 @@ func TestConfigFromEnv(t *testing.T) {
 	want.ModelURL, want.ModelKey, want.ModelAPI, want.ModelName = "http://model:8000/v1/chat/completions", "sk-1", "openai", "gpt-critic"
 	want.SweepEvery, want.Lease, want.ModelTimeout, want.InlineWait = 30*time.Second, 5*time.Minute, 45*time.Second, 0
 	want.DailyBudget, want.MediaMinGap, want.MediaMaxGap, want.WalkIdle = 250, 0, 100*time.Millisecond, time.Hour
-	want.PluginsDir, want.WebhooksAllowPrivate = "/etc/owed/plugins", true
+	want.PluginsDir, want.WebhooksAllowPrivate, want.MediaAllowPrivate = "/etc/owed/plugins", true, true
 	if c != want {
 		t.Errorf("config = %+v\nwant     %+v", c, want)
 	}
-	for _, v := range []string{"1", "on", "yes", "TRUE"} {
+	for _, v := range []string{"1", "on", "yes", "TRUE", "true"} {
 		if c, err := app.FromEnv(env(map[string]string{"OWED_WEBHOOKS_ALLOW_PRIVATE": v})); err != nil || !c.WebhooksAllowPrivate {
 			t.Errorf("OWED_WEBHOOKS_ALLOW_PRIVATE=%s: %v %v", v, c.WebhooksAllowPrivate, err)
+		}
+		if c, err := app.FromEnv(env(map[string]string{"OWED_MEDIA_ALLOW_PRIVATE": v})); err != nil || !c.MediaAllowPrivate {
+			t.Errorf("OWED_MEDIA_ALLOW_PRIVATE=%s: %v %v", v, c.MediaAllowPrivate, err)
+		}
+	}
+	for _, v := range []string{"0", "off", "no", "FALSE", "false"} {
+		if c, err := app.FromEnv(env(map[string]string{"OWED_MEDIA_ALLOW_PRIVATE": v, "OWED_WEBHOOKS_ALLOW_PRIVATE": v})); err != nil ||
+			c.MediaAllowPrivate || c.WebhooksAllowPrivate {
+			t.Errorf("=%s: %v %v %v", v, c.MediaAllowPrivate, c.WebhooksAllowPrivate, err)
 		}
 	}
 	for _, u := range []string{"sqlite:/tmp/x.db", "file:/tmp/x.db", "postgresql://db/owed"} {
@@ -117,6 +128,8 @@ func TestConfigBadValuesNameTheVariable(t *testing.T) {
 		{"OWED_MEDIA_MIN_GAP_MS", "1000"}, // above the default maximum of 750
 		{"OWED_MODEL_API", "grpc"},
 		{"OWED_WEBHOOKS_ALLOW_PRIVATE", "maybe"},
+		{"OWED_MEDIA_ALLOW_PRIVATE", "maybe"},
+		{"OWED_MEDIA_ALLOW_PRIVATE", "2"},
 		{"OWED_DATABASE_URL", "postgress://db/owed"},
 		{"OWED_DATABASE_URL", "mysql://root:secret@db/owed"},
 	} {

@@ -53,6 +53,7 @@ func seedWorld(t *testing.T) *world {
 	t.Helper()
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) {
 		c.WebhooksAllowPrivate = true
+		c.MediaAllowPrivate = true // the CDN is on loopback
 		// The seeding runs the backfill without gaps; realistic gaps are set afterwards so the
 		// panel shows a realistic estimate.
 		c.MediaMinGap, c.MediaMaxGap = 0, 0

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"time"
 
 	"github.com/owed/owed/clock"
+	"github.com/owed/owed/outbound"
 )
 
 // Defaults applied by New to zero-valued Config fields.
@@ -18,7 +18,12 @@ const (
 	DefaultTimeout   = 30 * time.Second
 	DefaultMaxBytes  = 32 << 20
 	DefaultMaxPixels = 50_000_000
-	DefaultThumbSize = 320
+	// DefaultMaxDecodeBytes is the decode budget: the most memory one image's pixels may take
+	// once decoded (see Config.MaxDecodeBytes). 128 MiB admits a 12-megapixel progressive JPEG
+	// (about 90 MiB in Go's decoder) or a 5,600 × 5,600 RGBA PNG, and keeps the worst accepted
+	// image, with the largest body, well inside a few hundred MB of process.
+	DefaultMaxDecodeBytes = 128 << 20
+	DefaultThumbSize      = 320
 	// DefaultRateLimitWait is the wait after a 429 that names no wait of its own.
 	DefaultRateLimitWait = 60 * time.Second
 	// MaxRateLimitWait caps the wait a 429 can impose, so that a bogus or hostile
@@ -42,12 +47,23 @@ type Config struct {
 	// MaxPixels caps width*height of an image, checked from its header before
 	// any pixel is decoded.
 	MaxPixels int
+	// MaxDecodeBytes caps the memory the decoded pixels of one image may take, estimated from
+	// its header before any pixel is decoded: width × height × bytes per pixel of the form the
+	// decoder returns (1 for paletted and 8-bit gray, 1.5–3 for JPEG's YCbCr, 4 for RGBA, 8 for
+	// 16-bit RGBA), plus the decoder's own buffers of that order (a progressive JPEG's
+	// coefficients, an interlaced PNG's passes). A GIF costs its first frame, the only one read.
+	MaxDecodeBytes int64
 	// ThumbSize is the longest side of a thumbnail, in pixels.
 	ThumbSize int
 	// DefaultRateLimit is the engine-wide wait after a 429 that names none.
 	DefaultRateLimit time.Duration
-	// HTTPClient fetches media; nil means a client with default settings.
-	HTTPClient *http.Client
+	// AllowPrivate lets media URLs reach loopback, private and every other non-public
+	// address (OWED_MEDIA_ALLOW_PRIVATE; tests with a local CDN). Off, such a row fails
+	// without a request, and so does one whose host resolves, or redirects, to one.
+	AllowPrivate bool
+	// Outbound tunes the guarded client media is fetched with (tests: fresh connections, an
+	// exempt address); its AllowPrivate and Redirects are set from this Config.
+	Outbound outbound.Options
 	// Now is the clock (default time.Now). Like Sleep, it must be safe for
 	// concurrent use when the engine is.
 	Now func() time.Time
@@ -73,14 +89,14 @@ func (c Config) withDefaults() Config {
 	if c.MaxPixels == 0 {
 		c.MaxPixels = DefaultMaxPixels
 	}
+	if c.MaxDecodeBytes == 0 {
+		c.MaxDecodeBytes = DefaultMaxDecodeBytes
+	}
 	if c.ThumbSize == 0 {
 		c.ThumbSize = DefaultThumbSize
 	}
 	if c.DefaultRateLimit == 0 {
 		c.DefaultRateLimit = DefaultRateLimitWait
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -113,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPixels < 0 {
 		errs = append(errs, fmt.Errorf("media: MaxPixels %d is negative", c.MaxPixels))
+	}
+	if c.MaxDecodeBytes < 0 {
+		errs = append(errs, fmt.Errorf("media: MaxDecodeBytes %d is negative", c.MaxDecodeBytes))
 	}
 	if c.ThumbSize < 0 {
 		errs = append(errs, fmt.Errorf("media: ThumbSize %d is negative", c.ThumbSize))

@@ -37,10 +37,11 @@ func FuzzRetryAfter(f *testing.F) {
 	})
 }
 
-// FuzzThumbnailMemory feeds arbitrary bytes to the decoder chain with a pixel cap and measures
-// what one call allocates: an image that claims more pixels than the cap is refused before
-// its pixels are decoded, so no input, however small, makes the engine allocate more than a
-// bounded amount per pixel of the cap. Whatever is accepted really is within the cap.
+// FuzzThumbnailMemory feeds arbitrary bytes to the decoder chain with a pixel cap and a decode
+// budget, and measures what one call allocates: an image that claims more pixels than the cap,
+// or pixels that would take more memory than the budget once decoded, is refused before its
+// pixels are decoded, so no input, however small, makes the engine allocate more than a small
+// multiple of the budget. Whatever is accepted really is within both.
 func FuzzThumbnailMemory(f *testing.F) {
 	for _, data := range fuzzSeeds(f) {
 		f.Add(data)
@@ -51,26 +52,31 @@ func FuzzThumbnailMemory(f *testing.F) {
 	f.Add(hugePNGHeader(1<<16-1, 1<<16-1))
 	f.Add(hugePNGHeader(1025, 1024))
 	f.Add(hugePNGHeader(1024, 1024))
+	f.Add(deepPNGHeader(1000, 1000))
+	f.Add(deepPNGHeader(700, 700))
 	f.Add([]byte("GIF89a\xff\xff\xff\xff\x00\x00\x00,\x00\x00\x00\x00\xff\xff\xff\xff\x00\x02\x02D\x01\x00;"))
 	f.Add([]byte("\xff\xd8\xff\xc0\x00\x11\x08\xff\xff\xff\xff\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01\xff\xd9"))
-	const maxPixels, size = 1 << 20, 64
-	// Decoders hold a few copies of the pixels (coefficients, rows, transforms) at up to 8
-	// bytes each; far past that is an image decoded beyond its cap.
-	const perPixel = 100
+	f.Add([]byte("\xff\xd8\xff\xc2\x00\x11\x08\x04\x00\x04\x00\x03\x01\x11\x00\x02\x11\x01\x03\x11\x01\xff\xd9"))
+	const maxPixels, maxDecode, size = 1 << 20, 4 << 20, 64
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		out, err := thumbnail(data, maxPixels, size)
+		out, err := thumbnail(data, maxPixels, maxDecode, size)
 		runtime.ReadMemStats(&after)
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > perPixel*maxPixels+64*uint64(len(data))+8<<20 {
+		// The budget covers the decoded pixels and the decoder's buffers of their order; rows,
+		// tables, the thumbnail and its encoding are small beside them.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*maxDecode+64*uint64(len(data))+8<<20 {
 			t.Fatalf("one thumbnail of %d bytes allocated %d MiB (err %v)", len(data), alloc>>20, err)
 		}
 		if err != nil {
 			return
 		}
-		cfg, _, cerr := image.DecodeConfig(bytes.NewReader(data))
+		cfg, format, cerr := image.DecodeConfig(bytes.NewReader(data))
 		if cerr != nil || int64(cfg.Width)*int64(cfg.Height) > maxPixels {
 			t.Fatalf("accepted an image of %dx%d (%v) past the cap of %d pixels", cfg.Width, cfg.Height, cerr, maxPixels)
+		}
+		if cost := decodeCost(data, format, cfg); cost > maxDecode {
+			t.Fatalf("accepted a %s of %dx%d costing %d bytes, past the budget of %d", format, cfg.Width, cfg.Height, cost, maxDecode)
 		}
 		if len(out) == 0 {
 			t.Fatal("accepted with an empty thumbnail")

@@ -11,11 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/owed/owed/outbound"
 )
 
 // Media kinds of a row.
@@ -46,7 +49,8 @@ const (
 	// Skipped: the kind has no preview (video, audio, unknown kinds); nothing was fetched.
 	Skipped Outcome = "skipped"
 	// Failed: the row can never make a preview (undecodable, too large, a 4xx
-	// other than 403/404/408/410/429, not an http(s) URL).
+	// other than 403/404/408/410/429, not an http(s) URL, an address the guard
+	// refuses, more than outbound.MaxRedirects redirects).
 	Failed Outcome = "failed"
 	// Suspect: a transient-looking failure on a first attempt; retry it once later.
 	Suspect Outcome = "suspect"
@@ -133,7 +137,8 @@ type Limit struct {
 // from all callers share one gap schedule and one rate limit. Only real
 // requests are spaced: skipped and rate-limited rows cost no gap.
 type Engine struct {
-	cfg Config
+	cfg    Config
+	client *http.Client // the guarded client (package outbound)
 
 	mu           sync.Mutex
 	minGap       time.Duration
@@ -152,7 +157,8 @@ func New(cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.PreviewDir, 0o755); err != nil {
 		return nil, fmt.Errorf("media: preview dir: %w", err)
 	}
-	return &Engine{cfg: cfg, minGap: cfg.MinGap, maxGap: cfg.MaxGap}, nil
+	cfg.Outbound.AllowPrivate, cfg.Outbound.Redirects = cfg.AllowPrivate, outbound.MaxRedirects
+	return &Engine{cfg: cfg, client: outbound.NewClient(cfg.Outbound), minGap: cfg.MinGap, maxGap: cfg.MaxGap}, nil
 }
 
 // Gaps returns the current range of the random gap between requests.

@@ -123,6 +123,8 @@ func newTestEngine(t *testing.T, clock *fakeClock, mods ...func(*Config)) *Engin
 		Now:        clock.Now,
 		Sleep:      clock.Sleep,
 		Timeout:    5 * time.Second,
+		// The test CDN listens on loopback; the guard's own tests turn this off.
+		AllowPrivate: true,
 	}
 	for _, m := range mods {
 		m(&cfg)

@@ -16,9 +16,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/owed/owed/outbound"
 )
 
 const userAgent = "owed-media/1"
+
+// errRefusedReason is the reason of a row whose address the guard refused: one text for every
+// address and port, so the outcome tells nothing about what answers inside.
+const errRefusedReason = "refused: not a public address (OWED_MEDIA_ALLOW_PRIVATE is off)"
 
 // drainLimit bounds how much of an unwanted body is read so the connection can
 // be reused; anything longer is cheaper to drop with the connection.
@@ -27,7 +33,8 @@ const drainLimit = 16 << 10
 // Preview handles one media row and classifies it (see the Outcome constants):
 //
 //   - video, audio and unknown kinds are Skipped without a request;
-//   - a URL that is not http(s) is Failed without a request;
+//   - a URL that is not http(s) is Failed without a request, and so is one whose host is
+//     a literal non-public address (unless AllowPrivate);
 //   - while the engine is rate limited it returns RateLimited without a request;
 //   - otherwise it waits until a random gap in [minGap, maxGap] has passed
 //     since the end of the engine's previous request (via Config.Sleep), then
@@ -39,6 +46,9 @@ const drainLimit = 16 << 10
 //   - 429: the whole engine is rate limited until now + Retry-After (seconds or
 //     an HTTP date), else the JSON body's "retry_after" (float seconds), else
 //     DefaultRateLimit, capped at MaxRateLimitWait; the result is RateLimited;
+//   - a host that resolves, or a redirect that leads, to a non-public address (unless
+//     AllowPrivate), or more than outbound.MaxRedirects redirects: Failed, with the same
+//     reason whatever the address and whether anything listens there;
 //   - 403, 404, 408, 410, 5xx, timeouts and connection errors: Suspect, or
 //     Unverified when item.Retry;
 //   - any other status: Failed;
@@ -50,6 +60,9 @@ func (e *Engine) Preview(ctx context.Context, item Item) Result {
 	u, err := url.Parse(item.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Result{Outcome: Failed, Err: "not an http(s) URL"}
+	}
+	if e.cfg.Outbound.CheckURL(u) != nil {
+		return Result{Outcome: Failed, Err: errRefusedReason}
 	}
 	if l := e.RateLimit(); l.Active {
 		return limited(l)
@@ -116,10 +129,16 @@ func (e *Engine) fetch(ctx context.Context, item Item) Result {
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "image/*")
 
-	resp, err := e.cfg.HTTPClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return Result{Outcome: Pending, Err: "canceled: " + ctx.Err().Error()}
+		case errors.Is(err, outbound.ErrRefused):
+			// Refused before any connection: the same answer for an open port and a closed one.
+			return Result{Outcome: Failed, Err: errRefusedReason}
+		case errors.Is(err, outbound.ErrTooManyRedirects):
+			return Result{Outcome: Failed, Err: fmt.Sprintf("more than %d redirects", outbound.MaxRedirects)}
 		}
 		return transient(item, 0, netReason(err))
 	}
@@ -238,7 +257,7 @@ func (e *Engine) store(ctx context.Context, item Item, resp *http.Response) Resu
 	if int64(len(data)) > limit {
 		return Result{Outcome: Failed, Status: code, Err: fmt.Sprintf("too large: over %d bytes", limit)}
 	}
-	thumb, err := thumbnail(data, e.cfg.MaxPixels, e.cfg.ThumbSize)
+	thumb, err := thumbnail(data, e.cfg.MaxPixels, e.cfg.MaxDecodeBytes, e.cfg.ThumbSize)
 	if err != nil {
 		return Result{Outcome: Failed, Status: code, Err: err.Error()}
 	}

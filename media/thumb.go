@@ -23,12 +23,13 @@ const thumbQuality = 80
 // breaks a limit; such content fails for good rather than being retried.
 var errUndecodable = errors.New("undecodable")
 
-// thumbnail decodes data (PNG, JPEG, GIF first frame, WebP) and returns a JPEG
-// whose longest side is at most size, transparency flattened onto white. The
-// header is checked against maxPixels before any pixel is decoded, so a small
-// file that claims huge dimensions cannot exhaust memory. Every error wraps
-// errUndecodable.
-func thumbnail(data []byte, maxPixels, size int) ([]byte, error) {
+// thumbnail decodes data (PNG, JPEG, GIF first frame, WebP) and returns a JPEG whose longest
+// side is at most size, transparency flattened onto white. Before any pixel is decoded, the
+// header is checked against maxPixels (width × height) and against maxDecode, the bytes the
+// decoder would allocate for those pixels (decodeCost: bytes per pixel of the decoded form,
+// 8 for 16-bit RGBA, and the decoder's own buffers), so a small file that claims a huge or
+// deep image cannot exhaust memory. Every error wraps errUndecodable.
+func thumbnail(data []byte, maxPixels int, maxDecode int64, size int) ([]byte, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUndecodable, err)
@@ -39,6 +40,10 @@ func thumbnail(data []byte, maxPixels, size int) ([]byte, error) {
 	// int64 keeps the product from overflowing on 32-bit platforms.
 	if int64(cfg.Width)*int64(cfg.Height) > int64(maxPixels) {
 		return nil, fmt.Errorf("%w: too many pixels (%s %dx%d)", errUndecodable, format, cfg.Width, cfg.Height)
+	}
+	if cost := decodeCost(data, format, cfg); cost > maxDecode {
+		return nil, fmt.Errorf("%w: too large to decode (%s %dx%d needs %d MiB, over the %d MiB budget)",
+			errUndecodable, format, cfg.Width, cfg.Height, (cost+1<<20-1)>>20, maxDecode>>20)
 	}
 	src, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {

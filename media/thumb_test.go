@@ -37,7 +37,7 @@ func TestThumbnailErrorsAreUndecodable(t *testing.T) {
 		"bomb":    hugePNGHeader(100000, 100000),
 		"zero":    hugePNGHeader(0, 10),
 	} {
-		if _, err := thumbnail(data, DefaultMaxPixels, 320); !errors.Is(err, errUndecodable) {
+		if _, err := thumbnail(data, DefaultMaxPixels, DefaultMaxDecodeBytes, 320); !errors.Is(err, errUndecodable) {
 			t.Errorf("%s: %v, want errUndecodable", name, err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestThumbnailShortcutMatchesDirectScale(t *testing.T) {
 	if err := png.Encode(&in, src); err != nil {
 		t.Fatal(err)
 	}
-	out, err := thumbnail(in.Bytes(), DefaultMaxPixels, tw)
+	out, err := thumbnail(in.Bytes(), DefaultMaxPixels, DefaultMaxDecodeBytes, tw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func FuzzThumbnail(f *testing.F) {
 	if webp, err := os.ReadFile(webpFixture); err == nil {
 		f.Add(webp)
 	}
-	const size, maxPixels = 64, 1 << 20
+	const size, maxPixels, maxDecode = 64, 1 << 20, 8 << 20
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, err := thumbnail(data, maxPixels, size)
+		out, err := thumbnail(data, maxPixels, maxDecode, size)
 		if err != nil {
 			return
 		}
@@ -151,7 +151,7 @@ func BenchmarkThumbnailJPEG2000x1500(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := thumbnail(data, DefaultMaxPixels, DefaultThumbSize); err != nil {
+		if _, err := thumbnail(data, DefaultMaxPixels, DefaultMaxDecodeBytes, DefaultThumbSize); err != nil {
 			b.Fatal(err)
 		}
 	}

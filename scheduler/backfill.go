@@ -686,6 +686,10 @@ func (b *Backfill) recorder(ctx context.Context) func(media.Item, media.Result) 
 		if state == "" {
 			return nil
 		}
+		if res.Outcome == media.Failed {
+			// The row keeps only its state; the reason (never the URL) is for operators.
+			b.log.Info("backfill media failed", "mediaId", item.ID, "status", res.Status, "reason", res.Err)
+		}
 		ok, err := b.store.RecordPreview(context.WithoutCancel(ctx), item.ID, state, res.Bytes)
 		if err != nil {
 			return err

@@ -233,7 +233,7 @@ func (b *bf) build(o bfOptions) {
 	b.t.Helper()
 	var err error
 	b.engine, err = media.New(media.Config{PreviewDir: b.dir, MinGap: o.minGap, MaxGap: o.maxGap, Timeout: o.timeout,
-		HTTPClient: b.cdn.srv.Client(), Now: b.clk.Now, Sleep: b.sleep, Rand: func() float64 { return 0.5 }})
+		AllowPrivate: true, Now: b.clk.Now, Sleep: b.sleep, Rand: func() float64 { return 0.5 }})
 	if err != nil {
 		b.t.Fatalf("engine: %v", err)
 	}

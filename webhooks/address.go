@@ -2,14 +2,14 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/owed/owed/outbound"
 )
 
 // MaxURLLength bounds a subscription's URL.
@@ -25,22 +25,11 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// sharedSpace is 100.64.0.0/10, carrier-grade NAT: not the public internet either.
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-
-// Private reports whether ip is an address a webhook must not reach unless private addresses
-// are allowed: loopback, private (RFC 1918, IPv6 unique local), link-local, unspecified,
-// multicast, or carrier-grade NAT space, IPv4-mapped IPv6 forms included.
-func Private(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || sharedSpace.Contains(ip)
-}
-
 // CheckURL checks a subscription URL: http or https, a host, at most MaxURLLength long; and,
 // unless allowPrivate, a host that resolves (through r, net.DefaultResolver when nil) only to
-// public addresses (see Private). It returns the URL as it will be used, or a *URLError saying
-// what is wrong. The address is checked again on every delivery, since DNS can change.
+// public addresses (outbound.Check, the list every delivery's dial is checked against too). It
+// returns the URL as it will be used, or a *URLError saying what is wrong. The address is
+// checked again on every delivery, since DNS can change.
 func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -65,9 +54,9 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) (s
 	if allowPrivate {
 		return u.String(), nil
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		if Private(ip) {
-			return "", &URLError{fmt.Sprintf("url's host %s is a loopback, private or link-local address (set OWED_WEBHOOKS_ALLOW_PRIVATE to allow it)", host)}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if outbound.Check(ip) != nil {
+			return "", &URLError{fmt.Sprintf("url's host %s is not a public address: loopback, private, link-local or otherwise reserved (set OWED_WEBHOOKS_ALLOW_PRIVATE to allow it)", host)}
 		}
 		return u.String(), nil
 	}
@@ -82,26 +71,9 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) (s
 	}
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok || Private(ip) {
-			return "", &URLError{fmt.Sprintf("url's host %s resolves to %s, a loopback, private or link-local address (set OWED_WEBHOOKS_ALLOW_PRIVATE to allow it)", host, a.IP)}
+		if !ok || outbound.Check(ip.Unmap()) != nil {
+			return "", &URLError{fmt.Sprintf("url's host %s resolves to %s, not a public address: loopback, private, link-local or otherwise reserved (set OWED_WEBHOOKS_ALLOW_PRIVATE to allow it)", host, a.IP)}
 		}
 	}
 	return u.String(), nil
-}
-
-// ErrPrivateAddress is the error of a delivery whose host resolved to a private address.
-var ErrPrivateAddress = errors.New("refused to connect to a loopback, private or link-local address (OWED_WEBHOOKS_ALLOW_PRIVATE is off)")
-
-// guardDial refuses connections to private addresses. It runs after name resolution, on the
-// very address being dialled, so a host that resolved to a public address at creation and to
-// a private one now is refused too.
-func guardDial(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", address, ErrPrivateAddress)
-	}
-	if Private(ap.Addr()) {
-		return fmt.Errorf("%s: %w", ap.Addr(), ErrPrivateAddress)
-	}
-	return nil
 }

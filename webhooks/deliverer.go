@@ -19,6 +19,7 @@ import (
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/outbound"
 )
 
 // Schedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, … failed
@@ -45,9 +46,9 @@ const (
 
 // Config tunes a Deliverer. Zero values take the defaults; New refuses values that cannot work.
 type Config struct {
-	// AllowPrivate lets deliveries reach loopback, private and link-local addresses
-	// (OWED_WEBHOOKS_ALLOW_PRIVATE). Off, a delivery whose host resolves to one fails like a
-	// network error, and is retried.
+	// AllowPrivate lets deliveries reach loopback, private, link-local and every other
+	// non-public address (OWED_WEBHOOKS_ALLOW_PRIVATE). Off, a delivery whose host resolves to
+	// one fails like a network error, and is retried.
 	AllowPrivate bool
 	// Timeout bounds one attempt, from dialling to the end of the receiver's answer
 	// (default 15s).
@@ -134,27 +135,10 @@ func New(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metr
 	if log == nil {
 		log = slog.Default()
 	}
-	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 10*time.Second), KeepAlive: 30 * time.Second}
-	if !cfg.AllowPrivate {
-		dialer.Control = guardDial
-	}
-	transport := &http.Transport{
-		Proxy:                 nil, // a proxy would hide the address the guard must see
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   cfg.Concurrency,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   min(cfg.Timeout, 10*time.Second),
-		ResponseHeaderTimeout: cfg.Timeout,
-		ExpectContinueTimeout: time.Second,
-	}
-	client := &http.Client{
-		Transport: transport,
-		Timeout:   cfg.Timeout,
-		// A redirect is an answer like any other non-2xx: retried, never followed.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	// The guarded client checks the address of every connection (unless AllowPrivate). A
+	// redirect is an answer like any other non-2xx: retried, never followed.
+	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout,
+		DialTimeout: min(cfg.Timeout, 10*time.Second), MaxIdleConnsPerHost: cfg.Concurrency})
 	base, cancel := context.WithCancel(context.Background())
 	return &Deliverer{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), base: base, cancelBase: cancel}, nil
@@ -446,12 +430,9 @@ func describe(err error, timeout time.Duration) string {
 	var msg string
 	var ne net.Error
 	switch {
-	case errors.Is(err, ErrPrivateAddress):
-		msg = err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			msg = ue.Err.Error()
-		}
+	case errors.Is(err, outbound.ErrRefused):
+		// The same words whatever the address and whether anything listens there.
+		msg = outbound.ErrRefused.Error() + " (OWED_WEBHOOKS_ALLOW_PRIVATE is off)"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		msg = "timed out after " + timeout.String()
 	default:

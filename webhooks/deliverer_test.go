@@ -403,11 +403,40 @@ func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
 		d := r.one(w.ID)
 		as := r.attempts(d.ID)
 		if d.Status != models.DeliveryPending || d.Attempts != 1 || d.LastStatus != nil || len(as) != 1 || as[0].Status != nil ||
-			as[0].Error == nil || !strings.Contains(*as[0].Error, "private") {
-			t.Fatalf("delivery %+v, attempts %+v: want pending, failed like a network error naming the private address", d, as)
+			as[0].Error == nil || *as[0].Error != "refused: not a public address (OWED_WEBHOOKS_ALLOW_PRIVATE is off)" {
+			t.Fatalf("delivery %+v, attempts %+v: want pending, failed like a network error saying the address is refused", d, as)
 		}
 		if wait := time.UnixMilli(d.DueAt).Sub(r.clk.Now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
 			t.Errorf("retried in %s, want the schedule's 5s", wait)
+		}
+	})
+}
+
+// TestNonPublicAddressesRefusedAtDialTime: a subscription to any of the addresses issue 12 found
+// accepted (stored directly, as if it had been made before the check knew them, or its name had
+// changed meanwhile) is refused by the dial itself, before any connection: every attempt says
+// so in the same words, rather than the network error each address would otherwise give.
+func TestNonPublicAddressesRefusedAtDialTime(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db, webhooks.Config{Timeout: 2 * time.Second, Lease: 10 * time.Second})
+		var hooks []models.Webhook
+		for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "0.1.2.3", "198.18.0.1",
+			"240.0.0.1", "255.255.255.255", "[fec0::1]"} {
+			hooks = append(hooks, r.subscribe("http://"+host+":8080/hook", models.EventAll))
+		}
+		r.finished("chat-1")
+		r.run(len(hooks))
+		for _, w := range hooks {
+			d := r.one(w.ID)
+			as := r.attempts(d.ID)
+			if d.Status != models.DeliveryPending || len(as) != 1 || as[0].Error == nil ||
+				*as[0].Error != "refused: not a public address (OWED_WEBHOOKS_ALLOW_PRIVATE is off)" {
+				var e any
+				if len(as) == 1 && as[0].Error != nil {
+					e = *as[0].Error
+				}
+				t.Errorf("%s: delivery %s, error %v: want refused by the guard", w.URL, d.Status, e)
+			}
 		}
 	})
 }

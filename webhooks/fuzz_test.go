@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/owed/owed/outbound"
 )
 
 // fixedResolver resolves every host name to one address.
@@ -28,6 +30,8 @@ func FuzzCheckURL(f *testing.F) {
 		"http://2130706433/", "http://0x7f.1/", "http://127.1/", "HTTP://EXAMPLE.COM", "ftp://example.com/",
 		"http://user:pass@example.com/", "//example.com", "https://", "javascript:alert(1)", " http://example.com ",
 		"http://[::]:80/", "http://224.0.0.1/", "http://example.com\x00.evil/",
+		"http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::1]/", "http://[::7f00:1]/", "http://0.1.2.3/", "http://198.18.0.1/",
+		"http://240.0.0.1/", "http://255.255.255.255/", "http://[fec0::1]/",
 	} {
 		f.Add(s)
 	}
@@ -41,7 +45,7 @@ func FuzzCheckURL(f *testing.F) {
 				t.Fatalf("CheckURL(%q) = %q, which does not parse: %v", raw, out, perr)
 			}
 			ip, ierr := netip.ParseAddr(u.Hostname())
-			if ierr != nil || Private(ip) {
+			if ierr != nil || !outbound.Public(ip) {
 				t.Fatalf("CheckURL(%q) = %q accepted a host that is not a public address literal", raw, out)
 			}
 		}

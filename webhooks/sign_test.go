@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -55,20 +54,6 @@ func TestRetryScheduleAndJitter(t *testing.T) {
 	}
 }
 
-func TestPrivateAddresses(t *testing.T) {
-	for _, a := range []string{"127.0.0.1", "127.8.8.8", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-		"::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "100.64.0.1", "224.0.0.1", "ff02::1"} {
-		if !webhooks.Private(netip.MustParseAddr(a)) {
-			t.Errorf("%s is not private", a)
-		}
-	}
-	for _, a := range []string{"203.0.113.10", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "172.32.0.1", "100.128.0.1"} {
-		if webhooks.Private(netip.MustParseAddr(a)) {
-			t.Errorf("%s is private", a)
-		}
-	}
-}
-
 // resolver answers fixed addresses per host.
 type resolver map[string][]string
 
@@ -85,11 +70,12 @@ func (r resolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, er
 }
 
 func TestCheckURL(t *testing.T) {
-	r := resolver{"hooks.example": {"203.0.113.7"}, "inside.example": {"203.0.113.8", "10.0.0.8"}, "localhost": {"127.0.0.1", "::1"}}
+	r := resolver{"hooks.example": {"93.184.215.7"}, "inside.example": {"93.184.215.8", "10.0.0.8"}, "localhost": {"127.0.0.1", "::1"},
+		"nat64.example": {"64:ff9b::7f00:1"}, "docs.example": {"203.0.113.7"}}
 	ok := map[string]string{
 		"https://hooks.example/owed":          "https://hooks.example/owed",
 		"HTTP://hooks.example:8443/a?b=c#d":   "http://hooks.example:8443/a?b=c",
-		"  https://203.0.113.9/x ":            "https://203.0.113.9/x",
+		"  https://93.184.215.9/x ":           "https://93.184.215.9/x",
 		"https://[2606:4700:4700::1111]/hook": "https://[2606:4700:4700::1111]/hook",
 	}
 	for in, want := range ok {
@@ -110,6 +96,8 @@ func TestCheckURL(t *testing.T) {
 		"http://localhost/hook":       "OWED_WEBHOOKS_ALLOW_PRIVATE",
 		"http://inside.example/hook":  "10.0.0.8",
 		"http://nowhere.example/hook": "could not be resolved",
+		"http://nat64.example/hook":   "64:ff9b::7f00:1",
+		"http://docs.example/hook":    "203.0.113.7",
 		"https://hooks.example/" + strings.Repeat("a", webhooks.MaxURLLength): "at most",
 	}
 	for in, want := range bad {
@@ -127,5 +115,31 @@ func TestCheckURL(t *testing.T) {
 	}
 	if _, err := webhooks.CheckURL(context.Background(), "file:///etc/passwd", true, r); err == nil {
 		t.Error("a file URL passed")
+	}
+}
+
+// issueAddresses are the webhook hosts issue 12 found accepted (row 2): NAT64 and 6to4 forms of
+// loopback, an IPv4-compatible one, "this network", benchmarking, reserved, broadcast, and
+// IPv6 site-local.
+var issueAddresses = []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "0.1.2.3", "198.18.0.1", "240.0.0.1",
+	"255.255.255.255", "[fec0::1]"}
+
+// TestCheckURLRefusesEveryNonPublicForm: each of them is refused when subscribed, named or
+// written literally, and allowed with allowPrivate.
+func TestCheckURLRefusesEveryNonPublicForm(t *testing.T) {
+	for _, host := range issueAddresses {
+		in := "http://" + host + ":8080/hook"
+		_, err := webhooks.CheckURL(context.Background(), in, false, resolver{})
+		var ue *webhooks.URLError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "not a public address") {
+			t.Errorf("CheckURL(%q) = %v, want a refusal", in, err)
+		}
+		r := resolver{"hooks.example": {strings.Trim(host, "[]")}}
+		if _, err := webhooks.CheckURL(context.Background(), "https://hooks.example/x", false, r); !errors.As(err, &ue) {
+			t.Errorf("a name resolving to %s: %v, want a refusal", host, err)
+		}
+		if _, err := webhooks.CheckURL(context.Background(), in, true, resolver{}); err != nil {
+			t.Errorf("CheckURL(%q, allowPrivate) = %v", in, err)
+		}
 	}
 }

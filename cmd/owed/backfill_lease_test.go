@@ -59,7 +59,8 @@ func TestOneReplicaRunsTheBackfillQueue(t *testing.T) {
 	defer cdn.Close()
 
 	env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_ADMIN_TOKEN=" + owedtest.AdminToken, "OWED_DATABASE_MAX_CONNS=8",
-		"OWED_SWEEP_EVERY=1s", "OWED_MEDIA_MIN_GAP_MS=0", "OWED_MEDIA_MAX_GAP_MS=0", "OWED_WRITE_RATE=0"}
+		"OWED_SWEEP_EVERY=1s", "OWED_MEDIA_MIN_GAP_MS=0", "OWED_MEDIA_MAX_GAP_MS=0", "OWED_WRITE_RATE=0",
+		"OWED_MEDIA_ALLOW_PRIVATE=1"} // the CDN is on loopback
 	var replicas []*process
 	for range 3 {
 		replicas = append(replicas, startOwed(t, append(env, "OWED_DATA_DIR="+t.TempDir())...))

@@ -138,7 +138,7 @@ func TestKilledMidBackfillBatchLosesNothing(t *testing.T) {
 		cdn := newSlowCDN(t, 70*time.Millisecond)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
 			"OWED_DATABASE_MAX_CONNS=8", "OWED_WRITE_RATE=0", "OWED_LEASE=3s", "OWED_WALK_IDLE=1s", "OWED_SWEEP_EVERY=1s",
-			"OWED_MEDIA_MIN_GAP_MS=0", "OWED_MEDIA_MAX_GAP_MS=10"}
+			"OWED_MEDIA_MIN_GAP_MS=0", "OWED_MEDIA_MAX_GAP_MS=10", "OWED_MEDIA_ALLOW_PRIVATE=1"} // the CDN is on loopback
 		first := startOwed(t, env...)
 		admin := owedtest.AdminToken
 		bot := first.must(http.StatusCreated, http.MethodPost, "/api/admin/users", admin, map[string]string{"name": "bo", "role": "bot"})["token"].(string)
