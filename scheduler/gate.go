@@ -1,0 +1,171 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+)
+
+// Priority orders the claimers that wait for a model slot: a lower value is served first.
+type Priority int
+
+// The claimers, first served first: the write waiting for its own screen, then the author's
+// view of their items, then the cron sweep.
+const (
+	PriorityInline Priority = iota
+	PriorityAuthor
+	PrioritySweep
+	priorities
+)
+
+// Gate caps the model calls in flight in one process: a weighted semaphore (a score holds
+// the three slots of its three runs) whose waiters are served by priority, then in arrival
+// order. Only the first waiter is ever served, even when a later one would fit, so a score
+// waiting for three slots is not starved by screens taking them one at a time
+// (golang.org/x/sync/semaphore does the same, but in arrival order only).
+type Gate struct {
+	mu      sync.Mutex
+	cap     int
+	used    int
+	waiters [priorities][]*waiter
+	onUse   func(used int) // told the slots in use after every change (a metric), under mu
+}
+
+type waiter struct {
+	min, max int           // slots wanted: at least min, as many as free up to max
+	got      int           // slots granted, set before ready is closed
+	ready    chan struct{} // closed when granted
+}
+
+// NewGate makes a gate of n slots (at least 1).
+func NewGate(n int) *Gate {
+	return &Gate{cap: max(n, 1)}
+}
+
+// Cap is how many slots the gate has.
+func (g *Gate) Cap() int { return g.cap }
+
+// InUse is how many slots are held now.
+func (g *Gate) InUse() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
+}
+
+// Acquire waits for n slots at priority p (n is capped at the gate's size). It fails only when
+// ctx ends first, holding nothing.
+func (g *Gate) Acquire(ctx context.Context, p Priority, n int) error {
+	n = min(max(n, 1), g.cap)
+	_, err := g.acquire(ctx, p, n, n)
+	return err
+}
+
+// AcquireUpTo waits until at least one slot is free for priority p and takes as many as are
+// free, up to most; it says how many it took. It fails only when ctx ends first, holding
+// nothing. A sweep takes this way the slots of the jobs it then claims, so it claims no more
+// jobs than can be asked about at once.
+func (g *Gate) AcquireUpTo(ctx context.Context, p Priority, most int) (int, error) {
+	return g.acquire(ctx, p, 1, max(most, 1))
+}
+
+func (g *Gate) acquire(ctx context.Context, p Priority, least, most int) (int, error) {
+	g.mu.Lock()
+	if g.first() == nil && g.cap-g.used >= least {
+		got := min(most, g.cap-g.used)
+		g.take(got)
+		g.mu.Unlock()
+		return got, nil
+	}
+	w := &waiter{min: least, max: most, ready: make(chan struct{})}
+	g.waiters[p] = append(g.waiters[p], w)
+	g.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return w.got, nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		select {
+		case <-w.ready:
+			// Granted as ctx ended: give the slots back.
+			g.used -= w.got
+			g.notify()
+		default:
+			g.remove(p, w)
+		}
+		g.grant() // a waiter behind this one may fit now
+		g.mu.Unlock()
+		return 0, ctx.Err()
+	}
+}
+
+// Release gives n slots back and serves the waiters they let through.
+func (g *Gate) Release(n int) {
+	if n <= 0 {
+		return
+	}
+	g.mu.Lock()
+	g.used -= n
+	if g.used < 0 {
+		g.mu.Unlock()
+		panic("scheduler: Gate released more slots than were held")
+	}
+	g.notify()
+	g.grant()
+	g.mu.Unlock()
+}
+
+// first is the waiter served next, or nil.
+func (g *Gate) first() *waiter {
+	for _, q := range g.waiters {
+		if len(q) > 0 {
+			return q[0]
+		}
+	}
+	return nil
+}
+
+// grant serves waiters in order while the first one fits.
+func (g *Gate) grant() {
+	for {
+		var p int
+		for p = range g.waiters {
+			if len(g.waiters[p]) > 0 {
+				break
+			}
+		}
+		if len(g.waiters[p]) == 0 {
+			return
+		}
+		w := g.waiters[p][0]
+		free := g.cap - g.used
+		if free < w.min {
+			return
+		}
+		w.got = min(w.max, free)
+		g.take(w.got)
+		g.waiters[p][0] = nil
+		g.waiters[p] = g.waiters[p][1:]
+		close(w.ready)
+	}
+}
+
+func (g *Gate) take(n int) {
+	g.used += n
+	g.notify()
+}
+
+func (g *Gate) notify() {
+	if g.onUse != nil {
+		g.onUse(g.used)
+	}
+}
+
+func (g *Gate) remove(p Priority, w *waiter) {
+	q := g.waiters[p]
+	for i, x := range q {
+		if x == w {
+			g.waiters[p] = append(q[:i:i], q[i+1:]...)
+			return
+		}
+	}
+}
