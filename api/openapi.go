@@ -137,7 +137,7 @@ var (
 
 func list(of any) map[string]any { return map[string]any{"type": "array", "items": of} }
 
-var webhookEvent = map[string]any{"type": "string", "enum": []string{"item.screened", "song.scored", "backfill.finished", "*"}}
+var webhookEvent = map[string]any{"type": "string", "enum": []string{"item.screened", "song.scored", "backfill.finished", "model.breaker", "*"}}
 
 var schemas = map[string]any{
 	"Error":          obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": nullStr}, "code", "message", "field")}, "error"),

@@ -119,7 +119,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
-		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency})
+		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
+		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker)})
 	if a.Webhooks, err = webhooks.New(store, opts.Clock, opts.Log, a.Metrics, webhooksConfig(cfg)); err != nil {
 		store.Close()
 		return nil, err
@@ -130,6 +131,15 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Echo = a.newEcho()
 	return a, nil
+}
+
+// modelBreaker is the runner's breaker setting: OWED_MODEL_BREAKER=0 turns it off, which the
+// runner reads from a negative value (its zero is the default).
+func modelBreaker(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // webhooksConfig is the deliverer's configuration: deliveries are leased for OWED_LEASE like

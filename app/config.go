@@ -54,6 +54,12 @@ type Config struct {
 	// TrustedProxies are the CIDRs (comma-separated) whose X-Forwarded-For and
 	// X-Forwarded-Proto are believed; none by default, so the client address is the TCP peer's.
 	TrustedProxies string
+	// ModelConcurrency caps the model calls in flight per process, a score counting as its
+	// three (OWED_MODEL_CONCURRENCY, at least 3).
+	ModelConcurrency int
+	// ModelBreaker is how many consecutive model failures open the breaker (OWED_MODEL_BREAKER;
+	// 0 turns it off).
+	ModelBreaker int
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -99,7 +105,7 @@ func Defaults() Config {
 		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
 		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32, LogLevel: slog.LevelInfo,
-		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour,
+		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: 16, ModelBreaker: 10,
 	}
 }
 
@@ -128,6 +134,17 @@ var Settings = []Setting{
 	{Env: "OWED_SWEEP_CONCURRENCY", Default: "`64`", Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
 		n, err := whole(v, 1)
 		c.SweepConcurrency = int(min(n, math.MaxInt32))
+		return err
+	}},
+	// At least 3: a score's three runs are asked together and hold three slots.
+	{Env: "OWED_MODEL_CONCURRENCY", Default: "`16`", Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: func(c *Config, v string) error {
+		n, err := whole(v, 3)
+		c.ModelConcurrency = int(min(n, math.MaxInt32))
+		return err
+	}},
+	{Env: "OWED_MODEL_BREAKER", Default: "`10`", Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: func(c *Config, v string) error {
+		n, err := whole(v, 0)
+		c.ModelBreaker = int(min(n, math.MaxInt32))
 		return err
 	}},
 	{Env: "OWED_LEASE", Default: "`2m`", Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},

@@ -23,6 +23,8 @@ type Metrics struct {
 	Deliveries     *prometheus.CounterVec   // outcome
 	Pruned         *prometheus.CounterVec   // table: events, webhook_deliveries, webhook_attempts
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
+	ModelBreaker   *prometheus.GaugeVec     // state: 1 for the breaker's state as this process last read it
+	ModelInFlight  prometheus.Gauge         // model slots held in this process
 }
 
 // JobCounts is what the owed-jobs collector reads at scrape time.
@@ -66,8 +68,17 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.OldestKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "owed_retention_oldest_seconds", Help: "Age of the oldest row the retention kept, by table, as of the last prune on this replica.",
 	}, []string{"table"})
+	m.ModelBreaker = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "owed_model_breaker_state", Help: "The model breaker's state as this process last read it: 1 for the current one of closed, open, probing.",
+	}, []string{"state"})
+	m.ModelBreaker.WithLabelValues("closed").Set(1)
+	m.ModelBreaker.WithLabelValues("open").Set(0)
+	m.ModelBreaker.WithLabelValues("probing").Set(0)
+	m.ModelInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "owed_model_inflight", Help: "Model calls in flight in this process (slots held; a score holds three), at most OWED_MODEL_CONCURRENCY.",
+	})
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
-		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept,
+		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if count != nil {
 		m.Registry.MustRegister(&jobsCollector{count: count})

@@ -20,11 +20,12 @@ const (
 	EventItemScreened     = "item.screened"
 	EventSongScored       = "song.scored"
 	EventBackfillFinished = "backfill.finished"
+	EventModelBreaker     = "model.breaker"
 	EventAll              = "*"
 )
 
 // WebhookEvents lists the events a subscription may name, in display order.
-var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventAll}
+var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventAll}
 
 // Delivery states. A delivery is pending until delivered; it is cancelled only when its
 // subscription is disabled (by an admin, or by its receiver answering 410).
@@ -182,7 +183,7 @@ func eventPattern(event string) string { return `%"` + event + `"%` }
 
 // ValidWebhookEvent reports whether event may be published (every event but "*").
 func ValidWebhookEvent(event string) bool {
-	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished
+	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished || event == EventModelBreaker
 }
 
 // EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,

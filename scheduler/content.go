@@ -45,6 +45,12 @@ type ContentConfig struct {
 	ModelName   string        // the critic model named in score requests (default "critic")
 	Concurrency int           // jobs one sweep runs at once (default 64)
 	Owner       string        // this process's lease owner name (default host:pid:random)
+	// ModelConcurrency caps the model calls in flight in this process, for every claimer
+	// together; a score holds three (default 16, at least 3).
+	ModelConcurrency int
+	// ModelBreaker is how many consecutive model failures open the breaker (default 10;
+	// negative: no breaker).
+	ModelBreaker int
 }
 
 func (c *ContentConfig) applyDefaults() {
@@ -63,6 +69,13 @@ func (c *ContentConfig) applyDefaults() {
 	if c.Owner == "" {
 		c.Owner = models.NewLeaseOwner()
 	}
+	if c.ModelConcurrency <= 0 {
+		c.ModelConcurrency = 16
+	}
+	c.ModelConcurrency = max(c.ModelConcurrency, ScoreRuns)
+	if c.ModelBreaker == 0 {
+		c.ModelBreaker = 10
+	}
 }
 
 // Content runs content jobs. Background work (inline screens that outlive their request,
@@ -74,6 +87,8 @@ type Content struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	cfg     ContentConfig
+	gate    *Gate    // the model slots
+	breaker *breaker // the model's breaker
 
 	mu       sync.Mutex
 	base     context.Context // background work runs under it; cancelled by Stop's deadline
@@ -94,17 +109,33 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 		log = slog.Default()
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg,
+	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg,
 		base: base, cancel: cancel, quit: make(chan struct{}), authors: map[int64]bool{}}
+	c.gate = NewGate(cfg.ModelConcurrency)
+	if m != nil {
+		m.ModelInFlight.Set(0)
+		c.gate.onUse = func(used int) { m.ModelInFlight.Set(float64(used)) }
+	}
+	c.breaker = &breaker{store: store, clock: clk, log: log, metrics: m, threshold: max(cfg.ModelBreaker, 0),
+		lease: cfg.Lease, owner: cfg.Owner, row: models.Breaker{State: models.BreakerClosed}}
+	return c
 }
 
 // Config is the runner's configuration with defaults applied.
 func (c *Content) Config() ContentConfig { return c.cfg }
 
-// Run runs one claimed job to its end or its next attempt. An error means the job could not be
-// run at all (a request the model client would refuse, or the database failing): the job keeps
-// its lease until it runs out and is then due again.
+// Run runs one claimed job to its end or its next attempt, waiting for its model slots as the
+// cron sweep does. An error means the job could not be run at all (a request the model client
+// would refuse, or the database failing): the job keeps its lease until it runs out and is
+// then due again.
 func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
+	return c.run(ctx, job, PrioritySweep, 0)
+}
+
+// run is Run for a claimer of priority prio that already holds held model slots for the job
+// (given back, or kept for the call, whatever the outcome).
+func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held int) (Outcome, error) {
+	defer func() { c.gate.Release(held) }()
 	screening := job.Task == models.TaskScreen
 	runs := 1
 	event := models.TaskScreen
@@ -168,37 +199,50 @@ func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
 		return later(models.WhyUnreachable, Backoff(job.Attempts), 0, nil)
 	}
 
+	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
+	// other worker can claim the job while this one still waits for the model.
+	askCtx, cancelAsk := c.withinLease(ctx, job)
+	defer cancelAsk()
+
+	// The breaker and the cap come before the charge: a job that is not asked is not charged.
+	p, out, err := c.enter(askCtx, ctx, job, prio, &held, runs)
+	if p == nil {
+		return out, err
+	}
+
 	// Charged first, as the model's relay charges: a call that then fails is still spent.
 	now := c.clock.Now()
 	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+		c.breaker.giveUp(ctx, *p)
 		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
 		return later(models.WhyBudgetUnavailable, Backoff(job.Attempts), 0, nil)
 	} else if !ok {
+		c.breaker.giveUp(ctx, *p)
 		if c.metrics != nil {
 			c.metrics.BudgetRefusals.Inc()
 		}
 		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
 	}
 
-	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
-	// other worker can claim the job while this one still waits for the model.
-	askCtx, cancelAsk := c.withinLease(ctx, job)
-	defer cancelAsk()
 	var reply modelclient.Reply
 	if screening {
 		reply = c.model.Screen(askCtx, screenReq)
 	} else {
 		reply = c.model.Score(askCtx, scoreReq, runs)
 	}
+	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
+	held = 0
 	if c.metrics != nil {
 		c.metrics.ModelLatency.WithLabelValues(event).Observe(float64(reply.UpstreamMs) / 1000)
 	}
 	upstreamMs := reply.UpstreamMs
+	if reply.Why != "" && ctx.Err() != nil {
+		// Stopping, not failing: let the job go for another worker without an attempt.
+		c.breaker.giveUp(ctx, *p)
+		return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
+	}
+	c.breaker.report(ctx, *p, reply)
 	if reply.Why != "" {
-		if ctx.Err() != nil {
-			// Stopping, not failing: let the job go for another worker without an attempt.
-			return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
-		}
 		return later(reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
 	}
 	status := reply.Status
@@ -248,6 +292,48 @@ func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Cont
 	return context.WithTimeout(ctx, max(left, 0))
 }
 
+// enter is the gate before the charge: the breaker's leave to ask (else the job is put off
+// until the next probe, neither charged nor counted as an attempt) and then the job's model
+// slots at its claimer's priority, waited for within the lease (askCtx; else the job is let go
+// unasked, for any worker to take again). *held is the slots the claimer took for the job;
+// enter keeps them for the call or gives them back. A nil pass means the job is not asked, and
+// out and err are run's result.
+func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priority, held *int, runs int) (*pass, Outcome, error) {
+	adm, err := c.breaker.admit(ctx, job)
+	if err != nil {
+		return nil, Pending, fmt.Errorf("model breaker, job %d: %w", job.ID, err)
+	}
+	if adm.park {
+		c.gate.Release(*held)
+		*held = 0
+		if _, err := c.store.ParkJob(ctx, job, adm.at, adm.why, adm.status); err != nil {
+			return nil, Pending, err
+		}
+		c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
+		return nil, Pending, nil
+	}
+	p := adm.pass
+	if *held < runs {
+		// Never wait holding part of a job's slots: two scores each holding one of the last
+		// slots would wait for each other for ever.
+		c.gate.Release(*held)
+		*held = 0
+		if err := c.gate.Acquire(askCtx, prio, runs); err != nil {
+			c.breaker.giveUp(ctx, p)
+			if ctx.Err() != nil {
+				return nil, Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
+			}
+			return nil, Pending, errors.Join(fmt.Errorf("job %d: %w", job.ID, errNoSlot), c.store.ReleaseJob(ctx, job))
+		}
+		*held = runs
+	} else if *held > runs {
+		c.gate.Release(*held - runs)
+		*held = runs
+	}
+	p.slots = runs
+	return &p, Pending, nil
+}
+
 // note logs an attempt as one structured line and counts it.
 func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	why := ""
@@ -283,8 +369,8 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 
 // runClaimed runs a claimed job, logging an error instead of returning it: a job that errors
 // keeps its lease until it runs out and is then due again.
-func (c *Content) runClaimed(ctx context.Context, job models.Job) Outcome {
-	out, err := c.Run(ctx, job)
+func (c *Content) runClaimed(ctx context.Context, job models.Job, prio Priority, held int) Outcome {
+	out, err := c.run(ctx, job, prio, held)
 	if err != nil && ctx.Err() == nil {
 		c.log.Error("content job", "task", job.Task, "kind", job.Kind, "itemId", job.ItemID, "jobId", job.ID, "err", err)
 	}
@@ -295,7 +381,16 @@ func (c *Content) runClaimed(ctx context.Context, job models.Job) Outcome {
 // at most cfg.Concurrency at once, and returns how many it ran. Jobs it reschedules are not
 // due again within the same sweep, so it ends; jobs its own work makes due (an allowed
 // revision's score) are run by it too.
+//
+// It claims no more jobs than there are model slots free for it (an author's sweep before the
+// cron sweep's): a job that would only wait for a slot is left unclaimed, for a replica with
+// room to take, instead of waiting out its lease here. While the model's breaker is open it
+// puts every due job off until the next probe in one statement.
 func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
+	prio := PrioritySweep
+	if userID != 0 {
+		prio = PriorityAuthor
+	}
 	finished := make(chan struct{}, c.cfg.Concurrency)
 	running, ran := 0, 0
 	defer func() {
@@ -325,7 +420,15 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 			running--
 			continue
 		}
-		jobs, err := c.store.ClaimDue(ctx, free, c.cfg.Lease, c.cfg.Owner, userID)
+		if err := c.parkDue(ctx, userID); err != nil {
+			return ran, err
+		}
+		slots, err := c.gate.AcquireUpTo(ctx, prio, free)
+		if err != nil {
+			return ran, err
+		}
+		jobs, err := c.store.ClaimDue(ctx, slots, c.cfg.Lease, c.cfg.Owner, userID)
+		c.gate.Release(slots - len(jobs))
 		if err != nil {
 			return ran, fmt.Errorf("claim: %w", err)
 		}
@@ -342,11 +445,32 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 		for _, job := range jobs {
 			go func() {
 				defer func() { finished <- struct{}{} }()
-				c.runClaimed(ctx, job)
+				c.runClaimed(ctx, job, prio, 1)
 			}()
 		}
 	}
 	return ran, ctx.Err()
+}
+
+// parkDue puts every due job (one author's when userID is non-zero) off until the next probe
+// when the breaker is open and its probe is not due; with the probe due, jobs are claimed as
+// usual and the first of them probes.
+func (c *Content) parkDue(ctx context.Context, userID int64) error {
+	row, err := c.breaker.state(ctx)
+	if err != nil || row.State == models.BreakerClosed {
+		return err
+	}
+	a := parkFor(row, c.clock.Now())
+	now := c.clock.Now().UnixMilli()
+	if (row.State == models.BreakerOpen && row.NextProbeAt != nil && *row.NextProbeAt <= now) ||
+		(row.State == models.BreakerProbing && row.ProbeUntil != nil && *row.ProbeUntil <= now) {
+		return nil
+	}
+	n, err := c.store.ParkDue(ctx, a.at, a.why, a.status, userID)
+	if n > 0 {
+		c.log.Debug("put off until the model's probe", "jobs", n, "nextAttemptAt", a.at)
+	}
+	return err
 }
 
 // Go runs fn in the background under the runner's lifetime, unless it is stopping.
@@ -406,7 +530,7 @@ func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
 		if !ok {
 			return
 		}
-		out := c.runClaimed(ctx, job)
+		out := c.runClaimed(ctx, job, PriorityInline, 0)
 		done <- out
 		if task == models.TaskScreen && kind == models.KindRevision && out == Done {
 			// An allowed revision now owes its score; it follows in the background.

@@ -582,10 +582,11 @@ func TestSweepRunsScoresItCreatesAndScopesToAuthor(t *testing.T) {
 	})
 }
 
-// Jobs a sweep reschedules are not run again in it: it ends, each job tried once.
+// Jobs a sweep reschedules are not run again in it: it ends, each job tried once. (With no
+// breaker: twenty failures in a row would open it; TestBreaker* show that.)
 func TestSweepEndsWhenEverythingWaits(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db)
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = -1 }))
 		ann := r.user("ann")
 		for range 20 {
 			r.pitch(ann, "p")

@@ -12,6 +12,7 @@ const EVENTS = [
   ['item.screened', 'an item got its verdict'],
   ['song.scored', 'a song revision got its art score'],
   ['backfill.finished', 'a backfill job finished'],
+  ['model.breaker', "the model's breaker opened or closed"],
   ['*', 'every event, including future ones'],
 ];
 

@@ -1,0 +1,228 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// The model breaker's states.
+const (
+	BreakerClosed  = "closed"  // the model is asked
+	BreakerOpen    = "open"    // the model is not asked; due jobs wait for the next probe
+	BreakerProbing = "probing" // one job's call tests the model
+)
+
+// Breaker is the model breaker's row: one per database, shared by every replica. Times are
+// milliseconds since the epoch.
+type Breaker struct {
+	State       string  `gorm:"column:state"`
+	Since       *int64  `gorm:"column:since"`
+	Failures    int     `gorm:"column:failures"`
+	Probes      int     `gorm:"column:probes"`
+	Why         *string `gorm:"column:why"`
+	Status      *int    `gorm:"column:status"`
+	NextProbeAt *int64  `gorm:"column:next_probe_at"`
+	ProbeOwner  *string `gorm:"column:probe_owner"`
+	ProbeUntil  *int64  `gorm:"column:probe_until"`
+}
+
+const breakerColumns = `state, since, failures, probes, why, status, next_probe_at, probe_owner, probe_until`
+
+// ModelBreakerData is the data of a model.breaker event: the state the breaker entered, when,
+// and (opening) the failures and the failure that opened it and when it is tested next.
+type ModelBreakerData struct {
+	State       string     `json:"state"`
+	Since       time.Time  `json:"since"`
+	Failures    int        `json:"failures"`
+	Why         *string    `json:"why"`
+	Status      *int       `json:"status"`
+	NextProbeAt *time.Time `json:"nextProbeAt"`
+}
+
+// ReadBreaker reads the breaker's row.
+func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
+	var rows []Breaker
+	if err := s.read.WithContext(ctx).Raw(`SELECT ` + breakerColumns + ` FROM model_breaker WHERE id = 1`).Scan(&rows).Error; err != nil {
+		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
+	}
+	if len(rows) == 0 {
+		return Breaker{State: BreakerClosed}, nil
+	}
+	return rows[0], nil
+}
+
+// updateBreaker runs a conditional UPDATE of the row returning it; ok is false when the
+// condition did not hold (another replica changed the state first).
+func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
+	rows, err := s.queryWriter(ctx, q+` RETURNING `+breakerColumns, args...)
+	if err != nil {
+		return Breaker{}, false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return Breaker{}, false, rows.Err()
+	}
+	var b Breaker
+	var since, next, until sql.NullInt64
+	var why, owner sql.NullString
+	var status sql.NullInt32
+	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until); err != nil {
+		return Breaker{}, false, err
+	}
+	b.Since, b.NextProbeAt, b.ProbeUntil = nullInt(since), nullInt(next), nullInt(until)
+	if why.Valid {
+		b.Why = &why.String
+	}
+	if owner.Valid {
+		b.ProbeOwner = &owner.String
+	}
+	if status.Valid {
+		st := int(status.Int32)
+		b.Status = &st
+	}
+	return b, true, rows.Err()
+}
+
+func nullInt(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+// OpenBreaker opens a closed breaker after failures consecutive failures, the last of them
+// why (and status), with its first probe at nextProbe, and owes the model.breaker event in the
+// same transaction. ok is false when it was not closed (another replica opened it first).
+func (s *Store) OpenBreaker(ctx context.Context, failures int, why string, status *int, nextProbe time.Time) (Breaker, bool, error) {
+	var b Breaker
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		now := tx.nowMs()
+		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', since = ?, failures = ?, probes = 0,
+			why = ?, status = ?, next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'closed'`,
+			now, failures, why, status, nextProbe.UnixMilli())
+		if err != nil || !ok {
+			return err
+		}
+		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
+	})
+	if err != nil {
+		return Breaker{}, false, fmt.Errorf("open the model breaker: %w", err)
+	}
+	return b, ok, nil
+}
+
+func breakerData(b Breaker) ModelBreakerData {
+	d := ModelBreakerData{State: b.State, Failures: b.Failures, Why: b.Why, Status: b.Status}
+	if b.Since != nil {
+		d.Since = time.UnixMilli(*b.Since).UTC()
+	}
+	if b.NextProbeAt != nil && b.State != BreakerClosed {
+		t := time.UnixMilli(*b.NextProbeAt).UTC()
+		d.NextProbeAt = &t
+	}
+	return d
+}
+
+// ClaimProbe makes owner the one prober of an open breaker whose probe is due (or whose last
+// prober's claim ran out), until until. One conditional UPDATE of the one row: of replicas
+// racing for it, one wins. ok is false when no probe is due or another holds it.
+func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (Breaker, bool, error) {
+	now := s.nowMs()
+	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'probing', probe_owner = ?, probe_until = ?
+		WHERE id = 1 AND ((state = 'open' AND next_probe_at <= ?) OR (state = 'probing' AND probe_until <= ?))`,
+		owner, until.UnixMilli(), now, now)
+	if err != nil {
+		return Breaker{}, false, fmt.Errorf("claim the model probe: %w", err)
+	}
+	return b, ok, nil
+}
+
+// ProbeFailed opens the breaker again after owner's probe failed, with the next probe at
+// next. The why it keeps is still that of the failure that opened it.
+func (s *Store) ProbeFailed(ctx context.Context, owner string, next time.Time) (Breaker, bool, error) {
+	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', failures = failures + 1, probes = probes + 1,
+		next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'probing' AND probe_owner = ?`,
+		next.UnixMilli(), owner)
+	if err != nil {
+		return Breaker{}, false, fmt.Errorf("record a failed model probe: %w", err)
+	}
+	return b, ok, nil
+}
+
+// ReleaseProbe gives owner's probe up without a call made (the job was gone, or its author's
+// budget refused the charge): the breaker is open again with its probe still due, so the next
+// job tests the model.
+func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
+		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner).Error
+	if err != nil {
+		return fmt.Errorf("release the model probe: %w", err)
+	}
+	return nil
+}
+
+// CloseBreaker closes the breaker after owner's probe succeeded, owes the model.breaker
+// event, and makes the jobs it put off until the probe's end (parkedUntil) due now, so the
+// backlog drains at once, all in one transaction. ok is false when owner no longer held the
+// probe.
+func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time.Time) (Breaker, bool, error) {
+	var b Breaker
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		now := tx.nowMs()
+		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'closed', since = ?, failures = 0, probes = 0,
+			why = NULL, status = NULL, next_probe_at = NULL, probe_owner = NULL, probe_until = NULL
+			WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, now, owner)
+		if err != nil || !ok {
+			return err
+		}
+		// The jobs put off by the breaker wait with the why of a model failure; pulling a job
+		// that waits its own backoff for one forward too only tries it sooner, now that the
+		// model answers.
+		if err := tx.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
+			AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
+			now, now, parkedUntil.UnixMilli(), now).Error; err != nil {
+			return err
+		}
+		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
+	})
+	if err != nil {
+		return Breaker{}, false, fmt.Errorf("close the model breaker: %w", err)
+	}
+	return b, ok, nil
+}
+
+// ParkJob puts a claimed job off until at while the breaker is open: no attempt is added and
+// nothing is charged; it takes why and status (the failure that opened the breaker) and frees
+// the lease. It does nothing when the job is gone or another owner has claimed it since.
+func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, status *int) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
+	if res.Error != nil {
+		return false, fmt.Errorf("put job %d off: %w", job.ID, res.Error)
+	}
+	return res.RowsAffected > 0, nil
+}
+
+// ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
+// ParkJob does, in one statement: a sweep meeting an open breaker claims nothing.
+func (s *Store) ParkDue(ctx context.Context, at time.Time, why string, status *int, userID int64) (int64, error) {
+	now := s.nowMs()
+	q := `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`
+	args := []any{at.UnixMilli(), why, status, now, now}
+	if userID != 0 {
+		q += ` AND user_id = ?`
+		args = append(args, userID)
+	}
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("put due jobs off: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

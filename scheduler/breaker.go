@@ -1,0 +1,311 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/metrics"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// Probe backoff: the first probe 5 s after the breaker opens, then doubling to 5 minutes
+// between probes. A Retry-After the model sent is honoured when longer, up to an hour (the
+// longest a job's own backoff waits).
+const (
+	probeFirst    = 5 * time.Second
+	probeMax      = 5 * time.Minute
+	probeMaxAfter = time.Hour
+)
+
+// probeBackoff is the wait before the next probe after failed probes (0: the first).
+func probeBackoff(failed int) time.Duration {
+	if failed >= 6 {
+		return probeMax
+	}
+	return min(probeFirst<<failed, probeMax)
+}
+
+// breakerFresh is how long a process trusts its last read of a closed breaker before reading
+// the shared row again: another replica's opening is seen within it. An open breaker is read
+// every time (the jobs it puts off are few statements anyway).
+const breakerFresh = time.Second
+
+// breaker counts consecutive model failures and keeps the shared breaker row (models.Breaker):
+// opened by the process that counts OWED_MODEL_BREAKER failures in a row, probed by one job at
+// a time across the replicas, closed by the first probe that gets an answer.
+type breaker struct {
+	store     *models.Store
+	clock     clock.Clock
+	log       *slog.Logger
+	metrics   *metrics.Metrics
+	threshold int // 0: no breaker
+	lease     time.Duration
+	owner     string
+
+	mu       sync.Mutex
+	row      models.Breaker
+	readAt   time.Time // real time of the last read, for breakerFresh
+	failures int       // this process's consecutive failures while closed
+}
+
+// failure says whether a reply counts against the model: no connection, a 5xx, or a 429. An
+// answer that is not the expected JSON is the item's problem, not the model's.
+func failure(r modelclient.Reply) bool {
+	return r.Why == modelclient.WhyUnreachable || (r.Why == modelclient.WhyUpstream && (r.Status >= 500 || r.Status == 429))
+}
+
+// state is the breaker's row, from the cache while it is closed and fresh.
+func (b *breaker) state(ctx context.Context) (models.Breaker, error) {
+	if b.threshold <= 0 {
+		return models.Breaker{State: models.BreakerClosed}, nil
+	}
+	b.mu.Lock()
+	if b.row.State == models.BreakerClosed && time.Since(b.readAt) < breakerFresh {
+		row := b.row
+		b.mu.Unlock()
+		return row, nil
+	}
+	b.mu.Unlock()
+	row, err := b.store.ReadBreaker(ctx)
+	if err != nil {
+		return row, err
+	}
+	b.remember(row)
+	return row, nil
+}
+
+// remember caches row as the breaker's state and shows it in the metrics.
+func (b *breaker) remember(row models.Breaker) {
+	b.mu.Lock()
+	b.row, b.readAt = row, time.Now()
+	if row.State != models.BreakerClosed {
+		b.failures = 0
+	}
+	b.mu.Unlock()
+	if b.metrics != nil {
+		for _, s := range []string{models.BreakerClosed, models.BreakerOpen, models.BreakerProbing} {
+			v := 0.0
+			if s == row.State {
+				v = 1
+			}
+			b.metrics.ModelBreaker.WithLabelValues(s).Set(v)
+		}
+	}
+}
+
+// forget makes the next state read the row.
+func (b *breaker) forget() {
+	b.mu.Lock()
+	b.readAt = time.Time{}
+	b.mu.Unlock()
+}
+
+// Failures is this process's count of consecutive failures while closed.
+func (b *breaker) localFailures() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures
+}
+
+// pass is a job's leave to ask the model: the slots it holds, and the probe it owns, if any.
+type pass struct {
+	slots      int
+	probe      string // the probe's owner name; "" when not the probe
+	probeUntil time.Time
+	probes     int // failed probes before this one
+}
+
+// admission is what the breaker says of one job: ask (maybe as the probe), or wait until at
+// with why and status (the failure that opened it).
+type admission struct {
+	park   bool
+	at     time.Time
+	why    string
+	status *int
+	pass   pass
+}
+
+// admit consults the breaker for job: closed, it may ask; open with its probe due, the one job
+// that claims the probe asks; otherwise it waits for the next probe.
+func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) {
+	row, err := b.state(ctx)
+	if err != nil {
+		return admission{}, err
+	}
+	for range 2 {
+		now := b.clock.Now()
+		switch row.State {
+		case models.BreakerClosed:
+			return admission{}, nil
+		case models.BreakerOpen, models.BreakerProbing:
+			due := (row.State == models.BreakerOpen && row.NextProbeAt != nil && *row.NextProbeAt <= now.UnixMilli()) ||
+				(row.State == models.BreakerProbing && row.ProbeUntil != nil && *row.ProbeUntil <= now.UnixMilli())
+			if due {
+				owner := b.owner + ":" + strconv.FormatInt(job.ID, 10)
+				until := now.Add(b.lease)
+				claimed, ok, err := b.store.ClaimProbe(ctx, owner, until)
+				if err != nil {
+					return admission{}, err
+				}
+				if ok {
+					b.remember(claimed)
+					b.log.Info("model probe", "jobId", job.ID, "failedProbes", claimed.Probes)
+					return admission{pass: pass{probe: owner, probeUntil: until, probes: claimed.Probes}}, nil
+				}
+				// Another job, here or on another replica, claimed it first: read what it left.
+				if row, err = b.store.ReadBreaker(ctx); err != nil {
+					return admission{}, err
+				}
+				b.remember(row)
+				continue
+			}
+			return parkFor(row, now), nil
+		default:
+			return admission{}, fmt.Errorf("model breaker in an unknown state %q", row.State)
+		}
+	}
+	return parkFor(row, b.clock.Now()), nil
+}
+
+// parkFor is the wait an open or probing breaker gives a job: until its next probe, or the end
+// of the probe under way.
+func parkFor(row models.Breaker, now time.Time) admission {
+	a := admission{park: true, at: now.Add(probeFirst), why: models.WhyUnreachable, status: row.Status}
+	if row.Why != nil {
+		a.why = *row.Why
+	}
+	switch {
+	case row.State == models.BreakerProbing && row.ProbeUntil != nil:
+		a.at = time.UnixMilli(*row.ProbeUntil)
+	case row.NextProbeAt != nil:
+		a.at = time.UnixMilli(*row.NextProbeAt)
+	}
+	if !a.at.After(now) {
+		// Due now but lost to another prober's claim that has since ended: try again shortly.
+		a.at = now.Add(probeFirst)
+	}
+	return a
+}
+
+// report counts a call's reply: a probe's reply closes or reopens the breaker; otherwise
+// failures in a row open it.
+func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
+	if b.threshold <= 0 {
+		return
+	}
+	now := b.clock.Now()
+	wait := min(r.RetryAfter, probeMaxAfter)
+	failed := failure(r)
+	if p.probe != "" {
+		if failed {
+			next := now.Add(max(probeBackoff(p.probes+1), wait))
+			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next)
+			if err != nil {
+				b.log.Error("model breaker", "op", "probe failed", "err", err)
+			} else if ok {
+				b.remember(row)
+				b.log.Warn("model probe failed", "why", r.Why, "status", r.Status, "nextProbeAt", next)
+			}
+			return
+		}
+		row, ok, err := b.store.CloseBreaker(ctx, p.probe, p.probeUntil)
+		if err != nil {
+			b.log.Error("model breaker", "op", "close", "err", err)
+		} else if ok {
+			b.remember(row)
+			b.log.Info("model breaker closed: the probe got an answer")
+		}
+		return
+	}
+	b.mu.Lock()
+	if !failed {
+		b.failures = 0
+		b.mu.Unlock()
+		return
+	}
+	b.failures++
+	n := b.failures
+	closed := b.row.State == models.BreakerClosed
+	b.mu.Unlock()
+	if n < b.threshold || !closed {
+		return
+	}
+	var status *int
+	if r.Status != 0 {
+		st := r.Status
+		status = &st
+	}
+	next := now.Add(max(probeFirst, wait))
+	row, ok, err := b.store.OpenBreaker(ctx, n, r.Why, status, next)
+	if err != nil {
+		b.log.Error("model breaker", "op", "open", "err", err)
+		return
+	}
+	if !ok {
+		b.forget() // another replica changed it first
+		return
+	}
+	b.remember(row)
+	b.log.Warn("model breaker opened: the model is not asked until a probe gets an answer",
+		"failures", n, "why", r.Why, "status", r.Status, "nextProbeAt", next)
+}
+
+// giveUp releases a probe that made no call.
+func (b *breaker) giveUp(ctx context.Context, p pass) {
+	if p.probe == "" {
+		return
+	}
+	if err := b.store.ReleaseProbe(context.WithoutCancel(ctx), p.probe); err != nil {
+		b.log.Error("model breaker", "op", "release probe", "err", err)
+	}
+	b.forget()
+}
+
+// ModelState is the model breaker and cap as GET /api/admin/model shows them.
+type ModelState struct {
+	State       string     `json:"state"`
+	Since       *time.Time `json:"since"`
+	Failures    int        `json:"failures"`
+	NextProbeAt *time.Time `json:"nextProbeAt"`
+	InFlight    int        `json:"inFlight"`
+	Cap         int        `json:"cap"`
+}
+
+// ModelState reads the breaker's shared state, with this process's calls in flight and cap.
+// Failures is, while closed, this process's consecutive failures; while open, those that
+// opened it and the failed probes since.
+func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
+	row := models.Breaker{State: models.BreakerClosed}
+	if c.breaker.threshold > 0 {
+		var err error
+		if row, err = c.store.ReadBreaker(ctx); err != nil {
+			return ModelState{}, err
+		}
+		c.breaker.remember(row)
+	}
+	st := ModelState{State: row.State, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap()}
+	if row.Since != nil {
+		t := time.UnixMilli(*row.Since).UTC()
+		st.Since = &t
+	}
+	if row.State == models.BreakerClosed {
+		st.Failures = c.breaker.localFailures()
+	} else if row.NextProbeAt != nil {
+		t := time.UnixMilli(*row.NextProbeAt).UTC()
+		if row.State == models.BreakerProbing && row.ProbeUntil != nil {
+			t = time.UnixMilli(*row.ProbeUntil).UTC()
+		}
+		st.NextProbeAt = &t
+	}
+	return st, nil
+}
+
+// errNoSlot is the cause of a job given up on because no model slot came free within its lease.
+var errNoSlot = errors.New("no model slot came free within the lease")
