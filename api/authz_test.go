@@ -112,6 +112,7 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/admin/jobs/retry": {admins, false, []int{200}, static("/api/admin/jobs/retry", map[string]any{"why": "upstream"})},
 	"GET /api/admin/events":      {admins, false, []int{200}, static("/api/admin/events", nil)},
 	"GET /api/admin/stats":       {admins, false, []int{200}, static("/api/admin/stats", nil)},
+	"GET /api/admin/model":       {admins, false, []int{200}, static("/api/admin/model", nil)},
 	"GET /api/admin/plugins":     {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
 	// Webhook subscriptions and their deliveries (admin).

@@ -62,6 +62,7 @@ func (a *API) routes() []route {
 		{http.MethodPost, "/api/admin/jobs/retry", a.retryJobs, admins, "Make every job the filter selects due now", "JobFilter", "Retried", 200},
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", "", "EventList", 200},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", "", "Stats", 200},
+		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", "", "ModelState", 200},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", "", "Plugins", 200},
 
 		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", "WebhookRequest", "WebhookCreated", 201},

@@ -268,14 +268,15 @@ func (b *breaker) giveUp(ctx context.Context, p pass) {
 	b.forget()
 }
 
-// ModelState is the model breaker and cap as GET /api/admin/model shows them.
+// ModelState is the model breaker and cap as GET /api/admin/model shows them; times are
+// milliseconds since the epoch, nil when absent.
 type ModelState struct {
-	State       string     `json:"state"`
-	Since       *time.Time `json:"since"`
-	Failures    int        `json:"failures"`
-	NextProbeAt *time.Time `json:"nextProbeAt"`
-	InFlight    int        `json:"inFlight"`
-	Cap         int        `json:"cap"`
+	State       string
+	Since       *int64
+	Failures    int
+	NextProbeAt *int64 // open: the next probe; probing: the end of the probe under way
+	InFlight    int
+	Cap         int
 }
 
 // ModelState reads the breaker's shared state, with this process's calls in flight and cap.
@@ -290,19 +291,14 @@ func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
 		}
 		c.breaker.remember(row)
 	}
-	st := ModelState{State: row.State, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap()}
-	if row.Since != nil {
-		t := time.UnixMilli(*row.Since).UTC()
-		st.Since = &t
-	}
-	if row.State == models.BreakerClosed {
+	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap()}
+	switch row.State {
+	case models.BreakerClosed:
 		st.Failures = c.breaker.localFailures()
-	} else if row.NextProbeAt != nil {
-		t := time.UnixMilli(*row.NextProbeAt).UTC()
-		if row.State == models.BreakerProbing && row.ProbeUntil != nil {
-			t = time.UnixMilli(*row.ProbeUntil).UTC()
-		}
-		st.NextProbeAt = &t
+	case models.BreakerOpen:
+		st.NextProbeAt = row.NextProbeAt
+	case models.BreakerProbing:
+		st.NextProbeAt = row.ProbeUntil
 	}
 	return st, nil
 }

@@ -306,8 +306,13 @@ func (f *Fake) Calls() int { return int(f.calls.Load()) }
 // reuse, sequential asks need one.
 func (f *Fake) Conns() int { return int(f.conns.Load()) }
 
-// MaxInFlight is the most requests that were being handled at once.
+// MaxInFlight is the most requests that were being handled at once: a request counts from its
+// arrival until its answer starts (or it ends without one), so a client that has read an
+// answer never sees its request still counted.
 func (f *Fake) MaxInFlight() int { return int(f.maxInFlight.Load()) }
+
+// InFlight is how many requests are being handled now (see MaxInFlight).
+func (f *Fake) InFlight() int { return int(f.inFlight.Load()) }
 
 // Requests returns a copy of the requests received, in arrival order.
 func (f *Fake) Requests() []Request {
@@ -332,9 +337,10 @@ func (f *Fake) take(req *Request) behaviour {
 	return b
 }
 
-func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Fake) serve(rw http.ResponseWriter, r *http.Request) {
 	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
+	w := &answering{ResponseWriter: rw, done: func() { f.inFlight.Add(-1) }}
+	defer w.end()
 	for m := f.maxInFlight.Load(); n > m && !f.maxInFlight.CompareAndSwap(m, n); m = f.maxInFlight.Load() {
 	}
 	f.calls.Add(1)
@@ -406,6 +412,30 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, completion(string(element)))
 }
+
+// answering is a request's writer that ends the request's count in flight when its answer
+// starts: the deferred end of the handler may run after the client has read the answer and
+// sent its next request, which would count one request too many.
+type answering struct {
+	http.ResponseWriter
+	once sync.Once
+	done func()
+}
+
+func (a *answering) end() { a.once.Do(a.done) }
+
+func (a *answering) WriteHeader(code int) {
+	a.end()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answering) Write(b []byte) (int, error) {
+	a.end()
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.NewResponseController reach the connection (DropConnections hijacks it).
+func (a *answering) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // artElement shapes a score answer as each dialect's schema asks: the relay
 // takes a map of criteria, the openai schema a list of {name, score}.

@@ -1,0 +1,29 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// modelAnswer is the model breaker and cap: state closed, open or probing; since when;
+// consecutive failures; the next probe (or the end of the one under way); this process's
+// calls in flight and their cap.
+type modelAnswer struct {
+	State       string  `json:"state"`
+	Since       *string `json:"since"`
+	Failures    int     `json:"failures"`
+	NextProbeAt *string `json:"nextProbeAt"`
+	InFlight    int     `json:"inFlight"`
+	Cap         int     `json:"cap"`
+}
+
+// modelState answers GET /api/admin/model.
+func (a *API) modelState(c echo.Context) error {
+	st, err := a.Content.ModelState(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, modelAnswer{State: st.State, Since: msTimePtr(st.Since), Failures: st.Failures,
+		NextProbeAt: msTimePtr(st.NextProbeAt), InFlight: st.InFlight, Cap: st.Cap})
+}
