@@ -142,15 +142,35 @@ func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (
 }
 
 // ProbeFailed opens the breaker again after owner's probe failed, with the next probe at
-// next. The why it keeps is still that of the failure that opened it.
-func (s *Store) ProbeFailed(ctx context.Context, owner string, next time.Time) (Breaker, bool, error) {
-	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', failures = failures + 1, probes = probes + 1,
-		next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'probing' AND probe_owner = ?`,
-		next.UnixMilli(), owner)
+// next, and moves the jobs put off until the probe's end (parkedUntil) to it, in one
+// transaction. The why it keeps is still that of the failure that opened it.
+func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil time.Time) (Breaker, bool, error) {
+	var b Breaker
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', failures = failures + 1, probes = probes + 1,
+			next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'probing' AND probe_owner = ?`,
+			next.UnixMilli(), owner)
+		if err != nil || !ok {
+			return err
+		}
+		return tx.moveParked(ctx, next, parkedUntil)
+	})
 	if err != nil {
 		return Breaker{}, false, fmt.Errorf("record a failed model probe: %w", err)
 	}
 	return b, ok, nil
+}
+
+// moveParked makes the jobs put off until a probe's end (parkedUntil) due at instead. They
+// wait with the why of a model failure; a job waiting its own backoff for one within the
+// window moves with them, which only tries it when the model is tried anyway.
+func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
+	now := s.nowMs()
+	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
+		AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
+		at.UnixMilli(), now, parkedUntil.UnixMilli(), now).Error
 }
 
 // ReleaseProbe gives owner's probe up without a call made (the job was gone, or its author's
@@ -181,12 +201,7 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 		if err != nil || !ok {
 			return err
 		}
-		// The jobs put off by the breaker wait with the why of a model failure; pulling a job
-		// that waits its own backoff for one forward too only tries it sooner, now that the
-		// model answers.
-		if err := tx.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
-			AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
-			now, now, parkedUntil.UnixMilli(), now).Error; err != nil {
+		if err := tx.moveParked(ctx, time.UnixMilli(now), parkedUntil); err != nil {
 			return err
 		}
 		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))

@@ -206,7 +206,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if p.probe != "" {
 		if failed {
 			next := now.Add(max(probeBackoff(p.probes+1), wait))
-			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next)
+			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil)
 			if err != nil {
 				b.log.Error("model breaker", "op", "probe failed", "err", err)
 			} else if ok {
