@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/owed/owed/app"
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
@@ -428,4 +429,99 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 		t.Errorf("budget spent %d, the model received %d calls", spent, calls)
 	}
 	t.Logf("three replicas: %d calls to open the breaker, %d probes in 30 minutes, %d calls in all", atOpen, probes, model.Calls())
+}
+
+// A burst of 1,000 inline writes (songs, whose scores follow, and pitches) by 20 authors, with
+// their views sweeping their jobs and cron sweeps running all the while: the model never has
+// more calls in flight than OWED_MODEL_CONCURRENCY, a score counting as its three, and every
+// job settles.
+func TestModelCapHoldsUnderABurst(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const slots, writes, writers, nAuthors = 8, 1000, 32, 20
+		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.ModelConcurrency, c.DailyBudget = slots, 10_000 })
+		env.Model.Delay(2 * time.Millisecond) // calls overlap, as a real model's do
+		env.Model.KeepRequests(false)
+		tokens := make([]string, nAuthors)
+		for i := range tokens {
+			_, tokens[i] = env.User(fmt.Sprintf("author-%d", i), models.RoleAuthor)
+		}
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		work := make(chan int, writes)
+		for i := range writes {
+			work <- i
+		}
+		close(work)
+		for range writers {
+			wg.Go(func() {
+				for i := range work {
+					path, body := "/api/listeners/pitches", map[string]string{"body": fmt.Sprintf("pitch %d", i)}
+					if i%4 == 0 {
+						path, body = "/api/listeners/songs", map[string]string{"title": fmt.Sprintf("Song %d", i), "code": fmt.Sprintf("s(%d)", i)}
+					}
+					r := env.Do(http.MethodPost, path, tokens[i%nAuthors], body)
+					if r.Status != http.StatusCreated {
+						failed.Add(1)
+					}
+					if i%10 == 0 {
+						env.Do(http.MethodGet, "/api/listeners/mine", tokens[i%nAuthors], nil)
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		var sweeps sync.WaitGroup
+		sweeps.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := env.App.Content.Sweep(ctx, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+		wg.Wait()
+		close(done)
+		sweeps.Wait()
+		if failed.Load() > 0 {
+			t.Fatalf("%d writes failed", failed.Load())
+		}
+		// What the background still runs (scores after writes, authors' sweeps) ends; the sweeps
+		// take whatever was left due.
+		var owed int64
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := env.App.Content.Sweep(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			env.App.Store.DB(ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&owed)
+			if owed == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				var rows []struct {
+					Task, Why  *string
+					Attempts   int
+					DueAt      int64 `gorm:"column:due_at"`
+					LeaseUntil *int64 `gorm:"column:lease_until"`
+				}
+				env.App.Store.DB(ctx).Raw(`SELECT task, why, attempts, due_at, lease_until FROM content_jobs LIMIT 5`).Scan(&rows)
+				for _, r := range rows {
+					t.Logf("owed: %s why=%v attempts=%d due=%v lease=%v now=%v", *r.Task, str(r.Why), r.Attempts, r.DueAt, num(r.LeaseUntil), env.Clock.Now().UnixMilli())
+				}
+				t.Fatalf("%d jobs still owed after the burst", owed)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if m := env.Model.MaxInFlight(); m > slots || m < slots/2 {
+			t.Errorf("at most %d model calls were in flight at once; want the cap %d reached but never passed", m, slots)
+		}
+		t.Logf("%d writes: %d model calls, at most %d in flight (cap %d)", writes, env.Model.Calls(), env.Model.MaxInFlight(), slots)
+	})
 }
