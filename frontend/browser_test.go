@@ -440,6 +440,14 @@ func testOverview(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "stat-health", "ok", "database")
 	b.waitText(t, "retention", "keeps events 30d, deliveries 30d")
 
+	// The model's breaker as GET /api/admin/model has it, with the calls in flight out of the cap.
+	model := w.api(t, "/api/admin/model")
+	if model["state"] != "closed" || num(model["cap"]) != 16 {
+		t.Errorf("the seeded model is %v, want closed with the default cap of 16", model)
+	}
+	b.waitText(t, "model-state", "closed")
+	b.waitText(t, "model-inflight", fmt.Sprintf("%d of 16 in flight", num(model["inFlight"])))
+
 	// The bars by why carry the real counts.
 	for why, n := range obj(jobs["byWhy"]) {
 		label := why

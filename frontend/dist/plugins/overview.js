@@ -1,5 +1,6 @@
-// Overview: health, the owed jobs by why, jobs settled per minute over the last hour, and a
-// backfill summary. Data: GET /api/admin/stats every 5 s.
+// Overview: health, the model's breaker and calls in flight, the owed jobs by why, jobs settled
+// per minute over the last hour, and a backfill summary. Data: GET /api/admin/stats and
+// GET /api/admin/model every 5 s.
 
 import { html, render } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
@@ -26,6 +27,7 @@ function Overview({ ctx }) {
       <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
       <${Health} health=${s.health} version=${s.version} retention=${s.retention} />
+      <${ModelStat} ctx=${ctx} />
     </div>
     <div class="cols">
       <section class="card" aria-labelledby="ov-why">
@@ -62,6 +64,30 @@ function Health({ health, version, retention }) {
       ${retention
         ? html`<div class="muted small" data-testid="retention">keeps events ${retention.events}, deliveries ${retention.deliveries}</div>`
         : null}
+    </div>
+  </div>`;
+}
+
+const BREAKER = {
+  closed: { kind: 'ok', text: 'the model is asked' },
+  open: { kind: 'err', text: 'the model is not asked: due jobs wait, uncharged, for the next probe' },
+  probing: { kind: 'warn', text: 'one call is testing the model' },
+};
+
+/** The model's breaker (closed, open, probing) and the calls in flight out of the cap. */
+function ModelStat({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/admin/model'), 5000);
+  const now = useNow(1000);
+  const m = live.data;
+  if (!m) return html`<${Stat} label="Model" value="—" testid="stat-model" />`;
+  const b = BREAKER[m.state] || { kind: 'warn', text: m.state };
+  const left = m.nextProbeAt ? fmt.until(m.nextProbeAt, now) : null;
+  return html`<div class=${'stat stat-' + b.kind} data-testid="stat-model" title=${b.text}>
+    <div class="stat-label">Model</div>
+    <div class="stat-value" data-testid="model-state">${m.state}</div>
+    <div class="stat-sub">
+      <span class="num" data-testid="model-inflight">${fmt.number(m.inFlight)} of ${fmt.number(m.cap)} in flight</span>
+      ${m.state !== 'closed' ? html` · ${fmt.number(m.failures)} failures · probe ${left !== null && left > 0 ? html`in <strong class="num">${fmt.countdown(left)}</strong>` : 'now'}` : null}
     </div>
   </div>`;
 }
