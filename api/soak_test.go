@@ -99,6 +99,7 @@ func abortHandler() { panic(http.ErrAbortHandler) }
 type faultyModel struct {
 	rng     *soakRand
 	timeout time.Duration
+	down    atomic.Bool // an outage: every call answers 503
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -149,11 +150,14 @@ func (f *faultyModel) handle(w http.ResponseWriter, r *http.Request) bool {
 		f.gather(r.Context(), body)
 	}
 	what := f.rng.pick(modelFaults)
+	if f.down.Load() {
+		what = "down"
+	}
 	f.mu.Lock()
 	f.faults[what]++
 	f.mu.Unlock()
 	switch what {
-	case "503":
+	case "503", "down":
 		http.Error(w, `{"error":"overloaded"}`, http.StatusServiceUnavailable)
 	case "429":
 		switch f.rng.IntN(3) {
@@ -357,9 +361,14 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			path   string
 			before []soakItem // items whose writes had answered 201 when the backup began
 		}
+		// The model is down for two of the write rounds (two hours of clock or more): its breaker
+		// opens, and the writes, views and sweeps meanwhile wait for its probes, uncharged.
 		const writeRounds = 5
 		rounds, swept, pendingSeen := 0, 0, int64(0)
+		var outageCalls, outageSpent int64
 		for ; ; rounds++ {
+			fm.down.Store(rounds == 1 || rounds == 2)
+			callsBefore, spentBefore := int64(env.Model.Calls()), sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
 			if rounds > 400 {
 				t.Fatalf("still %d jobs owed after %d rounds", sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs`), rounds)
 			}
@@ -425,10 +434,17 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatalf("%d errors, first: %s", len(errs), errs[0])
 			}
+			if fm.down.Load() {
+				outageCalls += int64(env.Model.Calls()) - callsBefore
+				outageSpent += sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`) - spentBefore
+			}
 
-			// Every job still owed has been tried, says why it waits and when it is tried next.
+			// Every job still owed has been tried, says why it waits and when it is tried next; one
+			// put off by the model's breaker has not been tried, and waits with the why of the
+			// failure that opened it.
 			now := env.Clock.Now().UnixMilli()
-			if n := sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs WHERE why IS NULL OR attempts < 1 OR due_at <= ?`, now); n != 0 {
+			if n := sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs WHERE why IS NULL OR due_at <= ?
+				OR (attempts < 1 AND why NOT IN ('unreachable', 'upstream'))`, now); n != 0 {
 				t.Fatalf("round %d: %d pending jobs without a why or a next attempt", rounds, n)
 			}
 			if n := sqlCount(t, store, orphans); n != 0 {
@@ -544,10 +560,11 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		faults := fmt.Sprint(fm.faults)
 		fm.mu.Unlock()
 		t.Logf("soak: %d items (%d allowed revisions scored) by %d authors in %d rounds over %s of clock, %s wall; "+
-			"%d model calls = %d budget spent; %d attempts waited (%d on budget), at most %d jobs owed at once; "+
-			"%d author-days at their limit; faults %s",
+			"%d model calls = %d budget spent (in the outage: %d calls, %d spent); %d attempts waited (%d on budget), "+
+			"at most %d jobs owed at once; %d author-days at their limit; faults %s",
 			len(written), allowedRevs, nAuthors, rounds, env.Clock.Now().Sub(owedtest.Start).Round(time.Minute),
-			time.Since(started).Round(time.Millisecond), calls, spent, pendingEvents, budgetWaits, pendingSeen, refusedDays, faults)
+			time.Since(started).Round(time.Millisecond), calls, spent, outageCalls, outageSpent, pendingEvents, budgetWaits,
+			pendingSeen, refusedDays, faults)
 	})
 }
 
