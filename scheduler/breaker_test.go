@@ -508,7 +508,7 @@ func TestModelCapHoldsUnderABurst(t *testing.T) {
 				var rows []struct {
 					Task, Why  *string
 					Attempts   int
-					DueAt      int64 `gorm:"column:due_at"`
+					DueAt      int64  `gorm:"column:due_at"`
 					LeaseUntil *int64 `gorm:"column:lease_until"`
 				}
 				env.App.Store.DB(ctx).Raw(`SELECT task, why, attempts, due_at, lease_until FROM content_jobs LIMIT 5`).Scan(&rows)
