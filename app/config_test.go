@@ -41,6 +41,8 @@ func TestConfigDefaultsAreTheSpecs(t *testing.T) {
 		{"OWED_PLUGINS_DIR", c.PluginsDir, ""},
 		{"OWED_WEBHOOKS_ALLOW_PRIVATE", c.WebhooksAllowPrivate, false},
 		{"OWED_MEDIA_ALLOW_PRIVATE", c.MediaAllowPrivate, false},
+		{"OWED_MODEL_CONCURRENCY", c.ModelConcurrency, 16},
+		{"OWED_MODEL_BREAKER", c.ModelBreaker, 10},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, want %v", d.name, d.got, d.want)
@@ -73,6 +75,8 @@ func TestConfigFromEnv(t *testing.T) {
 		"OWED_PLUGINS_DIR":            "/etc/owed/plugins",
 		"OWED_WEBHOOKS_ALLOW_PRIVATE": "true",
 		"OWED_MEDIA_ALLOW_PRIVATE":    " yes ",
+		"OWED_MODEL_CONCURRENCY":      "4",
+		"OWED_MODEL_BREAKER":          "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +87,7 @@ func TestConfigFromEnv(t *testing.T) {
 	want.SweepEvery, want.Lease, want.ModelTimeout, want.InlineWait = 30*time.Second, 5*time.Minute, 45*time.Second, 0
 	want.DailyBudget, want.MediaMinGap, want.MediaMaxGap, want.WalkIdle = 250, 0, 100*time.Millisecond, time.Hour
 	want.PluginsDir, want.WebhooksAllowPrivate, want.MediaAllowPrivate = "/etc/owed/plugins", true, true
+	want.ModelConcurrency, want.ModelBreaker = 4, 0
 	if c != want {
 		t.Errorf("config = %+v\nwant     %+v", c, want)
 	}
@@ -132,6 +137,9 @@ func TestConfigBadValuesNameTheVariable(t *testing.T) {
 		{"OWED_MEDIA_ALLOW_PRIVATE", "2"},
 		{"OWED_DATABASE_URL", "postgress://db/owed"},
 		{"OWED_DATABASE_URL", "mysql://root:secret@db/owed"},
+		{"OWED_MODEL_CONCURRENCY", "2"}, // a score's three runs are asked together
+		{"OWED_MODEL_CONCURRENCY", "many"},
+		{"OWED_MODEL_BREAKER", "-1"},
 	} {
 		_, err := app.FromEnv(env(map[string]string{c.name: c.value}))
 		if err == nil {

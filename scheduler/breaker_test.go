@@ -525,3 +525,42 @@ func TestModelCapHoldsUnderABurst(t *testing.T) {
 		t.Logf("%d writes: %d model calls, at most %d in flight (cap %d)", writes, env.Model.Calls(), env.Model.MaxInFlight(), slots)
 	})
 }
+
+// A sweep claims no more jobs than there are model slots free: the rest stay unclaimed for
+// another replica, not leased here waiting, and nothing is charged before its slot.
+func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const slots = 4
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = slots }))
+		ann := r.user("ann")
+		for n := range 20 {
+			r.pitch(ann, fmt.Sprintf("p%d", n))
+		}
+		release := make(chan struct{})
+		r.model.Handle(func(w http.ResponseWriter, req *http.Request) bool {
+			<-release
+			return false
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.content.Sweep(r.ctx, 0)
+			done <- err
+		}()
+		waitFor(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
+		var leased int64
+		r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`).Scan(&leased)
+		if leased != slots || r.spent(ann) != slots {
+			t.Errorf("with %d calls in flight the sweep leased %d jobs and charged %d", slots, leased, r.spent(ann))
+		}
+		if st := modelState(t, r.content); st.InFlight != slots || st.Cap != slots {
+			t.Errorf("model state %+v, want %d of %d in flight", st, slots, slots)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if r.countJobs() != 0 || r.spent(ann) != 20 || r.model.MaxInFlight() != slots {
+			t.Errorf("after the sweep: %d jobs, %d spent, at most %d in flight", r.countJobs(), r.spent(ann), r.model.MaxInFlight())
+		}
+	})
+}
