@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
@@ -123,6 +124,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Metrics = metrics.New(a.jobCounts)
+	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
+		Help: "Long polls and streams of authors' views waiting in this process."},
+		func() float64 { return float64(a.Notify.Watchers()) }))
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {

@@ -45,6 +45,7 @@ type Hub struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
+	watches int // open watches
 }
 
 type signal struct {
@@ -88,6 +89,7 @@ func (h *Hub) Watch(userID int64) *Watch {
 		h.waits[userID] = s
 	}
 	s.refs++
+	h.watches++
 	return &Watch{h: h, userID: userID, s: s}
 }
 
@@ -103,6 +105,7 @@ func (w *Watch) Close() {
 		return
 	}
 	w.closed = true
+	h.watches--
 	w.s.refs--
 	if w.s.refs == 0 && h.waits[w.userID] == w.s {
 		delete(h.waits, w.userID)
@@ -145,6 +148,13 @@ func (h *Hub) Waiting() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.waits)
+}
+
+// Watchers is how many watches are open: the long polls and streams waiting in this process.
+func (h *Hub) Watchers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches
 }
 
 // WokenAll is how many times every waiter was woken at once (reconnects, bulk changes).
