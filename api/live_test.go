@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
@@ -366,4 +367,89 @@ func TestMineStreamRunsDueJobs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStreamsOutliveTheServerTimeouts: the server's read and write timeouts cut slow clients
+// off (TestSlowClientsAreCutOff), but not a stream or a long poll that waits longer than them.
+func TestStreamsOutliveTheServerTimeouts(t *testing.T) {
+	timeouts := app.ServerTimeouts{ReadHeader: 200 * time.Millisecond, Read: 300 * time.Millisecond, Write: 300 * time.Millisecond, Idle: 300 * time.Millisecond}
+	s := serveOwed(t, timeouts)
+	base := "http://" + s.addr
+	get := func(ctx context.Context, path string, headers ...string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.tok[models.RoleAuthor])
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		return http.DefaultClient.Do(req)
+	}
+	first, err := get(context.Background(), "/api/listeners/mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Body.Close()
+	tag := first.Header.Get("ETag")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := get(ctx, "/api/listeners/mine/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	polled := make(chan *http.Response, 1)
+	go func() {
+		r, err := get(context.Background(), "/api/listeners/mine?wait=60", "If-None-Match", tag)
+		if err != nil {
+			close(polled)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		polled <- r
+	}()
+	eventually(t, "the stream and the poll to wait", func() bool { return s.app.Notify.Watchers() == 2 })
+	time.Sleep(3 * (timeouts.Read + timeouts.Write)) // past every server timeout: the point of the test
+
+	pitch, err := s.app.Store.CreatePitch(context.Background(), mustUser(t, s), "after the timeouts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"id":%d`, pitch.ID)
+	for seen := false; !seen; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended before the change")
+			}
+			seen = strings.HasPrefix(line, "data: ") && strings.Contains(line, want)
+		case <-time.After(hang):
+			t.Fatal("no event for the change")
+		}
+	}
+	select {
+	case r := <-polled:
+		if r == nil || r.StatusCode != http.StatusOK {
+			t.Fatalf("the long poll after the timeouts: %+v", r)
+		}
+	case <-time.After(hang):
+		t.Fatal("the long poll did not answer the change")
+	}
+}
+
+func mustUser(t *testing.T, s *served) int64 {
+	t.Helper()
+	u, err := s.app.Store.UserByToken(context.Background(), s.tok[models.RoleAuthor])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
 }

@@ -214,6 +214,7 @@ func (a *API) mine(c echo.Context) error {
 	if w != nil && etagMatches(inm, st.etag) {
 		deadline := st.now.Add(q.wait)
 		closing := a.closing()
+		outlive(c.Response(), q.wait+time.Minute)
 	wait:
 		for etagMatches(inm, st.etag) {
 			recheck := st.recheckAt()
@@ -281,7 +282,7 @@ func (a *API) mineStream(c echo.Context) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the events
 	res.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(res.Writer)
+	rc := outlive(res, time.Minute)
 	send := func(b []byte) bool {
 		// Each write gets its own deadline: the server's WriteTimeout would otherwise cut every
 		// stream at the same age, and a client that stops reading is dropped.
@@ -350,6 +351,16 @@ func (a *API) mineStream(c echo.Context) error {
 			return nil
 		}
 	}
+}
+
+// outlive lifts the server's timeouts, made for requests that are read and answered at once,
+// off a request that waits: no read deadline (its request was read whole), and a write deadline
+// d from now (the server's WriteTimeout would cut a wait longer than it).
+func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Now().Add(d))
+	return rc
 }
 
 // live is what the long polls and streams share: the notifier (a process-local one when the
