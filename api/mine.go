@@ -150,8 +150,23 @@ func (st *mineState) recheckAt() time.Time {
 	return at
 }
 
-// mineBody builds the view's answer at st: the page q asks for, with nextCursor.
+// mineBody is the view's answer at st: the page q asks for, with nextCursor; kept by its ETag
+// (mineCache), so a view asked for again, unchanged, is not built again.
 func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+	cache := a.liveState().cache
+	if body, ok := cache.get(st.etag); ok {
+		return body, nil
+	}
+	body, err := a.buildMine(ctx, u, q, st)
+	if err != nil {
+		return nil, err
+	}
+	cache.put(st.etag, body)
+	return body, nil
+}
+
+// buildMine reads and encodes the view's answer at st.
+func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
 	items, next, err := a.Store.MinePage(ctx, u.ID, st.v.Jobs, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after})
 	if err != nil {
 		return nil, err
@@ -363,18 +378,19 @@ func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
 	return rc
 }
 
-// live is what the long polls and streams share: the notifier (a process-local one when the
-// app gave none) and the signal that the server is shutting down.
+// live is what the views share: the notifier (a process-local one when the app gave none), the
+// signal that the server is shutting down, and the cache of answers.
 type live struct {
 	once    sync.Once
 	hub     *notify.Hub
 	closed  chan struct{}
 	closeMu sync.Once
+	cache   *mineCache
 }
 
 func (a *API) liveState() *live {
 	a.liveOnce.Do(func() {
-		a.live = &live{closed: make(chan struct{})}
+		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
 	})
 	return a.live
 }
