@@ -333,8 +333,11 @@ func (a *API) mineStream(c echo.Context) error {
 			}
 			last = st.etag
 		}
+		// What the wait needs of the version is its tag and when to look again; the rest (the
+		// jobs) is let go, since ten thousand idle streams would otherwise each hold theirs.
+		recheck := st.recheckAt()
+		st.v = models.MineVersion{}
 		for reread := false; !reread; {
-			recheck := st.recheckAt()
 			timer, stop := clock.NewTimer(a.Clock, earliest(nextPing, recheck).Sub(a.now()))
 			select {
 			case <-w.C():
