@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -286,9 +287,9 @@ func (a *API) mineStream(c echo.Context) error {
 	req := c.Request()
 	ctx := req.Context()
 	w := a.notifier().Watch(u.ID)
-	defer func() { w.Close() }()
 	st, err := a.readMine(ctx, u, &q)
 	if err != nil {
+		w.Close()
 		return err
 	}
 	res := c.Response()
@@ -296,9 +297,51 @@ func (a *API) mineStream(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the events
+	s := &mineStreamer{a: a, u: u, q: q, st: st, w: w, last: req.Header.Get("Last-Event-ID")}
+	if req.ProtoMajor == 1 {
+		if conn, brw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
+			// The stream takes the connection over and the handler returns: net/http's
+			// per-request state (the connection's read and write buffers, the request, its
+			// goroutine's stack) is let go, and a held stream costs a few kilobytes instead of
+			// some twenty. The answer is delimited by closing the connection.
+			h.Set("Connection", "close")
+			h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+			var head bytes.Buffer
+			head.WriteString("HTTP/1.1 200 OK\r\n")
+			_ = h.Write(&head)
+			head.WriteString("\r\n")
+			_ = brw // what the client sent after its request (nothing, for a stream) is dropped
+			l := a.liveState()
+			l.streams.Add(1)
+			sctx, cancel := context.WithCancel(context.Background()) // nothing of the request is kept
+			s.send = func(b []byte) bool {
+				_ = conn.SetWriteDeadline(time.Now().Add(time.Minute))
+				_, err := conn.Write(b)
+				return err == nil
+			}
+			go func() {
+				// A stream's client sends nothing more: a read ends only when it hangs up.
+				var one [1]byte
+				_, _ = conn.Read(one[:])
+				cancel()
+			}()
+			go func() {
+				defer l.streams.Done()
+				defer conn.Close()
+				defer cancel()
+				if s.send(append(head.Bytes(), ": owed\n\n"...)) {
+					s.run(sctx)
+				}
+				s.w.Close()
+			}()
+			return nil
+		}
+	}
+	// HTTP/2, or a writer that cannot be taken over: stream through the handler.
+	defer func() { s.w.Close() }()
 	res.WriteHeader(http.StatusOK)
 	rc := outlive(res, time.Minute)
-	send := func(b []byte) bool {
+	s.send = func(b []byte) bool {
 		// Each write gets its own deadline: the server's WriteTimeout would otherwise cut every
 		// stream at the same age, and a client that stops reading is dropped.
 		_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
@@ -308,65 +351,82 @@ func (a *API) mineStream(c echo.Context) error {
 		res.Flush()
 		return true
 	}
-	if !send([]byte(": owed\n\n")) {
-		return nil
+	if s.send([]byte(": owed\n\n")) {
+		s.run(ctx)
 	}
-	last := req.Header.Get("Last-Event-ID")
+	return nil
+}
+
+// mineStreamer is one stream of an author's view, with what it needs between events.
+type mineStreamer struct {
+	a    *API
+	u    *models.User
+	q    mineQuery
+	st   mineState
+	w    *notify.Watch
+	last string // the tag of the last event the client has
+	send func([]byte) bool
+}
+
+// run sends events until ctx ends, the server shuts down or a write fails.
+func (s *mineStreamer) run(ctx context.Context) {
+	a := s.a
 	nextPing := a.now().Add(pingEvery)
 	closing := a.closing()
+	var err error
 	for {
-		if st.etag != last {
-			body, err := a.mineBody(ctx, u, &q, &st)
+		if s.st.etag != s.last {
+			body, err := a.mineBody(ctx, s.u, &s.q, &s.st)
 			if err != nil {
 				if ctx.Err() == nil {
-					a.Log.Error("mine stream", "userId", u.ID, "err", err)
+					a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
 				}
-				return nil // the answer has begun: end the stream; the client reconnects
+				return // the answer has begun: end the stream; the client reconnects
 			}
 			ev := make([]byte, 0, len(body)+64)
 			ev = append(ev, "event: mine\nid: "...)
-			ev = append(ev, st.etag...)
+			ev = append(ev, s.st.etag...)
 			ev = append(ev, "\ndata: "...)
 			ev = append(append(ev, body...), "\n\n"...)
-			if !send(ev) {
-				return nil
+			if !s.send(ev) {
+				return
 			}
-			last = st.etag
+			s.last = s.st.etag
 		}
 		// What the wait needs of the version is its tag and when to look again; the rest (the
 		// jobs) is let go, since ten thousand idle streams would otherwise each hold theirs.
-		recheck := st.recheckAt()
-		st.v = models.MineVersion{}
+		recheck := s.st.recheckAt()
+		s.st.v = models.MineVersion{}
 		for reread := false; !reread; {
 			timer, stop := clock.NewTimer(a.Clock, earliest(nextPing, recheck).Sub(a.now()))
 			select {
-			case <-w.C():
-				w = w.Renew()
+			case <-s.w.C():
+				s.w = s.w.Renew()
 				reread = true
 			case <-timer:
 				now := a.now()
 				if !now.Before(nextPing) {
-					if !send([]byte(": ping\n\n")) {
+					if !s.send([]byte(": ping\n\n")) {
 						stop()
-						return nil
+						return
 					}
 					nextPing = now.Add(pingEvery)
 				}
 				reread = !now.Before(recheck)
 			case <-ctx.Done():
 				stop()
-				return nil
+				return
 			case <-closing:
 				stop()
-				return nil
+				return
 			}
 			stop()
 		}
-		if u, st, err = a.reread(ctx, u, &q); err != nil {
+		if s.u, s.st, err = a.reread(ctx, s.u, &s.q); err != nil {
 			if ctx.Err() == nil {
-				a.Log.Error("mine stream", "userId", u.ID, "err", err)
+				a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
 			}
-			return nil
+			return
 		}
 	}
 }
@@ -389,6 +449,7 @@ type live struct {
 	closed  chan struct{}
 	closeMu sync.Once
 	cache   *mineCache
+	streams sync.WaitGroup // streams that took their connection over
 }
 
 func (a *API) liveState() *live {
@@ -409,6 +470,19 @@ func (a *API) notifier() *notify.Hub {
 }
 
 func (a *API) closing() <-chan struct{} { return a.liveState().closed }
+
+// WaitStreams waits, until ctx ends, for the streams that took their connection over (which the
+// HTTP server's graceful shutdown does not count) to end after CloseStreams.
+func (a *API) WaitStreams(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { a.liveState().streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // CloseStreams ends every stream and answers every long poll (304) now, and any later one at
 // once: the server is shutting down, and its graceful shutdown waits for open requests.

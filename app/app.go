@@ -486,6 +486,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if a.server != nil {
 		errs = append(errs, a.server.Shutdown(ctx))
 	}
+	errs = append(errs, a.API.WaitStreams(ctx))
 	a.Notify.Stop()
 	// Content.Stop tells sweeps to claim nothing more, so cron's running sweep ends with its
 	// running jobs (or at the deadline, when they are cancelled and their leases released).
