@@ -6,12 +6,14 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/notify"
 	"github.com/owed/owed/scheduler"
 	"github.com/owed/owed/webhooks"
 )
@@ -58,6 +60,12 @@ type API struct {
 	// MediaAllowPrivate lets the bot push media URLs whose host is a loopback, private or
 	// otherwise non-public address.
 	MediaAllowPrivate bool
+	// Notify wakes the long polls and streams of `mine` when an author's view changes; when
+	// nil, a process-local notifier is made (which hears nothing unless the store tells it).
+	Notify *notify.Hub
+
+	liveOnce sync.Once
+	live     *live
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

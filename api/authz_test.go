@@ -80,6 +80,11 @@ var routeMatrix = map[string]routeCase{
 		return fmt.Sprintf("/api/listeners/pitches/%d", w.pitch(asAuthor, models.VerdictBlock)), nil
 	}},
 	"GET /api/listeners/mine": {authors, false, []int{200}, static("/api/listeners/mine", nil)},
+	// A stream ends after its first event once the server is shutting down.
+	"GET /api/listeners/mine/stream": {authors, false, []int{200}, func(w *world) (string, any) {
+		w.env.App.API.CloseStreams()
+		return "/api/listeners/mine/stream", nil
+	}},
 
 	"GET /api/songs": {anyone, false, []int{200}, static("/api/songs", nil)},
 	"GET /api/songs/:id": {anyone, false, []int{200}, func(w *world) (string, any) {

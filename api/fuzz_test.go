@@ -62,6 +62,8 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 		defer cancel()
 		a.Shutdown(ctx)
 	})
+	// Streams (served here to a recorder, which never hangs up) end after their first event.
+	a.API.CloseStreams()
 	ctx := context.Background()
 	s := a.Store
 	fz := &fuzzAPI{h: a.Handler(), store: s, tok: map[role]string{asAdmin: owedtest.AdminToken}, ids: map[string]int64{}}
@@ -173,6 +175,8 @@ var bodyRoutes = []fuzzRoute{
 // queryRoutes are the routes that document query parameters.
 var queryRoutes = []fuzzRoute{
 	{"GET", "/api/songs", "", asAnon, []string{"sort", "limit", "cursor"}},
+	{"GET", "/api/listeners/mine", "", asAuthor, []string{"state", "kind", "limit", "cursor", "wait"}},
+	{"GET", "/api/listeners/mine/stream", "", asAuthor, []string{"state", "kind", "limit", "cursor"}},
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/jobs", "", asAdmin, []string{"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"}},
@@ -285,6 +289,8 @@ func FuzzQueryParameters(f *testing.F) {
 	f.Add(uint8(2), "task[]=screen&userId=1e3&itemId=99999999999999999999")
 	f.Add(uint8(7), "chatId="+strings.Repeat("%F0%9F%8E%B5", 30))
 	f.Add(uint8(3), "why=%00&kind=%ff")
+	f.Add(uint8(1), "state=pending&kind=pitch&limit=2&wait=61")
+	f.Add(uint8(2), "cursor=eyJ0IjoxLCJrIjoicGl0Y2giLCJpIjo1fQ&limit=1&state=blocked")
 	fz := newFuzzAPI(f)
 	f.Fuzz(func(t *testing.T, route uint8, query string) {
 		r := queryRoutes[int(route)%len(queryRoutes)]
@@ -295,7 +301,11 @@ func FuzzQueryParameters(f *testing.F) {
 		checkAnswer(t, what, rec)
 		switch rec.Code {
 		case http.StatusOK:
-			if !json.Valid(rec.Body.Bytes()) {
+			if strings.HasSuffix(r.pattern, "/stream") {
+				if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" || !strings.Contains(rec.Body.String(), "event: mine\n") {
+					t.Fatalf("%s: 200 %s with %q", what, ct, rec.Body)
+				}
+			} else if !json.Valid(rec.Body.Bytes()) {
 				t.Fatalf("%s: 200 with %q", what, rec.Body)
 			}
 		case http.StatusBadRequest:

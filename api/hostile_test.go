@@ -364,7 +364,7 @@ func TestJunkInEveryFilterAndCursorIsRefused(t *testing.T) {
 		b := newBadWorld(t, db)
 		ids := map[string]int64{"webhook": b.webhook(), "scrape": b.scrape()}
 		b.do(http.MethodPost, fmt.Sprintf("/api/scrapes/%d/media", ids["scrape"]), asBot, mediaBody(3))
-		as := map[role]role{asAnon: asAnon, asAdmin: asAdmin, asBot: asBot}
+		as := map[role]role{asAnon: asAnon, asAdmin: asAdmin, asBot: asBot, asAuthor: asAuthor}
 		before := b.snapshot()
 		refused, matchedNothing := 0, 0
 		for _, r := range queryRoutes {

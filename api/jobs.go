@@ -124,7 +124,7 @@ func (a *API) retryJob(c echo.Context) error {
 	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
-	if _, err := a.Store.RetryJobs(ctx, models.JobFilter{ItemID: job.ItemID, Task: job.Task, Kind: job.Kind}); err != nil {
+	if _, err := a.Store.RetryJobs(ctx, models.JobFilter{ItemID: job.ItemID, Task: job.Task, Kind: job.Kind, UserID: job.UserID}); err != nil {
 		return err
 	}
 	job, err = a.Store.JobByID(ctx, id)

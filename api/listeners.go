@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -274,79 +273,19 @@ func scoreOf(s *models.Score) *scoreJSON {
 	return &scoreJSON{Art: s.Art, ArtRuns: s.ArtRuns, Criteria: s.Criteria, Model: s.Model, Rubric: s.Rubric}
 }
 
-type budgetJSON struct {
-	Limit    int64  `json:"limit"`
-	Spent    int64  `json:"spent"`
-	ResetsAt string `json:"resetsAt"`
-}
-
-// mine lists the caller's own items with their verdicts, scores, owed jobs and budget, and
-// starts a background run of their due jobs when they have any (never delaying this answer).
-//
-// The ETag is known before the answer is built: it is a hash of the author, their effective
-// daily limit, the budget day and the view's version (models.MineVersion, one statement over
-// keys and indexes: per kind of item the count and sum of the ids, the author's owed jobs as
-// the view shows them, today's spend). A client whose If-None-Match holds it gets a 304
-// without a single item read or any JSON made. Otherwise the answer is built after the version
-// was read, so a change in between makes the answer newer than its ETag, never older: the
-// client's next poll costs one more 200, but a 304 never hides a change. The sweep of the
-// author's due jobs starts only when the version's jobs hold one that is due.
-func (a *API) mine(c echo.Context) error {
-	u := caller(c)
-	ctx := c.Request().Context()
-	now := a.now()
-	v, err := a.Store.MineVersion(ctx, u.ID, now)
-	if err != nil {
-		return err
-	}
-	if v.Due {
-		// Only when there is something to run: a sweep that finds nothing due would still
-		// cost a claim on the writer.
-		a.Content.SweepAuthor(u.ID)
-	}
-	limit := a.DailyBudget
-	if u.DailyLimit != nil {
-		limit = *u.DailyLimit
-	}
-	etag := mineETag(u.ID, limit, &v)
-	res := c.Response()
-	res.Header().Set("ETag", etag)
-	res.Header().Set("Cache-Control", "private, no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	items, err := a.Store.MineWithJobs(ctx, u.ID, v.Jobs)
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Items  []mineItem `json:"items"`
-		Budget budgetJSON `json:"budget"`
-	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: limit, Spent: v.Spent, ResetsAt: timeStr(models.BudgetReset(now))}}
-	for _, it := range items {
-		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
-			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
-			Jobs: make([]jobBrief, 0, len(it.Jobs))}
-		for _, j := range it.Jobs {
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: j.Why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
-		}
-		out.Items = append(out.Items, m)
-	}
-	body, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(http.StatusOK, body)
-}
-
-// mineETag is the strong ETag of an author's view at version v: a hash of the author, their
-// effective daily limit, the budget day and, of v, what the view shows (the items' counts and
+// mineETag is the strong ETag of an author's view at version v: a hash of the author, the
+// filters and page (q), their effective daily limit, the budget day and, of v, what the view shows (the items' counts and
 // id sums, the spend, and each job's id, item, task, why, attempts and due time; not its lease,
 // which the view does not show).
-func mineETag(userID, limit int64, v *models.MineVersion) string {
+func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 	b := make([]byte, 0, 128+len(v.Jobs)*48)
-	b = append(b, "mine/1"...) // a new shape of the answer must change this, or old ETags would match it
+	b = append(b, "mine/2"...) // a new shape of the answer must change this, or old ETags would match it
 	b = binary.AppendVarint(b, userID)
+	// The filters and the page: another page of one view is another answer.
+	b = appendString(b, q.state)
+	b = appendString(b, q.kind)
+	b = binary.AppendVarint(b, int64(q.limit))
+	b = appendString(b, q.cursor)
 	b = binary.AppendVarint(b, limit)
 	b = appendString(b, v.Day)
 	for _, n := range v.Items {

@@ -4,24 +4,30 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/notify"
 	"github.com/owed/owed/owedtest"
 )
 
-// mineWatcher polls an author's view as a client does, holding the ETag of its last 200.
+// mineWatcher polls an author's view as a client does, holding the ETag of its last 200. It
+// also watches the notifier that wakes long polls and streams, which must hear every change
+// the ETag follows (time's own changes, the UTC day, aside: waiters re-read at the day's end).
 type mineWatcher struct {
-	w    *world
-	as   role
-	etag string
-	body map[string]any
+	w     *world
+	as    role
+	etag  string
+	body  map[string]any
+	watch *notify.Watch
 }
 
 func (w *world) watchMine(as role) *mineWatcher {
 	w.t.Helper()
-	m := &mineWatcher{w: w, as: as}
+	m := &mineWatcher{w: w, as: as, watch: w.env.App.Notify.Watch(w.uid[as])}
+	w.t.Cleanup(func() { m.watch.Close() })
 	r := w.do(http.MethodGet, "/api/listeners/mine", as, nil)
 	if r.Status != http.StatusOK || r.Header.Get("ETag") == "" {
 		w.t.Fatalf("mine: %d %s, ETag %q", r.Status, r.Body, r.Header.Get("ETag"))
@@ -47,6 +53,29 @@ func (m *mineWatcher) changed(what string) {
 		m.w.t.Errorf("after %s: the new ETag answers %d, want 304", what, again.Status)
 	}
 	m.etag, m.body = etag, r.JSON()
+	if !strings.Contains(what, "UTC day") {
+		m.woken(what)
+	}
+	m.watch = m.watch.Renew()
+}
+
+// woken checks that the notifier woke the author's waiters: at once on SQLite (the store tells
+// it before the write returns), through LISTEN on PostgreSQL (a trigger's NOTIFY, at commit).
+func (m *mineWatcher) woken(what string) {
+	m.w.t.Helper()
+	if m.w.env.App.Notify.Listens() {
+		select {
+		case <-m.watch.C():
+		case <-time.After(10 * time.Second):
+			m.w.t.Fatalf("after %s: the notifier did not wake the author's waiters", what)
+		}
+		return
+	}
+	select {
+	case <-m.watch.C():
+	default:
+		m.w.t.Fatalf("after %s: the notifier did not wake the author's waiters", what)
+	}
 }
 
 // same checks that the view answers 304, with the ETag held, to the ETag held.
@@ -58,6 +87,16 @@ func (m *mineWatcher) same(what string) {
 	}
 	if cc := r.Header.Get("Cache-Control"); cc != "private, no-cache" {
 		m.w.t.Errorf("after %s: Cache-Control %q on the 304", what, cc)
+	}
+	if !m.w.env.App.Notify.Listens() {
+		// In-process the notifier is told synchronously, so a wake would show by now. (Over
+		// LISTEN a stray wake costs one read of the version, which then finds it the same.)
+		select {
+		case <-m.watch.C():
+			m.w.t.Errorf("after %s: the notifier woke the author's waiters, though their view did not change", what)
+			m.watch = m.watch.Renew()
+		default:
+		}
 	}
 }
 

@@ -29,7 +29,11 @@ func (a *API) OpenAPI() map[string]any {
 				"schema": map[string]any{"type": "integer", "minimum": 1}})
 		}
 		for _, q := range queryParams[r.method+" "+r.path] {
-			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": map[string]any{"type": "string"}})
+			schema := paramSchemas[r.method+" "+r.path+" "+q]
+			if schema == nil {
+				schema = map[string]any{"type": "string"}
+			}
+			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": schema})
 		}
 		if params != nil {
 			op["parameters"] = params
@@ -41,6 +45,10 @@ func (a *API) OpenAPI() map[string]any {
 		ok := map[string]any{"description": http.StatusText(r.status)}
 		if r.response != "" {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(r.response)}}
+		}
+		if streamAnswers[r.method+" "+r.path] {
+			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string",
+				"description": "events `mine`: `id:` the view's ETag, `data:` the view as in GET /api/listeners/mine (schema Mine); `: ping` comments every 15 s; send Last-Event-ID to skip an event you hold"}}}
 		}
 		if mt, bin := binaryAnswers[r.method+" "+r.path]; bin {
 			ok["content"] = map[string]any{mt: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
@@ -90,6 +98,8 @@ func (a *API) openAPI(c echo.Context) error { return c.JSON(http.StatusOK, a.Ope
 // queryParams documents the query parameters of the routes that take them.
 var queryParams = map[string][]string{
 	"GET /api/songs":                         {"sort", "limit", "cursor"},
+	"GET /api/listeners/mine":                {"state", "kind", "limit", "cursor", "wait"},
+	"GET /api/listeners/mine/stream":         {"state", "kind", "limit", "cursor"},
 	"GET /api/pitches":                       {"limit", "cursor"},
 	"GET /api/admin/jobs":                    {"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"},
 	"GET /api/admin/events":                  {"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"},
@@ -110,6 +120,23 @@ var optionalBody = map[string]bool{
 // binaryAnswers names the media type of the routes that answer something other than JSON.
 var binaryAnswers = map[string]string{
 	"GET /api/media/:id/preview": "image/jpeg",
+}
+
+// streamAnswers names the routes that answer server-sent events.
+var streamAnswers = map[string]bool{
+	"GET /api/listeners/mine/stream": true,
+}
+
+// paramSchemas types the query parameters whose values are bounded (the rest are strings).
+var paramSchemas = map[string]map[string]any{
+	"GET /api/listeners/mine wait": {"type": "integer", "minimum": 1, "maximum": 60,
+		"description": "long poll: with a matching If-None-Match, hold the answer up to this many seconds until the view changes (200) or the wait ends (304)"},
+	"GET /api/listeners/mine limit":        {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+	"GET /api/listeners/mine/stream limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+	"GET /api/listeners/mine state":        {"type": "string", "enum": []string{"pending", "public", "blocked"}},
+	"GET /api/listeners/mine/stream state": {"type": "string", "enum": []string{"pending", "public", "blocked"}},
+	"GET /api/listeners/mine kind":         {"type": "string", "enum": []string{"revision", "comment", "pitch"}},
+	"GET /api/listeners/mine/stream kind":  {"type": "string", "enum": []string{"revision", "comment", "pitch"}},
 }
 
 // Schema helpers keep the component list short to read.
@@ -166,7 +193,8 @@ var schemas = map[string]any{
 		"items": list(obj(map[string]any{"kind": str, "id": integer, "songId": integer, "state": str, "verdict": nullStr,
 			"confidence": nullNum, "score": map[string]any{"oneOf": []any{ref("Score"), map[string]any{"type": "null"}}},
 			"jobs": list(obj(map[string]any{"task": str, "why": whyEnum, "attempts": integer, "nextAttemptAt": dateTime}))})),
-		"budget": obj(map[string]any{"limit": integer, "spent": integer, "resetsAt": dateTime})}),
+		"budget":     obj(map[string]any{"limit": integer, "spent": integer, "resetsAt": dateTime}),
+		"nextCursor": cursor}),
 	"Song":     obj(map[string]any{"id": integer, "title": str, "userId": integer, "art": nullNum, "createdAt": dateTime}),
 	"SongList": obj(map[string]any{"songs": list(ref("Song")), "nextCursor": cursor}),
 	"SongDetail": obj(map[string]any{"song": ref("Song"),

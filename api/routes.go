@@ -44,7 +44,8 @@ func (a *API) routes() []route {
 		{http.MethodDelete, "/api/listeners/revisions/:id", a.deleteItem(models.KindRevision), authors, "Delete your revision and its owed jobs", "", "", 204},
 		{http.MethodDelete, "/api/listeners/comments/:id", a.deleteItem(models.KindComment), authors, "Delete your comment and its owed jobs", "", "", 204},
 		{http.MethodDelete, "/api/listeners/pitches/:id", a.deleteItem(models.KindPitch), authors, "Delete your pitch and its owed jobs", "", "", 204},
-		{http.MethodGet, "/api/listeners/mine", a.mine, authors, "Your items, their verdicts, scores, owed jobs and budget; runs your due jobs in the background", "", "Mine", 200},
+		{http.MethodGet, "/api/listeners/mine", a.mine, authors, "Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll", "", "Mine", 200},
+		{http.MethodGet, "/api/listeners/mine/stream", a.mineStream, authors, "Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s", "", "", 200},
 
 		{http.MethodGet, "/api/songs", a.listSongs, anyone, "Public songs, by art or newest", "", "SongList", 200},
 		{http.MethodGet, "/api/songs/:id", a.getSong, anyone, "A public song with its allowed revisions and comments", "", "SongDetail", 200},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/notify"
 	"github.com/owed/owed/scheduler"
 	"github.com/owed/owed/webhooks"
 )
@@ -83,6 +85,10 @@ type App struct {
 	// Media is the media engine; Backfill the backfill queue (and scrape deletes) using it.
 	Media    *media.Engine
 	Backfill *scheduler.Backfill
+	// Notify wakes long polls and streams of authors' views (in-process on SQLite, LISTEN on
+	// PostgreSQL); API is the HTTP API it serves them through.
+	Notify *notify.Hub
+	API    *api.API
 
 	cron     *cron.Cron
 	server   *http.Server
@@ -107,11 +113,20 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults()}
 	a.owner = models.NewLeaseOwner() + ":maintenance"
+	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
+	if !a.Notify.Listens() {
+		// SQLite: every writer is in this process, and the store tells the notifier itself.
+		// PostgreSQL's triggers notify every replica, this one included.
+		store.SetChanges(a.Notify)
+	}
 	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
 		store.Close()
 		return nil, err
 	}
 	a.Metrics = metrics.New(a.jobCounts)
+	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
+		Help: "Long polls and streams of authors' views waiting in this process."},
+		func() float64 { return float64(a.Notify.Watchers()) }))
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
@@ -267,6 +282,8 @@ func (a *App) newEcho() *echo.Echo {
 		}
 		return s
 	}
+	h.Notify = a.Notify
+	a.API = h
 	h.Register(e)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
 	spa := echo.WrapHandler(frontend.Handler(a.Config.PluginsDir))
@@ -455,6 +472,10 @@ func (a *App) Start(ctx context.Context) error {
 
 // Serve serves HTTP on ln and starts the runners.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	// The notifier listens before the first request, so no change after it is missed.
+	if err := a.Notify.Start(ctx); err != nil {
+		return err
+	}
 	t := a.timeouts
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
@@ -469,9 +490,14 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 // cut short and its lease released), then the database.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	// Long polls answer and streams end first: a graceful HTTP shutdown waits for every open
+	// request, and a stream never ends by itself.
+	a.API.CloseStreams()
 	if a.server != nil {
 		errs = append(errs, a.server.Shutdown(ctx))
 	}
+	errs = append(errs, a.API.WaitStreams(ctx))
+	a.Notify.Stop()
 	// Content.Stop tells sweeps to claim nothing more, so cron's running sweep ends with its
 	// running jobs (or at the deadline, when they are cancelled and their leases released).
 	var cronDone <-chan struct{}

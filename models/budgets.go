@@ -32,6 +32,9 @@ func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64,
 			out = outs[0]
 		}
 	}
+	if err == nil && out.ok && n != 0 {
+		s.changed(userID)
+	}
 	return out.spent, out.ok, err
 }
 

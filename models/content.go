@@ -112,6 +112,7 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 		}
 		var err error
 		rev, err = tx.insertRevision(song.ID, userID, title, code)
+		tx.changed(userID)
 		return err
 	})
 	return song, rev, err
@@ -155,6 +156,7 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 			}
 		}
 		rev, err = tx.insertRevision(songID, userID, title, code)
+		tx.changed(userID)
 		return err
 	})
 	return rev, err
@@ -172,6 +174,7 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 			return ErrNotFound
 		}
 		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: tx.nowMs()}
+		tx.changed(userID)
 		return tx.db.Raw(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 			songID, userID, body, c.CreatedAt).Scan(&c.ID).Error
 	})
@@ -183,6 +186,9 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 	p := Pitch{UserID: userID, Body: body, CreatedAt: s.nowMs()}
 	err := s.db.WithContext(ctx).Raw(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
 		userID, body, p.CreatedAt).Scan(&p.ID).Error
+	if err == nil {
+		s.changed(userID)
+	}
 	return p, err
 }
 
@@ -209,10 +215,22 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 			return ErrNotFound // as if missing: another author learns nothing of the item
 		}
 		var songID int64
-		if kind == KindRevision {
+		switch kind {
+		case KindRevision:
 			if err := tx.db.Raw(`SELECT song_id FROM revisions WHERE id = ?`, id).Scan(&songID).Error; err != nil {
 				return err
 			}
+		case "song":
+			songID = id
+		}
+		tx.changed(userID)
+		if songID != 0 {
+			// The song may go, and its comments with it: their authors' views change too.
+			var commenters []int64
+			if err := tx.db.Raw(`SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID).Scan(&commenters).Error; err != nil {
+				return err
+			}
+			tx.changed(commenters...)
 		}
 		if err := tx.db.Exec(`DELETE FROM `+table+` WHERE id = ?`, id).Error; err != nil {
 			return err

@@ -131,6 +131,7 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why strin
 			return res.Error
 		}
 		ok = true
+		tx.changed(job.UserID)
 		return tx.insertEvent(&ev)
 	})
 	return ok, err
@@ -146,14 +147,24 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 		return false, err
 	}
 	call := screenCall{kind: kind, itemID: itemID, verdict: verdict, confidence: confidence, ev: ev}
+	var recorded bool
 	if s.screens != nil {
-		return s.screens.do(ctx, call)
+		var err error
+		if recorded, err = s.screens.do(ctx, call); err != nil {
+			return false, err
+		}
+	} else {
+		out, err := s.recordScreens(ctx, []screenCall{call})
+		if err != nil {
+			return false, err
+		}
+		recorded = out[0]
 	}
-	recorded, err := s.recordScreens(ctx, []screenCall{call})
-	if err != nil {
-		return false, err
+	if recorded {
+		// The verdict settled the item's screen job (the screens_settle trigger).
+		s.changed(ev.UserID)
 	}
-	return recorded[0], nil
+	return recorded, nil
 }
 
 type screenCall struct {
@@ -338,6 +349,7 @@ func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, erro
 			return res.Error
 		}
 		recorded = true
+		tx.changed(ev.UserID)
 		if err := tx.enqueueScored(ctx, sc); err != nil {
 			return err
 		}
@@ -439,6 +451,13 @@ func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	args = append(args, now)
 	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE `+where+
 		` AND (lease_until IS NULL OR lease_until <= ?)`, args...)
+	if res.Error == nil && res.RowsAffected > 0 {
+		if f.UserID != 0 {
+			s.changed(f.UserID)
+		} else {
+			s.changedAll()
+		}
+	}
 	return res.RowsAffected, res.Error
 }
 

@@ -3,6 +3,8 @@ package models
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -19,9 +21,6 @@ type MineItem struct {
 	Score      *Score
 	Jobs       []Job
 }
-
-// mineLimit caps each kind of an author's items in one view: the newest are the ones they watch.
-const mineLimit = 500
 
 // ItemCount is how many items of one kind an author has, and the sum of their ids.
 type ItemCount struct {
@@ -111,7 +110,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	return v, nil
 }
 
-// Mine lists the author's own items, newest first within each kind, with their verdicts,
+// Mine lists all of the author's own items, newest first across kinds, with their verdicts,
 // scores and owed jobs.
 func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 	jobs, err := s.JobsOfUser(ctx, userID)
@@ -121,23 +120,71 @@ func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 	return s.MineWithJobs(ctx, userID, jobs)
 }
 
-var mineQueries = [3]struct{ kind, sql string }{
-	{KindRevision, `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
+// MineWithJobs is Mine with the author's owed jobs already read (by MineVersion, whose Jobs
+// it takes).
+func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
+	items, _, err := s.MinePage(ctx, userID, jobs, MineFilter{Limit: math.MaxInt32})
+	return items, err
+}
+
+// MineFilter selects and pages an author's own items.
+type MineFilter struct {
+	State string // "" (any), "pending" (no verdict yet), "public" (allowed) or "blocked"
+	Kind  string // "" (any) or a kind of item
+	Limit int    // at most this many items (> 0)
+	// After, when set, starts the page after this item (see MineCursor).
+	After *MineCursor
+}
+
+// Item states as the author's view names them.
+const (
+	StatePending = "pending"
+	StatePublic  = "public"
+	StateBlocked = "blocked"
+)
+
+// MineCursor is a place in an author's items, which are ordered newest first across kinds:
+// by created_at descending, then kind (revision, comment, pitch), then id descending. That is
+// a total order, so paging by it neither repeats nor skips an item whatever is written
+// meanwhile (new items come before the first page).
+type MineCursor struct {
+	CreatedAt int64
+	Kind      string
+	ID        int64
+}
+
+// KindRank is the place of a kind in the view's order (-1 for an unknown kind).
+func KindRank(kind string) int {
+	for i, q := range mineQueries {
+		if q.kind == kind {
+			return i
+		}
+	}
+	return -1
+}
+
+var mineQueries = [3]struct{ kind, alias, sql string }{
+	{KindRevision, "r", `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
 		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
 		FROM revisions r LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id
 		LEFT JOIN scores sc ON sc.revision_id = r.id
-		WHERE r.user_id = ? ORDER BY r.id DESC LIMIT ?`},
-	{KindComment, `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
+		WHERE r.user_id = ?`},
+	{KindComment, "c", `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
 		FROM comments c LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id
-		WHERE c.user_id = ? ORDER BY c.id DESC LIMIT ?`},
-	{KindPitch, `SELECT p.id, p.created_at, s.verdict, s.confidence
+		WHERE c.user_id = ?`},
+	{KindPitch, "p", `SELECT p.id, p.created_at, s.verdict, s.confidence
 		FROM pitches p LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = p.id
-		WHERE p.user_id = ? ORDER BY p.id DESC LIMIT ?`},
+		WHERE p.user_id = ?`},
 }
 
-// MineWithJobs is Mine with the author's owed jobs already read (by MineVersion, whose Jobs
-// it takes): each item gets those of its jobs.
-func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
+// MinePage reads one page of the author's items that f selects, in the view's order (see
+// MineCursor), each with its jobs out of jobs (the author's, as MineVersion read them). next
+// is the cursor of the page's last item when more items follow, else nil. Each kind is read by
+// its (user_id, created_at, id) index, at most Limit+1 rows, and the kinds are merged.
+func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFilter) (items []MineItem, next *MineCursor, err error) {
+	if f.Limit <= 0 {
+		return nil, nil, fmt.Errorf("mine page: limit %d", f.Limit)
+	}
 	type key struct {
 		kind string
 		id   int64
@@ -150,11 +197,47 @@ func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]M
 			byItem[k] = append(byItem[k], j)
 		}
 	}
-	var items []MineItem
-	for _, q := range mineQueries {
-		rows, err := s.query(ctx, q.sql, userID, mineLimit)
+	afterRank := 0
+	if f.After != nil {
+		if afterRank = KindRank(f.After.Kind); afterRank < 0 {
+			return nil, nil, fmt.Errorf("mine page: cursor of unknown kind %q", f.After.Kind)
+		}
+	}
+	for rank, q := range mineQueries {
+		if f.Kind != "" && f.Kind != q.kind {
+			continue
+		}
+		sql, args := q.sql, []any{userID}
+		if c := f.After; c != nil {
+			a := q.alias
+			switch {
+			case rank < afterRank:
+				sql += ` AND ` + a + `.created_at < ?`
+				args = append(args, c.CreatedAt)
+			case rank == afterRank:
+				sql += ` AND (` + a + `.created_at < ? OR (` + a + `.created_at = ? AND ` + a + `.id < ?))`
+				args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+			default:
+				sql += ` AND ` + a + `.created_at <= ?`
+				args = append(args, c.CreatedAt)
+			}
+		}
+		switch f.State {
+		case "":
+		case StatePending:
+			sql += ` AND s.verdict IS NULL`
+		case StatePublic:
+			sql += ` AND s.verdict = 'allow'`
+		case StateBlocked:
+			sql += ` AND s.verdict = 'block'`
+		default:
+			return nil, nil, fmt.Errorf("mine page: unknown state %q", f.State)
+		}
+		sql += ` ORDER BY ` + q.alias + `.created_at DESC, ` + q.alias + `.id DESC LIMIT ?`
+		args = append(args, int64(f.Limit)+1)
+		rows, err := s.query(ctx, sql, args...)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 		}
 		var r *row
 		switch q.kind {
@@ -168,7 +251,7 @@ func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]M
 		for rows.Next() {
 			if err := r.scan(rows); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
 			it := MineItem{Kind: q.kind, ID: r.int64(0)}
 			switch q.kind {
@@ -187,7 +270,7 @@ func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]M
 			}
 			if err := r.err; err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
 			it.Jobs = byItem[key{q.kind, it.ID}]
 			items = append(items, it)
@@ -195,10 +278,25 @@ func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]M
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 		}
 	}
-	return items, nil
+	// Each kind is in order already; one stable sort merges them.
+	slices.SortStableFunc(items, func(a, b MineItem) int {
+		if c := cmp.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(KindRank(a.Kind), KindRank(b.Kind)); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if len(items) > f.Limit {
+		items = items[:f.Limit]
+		last := items[len(items)-1]
+		next = &MineCursor{CreatedAt: last.CreatedAt, Kind: last.Kind, ID: last.ID}
+	}
+	return items, next, nil
 }
 
 // strOr is the text in column i, or "" for NULL.

@@ -72,6 +72,11 @@ type Store struct {
 	clock   clock.Clock
 	inTx    bool
 
+	// changes hears, after commit, which authors' own views a write changed (see Changes);
+	// a transaction's store collects them in pending until its commit.
+	changes Changes
+	pending *pendingChanges
+
 	// Concurrent charges and verdicts are written in batches; nil in a transaction's store,
 	// whose writes belong to that transaction.
 	charges  *batcher[chargeCall, chargeOutcome, struct{}]
@@ -234,9 +239,62 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.inTx {
 		return fn(s)
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true})
+	pending := &pendingChanges{}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending})
 	})
+	if err == nil {
+		if pending.all {
+			s.changedAll()
+		} else {
+			s.changed(pending.ids...)
+		}
+	}
+	return err
+}
+
+// Changes hears which authors' own views (Mine and their budget) a write changed, after the
+// write committed. Every method of the store that changes a view tells it: new and deleted
+// items (a song's deletion tells its commenters too), verdicts, scores, reschedules, retries,
+// charges and daily limits. Claims and leases are not in the view and tell nothing.
+type Changes interface {
+	Changed(userIDs ...int64)
+	// WakeAll is told of a change whose authors are not known (a bulk retry).
+	WakeAll()
+}
+
+// SetChanges makes c hear the store's changes (nil: nobody). Set it before the store is used.
+func (s *Store) SetChanges(c Changes) { s.changes = c }
+
+type pendingChanges struct {
+	ids []int64
+	all bool
+}
+
+// changed tells Changes that the views of userIDs changed: now, or in a transaction at its
+// commit (not at all if it rolls back).
+func (s *Store) changed(userIDs ...int64) {
+	if len(userIDs) == 0 {
+		return
+	}
+	if s.pending != nil {
+		s.pending.ids = append(s.pending.ids, userIDs...)
+		return
+	}
+	if s.changes != nil {
+		s.changes.Changed(userIDs...)
+	}
+}
+
+// changedAll is changed for a write whose authors are not known.
+func (s *Store) changedAll() {
+	if s.pending != nil {
+		s.pending.all = true
+		return
+	}
+	if s.changes != nil {
+		s.changes.WakeAll()
+	}
 }
 
 // Ping checks that the database answers.

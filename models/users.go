@@ -144,6 +144,7 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 	if res.RowsAffected == 0 {
 		return User{}, ErrNotFound
 	}
+	s.changed(userID)
 	return s.UserByID(ctx, userID)
 }
 

@@ -133,8 +133,13 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}
+	if err := a.Notify.Start(context.Background()); err != nil {
+		a.Shutdown(context.Background())
+		t.Fatalf("notify: %v", err)
+	}
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() {
+		a.API.CloseStreams() // httptest's Close waits for open requests, and a stream never ends by itself
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -22,8 +22,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -32,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -50,7 +53,8 @@ type sizes struct {
 
 func main() {
 	var (
-		phase    = flag.String("phase", "all", "all, or seed (internal: seed the -file and exit)")
+		phase    = flag.String("phase", "all", "all; seed (seed the -file and exit); serve (serve the seeded -file on -addr until SIGINT, for cmd/load)")
+		addr     = flag.String("addr", "127.0.0.1:8080", "-phase serve: the address to serve on")
 		file     = flag.String("file", "", "SQLite file (default: a temp file, removed afterwards)")
 		keep     = flag.Bool("keep", false, "keep the database file")
 		authors  = flag.Int("authors", 10000, "authors")
@@ -71,6 +75,10 @@ func main() {
 		if err := seed(ctx, *file, sz, *analyze); err != nil {
 			fail(err)
 		}
+		return
+	}
+	if *phase == "serve" {
+		serve(ctx, *file, *addr)
 		return
 	}
 	path := *file
@@ -99,6 +107,41 @@ func main() {
 	seedTime := time.Since(t0)
 	fmt.Printf("seeded in %s\n", seedTime.Round(100*time.Millisecond))
 	run(ctx, path, sz, *conns, *duration, *sweeps, *cpuprof, seedTime)
+}
+
+// serve runs owed on an already seeded file until SIGINT or SIGTERM: the server side of
+// cmd/load, which generates load from a process of its own.
+func serve(ctx context.Context, path, addr string) {
+	cfg := app.Defaults()
+	cfg.DatabaseURL = "sqlite:" + path
+	cfg.DataDir = filepath.Dir(path)
+	cfg.AdminToken = adminToken
+	cfg.WriteRate = 0
+	a, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Out: io.Discard})
+	if err != nil {
+		fail(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fail(err)
+	}
+	if err := a.Serve(ctx, ln); err != nil {
+		fail(err)
+	}
+	fmt.Printf("serving %s on http://%s, pid %d\n", path, ln.Addr(), os.Getpid())
+	if pp := os.Getenv("SCALE_PPROF"); pp != "" {
+		// CPU profiles of the server under cmd/load: SCALE_PPROF=127.0.0.1:6060, then
+		// go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=10
+		go http.ListenAndServe(pp, nil)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		fail(err)
+	}
 }
 
 func fail(err error) {

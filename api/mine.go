@@ -1,0 +1,499 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/notify"
+)
+
+type budgetJSON struct {
+	Limit    int64  `json:"limit"`
+	Spent    int64  `json:"spent"`
+	ResetsAt string `json:"resetsAt"`
+}
+
+// The view's page sizes, and the bounds of a long poll's wait.
+const (
+	mineDefaultLimit = 100
+	mineMaxLimit     = 500
+	maxWait          = 60 * time.Second
+	// pingEvery is how often a stream sends a comment line, so that proxies keep it open.
+	pingEvery = 15 * time.Second
+	// minRecheck bounds how soon a waiter re-reads the view for time's sake alone (a job coming
+	// due, a lease running out), so a job that stays due cannot make it spin.
+	minRecheck = time.Second
+)
+
+// mineQuery is what a request for the author's view asks: filters, page, and how long to wait.
+type mineQuery struct {
+	state, kind string
+	limit       int
+	cursor      string // as given, for the ETag
+	after       *models.MineCursor
+	wait        time.Duration
+}
+
+// mineCursor is the opaque cursor of the view: the last item's place in its order.
+type mineCursor struct {
+	T int64  `json:"t"`
+	K string `json:"k"`
+	I int64  `json:"i"`
+}
+
+// parseMineQuery reads state, kind, limit, cursor and, for the long poll, wait.
+func parseMineQuery(c echo.Context, withWait bool) (mineQuery, error) {
+	var q mineQuery
+	var err error
+	if q.state, err = oneOf(c, "state", models.StatePending, models.StatePublic, models.StateBlocked); err != nil {
+		return q, err
+	}
+	if q.kind, err = oneOf(c, "kind", models.KindRevision, models.KindComment, models.KindPitch); err != nil {
+		return q, err
+	}
+	if q.limit, err = queryLimit(c, mineDefaultLimit, mineMaxLimit); err != nil {
+		return q, err
+	}
+	var cur mineCursor
+	ok, err := decodeCursor(c, &cur)
+	if err != nil {
+		return q, err
+	}
+	if ok {
+		if models.KindRank(cur.K) < 0 || cur.I <= 0 {
+			return q, invalid("cursor", "cursor is not one this server gave out")
+		}
+		q.cursor = c.QueryParam("cursor")
+		q.after = &models.MineCursor{CreatedAt: cur.T, Kind: cur.K, ID: cur.I}
+	}
+	if withWait {
+		if v := c.QueryParam("wait"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || time.Duration(n)*time.Second > maxWait {
+				return q, invalid("wait", "wait must be a whole number of seconds from 1 to 60")
+			}
+			q.wait = time.Duration(n) * time.Second
+		}
+	}
+	return q, nil
+}
+
+// mineState is an author's view at one version: what its ETag is made of, and the tag.
+type mineState struct {
+	v     models.MineVersion
+	limit int64 // the author's effective daily limit
+	etag  string
+	now   time.Time
+}
+
+// readMine reads the version of u's view and its ETag, and starts a background sweep of u's
+// jobs when one of them is due (as every form of the view does).
+func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineState, error) {
+	now := a.now()
+	v, err := a.Store.MineVersion(ctx, u.ID, now)
+	if err != nil {
+		return mineState{}, err
+	}
+	if v.Due {
+		// Only when there is something to run: a sweep that finds nothing due would still
+		// cost a claim on the writer.
+		a.Content.SweepAuthor(u.ID)
+	}
+	limit := a.DailyBudget
+	if u.DailyLimit != nil {
+		limit = *u.DailyLimit
+	}
+	return mineState{v: v, limit: limit, etag: mineETag(u.ID, limit, &v, q), now: now}, nil
+}
+
+// reread is readMine after a wake: the user is read again too, since the admin may have
+// changed their daily limit.
+func (a *API) reread(ctx context.Context, u *models.User, q *mineQuery) (*models.User, mineState, error) {
+	fresh, err := a.Store.UserByID(ctx, u.ID)
+	if err != nil {
+		return u, mineState{}, err
+	}
+	st, err := a.readMine(ctx, &fresh, q)
+	return &fresh, st, err
+}
+
+// recheckAt is when the view must be read again although nobody wrote: the UTC day's end (a
+// new budget day), and the moment one of the author's jobs comes due or its lease runs out
+// (so its sweep starts then, as a poll at that moment would start it).
+func (st *mineState) recheckAt() time.Time {
+	at := models.BudgetReset(st.now)
+	nowMs := st.now.UnixMilli()
+	for i := range st.v.Jobs {
+		j := &st.v.Jobs[i]
+		t := j.DueAt
+		if j.LeaseUntil != nil && *j.LeaseUntil > t {
+			t = *j.LeaseUntil
+		}
+		if t <= nowMs {
+			continue // due now: its sweep was started
+		}
+		if tt := time.UnixMilli(t); tt.Before(at) {
+			at = tt
+		}
+	}
+	if floor := st.now.Add(minRecheck); at.Before(floor) {
+		at = floor
+	}
+	return at
+}
+
+// mineBody is the view's answer at st: the page q asks for, with nextCursor; kept by its ETag
+// (mineCache), so a view asked for again, unchanged, is not built again.
+func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+	cache := a.liveState().cache
+	if body, ok := cache.get(st.etag); ok {
+		return body, nil
+	}
+	body, err := a.buildMine(ctx, u, q, st)
+	if err != nil {
+		return nil, err
+	}
+	cache.put(st.etag, body)
+	return body, nil
+}
+
+// buildMine reads and encodes the view's answer at st.
+func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+	items, next, err := a.Store.MinePage(ctx, u.ID, st.v.Jobs, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after})
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Items      []mineItem `json:"items"`
+		Budget     budgetJSON `json:"budget"`
+		NextCursor *string    `json:"nextCursor"`
+	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
+	for _, it := range items {
+		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
+			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
+			Jobs: make([]jobBrief, 0, len(it.Jobs))}
+		for _, j := range it.Jobs {
+			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: j.Why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
+		}
+		out.Items = append(out.Items, m)
+	}
+	if next != nil {
+		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
+	}
+	return json.Marshal(out)
+}
+
+// mine lists the caller's own items (newest first across kinds, filtered and paged) with their
+// verdicts, scores, owed jobs and budget, and starts a background run of their due jobs when
+// they have any (never delaying this answer).
+//
+// The ETag is known before the answer is built: it is a hash of the author, the filters and
+// page, their effective daily limit, the budget day and the view's version
+// (models.MineVersion, one statement over keys and indexes: per kind of item the count and sum
+// of the ids, the author's owed jobs as the view shows them, today's spend). A client whose
+// If-None-Match holds it gets a 304 without a single item read or any JSON made. Otherwise the
+// answer is built after the version was read, so a change in between makes the answer newer
+// than its ETag, never older: the client's next poll costs one more 200, but a 304 never hides
+// a change.
+//
+// With wait=N and a matching If-None-Match the answer is held (a long poll): the notifier wakes
+// it when the author's view may have changed, and the version is read again then, and only
+// then; a new tag answers 200, the end of the wait 304. Server shutdown ends the wait early
+// with a 304.
+func (a *API) mine(c echo.Context) error {
+	q, err := parseMineQuery(c, true)
+	if err != nil {
+		return err
+	}
+	u := caller(c)
+	ctx := c.Request().Context()
+	inm := c.Request().Header.Get("If-None-Match")
+	var w *notify.Watch
+	if q.wait > 0 && inm != "" {
+		// Watched before the version is read, so that no change falls between the two.
+		w = a.notifier().Watch(u.ID)
+		defer func() { w.Close() }()
+	}
+	st, err := a.readMine(ctx, u, &q)
+	if err != nil {
+		return err
+	}
+	if w != nil && etagMatches(inm, st.etag) {
+		deadline := st.now.Add(q.wait)
+		closing := a.closing()
+		outlive(c.Response(), q.wait+time.Minute)
+	wait:
+		for etagMatches(inm, st.etag) {
+			recheck := st.recheckAt()
+			now := a.now()
+			if !now.Before(deadline) {
+				break
+			}
+			timer, stop := clock.NewTimer(a.Clock, earliest(deadline, recheck).Sub(now))
+			select {
+			case <-w.C():
+				w = w.Renew()
+			case <-timer:
+				if !a.now().Before(deadline) {
+					break wait
+				}
+			case <-ctx.Done():
+				stop()
+				return nil // the client is gone
+			case <-closing:
+				stop()
+				break wait
+			}
+			stop()
+			if u, st, err = a.reread(ctx, u, &q); err != nil {
+				return err
+			}
+		}
+	}
+	res := c.Response()
+	res.Header().Set("ETag", st.etag)
+	res.Header().Set("Cache-Control", "private, no-cache")
+	if etagMatches(inm, st.etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	body, err := a.mineBody(ctx, u, &q, &st)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// mineStream serves the author's view as server-sent events: an event "mine" (id: the ETag,
+// data: the view, one line of JSON) at once, unless Last-Event-ID names the current tag, then
+// one each time the view changes; a ": ping" comment every 15 s keeps proxies from closing an
+// idle stream. The version is read again only when the notifier wakes the stream (or a job
+// comes due, or the day ends), so an idle stream costs the database nothing. It ends when the
+// client goes or the server shuts down.
+func (a *API) mineStream(c echo.Context) error {
+	q, err := parseMineQuery(c, false)
+	if err != nil {
+		return err
+	}
+	u := caller(c)
+	req := c.Request()
+	ctx := req.Context()
+	w := a.notifier().Watch(u.ID)
+	st, err := a.readMine(ctx, u, &q)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	res := c.Response()
+	h := res.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the events
+	s := &mineStreamer{a: a, u: u, q: q, st: st, w: w, last: req.Header.Get("Last-Event-ID")}
+	if req.ProtoMajor == 1 {
+		if conn, brw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
+			// The stream takes the connection over and the handler returns: net/http's
+			// per-request state (the connection's read and write buffers, the request, its
+			// goroutine's stack) is let go, and a held stream costs a few kilobytes instead of
+			// some twenty. The answer is delimited by closing the connection.
+			h.Set("Connection", "close")
+			h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+			var head bytes.Buffer
+			head.WriteString("HTTP/1.1 200 OK\r\n")
+			_ = h.Write(&head)
+			head.WriteString("\r\n")
+			_ = brw // what the client sent after its request (nothing, for a stream) is dropped
+			l := a.liveState()
+			l.streams.Add(1)
+			sctx, cancel := context.WithCancel(context.Background()) // nothing of the request is kept
+			s.send = func(b []byte) bool {
+				_ = conn.SetWriteDeadline(time.Now().Add(time.Minute))
+				_, err := conn.Write(b)
+				return err == nil
+			}
+			go func() {
+				// A stream's client sends nothing more: a read ends only when it hangs up.
+				var one [1]byte
+				_, _ = conn.Read(one[:])
+				cancel()
+			}()
+			go func() {
+				defer l.streams.Done()
+				defer conn.Close()
+				defer cancel()
+				if s.send(append(head.Bytes(), ": owed\n\n"...)) {
+					s.run(sctx)
+				}
+				s.w.Close()
+			}()
+			return nil
+		}
+	}
+	// HTTP/2, or a writer that cannot be taken over: stream through the handler.
+	defer func() { s.w.Close() }()
+	res.WriteHeader(http.StatusOK)
+	rc := outlive(res, time.Minute)
+	s.send = func(b []byte) bool {
+		// Each write gets its own deadline: the server's WriteTimeout would otherwise cut every
+		// stream at the same age, and a client that stops reading is dropped.
+		_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		if _, err := res.Write(b); err != nil {
+			return false
+		}
+		res.Flush()
+		return true
+	}
+	if s.send([]byte(": owed\n\n")) {
+		s.run(ctx)
+	}
+	return nil
+}
+
+// mineStreamer is one stream of an author's view, with what it needs between events.
+type mineStreamer struct {
+	a    *API
+	u    *models.User
+	q    mineQuery
+	st   mineState
+	w    *notify.Watch
+	last string // the tag of the last event the client has
+	send func([]byte) bool
+}
+
+// run sends events until ctx ends, the server shuts down or a write fails.
+func (s *mineStreamer) run(ctx context.Context) {
+	a := s.a
+	nextPing := a.now().Add(pingEvery)
+	closing := a.closing()
+	var err error
+	for {
+		if s.st.etag != s.last {
+			body, err := a.mineBody(ctx, s.u, &s.q, &s.st)
+			if err != nil {
+				if ctx.Err() == nil {
+					a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
+				}
+				return // the answer has begun: end the stream; the client reconnects
+			}
+			ev := make([]byte, 0, len(body)+64)
+			ev = append(ev, "event: mine\nid: "...)
+			ev = append(ev, s.st.etag...)
+			ev = append(ev, "\ndata: "...)
+			ev = append(append(ev, body...), "\n\n"...)
+			if !s.send(ev) {
+				return
+			}
+			s.last = s.st.etag
+		}
+		// What the wait needs of the version is its tag and when to look again; the rest (the
+		// jobs) is let go, since ten thousand idle streams would otherwise each hold theirs.
+		recheck := s.st.recheckAt()
+		s.st.v = models.MineVersion{}
+		for reread := false; !reread; {
+			timer, stop := clock.NewTimer(a.Clock, earliest(nextPing, recheck).Sub(a.now()))
+			select {
+			case <-s.w.C():
+				s.w = s.w.Renew()
+				reread = true
+			case <-timer:
+				now := a.now()
+				if !now.Before(nextPing) {
+					if !s.send([]byte(": ping\n\n")) {
+						stop()
+						return
+					}
+					nextPing = now.Add(pingEvery)
+				}
+				reread = !now.Before(recheck)
+			case <-ctx.Done():
+				stop()
+				return
+			case <-closing:
+				stop()
+				return
+			}
+			stop()
+		}
+		if s.u, s.st, err = a.reread(ctx, s.u, &s.q); err != nil {
+			if ctx.Err() == nil {
+				a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// outlive lifts the server's timeouts, made for requests that are read and answered at once,
+// off a request that waits: no read deadline (its request was read whole), and a write deadline
+// d from now (the server's WriteTimeout would cut a wait longer than it).
+func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Now().Add(d))
+	return rc
+}
+
+// live is what the views share: the notifier (a process-local one when the app gave none), the
+// signal that the server is shutting down, and the cache of answers.
+type live struct {
+	once    sync.Once
+	hub     *notify.Hub
+	closed  chan struct{}
+	closeMu sync.Once
+	cache   *mineCache
+	streams sync.WaitGroup // streams that took their connection over
+}
+
+func (a *API) liveState() *live {
+	a.liveOnce.Do(func() {
+		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
+	})
+	return a.live
+}
+
+// notifier is the Hub that wakes long polls and streams.
+func (a *API) notifier() *notify.Hub {
+	if a.Notify != nil {
+		return a.Notify
+	}
+	l := a.liveState()
+	l.once.Do(func() { l.hub = notify.New("", a.Log) })
+	return l.hub
+}
+
+func (a *API) closing() <-chan struct{} { return a.liveState().closed }
+
+// WaitStreams waits, until ctx ends, for the streams that took their connection over (which the
+// HTTP server's graceful shutdown does not count) to end after CloseStreams.
+func (a *API) WaitStreams(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { a.liveState().streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CloseStreams ends every stream and answers every long poll (304) now, and any later one at
+// once: the server is shutting down, and its graceful shutdown waits for open requests.
+func (a *API) CloseStreams() {
+	l := a.liveState()
+	l.closeMu.Do(func() { close(l.closed) })
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

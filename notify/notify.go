@@ -1,0 +1,293 @@
+// Package notify tells waiters the moment an author's own view (GET /api/listeners/mine)
+// may have changed.
+//
+// A Hub keeps, per author, one channel that is closed at the author's next change; waiters
+// watch it and re-read the view's version (models.MineVersion) only when it closes, so a
+// waiter costs no database work while nothing changes. Changes come from two places:
+//
+//   - in-process: the store calls Changed after each commit that changes an author's view
+//     (Local mode, SQLite: one process holds every writer);
+//   - PostgreSQL: triggers on the tables the view reads call pg_notify('owed_mine',
+//     '<schema>:<author>') (migration 0011), and the Hub LISTENs on a dedicated connection, so
+//     a change made by any replica, or by raw SQL, wakes the waiters of every replica. A
+//     replica that loses that connection reconnects with backoff and then wakes all its
+//     waiters once, since it may have missed notifications meanwhile.
+//
+// A wake is a hint, never a promise of change: a waiter re-reads the version and waits again
+// if it is the same.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Channel is the PostgreSQL notification channel; payloads are "<schema>:<author id>".
+const Channel = "owed_mine"
+
+// Hub is the notifier. The zero value is not usable; call New.
+type Hub struct {
+	url string // PostgreSQL URL to LISTEN on; "" for in-process only
+	log *slog.Logger
+
+	mu      sync.Mutex
+	waits   map[int64]*signal
+	schema  string // the schema whose notifications count (the listening connection's)
+	pid     uint32 // the listening connection's backend
+	stop    context.CancelFunc
+	done    chan struct{}
+	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
+	watches int // open watches
+}
+
+type signal struct {
+	c    chan struct{}
+	refs int
+}
+
+// New makes a Hub. With a postgres:// URL it LISTENs there once started; otherwise it hears
+// only Changed.
+func New(databaseURL string, log *slog.Logger) *Hub {
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Hub{log: log, waits: map[int64]*signal{}}
+	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
+		h.url = databaseURL
+	}
+	return h
+}
+
+// Listens reports whether the Hub hears changes from PostgreSQL (so in-process calls to
+// Changed are redundant).
+func (h *Hub) Listens() bool { return h.url != "" }
+
+// Watch is one waiter's interest in an author's next change.
+type Watch struct {
+	h      *Hub
+	userID int64
+	s      *signal
+	closed bool
+}
+
+// Watch starts watching userID: C closes at the author's next change after this call. Take
+// the watch before reading the version it guards, so no change falls between the two.
+func (h *Hub) Watch(userID int64) *Watch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.waits[userID]
+	if s == nil {
+		s = &signal{c: make(chan struct{})}
+		h.waits[userID] = s
+	}
+	s.refs++
+	h.watches++
+	return &Watch{h: h, userID: userID, s: s}
+}
+
+// C is closed at the author's next change (or when every waiter is woken).
+func (w *Watch) C() <-chan struct{} { return w.s.c }
+
+// Close ends the watch. Safe to call more than once.
+func (w *Watch) Close() {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	h.watches--
+	w.s.refs--
+	if w.s.refs == 0 && h.waits[w.userID] == w.s {
+		delete(h.waits, w.userID)
+	}
+}
+
+// Renew closes w and returns a new watch of the same author: for a waiter that was woken and
+// waits again.
+func (w *Watch) Renew() *Watch {
+	w.Close()
+	return w.h.Watch(w.userID)
+}
+
+// Changed wakes the waiters of each author. It costs a map lookup per author when nobody waits.
+func (h *Hub) Changed(userIDs ...int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range userIDs {
+		if s := h.waits[id]; s != nil {
+			close(s.c)
+			delete(h.waits, id)
+		}
+	}
+}
+
+// WakeAll wakes every waiter: after a change whose authors are not known (a bulk retry), or
+// when notifications may have been missed.
+func (h *Hub) WakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, s := range h.waits {
+		close(s.c)
+		delete(h.waits, id)
+	}
+	h.wakeAll++
+}
+
+// Waiting is how many authors have a waiter.
+func (h *Hub) Waiting() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waits)
+}
+
+// Watchers is how many watches are open: the long polls and streams waiting in this process.
+func (h *Hub) Watchers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches
+}
+
+// WokenAll is how many times every waiter was woken at once (reconnects, bulk changes).
+func (h *Hub) WokenAll() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wakeAll
+}
+
+// ListenerPID is the PostgreSQL backend of the LISTEN connection (0 before Start): for tests
+// that cut it.
+func (h *Hub) ListenerPID() uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pid
+}
+
+// Start begins listening on PostgreSQL (nothing to do in-process). The first LISTEN is made
+// before Start returns, so a replica that serves after Start hears every later change; an
+// error there is returned. Later losses of the connection are retried with backoff until Stop.
+func (h *Hub) Start(ctx context.Context) error {
+	if h.url == "" {
+		return nil
+	}
+	conn, err := h.listen(ctx)
+	if err != nil {
+		return err
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.mu.Lock()
+	h.stop, h.done = cancel, make(chan struct{})
+	h.mu.Unlock()
+	go h.run(lctx, conn)
+	return nil
+}
+
+// Stop ends listening and waits for it to end; every waiter is woken so none is left behind.
+func (h *Hub) Stop() {
+	h.mu.Lock()
+	stop, done := h.stop, h.done
+	h.stop = nil
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	h.WakeAll()
+}
+
+// listen opens the dedicated connection and LISTENs on Channel.
+func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(h.url)
+	if err != nil {
+		return nil, fmt.Errorf("notify: parse database URL: %w", err)
+	}
+	cfg.RuntimeParams["application_name"] = "owed-notify"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("notify: connect: %w", err)
+	}
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("notify: read schema: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+Channel); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("notify: listen: %w", err)
+	}
+	h.mu.Lock()
+	h.schema, h.pid = schema, conn.PgConn().PID()
+	h.mu.Unlock()
+	return conn, nil
+}
+
+// Backoff bounds of reconnecting after the LISTEN connection is lost.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(h.done)
+	for {
+		err := h.receive(ctx, conn)
+		conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("notify: lost the LISTEN connection; reconnecting", "err", err)
+		backoff := minBackoff
+		for {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if conn, err = h.listen(ctx); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			h.log.Warn("notify: reconnect", "err", err, "retryIn", backoff)
+			backoff = min(2*backoff, maxBackoff)
+		}
+		// Whatever changed while the connection was down was not heard: every waiter looks.
+		h.log.Info("notify: listening again")
+		h.WakeAll()
+	}
+}
+
+// receive hands each notification to Changed until the connection fails or ctx ends.
+func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
+	h.mu.Lock()
+	prefix := h.schema + ":"
+	h.mu.Unlock()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		rest, ok := strings.CutPrefix(n.Payload, prefix)
+		if !ok {
+			continue // another schema's owed, in the same database
+		}
+		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			h.Changed(id)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package notify_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/owed/owed/notify"
+	"github.com/owed/owed/owedtest"
+)
+
+func fired(w *notify.Watch) bool {
+	select {
+	case <-w.C():
+		return true
+	default:
+		return false
+	}
+}
+
+// waitFired waits for w to fire; the bound only keeps a broken build from hanging.
+func waitFired(t *testing.T, w *notify.Watch, what string) {
+	t.Helper()
+	select {
+	case <-w.C():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: the watch did not fire", what)
+	}
+}
+
+// TestWatchFiresOnTheAuthorsChangeOnly: a watch fires at its author's next change, not at
+// another's; a renewed watch waits for the change after; closed watches leave nothing behind.
+func TestWatchFiresOnTheAuthorsChangeOnly(t *testing.T) {
+	h := notify.New("", nil)
+	if h.Listens() {
+		t.Fatal("an in-process hub listens")
+	}
+	a1, a2, b := h.Watch(1), h.Watch(1), h.Watch(2)
+	h.Changed(3)
+	if fired(a1) || fired(a2) || fired(b) {
+		t.Fatal("another author's change fired a watch")
+	}
+	h.Changed(1)
+	if !fired(a1) || !fired(a2) || fired(b) {
+		t.Fatalf("after author 1's change: fired %v %v %v, want true true false", fired(a1), fired(a2), fired(b))
+	}
+	a1 = a1.Renew()
+	if fired(a1) {
+		t.Fatal("a renewed watch fired before the next change")
+	}
+	h.Changed(1, 2)
+	if !fired(a1) || !fired(b) {
+		t.Fatal("a change of two authors did not fire both")
+	}
+	for _, w := range []*notify.Watch{a1, a2, b} {
+		w.Close()
+		w.Close()
+	}
+	c := h.Watch(5)
+	c.Close()
+	if n := h.Waiting(); n != 0 {
+		t.Fatalf("%d authors still waited for after every watch closed", n)
+	}
+	d := h.Watch(6)
+	h.WakeAll()
+	if !fired(d) || h.WokenAll() != 1 {
+		t.Fatal("WakeAll did not fire every watch once")
+	}
+	d.Close()
+}
+
+// TestListenHearsOtherConnectionsAndReconnects: on PostgreSQL the hub hears pg_notify from
+// any connection (its own schema's only); when its LISTEN connection is cut it reconnects and
+// wakes every waiter once, then hears changes again.
+func TestListenHearsOtherConnectionsAndReconnects(t *testing.T) {
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
+	}
+	url := owedtest.PostgresURL(t, base)
+	ctx := context.Background()
+	h := notify.New(url, owedtest.Logger(t))
+	if !h.Listens() {
+		t.Fatal("a PostgreSQL hub does not listen")
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var schema string
+	if err := db.QueryRow(`SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	send := func(payload string) {
+		t.Helper()
+		if _, err := db.Exec(`SELECT pg_notify($1, $2)`, notify.Channel, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	seven, eight := h.Watch(7), h.Watch(8)
+	send("someone_else:7") // another schema's owed in the same database
+	send(schema + ":8")
+	waitFired(t, eight, "author 8's notification")
+	// Notifications arrive in order on the one connection: the other schema's was handled first.
+	if fired(seven) {
+		t.Fatal("another schema's notification woke author 7's watch")
+	}
+	send(schema + ":7")
+	waitFired(t, seven, "author 7's notification")
+
+	// Cut the LISTEN connection: the hub reconnects and wakes everyone once.
+	waiting := h.Watch(9)
+	pid := h.ListenerPID()
+	if _, err := db.Exec(`SELECT pg_terminate_backend($1)`, int64(pid)); err != nil {
+		t.Fatal(err)
+	}
+	waitFired(t, waiting, "the reconnect")
+	if n := h.WokenAll(); n != 1 {
+		t.Errorf("woken all %d times after one reconnect, want 1", n)
+	}
+	if h.ListenerPID() == pid {
+		t.Error("the listener's backend is the one that was cut")
+	}
+	ten := h.Watch(10)
+	send(schema + ":" + strconv.Itoa(10))
+	waitFired(t, ten, "a notification after the reconnect")
+	for _, w := range []*notify.Watch{seven, eight, waiting, ten} {
+		w.Close()
+	}
+}
