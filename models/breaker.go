@@ -168,9 +168,13 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 // window moves with them, which only tries it when the model is tried anyway.
 func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
 	now := s.nowMs()
-	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
+	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
 		AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
-		at.UnixMilli(), now, parkedUntil.UnixMilli(), now).Error
+		at.UnixMilli(), now, parkedUntil.UnixMilli(), now)
+	if res.Error == nil && res.RowsAffected > 0 {
+		s.changedAll() // every author whose jobs moved sees a new next attempt
+	}
+	return res.Error
 }
 
 // ReleaseProbe gives owner's probe up without a call made (the job was gone, or its author's
@@ -221,6 +225,9 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, 
 	if res.Error != nil {
 		return false, fmt.Errorf("put job %d off: %w", job.ID, res.Error)
 	}
+	if res.RowsAffected > 0 {
+		s.changed(job.UserID)
+	}
 	return res.RowsAffected > 0, nil
 }
 
@@ -238,6 +245,13 @@ func (s *Store) ParkDue(ctx context.Context, at time.Time, why string, status *i
 	res := s.db.WithContext(ctx).Exec(q, args...)
 	if res.Error != nil {
 		return 0, fmt.Errorf("put due jobs off: %w", res.Error)
+	}
+	switch {
+	case res.RowsAffected == 0:
+	case userID != 0:
+		s.changed(userID)
+	default:
+		s.changedAll()
 	}
 	return res.RowsAffected, nil
 }
