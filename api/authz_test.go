@@ -116,9 +116,14 @@ var routeMatrix = map[string]routeCase{
 	}},
 	"POST /api/admin/jobs/retry": {admins, false, []int{200}, static("/api/admin/jobs/retry", map[string]any{"why": "upstream"})},
 	"GET /api/admin/events":      {admins, false, []int{200}, static("/api/admin/events", nil)},
-	"GET /api/admin/stats":       {admins, false, []int{200}, static("/api/admin/stats", nil)},
-	"GET /api/admin/model":       {admins, false, []int{200}, static("/api/admin/model", nil)},
-	"GET /api/admin/plugins":     {admins, false, []int{200}, static("/api/admin/plugins", nil)},
+	"GET /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", nil)},
+	"PUT /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", map[string]any{"screen": false})},
+	"POST /api/admin/items/:kind/:id/verdict": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/items/pitch/%d/verdict", w.pitch(asAuthor, "")), map[string]any{"verdict": "allow", "note": "fine"}
+	}},
+	"GET /api/admin/stats":   {admins, false, []int{200}, static("/api/admin/stats", nil)},
+	"GET /api/admin/model":   {admins, false, []int{200}, static("/api/admin/model", nil)},
+	"GET /api/admin/plugins": {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
 	// Webhook subscriptions and their deliveries (admin).
 	"POST /api/admin/webhooks": {admins, false, []int{201}, static("/api/admin/webhooks", webhookBody())},

@@ -22,12 +22,17 @@ type eventJSON struct {
 	Art          *float64 `json:"art"`
 	RequestBytes *int64   `json:"requestBytes"`
 	Runs         *int     `json:"runs"`
+	Error        *string  `json:"error"`
+	AdminID      *int64   `json:"adminId"`
+	Note         *string  `json:"note"`
+	Verdict      *string  `json:"verdict"`
 }
 
 func eventOf(e models.Event) eventJSON {
 	return eventJSON{ID: e.ID, At: msTime(e.At), Event: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID,
 		Outcome: e.Outcome, Why: e.Why, Status: e.Status, UpstreamMs: e.UpstreamMs, Attempt: e.Attempt,
-		Confidence: e.Confidence, Art: e.Art, RequestBytes: e.RequestBytes, Runs: e.Runs}
+		Confidence: e.Confidence, Art: e.Art, RequestBytes: e.RequestBytes, Runs: e.Runs,
+		Error: e.Error, AdminID: e.AdminID, Note: e.Note, Verdict: e.Verdict}
 }
 
 // listEvents pages through attempt events, newest first.
@@ -43,7 +48,7 @@ func (a *API) listEvents(c echo.Context) error {
 	if f.Kind, err = oneOf(c, "kind", kinds...); err != nil {
 		return err
 	}
-	if f.Outcome, err = oneOf(c, "outcome", "allow", "block", "scored", "pending"); err != nil {
+	if f.Outcome, err = oneOf(c, "outcome", "allow", "block", "scored", "pending", models.OutcomeDecided); err != nil {
 		return err
 	}
 	if f.UserID, err = queryID(c, "userId"); err != nil {

@@ -93,6 +93,11 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 		f.Fatal(err)
 	}
 	fz.ids["song"] = song.ID
+	pitch, err := s.CreatePitch(ctx, fz.ids["author"], "hear me out")
+	if err != nil {
+		f.Fatal(err)
+	}
+	fz.ids["pitch"] = pitch.ID
 	sc, err := s.CreateScrape(ctx, models.NewScrape{ChatID: "chat-1", Backend: "puppet", Mode: "history"})
 	if err != nil {
 		f.Fatal(err)
@@ -111,7 +116,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 
 // fill puts the fixture's id in a route's path (":id").
 func (fz *fuzzAPI) fill(pattern, fixture string) string {
-	return strings.Replace(pattern, ":id", fmt.Sprint(fz.ids[fixture]), 1)
+	return strings.Replace(strings.Replace(pattern, ":kind", fixture, 1), ":id", fmt.Sprint(fz.ids[fixture]), 1)
 }
 
 // serve sends one request straight to the handler.
@@ -170,6 +175,8 @@ var bodyRoutes = []fuzzRoute{
 	{"POST", "/api/backfill/start", "", asAdmin, nil},
 	{"POST", "/api/backfill/pause", "", asAdmin, nil},
 	{"PUT", "/api/backfill/settings", "", asAdmin, nil},
+	{"PUT", "/api/admin/holds", "", asAdmin, nil},
+	{"POST", "/api/admin/items/:kind/:id/verdict", "pitch", asAdmin, nil},
 }
 
 // queryRoutes are the routes that document query parameters.
@@ -179,7 +186,7 @@ var queryRoutes = []fuzzRoute{
 	{"GET", "/api/listeners/mine/stream", "", asAuthor, []string{"state", "kind", "limit", "cursor"}},
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
-	{"GET", "/api/admin/jobs", "", asAdmin, []string{"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"}},
+	{"GET", "/api/admin/jobs", "", asAdmin, []string{"id", "task", "kind", "why", "userId", "author", "itemId", "state", "sort", "limit", "cursor"}},
 	{"GET", "/api/admin/events", "", asAdmin, []string{"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"}},
 	{"GET", "/api/admin/budgets", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/webhooks", "", asAdmin, []string{"limit", "cursor"}},
@@ -252,6 +259,8 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"chatId":"chat-1"}`,
 		``,
 		`{"batchSize":25,"batchPauseMs":0,"auto":false}`,
+		`{"screen":true,"score":false,"deliveries":true}`,
+		`{"verdict":"block","note":"spam"}`,
 	} {
 		f.Add(uint8(i), uint8(0), []byte(b))
 	}
@@ -285,6 +294,9 @@ func FuzzQueryParameters(f *testing.F) {
 		"chatId=%27+OR+1%3D1+--&state=done", "state=cached&limit=1&limit=2",
 	} {
 		f.Add(uint8(i), q)
+	}
+	for _, q := range []string{"author=ann%25_&sort=attempts&id=3", "author=%23-1&sort=due&cursor=eyJpIjo1fQ", "author=12&userId=13"} {
+		f.Add(uint8(3), q) // the job list
 	}
 	f.Add(uint8(2), "task[]=screen&userId=1e3&itemId=99999999999999999999")
 	f.Add(uint8(7), "chatId="+strings.Repeat("%F0%9F%8E%B5", 30))

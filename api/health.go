@@ -14,7 +14,8 @@ func (a *API) healthz(c echo.Context) error {
 }
 
 // readyz answers 200 only while the database answers, so a load balancer stops sending
-// requests to a replica that cannot reach it.
+// requests to a replica that cannot reach it. Its "model" says "configured" or why not (e.g.
+// "no model configured").
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -22,5 +23,18 @@ func (a *API) readyz(c echo.Context) error {
 		a.Log.Warn("not ready", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: "the database does not answer"}})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	// Ready without a model too (writes are taken and wait as owed), but saying so.
+	out := map[string]string{"status": "ready", "model": "configured"}
+	if p := a.modelProblem(); p != "" {
+		out["model"] = p
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// modelProblem says why no model is asked, or "".
+func (a *API) modelProblem() string {
+	if a.Content == nil {
+		return ""
+	}
+	return a.Content.ModelProblem()
 }

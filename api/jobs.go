@@ -1,7 +1,13 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,19 +25,44 @@ type jobJSON struct {
 	Why        *string `json:"why"`
 	Status     *int    `json:"status"`
 	LeaseUntil *string `json:"leaseUntil"`
+	LastError  *string `json:"lastError"`
+	UserName   string  `json:"userName"`
+	ItemTitle  *string `json:"itemTitle"`
+	SongID     *int64  `json:"songId"`
 }
 
-func jobOf(j models.Job) jobJSON {
-	return jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: msTime(j.DueAt),
-		Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: msTimePtr(j.LeaseUntil)}
+// jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
+// says why held, whatever its row's why.
+func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
+	now := a.now().UnixMilli()
+	return func(j models.JobRow) jobJSON {
+		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: msTime(j.DueAt),
+			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: msTimePtr(j.LeaseUntil), LastError: j.LastError,
+			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
+		out.Why = heldWhy(h, j.Task, j.Why, j.LeaseUntil, now)
+		return out
+	}
+}
+
+// heldWhy is a job's why as shown: held while its task is held and no lease holds it.
+func heldWhy(h models.Holds, task string, why *string, leaseUntil *int64, now int64) *string {
+	if h.Task(task) && (leaseUntil == nil || *leaseUntil <= now) {
+		held := models.WhyHeld
+		return &held
+	}
+	return why
 }
 
 var (
 	tasks     = []string{models.TaskScreen, models.TaskScore}
 	kinds     = []string{models.KindRevision, models.KindComment, models.KindPitch}
 	jobStates = []string{"due", "waiting", "leased"}
+	jobSorts  = []string{models.JobsByID, models.JobsByDue, models.JobsByAttempts}
 	whyFilter = append([]string{"none"}, models.Whys...)
 )
+
+// maxAuthorFilter caps the author filter's length: a name is at most this long.
+const maxAuthorFilter = 200
 
 // checkJobFilter validates a job filter, from the query or a JSON body alike.
 func checkJobFilter(f models.JobFilter) error {
@@ -50,11 +81,20 @@ func checkJobFilter(f models.JobFilter) error {
 			return invalid(chk.field, chk.field+" is not one of the accepted values")
 		}
 	}
+	if f.ID < 0 {
+		return invalid("id", "id must be a positive integer")
+	}
 	if f.UserID < 0 {
 		return invalid("userId", "userId must be a positive integer")
 	}
 	if f.ItemID < 0 {
 		return invalid("itemId", "itemId must be a positive integer")
+	}
+	if len([]rune(f.Author)) > maxAuthorFilter {
+		return invalid("author", "author is longer than any name")
+	}
+	if !utf8.ValidString(f.Author) || strings.IndexFunc(f.Author, unicode.IsControl) >= 0 {
+		return invalid("author", "author must be printable text")
 	}
 	return nil
 }
@@ -62,44 +102,100 @@ func checkJobFilter(f models.JobFilter) error {
 func jobFilterFromQuery(c echo.Context) (models.JobFilter, error) {
 	f := models.JobFilter{Task: c.QueryParam("task"), Kind: c.QueryParam("kind"), Why: c.QueryParam("why"), State: c.QueryParam("state")}
 	var err error
+	if f.ID, err = queryID(c, "id"); err != nil {
+		return f, err
+	}
 	if f.UserID, err = queryID(c, "userId"); err != nil {
 		return f, err
 	}
 	if f.ItemID, err = queryID(c, "itemId"); err != nil {
 		return f, err
 	}
+	// author: a user id, or part of a name.
+	if author := strings.TrimSpace(c.QueryParam("author")); author != "" {
+		if id, err := strconv.ParseInt(strings.TrimPrefix(author, "#"), 10, 64); err == nil && id > 0 {
+			if f.UserID != 0 && f.UserID != id {
+				return f, invalid("author", "author and userId name different users")
+			}
+			f.UserID = id
+		} else {
+			f.Author = author
+		}
+	}
 	return f, checkJobFilter(f)
 }
 
-// listJobs pages through owed jobs, filtered.
+// jobCursor is the job list's cursor: the last job's id and its sort key.
+type jobCursor struct {
+	ID  int64  `json:"i"`
+	Key int64  `json:"k,omitempty"`
+	By  string `json:"s,omitempty"`
+}
+
+// listJobs pages through owed jobs, filtered and sorted, with the total the filter selects.
 func (a *API) listJobs(c echo.Context) error {
 	f, err := jobFilterFromQuery(c)
 	if err != nil {
 		return err
 	}
-	limit, after, err := idPage(c, 50, 500)
+	order, err := oneOf(c, "sort", jobSorts...)
 	if err != nil {
 		return err
 	}
-	jobs, err := a.Store.ListJobs(c.Request().Context(), f, after, limit)
+	if order == "" {
+		order = models.JobsByID
+	}
+	limit, err := queryLimit(c, 50, 500)
 	if err != nil {
 		return err
 	}
-	return page(c, "jobs", jobs, limit, jobOf, func(j models.Job) any { return idCursor{j.ID} })
-}
-
-// getJob shows one job with its attempt history.
-func (a *API) getJob(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
+	var cur jobCursor
+	var after *models.JobCursor
+	if ok, err := decodeCursor(c, &cur); err != nil {
 		return err
+	} else if ok {
+		if cur.ID <= 0 || (cur.By != "" && cur.By != order) || (cur.By == "" && order != models.JobsByID) {
+			return invalid("cursor", "cursor is not one this server gave out for this sort")
+		}
+		after = &models.JobCursor{ID: cur.ID, Key: cur.Key}
 	}
 	ctx := c.Request().Context()
-	job, err := a.Store.JobByID(ctx, id)
+	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
 	if err != nil {
 		return err
 	}
-	evs, err := a.Store.ListEvents(ctx, models.EventFilter{Event: job.Task, Kind: job.Kind, ItemID: job.ItemID}, 0, 100)
+	total, err := a.Store.CountJobs(ctx, f)
+	if err != nil {
+		return err
+	}
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	show := a.jobOf(holds)
+	out := make([]jobJSON, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, show(j))
+	}
+	var next *string
+	if len(jobs) > 0 && len(jobs) == limit {
+		last := jobs[len(jobs)-1].Cursor(order)
+		by := order
+		if by == models.JobsByID {
+			by = "" // the cursor of the default order stays the one it always was
+		}
+		next = encodeCursor(jobCursor{ID: last.ID, Key: last.Key, By: by})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"jobs": out, "nextCursor": next, "total": total})
+}
+
+// maxJobEvents caps the attempts one job's detail shows (newest first): at the longest
+// backoff, a month's retention of attempts.
+const maxJobEvents = 1000
+
+// jobDetail answers one job with its item, author and attempts.
+func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) error {
+	evs, err := a.Store.ListEvents(ctx, models.EventFilter{Event: job.Task, Kind: job.Kind, ItemID: job.ItemID}, 0, maxJobEvents)
 	if err != nil {
 		return err
 	}
@@ -107,10 +203,37 @@ func (a *API) getJob(c echo.Context) error {
 	for _, e := range evs {
 		out = append(out, eventOf(e))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"job": jobOf(job), "events": out})
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"job":    a.jobOf(holds)(job),
+		"item":   map[string]any{"kind": job.Kind, "id": job.ItemID, "title": job.ItemTitle, "songId": job.SongID},
+		"author": map[string]any{"id": job.UserID, "name": job.UserName},
+		"events": out,
+	})
 }
 
-// retryJob makes one job due now.
+// getJob shows one job with its item's title, its author and every attempt with its error.
+func (a *API) getJob(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	job, err := a.Store.JobByID(ctx, id)
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("job")
+	} else if err != nil {
+		return err
+	}
+	return a.jobDetail(c, ctx, job)
+}
+
+// retryJob makes one job due now. A job that a lease holds is running (409 leased); a job that
+// waits for its author's budget stays waiting while the budget still cannot cover it (409
+// budget): retrying it would only spend an attempt on the same refusal.
 func (a *API) retryJob(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -118,23 +241,39 @@ func (a *API) retryJob(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	job, err := a.Store.JobByID(ctx, id)
-	if err != nil {
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("job")
+	} else if err != nil {
 		return err
 	}
 	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
-	if _, err := a.Store.RetryJobs(ctx, models.JobFilter{ItemID: job.ItemID, Task: job.Task, Kind: job.Kind, UserID: job.UserID}); err != nil {
-		return err
-	}
-	job, err = a.Store.JobByID(ctx, id)
+	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}, a.DailyBudget) // the author: whose views to wake
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"job": jobOf(job)})
+	job, err = a.Store.JobByID(ctx, id)
+	if errors.Is(err, models.ErrNotFound) {
+		return notFound("job") // settled or deleted meanwhile
+	} else if err != nil {
+		return err
+	}
+	if n == 0 {
+		if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
+			return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
+		}
+		if job.Why != nil && *job.Why == models.WhyBudget {
+			return &Error{Status: http.StatusConflict, Code: "budget",
+				Message: "the author's budget for today cannot cover this job; it waits for the reset at " +
+					timeStr(models.BudgetReset(a.now())) + " (raise their limit to run it sooner)"}
+		}
+	}
+	return a.jobDetail(c, ctx, job)
 }
 
-// retryJobs makes every job the filter selects (and no lease holds) due now.
+// retryJobs makes every job the filter selects due now, except those a lease holds and those
+// waiting for a budget that still cannot cover them.
 func (a *API) retryJobs(c echo.Context) error {
 	var f models.JobFilter
 	if err := bind(c, &f); err != nil {
@@ -143,7 +282,7 @@ func (a *API) retryJobs(c echo.Context) error {
 	if err := checkJobFilter(f); err != nil {
 		return err
 	}
-	n, err := a.Store.RetryJobs(c.Request().Context(), f)
+	n, err := a.Store.RetryJobs(c.Request().Context(), f, a.DailyBudget)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,10 +38,12 @@ func stateOf(verdict *string) string {
 	return "blocked"
 }
 
-func screenOf(s models.ItemScreen) screenJSON {
+// screenOf shows where an item's screening stands; while screens are held (h), a job no lease
+// holds says why held.
+func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
-		out.Why, out.Attempts = s.Job.Why, s.Job.Attempts
+		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now().UnixMilli()), s.Job.Attempts
 		next := msTime(s.Job.DueAt)
 		out.NextAttemptAt = &next
 	}
@@ -58,8 +61,18 @@ func (a *API) screenInline(ctx context.Context, kind string, id int64) (screenJS
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	s, err := a.Store.ScreenOf(context.WithoutCancel(ctx), kind, id)
-	return screenOf(s), err
+	ctx = context.WithoutCancel(ctx)
+	s, err := a.Store.ScreenOf(ctx, kind, id)
+	if err != nil {
+		return screenJSON{}, err
+	}
+	var h models.Holds
+	if s.Job != nil {
+		if h, err = a.Store.Holds(ctx); err != nil {
+			return screenJSON{}, err
+		}
+	}
+	return a.screenOf(s, h), nil
 }
 
 func checkTitle(title string, required bool) error {
@@ -293,6 +306,11 @@ func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 		b = binary.AppendVarint(b, n.IDSum)
 	}
 	b = binary.AppendVarint(b, v.Spent)
+	if v.Held.Screen || v.Held.Score { // only then, so ETags made before holds existed still match
+		b = append(b, 'h')
+		b = strconv.AppendBool(b, v.Held.Screen)
+		b = strconv.AppendBool(b, v.Held.Score)
+	}
 	b = binary.AppendUvarint(b, uint64(len(v.Jobs)))
 	for i := range v.Jobs {
 		j := &v.Jobs[i]

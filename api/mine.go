@@ -182,7 +182,8 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
 			Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: j.Why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
+			why := heldWhy(st.v.Held, j.Task, j.Why, nil, 0) // not by lease: the ETag does not hash leases
+			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
 		}
 		out.Items = append(out.Items, m)
 	}

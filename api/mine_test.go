@@ -161,7 +161,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 			t.Fatalf("ben's limit: %d %s", r.Status, r.Body)
 		}
 		m.same("another author's limit")
-		if _, err := st.RetryJobs(ctx, models.JobFilter{UserID: ben}); err != nil {
+		if _, err := st.RetryJobs(ctx, models.JobFilter{UserID: ben}, 100); err != nil {
 			t.Fatal(err)
 		}
 		m.same("another author's jobs retried")
@@ -306,7 +306,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 			if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
 				t.Errorf("mine with nothing due: %d %s", r.Status, r.Body)
 			}
-			_, err := tx.RetryJobs(ctx, models.JobFilter{UserID: ann})
+			_, err := tx.RetryJobs(ctx, models.JobFilter{UserID: ann}, 100)
 			return err
 		})
 		if err != nil {

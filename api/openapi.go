@@ -25,8 +25,11 @@ func (a *API) OpenAPI() map[string]any {
 		op := map[string]any{"summary": r.summary, "operationId": operationID(r)}
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
-			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
-				"schema": map[string]any{"type": "integer", "minimum": 1}})
+			schema := map[string]any{"type": "integer", "minimum": 1}
+			if m[1] == "kind" {
+				schema = map[string]any{"type": "string", "enum": kinds}
+			}
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": schema})
 		}
 		for _, q := range queryParams[r.method+" "+r.path] {
 			schema := paramSchemas[r.method+" "+r.path+" "+q]
@@ -101,7 +104,7 @@ var queryParams = map[string][]string{
 	"GET /api/listeners/mine":                {"state", "kind", "limit", "cursor", "wait"},
 	"GET /api/listeners/mine/stream":         {"state", "kind", "limit", "cursor"},
 	"GET /api/pitches":                       {"limit", "cursor"},
-	"GET /api/admin/jobs":                    {"task", "kind", "why", "userId", "itemId", "state", "limit", "cursor"},
+	"GET /api/admin/jobs":                    {"id", "task", "kind", "why", "userId", "author", "itemId", "state", "sort", "limit", "cursor"},
 	"GET /api/admin/events":                  {"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"},
 	"GET /api/admin/budgets":                 {"limit", "cursor"},
 	"GET /api/admin/users":                   {"limit", "cursor"},
@@ -159,7 +162,7 @@ var (
 	dateTime = map[string]any{"type": "string", "format": "date-time"}
 	nullTime = map[string]any{"type": []string{"string", "null"}, "format": "date-time"}
 	cursor   = nullStr
-	whyEnum  = map[string]any{"type": []string{"string", "null"}, "enum": []any{"unreachable", "upstream", "unanswered", "budget", "budget-unavailable", nil}}
+	whyEnum  = map[string]any{"type": []string{"string", "null"}, "enum": []any{"unreachable", "upstream", "unanswered", "budget", "budget-unavailable", "held", nil}}
 )
 
 func list(of any) map[string]any { return map[string]any{"type": "array", "items": of} }
@@ -202,18 +205,33 @@ var schemas = map[string]any{
 		"comments":  list(obj(map[string]any{"id": integer, "userId": integer, "body": str, "createdAt": dateTime}))}),
 	"PitchList": obj(map[string]any{"pitches": list(obj(map[string]any{"id": integer, "userId": integer, "body": str, "createdAt": dateTime})), "nextCursor": cursor}),
 	"Job": obj(map[string]any{"id": integer, "task": str, "kind": str, "itemId": integer, "userId": integer, "dueAt": dateTime,
-		"attempts": integer, "why": whyEnum, "status": nullInt, "leaseUntil": nullTime}),
-	"JobList":   obj(map[string]any{"jobs": list(ref("Job")), "nextCursor": cursor}),
-	"JobDetail": obj(map[string]any{"job": ref("Job"), "events": list(ref("Event"))}),
-	"JobFilter": obj(map[string]any{"task": str, "kind": str, "why": str, "userId": integer, "itemId": integer, "state": str}),
-	"Retried":   obj(map[string]any{"retried": integer}),
+		"attempts": integer, "why": whyEnum, "status": nullInt, "leaseUntil": nullTime,
+		"lastError": map[string]any{"type": []string{"string", "null"}, "maxLength": 500, "description": "the last attempt's error"},
+		"userName":  str, "itemTitle": map[string]any{"type": []string{"string", "null"}, "description": "a revision's title, a comment's or pitch's first 80 characters"},
+		"songId": nullInt}),
+	"JobList": obj(map[string]any{"jobs": list(ref("Job")), "nextCursor": cursor, "total": map[string]any{"type": "integer", "description": "how many jobs the filter selects"}}),
+	"JobDetail": obj(map[string]any{"job": ref("Job"),
+		"item":   obj(map[string]any{"kind": str, "id": integer, "title": nullStr, "songId": nullInt}),
+		"author": obj(map[string]any{"id": integer, "name": str}),
+		"events": map[string]any{"type": "array", "items": ref("Event"), "description": "every attempt at the job's task on its item, newest first"}}),
+	"JobFilter": obj(map[string]any{"id": integer, "task": str, "kind": str, "why": str, "userId": integer, "author": map[string]any{"type": "string", "description": "part of the author's name"},
+		"itemId": integer, "state": str}),
+	"Holds":        obj(map[string]any{"screen": boolean, "score": boolean, "deliveries": boolean}, "screen", "score", "deliveries"),
+	"HoldsRequest": obj(map[string]any{"screen": boolean, "score": boolean, "deliveries": boolean}),
+	"VerdictRequest": obj(map[string]any{"verdict": map[string]any{"type": "string", "enum": []string{"allow", "block"}},
+		"note": map[string]any{"type": []string{"string", "null"}, "maxLength": 500}}, "verdict"),
+	"Retried": obj(map[string]any{"retried": integer}),
 	"ModelState": obj(map[string]any{"state": map[string]any{"type": "string", "enum": []string{"closed", "open", "probing"}},
 		"since": nullTime, "failures": integer, "nextProbeAt": nullTime, "inFlight": integer, "cap": integer},
 		"state", "since", "failures", "nextProbeAt", "inFlight", "cap"),
 	"Event": obj(map[string]any{"id": integer, "at": dateTime, "event": str, "kind": str, "itemId": integer, "userId": integer,
 		"outcome": str, "why": whyEnum, "status": nullInt, "upstreamMs": nullInt,
 		"attempt": map[string]any{"type": "integer", "description": "attempts made before this one: 0 for the first"}, "confidence": nullNum,
-		"art": nullNum, "requestBytes": nullInt, "runs": nullInt}),
+		"art": nullNum, "requestBytes": nullInt, "runs": nullInt,
+		"error":   map[string]any{"type": []string{"string", "null"}, "maxLength": 500, "description": "what went wrong, in words; never a secret"},
+		"adminId": map[string]any{"type": []string{"integer", "null"}, "description": "outcome decided: the admin who decided"},
+		"note":    map[string]any{"type": []string{"string", "null"}, "description": "outcome decided: the admin's note"},
+		"verdict": map[string]any{"type": []string{"string", "null"}, "enum": []any{"allow", "block", nil}, "description": "outcome decided: the verdict decided"}}),
 	"EventList":     obj(map[string]any{"events": list(ref("Event")), "nextCursor": cursor}),
 	"Budget":        obj(map[string]any{"userId": integer, "name": str, "limit": integer, "spent": integer, "resetsAt": dateTime}),
 	"BudgetList":    obj(map[string]any{"budgets": list(ref("Budget")), "nextCursor": cursor}),

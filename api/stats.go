@@ -30,11 +30,20 @@ func (a *API) stats(c echo.Context) error {
 	for _, s := range settled {
 		ms = append(ms, minute{At: msTime(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
 	}
+	health := map[string]string{"database": "ok", "model": "ok"}
+	if p := a.modelProblem(); p != "" {
+		health["model"] = p
+	}
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
 	out := map[string]any{
 		"jobs": map[string]any{"total": st.Total, "due": st.Due, "leased": st.Leased, "byWhy": st.ByWhy,
 			"byTask": st.ByTask, "oldestDueAt": msTimePtr(st.OldestDueAt)},
 		"settled": ms,
-		"health":  map[string]string{"database": "ok"},
+		"health":  health,
+		"holds":   holds,
 		"version": a.Version,
 		"retention": map[string]string{"events": durationText(a.Retention.Events),
 			"deliveries": durationText(a.Retention.Deliveries)},

@@ -3,7 +3,10 @@ package modelclient
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
 )
 
 // Verdict is a screening answer.
@@ -54,21 +57,34 @@ func Mean(runs []ArtRun) Score {
 // anything but a verdict of exactly "allow" or "block" with a confidence in
 // [0, 1]: a half-valid answer is not recorded as a verdict.
 func decodeVerdict(api string, raw []byte) (v Verdict, ok bool) {
-	el, ok := element(api, raw)
-	if !ok {
-		return Verdict{}, false
+	v, err := parseVerdict(api, raw)
+	return v, err == nil
+}
+
+// parseVerdict is decodeVerdict saying what is wrong with an answer it refuses, in words an
+// operator can act on (never the whole answer: it may be large).
+func parseVerdict(api string, raw []byte) (Verdict, error) {
+	el, err := answerElement(api, raw)
+	if err != nil {
+		return Verdict{}, err
 	}
 	var w struct {
 		Verdict    *string  `json:"verdict"`
 		Confidence *float64 `json:"confidence"`
 	}
-	if json.Unmarshal(el, &w) != nil || w.Verdict == nil || w.Confidence == nil {
-		return Verdict{}, false
+	switch {
+	case json.Unmarshal(el, &w) != nil:
+		return Verdict{}, errors.New("answer is not a JSON object with a verdict")
+	case w.Verdict == nil:
+		return Verdict{}, errors.New("answer has no verdict")
+	case *w.Verdict != "allow" && *w.Verdict != "block":
+		return Verdict{}, fmt.Errorf("answer's verdict %s is neither allow nor block", quoteShort(*w.Verdict))
+	case w.Confidence == nil:
+		return Verdict{}, errors.New("answer has no confidence")
+	case !unit(*w.Confidence):
+		return Verdict{}, fmt.Errorf("answer's confidence %g is not between 0 and 1", *w.Confidence)
 	}
-	if (*w.Verdict != "allow" && *w.Verdict != "block") || !unit(*w.Confidence) {
-		return Verdict{}, false
-	}
-	return Verdict{Verdict: *w.Verdict, Confidence: *w.Confidence}, true
+	return Verdict{Verdict: *w.Verdict, Confidence: *w.Confidence}, nil
 }
 
 // decodeArt reads one score run's answer in dialect api: art in [0, 1] and
@@ -76,17 +92,29 @@ func decodeVerdict(api string, raw []byte) (v Verdict, ok bool) {
 // or as the openai schema's [{"name", "score"}] list, every score in [0, 1],
 // names non-empty and, in a list, unique.
 func decodeArt(api string, raw []byte) (ArtRun, bool) {
-	el, ok := element(api, raw)
-	if !ok {
-		return ArtRun{}, false
+	run, err := parseArt(api, raw)
+	return run, err == nil
+}
+
+// parseArt is decodeArt saying what is wrong with an answer it refuses.
+func parseArt(api string, raw []byte) (ArtRun, error) {
+	el, err := answerElement(api, raw)
+	if err != nil {
+		return ArtRun{}, err
 	}
 	var w struct {
 		Art      *float64        `json:"art"`
 		Criteria json.RawMessage `json:"criteria"`
 	}
-	if json.Unmarshal(el, &w) != nil || w.Art == nil || !unit(*w.Art) {
-		return ArtRun{}, false
+	switch {
+	case json.Unmarshal(el, &w) != nil:
+		return ArtRun{}, errors.New("answer is not a JSON object with an art score")
+	case w.Art == nil:
+		return ArtRun{}, errors.New("answer has no art score")
+	case !unit(*w.Art):
+		return ArtRun{}, fmt.Errorf("answer's art %g is not between 0 and 1", *w.Art)
 	}
+	bad := errors.New("answer's criteria are not named scores between 0 and 1")
 	run := ArtRun{Art: *w.Art, Criteria: map[string]float64{}}
 	c := bytes.TrimSpace(w.Criteria)
 	switch {
@@ -94,11 +122,11 @@ func decodeArt(api string, raw []byte) (ArtRun, bool) {
 	case c[0] == '{':
 		var m map[string]*float64
 		if json.Unmarshal(c, &m) != nil {
-			return ArtRun{}, false
+			return ArtRun{}, bad
 		}
 		for name, v := range m {
 			if name == "" || v == nil || !unit(*v) {
-				return ArtRun{}, false
+				return ArtRun{}, bad
 			}
 			run.Criteria[name] = *v
 		}
@@ -108,36 +136,52 @@ func decodeArt(api string, raw []byte) (ArtRun, bool) {
 			Score *float64 `json:"score"`
 		}
 		if json.Unmarshal(c, &list) != nil {
-			return ArtRun{}, false
+			return ArtRun{}, bad
 		}
 		for _, item := range list {
 			if item.Name == nil || *item.Name == "" || item.Score == nil || !unit(*item.Score) {
-				return ArtRun{}, false
+				return ArtRun{}, bad
 			}
 			if _, dup := run.Criteria[*item.Name]; dup {
-				return ArtRun{}, false
+				return ArtRun{}, fmt.Errorf("answer names criterion %s twice", quoteShort(*item.Name))
 			}
 			run.Criteria[*item.Name] = *item.Score
 		}
 	default:
-		return ArtRun{}, false
+		return ArtRun{}, bad
 	}
-	return run, true
+	return run, nil
 }
 
-// element returns the answer element of a 2xx body: answers[0] of a relay
-// answer, or the content of a chat completion.
-func element(api string, raw []byte) ([]byte, bool) {
+// answerElement returns the answer element of a 2xx body: answers[0] of a relay
+// answer, or the content of a chat completion; or what is missing.
+func answerElement(api string, raw []byte) ([]byte, error) {
 	if api == APIOpenAI {
-		return chatContent(raw)
+		el, ok := chatContent(raw)
+		if !ok {
+			return nil, errors.New("answer is not a chat completion with content")
+		}
+		return el, nil
 	}
 	var w struct {
 		Answers []json.RawMessage `json:"answers"`
 	}
-	if json.Unmarshal(raw, &w) != nil || len(w.Answers) == 0 {
-		return nil, false
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, errors.New("answer is not JSON")
 	}
-	return w.Answers[0], true
+	if len(w.Answers) == 0 {
+		return nil, errors.New("answer has no answers")
+	}
+	return w.Answers[0], nil
+}
+
+// quoteShort quotes a value taken from an answer for an error message, cut to a few dozen
+// characters: the message is kept and shown, the answer is the model's.
+func quoteShort(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:40]) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // unit reports whether x is a finite number in [0, 1].

@@ -96,8 +96,12 @@ type Reply struct {
 	UpstreamMs   int64         // wall time of the call(s), all runs together
 	RetryAfter   time.Duration // >0 when an upstream failure asked for a wait (see ParseRetryAfter)
 	RequestBytes int           // size of one run's request body; 0 when no request was attempted (refused, not configured)
-	Verdict      *Verdict      // Screen, when answered
-	Runs         []ArtRun      // Score, when answered: one per run, in run order
+	// Error says what went wrong, in words, when Why is set (e.g. "dial tcp 127.0.0.1:9:
+	// connect: connection refused", "HTTP 503: upstream overloaded", "answer has no
+	// verdict", "no model configured"): at most MaxErrorChars characters, never the key.
+	Error   string
+	Verdict *Verdict // Screen, when answered
+	Runs    []ArtRun // Score, when answered: one per run, in run order
 
 	// Err is set only when the request was refused before sending (a
 	// *LimitError from CheckScreen or CheckScore); Why is then
@@ -106,6 +110,12 @@ type Reply struct {
 	// reaching this is a bug on their side.
 	Err error
 }
+
+// MaxErrorChars caps Reply.Error: it is kept with every attempt and shown to operators.
+const MaxErrorChars = 500
+
+// ErrNotConfigured is Reply.Error when no model URL is set.
+const ErrNotConfigured = "no model configured"
 
 // Client asks the model. It is safe for concurrent use.
 type Client struct {
@@ -159,6 +169,18 @@ func New(cfg Config) *Client {
 // configuration is valid.
 func (c *Client) Configured() bool { return c.url != "" && c.invalid == nil }
 
+// Unconfigured says why asks are not sent ("" when Configured): no URL at all, or a
+// configuration Validate refused.
+func (c *Client) Unconfigured() string {
+	switch {
+	case c.url == "":
+		return ErrNotConfigured
+	case c.invalid != nil:
+		return c.redact("model configuration refused: " + c.invalid.Error())
+	}
+	return ""
+}
+
 // Screen asks for the verdict on one item. The request is checked with
 // CheckScreen first and not sent when refused (see Reply.Err).
 func (c *Client) Screen(ctx context.Context, req ScreenRequest) Reply {
@@ -166,14 +188,14 @@ func (c *Client) Screen(ctx context.Context, req ScreenRequest) Reply {
 		return Reply{Why: WhyUnanswered, Err: err}
 	}
 	if !c.Configured() {
-		return Reply{Why: WhyUnreachable}
+		return Reply{Why: WhyUnreachable, Error: c.Unconfigured()}
 	}
 	body := c.screenBody(req)
 	var v Verdict
-	r := c.ask(ctx, body, 1, func(_ int, raw []byte) bool {
-		var ok bool
-		v, ok = decodeVerdict(c.api, raw)
-		return ok
+	r := c.ask(ctx, body, 1, func(_ int, raw []byte) error {
+		var err error
+		v, err = parseVerdict(c.api, raw)
+		return err
 	})
 	if r.Why == "" {
 		r.Verdict = &v
@@ -196,17 +218,17 @@ func (c *Client) Score(ctx context.Context, req ScoreRequest, runs int) Reply {
 		return Reply{Why: WhyUnanswered, Err: err}
 	}
 	if !c.Configured() {
-		return Reply{Why: WhyUnreachable}
+		return Reply{Why: WhyUnreachable, Error: c.Unconfigured()}
 	}
 	if runs < 1 {
 		runs = 1
 	}
 	body := c.scoreBody(req)
 	out := make([]ArtRun, runs)
-	r := c.ask(ctx, body, runs, func(i int, raw []byte) bool {
-		var ok bool
-		out[i], ok = decodeArt(c.api, raw)
-		return ok
+	r := c.ask(ctx, body, runs, func(i int, raw []byte) error {
+		var err error
+		out[i], err = parseArt(c.api, raw)
+		return err
 	})
 	if r.Why == "" {
 		r.Runs = out
@@ -224,12 +246,13 @@ type result struct {
 	status  int
 	retry   time.Duration
 	raw     []byte // the 2xx body, when why == ""
+	err     string // what went wrong, when why != ""
 	aborted bool   // cancelled because a sibling run failed first
 }
 
 // ask sends body runs times in parallel and merges the outcomes; decode
-// turns run i's 2xx body into its answer and reports whether it was valid.
-func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run int, raw []byte) bool) Reply {
+// turns run i's 2xx body into its answer, or says what is wrong with it.
+func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run int, raw []byte) error) Reply {
 	start := time.Now()
 	results := make([]result, runs)
 	if runs == 1 {
@@ -253,19 +276,19 @@ func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run
 	// model answering nonsense.
 	for _, r := range results {
 		if r.why == WhyUnreachable && !r.aborted {
-			reply.Why = WhyUnreachable
+			reply.Why, reply.Error = WhyUnreachable, c.redact(r.err)
 			return reply
 		}
 	}
 	for _, r := range results {
 		if r.why == WhyUpstream {
-			reply.Why, reply.Status, reply.RetryAfter = WhyUpstream, r.status, r.retry
+			reply.Why, reply.Status, reply.RetryAfter, reply.Error = WhyUpstream, r.status, r.retry, c.redact(r.err)
 			return reply
 		}
 	}
 	for _, r := range results {
 		if r.why == WhyUnanswered {
-			reply.Why, reply.Status = WhyUnanswered, r.status
+			reply.Why, reply.Status, reply.Error = WhyUnanswered, r.status, c.redact(r.err)
 			return reply
 		}
 	}
@@ -277,11 +300,11 @@ func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run
 // caller's context, to tell the caller cancelling (a real unreachable) from
 // a sibling cancelling (aborted). A hard failure cancels the group, since
 // the reply is decided and the other runs would only hold connections.
-func (c *Client) run(parent, group context.Context, body []byte, i int, decode func(int, []byte) bool, cancel context.CancelCauseFunc) result {
+func (c *Client) run(parent, group context.Context, body []byte, i int, decode func(int, []byte) error, cancel context.CancelCauseFunc) result {
 	r := c.call(group, body)
 	if r.why == "" {
-		if !decode(i, r.raw) {
-			r.why = WhyUnanswered
+		if err := decode(i, r.raw); err != nil {
+			r.why, r.err = WhyUnanswered, err.Error()
 		}
 		r.raw = nil
 	}
@@ -303,7 +326,7 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return result{why: WhyUnreachable}
+		return result{why: WhyUnreachable, err: "the request could not be made: " + netError(err, c.timeout)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -313,22 +336,23 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return result{why: WhyUnreachable}
+		return result{why: WhyUnreachable, err: netError(err, c.timeout)}
 	}
 	defer res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		retry, _ := ParseRetryAfter(res.Header, time.Now())
+		head, _ := io.ReadAll(io.LimitReader(res.Body, 2048))
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
-		return result{why: WhyUpstream, status: res.StatusCode, retry: retry}
+		return result{why: WhyUpstream, status: res.StatusCode, retry: retry, err: statusError(res.StatusCode, head)}
 	}
 	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
 	if err != nil {
 		// The answer broke off (reset, deadline): a network failure, not a
 		// malformed answer.
-		return result{why: WhyUnreachable}
+		return result{why: WhyUnreachable, err: "the answer broke off: " + netError(err, c.timeout)}
 	}
 	if len(raw) > maxAnswerBytes {
-		return result{why: WhyUnanswered, status: res.StatusCode}
+		return result{why: WhyUnanswered, status: res.StatusCode, err: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
 	}
 	return result{status: res.StatusCode, raw: raw}
 }

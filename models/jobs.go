@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -15,10 +17,16 @@ const (
 	WhyUnanswered        = "unanswered"
 	WhyBudget            = "budget"
 	WhyBudgetUnavailable = "budget-unavailable"
+	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
+	// while the hold lasts, whatever its row's why.
+	WhyHeld = "held"
 )
 
+// OutcomeDecided is the outcome of an event that records a verdict by hand.
+const OutcomeDecided = "decided"
+
 // Whys lists every reason a job can wait, in display order.
-var Whys = []string{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable}
+var Whys = []string{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
 
 // Job is one piece of owed work: a screen or a score of one item. It exists until the work is
 // recorded or the item is deleted (the triggers see to both).
@@ -35,6 +43,9 @@ type Job struct {
 	LeaseUntil *int64  `gorm:"column:lease_until"`
 	LeaseOwner *string `gorm:"column:lease_owner"`
 	CreatedAt  int64   `gorm:"column:created_at"`
+	// LastError is the last attempt's error; read by the admin's queries only (JobByID,
+	// ListJobs), not by the claims and the author's view.
+	LastError *string `gorm:"column:last_error"`
 }
 
 const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, status, lease_until, lease_owner, created_at`
@@ -56,20 +67,25 @@ type Event struct {
 	Art          *float64 `gorm:"column:art"`
 	RequestBytes *int64   `gorm:"column:request_bytes"`
 	Runs         *int     `gorm:"column:runs"`
+	Error        *string  `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
+	AdminID      *int64   `gorm:"column:admin_id"` // a verdict by hand: who decided
+	Note         *string  `gorm:"column:note"`     // a verdict by hand: the admin's note
+	Verdict      *string  `gorm:"column:verdict"`  // a verdict by hand: what was decided
 }
 
 func (s *Store) insertEvent(ev *Event) error {
 	if ev.At == 0 {
 		ev.At = s.nowMs()
 	}
-	return s.db.Raw(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	return s.db.Raw(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
-		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs).Scan(&ev.ID).Error
+		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict).Scan(&ev.ID).Error
 }
 
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
 // duration to owner. A job is due when its due_at has passed and it has no lease, or its lease
-// has run out; two claimers never get the same job while its lease holds.
+// has run out, and its task is not held (Holds); two claimers never get the same job while its
+// lease holds.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, owner string, userID int64) ([]Job, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
@@ -86,12 +102,12 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 		// statistics say (a join against the CTE can turn into a scan of the whole table).
 		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 			WHERE id = ANY(ARRAY(SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
+			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
 			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
 			RETURNING ` + jobColumns
 	} else {
 		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + `
+			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
 			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
 	}
 	args = append([]any{until, owner}, args...)
@@ -102,11 +118,12 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 	return scanJobs(rows, limit)
 }
 
-// ClaimItem leases the job of one item's task if it is due and free; ok is false otherwise.
+// ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
+// otherwise.
 func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
 	rows, err := s.queryWriter(ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
-		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
 		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now)
 	if err != nil {
 		return Job{}, false, err
@@ -119,14 +136,14 @@ func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, 
 }
 
 // Reschedule puts a claimed job off until at, adding an attempt, recording why (and the
-// upstream status), freeing its lease, and keeping ev, all in one transaction. It does nothing
+// upstream status and ev's error), freeing its lease, and keeping ev, all in one transaction. It does nothing
 // when the job is gone or another owner has claimed it since; ok reports whether it acted.
 func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why string, status *int, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		res := tx.db.Exec(`UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
-			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
-			at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
+			last_error = ?, lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
+			at.UnixMilli(), why, status, ev.Error, job.ID, job.LeaseOwner)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
@@ -203,6 +220,10 @@ type screenRow struct {
 	EvArt        *float64 `json:"e_art"`
 	EvBytes      *int64   `json:"e_request_bytes"`
 	EvRuns       *int     `json:"e_runs"`
+	EvError      *string  `json:"e_error"`
+	EvAdminID    *int64   `json:"e_admin_id"`
+	EvNote       *string  `json:"e_note"`
+	EvVerdict    *string  `json:"e_verdict"`
 }
 
 // screenColumns are screenRow's columns; the event's are e_ and the events table's own name.
@@ -210,7 +231,8 @@ var screenColumns = []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict"
 	{"at", "bigint"}, {"e_at", "bigint"}, {"e_event", "text"}, {"e_kind", "text"}, {"e_item_id", "bigint"},
 	{"e_user_id", "bigint"}, {"e_outcome", "text"}, {"e_why", "text"}, {"e_status", "integer"}, {"e_upstream_ms", "bigint"},
 	{"e_attempt", "integer"}, {"e_confidence", "double precision"}, {"e_art", "double precision"},
-	{"e_request_bytes", "bigint"}, {"e_runs", "integer"}}
+	{"e_request_bytes", "bigint"}, {"e_runs", "integer"}, {"e_error", "text"}, {"e_admin_id", "bigint"}, {"e_note", "text"},
+	{"e_verdict", "text"}}
 
 func newScreenRow(c screenCall, now int64) screenRow {
 	ev := c.ev
@@ -220,7 +242,8 @@ func newScreenRow(c screenCall, now int64) screenRow {
 	return screenRow{Kind: c.kind, ItemID: c.itemID, Verdict: c.verdict, Confidence: c.confidence, At: now,
 		EvAt: ev.At, EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
 		EvWhy: ev.Why, EvStatus: ev.Status, EvUpstreamMs: ev.UpstreamMs, EvAttempt: ev.Attempt, EvConfidence: ev.Confidence,
-		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs}
+		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs, EvError: ev.Error, EvAdminID: ev.AdminID, EvNote: ev.Note,
+		EvVerdict: ev.Verdict}
 }
 
 // insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
@@ -234,10 +257,11 @@ const insertScreens = `INSERT INTO screens (kind, item_id, verdict, confidence, 
 // insertScreenEvents inserts the events of v's rows (those joined to s, on PostgreSQL).
 const insertScreenEvents = `INSERT INTO events (` + eventColumns + `)
 	SELECT v.e_at, v.e_event, v.e_kind, v.e_item_id, v.e_user_id, v.e_outcome, v.e_why, v.e_status, v.e_upstream_ms,
-		v.e_attempt, v.e_confidence, v.e_art, v.e_request_bytes, v.e_runs FROM v`
+		v.e_attempt, v.e_confidence, v.e_art, v.e_request_bytes, v.e_runs, v.e_error, v.e_admin_id, v.e_note, v.e_verdict FROM v`
 
 // eventColumns are the events table's columns as written.
-const eventColumns = `at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt, confidence, art, request_bytes, runs`
+const eventColumns = `at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt, confidence, art, request_bytes, runs,
+	error, admin_id, note, verdict`
 
 // recordScreens records the verdicts of calls (of distinct items) and their events, and says
 // which were recorded. On PostgreSQL with no webhook to owe it is one statement (every
@@ -373,19 +397,28 @@ func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 
 // JobFilter selects owed jobs for the admin.
 type JobFilter struct {
+	ID     int64  `json:"id"` // one job
 	Task   string `json:"task"`
 	Kind   string `json:"kind"`
-	Why    string `json:"why"` // "none" selects jobs with no why
+	Why    string `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
 	UserID int64  `json:"userId"`
+	Author string `json:"author"` // part of the author's name, any case
 	ItemID int64  `json:"itemId"`
 	State  string `json:"state"` // due | waiting | leased
 }
 
-// where builds the filter's SQL condition and arguments.
+// heldTask is true in SQL when the job's task is held (see heldTasks).
+const heldTask = `task IN (SELECT 'screen' FROM holds WHERE screen = 1 UNION ALL SELECT 'score' FROM holds WHERE score = 1)`
+
+// where builds the filter's SQL condition and arguments. A held job's why is held whatever its
+// row says, so why=held selects the held tasks' jobs and any other why leaves them out.
 func (f JobFilter) where(now int64) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) }
+	if f.ID != 0 {
+		add("id = ?", f.ID)
+	}
 	if f.Task != "" {
 		add("task = ?", f.Task)
 	}
@@ -394,13 +427,18 @@ func (f JobFilter) where(now int64) (string, []any) {
 	}
 	switch f.Why {
 	case "":
+	case WhyHeld:
+		add(heldTask)
 	case "none":
-		add("why IS NULL")
+		add("why IS NULL AND NOT " + heldTask)
 	default:
-		add("why = ?", f.Why)
+		add("why = ? AND NOT "+heldTask, f.Why)
 	}
 	if f.UserID != 0 {
 		add("user_id = ?", f.UserID)
+	}
+	if f.Author != "" {
+		add(`user_id IN (SELECT id FROM users WHERE LOWER(name) LIKE ? ESCAPE '\')`, "%"+likeEscaper.Replace(strings.ToLower(f.Author))+"%")
 	}
 	if f.ItemID != 0 {
 		add("item_id = ?", f.ItemID)
@@ -419,46 +457,182 @@ func (f JobFilter) where(now int64) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// Orders of the admin's job list.
+const (
+	JobsByID       = "id"       // oldest job first
+	JobsByDue      = "due"      // soonest due first
+	JobsByAttempts = "attempts" // most attempts first
+)
+
+// JobCursor is where a page of the job list starts: after the job ID, whose sort key (due
+// time or attempts; unused by id) was Key.
+type JobCursor struct {
+	ID  int64
+	Key int64
+}
+
+// JobRow is a job as the admin's list shows it: with its author's name and its item's title
+// (a comment's or pitch's first 80 characters) and song.
+type JobRow struct {
+	Job
+	UserName  string
+	ItemTitle *string // nil when the item is gone
+	SongID    *int64
+}
+
+// Cursor is the cursor of the page that starts after r, in order.
+func (r JobRow) Cursor(order string) JobCursor {
+	switch order {
+	case JobsByDue:
+		return JobCursor{ID: r.ID, Key: r.DueAt}
+	case JobsByAttempts:
+		return JobCursor{ID: r.ID, Key: int64(r.Attempts)}
+	}
+	return JobCursor{ID: r.ID}
+}
+
+// jobRowColumns are jobColumns and what JobRow adds, read from content_jobs.
+const jobRowColumns = jobColumns + `, last_error,
+	(SELECT name FROM users WHERE id = content_jobs.user_id),
+	CASE kind WHEN 'revision' THEN (SELECT title FROM revisions WHERE id = content_jobs.item_id)
+		WHEN 'comment' THEN (SELECT SUBSTR(body, 1, 80) FROM comments WHERE id = content_jobs.item_id)
+		ELSE (SELECT SUBSTR(body, 1, 80) FROM pitches WHERE id = content_jobs.item_id) END,
+	CASE kind WHEN 'revision' THEN (SELECT song_id FROM revisions WHERE id = content_jobs.item_id)
+		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = content_jobs.item_id) END`
+
+func scanJobRows(rows *sql.Rows, sizeHint int) ([]JobRow, error) {
+	defer rows.Close()
+	r := newRow(jobColumnCount + 4)
+	out := make([]JobRow, 0, sizeHint)
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return nil, err
+		}
+		j := JobRow{Job: r.job(0), ItemTitle: r.strp(jobColumnCount + 2), SongID: r.int64p(jobColumnCount + 3)}
+		j.LastError = r.strp(jobColumnCount)
+		if name := r.strp(jobColumnCount + 1); name != nil {
+			j.UserName = *name
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
 // ListJobs pages through owed jobs by id, after the id afterID.
 func (s *Store) ListJobs(ctx context.Context, f JobFilter, afterID int64, limit int) ([]Job, error) {
-	where, args := f.where(s.nowMs())
-	args = append(args, afterID, limit)
-	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM content_jobs WHERE `+where+` AND id > ? ORDER BY id LIMIT ?`, args...)
+	var after *JobCursor
+	if afterID > 0 {
+		after = &JobCursor{ID: afterID}
+	}
+	rows, err := s.ListJobRows(ctx, f, JobsByID, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	return scanJobs(rows, min(limit, 512))
+	jobs := make([]Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = r.Job
+	}
+	return jobs, nil
 }
 
-// JobByID finds one owed job.
-func (s *Store) JobByID(ctx context.Context, id int64) (Job, error) {
-	var jobs []Job
-	err := s.db.WithContext(ctx).Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE id = ?`, id).Scan(&jobs).Error
+// ListJobRows pages through owed jobs in order (JobsByID, JobsByDue, JobsByAttempts), after
+// the cursor (nil: from the start).
+func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
+	where, args := f.where(s.nowMs())
+	var orderBy string
+	switch order {
+	case JobsByDue:
+		orderBy = "due_at, id"
+		if after != nil {
+			where += " AND (due_at > ? OR (due_at = ? AND id > ?))"
+			args = append(args, after.Key, after.Key, after.ID)
+		}
+	case JobsByAttempts:
+		orderBy = "attempts DESC, id"
+		if after != nil {
+			where += " AND (attempts < ? OR (attempts = ? AND id > ?))"
+			args = append(args, after.Key, after.Key, after.ID)
+		}
+	default:
+		orderBy = "id"
+		if after != nil {
+			where += " AND id > ?"
+			args = append(args, after.ID)
+		}
+	}
+	args = append(args, limit)
+	rows, err := s.query(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
 	if err != nil {
-		return Job{}, err
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return scanJobRows(rows, min(limit, 512))
+}
+
+// CountJobs counts the jobs the filter selects.
+func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
+	where, args := f.where(s.nowMs())
+	var n int64
+	if err := s.read.WithContext(ctx).Raw(`SELECT COUNT(*) FROM content_jobs WHERE `+where, args...).Row().Scan(&n); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
+	}
+	return n, nil
+}
+
+// JobByID finds one owed job, with its author's name and its item's title, from the writer
+// (the answer to a retry must see it).
+func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
+	rows, err := s.queryWriter(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
+	if err != nil {
+		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
+	}
+	jobs, err := scanJobRows(rows, 1)
+	if err != nil {
+		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
 	if len(jobs) == 0 {
-		return Job{}, ErrNotFound
+		return JobRow{}, ErrNotFound
 	}
 	return jobs[0], nil
 }
 
-// RetryJobs makes the filtered jobs that are not leased due now, and counts them.
-func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
+// ErrBudgetSpent is RetryJob's refusal: the job waits for its author's budget, and the rest of
+// the day's budget cannot cover it yet.
+var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the job")
+
+// budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
+// (the day and the default limit are its two arguments): a retry of a job waiting for its
+// budget makes sense only then.
+const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
+	+ CASE task WHEN 'score' THEN 3 ELSE 1 END
+	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
+
+// RetryJobs makes the filtered jobs due now and counts them. It leaves out jobs that a lease
+// holds, and jobs waiting for a budget that still cannot cover them (defaultLimit is the
+// limit of authors without their own): retrying those would only spend an attempt on the
+// same refusal. A retry changes no attempt count.
+func (s *Store) RetryJobs(ctx context.Context, f JobFilter, defaultLimit int64) (int64, error) {
 	now := s.nowMs()
 	where, args := f.where(now)
 	args = append([]any{now}, args...)
-	args = append(args, now)
+	args = append(args, now, BudgetDay(s.Now()), defaultLimit)
 	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE `+where+
-		` AND (lease_until IS NULL OR lease_until <= ?)`, args...)
-	if res.Error == nil && res.RowsAffected > 0 {
+		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`, args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("retry jobs: %w", res.Error)
+	}
+	if res.RowsAffected > 0 {
 		if f.UserID != 0 {
 			s.changed(f.UserID)
 		} else {
 			s.changedAll()
 		}
 	}
-	return res.RowsAffected, res.Error
+	return res.RowsAffected, nil
 }
 
 // JobsOfUser lists an author's owed jobs.

@@ -49,9 +49,12 @@ type MineVersion struct {
 	Items [3]ItemCount // revisions, comments, pitches
 	Spent int64        // spent on Day
 	Jobs  []Job        // the author's owed jobs, by id
-	// Due reports whether one of Jobs is due at now: due_at passed and no lease holds it (the
-	// same test a claim makes), i.e. whether a sweep of the author would find anything.
+	// Due reports whether one of Jobs is due at now: due_at passed, no lease holds it and its
+	// task is not held (the same test a claim makes), i.e. whether a sweep of the author would
+	// find anything.
 	Due bool
+	// Held is what is held (Holds): the view shows a held job's why as held.
+	Held Holds
 }
 
 // mineVersionQuery reads a MineVersion in one statement, so from one snapshot: a first row
@@ -65,7 +68,7 @@ const mineVersionQuery = `SELECT 0 AS k,
 		(SELECT COUNT(*) FROM comments WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM comments WHERE user_id = ?),
 		(SELECT COUNT(*) FROM pitches WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM pitches WHERE user_id = ?),
 		(SELECT spent FROM budgets WHERE user_id = ? AND day = ?),
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+		(SELECT screen + 2 * score FROM holds WHERE id = 1), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 	UNION ALL
 	SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + jobColumns + ` FROM content_jobs WHERE user_id = ?`
 
@@ -92,6 +95,10 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 			if r.vals[7] != nil {
 				v.Spent = r.int64(7)
 			}
+			if r.vals[8] != nil {
+				held := r.int64(8)
+				v.Held.Screen, v.Held.Score = held&1 != 0, held&2 != 0
+			}
 		} else {
 			j := r.job(8)
 			if j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
@@ -107,6 +114,14 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		return v, err
 	}
 	slices.SortFunc(v.Jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	if v.Due && (v.Held.Screen || v.Held.Score) {
+		v.Due = false
+		for _, j := range v.Jobs {
+			if !v.Held.Task(j.Task) && j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+				v.Due = true
+			}
+		}
+	}
 	return v, nil
 }
 

@@ -143,7 +143,7 @@ type JobStats struct {
 	Total       int64
 	Due         int64
 	Leased      int64
-	ByWhy       map[string]int64 // "none" for jobs that are simply due or new
+	ByWhy       map[string]int64 // "none" for jobs that are simply due or new; "held" for a held task's
 	ByTask      map[string]int64
 	OldestDueAt *int64
 }
@@ -160,10 +160,18 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	if err != nil {
 		return st, err
 	}
+	holds, err := s.Holds(ctx)
+	if err != nil {
+		return st, err
+	}
 	for k, n := range pairs {
 		st.Total += n
 		st.ByTask[k[0]] += n
-		st.ByWhy[k[1]] += n
+		if holds.Task(k[0]) {
+			st.ByWhy[WhyHeld] += n // shown as held while the hold lasts (leased ones too: they are few)
+		} else {
+			st.ByWhy[k[1]] += n
+		}
 	}
 	var agg struct {
 		Due    int64  `gorm:"column:due"`

@@ -386,12 +386,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 }
 
 // NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
-// or nil when none is pending. It reads from the reader, so a worker can ask it cheaply before
+// or nil when none is pending or deliveries are held. It reads from the reader, so a worker can ask it cheaply before
 // it claims.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
 	var due sql.NullInt64
 	err := s.read.WithContext(ctx).Raw(`SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND w.active = 1`).Row().Scan(&due)
+		WHERE d.status = 'pending' AND w.active = 1 AND NOT ` + deliveriesHeld).Row().Scan(&due)
 	if err != nil || !due.Valid {
 		return nil, err
 	}
@@ -399,7 +399,7 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
 }
 
 // ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
-// lease duration, oldest due first. A delivery is due when it is pending, its due_at has
+// lease duration, oldest due first, unless deliveries are held (Holds): then none. A delivery is due when it is pending, its due_at has
 // passed and it has no lease, or its lease has run out; two claimers never hold one at once,
 // and a dead worker's delivery is due again when its lease runs out.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
@@ -410,6 +410,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 	if s.dialect == Postgres {
 		q = `WITH picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
+			AND NOT ` + deliveriesHeld + `
 			ORDER BY d.due_at, d.id LIMIT ? FOR UPDATE OF d SKIP LOCKED)
 			UPDATE webhook_deliveries x SET lease_until = ?, lease_owner = ? FROM picked WHERE x.id = picked.id
 			RETURNING x.id, x.webhook_id, x.msg_id, x.event, x.payload, x.status, x.due_at, x.attempts, x.failures,
@@ -419,6 +420,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		q = `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
 			SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
+			AND NOT ` + deliveriesHeld + `
 			ORDER BY d.due_at, d.id LIMIT ?) RETURNING ` + deliveryColumns
 		args = []any{until, owner, now, now, limit}
 	}

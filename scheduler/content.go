@@ -121,6 +121,15 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	return c
 }
 
+// ModelProblem says why no model is asked ("" when one is configured): "no model configured",
+// or the refused configuration. Jobs then wait as unreachable with that error.
+func (c *Content) ModelProblem() string {
+	if c.model == nil {
+		return modelclient.ErrNotConfigured
+	}
+	return c.model.Unconfigured()
+}
+
 // Config is the runner's configuration with defaults applied.
 func (c *Content) Config() ContentConfig { return c.cfg }
 
@@ -196,6 +205,10 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	}
 
 	if c.model == nil || !c.model.Configured() {
+		ev.Error = errorText(modelclient.ErrNotConfigured)
+		if c.model != nil {
+			ev.Error = errorText(c.model.Unconfigured())
+		}
 		return later(models.WhyUnreachable, Backoff(job.Attempts), 0, nil)
 	}
 
@@ -212,15 +225,17 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 
 	// Charged first, as the model's relay charges: a call that then fails is still spent.
 	now := c.clock.Now()
-	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+	if spent, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
 		c.breaker.giveUp(ctx, *p)
 		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
+		ev.Error = errorText("the author's budget could not be counted")
 		return later(models.WhyBudgetUnavailable, Backoff(job.Attempts), 0, nil)
 	} else if !ok {
 		c.breaker.giveUp(ctx, *p)
 		if c.metrics != nil {
 			c.metrics.BudgetRefusals.Inc()
 		}
+		ev.Error = errorText(fmt.Sprintf("the day's budget cannot cover %d more model call(s) (%d spent); it resets at 00:00 UTC", runs, spent))
 		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
 	}
 
@@ -243,6 +258,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	}
 	c.breaker.report(ctx, *p, reply)
 	if reply.Why != "" {
+		ev.Error = errorText(reply.Error)
 		return later(reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
 	}
 	status := reply.Status
@@ -252,6 +268,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	if screening {
 		v := reply.Verdict
 		if v == nil {
+			ev.Error = errorText("answer has no verdict")
 			return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 		}
 		ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
@@ -266,6 +283,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		return Done, nil
 	}
 	if len(reply.Runs) != runs {
+		ev.Error = errorText(fmt.Sprintf("answered %d run(s) of %d", len(reply.Runs), runs))
 		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 	}
 	mean := modelclient.Mean(reply.Runs)
@@ -280,6 +298,16 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	}
 	c.note(ev)
 	return Done, nil
+}
+
+// errorText is an attempt's error as kept: nil when empty, else at most
+// modelclient.MaxErrorChars characters.
+func errorText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	s = modelclient.Truncate(s, modelclient.MaxErrorChars)
+	return &s
 }
 
 // withinLease bounds ctx to the end of the job's lease less a tenth of the lease, which is kept
@@ -362,6 +390,9 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	}
 	if ev.Runs != nil {
 		attrs = append(attrs, slog.Int("runs", *ev.Runs))
+	}
+	if ev.Error != nil {
+		attrs = append(attrs, slog.String("error", *ev.Error))
 	}
 	attrs = append(attrs, extra...)
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, ev.Event, attrs...)

@@ -9,6 +9,12 @@ import { notify } from './lib/toast.js';
 
 const BASE = '/admin';
 
+// A deep link to a job as #/jobs/123 (any page of the console) is the jobs panel's ?job=123.
+{
+  const m = /^#\/jobs\/(\d+)$/.exec(location.hash);
+  if (m) history.replaceState(null, '', BASE + '/jobs?job=' + m[1]);
+}
+
 function routeId() {
   const rest = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : '';
   const first = rest.replace(/^\/+/, '').split('/')[0] || '';
@@ -288,6 +294,7 @@ function Console({ user, onSignOut }) {
 
   const current = plugins && plugins.find((p) => p.id === active);
   return html`<div class="shell">
+    <h1 class="sr-only">owed admin${current ? ' — ' + current.title : ''}</h1>
     <header class="topbar">
       <a class="brand" href=${BASE + '/'} onClick=${(e) => {
         if (e.metaKey || e.ctrlKey || e.shiftKey || !plugins || !plugins.length) return;
@@ -315,6 +322,7 @@ function Console({ user, onSignOut }) {
       </div>
     </header>
     <main class="main" id="main">
+      <${HoldBanner} />
       ${manifestError
         ? html`<div class="note note-err" role="alert">Could not load the panels: ${manifestError.message}
             <button type="button" class="btn btn-small" onClick=${loadManifest}>Retry</button></div>`
@@ -332,6 +340,52 @@ function Console({ user, onSignOut }) {
       ${current && current.status === 'loading' ? html`<p class="muted" aria-busy="true">Loading ${current.title}…</p>` : null}
       <div class="panels" ref=${host}></div>
     </main>
+  </div>`;
+}
+
+const HELD = { screen: 'screens', score: 'scores', deliveries: 'webhook deliveries' };
+
+/**
+ * HoldBanner shows, on every panel, what an admin holds (GET /api/admin/holds every 10 s) with
+ * the button that lifts it: held work is not claimed by any replica until then.
+ */
+function HoldBanner() {
+  const [holds, setHolds] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const load = useCallback(async () => {
+    try {
+      setHolds(await api('/api/admin/holds'));
+    } catch {
+      // The panels report the server's outages; the banner keeps what it last knew.
+    }
+  }, []);
+  useEffect(() => {
+    load();
+    const t = setInterval(() => !document.hidden && load(), 10_000);
+    const onChange = (e) => setHolds(e.detail);
+    addEventListener('owed:holds', onChange);
+    return () => {
+      clearInterval(t);
+      removeEventListener('owed:holds', onChange);
+    };
+  }, []);
+  const held = holds ? Object.keys(HELD).filter((k) => holds[k]) : [];
+  if (!held.length) return null;
+  const lift = async () => {
+    setBusy(true);
+    try {
+      const h = await api('/api/admin/holds', { method: 'PUT', body: { screen: false, score: false, deliveries: false } });
+      setHolds(h);
+      dispatchEvent(new CustomEvent('owed:holds', { detail: h }));
+      notify('The hold is lifted: the held work is due again.', 'ok');
+    } catch (e) {
+      notify('Could not lift the hold: ' + e.message, 'error');
+    }
+    setBusy(false);
+  };
+  return html`<div class="note note-warn hold-banner" role="status" data-testid="hold-banner">
+    <span><strong>On hold:</strong> ${held.map((k) => HELD[k]).join(', ')}. Nothing held is claimed, charged or sent until the hold is lifted.</span>
+    <button type="button" class="btn btn-small btn-primary" disabled=${busy} onClick=${lift} data-testid="hold-lift">${busy ? 'Lifting…' : 'Lift the hold'}</button>
   </div>`;
 }
 

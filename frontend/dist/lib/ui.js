@@ -118,8 +118,9 @@ export const WHY = {
   unanswered: { label: 'unanswered', kind: 'warn', short: 'bad model answer — backoff', text: 'the model answer was not the expected JSON — retries with backoff' },
   budget: { label: 'budget', kind: 'info', short: 'waits for the daily reset', text: "the author's daily budget is spent — waits for the daily reset (00:00 UTC)" },
   'budget-unavailable': { label: 'budget-unavailable', kind: 'err', short: 'budget not countable — backoff', text: 'the budget could not be counted — retries with backoff' },
+  held: { label: 'held', kind: 'info', short: 'held by an admin', text: 'an admin holds this work — nothing is claimed, charged or asked until the hold is lifted' },
 };
-export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable'];
+export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held'];
 
 export function whyInfo(why) {
   return WHY[why || 'none'] || { label: why, kind: 'neutral', text: why };
@@ -196,7 +197,7 @@ export function useFormError() {
 
 /** The outcome of one attempt event: allow, block, scored, pending, gone. */
 export function OutcomeBadge({ outcome }) {
-  const kind = { allow: 'ok', scored: 'ok', block: 'err', pending: 'warn', gone: 'neutral' }[outcome] || 'neutral';
+  const kind = { allow: 'ok', scored: 'ok', block: 'err', pending: 'warn', gone: 'neutral', decided: 'accent' }[outcome] || 'neutral';
   return html`<${Badge} kind=${kind}>${outcome || '—'}<//>`;
 }
 
@@ -210,6 +211,50 @@ export function resultOf(e) {
 /** An attempt event's number, 1 for the first: events carry the attempts made before it. */
 export function attemptNo(e) {
   return e.attempt == null ? '—' : String(Number(e.attempt) + 1);
+}
+
+/**
+ * FilterInput is a text filter that applies on Enter and on blur, never while typing, and that
+ * a live refresh never overwrites: what the user types is a draft of its own until applied,
+ * and a new value from outside (a link, back/forward, Clear) replaces the draft only while
+ * the field is not being edited.
+ */
+export function FilterInput({ id, value, onApply, testid, ...rest }) {
+  const [draft, setDraft] = useState(value || '');
+  const editing = useRef(false);
+  useEffect(() => {
+    if (!editing.current) setDraft(value || '');
+  }, [value]);
+  const apply = (v) => {
+    const next = String(v).trim();
+    if (next !== (value || '')) onApply(next);
+  };
+  return html`<input id=${id} type="search" value=${draft} data-testid=${testid} autocomplete="off" spellcheck="false" ...${rest}
+    onFocus=${() => (editing.current = true)}
+    onInput=${(e) => {
+      editing.current = true;
+      setDraft(e.currentTarget.value);
+    }}
+    onKeyDown=${(e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        apply(e.currentTarget.value);
+      } else if (e.key === 'Escape' && draft !== (value || '')) {
+        e.preventDefault();
+        e.stopPropagation();
+        setDraft(value || '');
+      }
+    }}
+    onBlur=${(e) => {
+      editing.current = false;
+      apply(e.currentTarget.value);
+    }} />`;
+}
+
+/** An attempt's error text, cut to one line in tables (the whole text on hover). */
+export function ErrorText({ text, testid }) {
+  if (!text) return html`<span class="muted">—</span>`;
+  return html`<span class="err-text" title=${text} data-testid=${testid}>${text}</span>`;
 }
 
 export const num = (v) => (v === '' || v === null || v === undefined ? null : Number(v));

@@ -1,18 +1,22 @@
-// Content jobs: the owed screen and score jobs, filtered, with why each one waits, its
-// attempt history, and retry (one, or every job matching the filter).
-// Data: GET /api/admin/jobs (every 5 s), GET /api/admin/jobs/{id}, POST …/retry.
+// Content jobs: the owed screen and score jobs, filtered (job id, author name or id, item id,
+// task, kind, why, state) and sorted (id, due time, attempts), with why each one waits and its
+// last error, the total that matches, a job's detail with its item, author and every attempt
+// (deep link: ?job=123, or #/jobs/123), retry (one, or every job matching the filter) and a
+// verdict by hand. Data: GET /api/admin/jobs (every 5 s), GET /api/admin/jobs/{id},
+// POST …/retry, POST /api/admin/items/{kind}/{id}/verdict.
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, whyInfo } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, whyInfo, FilterInput, ErrorText } from '../lib/ui.js';
 
 const PAGE = 50;
-const FILTER_KEYS = ['task', 'kind', 'why', 'userId', 'state', 'itemId'];
-const EMPTY = { task: '', kind: '', why: '', userId: '', state: '', itemId: '' };
+const FILTER_KEYS = ['id', 'task', 'kind', 'why', 'state', 'author', 'userId', 'itemId'];
+const EMPTY = { id: '', task: '', kind: '', why: '', state: '', author: '', userId: '', itemId: '', sort: '' };
+const NUMERIC = new Set(['id', 'userId', 'itemId']);
 
 function fromParams(params) {
   const f = { ...EMPTY };
-  for (const k of FILTER_KEYS) f[k] = params.get(k) || '';
+  for (const k of Object.keys(EMPTY)) f[k] = params.get(k) || '';
   return f;
 }
 
@@ -21,14 +25,35 @@ function filterBody(f) {
   const b = {};
   for (const k of FILTER_KEYS) {
     if (f[k] === '') continue;
-    b[k] = k === 'userId' || k === 'itemId' ? Number(f[k]) : f[k];
+    if (k === 'author' && /^#?\d+$/.test(f[k])) b.userId = Number(f[k].replace('#', ''));
+    else b[k] = NUMERIC.has(k) ? Number(f[k]) : f[k];
   }
   return b;
 }
 
+/** The filter as the list's query: the author as typed (the server reads a name or an id). */
+function filterQuery(f) {
+  const q = {};
+  for (const k of FILTER_KEYS) if (f[k] !== '') q[k] = f[k];
+  if (f.sort) q.sort = f.sort;
+  return q;
+}
+
+const LABEL = { id: 'job', userId: 'author id', itemId: 'item' };
 function describe(f) {
-  const parts = FILTER_KEYS.filter((k) => f[k] !== '').map((k) => `${k === 'userId' ? 'author' : k === 'itemId' ? 'item' : k} ${k === 'why' && f[k] === 'none' ? 'none (ready)' : f[k]}`);
+  const parts = FILTER_KEYS.filter((k) => f[k] !== '').map((k) => `${LABEL[k] || k} ${k === 'why' && f[k] === 'none' ? 'none (ready)' : f[k]}`);
   return parts.length ? parts.join(', ') : 'no filter (every owed job)';
+}
+
+/** A job's item as a link to the job's detail: its title (a comment's or pitch's opening words). */
+function ItemLink({ j, onOpen }) {
+  const label = j.itemTitle || `${j.kind} #${j.itemId}`;
+  return html`<a href=${'/admin/jobs?job=' + j.id} class="item-link" title=${`${j.kind} ${j.itemId}: ${label}`} data-testid=${'job-item-' + j.id}
+    onClick=${(e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
+      e.preventDefault();
+      onOpen(j.id, e.currentTarget);
+    }}>${label}</a> <span class="muted small num">${j.kind} #${j.itemId}</span>`;
 }
 
 /** leased, due or waiting, as of now (the clock at render, which may be newer than the tick). */
@@ -43,20 +68,47 @@ const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral' };
 function Jobs({ ctx }) {
   const [filters, setFilters] = useState(() => fromParams(ctx.params()));
   const [more, setMore] = useState({ rows: [], cursor: null, busy: false, loaded: false });
-  const [selected, setSelected] = useState(null);
+  const [selected, setSelected] = useState(() => ctx.params().get('job') || null);
+  const opener = useRef(null); // what opened the detail: focus goes back to it on close
   const [bulk, setBulk] = useState(null); // null | {phase:'counting'} | {phase:'confirm', count, atLeast} | {phase:'running'}
   const now = useNow(5000);
   const names = useAuthors(ctx);
   const key = JSON.stringify(filters);
 
-  useEffect(() => ctx.onParams && ctx.onParams((p) => setFilters(fromParams(p))), []);
+  useEffect(
+    () =>
+      ctx.onParams &&
+      ctx.onParams((p) => {
+        setFilters(fromParams(p));
+        setSelected(p.get('job') || null);
+      }),
+    []
+  );
   useEffect(() => {
-    ctx.setParams && ctx.setParams(filters);
+    ctx.setParams && ctx.setParams({ ...filters, job: selected });
+  }, [key, selected]);
+  useEffect(() => {
     setMore({ rows: [], cursor: null, busy: false, loaded: false });
     setBulk(null);
   }, [key]);
 
-  const query = (extra) => ({ ...filterBody(filters), limit: PAGE, ...extra });
+  const open = (id, from) => {
+    opener.current = from || document.activeElement;
+    setSelected(String(id));
+  };
+  const close = () => {
+    setSelected(null);
+    const back = opener.current;
+    opener.current = null;
+    // The opener may have been re-rendered meanwhile: find it again by its test id.
+    requestAnimationFrame(() => {
+      const el = back && back.isConnected ? back : back && back.dataset && document.querySelector(`[data-testid="${back.dataset.testid}"]`);
+      if (el) el.focus();
+      else document.querySelector('[data-testid="jobs-table"]')?.closest('.table-wrap')?.focus();
+    });
+  };
+
+  const query = (extra) => ({ ...filterQuery(filters), limit: PAGE, ...extra });
   const live = useLive(ctx, () => ctx.api('/api/admin/jobs', { query: query() }), 5000, [key]);
 
   const first = (live.data && live.data.jobs) || [];
@@ -88,32 +140,12 @@ function Jobs({ ctx }) {
       ctx.notify(`Job ${id} is due now.`, 'ok');
       live.refresh();
     } catch (e) {
-      ctx.notify(`Retry of job ${id} failed: ${e.message}`, 'error');
+      ctx.notify(`Job ${id} was not retried: ${e.message}`, 'error');
     }
   };
 
-  const startBulk = async () => {
-    if (!cursor) {
-      setBulk({ phase: 'confirm', count: rows.length, atLeast: false });
-      return;
-    }
-    setBulk({ phase: 'counting' });
-    let count = 0;
-    let c = null;
-    let pages = 0;
-    try {
-      do {
-        const r = await ctx.api('/api/admin/jobs', { query: { ...filterBody(filters), limit: 500, cursor: c } });
-        count += (r.jobs || []).length;
-        c = r.nextCursor || null;
-        pages++;
-      } while (c && pages < 20);
-      setBulk({ phase: 'confirm', count, atLeast: !!c });
-    } catch (e) {
-      setBulk(null);
-      ctx.notify('Could not count the matching jobs: ' + e.message, 'error');
-    }
-  };
+  const total = live.data && live.data.total;
+  const startBulk = () => setBulk({ phase: 'confirm', count: total ?? rows.length, atLeast: false });
 
   const runBulk = async () => {
     setBulk({ phase: 'running' });
@@ -128,6 +160,7 @@ function Jobs({ ctx }) {
   };
 
   const set = (k) => (e) => setFilters((f) => ({ ...f, [k]: e.currentTarget.value.trim() }));
+  const apply = (k) => (v) => setFilters((f) => ({ ...f, [k]: v, ...(k === 'author' ? { userId: '' } : {}) }));
   const active = FILTER_KEYS.some((k) => filters[k] !== '');
 
   return html`<div class="stack">
@@ -157,16 +190,27 @@ function Jobs({ ctx }) {
           <option value="">any</option><option value="due">due</option><option value="waiting">waiting</option><option value="leased">leased</option>
         </select>
       </div>
-      <div class="field field-narrow">
-        <label for="jf-user">Author id</label>
-        <input id="jf-user" type="number" min="1" inputmode="numeric" value=${filters.userId} onChange=${set('userId')} data-testid="jobs-filter-user" />
+      <div class="field">
+        <label for="jf-author">Author</label>
+        <${FilterInput} id="jf-author" value=${filters.author || (filters.userId ? '#' + filters.userId : '')} onApply=${apply('author')}
+          placeholder="name or id" testid="jobs-filter-author" />
       </div>
       <div class="field field-narrow">
         <label for="jf-item">Item id</label>
-        <input id="jf-item" type="search" inputmode="numeric" placeholder="search" value=${filters.itemId} onChange=${set('itemId')} data-testid="jobs-filter-item" />
+        <${FilterInput} id="jf-item" inputmode="numeric" value=${filters.itemId} onApply=${apply('itemId')} testid="jobs-filter-item" />
+      </div>
+      <div class="field field-narrow">
+        <label for="jf-id">Job id</label>
+        <${FilterInput} id="jf-id" inputmode="numeric" value=${filters.id} onApply=${apply('id')} testid="jobs-filter-id" />
+      </div>
+      <div class="field">
+        <label for="jf-sort">Sort</label>
+        <select id="jf-sort" value=${filters.sort} onChange=${set('sort')} data-testid="jobs-sort">
+          <option value="">oldest job first</option><option value="due">next attempt first</option><option value="attempts">most attempts first</option>
+        </select>
       </div>
       <div class="field field-actions">
-        <button type="button" class="btn btn-quiet" disabled=${!active} onClick=${() => setFilters({ ...EMPTY })}>Clear</button>
+        <button type="button" class="btn btn-quiet" disabled=${!active && !filters.sort} onClick=${() => setFilters({ ...EMPTY })}>Clear</button>
         <button type="button" class="btn" onClick=${startBulk} disabled=${!!bulk || !rows.length} data-testid="jobs-bulk-retry"
           title="Make every job matching this filter due now">${bulk && bulk.phase === 'counting' ? 'Counting…' : 'Retry all matching…'}</button>
       </div>
@@ -184,12 +228,12 @@ function Jobs({ ctx }) {
         </div>`
       : null}
 
-    ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} names=${names} onClose=${() => setSelected(null)} onRetry=${retry} />` : null}
+    ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} names=${names} onClose=${close} onRetry=${retry} onSettled=${() => live.refresh()} />` : null}
 
     <section class="card card-flush" aria-label="Owed jobs">
       <header class="card-head card-pad">
         <h2>Owed jobs</h2>
-        <span class="muted small" aria-live="polite">${live.data ? `${fmt.number(rows.length)}${cursor ? '+' : ''} shown` : ''}${more.loaded ? ' · live refresh covers the first page' : ''}</span>
+        <span class="muted small" aria-live="polite" data-testid="jobs-count">${live.data ? `${fmt.number(total ?? rows.length)} matching · ${fmt.number(rows.length)} shown` : ''}${more.loaded ? ' · live refresh covers the first page' : ''}</span>
       </header>
       <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
       ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
@@ -200,28 +244,28 @@ function Jobs({ ctx }) {
         ? html`<${TableWrap} label="Owed jobs table">
             <table class="table" data-testid="jobs-table">
               <thead><tr>
-                <th scope="col" class="num">ID</th><th scope="col">Task</th><th scope="col">Kind</th><th scope="col" class="num">Item</th>
-                <th scope="col">Author</th><th scope="col">State</th><th scope="col">Why</th><th scope="col" class="num">Attempts</th>
+                <th scope="col" class="num">ID</th><th scope="col">Task</th><th scope="col">Item</th>
+                <th scope="col">Author</th><th scope="col">State</th><th scope="col">Why and last error</th><th scope="col" class="num">Attempts</th>
                 <th scope="col" class="num">Status</th><th scope="col">Next attempt</th><th scope="col">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
               </tr></thead>
               <tbody>
                 ${rows.map((j) => {
                   const st = jobState(j, now);
                   const w = whyInfo(j.why);
-                  return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${selected === j.id ? 'row-selected' : ''}>
+                  return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${String(selected) === String(j.id) ? 'row-selected' : ''}>
                     <td class="num">${j.id}</td>
                     <td><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
-                    <td>${j.kind}</td>
-                    <td class="num">${j.itemId}</td>
-                    <td><${Author} id=${j.userId} names=${names} /></td>
+                    <td class="item-cell"><${ItemLink} j=${j} onOpen=${open} /></td>
+                    <td><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
                     <td><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
-                    <td class="why-cell" title=${w.text}><${WhyBadge} why=${j.why} /> <span class="why-text small">${w.short}</span></td>
+                    <td class="why-cell" title=${w.text}><${WhyBadge} why=${j.why} />
+                      ${j.lastError && j.why !== 'held' ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
                     <td class="num">${j.attempts}</td>
                     <td class="num">${j.status ?? html`<span class="muted">—</span>`}</td>
                     <td><${Rel} at=${j.dueAt} now=${now} /></td>
                     <td>${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
                     <td class="actions">
-                      <button type="button" class="btn btn-small btn-quiet" onClick=${() => setSelected(j.id)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
+                      <button type="button" class="btn btn-small btn-quiet" onClick=${(e) => open(j.id, e.currentTarget)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
                       <button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>
                     </td>
                   </tr>`;
@@ -235,47 +279,83 @@ function Jobs({ ctx }) {
   </div>`;
 }
 
-function JobDetail({ ctx, id, names, onClose, onRetry }) {
-  const live = useLive(ctx, () => ctx.api(`/api/admin/jobs/${encodeURIComponent(id)}`), 5000, [id]);
+function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
+  const [gone, setGone] = useState(false);
+  const live = useLive(
+    ctx,
+    async () => {
+      try {
+        return await ctx.api(`/api/admin/jobs/${encodeURIComponent(id)}`);
+      } catch (e) {
+        if (e.status === 404) setGone(true);
+        throw e;
+      }
+    },
+    5000,
+    [id]
+  );
   const head = useRef(null);
   useEffect(() => {
     head.current && head.current.focus();
   }, [id]);
-  const j = live.data && live.data.job;
-  const events = (live.data && live.data.events) || [];
-  return html`<section class="card" aria-labelledby="job-detail-h" data-testid="job-detail">
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) {
+        e.preventDefault();
+        onClose();
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [onClose]);
+  const d = live.data;
+  const j = d && d.job;
+  const item = (d && d.item) || {};
+  const author = (d && d.author) || {};
+  const events = (d && d.events) || [];
+  return html`<section class="card" role="dialog" aria-modal="false" aria-labelledby="job-detail-h" data-testid="job-detail">
     <header class="card-head">
       <h2 id="job-detail-h" tabindex="-1" ref=${head}>Job ${id}</h2>
       <div class="row">
-        <button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)}>Retry now</button>
-        <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close">Close</button>
+        <a class="small" href=${'/admin/jobs?job=' + encodeURIComponent(id)} data-testid="job-detail-link" title="A link to this job">Link</a>
+        ${j ? html`<button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)} data-testid="job-detail-retry">Retry now</button>` : null}
+        <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close" aria-label="Close the job's details (Esc)">Close</button>
       </div>
     </header>
-    <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
+    ${gone && !j ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>` : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
     ${!j && !live.error ? html`<${Loading} />` : null}
     ${j
-      ? html`<dl class="kv kv-wide">
-          <dt>Task</dt><dd>${j.task} of ${j.kind} <span class="num">#${j.itemId}</span></dd>
-          <dt>Author</dt><dd><${Author} id=${j.userId} names=${names} /></dd>
+      ? html`<dl class="kv kv-wide" data-testid="job-detail-facts">
+          <dt>Task</dt><dd>${j.task} of ${item.kind} <span class="num">#${item.id}</span></dd>
+          <dt>Item</dt><dd data-testid="job-detail-item">${item.title ? html`<q>${item.title}</q>` : html`<span class="muted">(gone)</span>`}${item.songId ? html` <span class="muted small">song #${item.songId}</span>` : null}</dd>
+          <dt>Author</dt><dd data-testid="job-detail-author"><${Author} id=${author.id} names=${author.name ? { ...names, [author.id]: author.name } : names} /></dd>
           <dt>Why</dt><dd><${WhyBadge} why=${j.why} long /></dd>
+          <dt>Last error</dt><dd data-testid="job-detail-error">${j.lastError ? html`<code class="err-block">${j.lastError}</code>` : html`<span class="muted">—</span>`}</dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
           <dt>Next attempt</dt><dd><${Rel} at=${j.dueAt} /> <span class="muted small">${fmt.time(j.dueAt)}</span></dd>
           <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
-        </dl>`
+        </dl>
+        ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${() => {
+          live.refresh();
+          onSettled && onSettled();
+        }} />` : null}`
       : null}
     <h3>Attempt history</h3>
-    ${live.data && !events.length ? html`<${Empty}>No attempt yet.<//>` : null}
+    ${d && !events.length ? html`<${Empty}>No attempt yet.<//>` : null}
     ${events.length
       ? html`<${TableWrap} label="Attempt history">
           <table class="table table-compact" data-testid="job-events">
             <thead><tr><th scope="col">When</th><th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
-              <th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th></tr></thead>
+              <th scope="col">Error or note</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th></tr></thead>
             <tbody>${events.map((e) => html`<tr key=${e.id}>
               <td><${Rel} at=${e.at} /></td>
               <td class="num">${attemptNo(e)}</td>
-              <td><${OutcomeBadge} outcome=${e.outcome} /></td>
+              <td><${OutcomeBadge} outcome=${e.outcome} />${e.verdict ? html` <span class="small">${e.verdict}</span>` : null}</td>
               <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
+              <td>${e.outcome === 'decided'
+                ? html`<span class="small">by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
+                : html`<${ErrorText} text=${e.error} />`}</td>
               <td class="num">${e.status ?? '—'}</td>
               <td class="num">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
               <td class="num">${resultOf(e)}</td>
@@ -286,6 +366,42 @@ function JobDetail({ ctx, id, names, onClose, onRetry }) {
         <//>`
       : null}
   </section>`;
+}
+
+/** Decide by hand: allow or block the item, with a note, as the admin's verdict. */
+function Decide({ ctx, kind, itemId, onDone }) {
+  const [note, setNote] = useState('');
+  const [busy, setBusy] = useState(null);
+  const [err, setErr] = useState(null);
+  const send = async (verdict) => {
+    setBusy(verdict);
+    setErr(null);
+    try {
+      const r = await ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, {
+        method: 'POST',
+        body: note.trim() ? { verdict, note: note.trim() } : { verdict },
+      });
+      ctx.notify(`The ${kind} is ${r && r.state === 'public' ? 'allowed' : 'blocked'}: your verdict settled its screen.`, 'ok');
+      setNote('');
+      onDone();
+    } catch (e) {
+      setErr(e);
+    }
+    setBusy(null);
+  };
+  return html`<form class="decide" onSubmit=${(e) => e.preventDefault()} aria-labelledby="decide-h" data-testid="job-decide">
+    <h3 id="decide-h">Decide by hand</h3>
+    <p class="muted small">Records your verdict instead of the model's; an allowed revision then owes its score.</p>
+    <div class="field">
+      <label for="decide-note">Note (optional)</label>
+      <input id="decide-note" type="text" maxlength="500" value=${note} onInput=${(e) => setNote(e.currentTarget.value)} data-testid="job-decide-note" />
+    </div>
+    ${err ? html`<p class="field-error" role="alert" data-testid="job-decide-error">${err.message}</p>` : null}
+    <div class="row">
+      <button type="button" class="btn" disabled=${!!busy} onClick=${() => send('allow')} data-testid="job-decide-allow">${busy === 'allow' ? 'Allowing…' : 'Allow'}</button>
+      <button type="button" class="btn btn-danger" disabled=${!!busy} onClick=${() => send('block')} data-testid="job-decide-block">${busy === 'block' ? 'Blocking…' : 'Block'}</button>
+    </div>
+  </form>`;
 }
 
 export default {

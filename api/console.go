@@ -1,0 +1,144 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// getHolds answers what is held.
+func (a *API) getHolds(c echo.Context) error {
+	h, err := a.Store.Holds(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, h)
+}
+
+// putHolds sets what is held: {"screen","score","deliveries"}, each a boolean; a field left out
+// keeps its value. Lifting a hold wakes the work it held.
+func (a *API) putHolds(c echo.Context) error {
+	var body struct {
+		Screen     *bool `json:"screen"`
+		Score      *bool `json:"score"`
+		Deliveries *bool `json:"deliveries"`
+	}
+	if err := bind(c, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	h, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	was := h
+	for _, f := range []struct {
+		v   *bool
+		dst *bool
+	}{{body.Screen, &h.Screen}, {body.Score, &h.Score}, {body.Deliveries, &h.Deliveries}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if err := a.Store.SetHolds(ctx, h, caller(c).ID); err != nil {
+		return err
+	}
+	a.Log.Info("holds", "screen", h.Screen, "score", h.Score, "deliveries", h.Deliveries, "by", caller(c).ID)
+	if was.Deliveries && !h.Deliveries && a.Webhooks != nil {
+		a.Webhooks.Wake()
+	}
+	return c.JSON(http.StatusOK, h)
+}
+
+// maxNoteChars caps a verdict's note.
+const maxNoteChars = 500
+
+// decide records an admin's verdict on an item as if the model had answered it (confidence 1):
+// the screen job is settled by the same trigger, an allowed revision owes its score, and the
+// event says the admin decided, with their id and note. An item that already has a verdict
+// keeps it (409): a verdict is recorded exactly once.
+func (a *API) decide(c echo.Context) error {
+	kind := c.Param("kind")
+	if !isOneOf(kind, kinds) {
+		return notFound("item")
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Verdict string  `json:"verdict"`
+		Note    *string `json:"note"`
+	}
+	if err := bind(c, &body); err != nil {
+		return err
+	}
+	if body.Verdict != models.VerdictAllow && body.Verdict != models.VerdictBlock {
+		return invalid("verdict", "verdict must be allow or block")
+	}
+	if body.Note != nil {
+		n := strings.TrimSpace(*body.Note)
+		if strings.ContainsRune(n, 0) {
+			return invalid("note", "note must be text without NUL bytes")
+		}
+		if utf8.RuneCountInString(n) > maxNoteChars {
+			return invalid("note", "note is longer than 500 characters")
+		}
+		if n == "" {
+			body.Note = nil
+		} else {
+			body.Note = &n
+		}
+	}
+	ctx := c.Request().Context()
+	sub, ok, err := a.Store.ScreenSubject(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound(kind)
+	}
+	before, err := a.Store.ScreenOf(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	if before.Verdict != nil {
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + kind + " already has its verdict: " + *before.Verdict}
+	}
+	adminID := caller(c).ID
+	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: sub.UserID, Outcome: models.OutcomeDecided,
+		AdminID: &adminID, Note: body.Note, Verdict: &body.Verdict}
+	if before.Job != nil {
+		ev.Attempt = before.Job.Attempts
+	}
+	confidence := 1.0
+	ev.Confidence = &confidence
+	recorded, err := a.Store.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev)
+	if err != nil {
+		return err
+	}
+	after, err := a.Store.ScreenOf(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	if !recorded {
+		if after.Verdict == nil {
+			return notFound(kind) // deleted meanwhile
+		}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + kind + " got its verdict meanwhile: " + *after.Verdict}
+	}
+	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", sub.UserID, "outcome", models.OutcomeDecided,
+		"verdict", body.Verdict, "adminId", adminID)
+	if kind == models.KindRevision && body.Verdict == models.VerdictAllow && a.Content != nil {
+		a.Content.RunItem(models.TaskScore, models.KindRevision, id) // its score follows in the background
+	}
+	h, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a.screenOf(after, h))
+}

@@ -1,0 +1,68 @@
+package models
+
+import (
+	"context"
+	"fmt"
+)
+
+// Holds says which work an admin holds: held work is claimed by no claimer on any replica
+// (the claims read the holds row in the same statement), so it is neither charged nor asked.
+// A held job's row is not changed: its why shows WhyHeld while the hold lasts, and lifting the
+// hold makes it due again at its own due time.
+type Holds struct {
+	Screen     bool `json:"screen"`
+	Score      bool `json:"score"`
+	Deliveries bool `json:"deliveries"`
+}
+
+// Any reports whether anything is held.
+func (h Holds) Any() bool { return h.Screen || h.Score || h.Deliveries }
+
+// Task reports whether a content task (TaskScreen, TaskScore) is held.
+func (h Holds) Task(task string) bool {
+	switch task {
+	case TaskScreen:
+		return h.Screen
+	case TaskScore:
+		return h.Score
+	}
+	return false
+}
+
+// heldTasks is a condition a claim adds: the job's task is not held. The subquery is not
+// correlated, so it is evaluated once per statement (a lookup of the one holds row).
+const heldTasks = ` AND task NOT IN (SELECT 'screen' FROM holds WHERE screen = 1
+	UNION ALL SELECT 'score' FROM holds WHERE score = 1)`
+
+// deliveriesHeld is true in SQL while webhook deliveries are held.
+const deliveriesHeld = `EXISTS (SELECT 1 FROM holds WHERE deliveries = 1)`
+
+// Holds reads what is held, from the writer, so that a hold just set is seen at once.
+func (s *Store) Holds(ctx context.Context) (Holds, error) {
+	var row struct {
+		Screen     int `gorm:"column:screen"`
+		Score      int `gorm:"column:score"`
+		Deliveries int `gorm:"column:deliveries"`
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT screen, score, deliveries FROM holds WHERE id = 1`).Scan(&row).Error; err != nil {
+		return Holds{}, fmt.Errorf("read holds: %w", err)
+	}
+	return Holds{Screen: row.Screen == 1, Score: row.Score == 1, Deliveries: row.Deliveries == 1}, nil
+}
+
+// SetHolds replaces what is held; by is the admin's user id.
+func (s *Store) SetHolds(ctx context.Context, h Holds, by int64) error {
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	err := s.db.WithContext(ctx).Exec(`UPDATE holds SET screen = ?, score = ?, deliveries = ?, updated_at = ?, updated_by = ? WHERE id = 1`,
+		b(h.Screen), b(h.Score), b(h.Deliveries), s.nowMs(), by).Error
+	if err != nil {
+		return fmt.Errorf("set holds: %w", err)
+	}
+	s.changedAll() // every author's view shows held jobs as held, or no longer
+	return nil
+}
