@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/owed/owed/owedtest"
 )
@@ -391,6 +392,8 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("users: rotate a token, disable and enable", func(t *testing.T) { testUsers(t, w, b) })
 	t.Run("events", func(t *testing.T) { testEvents(t, w, b) })
 	t.Run("webhooks: deliveries and create", func(t *testing.T) { testWebhooks(t, w, b) })
+	t.Run("console: errors, filters, find, decide", func(t *testing.T) { testConsoleJobs(t, w, b) })
+	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		t.Run("screenshots", func(t *testing.T) { takeScreenshots(t, w, b) })
 	}
@@ -907,4 +910,138 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	b.tab(t, "backfill")
 	shot("backfill-360")
 	viewport(1280, 860, false)
+}
+
+// resourceCount is how many requests the page made whose URL contains part (the Resource
+// Timing entries), so a test can wait for the next live refresh without a fixed sleep.
+func resourceCount(part string) string {
+	return `performance.getEntriesByType('resource').filter((e) => e.name.includes(` + jsq(part) + `)).length`
+}
+
+// key sends one key (kb.Enter, kb.Escape, kb.Tab) to whatever has the focus.
+func (b *browser) key(t *testing.T, k string) {
+	t.Helper()
+	b.do(t, "key", chromedp.KeyEvent(k))
+}
+
+// focused is the data-testid of the element that has the focus.
+func focused(t *testing.T, b *browser) string {
+	return eval[string](t, b, `(document.activeElement && document.activeElement.dataset.testid) || ''`)
+}
+
+// testConsoleJobs: the operators' console on the jobs panel (issue 14): each attempt's error,
+// filters that a live refresh never overwrites and that apply on Enter and on blur, the total,
+// sorting, a deep link to a job, the detail closed by Esc with the focus back on its opener, a
+// retry that the budget refuses, and a verdict by hand.
+func testConsoleJobs(t *testing.T, w *world, b *browser) {
+	b.tab(t, "jobs")
+	if n := eval[int](t, b, `document.querySelectorAll('h1').length`); n != 1 {
+		t.Errorf("%d h1 elements, want one", n)
+	}
+	up := fmt.Sprint(w.upstreamJob)
+	// Errors kept: the row shows the last attempt's error in words.
+	b.waitText(t, "job-row-"+up, "HTTP 503: fake failure")
+	unanswered := obj(list(w.api(t, "/api/admin/jobs?why=unanswered")["jobs"])[0])
+	uid := fmt.Sprint(num(unanswered["id"]))
+	b.waitText(t, "job-row-"+uid, "answer is not JSON")
+	// The item column is the item's title, a link to the job.
+	b.waitText(t, "job-item-"+uid, "new sample pack out")
+
+	// The total that matches.
+	total := num(w.api(t, "/api/admin/jobs")["total"])
+	b.waitText(t, "jobs-count", commas(total)+" matching")
+
+	// Typing in a filter survives the live refresh; Enter applies it.
+	b.fill(t, "jobs-filter-author", "ad")
+	before := eval[int](t, b, resourceCount("/api/admin/jobs?"))
+	b.waitJS(t, "a live refresh while typing", resourceCount("/api/admin/jobs?")+` > `+fmt.Sprint(before)+` + 1`)
+	if v := eval[string](t, b, jsEl("jobs-filter-author")+`.value`); v != "ad" {
+		t.Errorf("the live refresh left the author field as %q, want what was typed", v)
+	}
+	if s := eval[string](t, b, `location.search`); strings.Contains(s, "author") {
+		t.Errorf("the filter applied before Enter: %s", s)
+	}
+	b.key(t, kb.Enter)
+	adaJobs := w.api(t, "/api/admin/jobs?author=ad")
+	b.waitJS(t, "the author filter", `location.search === '?author=ad' && `+jsText("jobs-count")+`.startsWith(`+jsq(commas(num(adaJobs["total"]))+" matching")+`)`)
+	b.waitJS(t, "only ada's jobs", `[...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')].every((r) => r.textContent.includes('ada'))`)
+	// Blur applies too: the item id, then a click elsewhere.
+	b.fill(t, "jobs-filter-item", fmt.Sprint(num(unanswered["itemId"])))
+	b.click(t, "jobs-filter-id")
+	b.waitJS(t, "the item filter on blur", `location.search.includes('itemId=`+fmt.Sprint(num(unanswered["itemId"]))+`')`)
+	b.click(t, "jobs-filter-author")
+	b.do(t, "clear the author", chromedp.Evaluate[chromedp.Void](jsEl("jobs-filter-author")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(t, "the unanswered job alone", `location.search === '?itemId=`+fmt.Sprint(num(unanswered["itemId"]))+`' && !!`+jsEl("job-row-"+uid))
+	b.click(t, "jobs-filter-item")
+	b.do(t, "clear the item", chromedp.Evaluate[chromedp.Void](jsEl("jobs-filter-item")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Tab))
+	b.waitJS(t, "no filter", `location.search === ''`)
+
+	// Sorted by attempts: the first row has the most.
+	b.choose(t, "jobs-sort", "attempts")
+	most := obj(list(w.api(t, "/api/admin/jobs?sort=attempts&limit=1")["jobs"])[0])
+	b.waitJS(t, "most attempts first", `location.search === '?sort=attempts' && ((r) => r && r.dataset.testid === 'job-row-`+fmt.Sprint(num(most["id"]))+`')(document.querySelector('[data-testid="jobs-table"] tbody tr'))`)
+	b.choose(t, "jobs-sort", "")
+
+	// The detail: opened from its button, closed by Esc, the focus back on the button.
+	b.click(t, "job-detail-"+up)
+	b.waitText(t, "job-detail-error", "HTTP 503: fake failure")
+	b.waitJS(t, "the deep link in the URL", `location.search === '?job=`+up+`'`)
+	b.key(t, kb.Escape)
+	b.waitJS(t, "the detail to close", `!`+jsEl("job-detail"))
+	b.waitJS(t, "the focus back on the opener", `document.activeElement && document.activeElement.dataset.testid === 'job-detail-`+up+`'`)
+
+	// A retry the budget cannot cover: refused with the reason, no attempt spent.
+	bj := fmt.Sprint(w.budgetJob)
+	attempts := num(obj(w.api(t, "/api/admin/jobs/"+bj)["job"])["attempts"])
+	b.click(t, "job-retry-"+bj)
+	b.waitJS(t, "the refusal toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+bj+` was not retried') && e.textContent.includes('budget'))`)
+	if got := num(obj(w.api(t, "/api/admin/jobs/"+bj)["job"])["attempts"]); got != attempts {
+		t.Errorf("a refused retry moved attempts %d → %d", attempts, got)
+	}
+
+	// A deep link as #/jobs/123 opens the job, with its item and author.
+	b.do(t, "open the deep link", chromedp.Navigate(b.base+"/admin/#/jobs/"+uid))
+	b.waitText(t, "job-detail-item", "new sample pack out")
+	b.waitText(t, "job-detail-author", "cy")
+	b.waitJS(t, "the link rewritten", `location.pathname === '/admin/jobs' && location.search === '?job=`+uid+`'`)
+	b.waitText(t, "job-events", "answer is not JSON")
+
+	// Decide by hand: the garbage-answered pitch is blocked with a note; the job is settled.
+	b.fill(t, "job-decide-note", "spam, decided by hand")
+	b.click(t, "job-decide-block")
+	b.waitText(t, "job-detail-gone", "no longer owed")
+	b.waitJS(t, "the row gone", `!`+jsEl("job-row-"+uid))
+	evs := list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=decided&itemId=%d", num(unanswered["itemId"])))["events"])
+	if len(evs) != 1 || obj(evs[0])["note"] != "spam, decided by hand" || obj(evs[0])["verdict"] != "block" {
+		t.Errorf("decided events = %v", evs)
+	}
+	b.click(t, "job-detail-close")
+	b.waitJS(t, "the detail closed", `!`+jsEl("job-detail")+` && location.search === ''`)
+}
+
+// testConsoleHolds: holding screens from the overview shows the banner on every panel and the
+// jobs held; its button lifts the hold.
+func testConsoleHolds(t *testing.T, w *world, b *browser) {
+	b.tab(t, "overview")
+	b.click(t, "hold-screen")
+	b.waitText(t, "hold-banner", "On hold", "screens")
+	if h := w.api(t, "/api/admin/holds"); h["screen"] != true || h["score"] != false || h["deliveries"] != false {
+		t.Errorf("holds = %v, want screens held", h)
+	}
+	b.tab(t, "jobs")
+	b.waitText(t, "hold-banner", "screens")
+	b.choose(t, "jobs-filter-why", "held")
+	held := w.api(t, "/api/admin/jobs?why=held")
+	if num(held["total"]) == 0 {
+		t.Fatalf("no job shows why held: %v", held)
+	}
+	b.waitJS(t, "the held jobs", jsText("jobs-count")+`.startsWith(`+jsq(commas(num(held["total"]))+" matching")+`) && [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')].every((r) => r.textContent.includes('held') && r.textContent.includes('screen'))`)
+	b.click(t, "hold-lift")
+	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
+	if h := w.api(t, "/api/admin/holds"); h["screen"] != false {
+		t.Errorf("holds after the lift = %v", h)
+	}
+	b.waitJS(t, "no job held", jsText("jobs-count")+`.startsWith('0 matching')`)
+	b.choose(t, "jobs-filter-why", "")
+	b.waitJS(t, "the filter cleared", `location.search === ''`)
 }

@@ -225,7 +225,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 
 	// Charged first, as the model's relay charges: a call that then fails is still spent.
 	now := c.clock.Now()
-	if spent, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
 		c.breaker.giveUp(ctx, *p)
 		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
 		ev.Error = errorText("the author's budget could not be counted")
@@ -235,7 +235,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		if c.metrics != nil {
 			c.metrics.BudgetRefusals.Inc()
 		}
-		ev.Error = errorText(fmt.Sprintf("the day's budget cannot cover %d more model call(s) (%d spent); it resets at 00:00 UTC", runs, spent))
+		ev.Error = errorText(fmt.Sprintf("the author's budget for today cannot cover %d more model call(s); it resets at 00:00 UTC", runs))
 		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
 	}
 

@@ -4,7 +4,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS } from '../lib/ui.js';
+import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, FilterInput, ErrorText } from '../lib/ui.js';
 
 const PAGE = 50;
 const MAX_ROWS = 2000;
@@ -97,6 +97,7 @@ function Events({ ctx }) {
   };
 
   const set = (k) => (e) => setFilters((f) => ({ ...f, [k]: e.currentTarget.value.trim() }));
+  const apply = (k) => (v) => setFilters((f) => ({ ...f, [k]: v }));
   const any = KEYS.some((k) => filters[k] !== '');
   const rows = view.rows;
 
@@ -112,7 +113,7 @@ function Events({ ctx }) {
         <label for="ef-outcome">Outcome</label>
         <select id="ef-outcome" value=${filters.outcome} onChange=${set('outcome')}>
           <option value="">any</option>
-          ${['allow', 'block', 'scored', 'pending'].map((o) => html`<option value=${o}>${o}</option>`)}
+          ${['allow', 'block', 'scored', 'pending', 'decided'].map((o) => html`<option value=${o}>${o}</option>`)}
         </select>
       </div>
       <div class="field">
@@ -130,11 +131,11 @@ function Events({ ctx }) {
       </div>
       <div class="field field-narrow">
         <label for="ef-user">Author id</label>
-        <input id="ef-user" type="number" min="1" inputmode="numeric" value=${filters.userId} onChange=${set('userId')} />
+        <${FilterInput} id="ef-user" inputmode="numeric" value=${filters.userId} onApply=${apply('userId')} testid="events-filter-user" />
       </div>
       <div class="field field-narrow">
         <label for="ef-item">Item id</label>
-        <input id="ef-item" type="search" inputmode="numeric" value=${filters.itemId} onChange=${set('itemId')} />
+        <${FilterInput} id="ef-item" inputmode="numeric" value=${filters.itemId} onApply=${apply('itemId')} testid="events-filter-item" />
       </div>
       <div class="field field-actions">
         <button type="button" class="btn btn-quiet" disabled=${!any} onClick=${() => setFilters({ ...EMPTY })}>Clear</button>
@@ -159,7 +160,7 @@ function Events({ ctx }) {
             <table class="table" data-testid="events-table">
               <thead><tr>
                 <th scope="col">When</th><th scope="col">Event</th><th scope="col">Kind</th><th scope="col" class="num">Item</th><th scope="col">Author</th>
-                <th scope="col">Outcome</th><th scope="col">Why</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th>
+                <th scope="col">Outcome</th><th scope="col">Why</th><th scope="col">Error or note</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th>
                 <th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th>
               </tr></thead>
               <tbody>${rows.map((e) => html`<tr key=${e.id} data-testid=${'event-row-' + e.id} class=${view.fresh.has(e.id) ? 'row-new' : ''}>
@@ -170,6 +171,9 @@ function Events({ ctx }) {
                 <td><${Author} id=${e.userId} names=${names} /></td>
                 <td><${OutcomeBadge} outcome=${e.outcome} /></td>
                 <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
+                <td class="cell-error">${e.outcome === 'decided'
+                  ? html`<span class="small">${e.verdict} by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
+                  : html`<${ErrorText} text=${e.error} testid=${'event-error-' + e.id} />`}</td>
                 <td class="num">${e.status ?? '—'}</td>
                 <td class="num">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
                 <td class="num">${attemptNo(e)}</td>

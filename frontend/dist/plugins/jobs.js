@@ -281,6 +281,7 @@ function Jobs({ ctx }) {
 
 function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
   const [gone, setGone] = useState(false);
+  useEffect(() => setGone(false), [id]);
   const live = useLive(
     ctx,
     async () => {
@@ -322,9 +323,9 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
         <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close" aria-label="Close the job's details (Esc)">Close</button>
       </div>
     </header>
-    ${gone && !j ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>` : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
+    ${gone ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>` : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
     ${!j && !live.error ? html`<${Loading} />` : null}
-    ${j
+    ${j && !gone
       ? html`<dl class="kv kv-wide" data-testid="job-detail-facts">
           <dt>Task</dt><dd>${j.task} of ${item.kind} <span class="num">#${item.id}</span></dd>
           <dt>Item</dt><dd data-testid="job-detail-item">${item.title ? html`<q>${item.title}</q>` : html`<span class="muted">(gone)</span>`}${item.songId ? html` <span class="muted small">song #${item.songId}</span>` : null}</dd>

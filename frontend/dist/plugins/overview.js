@@ -2,7 +2,7 @@
 // per minute over the last hour, and a backfill summary. Data: GET /api/admin/stats and
 // GET /api/admin/model every 5 s.
 
-import { html, render } from '../vendor/preact-htm.js';
+import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
 import { useLive, useNow, Rel, Badge, LoadError, Loading, Stat, HBar, WHYS, whyInfo } from '../lib/ui.js';
 
@@ -42,6 +42,7 @@ function Overview({ ctx }) {
       </section>
       <${BackfillSummary} b=${s.backfill} ctx=${ctx} />
     </div>
+    <${HoldsCard} ctx=${ctx} holds=${s.holds} onChange=${live.refresh} />
     <section class="card" aria-labelledby="ov-settled">
       <header class="card-head">
         <h2 id="ov-settled">Jobs settled per minute</h2>
@@ -90,6 +91,47 @@ function ModelStat({ ctx }) {
       ${m.state !== 'closed' ? html` · ${fmt.number(m.failures)} failures · probe ${left !== null && left > 0 ? html`in <strong class="num">${fmt.countdown(left)}</strong>` : 'now'}` : null}
     </div>
   </div>`;
+}
+
+const HOLDABLE = [
+  ['screen', 'Screens', 'no screen job is claimed, charged or asked'],
+  ['score', 'Scores', 'no score job is claimed, charged or asked'],
+  ['deliveries', 'Webhook deliveries', 'no delivery is sent'],
+];
+
+/** Hold or lift work, e.g. during a model outage: held work is claimed by no replica. */
+function HoldsCard({ ctx, holds, onChange }) {
+  const [cur, setCur] = useState(holds || {});
+  const [busy, setBusy] = useState(null);
+  useEffect(() => {
+    if (!busy) setCur(holds || {});
+  }, [JSON.stringify(holds)]);
+  useEffect(() => {
+    const on = (e) => setCur(e.detail || {});
+    addEventListener('owed:holds', on);
+    return () => removeEventListener('owed:holds', on);
+  }, []);
+  const toggle = async (k, v) => {
+    setBusy(k);
+    try {
+      const h = await ctx.api('/api/admin/holds', { method: 'PUT', body: { [k]: v } });
+      setCur(h);
+      dispatchEvent(new CustomEvent('owed:holds', { detail: h }));
+      ctx.notify(v ? `${HOLDABLE.find((x) => x[0] === k)[1]} are on hold.` : 'The hold is lifted.', 'ok');
+      onChange && onChange();
+    } catch (e) {
+      ctx.notify('Could not change the hold: ' + e.message, 'error');
+    }
+    setBusy(null);
+  };
+  return html`<section class="card" aria-labelledby="ov-holds" data-testid="overview-holds">
+    <header class="card-head"><h2 id="ov-holds">Holds</h2><span class="muted small">pause work during an outage; nothing held is charged</span></header>
+    <div class="holds-form">
+      ${HOLDABLE.map(([k, label, what]) => html`<label title=${what}>
+        <input type="checkbox" checked=${!!cur[k]} disabled=${busy !== null} onChange=${(e) => toggle(k, e.currentTarget.checked)} data-testid=${'hold-' + k} />
+        <span>Hold ${label.toLowerCase()}</span></label>`)}
+    </div>
+  </section>`;
 }
 
 function WhyBars({ byWhy, ctx }) {
