@@ -1,0 +1,78 @@
+package models_test
+
+import (
+	"testing"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// Held work is claimed by no claimer on any replica: a second store on the same database (a
+// replica) sees the hold one set, at its next claim, and sees it lifted the same way; held
+// jobs keep their rows, so the lift makes them due at once.
+func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		replica := owedtest.Store(t, db, f.clk)
+		ann := f.user("ann")
+		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
+		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'hear me', ?)`, ann, f.nowMs())
+		// The revision is allowed: it owes a score, the pitch a screen.
+		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.VerdictAllow}); err != nil || !ok {
+			t.Fatalf("record: %v %v", ok, err)
+		}
+		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, models.NewWebhookSecret()); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.EnqueueWebhook(f.ctx, models.EventItemScreened, map[string]any{"x": 1}); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := f.store.SetHolds(f.ctx, models.Holds{Screen: true, Deliveries: true}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := replica.Holds(f.ctx); err != nil || h != (models.Holds{Screen: true, Deliveries: true}) {
+			t.Fatalf("the replica reads holds %+v %v", h, err)
+		}
+		// Screens held: the replica's sweep takes the score alone, its inline claim nothing.
+		got, err := replica.ClaimDue(f.ctx, 10, lease, "replica", 0)
+		if err != nil || len(got) != 1 || got[0].Task != models.TaskScore || got[0].ItemID != rev {
+			t.Fatalf("claim while screens are held = %+v %v, want the score alone", got, err)
+		}
+		if _, ok, err := replica.ClaimItem(f.ctx, models.TaskScreen, models.KindPitch, pitch, lease, "replica"); err != nil || ok {
+			t.Fatalf("inline claim of a held screen: %v %v", ok, err)
+		}
+		if got, err := replica.ClaimDue(f.ctx, 10, lease, "replica", ann); err != nil || len(got) != 0 {
+			t.Fatalf("the author's claim while held = %+v %v", got, err)
+		}
+		if ds, err := replica.ClaimDeliveries(f.ctx, 10, lease, "replica"); err != nil || len(ds) != 0 {
+			t.Fatalf("deliveries claimed while held: %+v %v", ds, err)
+		}
+		if next, err := replica.NextDeliveryDue(f.ctx); err != nil || next != nil {
+			t.Fatalf("next delivery while held = %v %v, want none", next, err)
+		}
+		screen := f.jobsOf(models.KindPitch, pitch)[0]
+		if screen.Attempts != 0 || screen.Why != nil || screen.LeaseUntil != nil {
+			t.Fatalf("held job = %+v, want its row untouched", screen)
+		}
+		if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Why: models.WhyHeld}); err != nil || n != 1 {
+			t.Fatalf("jobs why held = %d %v, want the screen", n, err)
+		}
+
+		// Lifted by the replica: the first store claims the screen and the delivery at once.
+		if err := replica.SetHolds(f.ctx, models.Holds{}, 1); err != nil {
+			t.Fatal(err)
+		}
+		got, err = f.store.ClaimDue(f.ctx, 10, lease, "first", 0)
+		if err != nil || len(got) != 1 || got[0].ID != screen.ID {
+			t.Fatalf("claim after the lift = %+v %v, want the screen", got, err)
+		}
+		if ds, err := f.store.ClaimDeliveries(f.ctx, 10, lease, "first"); err != nil || len(ds) != 1 {
+			t.Fatalf("deliveries after the lift = %+v %v", ds, err)
+		}
+		if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Why: models.WhyHeld}); err != nil || n != 0 {
+			t.Fatalf("jobs why held after the lift = %d %v", n, err)
+		}
+	})
+}
