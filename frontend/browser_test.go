@@ -861,10 +861,20 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	shot("overview")
 
 	b.tab(t, "jobs")
-	b.click(t, "job-detail-"+fmt.Sprint(w.budgetJob))
-	b.waitText(t, "job-events", "budget")
+	b.click(t, "job-detail-"+fmt.Sprint(w.upstreamJob))
+	b.waitText(t, "job-events", "HTTP 503: fake failure")
+	b.waitText(t, "job-decide")
 	shot("jobs")
 	b.click(t, "job-detail-close")
+
+	// A hold on screens: the banner on every panel, the held jobs.
+	b.tab(t, "overview")
+	b.click(t, "hold-screen")
+	b.waitText(t, "hold-banner", "screens")
+	b.waitJS(t, "the overview", jsVisible("overview-settled"))
+	shot("holds")
+	b.click(t, "hold-lift")
+	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 
 	b.tab(t, "backfill")
 	b.waitExact(t, "backfill-state-memes", "running")
