@@ -507,3 +507,32 @@ func TestFindJobs(t *testing.T) {
 		checkError(t, j.do(http.MethodGet, "/api/admin/jobs?sort=attempts&cursor="+url.QueryEscape(cur), asAdmin, nil), http.StatusBadRequest, "invalid", "cursor")
 	})
 }
+
+// TestWebhookFailing: a subscription whose newest attempted delivery failed is listed as
+// failing, with the error; one whose receiver takes them is not.
+func TestWebhookFailing(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db, allowPrivate).quiet()
+		good := newHookReceiver(t)
+		okID, _ := subscribe(w, good.URL+"/ok", "item.screened")
+		badID, _ := subscribe(w, "http://"+closedPort(t)+"/hook", "item.screened")
+		idle, _ := subscribe(w, good.URL+"/idle", "song.scored")
+		w.pitch(asAuthor, "")
+		w.sweep()
+		deliver(w)
+		r := w.do(http.MethodGet, "/api/admin/webhooks", asAdmin, nil)
+		byID := map[int64]map[string]any{}
+		for _, h := range list(r.JSON()["webhooks"]) {
+			byID[num(obj(h)["id"])] = obj(h)
+		}
+		if h := byID[okID]; h["failing"] != false || h["lastError"] != nil || num(h["lastStatus"]) != 204 {
+			t.Errorf("the taking receiver's webhook = %v", h)
+		}
+		if h := byID[badID]; h["failing"] != true || !strings.Contains(fmt.Sprint(h["lastError"]), "connection refused") {
+			t.Errorf("the refusing receiver's webhook = %v, want failing with the error", h)
+		}
+		if h := byID[idle]; h["failing"] != false || h["lastError"] != nil || h["lastStatus"] != nil {
+			t.Errorf("a webhook with no delivery yet = %v", h)
+		}
+	})
+}

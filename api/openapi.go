@@ -242,7 +242,9 @@ var schemas = map[string]any{
 	"WebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri", "description": "http or https; not a loopback or private address unless OWED_WEBHOOKS_ALLOW_PRIVATE"},
 		"events": map[string]any{"type": "array", "minItems": 1, "items": webhookEvent}}, "url", "events"),
 	"Webhook": obj(map[string]any{"id": integer, "url": str, "events": list(webhookEvent), "active": boolean,
-		"disabledReason": map[string]any{"type": []string{"string", "null"}, "enum": []any{"admin", "gone", nil}}, "createdAt": dateTime}),
+		"disabledReason": map[string]any{"type": []string{"string", "null"}, "enum": []any{"admin", "gone", nil}}, "createdAt": dateTime,
+		"failing":    map[string]any{"type": "boolean", "description": "the newest attempted delivery is not delivered (the list only)"},
+		"lastStatus": nullInt, "lastError": nullStr}),
 	"WebhookCreated":  obj(map[string]any{"webhook": ref("Webhook"), "secret": map[string]any{"type": "string", "pattern": "^whsec_", "description": "the signing secret, shown only now"}}),
 	"WebhookList":     obj(map[string]any{"webhooks": list(ref("Webhook")), "nextCursor": cursor}),
 	"WebhookUpdate":   obj(map[string]any{"active": boolean}, "active"),
@@ -286,7 +288,8 @@ var schemas = map[string]any{
 		"totals": obj(map[string]any{"pending": integer, "cached": integer, "failed": integer, "skipped": integer, "total": integer, "downloaded": integer, "bytes": integer,
 			"perMinute": number, "etaMs": nullInt, "etaStartMs": nullInt, "etaRunMs": nullInt, "etaTotalMs": nullInt,
 			"byBackend": map[string]any{"type": "object", "additionalProperties": ref("BackendTotals")}}),
-		"settings": ref("BackfillSettings"), "limitedUntil": nullTime, "estimatedPerMinute": number, "walkingUntil": nullTime}),
+		"settings": ref("BackfillSettings"), "limitedUntil": nullTime, "estimatedPerMinute": number, "walkingUntil": nullTime,
+		"walkingChat": map[string]any{"type": []string{"string", "null"}, "description": "the chat whose walk holds the media-traffic lock"}}),
 }
 
 var (

@@ -21,6 +21,11 @@ type webhookJSON struct {
 	// DisabledReason is null while active; "admin" or "gone" (the receiver answered 410).
 	DisabledReason *string `json:"disabledReason"`
 	CreatedAt      string  `json:"createdAt"`
+	// Failing is true while the newest attempted delivery is not delivered: its receiver
+	// refuses, fails or cannot be reached; LastStatus and LastError say how.
+	Failing    bool    `json:"failing"`
+	LastStatus *int    `json:"lastStatus"`
+	LastError  *string `json:"lastError"`
 }
 
 func webhookOf(w models.Webhook) webhookJSON {
@@ -132,11 +137,26 @@ func (a *API) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ws, err := a.Store.ListWebhooks(c.Request().Context(), after, limit)
+	ctx := c.Request().Context()
+	ws, err := a.Store.ListWebhooks(ctx, after, limit)
 	if err != nil {
 		return err
 	}
-	return page(c, "webhooks", ws, limit, webhookOf, func(w models.Webhook) any { return idCursor{w.ID} })
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	health, err := a.Store.WebhookHealths(ctx, ids)
+	if err != nil {
+		return err
+	}
+	withHealth := func(w models.Webhook) webhookJSON {
+		out := webhookOf(w)
+		h := health[w.ID]
+		out.Failing, out.LastStatus, out.LastError = h.Failing, h.LastStatus, h.LastError
+		return out
+	}
+	return page(c, "webhooks", ws, limit, withHealth, func(w models.Webhook) any { return idCursor{w.ID} })
 }
 
 type webhookUpdate struct {

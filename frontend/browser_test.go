@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -394,6 +395,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("webhooks: deliveries and create", func(t *testing.T) { testWebhooks(t, w, b) })
 	t.Run("console: errors, filters, find, decide", func(t *testing.T) { testConsoleJobs(t, w, b) })
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
+	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		t.Run("screenshots", func(t *testing.T) { takeScreenshots(t, w, b) })
 	}
@@ -1054,4 +1056,65 @@ func testConsoleHolds(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "no job held", jsText("jobs-count")+`.startsWith('0 matching')`)
 	b.choose(t, "jobs-filter-why", "")
 	b.waitJS(t, "the filter cleared", `location.search === ''`)
+}
+
+// testTruthfulOverview: each series of the settled chart on its own scale (the tallest bar of
+// each reaches at least half its height), the backfill card naming what it waits for, the walk
+// banner naming the chat, and webhooks failing as the API says.
+func testTruthfulOverview(t *testing.T, w *world, b *browser) {
+	b.tab(t, "overview")
+	for _, k := range []string{"screen", "score", "pending"} {
+		b.waitJS(t, "the "+k+" series on its own scale", `((s) => s && Math.max(0, ...[...s.querySelectorAll('rect:not(.hit)')].map((r) => Number(r.getAttribute('height')))) >= 20)(`+jsEl("overview-series-"+k)+`)`)
+	}
+	bf := obj(w.api(t, "/api/admin/stats")["backfill"])
+	if bf["limitedUntil"] == nil || bf["walkingChat"] != "live-room" {
+		t.Fatalf("seeded backfill summary = %v, want a rate limit and the walk of live-room", bf)
+	}
+	b.waitText(t, "overview-waits", "the rate limit")
+
+	b.tab(t, "backfill")
+	b.waitExact(t, "backfill-walking-chat", "live-room")
+
+	// A receiver that refuses every connection: its webhook is failing, with the error.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/hook"
+	l.Close()
+	hook := w.ok(w.env.Do(http.MethodPost, "/api/admin/webhooks", owedtest.AdminToken, map[string]any{"url": refused, "events": []string{"item.screened"}}),
+		http.StatusCreated, "the refused webhook").JSON()
+	hookID := fmt.Sprint(num(obj(hook["webhook"])["id"]))
+	pitch := num(obj(w.post("ada", "/api/listeners/pitches", map[string]string{"body": "one for the failing hook"})["pitch"])["id"])
+	w.ok(w.env.Do(http.MethodPost, fmt.Sprintf("/api/admin/items/pitch/%d/verdict", pitch), owedtest.AdminToken, map[string]any{"verdict": "allow"}),
+		http.StatusOK, "decide the pitch")
+	w.deliver()
+	if h := func() map[string]any {
+		for _, h := range list(w.api(t, "/api/admin/webhooks")["webhooks"]) {
+			if fmt.Sprint(num(obj(h)["id"])) == hookID {
+				return obj(h)
+			}
+		}
+		return nil
+	}(); h == nil || h["failing"] != true {
+		t.Fatalf("the refused webhook = %v, want failing", h)
+	}
+
+	b.tab(t, "webhooks")
+	b.waitText(t, "webhook-error-"+hookID, "connection refused")
+	for _, h := range list(w.api(t, "/api/admin/webhooks")["webhooks"]) {
+		h := obj(h)
+		id := fmt.Sprint(num(h["id"]))
+		switch {
+		case h["active"] == true && h["failing"] == true:
+			b.waitExact(t, "webhook-state-"+id, "failing")
+			if e, _ := h["lastError"].(string); e != "" {
+				b.waitText(t, "webhook-error-"+id, e)
+			}
+		case h["active"] == true:
+			b.waitExact(t, "webhook-state-"+id, "active")
+		default:
+			b.waitExact(t, "webhook-state-"+id, "disabled")
+		}
+	}
 }

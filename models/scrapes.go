@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -423,4 +424,17 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 		return time.Time{}, false, nil
 	}
 	return time.UnixMilli(*newest).Add(idle), true, nil
+}
+
+// WalkingChat is the chat of the active scrape that pushed last: the walk that holds the
+// media-traffic lock, named for the operators ("" when no scrape is active).
+func (s *Store) WalkingChat(ctx context.Context) (string, error) {
+	var chats []string
+	if err := s.read.WithContext(ctx).Raw(`SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`).Scan(&chats).Error; err != nil {
+		return "", fmt.Errorf("walking chat: %w", err)
+	}
+	if len(chats) == 0 {
+		return "", nil
+	}
+	return chats[0], nil
 }

@@ -604,3 +604,34 @@ func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 	})
 	return d, err
 }
+
+// WebhookHealth is how a subscription's deliveries are going: the newest delivery that was
+// attempted, whether its last attempt failed, and what it failed with.
+type WebhookHealth struct {
+	Failing    bool
+	LastStatus *int
+	LastError  *string
+}
+
+// WebhookHealths reads the health of each webhook of ids: the newest attempted delivery of
+// each (by the webhook's delivery index, newest first), failing unless delivered.
+func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]WebhookHealth, error) {
+	out := make(map[int64]WebhookHealth, len(ids))
+	for _, id := range ids {
+		var rows []struct {
+			Status     string  `gorm:"column:status"`
+			LastStatus *int    `gorm:"column:last_status"`
+			LastError  *string `gorm:"column:last_error"`
+		}
+		if err := s.read.WithContext(ctx).Raw(`SELECT status, last_status, last_error FROM webhook_deliveries
+			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("health of webhook %d: %w", id, err)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		r := rows[0]
+		out[id] = WebhookHealth{Failing: r.Status != DeliveryDelivered, LastStatus: r.LastStatus, LastError: r.LastError}
+	}
+	return out, nil
+}

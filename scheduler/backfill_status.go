@@ -110,6 +110,8 @@ type BackfillStatus struct {
 	// WalkingUntil is set while a walk holds the media-traffic lock: when it lapses unless
 	// the walk pushes again.
 	WalkingUntil *string `json:"walkingUntil"`
+	// WalkingChat names the chat whose walk holds the lock, while WalkingUntil is set.
+	WalkingChat *string `json:"walkingChat"`
 }
 
 // BackfillSummary is the overview's line about the backfill.
@@ -119,6 +121,8 @@ type BackfillSummary struct {
 	EtaMs        *int64  `json:"etaMs"`
 	Running      *string `json:"running"` // the chat whose job runs now
 	LimitedUntil *string `json:"limitedUntil"`
+	WalkingUntil *string `json:"walkingUntil"` // a walk holds the media-traffic lock until then
+	WalkingChat  *string `json:"walkingChat"`  // the chat it walks
 }
 
 // seedBackends are always present in the totals by backend, as the bot's two account kinds.
@@ -156,7 +160,8 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 	if err != nil {
 		return BackfillSummary{}, err
 	}
-	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, EtaMs: st.Totals.EtaMs, LimitedUntil: st.LimitedUntil}
+	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, EtaMs: st.Totals.EtaMs, LimitedUntil: st.LimitedUntil,
+		WalkingUntil: st.WalkingUntil, WalkingChat: st.WalkingChat}
 	for _, j := range st.Jobs {
 		if j.State == models.BackfillRunning {
 			out.Running = ptr(j.ChatID)
@@ -200,6 +205,13 @@ func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
 	st := computeStatus(in)
 	if walking {
 		st.WalkingUntil = isoMs(walkUntil.UnixMilli())
+		chat, err := b.store.WalkingChat(ctx)
+		if err != nil {
+			return BackfillStatus{}, err
+		}
+		if chat != "" {
+			st.WalkingChat = &chat
+		}
 	}
 	if b.metrics != nil {
 		rate := 0.0

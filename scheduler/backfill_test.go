@@ -463,6 +463,12 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 		if got := strOf(st.WalkingUntil); got != iso(walkStart.Add(10*time.Minute)) {
 			t.Errorf("walkingUntil = %s, want %s", got, iso(walkStart.Add(10*time.Minute)))
 		}
+		if got := strOf(st.WalkingChat); got != "chat-y" {
+			t.Errorf("walkingChat = %s, want the walking chat-y", got)
+		}
+		if sum, err := b.q.Summary(b.ctx); err != nil || strOf(sum.WalkingChat) != "chat-y" || strOf(sum.WalkingUntil) != strOf(st.WalkingUntil) {
+			t.Errorf("summary = %+v %v, want the walk named", sum, err)
+		}
 
 		var pushedAt time.Time
 		b.setOnSleep(func(time.Duration) {

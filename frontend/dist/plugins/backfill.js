@@ -99,8 +99,8 @@ function Backfill({ ctx }) {
       : null}
     ${walking
       ? html`<div class="note note-info" data-testid="backfill-walking">
-          <strong>A walk is running.</strong>
-          <span>The bot is reading a chat's history and holds the media-traffic lock: the queue waits until it stops pushing
+          <strong>${s.walkingChat ? html`A walk of <code data-testid="backfill-walking-chat">${s.walkingChat}</code> is running.` : 'A walk is running.'}</strong>
+          <span>The bot is reading ${s.walkingChat ? 'that' : "a chat's"} history and holds the media-traffic lock: the queue waits until it stops pushing
             (the lock lapses ${fmt.relative(s.walkingUntil, now)} unless the walk pushes again).</span>
         </div>`
       : null}

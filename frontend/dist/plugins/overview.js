@@ -157,6 +157,8 @@ function BackfillSummary({ b, ctx }) {
   if (!b) return html`<section class="card"><h2>Backfill</h2><p class="muted">No data.</p></section>`;
   const left = b.limitedUntil ? fmt.until(b.limitedUntil, now) : null;
   const limited = left !== null && left > 0;
+  const walkLeft = b.walkingUntil ? fmt.until(b.walkingUntil, now) : null;
+  const walking = walkLeft !== null && walkLeft > 0;
   return html`<section class="card" aria-labelledby="ov-backfill" data-testid="overview-backfill">
     <header class="card-head">
       <h2 id="ov-backfill">Backfill</h2>
@@ -170,6 +172,14 @@ function BackfillSummary({ b, ctx }) {
       <dt>Rate</dt><dd class="num">${fmt.rate(b.perMinute)}</dd>
       <dt>ETA</dt><dd class="num">${fmt.eta(b.etaMs)}</dd>
       <dt>Running</dt><dd>${b.running ? html`<code>${b.running}</code>` : html`<span class="muted">nothing</span>`}</dd>
+      <dt>Waits for</dt>
+      <dd data-testid="overview-waits">${limited
+        ? 'the rate limit'
+        : walking
+          ? html`the walk of <code>${b.walkingChat || 'a chat'}</code> (the lock lapses ${fmt.relative(b.walkingUntil, now)} unless it pushes)`
+          : b.running
+            ? html`<span class="muted">nothing: it runs</span>`
+            : html`<span class="muted">nothing</span>`}</dd>
       <dt>Rate limit</dt>
       <dd>${limited
         ? html`<span class="countdown" role="timer" aria-live="off" data-testid="overview-limited">
@@ -180,47 +190,63 @@ function BackfillSummary({ b, ctx }) {
   </section>`;
 }
 
-/** Stacked bars (screen, score) per minute with pending attempts as a line. */
+const SERIES = [
+  ['screen', 'screens settled', 's-screen'],
+  ['score', 'scores settled', 's-score'],
+  ['pending', 'attempts rescheduled', 's-pending'],
+];
+
+/**
+ * Jobs settled per minute as small multiples: screens, scores and rescheduled attempts each on
+ * its own scale, so a storm of reschedules never flattens the work that got done.
+ */
 function SettledChart({ data }) {
   const n = data.length;
   if (!n) return html`<p class="muted">No data yet.</p>`;
-  const W = 10;
-  const H = 100;
-  const sums = data.map((d) => (d.screen || 0) + (d.score || 0));
-  const top = niceMax(Math.max(1, ...sums, ...data.map((d) => d.pending || 0)));
-  const y = (v) => H - (v / top) * H;
   const total = (k) => data.reduce((a, d) => a + (d[k] || 0), 0);
-  const pendingPts = data.map((d, i) => `${i * W + W / 2},${y(d.pending || 0).toFixed(2)}`).join(' ');
-  const summary = `Last hour: ${total('screen')} screens and ${total('score')} scores settled, ${total('pending')} attempts rescheduled. Peak ${Math.max(...sums)} per minute.`;
-  return html`<figure class="chart" data-testid="overview-settled">
-    <div class="chart-body">
-      <div class="chart-y" aria-hidden="true"><span>${top}</span><span>${Number.isInteger(top / 2) ? top / 2 : ''}</span><span>0</span></div>
-      <svg class="chart-svg" viewBox=${`0 0 ${n * W} ${H}`} preserveAspectRatio="none" role="img" aria-label=${summary}>
-        ${[0.25, 0.5, 0.75].map((f) => html`<line class="grid" x1="0" x2=${n * W} y1=${H * f} y2=${H * f} vector-effect="non-scaling-stroke" />`)}
-        ${data.map((d, i) => {
-          const sc = d.screen || 0;
-          const so = d.score || 0;
-          const x = i * W + 1;
-          return html`<g class="chart-col">
-            <title>${fmt.clock(d.at)} — screen ${sc}, score ${so}, pending ${d.pending || 0}</title>
-            <rect class="hit" x=${i * W} y="0" width=${W} height=${H} />
-            ${sc ? html`<rect class="s-screen" x=${x} width=${W - 2} y=${y(sc)} height=${H - y(sc)} />` : null}
-            ${so ? html`<rect class="s-score" x=${x} width=${W - 2} y=${y(sc + so)} height=${H - y(so)} />` : null}
-          </g>`;
-        })}
-        <polyline class="s-pending" points=${pendingPts} fill="none" vector-effect="non-scaling-stroke" />
-        <line class="axis" x1="0" x2=${n * W} y1=${H} y2=${H} vector-effect="non-scaling-stroke" />
-      </svg>
-    </div>
+  return html`<figure class="chart chart-multiples" data-testid="overview-settled">
+    ${SERIES.map(([k, label, cls]) => html`<${Series} data=${data} k=${k} label=${label} cls=${cls} />`)}
     <div class="chart-x" aria-hidden="true">
       <span>${fmt.clock(data[0].at)}</span><span>${fmt.clock(data[Math.floor(n / 2)].at)}</span><span>${fmt.clock(data[n - 1].at)}</span>
     </div>
     <figcaption class="legend">
       <span><i class="swatch s-screen"></i>screen <strong class="num">${fmt.number(total('screen'))}</strong></span>
       <span><i class="swatch s-score"></i>score <strong class="num">${fmt.number(total('score'))}</strong></span>
-      <span><i class="swatch swatch-line s-pending"></i>pending (rescheduled) <strong class="num">${fmt.number(total('pending'))}</strong></span>
+      <span><i class="swatch s-pending"></i>pending (rescheduled) <strong class="num">${fmt.number(total('pending'))}</strong></span>
+      <span class="muted small">each row has its own scale</span>
     </figcaption>
   </figure>`;
+}
+
+/** One series: a bar per minute, scaled to its own peak. */
+function Series({ data, k, label, cls }) {
+  const W = 10;
+  const H = 40;
+  const n = data.length;
+  const vals = data.map((d) => d[k] || 0);
+  const peak = Math.max(...vals);
+  const top = niceMax(Math.max(1, peak));
+  const y = (v) => H - (v / top) * H;
+  const sum = vals.reduce((a, v) => a + v, 0);
+  return html`<div class="series" data-testid=${'overview-series-' + k}>
+    <div class="series-label"><span>${label}</span><span class="muted small num">peak ${fmt.number(peak)}/min</span></div>
+    <div class="chart-body">
+      <div class="chart-y" aria-hidden="true"><span>${top}</span><span>0</span></div>
+      <svg class="chart-svg chart-svg-small" viewBox=${`0 0 ${n * W} ${H}`} preserveAspectRatio="none" role="img"
+        aria-label=${`${label}: ${sum} in the last hour, at most ${peak} a minute`}>
+        <line class="grid" x1="0" x2=${n * W} y1=${H / 2} y2=${H / 2} vector-effect="non-scaling-stroke" />
+        ${data.map((d, i) => {
+          const v = vals[i];
+          return html`<g class="chart-col">
+            <title>${fmt.clock(d.at)} — ${label}: ${v}</title>
+            <rect class="hit" x=${i * W} y="0" width=${W} height=${H} />
+            ${v ? html`<rect class=${cls} x=${i * W + 1} width=${W - 2} y=${y(v)} height=${H - y(v)} />` : null}
+          </g>`;
+        })}
+        <line class="axis" x1="0" x2=${n * W} y1=${H} y2=${H} vector-effect="non-scaling-stroke" />
+      </svg>
+    </div>
+  </div>`;
 }
 
 function niceMax(v) {

@@ -6,7 +6,7 @@
 
 import { html, render, useState, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap } from '../lib/ui.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap, ErrorText } from '../lib/ui.js';
 
 const EVENTS = [
   ['item.screened', 'an item got its verdict'],
@@ -76,8 +76,11 @@ function Webhooks({ ctx }) {
                   <td class="num">${w.id}</td>
                   <td class="url"><code>${w.url}</code></td>
                   <td><ul class="chips chips-inline">${(w.events || []).map((e) => html`<li class="chip">${e}</li>`)}</ul></td>
-                  <td><${Badge} kind=${w.active ? 'ok' : w.disabledReason === 'gone' ? 'err' : 'neutral'} testid=${'webhook-state-' + w.id}
-                    title=${w.active ? 'deliveries are owed to it' : w.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'disabled by an admin'}>${w.active ? 'active' : 'disabled'}<//>
+                  <td class="cell-error">${w.active && w.failing
+                    ? html`<${Badge} kind="err" testid=${'webhook-state-' + w.id} title="its newest attempted delivery failed; the deliverer keeps retrying">failing<//>
+                        <${ErrorText} text=${w.lastError || (w.lastStatus ? 'HTTP ' + w.lastStatus : null)} testid=${'webhook-error-' + w.id} />`
+                    : html`<${Badge} kind=${w.active ? 'ok' : w.disabledReason === 'gone' ? 'err' : 'neutral'} testid=${'webhook-state-' + w.id}
+                        title=${w.active ? 'deliveries are owed to it' : w.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'disabled by an admin'}>${w.active ? 'active' : 'disabled'}<//>`}
                     ${!w.active && w.disabledReason ? html` <span class="muted small">${w.disabledReason === 'gone' ? '410 Gone' : 'by admin'}</span>` : null}</td>
                   <td><${Rel} at=${w.createdAt} now=${now} /></td>
                   <td class="actions">
