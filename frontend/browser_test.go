@@ -396,6 +396,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("console: errors, filters, find, decide", func(t *testing.T) { testConsoleJobs(t, w, b) })
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
 	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
+	t.Run("accessibility: axe-core on every panel, light and dark", func(t *testing.T) { testAccessibility(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		t.Run("screenshots", func(t *testing.T) { takeScreenshots(t, w, b) })
 	}
@@ -647,7 +648,13 @@ func testBudgets(t *testing.T, w *world, b *browser) {
 	b.fill(t, "budget-limit-"+cy, "250")
 	b.click(t, "budget-save-"+cy)
 	b.waitJS(t, "the editor to close", `!`+jsEl("budget-limit-"+cy))
+	b.waitJS(t, "the focus back on its opener", `document.activeElement === `+jsEl("budget-edit-"+cy))
 	b.waitText(t, "budget-row-"+cy, "250")
+	// Esc closes the editor too, the focus back on its opener.
+	b.click(t, "budget-edit-"+cy)
+	b.waitJS(t, "the limit field to take focus", `document.activeElement === `+jsEl("budget-limit-"+cy))
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc to close the editor", `!`+jsEl("budget-limit-"+cy)+` && document.activeElement === `+jsEl("budget-edit-"+cy))
 	for _, r := range list(w.api(t, "/api/admin/budgets")["budgets"]) {
 		if num(obj(r)["userId"]) == w.users["cy"] && num(obj(r)["limit"]) != 250 {
 			t.Errorf("cy's limit after the edit: %v", r)
@@ -1116,5 +1123,67 @@ func testTruthfulOverview(t *testing.T, w *world, b *browser) {
 		default:
 			b.waitExact(t, "webhook-state-"+id, "disabled")
 		}
+	}
+}
+
+// axeViolations runs axe-core (vendored under testdata/axe) on the page and answers its
+// serious and critical violations, one line each: rule, impact, what it is, and where.
+func (b *browser) axeViolations(t *testing.T) []string {
+	t.Helper()
+	if !eval[bool](t, b, `typeof window.axe === 'object'`) {
+		src, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.do(t, "load axe-core", chromedp.Evaluate[chromedp.Void](string(src)))
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
+		r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').flatMap((v) =>
+			v.nodes.slice(0, 5).map((n) => v.id + ' (' + v.impact + '): ' + v.help + ' — ' + n.target.join(' ') + ' — ' + (n.failureSummary || '').replace(/\s+/g, ' ').slice(0, 200))))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe: %v", err)
+	}
+	return out
+}
+
+// testAccessibility: axe-core finds no serious or critical violation on any panel, in light
+// and dark mode.
+func testAccessibility(t *testing.T, w *world, b *browser) {
+	panels := []struct{ id, ready string }{
+		{"overview", "overview-settled"}, {"jobs", "jobs-table"}, {"backfill", "backfill-state-memes"},
+		{"budgets", fmt.Sprintf("budget-row-%d", w.users["bo"])}, {"events", "events-table"}, {"webhooks", "webhook-row-" + fmt.Sprint(w.hooks["all"])},
+	}
+	for _, scheme := range []string{"light", "dark"} {
+		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range panels {
+			b.tab(t, p.id)
+			b.waitJS(t, p.id+" loaded", jsVisible(p.ready))
+			for _, v := range b.axeViolations(t) {
+				t.Errorf("%s, %s: %s", p.id, scheme, v)
+			}
+		}
+		// A job's detail (with the verdict by hand) and the hold banner.
+		b.tab(t, "jobs")
+		b.click(t, "job-detail-"+fmt.Sprint(w.upstreamJob))
+		b.waitText(t, "job-decide")
+		w.ok(w.env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"deliveries": true}), http.StatusOK, "hold deliveries")
+		b.do(t, "tell the banner", chromedp.Evaluate[chromedp.Void](`dispatchEvent(new CustomEvent('owed:holds', {detail: {screen: false, score: false, deliveries: true}}))`))
+		b.waitText(t, "hold-banner", "webhook deliveries")
+		for _, v := range b.axeViolations(t) {
+			t.Errorf("job detail and hold banner, %s: %s", scheme, v)
+		}
+		b.click(t, "hold-lift")
+		b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
+		b.click(t, "job-detail-close")
+	}
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -174,7 +174,7 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
       </div>
       <div class="row">
         <button type="button" class="btn btn-small" disabled=${!!busy || !canStart} onClick=${() => act('start', id)}
-          data-testid=${'backfill-start-' + id} aria-label=${'Start chat ' + id}>${busy === 'start:' + id ? 'Starting…' : j.state === 'paused' ? 'Resume' : 'Start'}</button>
+          data-testid=${'backfill-start-' + id} aria-label=${(j.state === 'paused' ? 'Resume' : 'Start') + ' chat ' + id}>${busy === 'start:' + id ? 'Starting…' : j.state === 'paused' ? 'Resume' : 'Start'}</button>
         <button type="button" class="btn btn-small" disabled=${!!busy || !isActive} onClick=${() => act('pause', id)}
           data-testid=${'backfill-pause-' + id} aria-label=${'Pause chat ' + id}>${busy === 'pause:' + id ? 'Pausing…' : 'Pause'}</button>
       </div>

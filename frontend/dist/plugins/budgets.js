@@ -185,12 +185,17 @@ function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
   const [saving, setSaving] = useState(false);
   const input = useRef(null);
 
+  const wasEditing = useRef(editing);
   useEffect(() => {
     if (editing) {
       setValue(String(b.limit ?? ''));
       setErr(null);
       setTimeout(() => input.current && input.current.select(), 0);
+    } else if (wasEditing.current) {
+      // The editor closed (saved, cancelled, Esc): the focus goes back to its opener.
+      requestAnimationFrame(() => document.querySelector(`[data-testid="budget-edit-${b.userId}"]`)?.focus());
     }
+    wasEditing.current = editing;
   }, [editing]);
 
   const save = async (e) => {
@@ -243,7 +248,7 @@ function Row({ b, ctx, now, editing, onEdit, onCancel, onSaved }) {
     <td><${Rel} at=${b.resetsAt} now=${now} /></td>
     <td class="actions">${editing
       ? null
-      : html`<button type="button" class="btn btn-small btn-quiet" onClick=${onEdit} aria-label=${'Edit the daily limit of ' + (b.name || b.userId)} data-testid=${'budget-edit-' + b.userId}>Edit limit</button>`}</td>
+      : html`<button type="button" class="btn btn-small btn-quiet" onClick=${onEdit} aria-label=${'Edit limit of ' + (b.name || b.userId)} data-testid=${'budget-edit-' + b.userId}>Edit limit</button>`}</td>
   </tr>`;
 }
 
