@@ -397,6 +397,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
 	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
 	t.Run("accessibility: axe-core on every panel, light and dark", func(t *testing.T) { testAccessibility(t, w, b) })
+	t.Run("layout: one row of tabs, 360 px", func(t *testing.T) { testLayout(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		t.Run("screenshots", func(t *testing.T) { takeScreenshots(t, w, b) })
 	}
@@ -928,6 +929,9 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	viewport(360, 780, true)
 	b.tab(t, "backfill")
 	shot("backfill-360")
+	b.do(t, "jobs", chromedp.Navigate(b.base+"/admin/jobs")) // its tab is in the More menu at this width
+	b.waitJS(t, "the jobs", jsVisible("jobs-table"))
+	shot("jobs-360")
 	viewport(1280, 860, false)
 }
 
@@ -1185,5 +1189,55 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testLayout: the header is one row of tabs, the ones that do not fit in a "More" menu (Esc
+// closes it, the focus back on its button; a choice opens the panel); at 360 px the jobs keep
+// their key columns on screen.
+func testLayout(t *testing.T, w *world, b *browser) {
+	b.do(t, "desktop", chromedp.EmulateViewport(1280, 860))
+	b.tab(t, "jobs")
+	if eval[bool](t, b, jsVisible("tabs-more")) {
+		t.Errorf("at 1280 px six tabs need no More menu")
+	}
+	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
+	defer b.do(t, "desktop again", chromedp.EmulateViewport(1280, 860))
+	b.waitJS(t, "the More menu", jsVisible("tabs-more"))
+	oneRow := `(() => {
+		const rs = [...document.querySelectorAll('[role=tab]:not([hidden]), [data-testid="tabs-more"]')].map((e) => e.getBoundingClientRect());
+		return rs.length > 2 && rs.every((r) => Math.abs(r.top - rs[0].top) < r.height / 2);
+	})()`
+	b.waitJS(t, "the tabs in one row", oneRow)
+	if !eval[bool](t, b, jsVisible("tab-jobs")) {
+		t.Errorf("the active panel's tab is not shown")
+	}
+	b.click(t, "tabs-more")
+	b.waitJS(t, "the menu open, its first item focused", jsVisible("tabs-more-menu")+` && document.activeElement && document.activeElement.getAttribute('role') === 'menuitem'`)
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc to close the menu", `!`+jsEl("tabs-more-menu")+` && document.activeElement === `+jsEl("tabs-more"))
+	b.click(t, "tabs-more")
+	b.click(t, "menu-webhooks")
+	b.waitJS(t, "the webhooks panel", jsVisible("panel-webhooks")+` && `+jsVisible("tab-webhooks")+` && location.pathname === '/admin/webhooks'`)
+	b.waitJS(t, "still one row", oneRow)
+
+	// The jobs at 360 px: each row's id, item, why with its error, next attempt and actions
+	// are on screen, no sideways scrolling.
+	b.do(t, "jobs", chromedp.Navigate(b.base+"/admin/jobs"))
+	up := fmt.Sprint(w.upstreamJob)
+	b.waitJS(t, "the upstream job", jsVisible("job-row-"+up))
+	onScreen := func(sel string) string {
+		return `((e) => { if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; })(document.querySelector(` + jsq(sel) + `))`
+	}
+	for _, sel := range []string{
+		`[data-testid="job-row-` + up + `"] .c-id`, `[data-testid="job-item-` + up + `"]`, `[data-testid="job-row-` + up + `"] .c-why`,
+		`[data-testid="job-row-` + up + `"] .c-next`, `[data-testid="job-detail-` + up + `"]`, `[data-testid="job-retry-` + up + `"]`,
+	} {
+		if !eval[bool](t, b, onScreen(sel)) {
+			t.Errorf("at 360 px %s is off screen", sel)
+		}
+	}
+	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("the page is %d px wide at 360 px", w)
 	}
 }

@@ -2,7 +2,7 @@
 // own URL (/admin/<id>), and mounting each plugin into its panel on first visit. Panels stay
 // mounted while hidden (their polls pause) and are all unmounted on sign-out.
 
-import { html, render, useState, useEffect, useRef, useCallback } from './vendor/preact-htm.js';
+import { html, render, useState, useEffect, useLayoutEffect, useRef, useCallback } from './vendor/preact-htm.js';
 import { createApi } from './lib/api.js';
 import { makeCtx } from './lib/ctx.js';
 import { notify } from './lib/toast.js';
@@ -186,6 +186,7 @@ function Console({ user, onSignOut }) {
   const searches = useRef({}); // id → last "?query" of that panel
   const activeRef = useRef(active);
   activeRef.current = active;
+  const tabsRef = useRef(null);
 
   const go = useCallback((id, opts = {}) => {
     const search = opts.search !== undefined ? opts.search : searches.current[id] || '';
@@ -278,7 +279,7 @@ function Console({ user, onSignOut }) {
 
   const onTabKey = (e) => {
     if (!plugins) return;
-    const tabs = [...e.currentTarget.querySelectorAll('[role=tab]')];
+    const tabs = [...e.currentTarget.querySelectorAll('[role=tab]:not([hidden])')];
     const i = tabs.indexOf(document.activeElement);
     if (i < 0) return;
     let j = null;
@@ -289,8 +290,16 @@ function Console({ user, onSignOut }) {
     if (j === null) return;
     e.preventDefault();
     tabs[j].focus();
-    go(plugins[j].id);
+    go(tabs[j].dataset.id);
   };
+  const fit = useFit(tabsRef, plugins);
+  const shown = (plugins || []).map((p) => p.id);
+  let visible = new Set(shown.slice(0, fit));
+  if (fit < shown.length && active && shown.includes(active) && !visible.has(active)) {
+    // The active panel's tab always shows: it takes the last place that fits.
+    visible = new Set(shown.slice(0, Math.max(0, fit - 1)).concat([active]));
+  }
+  const overflow = (plugins || []).filter((p) => !visible.has(p.id));
 
   const current = plugins && plugins.find((p) => p.id === active);
   return html`<div class="shell">
@@ -301,10 +310,11 @@ function Console({ user, onSignOut }) {
         e.preventDefault();
         go(plugins[0].id);
       }}><${Logo} /><span>owed</span><span class="brand-sub">admin</span></a>
-      <nav class="tabs" aria-label="Panels">
+      <nav class="tabs" aria-label="Panels" ref=${tabsRef}>
         <div role="tablist" class="tablist" onKeyDown=${onTabKey}>
           ${(plugins || []).map(
-            (p) => html`<a role="tab" class=${'tab' + (p.status === 'failed' ? ' tab-failed' : '')} id=${'tab-' + p.id}
+            (p) => html`<a role="tab" class=${'tab' + (p.status === 'failed' ? ' tab-failed' : '')} id=${'tab-' + p.id} data-id=${p.id}
+              hidden=${!visible.has(p.id)}
               href=${BASE + '/' + encodeURIComponent(p.id) + (p.id === active ? '' : searches.current[p.id] || '')}
               aria-selected=${p.id === active ? 'true' : 'false'} aria-controls=${'panel-' + p.id}
               tabindex=${p.id === active ? '0' : '-1'} data-testid=${'tab-' + p.id}
@@ -315,6 +325,7 @@ function Console({ user, onSignOut }) {
               }}>${p.title}</a>`
           )}
         </div>
+        ${overflow.length ? html`<${MoreTabs} plugins=${overflow} go=${go} />` : null}
       </nav>
       <div class="who">
         <span class="who-name" title=${'user ' + user.id}>${user.name}</span>
@@ -340,6 +351,88 @@ function Console({ user, onSignOut }) {
       ${current && current.status === 'loading' ? html`<p class="muted" aria-busy="true">Loading ${current.title}…</p>` : null}
       <div class="panels" ref=${host}></div>
     </main>
+  </div>`;
+}
+
+/** The width the "More" button takes beside the tabs that fit. */
+const MORE_WIDTH = 96;
+
+/**
+ * useFit answers how many of the plugins' tabs fit in one row of the nav (all of them, or as
+ * many as leave room for the "More" menu), measured now and whenever the nav's width changes.
+ * Each tab's width is remembered from when it last showed.
+ */
+function useFit(navRef, plugins) {
+  const [fit, setFit] = useState(Infinity);
+  const widths = useRef({});
+  const key = (plugins || []).map((p) => p.id + ':' + p.title).join('|');
+  useLayoutEffect(() => {
+    const nav = navRef.current;
+    if (!nav || !plugins) return;
+    const measure = () => {
+      for (const t of nav.querySelectorAll('[role=tab]')) if (!t.hidden && t.offsetWidth) widths.current[t.dataset.id] = t.offsetWidth + 2;
+      const room = nav.clientWidth;
+      const w = plugins.map((p) => widths.current[p.id] || 120);
+      const all = w.reduce((a, b) => a + b, 0);
+      if (all <= room) return setFit(plugins.length);
+      let used = MORE_WIDTH;
+      let n = 0;
+      while (n < w.length && used + w[n] <= room) used += w[n++];
+      setFit(n);
+    };
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(nav);
+    return () => ro.disconnect();
+  }, [key]);
+  return fit;
+}
+
+/** The tabs that do not fit, in a menu: Esc or a choice closes it, the focus back on its button. */
+function MoreTabs({ plugins, go }) {
+  const [open, setOpen] = useState(false);
+  const btn = useRef(null);
+  const menu = useRef(null);
+  useEffect(() => {
+    if (!open) return;
+    menu.current && menu.current.querySelector('[role=menuitem]')?.focus();
+    const away = (e) => {
+      if (!menu.current || menu.current.contains(e.target) || btn.current.contains(e.target)) return;
+      setOpen(false);
+    };
+    addEventListener('pointerdown', away);
+    return () => removeEventListener('pointerdown', away);
+  }, [open]);
+  const close = (focus = true) => {
+    setOpen(false);
+    if (focus) btn.current && btn.current.focus();
+  };
+  const onKey = (e) => {
+    const items = [...menu.current.querySelectorAll('[role=menuitem]')];
+    const i = items.indexOf(document.activeElement);
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      close();
+    } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      items[(i + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length].focus();
+    }
+  };
+  return html`<div class="more-tabs">
+    <button type="button" class="tab tab-more" ref=${btn} aria-haspopup="menu" aria-expanded=${open ? 'true' : 'false'}
+      aria-controls="more-tabs-menu" onClick=${() => setOpen(!open)} data-testid="tabs-more">More <span aria-hidden="true">▾</span></button>
+    ${open
+      ? html`<div class="menu" role="menu" id="more-tabs-menu" aria-label="More panels" ref=${menu} onKeyDown=${onKey} data-testid="tabs-more-menu">
+          ${plugins.map((p) => html`<a role="menuitem" class="menu-item" href=${BASE + '/' + encodeURIComponent(p.id)} data-testid=${'menu-' + p.id}
+            onClick=${(e) => {
+              if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
+              e.preventDefault();
+              close(false);
+              go(p.id);
+              requestAnimationFrame(() => document.getElementById('tab-' + p.id)?.focus());
+            }}>${p.title}</a>`)}
+        </div>`
+      : null}
   </div>`;
 }
 

@@ -7,7 +7,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, whyInfo, FilterInput, ErrorText } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText } from '../lib/ui.js';
 
 const PAGE = 50;
 const FILTER_KEYS = ['id', 'task', 'kind', 'why', 'state', 'author', 'userId', 'itemId'];
@@ -67,7 +67,9 @@ const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral' };
 
 function Jobs({ ctx }) {
   const [filters, setFilters] = useState(() => fromParams(ctx.params()));
-  const [more, setMore] = useState({ rows: [], cursor: null, busy: false, loaded: false });
+  // Pages, not an ever longer table: the page's cursor and the cursors of the pages before it.
+  // They belong to one filter (key): another filter starts at its first page at once.
+  const [pagesOf, setPages] = useState({ key: '', cursor: null, back: [] });
   const [selected, setSelected] = useState(() => ctx.params().get('job') || null);
   const opener = useRef(null); // what opened the detail: focus goes back to it on close
   const [bulk, setBulk] = useState(null); // null | {phase:'counting'} | {phase:'confirm', count, atLeast} | {phase:'running'}
@@ -88,7 +90,6 @@ function Jobs({ ctx }) {
     ctx.setParams && ctx.setParams({ ...filters, job: selected });
   }, [key, selected]);
   useEffect(() => {
-    setMore({ rows: [], cursor: null, busy: false, loaded: false });
     setBulk(null);
   }, [key]);
 
@@ -108,29 +109,19 @@ function Jobs({ ctx }) {
     });
   };
 
+  const pages = pagesOf.key === key ? pagesOf : { key, cursor: null, back: [] };
   const query = (extra) => ({ ...filterQuery(filters), limit: PAGE, ...extra });
-  const live = useLive(ctx, () => ctx.api('/api/admin/jobs', { query: query() }), 5000, [key]);
+  const live = useLive(ctx, () => ctx.api('/api/admin/jobs', { query: query(pages.cursor ? { cursor: pages.cursor } : {}) }), 5000, [key, pages.cursor]);
 
-  const first = (live.data && live.data.jobs) || [];
-  const seen = new Set(first.map((j) => j.id));
-  const rows = first.concat(more.rows.filter((j) => !seen.has(j.id)));
-  const cursor = more.loaded ? more.cursor : live.data && live.data.nextCursor;
-
-  const loadMore = async () => {
-    setMore((m) => ({ ...m, busy: true }));
-    try {
-      const r = await ctx.api('/api/admin/jobs', { query: query({ cursor }) });
-      setMore((m) => ({ rows: m.rows.concat(r.jobs || []), cursor: r.nextCursor || null, busy: false, loaded: true }));
-    } catch (e) {
-      setMore((m) => ({ ...m, busy: false }));
-      ctx.notify('Could not load more jobs: ' + e.message, 'error');
-    }
-  };
+  const rows = (live.data && live.data.jobs) || [];
+  const next = live.data && live.data.nextCursor;
+  const pageNo = pages.back.length + 1;
+  const nextPage = () => setPages({ key, cursor: next, back: pages.back.concat([pages.cursor]) });
+  const prevPage = () => setPages({ key, cursor: pages.back[pages.back.length - 1] ?? null, back: pages.back.slice(0, -1) });
 
   const replaceJob = (job) => {
     if (!job) return;
-    live.setData((d) => d && { ...d, jobs: (d.jobs || []).map((j) => (j.id === job.id ? job : j)) });
-    setMore((m) => ({ ...m, rows: m.rows.map((j) => (j.id === job.id ? job : j)) }));
+    live.setData((d) => d && { ...d, jobs: (d.jobs || []).map((j) => (j.id === job.id ? { ...j, ...job } : j)) });
   };
 
   const retry = async (id) => {
@@ -233,7 +224,7 @@ function Jobs({ ctx }) {
     <section class="card card-flush" aria-label="Owed jobs">
       <header class="card-head card-pad">
         <h2>Owed jobs</h2>
-        <span class="muted small" aria-live="polite" data-testid="jobs-count">${live.data ? `${fmt.number(total ?? rows.length)} matching · ${fmt.number(rows.length)} shown` : ''}${more.loaded ? ' · live refresh covers the first page' : ''}</span>
+        <span class="muted small" aria-live="polite" data-testid="jobs-count">${live.data ? `${fmt.number(total ?? rows.length)} matching · page ${pageNo} of ${fmt.number(Math.max(1, Math.ceil((total ?? rows.length) / PAGE)))}` : ''}</span>
       </header>
       <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
       ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
@@ -242,28 +233,28 @@ function Jobs({ ctx }) {
         : null}
       ${rows.length
         ? html`<${TableWrap} label="Owed jobs table">
-            <table class="table" data-testid="jobs-table">
+            <table class="table table-cards" data-testid="jobs-table">
               <thead><tr>
-                <th scope="col" class="num">ID</th><th scope="col">Task</th><th scope="col">Item</th>
-                <th scope="col">Author</th><th scope="col">State</th><th scope="col">Why and last error</th><th scope="col" class="num">Attempts</th>
-                <th scope="col" class="num">Status</th><th scope="col">Next attempt</th><th scope="col">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
+                <th scope="col" class="num">ID</th><th scope="col" class="opt">Task</th><th scope="col">Item</th>
+                <th scope="col" class="opt">Author</th><th scope="col" class="opt">State</th><th scope="col">Why and last error</th><th scope="col" class="num opt">Attempts</th>
+                <th scope="col" class="num opt">Status</th><th scope="col">Next attempt</th><th scope="col" class="opt">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
               </tr></thead>
               <tbody>
                 ${rows.map((j) => {
                   const st = jobState(j, now);
                   const w = whyInfo(j.why);
                   return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${String(selected) === String(j.id) ? 'row-selected' : ''}>
-                    <td class="num">${j.id}</td>
-                    <td><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
+                    <td class="num c-id">${j.id}</td>
+                    <td class="opt"><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
                     <td class="item-cell"><${ItemLink} j=${j} onOpen=${open} /></td>
-                    <td><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
-                    <td><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
-                    <td class="why-cell" title=${w.text}><${WhyBadge} why=${j.why} />
+                    <td class="opt"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
+                    <td class="opt"><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
+                    <td class="why-cell c-why" title=${w.text}><${WhyBadge} why=${j.why} />
                       ${j.lastError && j.why !== 'held' ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
-                    <td class="num">${j.attempts}</td>
-                    <td class="num">${j.status ?? html`<span class="muted">—</span>`}</td>
-                    <td><${Rel} at=${j.dueAt} now=${now} /></td>
-                    <td>${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
+                    <td class="num opt">${j.attempts}</td>
+                    <td class="num opt">${j.status ?? html`<span class="muted">—</span>`}</td>
+                    <td class="c-next"><${Rel} at=${j.dueAt} now=${now} /></td>
+                    <td class="opt">${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
                     <td class="actions">
                       <button type="button" class="btn btn-small btn-quiet" onClick=${(e) => open(j.id, e.currentTarget)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
                       <button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>
@@ -274,7 +265,13 @@ function Jobs({ ctx }) {
             </table>
           <//>`
         : null}
-      <${MoreButton} cursor=${cursor} busy=${more.busy} onClick=${loadMore} testid="jobs-more" />
+      ${pageNo > 1 || next
+        ? html`<nav class="pager" aria-label="Pages of jobs">
+            <button type="button" class="btn btn-small" disabled=${pageNo === 1} onClick=${prevPage} data-testid="jobs-prev">← Previous</button>
+            <span class="small muted">page ${pageNo}</span>
+            <button type="button" class="btn btn-small" disabled=${!next} onClick=${nextPage} data-testid="jobs-next">Next →</button>
+          </nav>`
+        : null}
     </section>
   </div>`;
 }
