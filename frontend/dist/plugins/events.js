@@ -7,7 +7,9 @@ import { fmt } from '../lib/fmt.js';
 import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, FilterInput, ErrorText } from '../lib/ui.js';
 
 const PAGE = 50;
-const MAX_ROWS = 2000;
+// The table holds at most this many rows (a window): a live refresh then re-renders a few
+// hundred rows, never thousands. Older pages past it drop the newest rows and pause live.
+const MAX_ROWS = 300;
 const KEYS = ['event', 'outcome', 'why', 'kind', 'userId', 'itemId'];
 const EMPTY = Object.fromEntries(KEYS.map((k) => [k, '']));
 
@@ -86,7 +88,12 @@ function Events({ ctx }) {
       const r = await ctx.api('/api/admin/events', { query: { ...filters, limit: PAGE, cursor: cur.cursor } });
       const known = new Set(cur.rows.map((e) => e.id));
       const add = ((r && r.events) || []).filter((e) => !known.has(e.id));
-      const next = { ...viewRef.current, rows: viewRef.current.rows.concat(add), cursor: (r && r.nextCursor) || null, fresh: new Set() };
+      let rows = viewRef.current.rows.concat(add);
+      if (rows.length > MAX_ROWS) {
+        rows = rows.slice(rows.length - MAX_ROWS);
+        setLive(false); // the window no longer holds the newest events
+      }
+      const next = { ...viewRef.current, rows, cursor: (r && r.nextCursor) || null, fresh: new Set() };
       viewRef.current = next;
       setView(next);
     } catch (e) {
