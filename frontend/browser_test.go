@@ -947,11 +947,6 @@ func (b *browser) key(t *testing.T, k string) {
 	b.do(t, "key", chromedp.KeyEvent(k))
 }
 
-// focused is the data-testid of the element that has the focus.
-func focused(t *testing.T, b *browser) string {
-	return eval[string](t, b, `(document.activeElement && document.activeElement.dataset.testid) || ''`)
-}
-
 // testConsoleJobs: the operators' console on the jobs panel (issue 14): each attempt's error,
 // filters that a live refresh never overwrites and that apply on Enter and on blur, the total,
 // sorting, a deep link to a job, the detail closed by Esc with the focus back on its opener, a
