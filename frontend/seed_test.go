@@ -205,11 +205,19 @@ func (w *world) seedContent() {
 	w.deliver()
 
 	// bo's budget is 4 calls a day: two screens (1 each) pass, then each score (3) is refused
-	// whole and waits for the reset at 00:00 UTC.
+	// whole and waits for the reset at 00:00 UTC. The screens run with a limit of 2, so that
+	// whichever order the sweep's goroutines take (one song's score may be claimed before the
+	// other's screen is charged), no score fits; then the limit is 4 again.
+	setLimit := func(n int) {
+		w.ok(env.Do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", w.users["bo"]), owedtest.AdminToken,
+			map[string]any{"dailyLimit": n}), http.StatusOK, "bo's budget")
+	}
+	setLimit(2)
 	w.post("bo", "/api/listeners/songs", map[string]string{"title": "Budget Blues", "code": `s("bd bd")`})
 	w.post("bo", "/api/listeners/songs", map[string]string{"title": "Overdraft", "code": `s("hh*8")`})
 	w.sweep()
 	w.sweep()
+	setLimit(4)
 	jobs, err := env.App.Store.ListJobs(context.Background(), models.JobFilter{UserID: w.users["bo"], Why: models.WhyBudget}, 0, 10)
 	if err != nil || len(jobs) == 0 {
 		w.t.Fatalf("bo's budget jobs: %v %v", jobs, err)

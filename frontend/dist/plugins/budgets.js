@@ -94,7 +94,7 @@ function Users({ ctx }) {
               <td>${u.disabled ? html`<${Badge} kind="err" testid=${'user-state-' + u.id}>disabled<//>` : html`<${Badge} kind="ok" testid=${'user-state-' + u.id}>enabled<//>`}</td>
               <td class="actions">
                 <button type="button" class="btn btn-small btn-quiet" data-testid=${'user-rotate-' + u.id}
-                  aria-label=${'Rotate the token of ' + u.name} onClick=${(e) => setRotating({ user: u, opener: e.currentTarget })}>Rotate token</button>
+                  aria-label=${'Rotate token of ' + u.name} onClick=${(e) => setRotating({ user: u, opener: e.currentTarget })}>Rotate token</button>
                 <button type="button" class=${'btn btn-small ' + (u.disabled ? 'btn-quiet' : 'btn-danger-quiet')} disabled=${busy === u.id}
                   data-testid=${'user-toggle-' + u.id} aria-label=${(u.disabled ? 'Enable ' : 'Disable ') + u.name}
                   onClick=${() => toggle(u)}>${u.disabled ? 'Enable' : 'Disable'}</button>
