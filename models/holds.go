@@ -29,10 +29,10 @@ func (h Holds) Task(task string) bool {
 	return false
 }
 
-// heldTasks is a condition a claim adds: the job's task is not held. The subquery is not
-// correlated, so it is evaluated once per statement (a lookup of the one holds row).
-const heldTasks = ` AND task NOT IN (SELECT 'screen' FROM holds WHERE screen = 1
-	UNION ALL SELECT 'score' FROM holds WHERE score = 1)`
+// heldTasks is a condition a claim adds: the job's task is not held. The holds row is read by
+// an uncorrelated scalar subquery (once per statement: SQLite caches it, PostgreSQL makes it
+// an InitPlan) as a bit set, screen 1 and score 2, so each candidate row costs a bit test.
+const heldTasks = ` AND (CASE task WHEN 'screen' THEN 1 ELSE 2 END & (SELECT screen + 2 * score FROM holds WHERE id = 1)) = 0`
 
 // deliveriesHeld is true in SQL while webhook deliveries are held.
 const deliveriesHeld = `EXISTS (SELECT 1 FROM holds WHERE deliveries = 1)`
