@@ -395,6 +395,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("webhooks: deliveries and create", func(t *testing.T) { testWebhooks(t, w, b) })
 	t.Run("console: errors, filters, find, decide", func(t *testing.T) { testConsoleJobs(t, w, b) })
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
+	t.Run("console: typing in the events filter", func(t *testing.T) { testEventsFilterTyping(t, w, b) })
 	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
 	t.Run("accessibility: axe-core on every panel, light and dark", func(t *testing.T) { testAccessibility(t, w, b) })
 	t.Run("layout: one row of tabs, 360 px", func(t *testing.T) { testLayout(t, w, b) })
@@ -1235,4 +1236,23 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("the page is %d px wide at 360 px", w)
 	}
+}
+
+// testEventsFilterTyping: the Events panel's text filters survive its live refresh and apply
+// on Enter.
+func testEventsFilterTyping(t *testing.T, w *world, b *browser) {
+	b.tab(t, "events")
+	b.waitJS(t, "events", jsVisible("events-table"))
+	id := fmt.Sprint(w.users["cy"])
+	b.fill(t, "events-filter-user", id)
+	before := eval[int](t, b, resourceCount("/api/admin/events?"))
+	b.waitJS(t, "a live refresh while typing", resourceCount("/api/admin/events?")+` > `+fmt.Sprint(before))
+	if v := eval[string](t, b, jsEl("events-filter-user")+`.value`); v != id {
+		t.Errorf("the live refresh left the author field as %q, want %q", v, id)
+	}
+	b.key(t, kb.Enter)
+	b.waitJS(t, "the author filter", `location.search === '?userId=`+id+`' && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	b.click(t, "events-filter-user")
+	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(t, "no filter", `location.search === ''`)
 }
