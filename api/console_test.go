@@ -536,3 +536,29 @@ func TestWebhookFailing(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldWakesTheLongPoll: a hold changes what an author's view says (why held), so a long
+// poll on it answers at once with the new view, and so does the lift.
+func TestHoldWakesTheLongPoll(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		w.pitch(asAuthor, "")
+		m := w.watchMine(asAuthor)
+		held := w.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
+		w.parked(1)
+		notYet(t, held, "parked")
+		if r := w.do(http.MethodPut, "/api/admin/holds", asAdmin, map[string]any{"screen": true}); r.Status != http.StatusOK {
+			t.Fatalf("hold: %d %s", r.Status, r.Body)
+		}
+		a := await(t, held, "the hold")
+		if a.Status != http.StatusOK || !strings.Contains(string(a.Body), `"why":"held"`) {
+			t.Fatalf("after the hold: %d %s, want the view with why held", a.Status, a.Body)
+		}
+		held = w.poll("/api/listeners/mine?wait=60", asAuthor, a.Header.Get("ETag"))
+		w.parked(1)
+		w.do(http.MethodPut, "/api/admin/holds", asAdmin, map[string]any{"screen": false})
+		if a = await(t, held, "the lift"); a.Status != http.StatusOK || strings.Contains(string(a.Body), `"why":"held"`) {
+			t.Fatalf("after the lift: %d %s", a.Status, a.Body)
+		}
+	})
+}

@@ -30,7 +30,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Channel is the PostgreSQL notification channel; payloads are "<schema>:<author id>".
+// Channel is the PostgreSQL notification channel; payloads are "<schema>:<author id>", or
+// "<schema>:*" for a change of every author's view.
 const Channel = "owed_mine"
 
 // Hub is the notifier. The zero value is not usable; call New.
@@ -286,7 +287,9 @@ func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
 		if !ok {
 			continue // another schema's owed, in the same database
 		}
-		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
+		if rest == "*" { // every author's view (a hold: migration 0010)
+			h.WakeAll()
+		} else if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
 			h.Changed(id)
 		}
 	}

@@ -21,3 +21,14 @@ CREATE TABLE holds (
     updated_by bigint
 );
 INSERT INTO holds (id) VALUES (1);
+
+-- A hold changes every author's view (their held jobs say why held): it wakes every waiting
+-- long poll and stream on every replica, with the payload '<schema>:*' (package notify).
+CREATE FUNCTION owed_holds_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('owed_mine', TG_TABLE_SCHEMA || ':*');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER holds_mine_notify AFTER UPDATE ON holds FOR EACH ROW
+    WHEN (OLD.screen IS DISTINCT FROM NEW.screen OR OLD.score IS DISTINCT FROM NEW.score)
+    EXECUTE FUNCTION owed_holds_notify();
