@@ -232,11 +232,12 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, 
 }
 
 // ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
-// ParkJob does, in one statement: a sweep meeting an open breaker claims nothing.
+// ParkJob does, in one statement: a sweep meeting an open breaker claims nothing. Held work is
+// left as it is: it is not claimed either way, and lifting the hold makes it due at its own time.
 func (s *Store) ParkDue(ctx context.Context, at time.Time, why string, status *int, userID int64) (int64, error) {
 	now := s.nowMs()
 	q := `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
-		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + heldTasks
 	args := []any{at.UnixMilli(), why, status, now, now}
 	if userID != 0 {
 		q += ` AND user_id = ?`

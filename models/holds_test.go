@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -73,6 +74,39 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 		}
 		if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Why: models.WhyHeld}); err != nil || n != 0 {
 			t.Fatalf("jobs why held after the lift = %d %v", n, err)
+		}
+	})
+}
+
+// An open breaker puts due jobs off to its next probe, but not held ones: held work is not
+// asked either way, and keeps its row, so lifting the hold makes it due at its own time with
+// its own why.
+func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		held := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'held', ?)`, ann, f.nowMs())
+		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
+		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.VerdictAllow}); err != nil || !ok {
+			t.Fatalf("record: %v %v", ok, err)
+		}
+		if err := f.store.SetHolds(f.ctx, models.Holds{Screen: true}, 1); err != nil {
+			t.Fatal(err)
+		}
+		status := 503
+		probe := f.clk.Now().Add(5 * time.Minute)
+		n, err := f.store.ParkDue(f.ctx, probe, models.WhyUpstream, &status, 0)
+		if err != nil || n != 1 {
+			t.Fatalf("ParkDue moved %d jobs (%v), want the score alone", n, err)
+		}
+		screen := f.jobsOf(models.KindPitch, held)[0]
+		if screen.Why != nil || screen.DueAt != f.nowMs() || screen.Status != nil {
+			t.Errorf("held screen after the breaker parked = %+v, want its row untouched", screen)
+		}
+		score := f.jobsOf(models.KindRevision, rev)
+		if len(score) != 1 || score[0].DueAt != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
+			t.Errorf("score after the breaker parked = %+v, want it put off to the probe as upstream", score)
 		}
 	})
 }
