@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -102,9 +103,18 @@ type BackfillJob struct {
 	CooldownMs *int64 `gorm:"column:cooldown_ms"`
 	Stalled    int    `gorm:"column:stalled"`
 	ActiveAt   int64  `gorm:"column:active_at"`
+	// RunMs is the time this run actually spent running batches (fetching, cooling down,
+	// retrying suspects), across restarts; never time queued, paused, or waiting out a rate
+	// limit or a walk.
+	RunMs int64 `gorm:"column:run_ms"`
+	// RunRows is the rows this run took off pending (cached, skipped, failed or suspect).
+	RunRows int64 `gorm:"column:run_rows"`
+	// RecentPerMinute is the smoothed recent rate over running time, kept from the first batch.
+	RecentPerMinute *float64 `gorm:"column:recent_per_minute"`
 }
 
-const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_minute, started_at, finished_at, cooldown_ms, stalled, active_at`
+const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_minute, started_at, finished_at, cooldown_ms, stalled, active_at,
+	run_ms, run_rows, recent_per_minute`
 
 // BackfillJobs lists every job row in execution order.
 func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
@@ -132,8 +142,8 @@ type JobStart struct {
 }
 
 // StartBackfillJobs starts the chats' jobs in the given order and returns the chats it
-// started. A running job is left as it is; any other is reset for a new run (processed and
-// the measured rate cleared, started now, the cooldown back to the settings') and keeps its
+// started. A running job is left as it is; any other is reset for a new run (processed, the
+// running time and the measured rates cleared, started now, the cooldown back to the settings') and keeps its
 // place in the execution order; a chat never started before joins the end of it.
 func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
 	var started []string
@@ -156,7 +166,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 			switch {
 			case len(states) == 0:
 				if err := db.Exec(`INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute,
-					started_at, finished_at, cooldown_ms, stalled, active_at) VALUES (?, ?, 'running', ?, 0, NULL, ?, NULL, NULL, 0, ?)`,
+					started_at, finished_at, cooldown_ms, stalled, active_at, run_ms, run_rows, recent_per_minute)
+					VALUES (?, ?, 'running', ?, 0, NULL, ?, NULL, NULL, 0, ?, 0, 0, NULL)`,
 					st.ChatID, st.GuildID, next, now, now).Error; err != nil {
 					return err
 				}
@@ -165,7 +176,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 				continue
 			default:
 				if err := db.Exec(`UPDATE backfill_jobs SET state = 'running', guild_id = COALESCE(guild_id, ?), processed = 0,
-					per_minute = NULL, started_at = ?, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?
+					per_minute = NULL, started_at = ?, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?,
+					run_ms = 0, run_rows = 0, recent_per_minute = NULL
 					WHERE chat_id = ?`, st.GuildID, now, now, st.ChatID).Error; err != nil {
 					return err
 				}
@@ -202,24 +214,84 @@ func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) 
 	return jobs[0], true, nil
 }
 
-// measuredAfter is how long a run lasts before its measured rate is reported: earlier it is noise.
+// measuredAfter is how much running time a run needs before its measured rate is reported:
+// earlier it is noise.
 const measuredAfter = 30 * time.Second
 
-// RecordBackfillBatch adds a batch's handled rows to the job's run, refreshes its measured rate
-// (rows per minute since the run started, once it has lasted 30 s), and keeps the stall
-// count and cooldown the runner carries from batch to batch. It changes a job of any state:
-// a job paused during its batch still did that work.
-func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, handled int64, stalled int, cooldownMs *int64) (BackfillJob, error) {
-	now := s.nowMs()
-	err := s.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET
-		per_minute = CASE WHEN started_at IS NOT NULL AND ? - started_at >= ? THEN (processed + ?) * 60000.0 / (? - started_at) ELSE NULL END,
-		processed = processed + ?, stalled = ?, cooldown_ms = ?, active_at = ?
-		WHERE chat_id = ?`, now, measuredAfter.Milliseconds(), handled, now, handled, stalled, cooldownMs, now, chatID).Error
-	if err != nil {
-		return BackfillJob{}, err
-	}
-	return s.BackfillJobOf(ctx, chatID)
+// BatchRecord is what one batch (or retry pass) adds to its job's run.
+type BatchRecord struct {
+	// Handled is added to processed: cached, skipped and failed rows, plus a rate-limited one
+	// (as the seed counts it).
+	Handled int64
+	// Settled is the rows the batch took off pending (cached, skipped, failed, suspect): the
+	// rate's numerator, since the ETAs divide pending rows by it.
+	Settled int64
+	// RunMs is the running time since the previous record (the cooldown and suspect retry after
+	// the previous batch, and this batch), rate-limit and walk waits left out.
+	RunMs int64
+	// Stalled and CooldownMs are the stall count and raised cooldown the runner carries on.
+	Stalled    int
+	CooldownMs *int64
+	// RecentWeight is how far this batch moves the smoothed recent rate, 1 - exp(-RunMs/window);
+	// 0 leaves it as it is (a batch that took no time).
+	RecentWeight float64
+	// Smoothed reports the smoothed recent rate as the measured one; otherwise the plain rate
+	// (every row of the run over all its running time) is.
+	Smoothed bool
 }
+
+// RecordBackfillBatch adds a batch to the job's run: handled rows to processed, settled rows
+// and running time to the run, the smoothed recent rate moved towards this batch's own; the
+// measured rate is reported once the run has 30 s of running time. It keeps the stall count
+// and cooldown the runner carries from batch to batch. It changes a job of any state: a job
+// paused during its batch still did that work.
+func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
+	var out BackfillJob
+	err := s.WithTx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
+		var jobs []BackfillJob
+		if err := db.Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), chatID).Scan(&jobs).Error; err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			return ErrNotFound
+		}
+		j := jobs[0]
+		j.Processed += rec.Handled
+		j.RunMs += max(0, rec.RunMs)
+		j.RunRows += rec.Settled
+		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, tx.nowMs()
+		// The smoothed rate starts at the first batch's own rate, then moves towards each
+		// batch's by its weight: an exponentially weighted mean over running time.
+		if rec.RunMs > 0 && rec.RecentWeight > 0 {
+			own := float64(rec.Settled) * 60000 / float64(rec.RunMs)
+			if j.RecentPerMinute == nil {
+				j.RecentPerMinute = &own
+			} else {
+				v := *j.RecentPerMinute + rec.RecentWeight*(own-*j.RecentPerMinute)
+				j.RecentPerMinute = &v
+			}
+		}
+		j.PerMinute = nil
+		switch {
+		case j.RunMs < measuredAfter.Milliseconds():
+		case rec.Smoothed && j.RecentPerMinute != nil:
+			j.PerMinute = ptrTo(*j.RecentPerMinute)
+		default:
+			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs))
+		}
+		out = j
+		return db.Exec(`UPDATE backfill_jobs SET processed = ?, run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
+			stalled = ?, cooldown_ms = ?, active_at = ? WHERE chat_id = ?`,
+			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt, chatID).Error
+	})
+	if err != nil {
+		return BackfillJob{}, fmt.Errorf("record a backfill batch of %s: %w", chatID, err)
+	}
+	return out, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // SetBackfillCooldown keeps a job's raised cooldown.
 func (s *Store) SetBackfillCooldown(ctx context.Context, chatID string, cooldownMs int64) error {

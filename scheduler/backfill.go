@@ -50,7 +50,35 @@ type BackfillConfig struct {
 	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
 	// Tests pass one that moves a fake clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// RateWindow is the time constant of the smoothed recent rate (an exponentially weighted
+	// mean over running time). Zero takes DefaultRateWindow; a negative value reports the plain
+	// rate instead: every row of the run over all its running time.
+	RateWindow time.Duration
 }
+
+// DefaultRateWindow is the smoothed rate's time constant unless configured otherwise; a
+// negative one means the plain rate. The accuracy benchmark (bench/cmd/eta, docs/benchmarks.md)
+// chose it.
+const DefaultRateWindow = -1
+
+// smoothed reports whether the measured rate is the smoothed recent one.
+func (c BackfillConfig) smoothed() bool { return c.RateWindow > 0 }
+
+// recentWeight is how far a batch of d running time moves the smoothed rate.
+func (c BackfillConfig) recentWeight(d time.Duration) float64 {
+	window := c.RateWindow
+	if window <= 0 {
+		window = defaultSmoothingWindow
+	}
+	if d <= 0 {
+		return 0
+	}
+	return 1 - math.Exp(-float64(d)/float64(window))
+}
+
+// defaultSmoothingWindow is the time constant the smoothed rate is kept with while the plain
+// rate is the one reported, so that either can be switched on for a running job.
+const defaultSmoothingWindow = time.Minute
 
 func (c *BackfillConfig) applyDefaults() {
 	if c.WalkIdle <= 0 {
@@ -68,6 +96,44 @@ func (c *BackfillConfig) applyDefaults() {
 	if c.Sleep == nil {
 		c.Sleep = clock.Sleep
 	}
+	if c.RateWindow == 0 {
+		c.RateWindow = DefaultRateWindow
+	}
+}
+
+// runClock measures a job's running time in this process: it runs while the job runs its
+// batches (fetching, cooling down, retrying suspects) and is stopped while the job waits out a
+// rate limit or a walk. Time queued, paused, or before a restart is never on it, since a
+// runClock lives only as long as one runJob.
+type runClock struct {
+	clk     clock.Clock
+	since   time.Time
+	acc     time.Duration
+	stopped bool
+}
+
+func newRunClock(clk clock.Clock) *runClock { return &runClock{clk: clk, since: clk.Now()} }
+
+func (r *runClock) stop() {
+	if !r.stopped {
+		r.acc += r.clk.Now().Sub(r.since)
+		r.stopped = true
+	}
+}
+
+func (r *runClock) start() {
+	if r.stopped {
+		r.since, r.stopped = r.clk.Now(), false
+	}
+}
+
+// take returns the running time since the previous take and goes on running.
+func (r *runClock) take() time.Duration {
+	r.stop()
+	d := r.acc
+	r.acc = 0
+	r.start()
+	return max(0, d)
 }
 
 // Backfill is the backfill queue: one job per chat whose members are the chat's paused, done
@@ -451,6 +517,7 @@ func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time)
 // or it stops making progress (paused too).
 func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	chat := job.ChatID
+	rc := newRunClock(b.clock)
 	for {
 		cur, err := b.store.BackfillJobOf(ctx, chat)
 		if errors.Is(err, models.ErrNotFound) {
@@ -480,6 +547,9 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 			return nil
 		}
 
+		// Waits for a rate limit or a walk are not running time: the status adds the wait in
+		// hand to the ETAs it holds up, so counting it in the rate too would count it twice.
+		rc.stop()
 		if lim := b.engine.RateLimit(); lim.Active {
 			if err := b.setLimited(ctx, chat, lim.Until); err != nil {
 				return err
@@ -494,6 +564,7 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		if stopped, err := b.waitWalk(ctx, chat); err != nil || stopped {
 			return err
 		}
+		rc.start()
 
 		settings, err := b.store.BackfillSettings(ctx)
 		if err != nil {
@@ -508,9 +579,9 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		}
 		var stop bool
 		if retryOnly {
-			stop, err = b.retryPass(ctx, cur, member.ID, size, pause)
+			stop, err = b.retryPass(ctx, cur, rc, member.ID, size, pause)
 		} else {
-			stop, err = b.batch(ctx, cur, member.ID, size, pause)
+			stop, err = b.batch(ctx, cur, rc, member.ID, size, pause)
 		}
 		if err != nil || stop {
 			return err
@@ -521,7 +592,7 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 // batch previews one batch of a member's pending rows, keeps the run's progress, and then
 // cools down and retries suspects; stop reports that the job stopped (paused, stalled, or ctx
 // ended).
-func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
 	chat := cur.ChatID
 	items, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaPending, size)
 	if err != nil {
@@ -557,7 +628,10 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, scrapeID i
 		ms := pause.Milliseconds()
 		cooldown, raised = &ms, true
 	}
-	done, err := b.store.RecordBackfillBatch(ctx, chat, int64(progressed+res.RateLimited), stalled, cooldown)
+	ran := rc.take()
+	done, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{Handled: int64(progressed + res.RateLimited),
+		Settled: int64(progressed + res.Suspect), RunMs: ran.Milliseconds(), Stalled: stalled, CooldownMs: cooldown,
+		RecentWeight: b.cfg.recentWeight(ran), Smoothed: b.cfg.smoothed()})
 	if err != nil {
 		return true, err
 	}
@@ -591,7 +665,7 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, scrapeID i
 
 // retryPass gives suspect rows still owed their retry (when nothing is pending) that retry,
 // after the cooldown; a pass that settles none counts as a stall.
-func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
 	chat := cur.ChatID
 	if pause > 0 {
 		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
@@ -606,7 +680,9 @@ func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, scrape
 	if res.Cached+res.Failed+res.Skipped+res.Unverified == 0 {
 		stalled = cur.Stalled + 1
 	}
-	if _, err := b.store.RecordBackfillBatch(ctx, chat, 0, stalled, cur.CooldownMs); err != nil {
+	ran := rc.take()
+	if _, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{RunMs: ran.Milliseconds(), Stalled: stalled,
+		CooldownMs: cur.CooldownMs, Smoothed: b.cfg.smoothed()}); err != nil {
 		return true, err
 	}
 	if stalled >= stallLimit {

@@ -59,17 +59,32 @@ type BackfillJobStatus struct {
 	Processed  int64   `json:"processed"`
 	StartedAt  *string `json:"startedAt"`
 	FinishedAt *string `json:"finishedAt"`
-	// PerMinute is the run's measured rate once it has lasted 30 s, else the settings' estimate.
+	// PerMinute is the run's measured rate (rows taken off pending over running time) once it
+	// has run 30 s; else the running job's measured rate (the same engine serves every job);
+	// else the settings' estimate.
 	PerMinute    float64 `json:"perMinute"`
 	RateMeasured bool    `json:"rateMeasured"`
-	// EtaMs is the time to clear the pending rows at PerMinute; null when nothing is pending.
+	// EtaMs is the time to clear the pending rows at PerMinute (for the running job, from now,
+	// the wait in hand included); null when nothing is pending.
 	EtaMs *int64 `json:"etaMs"`
-	// EtaStartMs is the wait for the jobs ahead in the execution order; null when not scheduled.
+	// EtaStartMs is the wait until the job starts: 0 for the running job; for a queued one the
+	// jobs ahead of it and the wait in hand; null when not scheduled (idle, paused, done).
 	EtaStartMs *int64 `json:"etaStartMs"`
-	// EtaRunMs is the time this job needs once it starts.
+	// EtaRunMs is the time this job needs once it runs, waits aside.
 	EtaRunMs *int64 `json:"etaRunMs"`
-	// EtaTotalMs is start plus run: when the job should finish; null when not scheduled.
+	// EtaTotalMs is when the job should finish, from now: start, wait and run; null when not
+	// scheduled.
 	EtaTotalMs *int64 `json:"etaTotalMs"`
+	// Position is the job's place in the run order: 0 running, 1… the queue; null when not
+	// scheduled.
+	Position *int `json:"position"`
+	// WaitMs is the current rate limit or walk wait included in this job's ETAs; null when not
+	// scheduled.
+	WaitMs *int64 `json:"waitMs"`
+	// WaitsFor says what the job's start or next batch waits for: "rate-limit", "walk" (the
+	// running job, while one holds the queue), "queue" (a queued job, behind the jobs ahead);
+	// null when nothing holds it or it is not scheduled.
+	WaitsFor *string `json:"waitsFor"`
 }
 
 // BackendTotals are the counts of one backend's member scrapes.
@@ -202,17 +217,13 @@ func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
 	if lim := b.engine.RateLimit(); lim.Active {
 		in.localLimit = lim.Until.UnixMilli()
 	}
-	st := computeStatus(in)
 	if walking {
-		st.WalkingUntil = isoMs(walkUntil.UnixMilli())
-		chat, err := b.store.WalkingChat(ctx)
-		if err != nil {
+		in.walkUntil = walkUntil.UnixMilli()
+		if in.walkChat, err = b.store.WalkingChat(ctx); err != nil {
 			return BackfillStatus{}, err
 		}
-		if chat != "" {
-			st.WalkingChat = &chat
-		}
 	}
+	st := computeStatus(in)
 	if b.metrics != nil {
 		rate := 0.0
 		for _, j := range st.Jobs {
@@ -238,7 +249,9 @@ type statusInput struct {
 	members        []models.BackfillMember // by scrape id
 	jobs           []models.BackfillJob    // in execution order
 	runner         models.BackfillRunner
-	localLimit     int64 // this process's engine rate limit, epoch ms; 0 when none
+	localLimit     int64  // this process's engine rate limit, epoch ms; 0 when none
+	walkUntil      int64  // when the walk lock lapses, epoch ms; 0 when no walk holds it
+	walkChat       string // the chat whose walk holds the lock
 }
 
 type chatGroup struct {
@@ -247,15 +260,43 @@ type chatGroup struct {
 	members []BackfillMember
 }
 
+// Wait reasons in the status.
+const (
+	waitRateLimit = "rate-limit"
+	waitWalk      = "walk"
+	waitQueue     = "queue"
+)
+
 // computeStatus is the status arithmetic, apart from the database so it can be checked on
-// fixed figures.
+// fixed figures: the chats grouped into jobs, the jobs scheduled along the run order, and the
+// totals.
 func computeStatus(in statusInput) BackfillStatus {
 	estimate := EstimatedPerMinute(in.settings, in.minGap, in.maxGap)
+	groups := groupMembers(in.members)
+	jobs, order := jobFigures(in, groups)
+	st := BackfillStatus{Settings: in.settings, EstimatedPerMinute: round1(estimate)}
+	if limited := limitedUntil(in); limited > in.now {
+		st.LimitedUntil = isoMs(limited)
+	}
+	if in.walkUntil > in.now {
+		st.WalkingUntil = isoMs(in.walkUntil)
+		if in.walkChat != "" {
+			st.WalkingChat = ptr(in.walkChat)
+		}
+	}
+	hold, reason := holdOf(in)
+	lastEnd := schedule(jobs, order, estimate, hold, reason)
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Pending > jobs[b].Pending })
+	st.Jobs = jobs
+	st.Totals = totals(in, groups, estimate, lastEnd)
+	return st
+}
 
-	// Chats in the order of their first member scrape.
+// groupMembers groups the member scrapes into chats, in the order of each chat's first scrape.
+func groupMembers(members []models.BackfillMember) []*chatGroup {
 	var groups []*chatGroup
 	byChat := map[string]*chatGroup{}
-	for _, m := range in.members {
+	for _, m := range members {
 		g := byChat[m.ChatID]
 		if g == nil {
 			g = &chatGroup{chatID: m.ChatID}
@@ -270,17 +311,20 @@ func computeStatus(in statusInput) BackfillStatus {
 			Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect, Unverified: c.Unverified,
 			Skipped: c.Skipped, Total: c.Total, Downloaded: m.Downloaded, Bytes: c.StoredBytes, PendingByKind: c.PendingByKind})
 	}
+	return groups
+}
 
+// jobFigures makes each listed chat's job with its counts, state and own measured rate (zero
+// when it has none), and returns them with the run order: indexes of the started jobs in the
+// order they were first started, then the others as listed. Of the jobs stored as running,
+// the runner's claimed one shows running and the rest queued; with none claimed, the first in
+// the order shows running, as it is the one the runner takes next.
+func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, order []int) {
 	tracked := make(map[string]*models.BackfillJob, len(in.jobs))
 	for i := range in.jobs {
 		tracked[in.jobs[i].ChatID] = &in.jobs[i]
 	}
-	var claimed string
-	if in.runner.Live(in.now) && in.runner.ChatID != nil {
-		claimed = *in.runner.ChatID
-	}
-
-	jobs := make([]BackfillJobStatus, 0, len(groups))
+	jobs = make([]BackfillJobStatus, 0, len(groups))
 	for _, g := range groups {
 		j := BackfillJobStatus{ChatID: g.chatID, GuildID: g.guildID, State: "idle", Members: g.members}
 		for _, m := range g.members {
@@ -297,33 +341,22 @@ func computeStatus(in statusInput) BackfillStatus {
 		if j.Pending == 0 && (t == nil || t.ActiveAt < in.bootMs) {
 			continue
 		}
-		perMinute := estimate
 		if t != nil {
 			j.State = t.State
-			if t.State == models.BackfillRunning && claimed != "" && claimed != g.chatID {
-				j.State = "queued"
-			}
 			j.Processed = t.Processed
 			j.StartedAt = isoMsPtr(t.StartedAt)
 			j.FinishedAt = isoMsPtr(t.FinishedAt)
 			if t.PerMinute != nil {
-				perMinute, j.RateMeasured = *t.PerMinute, true
+				j.PerMinute, j.RateMeasured = *t.PerMinute, true
 			}
 		}
-		if j.Pending > 0 && perMinute > 0 {
-			j.EtaMs = ptr(roundMs(float64(j.Pending) / perMinute * 60_000))
-		}
-		j.PerMinute = round1(perMinute)
 		jobs = append(jobs, j)
 	}
 
-	// Waiting times follow the execution order: started jobs in the order they were first
-	// started, then the others as listed; each scheduled job starts after those ahead of it.
 	index := make(map[string]int, len(jobs))
 	for i := range jobs {
 		index[jobs[i].ChatID] = i
 	}
-	var order []int
 	seen := map[string]bool{}
 	for _, t := range in.jobs {
 		if i, ok := index[t.ChatID]; ok {
@@ -336,24 +369,106 @@ func computeStatus(in statusInput) BackfillStatus {
 			order = append(order, i)
 		}
 	}
-	ahead := 0.0
+
+	claimed := ""
+	if in.runner.Live(in.now) && in.runner.ChatID != nil {
+		claimed = *in.runner.ChatID
+	}
+	head := claimed
 	for _, i := range order {
-		j := &jobs[i]
-		scheduled := j.State == models.BackfillRunning || j.State == "queued" || j.State == models.BackfillPaused
-		runMs := 0.0
-		if j.Pending > 0 {
-			runMs = float64(j.Pending) / max(0.01, j.PerMinute) * 60_000
+		if head == "" && jobs[i].State == models.BackfillRunning {
+			head = jobs[i].ChatID
 		}
-		j.EtaRunMs = ptr(roundMs(runMs))
-		if scheduled {
-			j.EtaStartMs = ptr(roundMs(ahead))
-			j.EtaTotalMs = ptr(roundMs(ahead + runMs))
-			ahead += runMs
+		if jobs[i].State == models.BackfillRunning && jobs[i].ChatID != head {
+			jobs[i].State = "queued"
 		}
 	}
-	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Pending > jobs[b].Pending })
+	return jobs, order
+}
 
-	// Totals span every member scrape, the hidden chats' too.
+// limitedUntil is the rate limit that holds the queue: this process's engine's, or the one the
+// live runner records; epoch ms, 0 when none.
+func limitedUntil(in statusInput) int64 {
+	limited := in.localLimit
+	if in.runner.Live(in.now) && in.runner.LimitedUntil != nil {
+		limited = max(limited, *in.runner.LimitedUntil)
+	}
+	return limited
+}
+
+// holdOf is the wait in hand before the queue's next batch: the runner waits out the rate
+// limit, then the walk, so the later of the two ends it; reason names that one.
+func holdOf(in statusInput) (ms float64, reason string) {
+	limit, walk := limitedUntil(in)-in.now, in.walkUntil-in.now
+	switch {
+	case walk > 0 && walk >= limit:
+		return float64(walk), waitWalk
+	case limit > 0:
+		return float64(limit), waitRateLimit
+	}
+	return 0, ""
+}
+
+// schedule walks the run order and sets each job's rate, ETAs, position and wait: the running
+// job starts now (after the wait in hand), each queued job after it and those queued ahead;
+// paused, idle and done jobs are out of the schedule and delay nobody. A job without a measured
+// rate of its own takes the running job's (the same engine, gaps and CDN serve every job), else
+// the estimate. It returns when the last scheduled job should end (ms from now), nil when none
+// is scheduled.
+func schedule(jobs []BackfillJobStatus, order []int, estimate, hold float64, reason string) (lastEnd *float64) {
+	live := 0.0
+	for _, i := range order {
+		if j := jobs[i]; j.State == models.BackfillRunning && j.RateMeasured && j.PerMinute > 0 {
+			live = j.PerMinute
+		}
+	}
+	ahead, position := hold, 0
+	for _, i := range order {
+		j := &jobs[i]
+		rate := j.PerMinute
+		if !j.RateMeasured || rate <= 0 {
+			rate = estimate
+			if live > 0 {
+				rate = live
+			}
+		}
+		j.PerMinute = round1(rate)
+		runMs := 0.0
+		if j.Pending > 0 && rate > 0 {
+			runMs = float64(j.Pending) / rate * 60_000
+			j.EtaMs = ptr(roundMs(runMs))
+		} else if j.Pending > 0 {
+			runMs = float64(j.Pending) / 0.01 * 60_000
+		}
+		j.EtaRunMs = ptr(roundMs(runMs))
+		switch j.State {
+		case models.BackfillRunning:
+			j.Position, j.EtaStartMs = ptr(0), ptr(int64(0))
+			if j.EtaMs != nil {
+				j.EtaMs = ptr(roundMs(hold + runMs))
+			}
+			if reason != "" {
+				j.WaitsFor = ptr(reason)
+			}
+		case "queued":
+			position++
+			j.Position, j.EtaStartMs, j.WaitsFor = ptr(position), ptr(roundMs(ahead)), ptr(waitQueue)
+		default:
+			continue
+		}
+		j.WaitMs = ptr(roundMs(hold))
+		j.EtaTotalMs = ptr(roundMs(ahead + runMs))
+		ahead += runMs
+		lastEnd = ptr(ahead)
+	}
+	return lastEnd
+}
+
+// totals span every member scrape, the hidden chats' too. Their rate is the first running
+// job's measured one (in the run order), else the estimate; etaMs clears every pending row at
+// it (after the wait in hand while anything is scheduled), and etaTotalMs is the end of the
+// last scheduled job.
+func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *float64) BackfillTotals {
 	tot := BackfillTotals{ByBackend: map[string]*BackendTotals{}}
 	for _, name := range seedBackends {
 		tot.ByBackend[name] = &BackendTotals{}
@@ -390,20 +505,18 @@ func computeStatus(in statusInput) BackfillStatus {
 	if tot.Pending > 0 {
 		tot.EtaStartMs = ptr(int64(0))
 		if rate > 0 {
-			eta := roundMs(float64(tot.Pending) / rate * 60_000)
-			tot.EtaMs, tot.EtaRunMs, tot.EtaTotalMs = ptr(eta), ptr(eta), ptr(eta)
+			run := float64(tot.Pending) / rate * 60_000
+			hold := 0.0
+			if lastEnd != nil {
+				hold, _ = holdOf(in)
+			}
+			tot.EtaMs, tot.EtaRunMs = ptr(roundMs(hold+run)), ptr(roundMs(run))
 		}
 	}
-
-	st := BackfillStatus{Jobs: jobs, Totals: tot, Settings: in.settings, EstimatedPerMinute: round1(estimate)}
-	limited := in.localLimit
-	if in.runner.Live(in.now) && in.runner.LimitedUntil != nil {
-		limited = max(limited, *in.runner.LimitedUntil)
+	if lastEnd != nil {
+		tot.EtaTotalMs = ptr(roundMs(*lastEnd))
 	}
-	if limited > in.now {
-		st.LimitedUntil = isoMs(limited)
-	}
-	return st
+	return tot
 }
 
 // satAdd adds two counts that are never negative, stopping at the largest int64 instead of

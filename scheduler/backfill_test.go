@@ -29,6 +29,13 @@ func i64(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
+func intOf(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
 func strOf(p *string) string {
 	if p == nil {
 		return "null"
@@ -191,12 +198,15 @@ func TestBackfillRunsOneJobAtATimeSmallestFirst(t *testing.T) {
 		b.scrape("mid", "slopbot", models.ScrapeFailed, paths("/img/m%d.png", 1, 3)...)
 		b.start("")
 
+		// Before the runner claims a job, the first in the run order shows running (the runner
+		// takes it next) and the others queued behind it.
 		st := b.status()
 		var listed []string
 		for _, j := range st.Jobs {
 			listed = append(listed, j.ChatID)
-			if j.State != "running" {
-				t.Errorf("%s = %s before the queue runs, want running", j.ChatID, j.State)
+			want := map[string]string{"small": "running", "mid": "queued", "big": "queued"}[j.ChatID]
+			if j.State != want {
+				t.Errorf("%s = %s before the queue runs, want %s", j.ChatID, j.State, want)
 			}
 		}
 		if !reflect.DeepEqual(listed, []string{"big", "mid", "small"}) {
@@ -322,8 +332,8 @@ func TestBackfillPausesAfterTheCurrentBatch(t *testing.T) {
 		if j.State != "paused" || j.Processed != 2 || j.Pending != 4 {
 			t.Errorf("job = %s, processed %d, pending %d; want paused, 2, 4", j.State, j.Processed, j.Pending)
 		}
-		if j.EtaStartMs == nil {
-			t.Error("a paused job is still in the execution order: etaStartMs should be set")
+		if j.EtaStartMs != nil || j.EtaTotalMs != nil || j.Position != nil {
+			t.Errorf("a paused job is out of the schedule: start %s, total %s, position %v; want null", i64(j.EtaStartMs), i64(j.EtaTotalMs), j.Position)
 		}
 
 		b.cdn.onHit = nil
@@ -622,14 +632,17 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			perMinute                       float64
 			measured                        bool
 			eta, etaStart, etaRun, etaTotal string
+			position, waitMs, waitsFor       string
 		}
+		// The walk (hotel, pushed now) holds the queue 10 min, longer than the 30 s rate limit:
+		// its 600,000 ms are added to every ETA it holds up. Jobs without a measured rate take
+		// the running job's (150.04 a minute); the paused delta is out of the schedule.
 		want := map[string]figs{
-			// The ETA uses the unrounded rate; the order's waits use the rounded one, as shown.
-			"alpha":   {"running", 300, 150, true, "119968", "0", "120000", "120000"},
-			"bravo":   {"queued", 50, 100, false, "30000", "120000", "30000", "150000"},
-			"delta":   {"paused", 100, 80, true, "75000", "150000", "75000", "225000"},
-			"golf":    {"done", 0, 100, false, "null", "null", "0", "null"},
-			"charlie": {"idle", 200, 100, false, "120000", "null", "120000", "null"},
+			"alpha":   {"running", 300, 150, true, "719968", "0", "119968", "719968", "0", "600000", "walk"},
+			"bravo":   {"queued", 50, 150, false, "19995", "719968", "19995", "739963", "1", "600000", "queue"},
+			"delta":   {"paused", 100, 80, true, "75000", "null", "75000", "null", "null", "null", "null"},
+			"golf":    {"done", 0, 150, false, "null", "null", "0", "null", "null", "null", "null"},
+			"charlie": {"idle", 200, 150, false, "79979", "null", "79979", "null", "null", "null", "null"},
 		}
 		var listed []string
 		for _, j := range st.Jobs {
@@ -639,7 +652,8 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 				t.Errorf("%s is listed; fully backfilled chats whose job did not work since start are hidden", j.ChatID)
 				continue
 			}
-			got := figs{j.State, j.Pending, j.PerMinute, j.RateMeasured, i64(j.EtaMs), i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs)}
+			got := figs{j.State, j.Pending, j.PerMinute, j.RateMeasured, i64(j.EtaMs), i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs),
+				intOf(j.Position), i64(j.WaitMs), strOf(j.WaitsFor)}
 			if got != w {
 				t.Errorf("%s:\n got  %+v\n want %+v", j.ChatID, got, w)
 			}
@@ -661,8 +675,10 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 		if tot.Pending != 650 || tot.Cached != 10 || tot.Skipped != 2 || tot.Total != 662 || tot.Bytes != 280 || tot.Downloaded != 42 {
 			t.Errorf("totals = %+v", tot)
 		}
-		if tot.PerMinute != 150 || i64(tot.EtaMs) != "259931" || i64(tot.EtaStartMs) != "0" || i64(tot.EtaRunMs) != "259931" || i64(tot.EtaTotalMs) != "259931" {
-			t.Errorf("totals rate %v, ETAs %s %s %s %s; want 150, 259931 0 259931 259931",
+		// Totals: every pending row at the first running job's rate, after the walk; the
+		// total is when the last scheduled job (bravo) ends.
+		if tot.PerMinute != 150 || i64(tot.EtaMs) != "859931" || i64(tot.EtaStartMs) != "0" || i64(tot.EtaRunMs) != "259931" || i64(tot.EtaTotalMs) != "739963" {
+			t.Errorf("totals rate %v, ETAs %s %s %s %s; want 150, 859931 0 259931 739963",
 				tot.PerMinute, i64(tot.EtaMs), i64(tot.EtaStartMs), i64(tot.EtaRunMs), i64(tot.EtaTotalMs))
 		}
 		wantBackends := map[string]scheduler.BackendTotals{
@@ -679,7 +695,7 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			}
 		}
 		if st.EstimatedPerMinute != 100 || strOf(st.LimitedUntil) != iso(now.Add(30*time.Second)) ||
-			strOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
+			strOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || strOf(st.WalkingChatID) != "hotel" || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
 			t.Errorf("estimate %v, limitedUntil %s, walkingUntil %s, settings %+v", st.EstimatedPerMinute, strOf(st.LimitedUntil),
 				strOf(st.WalkingUntil), st.Settings)
 		}
@@ -688,16 +704,18 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Pending != 650 || sum.PerMinute != 150 || i64(sum.EtaMs) != "259931" || strOf(sum.Running) != "alpha" || strOf(sum.LimitedUntil) != iso(now.Add(30*time.Second)) {
+		if sum.Pending != 650 || sum.PerMinute != 150 || i64(sum.EtaMs) != "859931" || strOf(sum.Running) != "alpha" || strOf(sum.LimitedUntil) != iso(now.Add(30*time.Second)) {
 			t.Errorf("summary = %+v", sum)
 		}
 
-		// Once the lease holder is gone, nothing is claimed: every started job shows running,
-		// and its rate limit no longer holds the queue.
+		// Once the lease holder is gone, nothing is claimed: the first started job in the run
+		// order shows running (whoever takes the lease runs it next), the rest queued, and the
+		// dead runner's rate limit no longer holds the queue.
 		b.clk.Advance(2 * time.Minute)
 		st = b.status()
-		if b.mustJob(st, "bravo").State != "running" || st.LimitedUntil != nil {
-			t.Errorf("without a live lease: bravo %s, limitedUntil %s", b.mustJob(st, "bravo").State, strOf(st.LimitedUntil))
+		if b.mustJob(st, "alpha").State != "running" || b.mustJob(st, "bravo").State != "queued" || st.LimitedUntil != nil {
+			t.Errorf("without a live lease: alpha %s, bravo %s, limitedUntil %s", b.mustJob(st, "alpha").State,
+				b.mustJob(st, "bravo").State, strOf(st.LimitedUntil))
 		}
 	})
 }
