@@ -427,6 +427,8 @@ func schedule(jobs []BackfillJobStatus, order []int, estimate, hold float64, rea
 		j := &jobs[i]
 		rate := j.PerMinute
 		if !j.RateMeasured || rate <= 0 {
+			// A measured 0 (a run that settled nothing) is no rate to divide by either.
+			j.RateMeasured = false
 			rate = estimate
 			if live > 0 {
 				rate = live

@@ -383,10 +383,24 @@ func TestBackfillStallPausesAfterThreeBatches(t *testing.T) {
 		if waited := b.clk.Now().Sub(t0); waited < 180*time.Second {
 			t.Errorf("waited %v in all, want at least the 180 s of cooldowns", waited)
 		}
-		// Each suspect retry took max(2, ceil(3/2)) = 2 rows.
-		for _, r := range b.logs.named("backfill suspect retry") {
+		// After each of the first two batches a suspect retry took max(2, ceil(3/2)) = 2 rows
+		// (the third batch paused the job first): rows 1-4 were fetched twice, 5-9 once.
+		retries := b.logs.named("backfill suspect retry")
+		if len(retries) != 2 {
+			t.Errorf("%d suspect retries ran, want 2", len(retries))
+		}
+		for _, r := range retries {
 			if r.attrs["rows"] != int64(2) {
 				t.Errorf("suspect retry of %v rows, want 2", r.attrs["rows"])
+			}
+		}
+		for i := 1; i <= 9; i++ {
+			want := 1
+			if i <= 4 {
+				want = 2
+			}
+			if got := b.cdn.hitsOf(fmt.Sprintf("/status/404/%d", i)); got != want {
+				t.Errorf("/status/404/%d fetched %d times, want %d", i, got, want)
 			}
 		}
 		b.checkCounters()
@@ -763,6 +777,11 @@ func TestBackfillResumesAfterACrash(t *testing.T) {
 		j := b.mustJob(b.status(), "chat-c")
 		if j.State != "done" || j.Cached != 6 || j.Processed != 6 {
 			t.Errorf("resumed job = %s, cached %d, processed %d; want done, 6, 6", j.State, j.Cached, j.Processed)
+		}
+		// Running time survives the restart and leaves out the 2 min the job sat dead: batch 1
+		// (0 to 0.5 s) before the crash, then rows 3-6 from 0 to 1.5 s of the new run.
+		if row, err := b.store.BackfillJobOf(b.ctx, "chat-c"); err != nil || row.RunMs != 2000 || row.RunRows != 6 {
+			t.Errorf("resumed job's run = %d ms, %d rows (%v); want 2000 ms, 6 rows", row.RunMs, row.RunRows, err)
 		}
 		b.checkCounters()
 	})
