@@ -45,6 +45,10 @@ type Options struct {
 	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
 	// defaults (tests of slow clients make them short).
 	ServerTimeouts ServerTimeouts
+	// BackfillRateWindow is the backfill's smoothed-rate time constant (zero: the default;
+	// negative: the plain rate). The ETA accuracy benchmark compares them; see
+	// scheduler.BackfillConfig.RateWindow.
+	BackfillRateWindow time.Duration
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -184,7 +188,7 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 	}
 	a.Media = engine
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
-		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Sleep: opts.Sleep})
+		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
 	return nil
 }
 

@@ -389,6 +389,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("jobs: filter, detail, retry", func(t *testing.T) { testJobs(t, w, b) })
 	t.Run("backfill: start and pause", func(t *testing.T) { testBackfill(t, w, b) })
 	t.Run("backfill: settings validation", func(t *testing.T) { testBackfillSettings(t, w, b) })
+	t.Run("backfill: run order after Start all", func(t *testing.T) { testBackfillRunOrder(t, w, b) })
 	t.Run("budgets: edit a limit", func(t *testing.T) { testBudgets(t, w, b) })
 	t.Run("users: rotate a token, disable and enable", func(t *testing.T) { testUsers(t, w, b) })
 	t.Run("events", func(t *testing.T) { testEvents(t, w, b) })
@@ -588,6 +589,74 @@ func testBackfill(t *testing.T, w *world, b *browser) {
 	if s := w.backfillJob(t, "releases")["state"]; s != "paused" {
 		t.Errorf("after Pause the API says #releases is %v", s)
 	}
+}
+
+// After "Start all" the cards follow the run order: the running job first (it says it runs
+// now, never a start in the future), then the queue by position, then the rest; each says what
+// its ETA waits for. The seed left a rate limit (15 min) and a walk (10 min) holding the queue.
+func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
+	b.tab(t, "backfill")
+	b.waitJS(t, "Start all to be enabled", `!`+jsEl("backfill-start-all")+`.disabled`)
+	b.click(t, "backfill-start-all")
+	b.waitExact(t, "backfill-state-memes", "running")
+	b.waitExact(t, "backfill-state-releases", "queued")
+	b.waitExact(t, "backfill-state-archive-2019", "queued")
+
+	// The API's run order: memes was started first (in the seed), so it runs; the others queue
+	// in the order they were first started.
+	pos := map[string]string{}
+	for _, j := range list(w.api(t, "/api/backfill")["jobs"]) {
+		j := obj(j)
+		p := "null"
+		if v, ok := j["position"].(float64); ok {
+			p = fmt.Sprint(v)
+		}
+		pos[j["chatId"].(string)] = p
+	}
+	if pos["memes"] != "0" || pos["releases"] != "1" || pos["archive-2019"] != "2" || pos["general"] != "null" {
+		t.Errorf("positions = %v, want memes 0, releases 1, archive-2019 2, general null", pos)
+	}
+	memes := w.backfillJob(t, "memes")
+	if num(memes["etaStartMs"]) != 0 || memes["etaStartMs"] == nil || memes["waitsFor"] != "rate-limit" {
+		t.Errorf("memes: etaStartMs %v, waitsFor %v; want 0, rate-limit", memes["etaStartMs"], memes["waitsFor"])
+	}
+	rel := w.backfillJob(t, "releases")
+	if num(rel["etaStartMs"]) < num(memes["etaTotalMs"]) || num(rel["waitMs"]) <= 0 {
+		t.Errorf("releases starts in %v ms with a wait of %v ms; want after memes ends (%v ms), the wait included",
+			rel["etaStartMs"], rel["waitMs"], memes["etaTotalMs"])
+	}
+
+	cards := `[...document.querySelectorAll('[data-testid="backfill-jobs"] > article')].map((e) => e.dataset.testid.replace('backfill-job-', '')).join(',')`
+	b.waitJS(t, "the cards in run order (reads "+eval[string](t, b, cards)+")", cards+` === 'memes,releases,archive-2019,general'`)
+	b.waitExact(t, "backfill-starts-memes", "running now")
+	b.waitText(t, "backfill-waits-memes", "the rate limit")
+	b.waitText(t, "backfill-position-releases", "#1 in the queue")
+	b.waitText(t, "backfill-waits-releases", "after chat memes", "the rate limit")
+	b.waitText(t, "backfill-waits-archive-2019", "after chat releases")
+	b.waitText(t, "backfill-waits-general", "—")
+	b.waitText(t, "backfill-walking", "live-room")
+	if os.Getenv("OWED_SCREENSHOTS") != "" {
+		b.do(t, "viewport", chromedp.EmulateViewport(1280, 860))
+		b.shot(t, "backfill-run-order")
+	}
+
+	// Pausing the running job takes it out of the schedule: the queue moves up, and the paused
+	// card goes after it (the API still lists memes first, by pending rows).
+	b.click(t, "backfill-pause-memes")
+	b.waitExact(t, "backfill-state-memes", "paused")
+	b.waitJS(t, "the cards in run order after the pause (reads "+eval[string](t, b, cards)+")", cards+` === 'releases,archive-2019,memes,general'`)
+	b.waitText(t, "backfill-starts-memes", "not scheduled")
+	b.waitText(t, "backfill-waits-memes", "paused jobs are not scheduled")
+	if first := obj(list(w.api(t, "/api/backfill")["jobs"])[0])["chatId"]; first != "memes" {
+		t.Logf("the API lists %v first; the check above is only meaningful while it lists memes first", first)
+	}
+	// Back as it was: everything paused, then Start all again, memes (first started) running.
+	b.waitJS(t, "Pause all to be enabled", `!`+jsEl("backfill-pause-all")+`.disabled`)
+	b.click(t, "backfill-pause-all")
+	b.waitExact(t, "backfill-state-releases", "paused")
+	b.waitJS(t, "Start all to be enabled", `!`+jsEl("backfill-start-all")+`.disabled`)
+	b.click(t, "backfill-start-all")
+	b.waitExact(t, "backfill-state-memes", "running")
 }
 
 func testBackfillSettings(t *testing.T, w *world, b *browser) {
@@ -826,37 +895,40 @@ func testWebhooks(t *testing.T, w *world, b *browser) {
 	}
 }
 
-// takeScreenshots writes docs/screenshots/*.png: every panel in light mode at 1280 px, and the
-// backfill panel in dark mode and 360 px wide.
-func takeScreenshots(t *testing.T, w *world, b *browser) {
+// shot writes docs/screenshots/NAME.png of the page as it is painted now.
+func (b *browser) shot(t *testing.T, name string) {
+	t.Helper()
 	dir := filepath.Join("..", "docs", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	b.do(t, "settle", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('.toast').forEach((e) => e.remove()); window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()`))
+	// Wait for fonts and two frames, so the picture is of a painted page.
+	b.waitJS(t, "a painted page", `document.fonts.status === 'loaded'`)
+	ctx, cancel := context.WithTimeout(b.ctx, step)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote docs/screenshots/%s.png (%d KiB)", name, len(png)/1024)
+}
+
+// takeScreenshots writes docs/screenshots/*.png: every panel in light mode at 1280 px, and the
+// backfill panel in dark mode and 360 px wide.
+func takeScreenshots(t *testing.T, w *world, b *browser) {
 	// A livelier queue: #memes resumed (it waits out the rate limit), #releases queued.
 	for _, chat := range []string{"memes"} {
 		w.ok(w.env.Do(http.MethodPost, "/api/backfill/start", owedtest.AdminToken, map[string]string{"chatId": chat}), http.StatusOK, "start "+chat)
 	}
 
-	shot := func(name string) {
-		t.Helper()
-		b.do(t, "settle", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('.toast').forEach((e) => e.remove()); window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()`))
-		// Wait for fonts and two frames, so the picture is of a painted page.
-		b.waitJS(t, "a painted page", `document.fonts.status === 'loaded'`)
-		ctx, cancel := context.WithTimeout(b.ctx, step)
-		defer cancel()
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise)); err != nil {
-			t.Fatal(err)
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote docs/screenshots/%s.png (%d KiB)", name, len(png)/1024)
-	}
+	shot := func(name string) { t.Helper(); b.shot(t, name) }
 	viewport := func(width, height int64, mobile bool) {
 		t.Helper()
 		var opts []chromedp.EmulateViewportOption

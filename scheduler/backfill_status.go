@@ -285,7 +285,7 @@ func computeStatus(in statusInput) BackfillStatus {
 		}
 	}
 	hold, reason := holdOf(in)
-	lastEnd := schedule(jobs, order, estimate, hold, reason)
+	lastEnd := schedule(in, jobs, order, estimate, hold, reason)
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Pending > jobs[b].Pending })
 	st.Jobs = jobs
 	st.Totals = totals(in, groups, estimate, lastEnd)
@@ -412,16 +412,11 @@ func holdOf(in statusInput) (ms float64, reason string) {
 // schedule walks the run order and sets each job's rate, ETAs, position and wait: the running
 // job starts now (after the wait in hand), each queued job after it and those queued ahead;
 // paused, idle and done jobs are out of the schedule and delay nobody. A job without a measured
-// rate of its own takes the running job's (the same engine, gaps and CDN serve every job), else
-// the estimate. It returns when the last scheduled job should end (ms from now), nil when none
+// rate of its own takes the queue's latest measured one (the same engine, gaps and CDN serve
+// every job; see liveRate), else the estimate. It returns when the last scheduled job should end (ms from now), nil when none
 // is scheduled.
-func schedule(jobs []BackfillJobStatus, order []int, estimate, hold float64, reason string) (lastEnd *float64) {
-	live := 0.0
-	for _, i := range order {
-		if j := jobs[i]; j.State == models.BackfillRunning && j.RateMeasured && j.PerMinute > 0 {
-			live = j.PerMinute
-		}
-	}
+func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, hold float64, reason string) (lastEnd *float64) {
+	live := liveRate(jobs, order, in)
 	ahead, position := hold, 0
 	for _, i := range order {
 		j := &jobs[i]
@@ -464,6 +459,24 @@ func schedule(jobs []BackfillJobStatus, order []int, estimate, hold float64, rea
 		lastEnd = ptr(ahead)
 	}
 	return lastEnd
+}
+
+// liveRate is the queue's latest measured rate: the running job's; else, while it has not run
+// 30 s yet, that of the job that worked last (a job that just started goes on at the pace the
+// one before it had, not at the settings' estimate); 0 when no job has one.
+func liveRate(jobs []BackfillJobStatus, order []int, in statusInput) float64 {
+	for _, i := range order {
+		if j := jobs[i]; j.State == models.BackfillRunning && j.RateMeasured && j.PerMinute > 0 {
+			return j.PerMinute
+		}
+	}
+	rate, at := 0.0, int64(0)
+	for _, t := range in.jobs {
+		if t.PerMinute != nil && *t.PerMinute > 0 && t.ActiveAt > at {
+			rate, at = *t.PerMinute, t.ActiveAt
+		}
+	}
+	return rate
 }
 
 // totals span every member scrape, the hidden chats' too. Their rate is the first running

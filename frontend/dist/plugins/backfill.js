@@ -1,6 +1,7 @@
 // Backfill (the bot tab): one job per chat with its member scrapes, progress, throughput and
-// ETAs; start and pause all jobs or one chat; a live countdown while a rate limit holds; and
-// the queue settings. Data: GET /api/backfill every 3 s; POST /api/backfill/{start,pause};
+// ETAs, in run order (the running job, then the queue, then paused, idle and done jobs), each
+// saying what its ETA waits for; start and pause all jobs or one chat; a live countdown while a
+// rate limit holds; and the queue settings. Data: GET /api/backfill every 3 s; POST /api/backfill/{start,pause};
 // PUT /api/backfill/settings.
 
 import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
@@ -48,6 +49,45 @@ function measured(job, status) {
 
 const active = (j) => j.state === 'running' || j.state === 'queued';
 
+const RANK = { running: 0, queued: 1, paused: 2, idle: 3, done: 4 };
+
+/**
+ * Jobs in run order: the running one, the queue by position, then paused, idle and done jobs
+ * (most pending first among those). The API lists them by pending rows.
+ */
+export function runOrder(jobs) {
+  const rank = (j) => RANK[j.state] ?? 5;
+  return [...(jobs || [])].sort(
+    (a, b) => rank(a) - rank(b) || (a.position ?? 0) - (b.position ?? 0) || (b.pending || 0) - (a.pending || 0)
+  );
+}
+
+/** What a job's ETA waits for, in words, given the jobs in run order and the live waits. */
+function waitText(j, ordered, status, waits) {
+  const walkChat = status.walkingChat ? html`the walk in chat <code>${status.walkingChat}</code>` : 'a walk';
+  const held =
+    waits.limited ? html`the rate limit (${fmt.countdown(waits.limitedLeft)})` :
+    waits.walking ? html`${walkChat} (lapses ${fmt.relative(status.walkingUntil, waits.now)} unless it pushes again)` : null;
+  switch (j.state) {
+    case 'running':
+      if (j.waitsFor === 'rate-limit' || (j.waitsFor == null && waits.limited)) return held || 'the rate limit';
+      if (j.waitsFor === 'walk' || (j.waitsFor == null && waits.walking)) return held || walkChat;
+      return 'nothing: running now';
+    case 'queued': {
+      const i = ordered.findIndex((x) => x.chatId === j.chatId);
+      const ahead = i > 0 ? ordered[i - 1] : null;
+      const turn = ahead ? html`its turn in the queue, after chat <code>${ahead.chatId}</code>` : 'its turn in the queue';
+      return held ? html`${turn}, and ${held}` : turn;
+    }
+    case 'paused':
+      return 'a start: paused jobs are not scheduled';
+    case 'idle':
+      return 'a start: not scheduled';
+    default:
+      return '—';
+  }
+}
+
 function Backfill({ ctx }) {
   const live = useLive(ctx, () => ctx.api('/api/backfill'), 3000);
   const now = useNow(1000);
@@ -76,7 +116,7 @@ function Backfill({ ctx }) {
     </div>`;
   }
 
-  const jobs = s.jobs || [];
+  const jobs = runOrder(s.jobs);
   const t = s.totals || {};
   const left = s.limitedUntil ? fmt.until(s.limitedUntil, now) : null;
   const limited = left !== null && left > 0;
@@ -125,7 +165,9 @@ function Backfill({ ctx }) {
             <${Stat} label="Total" value=${fmt.number(t.total)} sub=${fmt.percent(tp.done, tp.total) + ' settled'} />
             <${Stat} label="Rate" value=${fmt.rate(t.perMinute)} sub=${html`<${RateLabel} measured=${totalMeasured} />`} testid="backfill-rate" />
             <${Stat} label="ETA" value=${fmt.eta(t.etaTotalMs ?? t.etaMs)} testid="backfill-eta"
-              sub=${!t.pending ? 'nothing to do' : limited ? 'to clear everything, after the rate limit' : 'to clear everything'} />
+              sub=${!t.pending ? 'nothing to do'
+                : t.etaTotalMs != null ? (limited ? 'until the started jobs are done, after the rate limit' : walking ? 'until the started jobs are done, after the walk' : 'until the started jobs are done')
+                : 'to clear everything, once started'} />
             <${Stat} label="Stored" value=${fmt.bytes(t.bytes)} sub=${fmt.number(t.downloaded) + ' downloaded'} />
           </div>
           <${Kinds} counts=${sumKinds(allMembers)} label="Pending by kind, all jobs" />
@@ -133,8 +175,8 @@ function Backfill({ ctx }) {
 
         ${jobs.length === 0
           ? html`<section class="card"><${Empty}>No chat has rows left to preview. Finished or paused scrapes show up here when they have pending media.<//></section>`
-          : jobs.map((j) => html`<${Job} key=${j.chatId} job=${j} status=${s} busy=${busy} act=${act} now=${now}
-              limitedLeft=${limited ? left : null} walking=${walking} />`)}
+          : html`<div class="stack" data-testid="backfill-jobs">${jobs.map((j) => html`<${Job} key=${j.chatId} job=${j} status=${s} busy=${busy} act=${act} now=${now}
+              limitedLeft=${limited ? left : null} walking=${walking} ordered=${jobs} />`)}</div>`}
       </div>
 
       <div class="stack">
@@ -157,7 +199,7 @@ function Kinds({ counts, label }) {
   </ul>`;
 }
 
-function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
+function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) {
   const id = j.chatId;
   const members = j.members || [];
   const p = progressOf(j, sum(members, 'suspect'));
@@ -171,6 +213,9 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
         <h3 id=${'bf-job-' + id}>Chat <code>${id}</code></h3>
         ${j.guildId ? html`<span class="muted small">guild <code>${j.guildId}</code></span>` : null}
         <${Badge} kind=${STATE_KIND[j.state] || 'neutral'} testid=${'backfill-state-' + id} title=${STATE_TITLE[j.state]}>${j.state}<//>
+        ${j.state === 'queued' && j.position != null
+          ? html`<span class="muted small" data-testid=${'backfill-position-' + id} title="place in the run order; the running job is 0">#${j.position} in the queue</span>`
+          : null}
       </div>
       <div class="row">
         <button type="button" class="btn btn-small" disabled=${!!busy || !canStart} onClick=${() => act('start', id)}
@@ -183,7 +228,7 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
       ? html`<p class="bf-wait" data-testid=${'backfill-waiting-' + id}>
           ${limitedLeft !== null
             ? html`Waiting out the rate limit: the next batch in <strong class="num">${fmt.countdown(limitedLeft)}</strong>. The ETAs below count from then.`
-            : 'Waiting while a walk holds the media-traffic lock. The ETAs below count from when it lapses.'}
+            : html`Waiting while ${status.walkingChat ? html`the walk in chat <code>${status.walkingChat}</code>` : 'a walk'} holds the media-traffic lock. The ETAs below count from when it lapses.`}
         </p>`
       : null}
     <div class="progress-line">
@@ -196,9 +241,12 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking }) {
       <div><dt>Failed</dt><dd class="num">${fmt.number(j.failed)}</dd></div>
       <div><dt>Processed</dt><dd class="num" title="rows handled since this run started">${fmt.number(j.processed)}</dd></div>
       <div><dt>Rate</dt><dd class="num">${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} /></dd></div>
-      <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it">${j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
+      <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it and the wait in hand" data-testid=${'backfill-starts-' + id}>${
+        j.state === 'running' ? 'running now' : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
       <div><dt>Runs for</dt><dd class="num">${(j.pending || 0) > 0 ? fmt.eta(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
-      <div><dt>Done in</dt><dd class="num">${fmt.eta(j.etaTotalMs)}</dd></div>
+      <div><dt>Done in</dt><dd class="num" data-testid=${'backfill-done-in-' + id}>${fmt.eta(j.etaTotalMs)}</dd></div>
+      <div class="fig-wide"><dt>Waits for</dt><dd data-testid=${'backfill-waits-' + id}>${waitText(j, ordered || [], status,
+        { limited: limitedLeft !== null, limitedLeft, walking, now })}</dd></div>
       <div><dt>Started</dt><dd><${Rel} at=${j.startedAt} now=${now} /></dd></div>
       ${j.finishedAt ? html`<div><dt>Finished</dt><dd><${Rel} at=${j.finishedAt} now=${now} /></dd></div>` : null}
       <div><dt>Stored</dt><dd class="num">${fmt.bytes(j.bytes)}</dd></div>
