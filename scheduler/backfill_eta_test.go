@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -204,3 +205,71 @@ func offsets(ts []time.Time, t0 time.Time) []time.Duration {
 	return out
 }
 
+
+// The two rate models when the CDN slows down midway (500 ms a row for 60 rows, then 1 s for
+// 180): the plain rate is every row over all the running time; the smoothed one, an
+// exponentially weighted mean over running time (1 min), follows the recent pace.
+func TestBackfillRateModelsWhenTheCDNSlows(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		for _, c := range []struct {
+			name     string
+			window   time.Duration
+			min, max float64
+		}{
+			// 240 rows over 209.5 s of running time.
+			{"plain", -1, 68.7, 68.7},
+			// 120 a minute weighted by e^-3 (180 s ago), 60 by the rest: about 63.
+			{"smoothed", time.Minute, 62, 64},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				b := newBF(t, db, withRateWindow(c.window))
+				b.settings(10, 0)
+				b.scrape("chat-s", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 240)...)
+				b.start("")
+				b.cdn.onHit = func(p string) {
+					if p == "/img/60.png" {
+						if err := b.engine.SetGaps(time.Second, time.Second); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				b.run()
+				j, err := b.store.BackfillJobOf(b.ctx, "chat-s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j.RunMs != 209500 || j.RunRows != 240 || j.PerMinute == nil || j.RecentPerMinute == nil {
+					t.Fatalf("run %d ms, %d rows, perMinute %v, recent %v; want 209500, 240, both rates", j.RunMs, j.RunRows, j.PerMinute, j.RecentPerMinute)
+				}
+				if got := math.Round(*j.PerMinute*10) / 10; got < c.min || got > c.max {
+					t.Errorf("perMinute %.2f, want %v to %v", *j.PerMinute, c.min, c.max)
+				}
+				if c.window > 0 && *j.PerMinute != *j.RecentPerMinute {
+					t.Errorf("the smoothed model reports %v, not the smoothed rate %v", *j.PerMinute, *j.RecentPerMinute)
+				}
+			})
+		}
+	})
+}
+
+// A job that has not run 30 s yet goes on at the pace of the job that worked last, not at the
+// settings' estimate: the same engine and CDN serve both.
+func TestBackfillNewJobTakesTheLastMeasuredRate(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db) // an estimate of 120 a minute
+		b.settings(10, 0)
+		ms := b.clk.Now().UnixMilli()
+		b.scrape("older", "puppet", models.ScrapeDone, "/img/o1.png")
+		b.scrape("before", "puppet", models.ScrapeDone, "/img/b1.png")
+		b.scrape("now", "puppet", models.ScrapeDone, paths("/img/n%d.png", 1, 90)...)
+		ins := `INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute, started_at, finished_at,
+			cooldown_ms, stalled, active_at, run_ms, run_rows) VALUES (?, NULL, ?, ?, 0, ?, ?, ?, NULL, 0, ?, 0, 0)`
+		b.exec(ins, "older", "done", 1, 30.0, ms-300000, ms-200000, ms-200000)
+		b.exec(ins, "before", "done", 2, 45.0, ms-100000, ms-10000, ms-10000)
+		b.exec(ins, "now", "running", 3, nil, ms-10000, nil, ms)
+		j := b.mustJob(b.status(), "now")
+		if j.PerMinute != 45 || j.RateMeasured || i64(j.EtaTotalMs) != "120000" {
+			t.Errorf("now: perMinute %v (measured %v), total %s; want 45 borrowed from the job before, 120000", j.PerMinute, j.RateMeasured, i64(j.EtaTotalMs))
+		}
+	})
+}

@@ -211,6 +211,7 @@ type bfOptions struct {
 	timeout        time.Duration
 	owner          string
 	walkIdle       time.Duration
+	rateWindow     time.Duration
 }
 
 func newBF(t testing.TB, databaseURL string, opts ...bfOption) *bf {
@@ -241,11 +242,15 @@ func (b *bf) build(o bfOptions) {
 		b.t.Fatalf("gaps: %v", err)
 	}
 	b.q = scheduler.NewBackfill(b.store, b.engine, b.clk, slog.New(b.logs), b.metrics, scheduler.BackfillConfig{
-		WalkIdle: o.walkIdle, Lease: 2 * time.Minute, Owner: o.owner, Sleep: b.sleep})
+		WalkIdle: o.walkIdle, Lease: 2 * time.Minute, Owner: o.owner, Sleep: b.sleep, RateWindow: o.rateWindow})
 }
 
 // withTimeout sets the engine's fetch timeout (the /slow rows need a short one).
 func withTimeout(d time.Duration) bfOption { return func(o *bfOptions) { o.timeout = d } }
+
+// withRateWindow picks the rate model: a positive window the smoothed recent rate, negative
+// the plain one (zero: owed's default).
+func withRateWindow(d time.Duration) bfOption { return func(o *bfOptions) { o.rateWindow = d } }
 
 func withGaps(minGap, maxGap time.Duration) bfOption {
 	return func(o *bfOptions) { o.minGap, o.maxGap = minGap, maxGap }

@@ -709,7 +709,7 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			}
 		}
 		if st.EstimatedPerMinute != 100 || strOf(st.LimitedUntil) != iso(now.Add(30*time.Second)) ||
-			strOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || strOf(st.WalkingChatID) != "hotel" || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
+			strOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || strOf(st.WalkingChat) != "hotel" || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
 			t.Errorf("estimate %v, limitedUntil %s, walkingUntil %s, settings %+v", st.EstimatedPerMinute, strOf(st.LimitedUntil),
 				strOf(st.WalkingUntil), st.Settings)
 		}
