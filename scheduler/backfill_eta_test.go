@@ -205,7 +205,6 @@ func offsets(ts []time.Time, t0 time.Time) []time.Duration {
 	return out
 }
 
-
 // The two rate models when the CDN slows down midway (500 ms a row for 60 rows, then 1 s for
 // 180): the plain rate is every row over all the running time; the smoothed one, an
 // exponentially weighted mean over running time (1 min), follows the recent pace.

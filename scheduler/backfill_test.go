@@ -646,7 +646,7 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			perMinute                       float64
 			measured                        bool
 			eta, etaStart, etaRun, etaTotal string
-			position, waitMs, waitsFor       string
+			position, waitMs, waitsFor      string
 		}
 		// The walk (hotel, pushed now) holds the queue 10 min, longer than the 30 s rate limit:
 		// its 600,000 ms are added to every ETA it holds up. Jobs without a measured rate take
