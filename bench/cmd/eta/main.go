@@ -18,8 +18,9 @@
 // For etaStartMs (queued jobs), etaMs (the running job: to its finish; a queued job: its run
 // time), etaTotalMs (every scheduled job's finish) and the totals' etaTotalMs (the end of the
 // queue), it prints the median and worst relative error |predicted − actual| / actual. A sample
-// counts once a job of the queue has run 30 s (before that the rate is an estimate by design)
-// and when the actual figure is at least 10 s (below, a second of sampling is already 10 %).
+// counts once a job of the queue has run 30 s — from the first sample whose status reports a
+// measured rate (before that the rate is an estimate by design) — and when the actual figure is
+// at least 10 s (below, a second of sampling is already 10 %).
 //
 //	cd bench && go run ./cmd/eta                          # every scenario, owed's rate model
 //	go run ./cmd/eta -scenario steady -rate ewma -window 1m -trace /tmp/after.json
@@ -90,6 +91,7 @@ func main() {
 		trace     = flag.String("trace", "", "write every sample and the actual times to this JSON file")
 		label     = flag.String("label", "", "a label for the table (default: the rate model)")
 		chart     = flag.String("chart", "", "draw a chart from trace files (comma-separated) instead of running")
+		reeval    = flag.String("evaluate", "", "print the tables of trace files (comma-separated, labelled by -labels) instead of running")
 		labels    = flag.String("labels", "", "the traces' labels in the chart, comma-separated")
 		chartOf   = flag.String("chart-scenario", "steady", "the scenario the chart shows")
 		out       = flag.String("out", "eta.svg", "the chart to write")
@@ -99,6 +101,29 @@ func main() {
 		if err := drawChart(strings.Split(*chart, ","), strings.Split(*labels, ","), *chartOf, *out); err != nil {
 			fail(err)
 		}
+		return
+	}
+	if *reeval != "" {
+		var rows []tableRow
+		names := strings.Split(*labels, ",")
+		for i, f := range strings.Split(*reeval, ",") {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				fail(err)
+			}
+			var trs []scenarioTrace
+			if err := json.Unmarshal(raw, &trs); err != nil {
+				fail(fmt.Errorf("%s: %w", f, err))
+			}
+			name := f
+			if i < len(names) && names[i] != "" {
+				name = names[i]
+			}
+			for _, tr := range trs {
+				rows = append(rows, evaluate(tr, name)...)
+			}
+		}
+		printTable(rows)
 		return
 	}
 	if *label == "" {
@@ -461,8 +486,18 @@ func evaluate(tr scenarioTrace, label string) []tableRow {
 	for _, f := range tr.Finish {
 		queueEnd = max(queueEnd, f)
 	}
+	// Samples count from the first one in which the status reports a measured rate: a job has
+	// run 30 s and a batch has ended since (never earlier than 30 s into the queue).
+	from := int64(-1)
 	for _, s := range tr.Samples {
-		if s.At < countAfter.Milliseconds() {
+		for _, j := range s.Status.Jobs {
+			if j.RateMeasured && from < 0 {
+				from = max(s.At, countAfter.Milliseconds())
+			}
+		}
+	}
+	for _, s := range tr.Samples {
+		if from < 0 || s.At < from {
 			continue
 		}
 		for _, j := range s.Status.Jobs {
