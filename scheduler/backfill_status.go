@@ -315,10 +315,7 @@ func groupMembers(members []models.BackfillMember) []*chatGroup {
 }
 
 // jobFigures makes each listed chat's job with its counts, state and own measured rate (zero
-// when it has none), and returns them with the run order: indexes of the started jobs in the
-// order they were first started, then the others as listed. Of the jobs stored as running,
-// the runner's claimed one shows running and the rest queued; with none claimed, the first in
-// the order shows running, as it is the one the runner takes next.
+// when it has none), and returns them with their run order (see runOrder and markQueued).
 func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, order []int) {
 	tracked := make(map[string]*models.BackfillJob, len(in.jobs))
 	for i := range in.jobs {
@@ -353,12 +350,21 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 		jobs = append(jobs, j)
 	}
 
+	order = runOrder(jobs, in.jobs)
+	markQueued(jobs, order, in)
+	return jobs, order
+}
+
+// runOrder is the indexes of jobs in run order: the started ones in the order they were first
+// started (stored, in execution order), then the others as listed.
+func runOrder(jobs []BackfillJobStatus, stored []models.BackfillJob) []int {
 	index := make(map[string]int, len(jobs))
 	for i := range jobs {
 		index[jobs[i].ChatID] = i
 	}
+	order := make([]int, 0, len(jobs))
 	seen := map[string]bool{}
-	for _, t := range in.jobs {
+	for _, t := range stored {
 		if i, ok := index[t.ChatID]; ok {
 			order = append(order, i)
 			seen[t.ChatID] = true
@@ -369,21 +375,27 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 			order = append(order, i)
 		}
 	}
+	return order
+}
 
-	claimed := ""
+// markQueued shows every job stored as running but the one that holds the queue as queued:
+// the runner's claimed job, or, with none claimed, the first running one in the run order.
+func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
+	head := ""
 	if in.runner.Live(in.now) && in.runner.ChatID != nil {
-		claimed = *in.runner.ChatID
+		head = *in.runner.ChatID
 	}
-	head := claimed
 	for _, i := range order {
-		if head == "" && jobs[i].State == models.BackfillRunning {
+		if jobs[i].State != models.BackfillRunning {
+			continue
+		}
+		if head == "" {
 			head = jobs[i].ChatID
 		}
-		if jobs[i].State == models.BackfillRunning && jobs[i].ChatID != head {
+		if jobs[i].ChatID != head {
 			jobs[i].State = "queued"
 		}
 	}
-	return jobs, order
 }
 
 // limitedUntil is the rate limit that holds the queue: this process's engine's, or the one the
