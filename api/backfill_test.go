@@ -82,9 +82,13 @@ func TestBackfillStatusShapeAndControls(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("start all: %d %s", r.Status, r.Body)
 		}
+		// Start all takes the smallest first (c2, one row): it holds the queue (running,
+		// position 0) and c1 queues behind it (position 1).
 		for _, j := range r.JSON()["jobs"].([]any) {
-			if j.(map[string]any)["state"] != "running" {
-				t.Errorf("after start all: %v", j)
+			j := j.(map[string]any)
+			want := map[string][2]any{"c2": {"running", 0.0}, "c1": {"queued", 1.0}}[j["chatId"].(string)]
+			if j["state"] != want[0] || j["position"] != want[1] {
+				t.Errorf("after start all: %v, want state %v, position %v", j, want[0], want[1])
 			}
 		}
 		r = s.do(http.MethodPost, "/api/backfill/pause", s.env.AdminToken, map[string]any{"chatId": "c2"})
