@@ -190,7 +190,7 @@ function Backfill({ ctx }) {
 function RateLabel({ measured: m }) {
   return m
     ? html`<span class="rate-label rate-measured" title="measured from the running job">measured</span>`
-    : html`<span class="rate-label" title="what the current settings allow; measured once a job has run 30 s">estimated</span>`;
+    : html`<span class="rate-label" title="not this run's own yet (measured once it has run 30 s): the queue's latest measured rate, or what the current settings allow">estimated</span>`;
 }
 
 function Kinds({ counts, label }) {
