@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -203,18 +202,12 @@ func netReason(err error) string {
 	return "fetch: " + err.Error()
 }
 
-// retryAfter reads the wait a 429 asks for: the Retry-After header (seconds,
-// fractions allowed, or an HTTP date), else a JSON body's "retry_after" in
-// seconds, the form chat platforms such as Discord use.
+// retryAfter reads the wait a 429 asks for: the headers (outbound.RetryAfter), else a JSON
+// body's "retry_after" in seconds, the form chat platforms such as Discord use; at most
+// MaxRateLimitWait.
 func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			if d, ok := seconds(s); ok {
-				return d, true
-			}
-		} else if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now), 0), true
-		}
+	if d, ok := outbound.RetryAfter(h, now); ok {
+		return min(d, MaxRateLimitWait), true
 	}
 	var payload struct {
 		RetryAfter *float64 `json:"retry_after"`

@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/owed/owed/outbound"
 )
 
 // Why values: the reason an ask did not produce an answer. They are stored
@@ -94,7 +96,7 @@ type Reply struct {
 	Why          string        // "" when answered, else one of the Why* constants
 	Status       int           // HTTP status of the deciding answer (the failed one for upstream); 0 when none was received
 	UpstreamMs   int64         // wall time of the call(s), all runs together
-	RetryAfter   time.Duration // >0 when an upstream failure asked for a wait (see ParseRetryAfter)
+	RetryAfter   time.Duration // >0 when an upstream failure asked for a wait (see outbound.RetryAfter)
 	RequestBytes int           // size of one run's request body; 0 when no request was attempted (refused, not configured)
 	// Error says what went wrong, in words, when Why is set (e.g. "dial tcp 127.0.0.1:9:
 	// connect: connection refused", "HTTP 503: upstream overloaded", "answer has no
@@ -340,7 +342,7 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 	}
 	defer res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		retry, _ := ParseRetryAfter(res.Header, time.Now())
+		retry, _ := outbound.RetryAfter(res.Header, time.Now())
 		head, _ := io.ReadAll(io.LimitReader(res.Body, 2048))
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
 		return result{why: WhyUpstream, status: res.StatusCode, retry: retry, err: statusError(res.StatusCode, head)}

@@ -1,9 +1,7 @@
 package modelclient
 
 import (
-	"net/http"
 	"testing"
-	"time"
 )
 
 // FuzzParseAnswer feeds arbitrary bodies to both decoders of both dialects.
@@ -34,29 +32,5 @@ func FuzzParseAnswer(f *testing.F) {
 			}
 		}
 		_ = unwrapContent(string(raw))
-	})
-}
-
-// FuzzParseRetryAfter: no panic, and an accepted wait is never negative.
-func FuzzParseRetryAfter(f *testing.F) {
-	f.Add("1500", "7", true, true)
-	f.Add("", "Wed, 21 Oct 2015 07:28:00 GMT", false, true)
-	f.Add("-1", "1e300", true, true)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, ms, seconds string, hasMs, hasSeconds bool) {
-		h := http.Header{}
-		if hasMs {
-			h.Set("retry-after-ms", ms)
-		}
-		if hasSeconds {
-			h.Set("Retry-After", seconds)
-		}
-		d, ok := ParseRetryAfter(h, now)
-		if d < 0 || (!ok && d != 0) {
-			t.Fatalf("ParseRetryAfter(%q, %q) = %v, %v", ms, seconds, d, ok)
-		}
-		if !hasMs && !hasSeconds && ok {
-			t.Fatalf("no headers, yet ok")
-		}
 	})
 }

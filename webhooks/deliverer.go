@@ -17,7 +17,6 @@ import (
 
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/metrics"
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/outbound"
 )
@@ -359,7 +358,7 @@ func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.W
 		res.Outcome = models.AttemptRetry
 		res.Status = &status
 		msg := strconv.Itoa(status) + " " + http.StatusText(status)
-		if ra, ok := modelclient.ParseRetryAfter(header, d.clock.Now()); ok {
+		if ra, ok := outbound.RetryAfter(header, d.clock.Now()); ok {
 			retryAfter = min(ra, d.cfg.MaxRetryAfter)
 			msg += fmt.Sprintf(" (Retry-After %s)", retryAfter)
 		}

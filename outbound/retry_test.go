@@ -1,4 +1,4 @@
-package modelclient_test
+package outbound_test
 
 import (
 	"math"
@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/outbound"
 )
 
-func TestParseRetryAfter(t *testing.T) {
+func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
@@ -47,10 +47,34 @@ func TestParseRetryAfter(t *testing.T) {
 			for k, v := range tc.h {
 				h.Set(k, v)
 			}
-			got, ok := modelclient.ParseRetryAfter(h, now)
+			got, ok := outbound.RetryAfter(h, now)
 			if got != tc.want || ok != tc.ok {
-				t.Errorf("ParseRetryAfter(%v) = %v, %v; want %v, %v", tc.h, got, ok, tc.want, tc.ok)
+				t.Errorf("RetryAfter(%v) = %v, %v; want %v, %v", tc.h, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
+}
+
+// FuzzRetryAfter: no panic, and an accepted wait is never negative.
+func FuzzRetryAfter(f *testing.F) {
+	f.Add("1500", "7", true, true)
+	f.Add("", "Wed, 21 Oct 2015 07:28:00 GMT", false, true)
+	f.Add("-1", "1e300", true, true)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, ms, seconds string, hasMs, hasSeconds bool) {
+		h := http.Header{}
+		if hasMs {
+			h.Set("retry-after-ms", ms)
+		}
+		if hasSeconds {
+			h.Set("Retry-After", seconds)
+		}
+		d, ok := outbound.RetryAfter(h, now)
+		if d < 0 || (!ok && d != 0) {
+			t.Fatalf("RetryAfter(%q, %q) = %v, %v", ms, seconds, d, ok)
+		}
+		if !hasMs && !hasSeconds && ok {
+			t.Fatalf("no headers, yet ok")
+		}
+	})
 }

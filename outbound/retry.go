@@ -1,4 +1,4 @@
-package modelclient
+package outbound
 
 import (
 	"math"
@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// ParseRetryAfter returns the wait a response asked for. It reads
+// RetryAfter returns the wait a response asked for: the one reader of Retry-After for the
+// model, the CDN and webhook receivers. It reads
 // retry-after-ms (milliseconds, a finite number >= 0, the precise form LLM
 // gateways send) first; when that is absent or invalid, Retry-After, either
 // seconds (a finite number >= 0, decimals allowed) or an HTTP-date, taken
 // relative to now (a date already past asks for no wait: 0, true). ok is
 // false when neither header holds a valid value. Waits too long for a
 // time.Duration are capped at its maximum rather than wrapping.
-func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	if v, has := header(h, "Retry-After-Ms"); has {
 		if ms, ok := nonNegative(v); ok {
 			return duration(ms * float64(time.Millisecond)), true
