@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -63,7 +64,7 @@ const maxNoteChars = 500
 // keeps it (409): a verdict is recorded exactly once.
 func (a *API) decide(c echo.Context) error {
 	kind := c.Param("kind")
-	if !isOneOf(kind, kinds) {
+	if !slices.Contains(kinds, kind) {
 		return notFound("item")
 	}
 	id, err := pathID(c, "id")

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -108,15 +109,6 @@ func checkID(field string, v string) error {
 		}
 	}
 	return nil
-}
-
-func isOneOf(v string, allowed []string) bool {
-	for _, a := range allowed {
-		if v == a {
-			return true
-		}
-	}
-	return false
 }
 
 type scrapeRequest struct {
@@ -261,7 +253,7 @@ func (a *API) pushMedia(c echo.Context) error {
 		if err := checkMediaURL(at+".url", *m.URL, a.MediaAllowPrivate); err != nil {
 			return err
 		}
-		if m.Kind == nil || !isOneOf(*m.Kind, models.MediaKinds) {
+		if m.Kind == nil || !slices.Contains(models.MediaKinds, *m.Kind) {
 			return invalid(at+".kind", at+".kind must be one of "+strings.Join(models.MediaKinds, ", "))
 		}
 		if m.Bytes != nil && (*m.Bytes < 0 || *m.Bytes > maxCount) {
@@ -304,7 +296,7 @@ func (a *API) patchScrape(c echo.Context) error {
 	if req.State == nil && req.Downloaded == nil {
 		return invalid("state", "give a state, a downloaded count, or both")
 	}
-	if req.State != nil && !isOneOf(*req.State, settableScrapeStates) {
+	if req.State != nil && !slices.Contains(settableScrapeStates, *req.State) {
 		return invalid("state", "state must be one of "+strings.Join(settableScrapeStates, ", "))
 	}
 	if req.Downloaded != nil && (*req.Downloaded < 0 || *req.Downloaded > maxCount) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -380,6 +381,13 @@ func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, erro
 		return tx.insertEvent(&ev)
 	})
 	return recorded, err
+}
+
+// NewLeaseOwner names a lease holder: host, process id and a random tag, so a lease's owner
+// can be traced to a process and two runners in one process never share a name.
+func NewLeaseOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), NewToken()[5:13])
 }
 
 // ReleaseLeases frees every lease owner holds, so a stopping process's claimed-but-unstarted

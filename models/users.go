@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -46,13 +45,6 @@ func NewToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
 	return "owed_" + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// NewLeaseOwner names a lease holder: host, process id and a random tag, so a lease's owner
-// can be traced to a process and two runners in one process never share a name.
-func NewLeaseOwner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), NewToken()[5:13])
 }
 
 // CreateUser adds a user and returns it with its token, which is not kept and cannot be shown
