@@ -160,15 +160,18 @@ func (a *API) listJobs(c echo.Context) error {
 		after = &models.JobCursor{ID: cur.ID, Key: cur.Key}
 	}
 	ctx := c.Request().Context()
+	// The holds first: the list and the count then leave held jobs out (or select them) by
+	// task, without reading the holds row once per job.
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	f.Held = &holds
 	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
 	if err != nil {
 		return err
 	}
 	total, err := a.Store.CountJobs(ctx, f)
-	if err != nil {
-		return err
-	}
-	holds, err := a.Store.Holds(ctx)
 	if err != nil {
 		return err
 	}

@@ -413,6 +413,12 @@ type JobFilter struct {
 	Author string `json:"author"` // part of the author's name, any case
 	ItemID int64  `json:"itemId"`
 	State  string `json:"state"` // due | waiting | leased
+
+	// Held, when set, is what is held as read just before the list or count; the filter then
+	// names the held tasks itself instead of reading the holds row for every job, so a filter by
+	// why reads only the why index (a count of 50,000 budget jobs: one index range, not 50,000
+	// row lookups). Nil reads the holds in the statement, as a write in a transaction needs.
+	Held *Holds `json:"-"`
 }
 
 // heldTask is true in SQL when the job's task is held (see heldTasks).
@@ -433,14 +439,30 @@ func (f JobFilter) where(now int64) (string, []any) {
 	if f.Kind != "" {
 		add("kind = ?", f.Kind)
 	}
+	held, notHeld := heldTask, " AND NOT "+heldTask
+	if f.Held != nil {
+		var tasks []string
+		for _, t := range []string{TaskScreen, TaskScore} {
+			if f.Held.Task(t) {
+				tasks = append(tasks, "'"+t+"'")
+			}
+		}
+		switch len(tasks) {
+		case 0:
+			held, notHeld = "1 = 0", ""
+		default:
+			list := strings.Join(tasks, ", ")
+			held, notHeld = "task IN ("+list+")", " AND task NOT IN ("+list+")"
+		}
+	}
 	switch f.Why {
 	case "":
 	case WhyHeld:
-		add(heldTask)
+		add(held)
 	case "none":
-		add("why IS NULL AND NOT " + heldTask)
+		add("why IS NULL" + notHeld)
 	default:
-		add("why = ? AND NOT "+heldTask, f.Why)
+		add("why = ?"+notHeld, f.Why)
 	}
 	if f.UserID != 0 {
 		add("user_id = ?", f.UserID)
