@@ -53,18 +53,23 @@ export function bytes(n) {
   return (n < 0 ? '-' : '') + text + ' ' + units[i];
 }
 
+// One formatter for every number: Number.prototype.toLocaleString with a locale builds a new
+// Intl.NumberFormat on each call, which the profile of a first render showed as its costliest
+// function (issue 14, point 7: docs/benchmarks.md, "Admin SPA long tasks").
+const NUMBER = new Intl.NumberFormat('en-US');
+
 /** A per-minute rate: "12.3/min". */
 export function rate(perMinute) {
   if (missing(perMinute)) return DASH;
   const v = Number(perMinute);
-  const text = v >= 1000 ? Math.round(v).toLocaleString('en-US') : (Math.round(v * 10) / 10).toFixed(1);
+  const text = v >= 1000 ? NUMBER.format(Math.round(v)) : (Math.round(v * 10) / 10).toFixed(1);
   return text + '/min';
 }
 
 /** An integer with thousands separators. */
 export function number(n) {
   if (missing(n)) return DASH;
-  return Number(n).toLocaleString('en-US');
+  return NUMBER.format(Number(n));
 }
 
 /** part/whole as a percentage: "42%", "99.5%". */
