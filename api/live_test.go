@@ -174,10 +174,7 @@ func TestMineWaitBadValues(t *testing.T) {
 }
 
 // sse is one thing a stream sent: an event, or a comment line.
-type sse struct {
-	event, id, data string
-	comment         string
-}
+type sse = owedtest.SSE
 
 // stream opens the author's stream and returns what it sends, in order, and a func that hangs
 // up.
@@ -194,32 +191,7 @@ func (w *world) stream(as role, query string, headers ...string) (<-chan sse, *h
 		cancel()
 		w.t.Fatal(err)
 	}
-	out := make(chan sse, 64)
-	go func() {
-		defer close(out)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		var ev sse
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev != (sse{}) {
-					out <- ev
-				}
-				ev = sse{}
-			case strings.HasPrefix(line, ":"):
-				ev.comment = strings.TrimSpace(line[1:])
-			case strings.HasPrefix(line, "event: "):
-				ev.event = line[len("event: "):]
-			case strings.HasPrefix(line, "id: "):
-				ev.id = line[len("id: "):]
-			case strings.HasPrefix(line, "data: "):
-				ev.data = line[len("data: "):]
-			}
-		}
-	}()
+	out := owedtest.ReadSSE(res.Body)
 	w.t.Cleanup(cancel)
 	return out, res, cancel
 }
@@ -233,7 +205,7 @@ func next(t *testing.T, c <-chan sse, comments bool) sse {
 			if !ok {
 				t.Fatal("the stream ended")
 			}
-			if ev.comment != "" && !comments {
+			if ev.Comment != "" && !comments {
 				continue
 			}
 			return ev
@@ -248,14 +220,14 @@ func next(t *testing.T, c <-chan sse, comments bool) sse {
 func (w *world) isView(t *testing.T, ev sse, as role, query, what string) string {
 	t.Helper()
 	fresh := w.do(http.MethodGet, "/api/listeners/mine"+query, as, nil)
-	if ev.event != "mine" || ev.id != fresh.Header.Get("ETag") || ev.data != string(fresh.Body) {
-		t.Fatalf("%s: event %q id %q data %s; want mine, %q, %s", what, ev.event, ev.id, ev.data, fresh.Header.Get("ETag"), fresh.Body)
+	if ev.Event != "mine" || ev.ID != fresh.Header.Get("ETag") || ev.Data != string(fresh.Body) {
+		t.Fatalf("%s: event %q id %q data %s; want mine, %q, %s", what, ev.Event, ev.ID, ev.Data, fresh.Header.Get("ETag"), fresh.Body)
 	}
 	var v map[string]any
-	if err := json.Unmarshal([]byte(ev.data), &v); err != nil {
+	if err := json.Unmarshal([]byte(ev.Data), &v); err != nil {
 		t.Fatalf("%s: data is not JSON: %v", what, err)
 	}
-	return ev.id
+	return ev.ID
 }
 
 // TestMineStream: the stream sends the view at once, then one event per change (each the view
@@ -288,21 +260,21 @@ func TestMineStream(t *testing.T) {
 		}
 		ev := next(t, events, false)
 		w.isView(t, ev, asAuthor, "", "a charge (after another author's pitch)")
-		if !strings.Contains(ev.data, `"spent":1`) {
-			t.Fatalf("the event after a charge: %s", ev.data)
+		if !strings.Contains(ev.Data, `"spent":1`) {
+			t.Fatalf("the event after a charge: %s", ev.Data)
 		}
 
 		// A ping after 15 s of quiet, and nothing else.
 		w.parked(1)
 		w.env.Clock.Advance(15 * time.Second)
-		if ev := next(t, events, true); ev.comment != "ping" || ev.event != "" {
+		if ev := next(t, events, true); ev.Comment != "ping" || ev.Event != "" {
 			t.Fatalf("after 15 s: %+v, want a ping", ev)
 		}
 
 		// Last-Event-ID of the current tag: no first event, the next change's at once.
 		current := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).Header.Get("ETag")
 		resumed, _, hangUp2 := w.stream(asAuthor, "", "Last-Event-ID", current)
-		if ev := next(t, resumed, true); ev.comment != "owed" {
+		if ev := next(t, resumed, true); ev.Comment != "owed" {
 			t.Fatalf("a resumed stream began with %+v", ev)
 		}
 		w.parked(2) // both streams wait: the resumed one has read the version and sent nothing
@@ -322,8 +294,8 @@ func TestMineStream(t *testing.T) {
 		filtered, _, hangUp4 := w.stream(asAuthor, "?state=blocked")
 		ev = next(t, filtered, false)
 		w.isView(t, ev, asAuthor, "?state=blocked", "a filtered stream")
-		if strings.Count(ev.data, `"kind":`) != 1 {
-			t.Fatalf("state=blocked shows %s", ev.data)
+		if strings.Count(ev.Data, `"kind":`) != 1 {
+			t.Fatalf("state=blocked shows %s", ev.Data)
 		}
 
 		// Hanging up ends the stream's wait: nobody waits on the author any more.
@@ -337,7 +309,7 @@ func TestMineStream(t *testing.T) {
 		next(t, last, false)
 		w.env.App.API.CloseStreams()
 		for ev := range last {
-			if ev.event != "" {
+			if ev.Event != "" {
 				t.Fatalf("an event after shutdown: %+v", ev)
 			}
 		}
@@ -354,15 +326,15 @@ func TestMineStreamRunsDueJobs(t *testing.T) {
 		w.env.Model.Reset()
 		job := w.job(models.TaskScreen, models.KindPitch, pitch)
 		events, _, _ := w.stream(asAuthor, "")
-		if ev := next(t, events, false); !strings.Contains(ev.data, `"state":"pending"`) {
-			t.Fatalf("first event: %s", ev.data)
+		if ev := next(t, events, false); !strings.Contains(ev.Data, `"state":"pending"`) {
+			t.Fatalf("first event: %s", ev.Data)
 		}
 		// The job comes due while the stream waits: the stream's sweep screens it.
 		w.parked(1)
 		w.env.Clock.Set(time.UnixMilli(job.DueAt))
 		for {
 			ev := next(t, events, false)
-			if strings.Contains(ev.data, fmt.Sprintf(`"id":%d`, pitch)) && strings.Contains(ev.data, `"state":"public"`) {
+			if strings.Contains(ev.Data, fmt.Sprintf(`"id":%d`, pitch)) && strings.Contains(ev.Data, `"state":"public"`) {
 				break
 			}
 		}

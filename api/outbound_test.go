@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"image"
 	"image/png"
@@ -73,15 +72,7 @@ func TestBackfillNeverFetchesInternalMedia(t *testing.T) {
 		id := s.create("c1")
 		s.push(id, fmt.Sprintf("http://localhost:%d/secret.png", port), fmt.Sprintf("http://localhost:%d/secret.png", closedPort))
 		s.setState(id, "done")
-		if r := s.do(http.MethodPut, "/api/backfill/settings", s.env.AdminToken, map[string]any{"batchSize": 10, "batchPauseMs": 0, "auto": false}); r.Status != 200 {
-			t.Fatalf("settings: %d %s", r.Status, r.Body)
-		}
-		if r := s.do(http.MethodPost, "/api/backfill/start", s.env.AdminToken, nil); r.Status != 200 {
-			t.Fatalf("start: %d %s", r.Status, r.Body)
-		}
-		if err := s.env.App.Backfill.RunQueue(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		s.backfillAll()
 		rows := s.do(http.MethodGet, fmt.Sprintf("/api/scrapes/%d/media", id), s.bot, nil).JSON()["media"].([]any)
 		if len(rows) != 2 {
 			t.Fatalf("%d rows", len(rows))

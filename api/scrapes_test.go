@@ -76,6 +76,21 @@ func (s *sx) setState(id int64, state string) {
 	}
 }
 
+// backfillAll starts every chat's backfill (batches of 10, no pause) and runs the queue to its
+// end.
+func (s *sx) backfillAll() {
+	s.t.Helper()
+	if r := s.do(http.MethodPut, "/api/backfill/settings", s.env.AdminToken, map[string]any{"batchSize": 10, "batchPauseMs": 0, "auto": false}); r.Status != 200 {
+		s.t.Fatalf("settings: %d %s", r.Status, r.Body)
+	}
+	if r := s.do(http.MethodPost, "/api/backfill/start", s.env.AdminToken, nil); r.Status != 200 {
+		s.t.Fatalf("start: %d %s", r.Status, r.Body)
+	}
+	if err := s.env.App.Backfill.RunQueue(context.Background()); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 func (s *sx) count(table string) int64 {
 	s.t.Helper()
 	var n int64
@@ -373,15 +388,7 @@ func TestMediaPreviewServesTheCachedJPEG(t *testing.T) {
 			t.Fatalf("push: %d %s", r.Status, r.Body)
 		}
 		s.setState(id, "done")
-		if r := s.do(http.MethodPut, "/api/backfill/settings", s.env.AdminToken, map[string]any{"batchSize": 10, "batchPauseMs": 0, "auto": false}); r.Status != 200 {
-			t.Fatalf("settings: %d %s", r.Status, r.Body)
-		}
-		if r := s.do(http.MethodPost, "/api/backfill/start", s.env.AdminToken, nil); r.Status != 200 {
-			t.Fatalf("start: %d %s", r.Status, r.Body)
-		}
-		if err := s.env.App.Backfill.RunQueue(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		s.backfillAll()
 		var rows []map[string]any
 		for _, m := range s.do(http.MethodGet, fmt.Sprintf("/api/scrapes/%d/media", id), s.bot, nil).JSON()["media"].([]any) {
 			rows = append(rows, m.(map[string]any))

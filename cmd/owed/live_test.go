@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -19,7 +18,7 @@ import (
 // hang only keeps a broken build from hanging; it never decides a pass.
 const hang = 20 * time.Second
 
-type sseEvent struct{ event, id, data string }
+type sseEvent = owedtest.SSE
 
 // openStream opens an author's stream on p and returns its events (comments skipped).
 func openStream(t *testing.T, p *process, token string) (<-chan sseEvent, context.CancelFunc) {
@@ -36,27 +35,13 @@ func openStream(t *testing.T, p *process, token string) (<-chan sseEvent, contex
 		cancel()
 		t.Fatalf("stream: %d", res.StatusCode)
 	}
+	// Comments (pings) are skipped: these tests wait for events.
 	out := make(chan sseEvent, 64)
 	go func() {
 		defer close(out)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.event != "" {
-					out <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "event: "):
-				ev.event = line[len("event: "):]
-			case strings.HasPrefix(line, "id: "):
-				ev.id = line[len("id: "):]
-			case strings.HasPrefix(line, "data: "):
-				ev.data = line[len("data: "):]
+		for ev := range owedtest.ReadSSE(res.Body) {
+			if ev.Event != "" {
+				out <- ev
 			}
 		}
 	}()
@@ -105,7 +90,7 @@ func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
 
 	events, _ := openStream(t, holder, token)
 	first := until(t, events, "the first event", func(sseEvent) bool { return true })
-	if !strings.Contains(first.data, `"items":[]`) {
+	if !strings.Contains(first.Data, `"items":[]`) {
 		t.Fatalf("first event: %+v", first)
 	}
 
@@ -114,7 +99,7 @@ func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, holder.URL+"/api/listeners/mine?wait=60", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("If-None-Match", first.id)
+		req.Header.Set("If-None-Match", first.ID)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)
@@ -138,15 +123,15 @@ func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
 	}
 	pitch := int64(body["pitch"].(map[string]any)["id"].(float64))
 	ev := until(t, events, "the pitch on the holder's stream", func(ev sseEvent) bool {
-		return strings.Contains(ev.data, fmt.Sprintf(`"id":%d`, pitch))
+		return strings.Contains(ev.Data, fmt.Sprintf(`"id":%d`, pitch))
 	})
 	t.Logf("a write on one replica reached the other's stream in %v", time.Since(wrote))
-	if ev.id == first.id {
+	if ev.ID == first.ID {
 		t.Fatalf("an event with the old tag: %+v", ev)
 	}
 	select {
 	case res := <-polled:
-		if res == nil || res.StatusCode != http.StatusOK || res.Header.Get("ETag") == first.id {
+		if res == nil || res.StatusCode != http.StatusOK || res.Header.Get("ETag") == first.ID {
 			t.Fatalf("the long poll after another replica's write: %+v", res)
 		}
 	case <-time.After(hang):
@@ -159,7 +144,7 @@ func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, events, "the raw delete on the holder's stream", func(ev sseEvent) bool {
-		return strings.Contains(ev.data, `"items":[]`)
+		return strings.Contains(ev.Data, `"items":[]`)
 	})
 
 	if n := waiters(t, holder); n != 1 {
