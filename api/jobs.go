@@ -220,35 +220,35 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 
 // getJob shows one job with its item's title, its author and every attempt with its error.
 func (a *API) getJob(c echo.Context) error {
-	id, err := pathID(c, "id")
+	job, err := a.jobInPath(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	job, err := a.Store.JobByID(ctx, id)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("job")
-	} else if err != nil {
-		return err
+	return a.jobDetail(c, c.Request().Context(), job)
+}
+
+// jobInPath reads the job the path's {id} names; an unknown one is 404.
+func (a *API) jobInPath(c echo.Context) (models.JobRow, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return models.JobRow{}, err
 	}
-	return a.jobDetail(c, ctx, job)
+	job, err := a.Store.JobByID(c.Request().Context(), id)
+	if errors.Is(err, models.ErrNotFound) {
+		return models.JobRow{}, notFound("job")
+	}
+	return job, err
 }
 
 // retryJob makes one job due now. A job that a lease holds is running (409 leased); a job that
 // waits for its author's budget stays waiting while the budget still cannot cover it (409
 // budget): retrying it would only spend an attempt on the same refusal.
 func (a *API) retryJob(c echo.Context) error {
-	id, err := pathID(c, "id")
+	job, err := a.jobInPath(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	job, err := a.Store.JobByID(ctx, id)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("job")
-	} else if err != nil {
-		return err
-	}
+	ctx, id := c.Request().Context(), job.ID
 	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}

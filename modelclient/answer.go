@@ -53,16 +53,10 @@ func Mean(runs []ArtRun) Score {
 	return s
 }
 
-// decodeVerdict reads a screening answer in dialect api. ok is false for
-// anything but a verdict of exactly "allow" or "block" with a confidence in
-// [0, 1]: a half-valid answer is not recorded as a verdict.
-func decodeVerdict(api string, raw []byte) (v Verdict, ok bool) {
-	v, err := parseVerdict(api, raw)
-	return v, err == nil
-}
-
-// parseVerdict is decodeVerdict saying what is wrong with an answer it refuses, in words an
-// operator can act on (never the whole answer: it may be large).
+// parseVerdict reads a screening answer in dialect api. It refuses anything but a verdict of
+// exactly "allow" or "block" with a confidence in [0, 1] (a half-valid answer is not recorded
+// as a verdict), saying what is wrong in words an operator can act on (never the whole
+// answer: it may be large).
 func parseVerdict(api string, raw []byte) (Verdict, error) {
 	el, err := answerElement(api, raw)
 	if err != nil {
@@ -87,16 +81,10 @@ func parseVerdict(api string, raw []byte) (Verdict, error) {
 	return Verdict{Verdict: *w.Verdict, Confidence: *w.Confidence}, nil
 }
 
-// decodeArt reads one score run's answer in dialect api: art in [0, 1] and
-// criteria (absent or null: none) either as the relay's {"name": score} map
-// or as the openai schema's [{"name", "score"}] list, every score in [0, 1],
-// names non-empty and, in a list, unique.
-func decodeArt(api string, raw []byte) (ArtRun, bool) {
-	run, err := parseArt(api, raw)
-	return run, err == nil
-}
-
-// parseArt is decodeArt saying what is wrong with an answer it refuses.
+// parseArt reads one score run's answer in dialect api: art in [0, 1] and criteria (absent or
+// null: none) either as the relay's {"name": score} map or as the openai schema's
+// [{"name", "score"}] list, every score in [0, 1], names non-empty and, in a list, unique. It
+// says what is wrong with an answer it refuses.
 func parseArt(api string, raw []byte) (ArtRun, error) {
 	el, err := answerElement(api, raw)
 	if err != nil {

@@ -16,12 +16,12 @@ func FuzzParseAnswer(f *testing.F) {
 		if openai {
 			api = APIOpenAI
 		}
-		if v, ok := decodeVerdict(api, raw); ok {
+		if v, err := parseVerdict(api, raw); err == nil {
 			if (v.Verdict != "allow" && v.Verdict != "block") || !unit(v.Confidence) {
 				t.Fatalf("accepted %+v from %q", v, raw)
 			}
 		}
-		if a, ok := decodeArt(api, raw); ok {
+		if a, err := parseArt(api, raw); err == nil {
 			if !unit(a.Art) || a.Criteria == nil {
 				t.Fatalf("accepted %+v from %q", a, raw)
 			}
