@@ -377,14 +377,6 @@ func (a *App) StartRunners(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cron: %w", err)
 	}
-	// Retention: one replica at a time prunes history past its retention, on the sweep's period.
-	if _, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), func() {
-		if _, err := a.PruneOnce(context.Background()); err != nil {
-			a.Log.Warn("prune", "err", err)
-		}
-	}); err != nil {
-		return fmt.Errorf("cron: %w", err)
-	}
 	if err := a.Webhooks.Start(ctx); err != nil {
 		return err
 	}
@@ -453,8 +445,9 @@ func (a *App) sweepOnce() {
 	}
 }
 
-// Prune forgets what is no longer read: budgets of past days and expired sessions. The cron
-// sweep calls it after each sweep.
+// Prune forgets what is no longer read, after each cron sweep: budgets of past days and
+// expired sessions on every replica, and history past its retention on the one replica that
+// holds the pruning lease (PruneOnce).
 func (a *App) Prune(ctx context.Context) {
 	now := a.Clock.Now()
 	if _, err := a.Store.PruneBudgets(ctx, now); err != nil && ctx.Err() == nil {
@@ -462,6 +455,9 @@ func (a *App) Prune(ctx context.Context) {
 	}
 	if _, err := a.Store.PruneSessions(ctx, now); err != nil && ctx.Err() == nil {
 		a.Log.Warn("prune sessions", "err", err)
+	}
+	if _, err := a.PruneOnce(ctx); err != nil && ctx.Err() == nil {
+		a.Log.Warn("prune", "err", err)
 	}
 }
 
