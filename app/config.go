@@ -211,7 +211,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			continue
 		}
 		if err := s.set(&c, v); err != nil {
-			errs = append(errs, fmt.Sprintf("%s=%q: %v", s.Env, shown(s, v), err))
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", s.Env, redactURL(v), err))
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -253,18 +253,6 @@ func SettingsTable() string {
 		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s |\n", s.Env, s.FlagName(), s.Default, s.Usage)
 	}
 	return b.String()
-}
-
-// shown is a setting's value as an error message may quote it: a database URL without its
-// password, a secret not at all.
-func shown(s Setting, v string) string {
-	switch s.Env {
-	case "OWED_DATABASE_URL":
-		return redactURL(v)
-	case "OWED_ADMIN_TOKEN", "OWED_MODEL_KEY":
-		return "…"
-	}
-	return v
 }
 
 func text(field func(*Config) *string) func(*Config, string) error {
