@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
+	"github.com/owed/owed/scheduler"
 )
 
 const adminToken = "owed_eta_bench_admin"
@@ -156,29 +157,8 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// status is the part of GET /api/backfill the benchmark reads.
-type status struct {
-	Jobs []struct {
-		ChatID       string  `json:"chatId"`
-		State        string  `json:"state"`
-		Pending      int64   `json:"pending"`
-		PerMinute    float64 `json:"perMinute"`
-		RateMeasured bool    `json:"rateMeasured"`
-		EtaMs        *int64  `json:"etaMs"`
-		EtaStartMs   *int64  `json:"etaStartMs"`
-		EtaRunMs     *int64  `json:"etaRunMs"`
-		EtaTotalMs   *int64  `json:"etaTotalMs"`
-		Position     *int    `json:"position"`
-		FinishedAt   *string `json:"finishedAt"`
-	} `json:"jobs"`
-	Totals struct {
-		Pending    int64  `json:"pending"`
-		EtaMs      *int64 `json:"etaMs"`
-		EtaTotalMs *int64 `json:"etaTotalMs"`
-	} `json:"totals"`
-	LimitedUntil *string `json:"limitedUntil"`
-	WalkingUntil *string `json:"walkingUntil"`
-}
+// status is GET /api/backfill's answer, in owed's own type.
+type status = scheduler.BackfillStatus
 
 // sample is one status read, at At ms after the queue's first request.
 type sample struct {
