@@ -131,6 +131,7 @@ func bomb(t testing.TB) []byte {
 // bits a channel is within the pixel cap (49 M of 50 M), but its pixels would take 392 MB
 // decoded: it is refused from its header, having allocated next to nothing.
 func TestDeepPNGRefusedBeforeDecoding(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	data := bomb(t)
 	if len(data) > 500<<10 {
 		t.Fatalf("the PNG is %d KB, want under 500", len(data)>>10)
@@ -164,6 +165,7 @@ func TestDeepPNGRefusedBeforeDecoding(t *testing.T) {
 // decoder really allocates (so the budget bounds memory), and not wildly more (so ordinary
 // images pass). It also shows the bytes per pixel the budget counts.
 func TestDecodeCostCoversTheDecoder(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	const w, h = 640, 480
 	px := int64(w * h)
 	gray := image.NewGray(image.Rect(0, 0, w, h))
@@ -248,6 +250,7 @@ func progressiveHeader(w, h int) []byte {
 // OWED_MEDIA_RSS_UNBUDGETED=1 it measures the same without the budget, for comparison (that
 // decodes the whole image: about 400 MB).
 func TestDecodeBudgetPeakRSS(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	if path := os.Getenv("OWED_MEDIA_RSS_CHILD"); path != "" {
 		rssChild(t, path)
 		return

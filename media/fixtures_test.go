@@ -196,6 +196,7 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 }
 
 func TestFixtures(t *testing.T) {
+	t.Parallel()
 	want := solidWebP(600, 400, webpColor)
 	if *update {
 		if err := os.WriteFile(webpFixture, want, 0o644); err != nil {

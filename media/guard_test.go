@@ -27,6 +27,7 @@ func addrOf(c *cdn) netip.AddrPort { return netip.MustParseAddrPort(c.srv.Listen
 // internal service records no request, and no gap is spent on it. An open port and a closed
 // one end alike, so the outcomes tell nothing about which internal ports answer.
 func TestLoopbackRowFailsUnfetched(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	inside := newCDN(t, clock, map[string]http.HandlerFunc{"/secret.png": serveBytes("image/png", pngBytes(t, 8, 8))})
 	port := addrOf(inside).Port()
@@ -78,6 +79,7 @@ func TestLoopbackRowFailsUnfetched(t *testing.T) {
 // exempted to stand in for a public one) that redirects to an internal address fails at the
 // redirect hop: the internal server is never reached.
 func TestRedirectToLoopbackFails(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	inside := newCDN(t, clock, map[string]http.HandlerFunc{"/secret.png": serveBytes("image/png", pngBytes(t, 8, 8))})
 	front := newCDN(t, clock, map[string]http.HandlerFunc{
@@ -109,6 +111,7 @@ func TestRedirectToLoopbackFails(t *testing.T) {
 
 // TestRedirectLimit: at most outbound.MaxRedirects redirects are followed; a longer chain fails.
 func TestRedirectLimit(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	routes := map[string]http.HandlerFunc{"/0": serveBytes("image/png", pngBytes(t, 8, 8))}
 	for i := 1; i <= 4; i++ {

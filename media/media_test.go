@@ -139,6 +139,7 @@ func newTestEngine(t *testing.T, clock *fakeClock, mods ...func(*Config)) *Engin
 func image1(id int64, u string) Item { return Item{ID: id, Kind: KindImage, URL: u} }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := Config{PreviewDir: "x"}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
@@ -165,6 +166,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewDefaultsAndDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	e, err := New(Config{PreviewDir: dir})
 	if err != nil {
@@ -187,6 +189,7 @@ func TestNewDefaultsAndDir(t *testing.T) {
 }
 
 func TestSetGaps(t *testing.T) {
+	t.Parallel()
 	e := newTestEngine(t, newFakeClock())
 	if err := e.SetGaps(2*time.Second, time.Second); err == nil {
 		t.Fatal("SetGaps accepted min > max")
@@ -237,6 +240,7 @@ func near(c color.Color, want color.RGBA) bool {
 }
 
 func TestPreviewCachesFormats(t *testing.T) {
+	t.Parallel()
 	webp, err := os.ReadFile(webpFixture)
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +309,7 @@ func TestPreviewCachesFormats(t *testing.T) {
 }
 
 func TestGapBetweenRequests(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	png := pngBytes(t, 8, 8)
 	c := newCDN(t, clock, map[string]http.HandlerFunc{"/p.png": serveBytes("image/png", png)})
@@ -356,6 +361,7 @@ func TestGapBetweenRequests(t *testing.T) {
 }
 
 func TestSkipsVideoAndAudio(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, nil)
 	e := newTestEngine(t, clock)
@@ -374,6 +380,7 @@ func TestSkipsVideoAndAudio(t *testing.T) {
 }
 
 func TestNonHTTPURLFails(t *testing.T) {
+	t.Parallel()
 	e := newTestEngine(t, newFakeClock())
 	for _, u := range []string{"", "file:///etc/passwd", "ftp://x/y.png", "http://", "::"} {
 		if res := e.Preview(context.Background(), image1(1, u)); res.Outcome != Failed {
@@ -383,6 +390,7 @@ func TestNonHTTPURLFails(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	png := pngBytes(t, 8, 8)
 	cases := []struct {
 		name    string
@@ -453,6 +461,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestRateLimitNeverShortens(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	e := newTestEngine(t, clock)
 	e.limitFor(time.Minute)
@@ -463,6 +472,7 @@ func TestRateLimitNeverShortens(t *testing.T) {
 }
 
 func TestSuspectStatuses(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	routes := map[string]http.HandlerFunc{}
 	codes := []int{403, 404, 408, 410, 500, 502, 503}
@@ -488,6 +498,7 @@ func TestSuspectStatuses(t *testing.T) {
 }
 
 func TestFailedStatusesAndContent(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	png := pngBytes(t, 64, 64)
 	c := newCDN(t, clock, map[string]http.HandlerFunc{
@@ -543,6 +554,7 @@ func TestFailedStatusesAndContent(t *testing.T) {
 
 // The default 50M-pixel cap must reject a header-only bomb before decoding.
 func TestHugeHeaderDefaultLimits(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{
 		"/bomb.png": serveBytes("image/png", hugePNGHeader(100000, 100000)),
@@ -555,6 +567,7 @@ func TestHugeHeaderDefaultLimits(t *testing.T) {
 }
 
 func TestTimeoutIsSuspect(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{
 		"/hang": func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
@@ -580,6 +593,7 @@ func TestTimeoutIsSuspect(t *testing.T) {
 }
 
 func TestConnectionRefusedIsSuspect(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -597,6 +611,7 @@ func TestConnectionRefusedIsSuspect(t *testing.T) {
 }
 
 func TestCanceledContextIsPending(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{
 		"/hang": func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
@@ -611,6 +626,7 @@ func TestCanceledContextIsPending(t *testing.T) {
 }
 
 func TestStoreFailureIsPending(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{"/p.png": serveBytes("image/png", pngBytes(t, 8, 8))})
 	e := newTestEngine(t, clock)
@@ -633,6 +649,7 @@ func TestStoreFailureIsPending(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	png := pngBytes(t, 16, 16)
 	c := newCDN(t, clock, map[string]http.HandlerFunc{
@@ -690,6 +707,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestBatchRecordErrorStops(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{"/ok.png": serveBytes("image/png", pngBytes(t, 4, 4))})
 	e := newTestEngine(t, clock)
@@ -706,6 +724,7 @@ func TestBatchRecordErrorStops(t *testing.T) {
 }
 
 func TestBatchCanceled(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, nil)
 	e := newTestEngine(t, clock)
@@ -721,6 +740,7 @@ func TestBatchCanceled(t *testing.T) {
 }
 
 func TestPreviewPathAndRemove(t *testing.T) {
+	t.Parallel()
 	e := newTestEngine(t, newFakeClock())
 	root := e.cfg.PreviewDir + string(filepath.Separator)
 	seen := map[string]bool{}
@@ -757,6 +777,7 @@ func TestPreviewPathAndRemove(t *testing.T) {
 }
 
 func TestOutcomeState(t *testing.T) {
+	t.Parallel()
 	want := map[Outcome]string{
 		Cached: StateCached, Skipped: StateSkipped, Failed: StateFailed, Suspect: StateSuspect,
 		Unverified: StateUnverified, RateLimited: "", Pending: "",
@@ -771,6 +792,7 @@ func TestOutcomeState(t *testing.T) {
 // Concurrent callers share one gap schedule: with a fixed gap, no two
 // requests start closer than the gap on the engine's clock.
 func TestConcurrentPreviews(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	c := newCDN(t, clock, map[string]http.HandlerFunc{"/ok.png": serveBytes("image/png", pngBytes(t, 32, 32))})
 	e := newTestEngine(t, clock, func(cfg *Config) {

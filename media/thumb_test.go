@@ -15,6 +15,7 @@ import (
 )
 
 func TestFit(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ w, h, size, ww, wh int }{
 		{640, 480, 320, 320, 240},
 		{480, 640, 320, 240, 320},
@@ -32,6 +33,7 @@ func TestFit(t *testing.T) {
 }
 
 func TestThumbnailErrorsAreUndecodable(t *testing.T) {
+	t.Parallel()
 	for name, data := range map[string][]byte{
 		"garbage": []byte("nope"),
 		"bomb":    hugePNGHeader(100000, 100000),
@@ -44,6 +46,7 @@ func TestThumbnailErrorsAreUndecodable(t *testing.T) {
 }
 
 func TestBoxShrinkAverages(t *testing.T) {
+	t.Parallel()
 	src := image.NewNRGBA(image.Rect(10, 20, 15, 24)) // odd width: the last column is dropped
 	for y := 20; y < 24; y++ {
 		for x := 10; x < 15; x++ {
@@ -69,6 +72,7 @@ func TestBoxShrinkAverages(t *testing.T) {
 
 // The block-average shortcut must look like scaling the whole image directly.
 func TestThumbnailShortcutMatchesDirectScale(t *testing.T) {
+	t.Parallel()
 	const w, h, tw, th = 480, 360, 80, 60 // a 3x3 block average, then a 2x scale
 	src := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
@@ -140,6 +144,7 @@ func FuzzThumbnail(f *testing.F) {
 }
 
 func TestFuzzCorpusPresent(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzThumbnail", "*"))
 	if err != nil || len(files) < len(fuzzSeeds(t)) {
 		t.Fatalf("fuzz seed corpus missing (%d files, %v); run TestFixtures with -update", len(files), err)

@@ -31,6 +31,7 @@ func client(f *modeltest.Fake) *modelclient.Client {
 }
 
 func TestScreenRelay(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.RequireKey("sekret")
 	r := client(f).Screen(t.Context(), song)
@@ -64,6 +65,7 @@ func TestScreenRelay(t *testing.T) {
 }
 
 func TestScreenBlock(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.SetVerdict("block", 0.75)
 	r := client(f).Screen(t.Context(), modelclient.ScreenRequest{Kind: modelclient.KindComment, Subject: modelclient.Subject{Text: "buy now"}})
@@ -73,6 +75,7 @@ func TestScreenBlock(t *testing.T) {
 }
 
 func TestBearerKey(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.RequireKey("right")
 	cfg := f.Config()
@@ -93,6 +96,7 @@ func TestBearerKey(t *testing.T) {
 }
 
 func TestScoreRelay(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	r := client(f).Score(t.Context(), critic, 3)
 	if r.Why != "" || r.Status != 200 || len(r.Runs) != 3 {
@@ -124,6 +128,7 @@ func TestScoreRelay(t *testing.T) {
 // The runs are separate requests in flight at once: the fake holds every
 // request until three have arrived, which sequential runs would never do.
 func TestScoreRunsInParallel(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.HoldUntil(3)
 	r := client(f).Score(t.Context(), critic, 3)
@@ -136,6 +141,7 @@ func TestScoreRunsInParallel(t *testing.T) {
 }
 
 func TestScoreRunsDiffer(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	answers := []modelclient.ArtRun{
 		{Art: 0.2, Criteria: map[string]float64{"form": 0.2, "feel": 0.4}},
@@ -180,6 +186,7 @@ func near(t *testing.T, what string, got, want float64) {
 }
 
 func TestMean(t *testing.T) {
+	t.Parallel()
 	m := modelclient.Mean([]modelclient.ArtRun{
 		{Art: 0.3, Criteria: map[string]float64{"a": 0.1}},
 		{Art: 0.6, Criteria: map[string]float64{"a": 0.3, "b": 1}},
@@ -198,6 +205,7 @@ func TestMean(t *testing.T) {
 }
 
 func TestUpstream(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		status  int
@@ -230,6 +238,7 @@ func TestUpstream(t *testing.T) {
 // One failed run decides the score, and the runs still waiting are cancelled
 // rather than waited for.
 func TestScoreOneRunFails(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	var n atomic.Int32
 	all := make(chan struct{})
@@ -261,6 +270,7 @@ func TestScoreOneRunFails(t *testing.T) {
 }
 
 func TestScoreOneRunUnanswered(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	var n atomic.Int32
 	f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
@@ -277,6 +287,7 @@ func TestScoreOneRunUnanswered(t *testing.T) {
 }
 
 func TestUnanswered(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct {
 		name   string
@@ -337,6 +348,7 @@ func TestUnanswered(t *testing.T) {
 }
 
 func TestGarbage(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.Garbage()
 	if r := client(f).Screen(t.Context(), song); r.Why != modelclient.WhyUnanswered || r.Status != 200 {
@@ -348,6 +360,7 @@ func TestGarbage(t *testing.T) {
 }
 
 func TestCriteriaOptional(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	for _, answer := range []string{`{"art":0.25}`, `{"art":0.25,"criteria":null}`, `{"art":0.25,"criteria":{}}`, `{"art":0.25,"criteria":[]}`} {
 		f.SetAnswer(json.RawMessage(answer))
@@ -359,6 +372,7 @@ func TestCriteriaOptional(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.Hang()
 	cfg := f.Config()
@@ -379,6 +393,7 @@ func TestTimeout(t *testing.T) {
 
 // A body that stalls after the headers is cut by the same deadline.
 func TestTimeoutInBody(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 		w.Write([]byte(`{"answers":[`))
@@ -394,6 +409,7 @@ func TestTimeoutInBody(t *testing.T) {
 }
 
 func TestCallerCancels(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.Hang()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -404,6 +420,7 @@ func TestCallerCancels(t *testing.T) {
 }
 
 func TestConnectionRefused(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -420,6 +437,7 @@ func TestConnectionRefused(t *testing.T) {
 }
 
 func TestDroppedConnection(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.DropConnections()
 	if r := client(f).Screen(t.Context(), song); r.Why != modelclient.WhyUnreachable || r.Status != 0 {
@@ -433,6 +451,7 @@ func TestDroppedConnection(t *testing.T) {
 // Unreachable outranks a sibling run's upstream failure: no run reached the
 // model means nothing about the model's limits is known from that run.
 func TestScoreUnreachableWins(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	var n atomic.Int32
 	f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
@@ -451,6 +470,7 @@ func TestScoreUnreachableWins(t *testing.T) {
 }
 
 func TestNotConfigured(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []modelclient.Config{
 		{},
 		{Key: "k", API: modelclient.APIOpenAI},
@@ -470,6 +490,7 @@ func TestNotConfigured(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	for _, cfg := range []modelclient.Config{
 		{URL: f.URL(), API: "anthropic"},
@@ -503,6 +524,7 @@ func replyEqual(a, b modelclient.Reply) bool {
 }
 
 func TestRefusedNotSent(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	c := client(f)
 	r := c.Screen(t.Context(), modelclient.ScreenRequest{Kind: modelclient.KindPitch, Subject: modelclient.Subject{Text: strings.Repeat("a", modelclient.MaxTextBytes+1)}})
@@ -522,6 +544,7 @@ func TestRefusedNotSent(t *testing.T) {
 // Answers are read to the end and failures drained, so sequential asks,
 // failed ones included, share one connection.
 func TestConnectionReuse(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	c := client(f)
 	for i := range 10 {
@@ -536,6 +559,7 @@ func TestConnectionReuse(t *testing.T) {
 }
 
 func TestOpenAIScreen(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.RequireKey("sk-test")
 	f.SetVerdict("block", 0.6)
@@ -559,6 +583,7 @@ func TestOpenAIScreen(t *testing.T) {
 }
 
 func TestOpenAIScore(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.SetArt(func(run int) modelclient.ArtRun {
 		return modelclient.ArtRun{Art: 0.1 * float64(run+1), Criteria: map[string]float64{"form": 0.3, "feel": 0.1 * float64(run+1)}}
@@ -610,6 +635,7 @@ func checkChat(t *testing.T, q modeltest.Request, model, schema string) {
 }
 
 func TestOpenAIContent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		content string
@@ -642,6 +668,7 @@ func TestOpenAIContent(t *testing.T) {
 }
 
 func TestOpenAIEnvelope(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		`{"choices":[]}`,
 		`{"choices":[{"message":{"content":null,"refusal":"no"}}]}`,
@@ -661,6 +688,7 @@ func TestOpenAIEnvelope(t *testing.T) {
 }
 
 func TestOpenAIGarbage(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.Garbage()
 	c := modelclient.New(f.OpenAIConfig())
@@ -675,6 +703,7 @@ func TestOpenAIGarbage(t *testing.T) {
 // The openai decoder also takes the relay's map of criteria, which models
 // given a looser schema (or none) tend to answer.
 func TestOpenAICriteriaMap(t *testing.T) {
+	t.Parallel()
 	f := modeltest.New(t)
 	f.SetAnswer(json.RawMessage(`{"art":0.7,"criteria":{"form":0.6}}`))
 	r := modelclient.New(f.OpenAIConfig()).Score(t.Context(), critic, 1)

@@ -14,6 +14,7 @@ import (
 // Every reason to wait comes with what went wrong, in words, from real faults: a refused
 // connection, a failing upstream, answers that are not verdicts; the key never appears.
 func TestErrorText(t *testing.T) {
+	t.Parallel()
 	const key = "sk-secret-model-key"
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

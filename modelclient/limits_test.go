@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckScreen(t *testing.T) {
+	t.Parallel()
 	title := func(n int) string { return strings.Repeat("é", n) } // two bytes a character
 	for _, tc := range []struct {
 		name     string
@@ -35,6 +36,7 @@ func TestCheckScreen(t *testing.T) {
 }
 
 func TestCheckScore(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		req      modelclient.ScoreRequest

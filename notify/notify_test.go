@@ -36,6 +36,7 @@ func waitFired(t *testing.T, w *notify.Watch, what string) {
 // TestWatchFiresOnTheAuthorsChangeOnly: a watch fires at its author's next change, not at
 // another's; a renewed watch waits for the change after; closed watches leave nothing behind.
 func TestWatchFiresOnTheAuthorsChangeOnly(t *testing.T) {
+	t.Parallel()
 	h := notify.New("", nil)
 	if h.Listens() {
 		t.Fatal("an in-process hub listens")
@@ -78,6 +79,7 @@ func TestWatchFiresOnTheAuthorsChangeOnly(t *testing.T) {
 // any connection (its own schema's only); when its LISTEN connection is cut it reconnects and
 // wakes every waiter once, then hears changes again.
 func TestListenHearsOtherConnectionsAndReconnects(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
