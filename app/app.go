@@ -191,8 +191,9 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 		return err
 	}
 	a.Media = engine
+	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
-		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(backfillKickEvery, cfg.SweepEvery),
+		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
 		Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
 	return nil
 }
@@ -383,11 +384,6 @@ func (a *App) StartRunners(ctx context.Context) error {
 	}
 	return nil
 }
-
-// backfillKickEvery is how often, at most, the backfill loops look again when not kicked (a
-// shorter sweep period makes them look as often): a replica that does not run the queue learns
-// this way that the queue's lease is free.
-const backfillKickEvery = 30 * time.Second
 
 // pruneLease is how long a replica holds the pruning chore: past it, another takes over.
 const pruneLease = 10 * time.Minute

@@ -48,9 +48,9 @@ type BackfillConfig struct {
 	// Owner names this process in the lease, the same for every runner of the process
 	// (default: a new one, host:pid:random).
 	Owner string
-	// Every is how often the queue and delete loops look again when not kicked (default 30s):
-	// a replica that does not run the queue learns this way that the queue's lease is free,
-	// and deletes resume.
+	// Every is how often the queue and delete loops look again when not kicked (default
+	// DefaultBackfillEvery): a replica that does not run the queue learns this way that the
+	// queue's lease is free, and deletes resume.
 	Every time.Duration
 	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
 	// Tests pass one that moves a fake clock.
@@ -60,6 +60,9 @@ type BackfillConfig struct {
 	// rate instead: every row of the run over all its running time.
 	RateWindow time.Duration
 }
+
+// DefaultBackfillEvery is how often, at most, the backfill loops look again when not kicked.
+const DefaultBackfillEvery = 30 * time.Second
 
 // DefaultRateWindow is negative: owed reports the plain rate. The accuracy benchmark
 // (bench/cmd/eta, docs/benchmarks.md) chose it: on a steady CDN the plain rate's ETAs erred
@@ -94,7 +97,7 @@ func (c *BackfillConfig) applyDefaults() {
 		c.Lease = DefaultLease
 	}
 	if c.Every <= 0 {
-		c.Every = 30 * time.Second
+		c.Every = DefaultBackfillEvery
 	}
 	if c.Poll <= 0 {
 		c.Poll = 5 * time.Second

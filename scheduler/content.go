@@ -38,6 +38,9 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
+// DefaultSweepEvery is the period of the background sweep of everyone's due jobs.
+const DefaultSweepEvery = time.Minute
+
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
@@ -47,8 +50,8 @@ type ContentConfig struct {
 	// Owner is this process's lease owner name, the same for every runner of the process
 	// (default: a new one, host:pid:random).
 	Owner string
-	// Every is the period of the background sweep Start runs (default 1m): everyone's due jobs,
-	// whoever else claims them (OWED_SWEEP_EVERY).
+	// Every is the period of the background sweep Start runs (default DefaultSweepEvery):
+	// everyone's due jobs, whoever else claims them (OWED_SWEEP_EVERY).
 	Every time.Duration
 	// AfterSweep, when set, runs after each background sweep, under the same lifetime (the app
 	// prunes what is no longer read there, on the sweep's period).
@@ -78,7 +81,7 @@ func (c *ContentConfig) applyDefaults() {
 		c.Owner = models.NewLeaseOwner()
 	}
 	if c.Every <= 0 {
-		c.Every = time.Minute
+		c.Every = DefaultSweepEvery
 	}
 	if c.ModelConcurrency <= 0 {
 		c.ModelConcurrency = 16

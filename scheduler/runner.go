@@ -168,32 +168,35 @@ func (l *loop) Wake() {
 }
 
 // run passes at once, then whenever woken and every period after the previous pass ended,
-// until ctx ends or quit is closed. The period is wall time whatever clock decides what is due:
-// it is how often a process looks, not when work falls due.
+// until ctx ends or quit is closed.
 func (l *loop) run(ctx context.Context, quit <-chan struct{}, log *slog.Logger) {
-	var tick <-chan time.Time
 	for {
 		if err := l.pass(ctx); err != nil && ctx.Err() == nil {
 			log.Error(l.name, "err", err)
 		}
-		var timer *time.Timer
-		if l.every > 0 {
-			timer = time.NewTimer(l.every)
-			tick = timer.C
-		}
-		select {
-		case <-ctx.Done():
-		case <-quit:
-		case <-l.wake:
-		case <-tick:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if ctx.Err() != nil || isClosed(quit) {
+		if !l.wait(ctx, quit) {
 			return
 		}
 	}
+}
+
+// wait waits for a wake or the period, and reports whether to pass again (not when ctx ended
+// or quit was closed meanwhile). The period is wall time whatever clock decides what is due: it
+// is how often a process looks, not when work falls due.
+func (l *loop) wait(ctx context.Context, quit <-chan struct{}) bool {
+	var tick <-chan time.Time
+	if l.every > 0 {
+		timer := time.NewTimer(l.every)
+		defer timer.Stop()
+		tick = timer.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-quit:
+	case <-l.wake:
+	case <-tick:
+	}
+	return ctx.Err() == nil && !isClosed(quit)
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -234,15 +237,7 @@ func (p pool[T]) drain(ctx context.Context) (int, error) {
 	}()
 	for ctx.Err() == nil {
 		// Count what finished meanwhile, so the claim fills every free slot at once.
-	count:
-		for running > 0 {
-			select {
-			case <-finished:
-				running--
-			default:
-				break count
-			}
-		}
+		running -= finishedSoFar(finished, running)
 		if isClosed(p.quit) {
 			return ran, nil // stopping: what runs finishes, nothing more is claimed
 		}
@@ -279,4 +274,17 @@ func (p pool[T]) drain(ctx context.Context) (int, error) {
 		}
 	}
 	return ran, ctx.Err()
+}
+
+// finishedSoFar takes, without waiting, the signals of the rows that finished (at most running).
+func finishedSoFar(finished <-chan struct{}, running int) int {
+	n := 0
+	for ; n < running; n++ {
+		select {
+		case <-finished:
+		default:
+			return n
+		}
+	}
+	return n
 }
