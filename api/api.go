@@ -15,7 +15,6 @@ import (
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/notify"
 	"github.com/owed/owed/scheduler"
-	"github.com/owed/owed/webhooks"
 )
 
 // API holds what the handlers need.
@@ -47,7 +46,7 @@ type API struct {
 	// Media is the media engine whose cached previews /api/media/{id}/preview serves.
 	Media *media.Engine
 	// Webhooks, when set, is woken when a delivery is made due (redeliver).
-	Webhooks *webhooks.Deliverer
+	Webhooks *scheduler.Deliveries
 	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
 	WebhooksAllowPrivate bool
 	// SecureCookies marks session cookies Secure (OWED_PUBLIC_URL is https).

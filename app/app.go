@@ -27,7 +27,6 @@ import (
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/notify"
 	"github.com/owed/owed/scheduler"
-	"github.com/owed/owed/webhooks"
 )
 
 // Options are what tests (and main) may hand New beyond the configuration.
@@ -85,7 +84,7 @@ type App struct {
 	Clock   clock.Clock
 
 	// Webhooks delivers the webhooks owed to subscribers.
-	Webhooks *webhooks.Deliverer
+	Webhooks *scheduler.Deliveries
 	// Media is the media engine; Backfill the backfill queue (and scrape deletes) using it.
 	Media    *media.Engine
 	Backfill *scheduler.Backfill
@@ -98,7 +97,10 @@ type App struct {
 	server   *http.Server
 	served   chan error
 	timeouts ServerTimeouts
-	owner    string // this process's name on maintenance leases
+	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
+	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
+	// names the process that holds it.
+	owner string
 }
 
 // New opens the database (applying migrations), makes the first admin if there is none, and
@@ -116,7 +118,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults()}
-	a.owner = models.NewLeaseOwner() + ":maintenance"
+	a.owner = models.NewLeaseOwner()
 	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
 	if !a.Notify.Listens() {
 		// SQLite: every writer is in this process, and the store tells the notifier itself.
@@ -139,8 +141,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
 		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
-		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker)})
-	if a.Webhooks, err = webhooks.New(store, opts.Clock, opts.Log, a.Metrics, webhooksConfig(cfg)); err != nil {
+		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
+		Every: cfg.SweepEvery, AfterSweep: a.Prune})
+	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -161,12 +164,13 @@ func modelBreaker(n int) int {
 	return n
 }
 
-// webhooksConfig is the deliverer's configuration: deliveries are leased for OWED_LEASE like
-// every other claim, so a dead process's deliveries come back when its leases run out, and an
-// attempt's timeout (15 s) stays within half the lease so a live worker never loses a delivery
-// it is attempting.
-func webhooksConfig(cfg Config) webhooks.Config {
-	c := webhooks.Config{AllowPrivate: cfg.WebhooksAllowPrivate}
+// deliveriesConfig is the webhook deliveries' configuration: deliveries are leased for
+// OWED_LEASE by the process's one owner like every other claim, so a dead process's deliveries
+// come back when its leases run out, and an attempt's timeout (15 s) stays within half the
+// lease so a live worker never loses a delivery it is attempting.
+func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
+	cfg := a.Config
+	c := scheduler.DeliveriesConfig{AllowPrivate: cfg.WebhooksAllowPrivate, Owner: a.owner}
 	if cfg.Lease > 0 {
 		c.Lease = cfg.Lease
 		c.Timeout = min(15*time.Second, cfg.Lease/2)
@@ -187,8 +191,10 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 		return err
 	}
 	a.Media = engine
+	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
-		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
+		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
+		Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
 	return nil
 }
 
@@ -357,18 +363,11 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler is the HTTP handler, for tests that serve it themselves.
 func (a *App) Handler() http.Handler { return a.Echo }
 
-// StartRunners starts the cron sweep, the webhook deliverer and the backfill queue without
-// serving HTTP.
+// StartRunners starts the runners without serving HTTP: the content jobs' sweep, the webhook
+// deliveries and the backfill queue, each polling on its own period (and woken when work is
+// made due), and cron for the hourly chore.
 func (a *App) StartRunners(ctx context.Context) error {
 	a.cron = cron.New(cron.WithLogger(cronLog{a.Log}), cron.WithChain(cron.SkipIfStillRunning(cronLog{a.Log})))
-	sweep, err := a.cron.AddFunc("@every "+a.Config.SweepEvery.String(), a.sweepOnce)
-	if err != nil {
-		return fmt.Errorf("cron: %w", err)
-	}
-	a.cron.Start()
-	// The first sweep runs now, through cron's wrapper so a tick cannot overlap it: work owed
-	// from before a restart should not wait a period.
-	go a.cron.Entry(sweep).WrappedJob.Run()
 	// SQLite's planner statistics follow the tables as they grow (see Store.Optimize).
 	if _, err := a.cron.AddFunc("@hourly", func() {
 		if err := a.Store.Optimize(context.Background()); err != nil {
@@ -377,24 +376,14 @@ func (a *App) StartRunners(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cron: %w", err)
 	}
-	if err := a.Webhooks.Start(ctx); err != nil {
-		return err
+	a.cron.Start()
+	for _, r := range []interface{ Start(context.Context) error }{a.Content, a.Webhooks, a.Backfill} {
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
 	}
-	// The queue loop runs on kicks: starts and pauses kick it, and cron re-kicks it so a
-	// replica takes the queue over once the holder's lease has run out, and deletes resume.
-	if _, err := a.cron.AddFunc("@every "+min(backfillKickEvery, a.Config.SweepEvery).String(), func() {
-		a.Backfill.Kick()
-		a.Backfill.KickDeletes()
-	}); err != nil {
-		return fmt.Errorf("cron: %w", err)
-	}
-	return a.Backfill.Start(ctx)
+	return nil
 }
-
-// backfillKickEvery is how often, at most, cron re-kicks the backfill loops (a shorter sweep
-// period kicks them as often): a replica that does not run the queue learns this way that the
-// queue's lease is free.
-const backfillKickEvery = 30 * time.Second
 
 // pruneLease is how long a replica holds the pruning chore: past it, another takes over.
 const pruneLease = 10 * time.Minute
@@ -425,27 +414,7 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	return true, err
 }
 
-// sweepOnce runs every due job: the guarantee that owed work is done without anyone asking.
-// It returns when the sweep ends, so cron's SkipIfStillRunning keeps sweeps from piling up
-// (and the sweep's concurrency bound holds for the process).
-func (a *App) sweepOnce() {
-	done := make(chan struct{})
-	started := a.Content.Go(func(ctx context.Context) {
-		defer close(done)
-		n, err := a.Content.Sweep(ctx, 0)
-		if err != nil && ctx.Err() == nil {
-			a.Log.Error("sweep", "err", err)
-		} else if n > 0 {
-			a.Log.Debug("sweep", "ran", n)
-		}
-		a.Prune(ctx)
-	})
-	if started {
-		<-done
-	}
-}
-
-// Prune forgets what is no longer read, after each cron sweep: budgets of past days and
+// Prune forgets what is no longer read, after each periodic sweep: budgets of past days and
 // expired sessions on every replica, and history past its retention on the one replica that
 // holds the pruning lease (PruneOnce).
 func (a *App) Prune(ctx context.Context) {
@@ -485,9 +454,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return a.StartRunners(ctx)
 }
 
-// Shutdown stops in order: HTTP (no new requests, in-flight ones finish), cron, the runners
-// (running jobs finish within ctx; leases of the rest are released; the backfill's batch is
-// cut short and its lease released), then the database.
+// Shutdown stops in order: HTTP (no new requests, in-flight ones finish; long polls and
+// streams end first), the notifier, cron, then the runners, which claim nothing more, let
+// their running work finish within ctx (then cancel it) and release the leases still held
+// (content jobs and webhook deliveries; the backfill's batch is cut short and its lease
+// released), and last the database.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	// Long polls answer and streams end first: a graceful HTTP shutdown waits for every open
@@ -498,18 +469,10 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	errs = append(errs, a.API.WaitStreams(ctx))
 	a.Notify.Stop()
-	// Content.Stop tells sweeps to claim nothing more, so cron's running sweep ends with its
-	// running jobs (or at the deadline, when they are cancelled and their leases released).
-	var cronDone <-chan struct{}
 	if a.cron != nil {
-		cronDone = a.cron.Stop().Done()
+		<-a.cron.Stop().Done()
 	}
-	errs = append(errs, a.Content.Stop(ctx))
-	if cronDone != nil {
-		<-cronDone
-	}
-	errs = append(errs, a.Backfill.Stop(ctx))
-	errs = append(errs, a.Webhooks.Stop(ctx))
+	errs = append(errs, a.Content.Stop(ctx), a.Backfill.Stop(ctx), a.Webhooks.Stop(ctx))
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)
 }

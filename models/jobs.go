@@ -397,10 +397,12 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) 
 	return res.RowsAffected, res.Error
 }
 
-// ReleaseJob frees one job's lease if owner still holds it.
+// ReleaseJob frees a claimed job's lease without an attempt, if the claim still holds: the
+// same owner and the same lease end, so a stale worker never frees a later claim of the job
+// (every claimer of a process shares its owner name).
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
-		job.ID, job.LeaseOwner).Error
+	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil).Error
 }
 
 // JobFilter selects owed jobs for the admin.

@@ -501,7 +501,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 }
 
 // ReleaseDelivery frees a claimed delivery's lease without an attempt (the worker is stopping),
-// if the claim still holds.
+// if the claim still holds: the same owner and the same lease end (as ReleaseJob).
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
 	return s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil).Error

@@ -39,14 +39,19 @@ type BackfillConfig struct {
 	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
 	// (default 10m).
 	WalkIdle time.Duration
-	// Lease is how long the queue lease lasts without renewal (default 2m); it is renewed
-	// every third of it while the queue runs.
+	// Lease is how long the queue lease lasts without renewal (default DefaultLease); it is
+	// renewed every third of it while the queue runs.
 	Lease time.Duration
 	// Poll is the longest single wait: waits for a rate limit, a walk or a cooldown re-check
 	// the job (a pause still works) and renew the lease this often (default 5s).
 	Poll time.Duration
-	// Owner names this process in the lease (default host:pid:random).
+	// Owner names this process in the lease, the same for every runner of the process
+	// (default: a new one, host:pid:random).
 	Owner string
+	// Every is how often the queue and delete loops look again when not kicked (default
+	// DefaultBackfillEvery): a replica that does not run the queue learns this way that the
+	// queue's lease is free, and deletes resume.
+	Every time.Duration
 	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
 	// Tests pass one that moves a fake clock.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -55,6 +60,9 @@ type BackfillConfig struct {
 	// rate instead: every row of the run over all its running time.
 	RateWindow time.Duration
 }
+
+// DefaultBackfillEvery is how often, at most, the backfill loops look again when not kicked.
+const DefaultBackfillEvery = 30 * time.Second
 
 // DefaultRateWindow is negative: owed reports the plain rate. The accuracy benchmark
 // (bench/cmd/eta, docs/benchmarks.md) chose it: on a steady CDN the plain rate's ETAs erred
@@ -86,7 +94,10 @@ func (c *BackfillConfig) applyDefaults() {
 		c.WalkIdle = 10 * time.Minute
 	}
 	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = DefaultLease
+	}
+	if c.Every <= 0 {
+		c.Every = DefaultBackfillEvery
 	}
 	if c.Poll <= 0 {
 		c.Poll = 5 * time.Second
@@ -152,16 +163,16 @@ type Backfill struct {
 	// job worked since then.
 	bootMs int64
 
-	queueKick  chan struct{}
-	deleteKick chan struct{}
-	runMu      sync.Mutex // one RunQueue at a time in this process
-	deleteMu   sync.Mutex // one RunDeletes at a time in this process
-	renewedAt  time.Time  // guarded by runMu
+	runner  *runner
+	queue   *loop // runs the queue (RunQueue)
+	deletes *loop // carries out scrape deletes (RunDeletes)
 
-	mu      sync.Mutex
-	wakeC   chan struct{} // closed (and replaced) to cut the runner's current wait short
-	cancel  context.CancelFunc
-	stopped chan struct{}
+	runMu     sync.Mutex // one RunQueue at a time in this process
+	deleteMu  sync.Mutex // one RunDeletes at a time in this process
+	renewedAt time.Time  // guarded by runMu
+
+	mu    sync.Mutex
+	wakeC chan struct{} // closed (and replaced) to cut the runner's current wait short
 }
 
 // NewBackfill makes the backfill queue. Nothing runs until Start (or a RunQueue call).
@@ -173,9 +184,13 @@ func NewBackfill(store *models.Store, engine *media.Engine, clk clock.Clock, log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Backfill{store: store, engine: engine, clock: clk, log: log, metrics: m, cfg: cfg,
-		bootMs:    clk.Now().UnixMilli(),
-		queueKick: make(chan struct{}, 1), deleteKick: make(chan struct{}, 1), wakeC: make(chan struct{})}
+	b := &Backfill{store: store, engine: engine, clock: clk, log: log, metrics: m, cfg: cfg,
+		bootMs: clk.Now().UnixMilli(), wakeC: make(chan struct{})}
+	// The queue lease is released by RunQueue itself as it returns.
+	b.runner = newRunner("backfill", log, nil)
+	b.queue = newLoop("backfill queue", cfg.Every, b.RunQueue)
+	b.deletes = newLoop("backfill deletes", cfg.Every, b.RunDeletes)
+	return b
 }
 
 // Config is the queue's configuration with defaults applied.
@@ -184,82 +199,40 @@ func (b *Backfill) Config() BackfillConfig { return b.cfg }
 // Engine is the media engine the queue previews with.
 func (b *Backfill) Engine() *media.Engine { return b.engine }
 
-// Start starts the queue and delete loops, starts every job with pending rows when the
-// settings say auto (a job the admin paused stays paused), and kicks both loops so running
-// and queued jobs and unfinished deletes resume at once. The loops end when ctx is done or
-// Stop is called.
+// Start starts the queue and delete loops, which run at once, on every kick and every
+// cfg.Every, and starts every job with pending rows when the settings say auto (a job the admin
+// paused stays paused), so running and queued jobs and unfinished deletes resume at once. The
+// loops end when ctx is done or Stop is called.
 func (b *Backfill) Start(ctx context.Context) error {
-	b.mu.Lock()
-	if b.cancel != nil {
-		b.mu.Unlock()
-		return errors.New("backfill: already started")
+	if err := b.runner.start(ctx, b.queue, b.deletes); err != nil {
+		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	b.cancel = cancel
-	b.stopped = make(chan struct{})
-	b.mu.Unlock()
-
 	if err := b.AutoStart(ctx); err != nil {
 		b.log.Error("backfill auto-start", "err", err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); b.loop(ctx, b.queueKick, "queue", b.RunQueue) }()
-	go func() { defer wg.Done(); b.loop(ctx, b.deleteKick, "deletes", b.RunDeletes) }()
-	go func() { wg.Wait(); close(b.stopped) }()
-	b.Kick()
-	b.KickDeletes()
 	return nil
 }
 
-func (b *Backfill) loop(ctx context.Context, kick <-chan struct{}, name string, run func(context.Context) error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		}
-		if err := run(ctx); err != nil && ctx.Err() == nil {
-			b.log.Error("backfill "+name, "err", err)
-		}
-	}
-}
-
-// Stop ends the loops: the batch under way is cut short (its unfinished rows stay pending),
-// the lease is released so another replica may take the queue at once, and job states are
-// kept, so a restart resumes them. It waits for the loops until ctx ends.
+// Stop ends the loops: the batch under way is cut short at once (its unfinished rows stay
+// pending, and resume from where they stand), the lease is released so another replica may
+// take the queue at once, and job states are kept, so a restart resumes them. It waits for the
+// loops to end.
 func (b *Backfill) Stop(ctx context.Context) error {
-	b.mu.Lock()
-	cancel, stopped := b.cancel, b.stopped
-	b.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-stopped:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	b.runner.cutShort()
+	return b.runner.Stop(ctx)
 }
 
-// Kick asks the queue loop to run the queue now; cron calls it periodically so a replica
-// takes over the queue when the holder's lease runs out. It never blocks.
-func (b *Backfill) Kick() {
-	select {
-	case b.queueKick <- struct{}{}:
-	default:
-	}
+// Wake asks both loops to run now: the queue, and pending deletes.
+func (b *Backfill) Wake() {
+	b.Kick()
+	b.KickDeletes()
 }
+
+// Kick asks the queue loop to run the queue now. It never blocks.
+func (b *Backfill) Kick() { b.queue.Wake() }
 
 // KickDeletes asks the delete loop to carry out pending deletes now. It never blocks.
-func (b *Backfill) KickDeletes() {
-	select {
-	case b.deleteKick <- struct{}{}:
-	default:
-	}
-}
+func (b *Backfill) KickDeletes() { b.deletes.Wake() }
 
 // wake cuts the runner's current wait short so it re-reads its job (after a pause).
 func (b *Backfill) wake() {

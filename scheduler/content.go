@@ -38,13 +38,24 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
+// DefaultSweepEvery is the period of the background sweep of everyone's due jobs.
+const DefaultSweepEvery = time.Minute
+
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
-	Lease       time.Duration // how long a claim holds a job (default 2m)
+	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
 	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
 	ModelName   string        // the critic model named in score requests (default "critic")
 	Concurrency int           // jobs one sweep runs at once (default 64)
-	Owner       string        // this process's lease owner name (default host:pid:random)
+	// Owner is this process's lease owner name, the same for every runner of the process
+	// (default: a new one, host:pid:random).
+	Owner string
+	// Every is the period of the background sweep Start runs (default DefaultSweepEvery):
+	// everyone's due jobs, whoever else claims them (OWED_SWEEP_EVERY).
+	Every time.Duration
+	// AfterSweep, when set, runs after each background sweep, under the same lifetime (the app
+	// prunes what is no longer read there, on the sweep's period).
+	AfterSweep func(ctx context.Context)
 	// ModelConcurrency caps the model calls in flight in this process, for every claimer
 	// together; a score holds three (default 16, at least 3).
 	ModelConcurrency int
@@ -55,7 +66,7 @@ type ContentConfig struct {
 
 func (c *ContentConfig) applyDefaults() {
 	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = DefaultLease
 	}
 	if c.DailyBudget <= 0 {
 		c.DailyBudget = 100
@@ -69,6 +80,9 @@ func (c *ContentConfig) applyDefaults() {
 	if c.Owner == "" {
 		c.Owner = models.NewLeaseOwner()
 	}
+	if c.Every <= 0 {
+		c.Every = DefaultSweepEvery
+	}
 	if c.ModelConcurrency <= 0 {
 		c.ModelConcurrency = 16
 	}
@@ -78,8 +92,9 @@ func (c *ContentConfig) applyDefaults() {
 	}
 }
 
-// Content runs content jobs. Background work (inline screens that outlive their request,
-// scores after a write, authors' sweeps) is tracked so Stop can wait for it.
+// Content runs content jobs. Its background work (the periodic sweep, inline screens that
+// outlive their request, scores after a write, authors' sweeps) runs under one runner, so Stop
+// can wait for it and then free the leases still held.
 type Content struct {
 	store   *models.Store
 	model   *modelclient.Client
@@ -90,13 +105,11 @@ type Content struct {
 	gate    *Gate    // the model slots
 	breaker *breaker // the model's breaker
 
-	mu       sync.Mutex
-	base     context.Context // background work runs under it; cancelled by Stop's deadline
-	cancel   context.CancelFunc
-	stopping bool
-	quit     chan struct{} // closed by Stop: sweeps claim nothing more
-	wg       sync.WaitGroup
-	authors  map[int64]bool // authors whose background sweep is running
+	runner *runner
+	sweep  *loop // the periodic sweep of everyone's due jobs
+
+	mu      sync.Mutex
+	authors map[int64]bool // authors whose background sweep is running
 }
 
 // NewContent makes the content-jobs runner.
@@ -108,9 +121,11 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	if log == nil {
 		log = slog.Default()
 	}
-	base, cancel := context.WithCancel(context.Background())
-	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg,
-		base: base, cancel: cancel, quit: make(chan struct{}), authors: map[int64]bool{}}
+	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg, authors: map[int64]bool{}}
+	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
+		return store.ReleaseLeases(ctx, cfg.Owner)
+	})
+	c.sweep = newLoop("sweep", cfg.Every, c.sweepAll)
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
 		m.ModelInFlight.Set(0)
@@ -422,65 +437,36 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 	if userID != 0 {
 		prio = PriorityAuthor
 	}
-	finished := make(chan struct{}, c.cfg.Concurrency)
-	running, ran := 0, 0
-	defer func() {
-		for ; running > 0; running-- {
-			<-finished
-		}
-	}()
-	for ctx.Err() == nil {
-		// Count what finished meanwhile, so the claim fills every free slot at once.
-	drain:
-		for running > 0 {
-			select {
-			case <-finished:
-				running--
-			default:
-				break drain
+	return pool[models.Job]{slots: c.cfg.Concurrency, quit: c.runner.quit,
+		claim: func(ctx context.Context, free int) ([]models.Job, int, error) {
+			if err := c.parkDue(ctx, userID); err != nil {
+				return nil, 0, err
 			}
-		}
-		select {
-		case <-c.quit:
-			return ran, nil // stopping: what runs finishes, nothing more is claimed
-		default:
-		}
-		free := c.cfg.Concurrency - running
-		if free == 0 {
-			<-finished
-			running--
-			continue
-		}
-		if err := c.parkDue(ctx, userID); err != nil {
-			return ran, err
-		}
-		slots, err := c.gate.AcquireUpTo(ctx, prio, free)
-		if err != nil {
-			return ran, err
-		}
-		jobs, err := c.store.ClaimDue(ctx, slots, c.cfg.Lease, c.cfg.Owner, userID)
-		c.gate.Release(slots - len(jobs))
-		if err != nil {
-			return ran, fmt.Errorf("claim: %w", err)
-		}
-		if len(jobs) == 0 {
-			if running == 0 {
-				return ran, nil
+			slots, err := c.gate.AcquireUpTo(ctx, prio, free)
+			if err != nil {
+				return nil, 0, err
 			}
-			<-finished
-			running--
-			continue
-		}
-		ran += len(jobs)
-		running += len(jobs)
-		for _, job := range jobs {
-			go func() {
-				defer func() { finished <- struct{}{} }()
-				c.runClaimed(ctx, job, prio, 1)
-			}()
-		}
+			jobs, err := c.store.ClaimDue(ctx, slots, c.cfg.Lease, c.cfg.Owner, userID)
+			c.gate.Release(slots - len(jobs))
+			if err != nil {
+				return nil, 0, fmt.Errorf("claim content jobs: %w", err)
+			}
+			return jobs, len(jobs), nil
+		},
+		run: func(ctx context.Context, job models.Job) { c.runClaimed(ctx, job, prio, 1) },
+	}.drain(ctx)
+}
+
+// sweepAll is the periodic sweep's pass: everyone's due jobs, then AfterSweep.
+func (c *Content) sweepAll(ctx context.Context) error {
+	n, err := c.Sweep(ctx, 0)
+	if n > 0 {
+		c.log.Debug("sweep", "ran", n)
 	}
-	return ran, ctx.Err()
+	if c.cfg.AfterSweep != nil && ctx.Err() == nil && !c.runner.quitting() {
+		c.cfg.AfterSweep(ctx)
+	}
+	return err
 }
 
 // parkDue puts every due job (one author's when userID is non-zero) off until the next probe
@@ -504,20 +490,15 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 	return err
 }
 
+// Start runs the periodic sweep in the background (the first at once, so work owed from before
+// a restart does not wait a period) until ctx ends or Stop.
+func (c *Content) Start(ctx context.Context) error { return c.runner.start(ctx, c.sweep) }
+
+// Wake makes the periodic sweep run now instead of at its next period.
+func (c *Content) Wake() { c.sweep.Wake() }
+
 // Go runs fn in the background under the runner's lifetime, unless it is stopping.
-func (c *Content) Go(fn func(ctx context.Context)) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopping {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn(c.base)
-	}()
-	return true
-}
+func (c *Content) Go(fn func(ctx context.Context)) bool { return c.runner.Go(fn) }
 
 // SweepAuthor starts a background sweep of one author's due jobs unless one is already
 // running for them; it never blocks the caller.
@@ -574,27 +555,6 @@ func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
 	return done
 }
 
-// Stop lets background work finish until ctx ends, then cancels what is still running and
-// frees every lease this process holds, so its jobs are due again at once.
-func (c *Content) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	if !c.stopping {
-		c.stopping = true
-		close(c.quit)
-	}
-	c.mu.Unlock()
-	finished := make(chan struct{})
-	go func() { c.wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		c.cancel()
-		<-finished
-	}
-	c.cancel()
-	n, err := c.store.ReleaseLeases(context.WithoutCancel(ctx), c.cfg.Owner)
-	if n > 0 {
-		c.log.Info("released leases", "jobs", n)
-	}
-	return err
-}
+// Stop lets background work finish until ctx ends (sweeps claim nothing more), then cancels what
+// is still running and frees every lease this process holds, so its jobs are due again at once.
+func (c *Content) Stop(ctx context.Context) error { return c.runner.Stop(ctx) }

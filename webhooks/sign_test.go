@@ -42,18 +42,6 @@ func TestSignRefusesABadSecret(t *testing.T) {
 	}
 }
 
-func TestRetryScheduleAndJitter(t *testing.T) {
-	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour}
-	for i, w := range want {
-		if got := webhooks.RetryDelay(i + 1); got != w {
-			t.Errorf("RetryDelay(%d) = %s, want %s", i+1, got, w)
-		}
-	}
-	if got := webhooks.RetryDelay(1000); got != 10*time.Hour {
-		t.Errorf("RetryDelay(1000) = %s: a delivery is never given up", got)
-	}
-}
-
 // resolver answers fixed addresses per host.
 type resolver map[string][]string
 

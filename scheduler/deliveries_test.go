@@ -1,4 +1,4 @@
-package webhooks_test
+package scheduler_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -75,31 +76,31 @@ func (r *receiver) requests() []received {
 	return append([]received(nil), r.got...)
 }
 
-// rig is a store on a fresh database, a fake clock and a deliverer.
-type rig struct {
+// deliveryRig is a store on a fresh database, a fake clock and a deliveries runner.
+type deliveryRig struct {
 	t       *testing.T
 	ctx     context.Context
 	clk     *clock.Fake
 	store   *models.Store
 	metrics *metrics.Metrics
-	d       *webhooks.Deliverer
+	d       *scheduler.Deliveries
 }
 
-func newRig(t *testing.T, db string, cfg webhooks.Config) *rig {
+func newDeliveryRig(t *testing.T, db string, cfg scheduler.DeliveriesConfig) *deliveryRig {
 	t.Helper()
 	clk := clock.NewFake(owedtest.Start)
 	store := owedtest.Store(t, db, clk)
 	m := metrics.New(nil)
-	d, err := webhooks.New(store, clk, owedtest.Logger(t), m, cfg)
+	d, err := scheduler.NewDeliveries(store, clk, owedtest.Logger(t), m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Stop(context.Background()) })
-	return &rig{t: t, ctx: context.Background(), clk: clk, store: store, metrics: m, d: d}
+	return &deliveryRig{t: t, ctx: context.Background(), clk: clk, store: store, metrics: m, d: d}
 }
 
 // subscribe adds a webhook of url to events and returns it with its secret.
-func (r *rig) subscribe(url string, events ...string) models.Webhook {
+func (r *deliveryRig) subscribe(url string, events ...string) models.Webhook {
 	r.t.Helper()
 	w, err := r.store.CreateWebhook(r.ctx, url, events, models.NewWebhookSecret())
 	if err != nil {
@@ -109,7 +110,7 @@ func (r *rig) subscribe(url string, events ...string) models.Webhook {
 }
 
 // finished owes a backfill.finished event, as the backfill queue does when a job ends.
-func (r *rig) finished(chat string) {
+func (r *deliveryRig) finished(chat string) {
 	r.t.Helper()
 	started := owedtest.Start.Add(-time.Hour)
 	err := r.store.WithTx(r.ctx, func(tx *models.Store) error {
@@ -122,7 +123,7 @@ func (r *rig) finished(chat string) {
 }
 
 // deliveries lists a webhook's deliveries, oldest first.
-func (r *rig) deliveries(webhookID int64) []models.Delivery {
+func (r *deliveryRig) deliveries(webhookID int64) []models.Delivery {
 	r.t.Helper()
 	ds, err := r.store.ListDeliveries(r.ctx, webhookID, "", 0, 100)
 	if err != nil {
@@ -134,7 +135,7 @@ func (r *rig) deliveries(webhookID int64) []models.Delivery {
 	return ds
 }
 
-func (r *rig) one(webhookID int64) models.Delivery {
+func (r *deliveryRig) one(webhookID int64) models.Delivery {
 	r.t.Helper()
 	ds := r.deliveries(webhookID)
 	if len(ds) != 1 {
@@ -143,7 +144,7 @@ func (r *rig) one(webhookID int64) models.Delivery {
 	return ds[0]
 }
 
-func (r *rig) attempts(deliveryID int64) []models.DeliveryAttempt {
+func (r *deliveryRig) attempts(deliveryID int64) []models.DeliveryAttempt {
 	r.t.Helper()
 	as, err := r.store.DeliveryAttempts(r.ctx, []int64{deliveryID}, 0)
 	if err != nil {
@@ -153,7 +154,7 @@ func (r *rig) attempts(deliveryID int64) []models.DeliveryAttempt {
 }
 
 // run runs one pass and checks how many deliveries it attempted.
-func (r *rig) run(want int) {
+func (r *deliveryRig) run(want int) {
 	r.t.Helper()
 	n, err := r.d.RunDue(r.ctx)
 	if err != nil {
@@ -166,7 +167,7 @@ func (r *rig) run(want int) {
 
 func TestDeliveryIsSignedAndDelivered(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t)
 		w := r.subscribe(rcv.URL+"/hooks?x=1", models.EventBackfillFinished)
 		other := r.subscribe(rcv.URL+"/scores", models.EventSongScored)
@@ -226,7 +227,7 @@ func TestDeliveryIsSignedAndDelivered(t *testing.T) {
 
 func TestFailedDeliveryIsRetriedOnTheScheduleWithTheSameID(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		var script []answer
 		for range 7 {
 			script = append(script, answer{status: http.StatusInternalServerError})
@@ -311,7 +312,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 
 func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t,
 			answer{status: http.StatusServiceUnavailable, header: map[string]string{"Retry-After": "120"}},
 			answer{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}},
@@ -345,7 +346,7 @@ func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
 
 func TestGoneDisablesTheSubscription(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true, Concurrency: 1})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Concurrency: 1})
 		rcv := newReceiver(t, answer{status: http.StatusGone})
 		w := r.subscribe(rcv.URL, models.EventAll)
 		keep := r.subscribe(newReceiver(t).URL, models.EventAll)
@@ -391,7 +392,7 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 
 func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{}) // private addresses not allowed
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{}) // private addresses not allowed
 		rcv := newReceiver(t)
 		// The address was public when subscribed; now the host resolves to loopback.
 		w := r.subscribe(strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1), models.EventAll)
@@ -418,7 +419,7 @@ func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
 // so in the same words, rather than the network error each address would otherwise give.
 func TestNonPublicAddressesRefusedAtDialTime(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{Timeout: 2 * time.Second, Lease: 10 * time.Second})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{Timeout: 2 * time.Second, Lease: 10 * time.Second})
 		var hooks []models.Webhook
 		for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "0.1.2.3", "198.18.0.1",
 			"240.0.0.1", "255.255.255.255", "[fec0::1]"} {
@@ -443,7 +444,7 @@ func TestNonPublicAddressesRefusedAtDialTime(t *testing.T) {
 
 func TestAttemptTimesOut(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true, Timeout: 100 * time.Millisecond, Lease: time.Second})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Timeout: 100 * time.Millisecond, Lease: time.Second})
 		hold := make(chan struct{})
 		defer close(hold)
 		rcv := newReceiver(t, answer{status: 200, hold: hold})
@@ -462,7 +463,7 @@ func TestAttemptTimesOut(t *testing.T) {
 // A worker that dies holding a delivery loses nothing: its lease runs out, another takes it.
 func TestDeadWorkersDeliveryIsTakenWhenItsLeaseRunsOut(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t)
 		w := r.subscribe(rcv.URL, models.EventAll)
 		r.finished("chat-1")
@@ -494,7 +495,7 @@ func TestDeadWorkersDeliveryIsTakenWhenItsLeaseRunsOut(t *testing.T) {
 
 func TestLoopDeliversAndStops(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true, Poll: 20 * time.Millisecond})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
 		rcv := newReceiver(t)
 		w := r.subscribe(rcv.URL, models.EventAll)
 		if err := r.d.Start(r.ctx); err != nil {
@@ -533,7 +534,7 @@ func TestLoopDeliversAndStops(t *testing.T) {
 // the lease freed, due again at once for whoever runs next.
 func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, webhooks.Config{AllowPrivate: true, Poll: 20 * time.Millisecond})
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
 		hold := make(chan struct{})
 		defer close(hold)
 		rcv := newReceiver(t, answer{status: 200, hold: hold})
@@ -561,17 +562,29 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 
 func TestConfigIsValidated(t *testing.T) {
 	clk := clock.NewFake(owedtest.Start)
-	for _, cfg := range []webhooks.Config{{Timeout: time.Minute, Lease: 30 * time.Second}, {Concurrency: -1}, {Timeout: -time.Second}} {
-		if _, err := webhooks.New(nil, clk, nil, nil, cfg); err == nil {
+	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second}, {Concurrency: -1}, {Timeout: -time.Second}} {
+		if _, err := scheduler.NewDeliveries(nil, clk, nil, nil, cfg); err == nil {
 			t.Errorf("New accepted %+v", cfg)
 		}
 	}
-	d, err := webhooks.New(nil, clk, nil, nil, webhooks.Config{})
+	d, err := scheduler.NewDeliveries(nil, clk, nil, nil, scheduler.DeliveriesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := d.Config(); c.Timeout != 15*time.Second || c.Lease != 2*time.Minute || c.Concurrency != 16 || c.Poll != time.Second ||
 		c.MaxRetryAfter != 24*time.Hour || c.Owner == "" || c.AllowPrivate {
 		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestRetryScheduleAndJitter(t *testing.T) {
+	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+	for i, w := range want {
+		if got := scheduler.DeliveryRetryDelay(i + 1); got != w {
+			t.Errorf("DeliveryRetryDelay(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if got := scheduler.DeliveryRetryDelay(1000); got != 10*time.Hour {
+		t.Errorf("DeliveryRetryDelay(1000) = %s: a delivery is never given up", got)
 	}
 }

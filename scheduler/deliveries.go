@@ -1,4 +1,4 @@
-package webhooks
+package scheduler
 
 import (
 	"bytes"
@@ -12,39 +12,33 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/outbound"
+	"github.com/owed/owed/webhooks"
 )
 
-// Schedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, … failed
+// DeliverySchedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, … failed
 // attempt in a row. After the last step every retry waits as long as the last step: a
 // delivery is never given up while its subscription is active.
-var Schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
+var DeliverySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
 
-// Jitter is the spread applied to every scheduled wait: ±10%.
-const Jitter = 0.10
+// DeliveryJitter is the spread applied to every scheduled wait: ±10%.
+const DeliveryJitter = 0.10
 
-// RetryDelay is the scheduled wait, without jitter, after failures failed attempts in a row
+// DeliveryRetryDelay is the scheduled wait, without jitter, after failures failed attempts in a row
 // (failures >= 1).
-func RetryDelay(failures int) time.Duration {
-	i := min(max(failures, 1), len(Schedule)) - 1
-	return Schedule[i]
+func DeliveryRetryDelay(failures int) time.Duration {
+	i := min(max(failures, 1), len(DeliverySchedule)) - 1
+	return DeliverySchedule[i]
 }
 
-// Outcomes counted in metrics.Deliveries.
-const (
-	OutcomeDelivered = models.AttemptDelivered
-	OutcomeRetry     = models.AttemptRetry
-	OutcomeGone      = models.AttemptGone
-)
-
-// Config tunes a Deliverer. Zero values take the defaults; New refuses values that cannot work.
-type Config struct {
+// DeliveriesConfig tunes the webhook deliveries. Zero values take the defaults; NewDeliveries
+// refuses values that cannot work.
+type DeliveriesConfig struct {
 	// AllowPrivate lets deliveries reach loopback, private, link-local and every other
 	// non-public address (OWED_WEBHOOKS_ALLOW_PRIVATE). Off, a delivery whose host resolves to
 	// one fails like a network error, and is retried.
@@ -52,8 +46,8 @@ type Config struct {
 	// Timeout bounds one attempt, from dialling to the end of the receiver's answer
 	// (default 15s).
 	Timeout time.Duration
-	// Lease is how long a claim holds a delivery (default 2m); it must exceed Timeout, so a
-	// live worker never loses a delivery it is attempting.
+	// Lease is how long a claim holds a delivery (default DefaultLease); it must exceed Timeout,
+	// so a live worker never loses a delivery it is attempting.
 	Lease time.Duration
 	// Concurrency is how many deliveries are attempted at once (default 16).
 	Concurrency int
@@ -61,13 +55,14 @@ type Config struct {
 	Poll time.Duration
 	// MaxRetryAfter caps the wait a receiver's Retry-After asks for (default 24h).
 	MaxRetryAfter time.Duration
-	// Owner is this process's lease owner name (default host:pid:random).
+	// Owner is this process's lease owner name, the same for every runner of the process
+	// (default: a new one, host:pid:random).
 	Owner string
 	// UserAgent is sent with every delivery (default "owed-webhooks").
 	UserAgent string
 }
 
-func (c *Config) applyDefaults() error {
+func (c *DeliveriesConfig) applyDefaults() error {
 	if c.Timeout < 0 || c.Lease < 0 || c.Concurrency < 0 || c.Poll < 0 || c.MaxRetryAfter < 0 {
 		return errors.New("webhooks: durations and concurrency must not be negative")
 	}
@@ -75,7 +70,7 @@ func (c *Config) applyDefaults() error {
 		c.Timeout = 15 * time.Second
 	}
 	if c.Lease == 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = DefaultLease
 	}
 	if c.Lease <= c.Timeout {
 		return fmt.Errorf("webhooks: the lease (%s) must exceed the attempt timeout (%s)", c.Lease, c.Timeout)
@@ -90,7 +85,7 @@ func (c *Config) applyDefaults() error {
 		c.MaxRetryAfter = 24 * time.Hour
 	}
 	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner() + ":webhooks"
+		c.Owner = models.NewLeaseOwner()
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "owed-webhooks"
@@ -98,33 +93,26 @@ func (c *Config) applyDefaults() error {
 	return nil
 }
 
-// Deliverer attempts due deliveries: claimed with a lease, at most Concurrency at once,
-// signed, POSTed, and finished (delivered, retried or gone) in the database. Start runs its
-// loop; RunDue runs one pass, for tests and callers that drive it themselves.
-type Deliverer struct {
+// Deliveries attempts due webhook deliveries: claimed with a lease into free slots (at most
+// Concurrency at once), signed, POSTed, and finished (delivered, retried or gone) in the
+// database. Start runs its loop; RunDue runs one pass, for tests and callers that drive it
+// themselves.
+type Deliveries struct {
 	store   *models.Store
 	clock   clock.Clock
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	cfg     Config
+	cfg     DeliveriesConfig
 	client  *http.Client
 
-	wake chan struct{}
-	quit chan struct{} // closed by Stop: claim nothing more
-
-	base       context.Context // every attempt runs under it too; cancelled when Stop's ctx ends
-	cancelBase context.CancelFunc
-
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	loop    chan struct{}  // closed when the loop has returned
-	passes  sync.WaitGroup // RunDue calls in progress
+	runner *runner
+	due    *loop // the pass over due deliveries, every Poll and on Wake
 }
 
-// New makes a Deliverer with cfg's defaults applied; it errors on a configuration that cannot
-// work. clk (clock.Real when nil) decides what is due and stamps attempts; m may be nil.
-func New(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg Config) (*Deliverer, error) {
+// NewDeliveries makes the deliveries runner with cfg's defaults applied; it errors on a
+// configuration that cannot work. clk (clock.Real when nil) decides what is due and stamps
+// attempts; m may be nil.
+func NewDeliveries(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg DeliveriesConfig) (*Deliveries, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
@@ -138,195 +126,116 @@ func New(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metr
 	// redirect is an answer like any other non-2xx: retried, never followed.
 	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout,
 		DialTimeout: min(cfg.Timeout, 10*time.Second), MaxIdleConnsPerHost: cfg.Concurrency})
-	base, cancel := context.WithCancel(context.Background())
-	return &Deliverer{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), base: base, cancelBase: cancel}, nil
+	d := &Deliveries{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client}
+	d.runner = newRunner("webhook deliveries", log, func(ctx context.Context) (int64, error) {
+		return store.ReleaseDeliveryLeases(ctx, cfg.Owner)
+	})
+	d.due = newLoop("webhook deliveries", cfg.Poll, func(ctx context.Context) error {
+		_, err := d.RunDue(ctx)
+		return err
+	})
+	return d, nil
 }
 
 // Config is the configuration with defaults applied.
-func (d *Deliverer) Config() Config { return d.cfg }
+func (d *Deliveries) Config() DeliveriesConfig { return d.cfg }
 
 // Wake makes a running loop look for due deliveries now instead of at its next poll.
-func (d *Deliverer) Wake() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Deliveries) Wake() { d.due.Wake() }
 
 // Start runs the delivery loop in the background until ctx ends or Stop: a pass over every
 // due delivery, then a wait for Wake or the poll period. The first pass runs at once, so what
 // was owed before a restart is not kept waiting.
-func (d *Deliverer) Start(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.started || d.stopped {
-		return errors.New("webhooks: the deliverer was already started or stopped")
-	}
-	d.started = true
-	d.loop = make(chan struct{})
-	go func() {
-		defer close(d.loop)
-		timer := time.NewTimer(0)
-		defer timer.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-d.quit:
-				return
-			case <-d.wake:
-			case <-timer.C:
-			}
-			if _, err := d.RunDue(ctx); err != nil && ctx.Err() == nil {
-				d.log.Error("webhook deliveries", "err", err)
-			}
-			timer.Reset(d.cfg.Poll)
-		}
-	}()
-	return nil
-}
+func (d *Deliveries) Start(ctx context.Context) error { return d.runner.start(ctx, d.due) }
 
 // Stop claims nothing more, lets attempts in flight finish until ctx ends, then cancels them
 // (a cancelled attempt is not counted: its delivery is released as it was), and frees every
 // lease this process holds so another replica takes its deliveries at once. Stop may be
 // called more than once, and without Start.
-func (d *Deliverer) Stop(ctx context.Context) error {
-	d.mu.Lock()
-	if !d.stopped {
-		d.stopped = true
-		close(d.quit)
-	}
-	loop := d.loop
-	d.mu.Unlock()
-	finished := make(chan struct{})
-	go func() {
-		if loop != nil {
-			<-loop
-		}
-		d.passes.Wait()
-		close(finished)
-	}()
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		d.cancelBase()
-		<-finished
-	}
-	d.cancelBase()
+func (d *Deliveries) Stop(ctx context.Context) error {
+	err := d.runner.Stop(ctx)
 	d.client.CloseIdleConnections()
-	n, err := d.store.ReleaseDeliveryLeases(context.WithoutCancel(ctx), d.cfg.Owner)
-	if n > 0 {
-		d.log.Info("released webhook delivery leases", "deliveries", n)
-	}
 	return err
 }
 
-func (d *Deliverer) stopping() bool {
-	select {
-	case <-d.quit:
-		return true
-	default:
-		return false
-	}
+// claimed is a claimed delivery and the subscription it goes to.
+type claimed struct {
+	delivery models.Delivery
+	webhook  models.Webhook
 }
 
 // RunDue attempts every due delivery, at most Concurrency at once, claiming more as attempts
 // finish, until none is due (or ctx ends, or Stop is called); it returns how many it
 // attempted. Deliveries it retries are due again no sooner than 4.5 s later, so with a clock
-// that stands still a pass always ends. Attempts run under ctx: cancelling it abandons them
-// without counting them.
-func (d *Deliverer) RunDue(ctx context.Context) (int, error) {
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
+// that stands still a pass always ends. Attempts run under ctx, and are cancelled too when
+// Stop's grace ends: a cancelled attempt is abandoned without being counted.
+func (d *Deliveries) RunDue(ctx context.Context) (int, error) {
+	if !d.runner.enter() {
 		return 0, nil
 	}
-	d.passes.Add(1)
-	d.mu.Unlock()
-	defer d.passes.Done()
+	defer d.runner.wg.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(d.base, cancel)()
-	finished := make(chan struct{}, d.cfg.Concurrency)
-	running, ran := 0, 0
-	defer func() {
-		for ; running > 0; running-- {
-			<-finished
-		}
-	}()
-	for ctx.Err() == nil && !d.stopping() {
-	drain:
-		for running > 0 {
-			select {
-			case <-finished:
-				running--
-			default:
-				break drain
-			}
-		}
-		free := d.cfg.Concurrency - running
-		if free == 0 {
-			<-finished
-			running--
-			continue
-		}
-		if running == 0 {
-			// A read first: an idle loop should not take SQLite's write lock every poll.
+	defer context.AfterFunc(d.runner.base, cancel)()
+	return pool[claimed]{slots: d.cfg.Concurrency, quit: d.runner.quit,
+		// A read first: an idle loop should not take SQLite's write lock every poll.
+		idle: func(ctx context.Context) (bool, error) {
 			next, err := d.store.NextDeliveryDue(ctx)
 			if err != nil {
-				return ran, fmt.Errorf("webhook deliveries due: %w", err)
+				return false, fmt.Errorf("webhook deliveries due: %w", err)
 			}
-			if next == nil || *next > d.clock.Now().UnixMilli() {
-				return ran, nil
-			}
-		}
-		claimed, err := d.store.ClaimDeliveries(ctx, free, d.cfg.Lease, d.cfg.Owner)
-		if err != nil {
-			return ran, fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		if len(claimed) == 0 {
-			if running == 0 {
-				return ran, nil
-			}
-			<-finished
-			running--
-			continue
-		}
-		ids := make([]int64, 0, len(claimed))
-		for _, c := range claimed {
-			ids = append(ids, c.WebhookID)
-		}
-		hooks, err := d.store.WebhooksByID(ctx, ids)
-		if err != nil {
-			for _, c := range claimed {
-				d.store.ReleaseDelivery(context.WithoutCancel(ctx), c)
-			}
-			return ran, fmt.Errorf("webhooks of claimed deliveries: %w", err)
-		}
-		for _, c := range claimed {
-			w, ok := hooks[c.WebhookID]
-			if !ok || !w.Active {
-				// Disabled or deleted since the claim: nothing to send.
-				d.store.ReleaseDelivery(context.WithoutCancel(ctx), c)
-				continue
-			}
-			ran++
-			running++
-			go func() {
-				defer func() { finished <- struct{}{} }()
-				d.attempt(ctx, c, w)
-			}()
-		}
-	}
-	return ran, ctx.Err()
+			return next != nil && *next <= d.clock.Now().UnixMilli(), nil
+		},
+		claim: d.claim,
+		run:   func(ctx context.Context, c claimed) { d.attempt(ctx, c.delivery, c.webhook) },
+	}.drain(ctx)
 }
 
-// maxErrorLen bounds the error text kept with an attempt.
-const maxErrorLen = 500
+// claim leases up to free due deliveries and returns those whose subscription is still
+// active; the others (disabled or deleted since the claim: nothing to send) are let go at once.
+func (d *Deliveries) claim(ctx context.Context, free int) ([]claimed, int, error) {
+	dels, err := d.store.ClaimDeliveries(ctx, free, d.cfg.Lease, d.cfg.Owner)
+	if err != nil {
+		return nil, 0, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	if len(dels) == 0 {
+		return nil, 0, nil
+	}
+	ids := make([]int64, 0, len(dels))
+	for _, del := range dels {
+		ids = append(ids, del.WebhookID)
+	}
+	hooks, err := d.store.WebhooksByID(ctx, ids)
+	if err != nil {
+		for _, del := range dels {
+			d.release(ctx, del)
+		}
+		return nil, 0, fmt.Errorf("webhooks of claimed deliveries: %w", err)
+	}
+	run := make([]claimed, 0, len(dels))
+	for _, del := range dels {
+		w, ok := hooks[del.WebhookID]
+		if !ok || !w.Active {
+			d.release(ctx, del)
+			continue
+		}
+		run = append(run, claimed{del, w})
+	}
+	return run, len(dels), nil
+}
+
+// release lets a claimed delivery go without an attempt, even when ctx has ended (stopping).
+func (d *Deliveries) release(ctx context.Context, del models.Delivery) {
+	if err := d.store.ReleaseDelivery(context.WithoutCancel(ctx), del); err != nil {
+		d.log.Error("release webhook delivery", "deliveryId", del.ID, "err", err)
+	}
+}
+
+// maxDeliveryErrorLen bounds the error text kept with an attempt.
+const maxDeliveryErrorLen = 500
 
 // attempt sends one claimed delivery and records how it went.
-func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.Webhook) {
+func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.Webhook) {
 	start := d.clock.Now()
 	body := []byte(del.Payload)
 	res := models.AttemptResult{At: start}
@@ -338,13 +247,11 @@ func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.W
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Stopping, not failing: the delivery goes back as it was, for whoever runs next.
-		if err := d.store.ReleaseDelivery(context.WithoutCancel(ctx), del); err != nil {
-			d.log.Error("release webhook delivery", "deliveryId", del.ID, "err", err)
-		}
+		d.release(ctx, del)
 		return
 	case err != nil:
 		res.Outcome = models.AttemptRetry
-		msg := describe(err, d.cfg.Timeout)
+		msg := deliveryError(err, d.cfg.Timeout)
 		res.Error = &msg
 	case status >= 200 && status < 300:
 		res.Outcome = models.AttemptDelivered
@@ -365,7 +272,7 @@ func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.W
 		res.Error = &msg
 	}
 	if res.Outcome == models.AttemptRetry {
-		res.NextAt = d.clock.Now().Add(max(jitter(RetryDelay(del.Failures+1)), retryAfter))
+		res.NextAt = d.clock.Now().Add(max(jitter(DeliveryRetryDelay(del.Failures+1)), retryAfter))
 	}
 	ok, err := d.store.FinishDelivery(context.WithoutCancel(ctx), del, res)
 	if err != nil {
@@ -398,8 +305,8 @@ func (d *Deliverer) attempt(ctx context.Context, del models.Delivery, w models.W
 
 // post sends the signed delivery and reads the answer's status and header (the body is read,
 // at most 64 KiB, only so the connection can be reused).
-func (d *Deliverer) post(ctx context.Context, w models.Webhook, del models.Delivery, ts int64, body []byte) (int, http.Header, error) {
-	sig, err := Sign(w.Secret, del.MsgID, ts, body)
+func (d *Deliveries) post(ctx context.Context, w models.Webhook, del models.Delivery, ts int64, body []byte) (int, http.Header, error) {
+	sig, err := webhooks.Sign(w.Secret, del.MsgID, ts, body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -423,9 +330,9 @@ func (d *Deliverer) post(ctx context.Context, w models.Webhook, del models.Deliv
 	return resp.StatusCode, resp.Header, nil
 }
 
-// describe turns a failed request into the text kept with the attempt, without the URL
+// deliveryError turns a failed request into the text kept with the attempt, without the URL
 // (which may carry credentials).
-func describe(err error, timeout time.Duration) string {
+func deliveryError(err error, timeout time.Duration) string {
 	var msg string
 	var ne net.Error
 	switch {
@@ -441,13 +348,13 @@ func describe(err error, timeout time.Duration) string {
 			msg = ue.Err.Error()
 		}
 	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
+	if len(msg) > maxDeliveryErrorLen {
+		msg = msg[:maxDeliveryErrorLen]
 	}
 	return msg
 }
 
-// jitter spreads d by ±Jitter.
+// jitter spreads d by ±DeliveryJitter.
 func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (1 - Jitter + 2*Jitter*rand.Float64()))
+	return time.Duration(float64(d) * (1 - DeliveryJitter + 2*DeliveryJitter*rand.Float64()))
 }

@@ -1,0 +1,290 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// DefaultLease is how long a claim holds a leased row (a content job, a webhook delivery, the
+// backfill queue) unless OWED_LEASE says otherwise: long enough for one attempt, short enough
+// that the work of a process that died is soon due again.
+const DefaultLease = 2 * time.Minute
+
+// errStarted is Start called on a runner that was already started or stopped.
+var errStarted = errors.New("already started or stopped")
+
+// runner is the lifecycle every background service of the scheduler shares (content jobs,
+// webhook deliveries, the backfill), after River's startstop services:
+//
+//   - start runs its loops; each makes a pass at once, then whenever woken and every period
+//     after its previous pass ended, until the start context ends or the runner stops;
+//   - Go runs work in the background under the runner's lifetime (tracked, so Stop waits for
+//     it);
+//   - Stop claims nothing more (quit is closed; passes and loops return once what they run has
+//     finished), waits for the loops and the tracked work until its context ends, then cancels
+//     what is still running, and at last frees every lease the process still holds (release),
+//     so another replica takes that work at once instead of when the leases run out.
+//
+// The lease owner is the process's, one for every runner (see App): a lease names the process
+// that holds it, and each runner releases only the rows of its own table.
+type runner struct {
+	name    string
+	log     *slog.Logger
+	release func(ctx context.Context) (int64, error) // frees the owner's leases; nil: none
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	quit     chan struct{}   // closed by Stop: claim nothing more
+	base     context.Context // work runs under it; cancelled when Stop's grace ends
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // loops and tracked work
+}
+
+func newRunner(name string, log *slog.Logger, release func(ctx context.Context) (int64, error)) *runner {
+	base, cancel := context.WithCancel(context.Background())
+	return &runner{name: name, log: log, release: release, quit: make(chan struct{}), base: base, cancel: cancel}
+}
+
+// start runs loops in the background until ctx ends or Stop; it refuses a second start, and a
+// start after Stop.
+func (r *runner) start(ctx context.Context, loops ...*loop) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started || r.stopping {
+		return fmt.Errorf("%s: %w", r.name, errStarted)
+	}
+	r.started = true
+	ctx, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(r.base, cancel)
+	var running sync.WaitGroup
+	for _, l := range loops {
+		r.wg.Add(1)
+		running.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer running.Done()
+			l.run(ctx, r.quit, r.log)
+		}()
+	}
+	go func() { running.Wait(); unlink(); cancel() }()
+	return nil
+}
+
+// Go runs fn in the background under the runner's lifetime, unless it is stopping; it reports
+// whether fn was started. fn's context is cancelled when Stop's grace ends.
+func (r *runner) Go(fn func(ctx context.Context)) bool {
+	if !r.enter() {
+		return false
+	}
+	go func() {
+		defer r.wg.Done()
+		fn(r.base)
+	}()
+	return true
+}
+
+// enter counts the caller as work Stop waits for, unless the runner is stopping; the caller
+// calls r.wg.Done when it is over.
+func (r *runner) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		return false
+	}
+	r.wg.Add(1)
+	return true
+}
+
+// quitting reports whether Stop was called: a pass claims nothing more.
+func (r *runner) quitting() bool {
+	select {
+	case <-r.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// cutShort cancels the work under way without waiting for it (a runner whose work resumes
+// anywhere from where its rows stand, as the backfill's batches do, stops this way).
+func (r *runner) cutShort() { r.cancel() }
+
+// Stop claims nothing more, lets the loops and the work in flight finish until ctx ends, then
+// cancels what is left and waits for it, and frees every lease this process still holds on
+// the runner's table. It may be called more than once, and without start.
+func (r *runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.stopping {
+		r.stopping = true
+		close(r.quit)
+	}
+	r.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { r.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		r.cancel()
+		<-finished
+	}
+	r.cancel()
+	if r.release == nil {
+		return nil
+	}
+	n, err := r.release(context.WithoutCancel(ctx))
+	if n > 0 {
+		r.log.Info("released leases", "runner", r.name, "rows", n)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: release leases: %w", r.name, err)
+	}
+	return nil
+}
+
+// loop is one of a runner's polling loops.
+type loop struct {
+	name  string
+	every time.Duration                   // the wait between passes when not woken (0: only when woken)
+	pass  func(ctx context.Context) error // looks for due work and runs it
+	wake  chan struct{}
+}
+
+func newLoop(name string, every time.Duration, pass func(ctx context.Context) error) *loop {
+	return &loop{name: name, every: every, pass: pass, wake: make(chan struct{}, 1)}
+}
+
+// Wake makes the loop pass now instead of at its next period (or at its next start, when it
+// is not running yet). It never blocks.
+func (l *loop) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run passes at once, then whenever woken and every period after the previous pass ended,
+// until ctx ends or quit is closed.
+func (l *loop) run(ctx context.Context, quit <-chan struct{}, log *slog.Logger) {
+	for {
+		if err := l.pass(ctx); err != nil && ctx.Err() == nil {
+			log.Error(l.name, "err", err)
+		}
+		if !l.wait(ctx, quit) {
+			return
+		}
+	}
+}
+
+// wait waits for a wake or the period, and reports whether to pass again (not when ctx ended
+// or quit was closed meanwhile). The period is wall time whatever clock decides what is due: it
+// is how often a process looks, not when work falls due.
+func (l *loop) wait(ctx context.Context, quit <-chan struct{}) bool {
+	var tick <-chan time.Time
+	if l.every > 0 {
+		timer := time.NewTimer(l.every)
+		defer timer.Stop()
+		tick = timer.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-quit:
+	case <-l.wake:
+	case <-tick:
+	}
+	return ctx.Err() == nil && !isClosed(quit)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// pool claims rows of one leased table into its free slots and runs each claimed row in its
+// own goroutine, after River's producer: every claim asks for as many rows as slots are free,
+// so a claim never takes a row that would only wait here for a slot (another replica with room
+// takes it instead), and a row that finishes frees its slot for the next claim at once.
+type pool[T any] struct {
+	slots int             // rows run at once, at most
+	quit  <-chan struct{} // closed: claim nothing more (what runs finishes)
+	// idle, when set, is asked before a claim while nothing runs; false ends the pass without
+	// the claim (a read is cheaper than a claim's write).
+	idle func(ctx context.Context) (bool, error)
+	// claim leases up to free due rows and returns those to run; claimed is how many rows it
+	// took (a row it took and let go at once is not run): zero means none was due.
+	claim func(ctx context.Context, free int) (run []T, claimed int, err error)
+	run   func(ctx context.Context, row T) // runs one claimed row to its end
+}
+
+// drain claims and runs due rows until none is due (or ctx ends, or quit is closed), and waits
+// for the rows it runs; it returns how many it ran. Rows its work makes due are run too; rows it
+// puts off are not due again within the pass, so it ends.
+func (p pool[T]) drain(ctx context.Context) (int, error) {
+	finished := make(chan struct{}, p.slots)
+	running, ran := 0, 0
+	defer func() {
+		for ; running > 0; running-- {
+			<-finished
+		}
+	}()
+	for ctx.Err() == nil {
+		// Count what finished meanwhile, so the claim fills every free slot at once.
+		running -= finishedSoFar(finished, running)
+		if isClosed(p.quit) {
+			return ran, nil // stopping: what runs finishes, nothing more is claimed
+		}
+		free := p.slots - running
+		if free == 0 {
+			<-finished
+			running--
+			continue
+		}
+		if running == 0 && p.idle != nil {
+			if due, err := p.idle(ctx); err != nil || !due {
+				return ran, err
+			}
+		}
+		rows, claimed, err := p.claim(ctx, free)
+		if err != nil {
+			return ran, err
+		}
+		if claimed == 0 {
+			if running == 0 {
+				return ran, nil
+			}
+			<-finished
+			running--
+			continue
+		}
+		ran += len(rows)
+		running += len(rows)
+		for _, row := range rows {
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				p.run(ctx, row)
+			}()
+		}
+	}
+	return ran, ctx.Err()
+}
+
+// finishedSoFar takes, without waiting, the signals of the rows that finished (at most running).
+func finishedSoFar(finished <-chan struct{}, running int) int {
+	n := 0
+	for ; n < running; n++ {
+		select {
+		case <-finished:
+		default:
+			return n
+		}
+	}
+	return n
+}

@@ -1,0 +1,193 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A loop passes at once, then only when woken while its period has not passed (an hour here),
+// and ends when its runner stops; Stop waits for it.
+func TestLoopPassesAtStartAndOnWake(t *testing.T) {
+	passes := make(chan struct{})
+	l := newLoop("test", time.Hour, func(ctx context.Context) error {
+		passes <- struct{}{}
+		return nil
+	})
+	r := newRunner("test", slog.New(slog.DiscardHandler), nil)
+	if err := r.start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(context.Background(), l); !errors.Is(err, errStarted) {
+		t.Errorf("a second start = %v, want errStarted", err)
+	}
+	<-passes // the first pass, at once
+	l.Wake()
+	<-passes // woken
+	l.Wake()
+	l.Wake() // never blocks, even with a wake pending
+	<-passes
+	stopped := make(chan error)
+	go func() { stopped <- r.Stop(context.Background()) }()
+	select {
+	case <-passes:
+		// The pending wake's pass raced Stop; none follows it.
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Wake()
+	select {
+	case <-passes:
+		t.Fatal("a stopped runner's loop passed")
+	default:
+	}
+	if err := r.start(context.Background(), l); !errors.Is(err, errStarted) {
+		t.Errorf("a start after Stop = %v, want errStarted", err)
+	}
+	if r.Go(func(context.Context) {}) {
+		t.Error("a stopped runner took background work")
+	}
+}
+
+// Stop waits for work in flight while its context lasts, then cancels it and waits for it to
+// end, and frees the leases last.
+func TestRunnerStopDrainsThenCancelsThenReleases(t *testing.T) {
+	noted := make(chan string, 3)
+	r := newRunner("test", slog.New(slog.DiscardHandler), func(context.Context) (int64, error) {
+		noted <- "released"
+		return 1, nil
+	})
+	finish := make(chan struct{})
+	started := make(chan struct{}, 2)
+	// One piece of work finishes when told; the other only when cancelled.
+	r.Go(func(ctx context.Context) {
+		started <- struct{}{}
+		<-finish
+		noted <- "finished"
+	})
+	r.Go(func(ctx context.Context) {
+		started <- struct{}{}
+		<-ctx.Done()
+		noted <- "cancelled"
+	})
+	<-started
+	<-started
+	grace, endGrace := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- r.Stop(grace) }()
+	close(finish)
+	if got := <-noted; got != "finished" {
+		t.Fatalf("%s before the finished work, while the grace runs", got)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) with work in flight and its grace running", err)
+	default:
+	}
+	endGrace()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if a, b := <-noted, <-noted; a != "cancelled" || b != "released" {
+		t.Errorf("then %s, %s; want cancelled, then released", a, b)
+	}
+}
+
+// table is an in-memory leased table for the pool: rows are claimed in order, and each run
+// holds its row until the test lets it finish.
+type table struct {
+	mu      sync.Mutex
+	rows    int // rows left to claim
+	running int
+	most    int // the most rows running at once
+	over    bool
+	slots   int
+}
+
+// The pool never runs more rows than it has slots, asks each claim for exactly the slots that
+// are free, and claims again as soon as one finishes, until none is due.
+func TestPoolFillsFreeSlotsOnly(t *testing.T) {
+	tb := &table{rows: 10, slots: 3}
+	finish := make(chan struct{})
+	started := make(chan int, 10)
+	var claims []int
+	p := pool[int]{slots: 3, quit: make(chan struct{}),
+		claim: func(ctx context.Context, free int) ([]int, int, error) {
+			tb.mu.Lock()
+			defer tb.mu.Unlock()
+			claims = append(claims, free)
+			if free+tb.running > tb.slots {
+				tb.over = true
+			}
+			n := min(free, tb.rows)
+			tb.rows -= n
+			tb.running += n
+			tb.most = max(tb.most, tb.running)
+			rows := make([]int, n)
+			return rows, n, nil
+		},
+		run: func(ctx context.Context, row int) {
+			started <- row
+			<-finish
+			tb.mu.Lock()
+			tb.running--
+			tb.mu.Unlock()
+		},
+	}
+	done := make(chan int)
+	go func() {
+		n, err := p.drain(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- n
+	}()
+	for range 10 {
+		<-started
+		finish <- struct{}{} // one row finishes; its slot goes to the next claim
+	}
+	if n := <-done; n != 10 {
+		t.Errorf("ran %d rows, want 10", n)
+	}
+	if tb.over || tb.most != 3 {
+		t.Errorf("most running = %d (over the slots: %v), want 3", tb.most, tb.over)
+	}
+	if claims[0] != 3 {
+		t.Errorf("claims asked for %v: the first should fill all 3 slots", claims)
+	}
+}
+
+// A pool told to quit claims nothing more, and waits for the rows it runs.
+func TestPoolQuitClaimsNothingMore(t *testing.T) {
+	quit := make(chan struct{})
+	finish := make(chan struct{})
+	started := make(chan struct{}, 2)
+	claims := 0
+	p := pool[int]{slots: 2, quit: quit,
+		claim: func(ctx context.Context, free int) ([]int, int, error) {
+			claims++
+			return make([]int, free), free, nil // always more due
+		},
+		run: func(ctx context.Context, row int) { started <- struct{}{}; <-finish },
+	}
+	done := make(chan int)
+	go func() {
+		n, _ := p.drain(context.Background())
+		done <- n
+	}()
+	<-started
+	<-started
+	close(quit)
+	close(finish)
+	if n := <-done; n != 2 || claims != 1 {
+		t.Errorf("ran %d rows in %d claims after quit, want 2 in 1", n, claims)
+	}
+}
