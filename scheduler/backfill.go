@@ -37,7 +37,7 @@ var errLeaseLost = errors.New("backfill: the queue lease was lost")
 // BackfillConfig tunes the backfill queue. Zero fields take the defaults.
 type BackfillConfig struct {
 	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
-	// (default 10m).
+	// (default DefaultWalkIdle).
 	WalkIdle time.Duration
 	// Lease is how long the queue lease lasts without renewal (default 2m); it is renewed
 	// every third of it while the queue runs.
@@ -55,6 +55,9 @@ type BackfillConfig struct {
 	// rate instead: every row of the run over all its running time.
 	RateWindow time.Duration
 }
+
+// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
+const DefaultWalkIdle = 10 * time.Minute
 
 // DefaultRateWindow is negative: owed reports the plain rate. The accuracy benchmark
 // (bench/cmd/eta, docs/benchmarks.md) chose it: on a steady CDN the plain rate's ETAs erred
@@ -83,7 +86,7 @@ const defaultSmoothingWindow = time.Minute
 
 func (c *BackfillConfig) applyDefaults() {
 	if c.WalkIdle <= 0 {
-		c.WalkIdle = 10 * time.Minute
+		c.WalkIdle = DefaultWalkIdle
 	}
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute

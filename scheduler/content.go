@@ -38,17 +38,30 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
+// The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
+// (OWED_DAILY_BUDGET, OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
+// OWED_MODEL_BREAKER) default to them.
+const (
+	// DefaultDailyBudget is the model calls an author may make per UTC day unless they have
+	// their own limit.
+	DefaultDailyBudget      = 100
+	DefaultModelName        = "critic"
+	DefaultConcurrency      = 64
+	DefaultModelConcurrency = 16
+	DefaultModelBreaker     = 10
+)
+
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default 2m)
-	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
-	ModelName   string        // the critic model named in score requests (default "critic")
-	Concurrency int           // jobs one sweep runs at once (default 64)
+	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default DefaultDailyBudget)
+	ModelName   string        // the critic model named in score requests (default DefaultModelName)
+	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
 	Owner       string        // this process's lease owner name (default host:pid:random)
 	// ModelConcurrency caps the model calls in flight in this process, for every claimer
-	// together; a score holds three (default 16, at least 3).
+	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
 	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker (default 10;
+	// ModelBreaker is how many consecutive model failures open the breaker (default DefaultModelBreaker;
 	// negative: no breaker).
 	ModelBreaker int
 }
@@ -58,23 +71,23 @@ func (c *ContentConfig) applyDefaults() {
 		c.Lease = 2 * time.Minute
 	}
 	if c.DailyBudget <= 0 {
-		c.DailyBudget = 100
+		c.DailyBudget = DefaultDailyBudget
 	}
 	if c.ModelName == "" {
-		c.ModelName = "critic"
+		c.ModelName = DefaultModelName
 	}
 	if c.Concurrency <= 0 {
-		c.Concurrency = 64
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Owner == "" {
 		c.Owner = models.NewLeaseOwner()
 	}
 	if c.ModelConcurrency <= 0 {
-		c.ModelConcurrency = 16
+		c.ModelConcurrency = DefaultModelConcurrency
 	}
 	c.ModelConcurrency = max(c.ModelConcurrency, ScoreRuns)
 	if c.ModelBreaker == 0 {
-		c.ModelBreaker = 10
+		c.ModelBreaker = DefaultModelBreaker
 	}
 }
 
