@@ -61,8 +61,8 @@ type ContentConfig struct {
 	// ModelConcurrency caps the model calls in flight in this process, for every claimer
 	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
 	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker (default DefaultModelBreaker;
-	// negative: no breaker).
+	// ModelBreaker is how many consecutive model failures open the breaker
+	// (default DefaultModelBreaker; negative: no breaker).
 	ModelBreaker int
 }
 
