@@ -34,6 +34,9 @@ const (
 // errLeaseLost means another process took the queue lease: this one stops running the queue.
 var errLeaseLost = errors.New("backfill: the queue lease was lost")
 
+// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
+const DefaultWalkIdle = 10 * time.Minute
+
 // BackfillConfig tunes the backfill queue. Zero fields take the defaults.
 type BackfillConfig struct {
 	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
@@ -55,9 +58,6 @@ type BackfillConfig struct {
 	// rate instead: every row of the run over all its running time.
 	RateWindow time.Duration
 }
-
-// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
-const DefaultWalkIdle = 10 * time.Minute
 
 // DefaultRateWindow is negative: owed reports the plain rate. The accuracy benchmark
 // (bench/cmd/eta, docs/benchmarks.md) chose it: on a steady CDN the plain rate's ETAs erred

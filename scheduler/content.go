@@ -38,6 +38,21 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
+// ContentConfig tunes the content jobs.
+type ContentConfig struct {
+	Lease       time.Duration // how long a claim holds a job (default 2m)
+	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
+	ModelName   string        // the critic model named in score requests (default "critic")
+	Concurrency int           // jobs one sweep runs at once (default 64)
+	Owner       string        // this process's lease owner name (default host:pid:random)
+	// ModelConcurrency caps the model calls in flight in this process, for every claimer
+	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
+	ModelConcurrency int
+	// ModelBreaker is how many consecutive model failures open the breaker
+	// (default DefaultModelBreaker; negative: no breaker).
+	ModelBreaker int
+}
+
 // The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
 // (OWED_DAILY_BUDGET, OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
 // OWED_MODEL_BREAKER) default to them.
@@ -50,21 +65,6 @@ const (
 	DefaultModelConcurrency = 16
 	DefaultModelBreaker     = 10
 )
-
-// ContentConfig tunes the content jobs.
-type ContentConfig struct {
-	Lease       time.Duration // how long a claim holds a job (default 2m)
-	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default DefaultDailyBudget)
-	ModelName   string        // the critic model named in score requests (default DefaultModelName)
-	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
-	Owner       string        // this process's lease owner name (default host:pid:random)
-	// ModelConcurrency caps the model calls in flight in this process, for every claimer
-	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
-	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker
-	// (default DefaultModelBreaker; negative: no breaker).
-	ModelBreaker int
-}
 
 func (c *ContentConfig) applyDefaults() {
 	if c.Lease <= 0 {
