@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/owed/owed/media"
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/scheduler"
 )
 
 // Config is owed's configuration. Every field is one Setting below: an OWED_* environment
@@ -97,16 +101,43 @@ func (c Config) Proxies() ([]*net.IPNet, error) {
 	return out, nil
 }
 
-// Defaults is the configuration with nothing set.
+// Defaults is the configuration with nothing set. What a component defaults to is its own
+// (scheduler's, modelclient's, media's exported defaults); the rest is app's, here once. The
+// README's column of defaults is made from these values (see Settings).
 func Defaults() Config {
 	return Config{
-		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: "relay", ModelName: "critic",
-		ModelTimeout: 2 * time.Minute, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
-		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
-		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
+		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: modelclient.APIRelay, ModelName: scheduler.DefaultModelName,
+		ModelTimeout: modelclient.DefaultTimeout, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
+		DailyBudget: scheduler.DefaultDailyBudget, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
+		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32, LogLevel: slog.LevelInfo,
-		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: 16, ModelBreaker: 10,
+		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
+		ModelBreaker: scheduler.DefaultModelBreaker,
 	}
+}
+
+// defaults is Defaults, for the README's column.
+var defaults = Defaults()
+
+// shown is a default value as the README shows it: as its variable would be written, quoted as
+// code (durations in their shortest form, 2m rather than 2m0s; a log level in lower case).
+func shown(v any) string {
+	var s string
+	switch v := v.(type) {
+	case time.Duration:
+		s = v.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+	case slog.Level:
+		s = strings.ToLower(v.String())
+	default:
+		s = fmt.Sprint(v)
+	}
+	return "`" + s + "`"
 }
 
 // Setting is one configuration value: where it is read from, what it defaults to (as the
@@ -121,40 +152,40 @@ type Setting struct {
 
 // Settings lists every setting once, in the order the README shows them.
 var Settings = []Setting{
-	{Env: "OWED_ADDR", Default: "`127.0.0.1:8080`", Usage: "listen address", set: text(func(c *Config) *string { return &c.Addr })},
-	{Env: "OWED_DATA_DIR", Flag: "data", Default: "`./data`", Usage: "database file and preview cache", set: text(func(c *Config) *string { return &c.DataDir })},
+	{Env: "OWED_ADDR", Default: shown(defaults.Addr), Usage: "listen address", set: text(func(c *Config) *string { return &c.Addr })},
+	{Env: "OWED_DATA_DIR", Flag: "data", Default: shown(defaults.DataDir), Usage: "database file and preview cache", set: text(func(c *Config) *string { return &c.DataDir })},
 	{Env: "OWED_DATABASE_URL", Flag: "database", Default: "SQLite file in the data dir", Usage: "or `postgres://…` for several replicas", set: databaseURL},
 	{Env: "OWED_ADMIN_TOKEN", Default: "none (a first admin token is printed once on an empty database)", Usage: "admin bearer token", set: text(func(c *Config) *string { return &c.AdminToken })},
 	{Env: "OWED_MODEL_URL", Default: "none", Usage: "the model's URL; without one jobs wait as `unreachable`", set: text(func(c *Config) *string { return &c.ModelURL })},
 	{Env: "OWED_MODEL_KEY", Default: "none", Usage: "the model's bearer key (never logged)", set: text(func(c *Config) *string { return &c.ModelKey })},
-	{Env: "OWED_MODEL_API", Default: "`relay`", Usage: "the model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ModelAPI }, "relay", "openai")},
-	{Env: "OWED_MODEL_NAME", Default: "`critic`", Usage: "the model named in requests and recorded with each score", set: text(func(c *Config) *string { return &c.ModelName })},
-	{Env: "OWED_MODEL_TIMEOUT", Default: "`2m`", Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
-	{Env: "OWED_SWEEP_EVERY", Default: "`1m`", Usage: "the cron sweep's period", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
-	{Env: "OWED_SWEEP_CONCURRENCY", Default: "`64`", Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
+	{Env: "OWED_MODEL_API", Default: shown(defaults.ModelAPI), Usage: "the model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ModelAPI }, modelclient.APIRelay, modelclient.APIOpenAI)},
+	{Env: "OWED_MODEL_NAME", Default: shown(defaults.ModelName), Usage: "the model named in requests and recorded with each score", set: text(func(c *Config) *string { return &c.ModelName })},
+	{Env: "OWED_MODEL_TIMEOUT", Default: shown(defaults.ModelTimeout), Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
+	{Env: "OWED_SWEEP_EVERY", Default: shown(defaults.SweepEvery), Usage: "the cron sweep's period", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
+	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
 		n, err := whole(v, 1)
 		c.SweepConcurrency = int(min(n, math.MaxInt32))
 		return err
 	}},
 	// At least 3: a score's three runs are asked together and hold three slots.
-	{Env: "OWED_MODEL_CONCURRENCY", Default: "`16`", Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: func(c *Config, v string) error {
-		n, err := whole(v, 3)
+	{Env: "OWED_MODEL_CONCURRENCY", Default: shown(defaults.ModelConcurrency), Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: func(c *Config, v string) error {
+		n, err := whole(v, scheduler.ScoreRuns)
 		c.ModelConcurrency = int(min(n, math.MaxInt32))
 		return err
 	}},
-	{Env: "OWED_MODEL_BREAKER", Default: "`10`", Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: func(c *Config, v string) error {
+	{Env: "OWED_MODEL_BREAKER", Default: shown(defaults.ModelBreaker), Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: func(c *Config, v string) error {
 		n, err := whole(v, 0)
 		c.ModelBreaker = int(min(n, math.MaxInt32))
 		return err
 	}},
-	{Env: "OWED_LEASE", Default: "`2m`", Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
-	{Env: "OWED_INLINE_WAIT", Default: "`10s`", Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
+	{Env: "OWED_LEASE", Default: shown(defaults.Lease), Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
+	{Env: "OWED_INLINE_WAIT", Default: shown(defaults.InlineWait), Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
 	// At least 1: a limit of 0 would show authors a limit that charges nothing while the
 	// runner read 0 as "the default".
-	{Env: "OWED_DAILY_BUDGET", Default: "`100`", Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
-	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: "`250`", Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
-	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: "`750`", Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
-	{Env: "OWED_WALK_IDLE", Default: "`10m`", Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
+	{Env: "OWED_DAILY_BUDGET", Default: shown(defaults.DailyBudget), Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
+	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: shown(defaults.MediaMinGap.Milliseconds()), Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
+	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: shown(defaults.MediaMaxGap.Milliseconds()), Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
+	{Env: "OWED_WALK_IDLE", Default: shown(defaults.WalkIdle), Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
 	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
 	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback, private or otherwise non-public addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
 	{Env: "OWED_MEDIA_ALLOW_PRIVATE", Default: "off", Usage: "allow media URLs on loopback, private or otherwise non-public addresses (tests with a local CDN set it)", set: boolean(func(c *Config) *bool { return &c.MediaAllowPrivate })},
@@ -166,7 +197,7 @@ var Settings = []Setting{
 		c.TrustedProxies = v
 		return nil
 	}},
-	{Env: "OWED_WRITE_RATE", Default: "`20`", Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
+	{Env: "OWED_WRITE_RATE", Default: shown(defaults.WriteRate), Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
 			return fmt.Errorf("want writes per second, 0 for no limit")
@@ -174,12 +205,12 @@ var Settings = []Setting{
 		c.WriteRate = f
 		return nil
 	}},
-	{Env: "OWED_WRITE_BURST", Default: "`100`", Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
-	{Env: "OWED_DATABASE_MAX_CONNS", Default: "`32`", Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
-	{Env: "OWED_SHUTDOWN_GRACE", Default: "`20s`", Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
-	{Env: "OWED_RETAIN_EVENTS", Default: "`720h`", Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
-	{Env: "OWED_RETAIN_DELIVERIES", Default: "`720h`", Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
-	{Env: "OWED_LOG_LEVEL", Default: "`info`", Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
+	{Env: "OWED_WRITE_BURST", Default: shown(defaults.WriteBurst), Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
+	{Env: "OWED_DATABASE_MAX_CONNS", Default: shown(defaults.DatabaseMaxConns), Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
+	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
+	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
+	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
+	{Env: "OWED_LOG_LEVEL", Default: shown(defaults.LogLevel), Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")
 		}

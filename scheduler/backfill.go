@@ -34,10 +34,13 @@ const (
 // errLeaseLost means another process took the queue lease: this one stops running the queue.
 var errLeaseLost = errors.New("backfill: the queue lease was lost")
 
+// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
+const DefaultWalkIdle = 10 * time.Minute
+
 // BackfillConfig tunes the backfill queue. Zero fields take the defaults.
 type BackfillConfig struct {
 	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
-	// (default 10m).
+	// (default DefaultWalkIdle).
 	WalkIdle time.Duration
 	// Lease is how long the queue lease lasts without renewal (default DefaultLease); it is
 	// renewed every third of it while the queue runs.
@@ -91,7 +94,7 @@ const defaultSmoothingWindow = time.Minute
 
 func (c *BackfillConfig) applyDefaults() {
 	if c.WalkIdle <= 0 {
-		c.WalkIdle = 10 * time.Minute
+		c.WalkIdle = DefaultWalkIdle
 	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease

@@ -57,25 +57,38 @@ type ContentConfig struct {
 	// prunes what is no longer read there, on the sweep's period).
 	AfterSweep func(ctx context.Context)
 	// ModelConcurrency caps the model calls in flight in this process, for every claimer
-	// together; a score holds three (default 16, at least 3).
+	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
 	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker (default 10;
-	// negative: no breaker).
+	// ModelBreaker is how many consecutive model failures open the breaker
+	// (default DefaultModelBreaker; negative: no breaker).
 	ModelBreaker int
 }
+
+// The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
+// (OWED_DAILY_BUDGET, OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
+// OWED_MODEL_BREAKER) default to them.
+const (
+	// DefaultDailyBudget is the model calls an author may make per UTC day unless they have
+	// their own limit.
+	DefaultDailyBudget      = 100
+	DefaultModelName        = "critic"
+	DefaultConcurrency      = 64
+	DefaultModelConcurrency = 16
+	DefaultModelBreaker     = 10
+)
 
 func (c *ContentConfig) applyDefaults() {
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
 	}
 	if c.DailyBudget <= 0 {
-		c.DailyBudget = 100
+		c.DailyBudget = DefaultDailyBudget
 	}
 	if c.ModelName == "" {
-		c.ModelName = "critic"
+		c.ModelName = DefaultModelName
 	}
 	if c.Concurrency <= 0 {
-		c.Concurrency = 64
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Owner == "" {
 		c.Owner = models.NewLeaseOwner()
@@ -84,11 +97,11 @@ func (c *ContentConfig) applyDefaults() {
 		c.Every = DefaultSweepEvery
 	}
 	if c.ModelConcurrency <= 0 {
-		c.ModelConcurrency = 16
+		c.ModelConcurrency = DefaultModelConcurrency
 	}
 	c.ModelConcurrency = max(c.ModelConcurrency, ScoreRuns)
 	if c.ModelBreaker == 0 {
-		c.ModelBreaker = 10
+		c.ModelBreaker = DefaultModelBreaker
 	}
 }
 
@@ -160,70 +173,22 @@ func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
 // (given back, or kept for the call, whatever the outcome).
 func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held int) (Outcome, error) {
 	defer func() { c.gate.Release(held) }()
-	screening := job.Task == models.TaskScreen
-	runs := 1
-	event := models.TaskScreen
-	if !screening {
-		runs, event = ScoreRuns, models.TaskScore
-	}
-	ev := models.Event{Event: event, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID, Attempt: job.Attempts}
-	if !screening {
-		ev.Runs = &runs
-	}
+	t := c.taskFor(job)
+	runs := t.calls()
+	ev := t.event()
 	later := func(why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
-		ev.Outcome, ev.Why, ev.UpstreamMs = string(Pending), &why, upstreamMs
-		var st *int
-		if status != 0 {
-			st = &status
-			ev.Status = st
-		}
-		at := c.clock.Now().Add(wait)
-		ok, err := c.store.Reschedule(ctx, job, at, why, st, ev)
-		if err != nil {
-			return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
-		}
-		if ok {
-			c.note(ev, slog.Time("nextAttemptAt", at))
-		}
-		return Pending, nil
+		return c.reschedule(ctx, job, &ev, why, wait, status, upstreamMs)
 	}
 
 	// What to ask: the item as it is now.
-	var screenReq modelclient.ScreenRequest
-	var scoreReq modelclient.ScoreRequest
-	var songID int64
-	if screening {
-		subject, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
-		if err != nil {
-			return Pending, err
-		}
-		if !ok {
-			return Gone, nil // deleted since; its trigger took the job too
-		}
-		screenReq = modelclient.ScreenRequest{Kind: job.Kind, Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
-		if err := modelclient.CheckScreen(screenReq); err != nil {
-			return Pending, fmt.Errorf("a screen request the model client would refuse (job %d): %w", job.ID, err)
-		}
-	} else {
-		rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
-		if err != nil {
-			return Pending, err
-		}
-		if !ok {
-			return Gone, nil
-		}
-		songID = rev.SongID
-		scoreReq = modelclient.ScoreRequest{Model: c.cfg.ModelName, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
-		if err := modelclient.CheckScore(scoreReq); err != nil {
-			return Pending, fmt.Errorf("a score request the model client would refuse (job %d): %w", job.ID, err)
-		}
+	if ok, err := t.subject(ctx); err != nil {
+		return Pending, err
+	} else if !ok {
+		return Gone, nil // deleted since; its trigger took the job too
 	}
 
-	if c.model == nil || !c.model.Configured() {
-		ev.Error = errorText(modelclient.ErrNotConfigured)
-		if c.model != nil {
-			ev.Error = errorText(c.model.Unconfigured())
-		}
+	if problem := c.ModelProblem(); problem != "" {
+		ev.Error = errorText(problem)
 		return later(models.WhyUnreachable, Backoff(job.Attempts), 0, nil)
 	}
 
@@ -254,65 +219,67 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
 	}
 
-	var reply modelclient.Reply
-	if screening {
-		reply = c.model.Screen(askCtx, screenReq)
-	} else {
-		reply = c.model.Score(askCtx, scoreReq, runs)
-	}
+	reply := t.ask(askCtx, c.model)
 	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
 	held = 0
 	if c.metrics != nil {
-		c.metrics.ModelLatency.WithLabelValues(event).Observe(float64(reply.UpstreamMs) / 1000)
+		c.metrics.ModelLatency.WithLabelValues(ev.Event).Observe(float64(reply.UpstreamMs) / 1000)
 	}
-	upstreamMs := reply.UpstreamMs
-	if reply.Why != "" && ctx.Err() != nil {
-		// Stopping, not failing: let the job go for another worker without an attempt.
-		c.breaker.giveUp(ctx, *p)
-		return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
+	if reply.Why != "" {
+		return c.unanswered(ctx, job, &ev, *p, reply)
 	}
 	c.breaker.report(ctx, *p, reply)
-	if reply.Why != "" {
-		ev.Error = errorText(reply.Error)
-		return later(reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
-	}
 	status := reply.Status
+	upstreamMs := reply.UpstreamMs
 	bytes := int64(reply.RequestBytes)
 	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
 
-	if screening {
-		v := reply.Verdict
-		if v == nil {
-			ev.Error = errorText("answer has no verdict")
-			return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
-		}
-		ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
-		recorded, err := c.store.RecordScreen(ctx, job.Kind, job.ItemID, v.Verdict, v.Confidence, ev)
-		if err != nil {
-			return Pending, fmt.Errorf("record screen of %s %d: %w", job.Kind, job.ItemID, err)
-		}
-		if !recorded {
-			return Gone, nil
-		}
-		c.note(ev)
-		return Done, nil
+	out, lack, err := t.record(ctx, reply, &ev)
+	if err != nil {
+		return Pending, err
 	}
-	if len(reply.Runs) != runs {
-		ev.Error = errorText(fmt.Sprintf("answered %d run(s) of %d", len(reply.Runs), runs))
+	if lack != "" {
+		ev.Error = errorText(lack)
 		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 	}
-	mean := modelclient.Mean(reply.Runs)
-	ev.Outcome, ev.Art = "scored", &mean.Art
-	recorded, err := c.store.RecordScore(ctx, models.Score{RevisionID: job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
-		Criteria: mean.Criteria, Model: c.cfg.ModelName, Rubric: RubricID}, ev)
+	if out == Done {
+		c.note(ev)
+	}
+	return out, nil
+}
+
+// reschedule puts the job off by wait with ev, the attempt's event, as pending for why (with
+// the model's status, when not 0, and its time, when known).
+func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
+	ev.Outcome, ev.Why, ev.UpstreamMs = string(Pending), &why, upstreamMs
+	var st *int
+	if status != 0 {
+		st = &status
+		ev.Status = st
+	}
+	at := c.clock.Now().Add(wait)
+	ok, err := c.store.Reschedule(ctx, job, at, why, st, *ev)
 	if err != nil {
-		return Pending, fmt.Errorf("record score of revision %d (song %d): %w", job.ItemID, songID, err)
+		return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
 	}
-	if !recorded {
-		return Gone, nil
+	if ok {
+		c.note(*ev, slog.Time("nextAttemptAt", at))
 	}
-	c.note(ev)
-	return Done, nil
+	return Pending, nil
+}
+
+// unanswered ends an ask the model did not answer (reply.Why is set). Stopping, not failing,
+// lets the job go for another worker without an attempt; otherwise the breaker hears of the
+// failure and the job is put off by its backoff, or longer when the model asked for it.
+func (c *Content) unanswered(ctx context.Context, job models.Job, ev *models.Event, p pass, reply modelclient.Reply) (Outcome, error) {
+	if ctx.Err() != nil {
+		c.breaker.giveUp(ctx, p)
+		return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
+	}
+	c.breaker.report(ctx, p, reply)
+	ev.Error = errorText(reply.Error)
+	upstreamMs := reply.UpstreamMs
+	return c.reschedule(ctx, job, ev, reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
 }
 
 // errorText is an attempt's error as kept: nil when empty, else at most

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -140,7 +141,8 @@ func TestRunScoreRecordsMeanOfThreeRuns(t *testing.T) {
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// An item deleted after its job was claimed is gone: nothing asked, charged or recorded.
+// An item deleted after its job was claimed is gone: nothing asked, charged or recorded. One
+// deleted during the ask is gone too.
 func TestRunDeletedItemIsGone(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
@@ -164,6 +166,45 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 		}
 		if evs, _ := r.store.ListEvents(r.ctx, models.EventFilter{}, 0, 10); len(evs) != 0 {
 			t.Errorf("events = %+v, want none", evs)
+		}
+
+		// Deleted while the model is asked about it: the ask was made, so it stays charged, but
+		// neither the answer nor its event is recorded, and no job is left.
+		p = r.pitch(ann, "p2")
+		_, rev = r.allowedRevision(ann, "S2", "c2")
+		for _, c := range []struct {
+			job    models.Job
+			delete func() error
+			calls  int
+		}{
+			{r.claim(models.TaskScreen, models.KindPitch, p), func() error { return r.store.DeleteItem(r.ctx, ann, models.KindPitch, p) }, 1},
+			{r.claim(models.TaskScore, models.KindRevision, rev), func() error {
+				return r.store.DB(r.ctx).Exec(`DELETE FROM revisions WHERE id = ?`, rev).Error
+			}, scheduler.ScoreRuns},
+		} {
+			var once sync.Once
+			var deleted error
+			r.model.Reset()
+			r.model.Handle(func(http.ResponseWriter, *http.Request) bool {
+				once.Do(func() { deleted = c.delete() })
+				return false
+			})
+			before := r.spent(ann)
+			out, err := r.content.Run(r.ctx, c.job)
+			once.Do(func() {}) // the hook's delete happens before what follows
+			if deleted != nil {
+				t.Fatalf("delete the %s: %v", c.job.Kind, deleted)
+			}
+			if err != nil || out != scheduler.Gone {
+				t.Errorf("%s of an item deleted during the ask = %s, %v; want gone", c.job.Task, out, err)
+			}
+			if r.model.Calls() != c.calls || r.spent(ann) != before+int64(c.calls) {
+				t.Errorf("%s: calls %d, spent %d more; want %d of each", c.job.Task, r.model.Calls(), r.spent(ann)-before, c.calls)
+			}
+			r.noJob(c.job.Task, c.job.Kind, c.job.ItemID)
+			if evs := r.events(c.job.Kind, c.job.ItemID); len(evs) != 0 {
+				t.Errorf("%s: events = %+v, want none", c.job.Task, evs)
+			}
 		}
 	})
 }

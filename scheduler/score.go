@@ -1,0 +1,61 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// scoreTask scores one revision under the rubric: ScoreRuns model calls, whose mean is kept.
+type scoreTask struct {
+	store  *models.Store
+	job    models.Job
+	model  string                   // the critic model named in the request and kept with the score
+	req    modelclient.ScoreRequest // built by subject
+	songID int64                    // the revision's song, for errors
+}
+
+func (t *scoreTask) calls() int { return ScoreRuns }
+
+func (t *scoreTask) event() models.Event {
+	ev := attemptEvent(t.job, models.TaskScore)
+	runs := ScoreRuns
+	ev.Runs = &runs
+	return ev
+}
+
+func (t *scoreTask) subject(ctx context.Context) (bool, error) {
+	rev, ok, err := t.store.ScoreSubject(ctx, t.job.ItemID)
+	if err != nil || !ok {
+		return false, err
+	}
+	t.songID = rev.SongID
+	t.req = modelclient.ScoreRequest{Model: t.model, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
+	if err := modelclient.CheckScore(t.req); err != nil {
+		return false, fmt.Errorf("a score request the model client would refuse (job %d): %w", t.job.ID, err)
+	}
+	return true, nil
+}
+
+func (t *scoreTask) ask(ctx context.Context, model *modelclient.Client) modelclient.Reply {
+	return model.Score(ctx, t.req, ScoreRuns)
+}
+
+func (t *scoreTask) record(ctx context.Context, reply modelclient.Reply, ev *models.Event) (Outcome, string, error) {
+	if len(reply.Runs) != ScoreRuns {
+		return Pending, fmt.Sprintf("answered %d run(s) of %d", len(reply.Runs), ScoreRuns), nil
+	}
+	mean := modelclient.Mean(reply.Runs)
+	ev.Outcome, ev.Art = "scored", &mean.Art
+	recorded, err := t.store.RecordScore(ctx, models.Score{RevisionID: t.job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
+		Criteria: mean.Criteria, Model: t.model, Rubric: RubricID}, *ev)
+	if err != nil {
+		return Pending, "", fmt.Errorf("record score of revision %d (song %d): %w", t.job.ItemID, t.songID, err)
+	}
+	if !recorded {
+		return Gone, "", nil
+	}
+	return Done, "", nil
+}

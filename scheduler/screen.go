@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// screenTask screens one item: a single model call for its verdict, kept with its confidence.
+type screenTask struct {
+	store *models.Store
+	job   models.Job
+	req   modelclient.ScreenRequest // built by subject
+}
+
+func (t *screenTask) calls() int { return 1 }
+
+func (t *screenTask) event() models.Event { return attemptEvent(t.job, models.TaskScreen) }
+
+func (t *screenTask) subject(ctx context.Context) (bool, error) {
+	subject, ok, err := t.store.ScreenSubject(ctx, t.job.Kind, t.job.ItemID)
+	if err != nil || !ok {
+		return false, err
+	}
+	t.req = modelclient.ScreenRequest{Kind: t.job.Kind, Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+	if err := modelclient.CheckScreen(t.req); err != nil {
+		return false, fmt.Errorf("a screen request the model client would refuse (job %d): %w", t.job.ID, err)
+	}
+	return true, nil
+}
+
+func (t *screenTask) ask(ctx context.Context, model *modelclient.Client) modelclient.Reply {
+	return model.Screen(ctx, t.req)
+}
+
+func (t *screenTask) record(ctx context.Context, reply modelclient.Reply, ev *models.Event) (Outcome, string, error) {
+	v := reply.Verdict
+	if v == nil {
+		return Pending, "answer has no verdict", nil
+	}
+	ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
+	recorded, err := t.store.RecordScreen(ctx, t.job.Kind, t.job.ItemID, v.Verdict, v.Confidence, *ev)
+	if err != nil {
+		return Pending, "", fmt.Errorf("record screen of %s %d: %w", t.job.Kind, t.job.ItemID, err)
+	}
+	if !recorded {
+		return Gone, "", nil
+	}
+	return Done, "", nil
+}
