@@ -160,7 +160,7 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		for _, st := range starts {
 			var states []string
-			if err := db.Raw(`SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), st.ChatID).Scan(&states).Error; err != nil {
+			if err := db.Raw(`SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.d.forUpdate(), st.ChatID).Scan(&states).Error; err != nil {
 				return err
 			}
 			switch {
@@ -250,7 +250,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 	err := s.WithTx(ctx, func(tx *Store) error {
 		db := tx.db.WithContext(ctx)
 		var jobs []BackfillJob
-		if err := db.Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), chatID).Scan(&jobs).Error; err != nil {
+		if err := db.Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.d.forUpdate(), chatID).Scan(&jobs).Error; err != nil {
 			return err
 		}
 		if len(jobs) == 0 {

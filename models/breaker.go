@@ -56,7 +56,7 @@ func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when the
 // condition did not hold (another replica changed the state first).
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
-	rows, err := s.queryWriter(ctx, q+` RETURNING `+breakerColumns, args...)
+	rows, err := s.query(ctx, s.db, q+` RETURNING `+breakerColumns, args...)
 	if err != nil {
 		return Breaker{}, false, err
 	}

@@ -289,7 +289,7 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 			return nil, err
 		}
 		args = append(args, param)
-		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.idIn("id"))
+		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.d.idIn("id"))
 	}
 	rows, err := s.read.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Rows()
 	if err != nil {

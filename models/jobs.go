@@ -97,33 +97,23 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 		args = append(args, userID)
 	}
 	args = append(args, limit)
-	var q string
-	if s.dialect == Postgres {
-		// id = ANY(ARRAY(…)) keeps the plan an index lookup per picked id whatever the
-		// statistics say (a join against the CTE can turn into a scan of the whole table).
-		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
-			WHERE id = ANY(ARRAY(SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
-			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
-			RETURNING ` + jobColumns
-	} else {
-		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
-			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
-	}
 	args = append([]any{until, owner}, args...)
-	rows, err := s.queryWriter(ctx, q, args...)
+	rows, err := s.query(ctx, s.db, s.d.claimDue(filter), args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("claim content jobs: %w", err)
 	}
-	return scanJobs(rows, limit)
+	jobs, err := scanJobs(rows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim content jobs: %w", err)
+	}
+	return jobs, nil
 }
 
 // ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
 // otherwise.
 func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
-	rows, err := s.queryWriter(ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
+	rows, err := s.query(ctx, s.db, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
 		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now)
 	if err != nil {
@@ -278,7 +268,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	if err != nil {
 		return nil, err
 	}
-	with := `WITH v AS (SELECT * FROM ` + s.fromJSON("j", screenColumns...) + `) `
+	with := `WITH v AS (SELECT * FROM ` + s.d.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
 	scanKeys := func(rows *sql.Rows) error {
 		defer rows.Close()
@@ -298,7 +288,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		}
 		return out
 	}
-	if s.dialect == Postgres && !s.inTx {
+	if s.d.writableCTEs() && !s.inTx {
 		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
 			return nil, err
 		} else if !subscribed {
@@ -596,7 +586,7 @@ func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, afte
 		}
 	}
 	args = append(args, limit)
-	rows, err := s.query(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -616,7 +606,7 @@ func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 // JobByID finds one owed job, with its author's name and its item's title, from the writer
 // (the answer to a retry must see it).
 func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
-	rows, err := s.queryWriter(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
+	rows, err := s.query(ctx, s.db, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
 	if err != nil {
 		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
@@ -667,7 +657,7 @@ func (s *Store) RetryJobs(ctx context.Context, f JobFilter, defaultLimit int64) 
 
 // JobsOfUser lists an author's owed jobs.
 func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
-	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ const mineVersionQuery = `SELECT 0 AS k,
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	u := userID
-	rows, err := s.query(ctx, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
+	rows, err := s.query(ctx, s.read, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
 	if err != nil {
 		return v, err
 	}
@@ -250,7 +250,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		}
 		sql += ` ORDER BY ` + q.alias + `.created_at DESC, ` + q.alias + `.id DESC LIMIT ?`
 		args = append(args, int64(f.Limit)+1)
-		rows, err := s.query(ctx, sql, args...)
+		rows, err := s.query(ctx, s.read, sql, args...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 		}

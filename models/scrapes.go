@@ -203,7 +203,7 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
-		if err := tx.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.forUpdate(), id).Scan(&cur).Error; err != nil {
+		if err := tx.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.d.forUpdate(), id).Scan(&cur).Error; err != nil {
 			return err
 		}
 		if len(cur) == 0 {
@@ -234,15 +234,6 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downl
 		return Scrape{}, err
 	}
 	return s.ScrapeByID(ctx, id)
-}
-
-// forUpdate locks the selected rows on PostgreSQL; SQLite's immediate transactions already
-// hold the database's one write lock.
-func (s *Store) forUpdate() string {
-	if s.dialect == Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
 }
 
 // NewMedia is one media row the bot pushes.

@@ -84,7 +84,7 @@ const userColumns = `id, name, role, token_hash, daily_limit, created_at`
 // oneUser reads the user q selects (userColumns), or ErrNotFound. Every authenticated request
 // reads its caller, so the row is scanned by hand rather than by GORM's reflection.
 func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error) {
-	rows, err := s.query(ctx, q, args...)
+	rows, err := s.query(ctx, s.read, q, args...)
 	if err != nil {
 		return User{}, err
 	}
@@ -222,9 +222,9 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {
-		if disabled && tx.dialect == Postgres {
+		if lock := tx.d.lockAdmins(); disabled && lock != "" {
 			// Two admins disabling each other at once must not both pass the check below.
-			if err := tx.db.Exec(`SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE`).Error; err != nil {
+			if _, err := tx.exec(ctx, lock); err != nil {
 				return fmt.Errorf("lock admins: %w", err)
 			}
 		}

@@ -32,11 +32,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 				args = append(args, after.ID)
 			}
 		}
-		if s.dialect == Postgres {
-			q += ` ORDER BY art DESC NULLS LAST, id DESC`
-		} else {
-			q += ` ORDER BY art DESC, id DESC` // SQLite sorts NULL lowest: last when descending
-		}
+		q += ` ORDER BY ` + s.d.artDesc()
 	} else {
 		if after != nil {
 			q += ` AND id < ?`
@@ -45,7 +41,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 		q += ` ORDER BY id DESC`
 	}
 	q += ` LIMIT ` + strconv.Itoa(limit) // a literal, as GORM's Limit wrote it: PostgreSQL plans for it
-	rows, err := s.query(ctx, q, args...)
+	rows, err := s.query(ctx, s.read, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -405,25 +405,7 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
-	var q string
-	var args []any
-	if s.dialect == Postgres {
-		q = `WITH picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
-			AND NOT ` + deliveriesHeld + `
-			ORDER BY d.due_at, d.id LIMIT ? FOR UPDATE OF d SKIP LOCKED)
-			UPDATE webhook_deliveries x SET lease_until = ?, lease_owner = ? FROM picked WHERE x.id = picked.id
-			RETURNING x.id, x.webhook_id, x.msg_id, x.event, x.payload, x.status, x.due_at, x.attempts, x.failures,
-			x.last_status, x.last_error, x.lease_until, x.lease_owner, x.delivered_at, x.created_at`
-		args = []any{now, now, limit, until, owner}
-	} else {
-		q = `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
-			SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
-			AND NOT ` + deliveriesHeld + `
-			ORDER BY d.due_at, d.id LIMIT ?) RETURNING ` + deliveryColumns
-		args = []any{until, owner, now, now, limit}
-	}
+	q, args := s.d.claimDeliveries(now, until, limit, owner)
 	var ds []Delivery
 	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&ds).Error
 	return ds, err
