@@ -10,7 +10,11 @@ import (
 // how many rows it changed. It is for tests and benchmarks, which set up or break rows in ways
 // no method of the store would; owed's own code reads and writes through the store's methods.
 func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, error) {
-	return s.exec(ctx, q, args...)
+	n, err := s.exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("raw exec: %w", err)
+	}
+	return n, nil
 }
 
 // RawScan runs a query on the store's writer, so that it sees every write before it, and
@@ -18,7 +22,10 @@ func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, erro
 // (else their snake_case names), or a value or a slice of values. For tests and benchmarks,
 // as RawExec.
 func (s *Store) RawScan(ctx context.Context, dest any, q string, args ...any) error {
-	return s.scan(ctx, s.db, dest, q, args...)
+	if err := s.scan(ctx, s.db, dest, q, args...); err != nil {
+		return fmt.Errorf("raw scan: %w", err)
+	}
+	return nil
 }
 
 // RawPools are the store's writer and reader pools (the same pool on PostgreSQL), for
