@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -218,4 +219,79 @@ func diff(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestStatusAndNewerSchema: Status reads an empty database as every migration pending without
+// creating anything, a migrated one as every migration applied in order, and a version this
+// owed does not know as unknown, which Apply then refuses.
+func TestStatusAndNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	dialects := []string{"sqlite"}
+	if os.Getenv(owedtest.PostgresEnv) != "" {
+		dialects = append(dialects, "postgres")
+	}
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			list, err := migrations.List(dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := fresh(t, dialect)
+			empty := db.dump(t)
+			r, err := migrations.Status(ctx, db.db, dialect)
+			if err != nil || len(r.Applied) != 0 || len(r.Pending) != len(list) || len(r.Unknown) != 0 {
+				t.Fatalf("empty database: %+v %v, want all %d pending", r, err, len(list))
+			}
+			if s := db.dump(t); s != empty || recordTable(t, db.db, dialect) {
+				t.Fatalf("Status changed an empty database:\n%s", diff(s, empty))
+			}
+
+			if _, err := migrations.Apply(ctx, db.db, dialect); err != nil {
+				t.Fatal(err)
+			}
+			r, err = migrations.Status(ctx, db.db, dialect)
+			if err != nil || len(r.Pending) != 0 || len(r.Unknown) != 0 || len(r.Applied) != len(list) {
+				t.Fatalf("migrated database: %+v %v, want all %d applied", r, err, len(list))
+			}
+			for i, a := range r.Applied {
+				if a.Version != list[i].Version || a.Name != list[i].Name {
+					t.Errorf("applied[%d] = %04d_%s, want %04d_%s", i, a.Version, a.Name, list[i].Version, list[i].Name)
+				}
+			}
+
+			newer := list[len(list)-1].Version + 1
+			insert := `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 0)`
+			if dialect == "postgres" {
+				insert = `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'from_the_future', 0)`
+			}
+			if _, err := db.db.Exec(insert, newer); err != nil {
+				t.Fatal(err)
+			}
+			r, err = migrations.Status(ctx, db.db, dialect)
+			if err != nil || !slices.Equal(r.Unknown, []int{newer}) {
+				t.Errorf("status with version %d recorded: %+v %v, want it unknown", newer, r, err)
+			}
+			var refused *migrations.NewerSchemaError
+			if _, err := migrations.Apply(ctx, db.db, dialect); !errors.As(err, &refused) || refused.Found != newer {
+				t.Errorf("Apply on a newer schema: %v, want a NewerSchemaError naming %d", err, newer)
+			}
+		})
+	}
+	if _, err := migrations.List("oracle"); err == nil {
+		t.Error("List of an unknown dialect: no error")
+	}
+}
+
+// recordTable reports whether the database has a schema_migrations table.
+func recordTable(t *testing.T, db *sql.DB, dialect string) bool {
+	t.Helper()
+	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	if dialect == "postgres" {
+		q = `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`
+	}
+	var n int
+	if err := db.QueryRow(q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
 }
