@@ -169,7 +169,7 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		for _, st := range starts {
 			var states []string
-			if err := tx.scan(ctx, tx.db, &states, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.d.forUpdate(), st.ChatID); err != nil {
+			if err := tx.scan(ctx, tx.db, &states, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID); err != nil {
 				return err
 			}
 			switch {
@@ -265,7 +265,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var jobs []BackfillJob
-		if err := tx.scan(ctx, tx.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.d.forUpdate(), chatID); err != nil {
+		if err := tx.scan(ctx, tx.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID); err != nil {
 			return err
 		}
 		if len(jobs) == 0 {

@@ -97,7 +97,7 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 			return nil, err
 		}
 		res, err := s.query(ctx, s.db, `WITH v AS (SELECT user_id, day, n, default_limit FROM `+
-			s.d.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
+			s.dialect.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
 			INSERT INTO budgets (user_id, day, spent)
 			SELECT v.user_id, v.day, v.n FROM v
 			WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)

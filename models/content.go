@@ -318,7 +318,7 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 			return nil, err
 		}
 		args = append(args, param)
-		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.d.idIn("id"))
+		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
 	}
 	rows, err := s.query(ctx, s.read, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {

@@ -102,7 +102,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 	}
 	args = append(args, limit)
 	args = append([]any{until, owner}, args...)
-	rows, err := s.query(ctx, s.db, s.d.claimDue(filter), args...)
+	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter), args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim content jobs: %w", err)
 	}
@@ -278,7 +278,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	if err != nil {
 		return nil, err
 	}
-	with := `WITH v AS (SELECT * FROM ` + s.d.fromJSON("j", screenColumns...) + `) `
+	with := `WITH v AS (SELECT * FROM ` + s.dialect.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
 	scanKeys := func(rows *sql.Rows) error {
 		defer rows.Close()
@@ -298,7 +298,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		}
 		return out
 	}
-	if s.d.writableCTEs() && !s.inTx {
+	if s.dialect.writableCTEs() && !s.inTx {
 		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
 			return nil, err
 		} else if !subscribed {

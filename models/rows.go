@@ -34,7 +34,7 @@ func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, arg
 // no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
 // cache of prepared statements. The caller reads the rows (row) and closes them.
 func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	return pool.Statement.ConnPool.QueryContext(ctx, s.d.bind(q), args...)
+	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), args...)
 }
 
 // row reads one row's columns as the drivers hand them (SQLite and pgx alike: integers as

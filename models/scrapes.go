@@ -120,7 +120,7 @@ func (s *Store) withCounts(ctx context.Context, scrapes []Scrape) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.d.idIn("t.scrape_id"), param)
+	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), param)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
-		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.d.forUpdate(), id); err != nil {
+		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id); err != nil {
 			return err
 		}
 		if len(cur) == 0 {

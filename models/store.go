@@ -37,11 +37,11 @@ type Options struct {
 
 // Store is owed's database. The zero value is not usable; call Open.
 type Store struct {
-	db    *gorm.DB // writes, and reads that must see them (SQLite: one connection)
-	read  *gorm.DB // reads (SQLite: a pool of read-only connections)
-	d     dialect  // chosen once, in Open
-	clock clock.Clock
-	inTx  bool
+	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
+	read    *gorm.DB // reads (SQLite: a pool of read-only connections)
+	dialect dialect  // chosen once, in Open
+	clock   clock.Clock
+	inTx    bool
 
 	// changes hears, after commit, which authors' own views a write changed (see Changes);
 	// a transaction's store collects them in pending until its commit.
@@ -73,9 +73,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
-	s := &Store{clock: opts.Clock, d: dialectOf(opts)}
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts)}
 	var err error
-	if s.db, s.read, err = s.d.open(ctx, opts, config); err != nil {
+	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
 	}
 	sqlDB, err := s.db.DB()
@@ -83,7 +83,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	applied, err := migrations.Apply(ctx, sqlDB, s.d.name())
+	applied, err := migrations.Apply(ctx, sqlDB, s.dialect.name())
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -96,12 +96,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.charges = &batcher[chargeCall, chargeOutcome, struct{}]{max: maxBatch, lanes: lanes, write: s.chargeRows}
 	s.screens = &batcher[screenCall, bool, itemKey]{max: maxBatch, lanes: lanes, write: s.recordScreens,
 		key: screenCall.key}
-	if s.d.batchReads() {
+	if s.dialect.batchReads() {
 		s.subjects = &batcher[itemKey, subjectOutcome, itemKey]{max: maxBatch, lanes: lanes, write: s.screenSubjects,
 			key: func(k itemKey) itemKey { return k }}
 	}
 	if len(applied) > 0 && opts.Logger != nil {
-		opts.Logger.Info("migrations applied", "dialect", s.d.name(), "versions", applied)
+		opts.Logger.Info("migrations applied", "dialect", s.dialect.name(), "versions", applied)
 	}
 	return s, nil
 }
@@ -112,11 +112,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // changed enough to matter, so it is cheap to run at start and then periodically (app's cron,
 // hourly). PostgreSQL's autovacuum keeps its own statistics, so there it does nothing.
 func (s *Store) Optimize(ctx context.Context) error {
-	return s.d.optimize(ctx, s)
+	return s.dialect.optimize(ctx, s)
 }
 
 // Dialect is SQLite or Postgres.
-func (s *Store) Dialect() string { return s.d.name() }
+func (s *Store) Dialect() string { return s.dialect.name() }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.clock.Now() }
@@ -133,7 +133,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	pending := &pendingChanges{}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, read: tx, d: s.d, clock: s.clock, inTx: true, pending: pending})
+		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending})
 	})
 	if err == nil {
 		if pending.all {

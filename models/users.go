@@ -251,7 +251,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {
-		if lock := tx.d.lockAdmins(); disabled && lock != "" {
+		if lock := tx.dialect.lockAdmins(); disabled && lock != "" {
 			// Two admins disabling each other at once must not both pass the check below.
 			if _, err := tx.exec(ctx, lock); err != nil {
 				return fmt.Errorf("lock admins: %w", err)

@@ -33,7 +33,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 				args = append(args, after.ID)
 			}
 		}
-		q += ` ORDER BY ` + s.d.artDesc()
+		q += ` ORDER BY ` + s.dialect.artDesc()
 	} else {
 		if after != nil {
 			q += ` AND id < ?`

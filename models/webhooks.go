@@ -336,7 +336,7 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	var rows []webhookRow
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.d.idIn("id"), param); err != nil {
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param); err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	for _, r := range rows {
@@ -417,7 +417,7 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
-	q, args := s.d.claimDeliveries(now, until, limit, owner)
+	q, args := s.dialect.claimDeliveries(now, until, limit, owner)
 	var ds []Delivery
 	if err := s.scan(ctx, s.db, &ds, q, args...); err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
@@ -566,12 +566,12 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 	if err != nil {
 		return nil, fmt.Errorf("delivery attempts: %w", err)
 	}
-	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE ` + s.d.idIn("delivery_id")
+	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE ` + s.dialect.idIn("delivery_id")
 	args := []any{param}
 	if last > 0 {
 		q = `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM (
 			SELECT a.*, ROW_NUMBER() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS n
-			FROM webhook_attempts a WHERE ` + s.d.idIn("delivery_id") + `) ranked WHERE n <= ?`
+			FROM webhook_attempts a WHERE ` + s.dialect.idIn("delivery_id") + `) ranked WHERE n <= ?`
 		args = append(args, last)
 	}
 	var rows []DeliveryAttempt
