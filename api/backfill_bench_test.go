@@ -77,30 +77,30 @@ func benchStatus(b *testing.B, db string) {
 // seedBackfill writes the scrapes and media rows in bulk (INSERT … SELECT over a generated
 // series), so the counters' triggers run as they would for pushed rows.
 func seedBackfill(b *testing.B, store *models.Store) {
-	db := store.DB(context.Background())
+	db := store
 	series := `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n`
 	if store.Dialect() == models.Postgres {
 		series = `SELECT i FROM generate_series(0, ?::bigint) AS n(i)`
 	}
-	if err := db.Exec(`INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
+	if _, err := db.RawExec(context.Background(), `INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
 		SELECT 'chat-' || (i % ?), 'guild', CASE WHEN i % 3 = 0 THEN 'slopbot' ELSE 'puppet' END, 'history',
 		CASE i % 3 WHEN 0 THEN 'done' WHEN 1 THEN 'paused' ELSE 'failed' END, i, 0, 0, 0
-		FROM (`+series+`) s ORDER BY i`, benchChats, benchScrapes-1).Error; err != nil {
+		FROM (`+series+`) s ORDER BY i`, benchChats, benchScrapes-1); err != nil {
 		b.Fatal(err)
 	}
 	var first int64
-	if err := db.Raw(`SELECT MIN(id) FROM scrapes`).Scan(&first).Error; err != nil {
+	if err := db.RawScan(context.Background(), &first, `SELECT MIN(id) FROM scrapes`); err != nil {
 		b.Fatal(err)
 	}
 	// A scrape at a time keeps each statement's transaction (and PostgreSQL's transition
 	// tables) modest.
 	for s := range int64(benchScrapes) {
-		if err := db.Exec(`INSERT INTO media (scrape_id, kind, url, bytes, state, stored_bytes, updated_at)
+		if _, err := db.RawExec(context.Background(), `INSERT INTO media (scrape_id, kind, url, bytes, state, stored_bytes, updated_at)
 			SELECT ?, CASE (i / 6) % 4 WHEN 0 THEN 'image' WHEN 1 THEN 'gif' WHEN 2 THEN 'video' ELSE 'audio' END,
 			? || i, 1000 + i,
 			CASE i % 6 WHEN 0 THEN 'cached' WHEN 1 THEN 'failed' WHEN 2 THEN 'suspect' WHEN 3 THEN 'unverified' WHEN 4 THEN 'skipped' ELSE 'pending' END,
 			CASE WHEN i % 6 = 0 THEN 4000 ELSE 0 END, 0
-			FROM (`+series+`) s`, first+s, fmt.Sprintf("https://cdn.example/%d/", first+s), benchRowsPerScrape-1).Error; err != nil {
+			FROM (`+series+`) s`, first+s, fmt.Sprintf("https://cdn.example/%d/", first+s), benchRowsPerScrape-1); err != nil {
 			b.Fatal(err)
 		}
 	}

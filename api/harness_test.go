@@ -169,7 +169,7 @@ type snapshot map[string][]string
 
 func (w *world) snapshot() snapshot {
 	w.t.Helper()
-	db := w.store().DB(context.Background())
+	db := w.store()
 	if w.snapQuery == "" {
 		w.snapQuery = w.snapshotQuery()
 	}
@@ -177,7 +177,7 @@ func (w *world) snapshot() snapshot {
 		T string `gorm:"column:t"`
 		R string `gorm:"column:r"`
 	}
-	if err := db.Raw(w.snapQuery).Scan(&rows).Error; err != nil {
+	if err := db.RawScan(context.Background(), &rows, w.snapQuery); err != nil {
 		w.t.Fatalf("snapshot: %v", err)
 	}
 	snap := snapshot{}
@@ -193,14 +193,14 @@ func (w *world) snapshot() snapshot {
 // snapshotQuery is one query that reads every row of every table as text: (t, r).
 func (w *world) snapshotQuery() string {
 	w.t.Helper()
-	db := w.store().DB(context.Background())
+	db := w.store()
 	var tables []string
 	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
 	pg := w.store().Dialect() == models.Postgres
 	if pg {
 		q = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
 	}
-	if err := db.Raw(q).Scan(&tables).Error; err != nil {
+	if err := db.RawScan(context.Background(), &tables, q); err != nil {
 		w.t.Fatalf("snapshot: %v", err)
 	}
 	var parts []string
@@ -210,7 +210,7 @@ func (w *world) snapshotQuery() string {
 			continue
 		}
 		var cols []string
-		if err := db.Raw(`SELECT name FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
+		if err := db.RawScan(context.Background(), &cols, `SELECT name FROM pragma_table_info(?)`, table); err != nil {
 			w.t.Fatalf("snapshot %s: %v", table, err)
 		}
 		for i, c := range cols {
@@ -388,7 +388,7 @@ func (w *world) scored(revID int64) {
 	w.t.Helper()
 	eventually(w.t, fmt.Sprintf("the score of revision %d", revID), func() bool {
 		var n int64
-		w.store().DB(context.Background()).Raw(`SELECT COUNT(*) FROM scores WHERE revision_id = ?`, revID).Scan(&n)
+		w.store().RawScan(context.Background(), &n, `SELECT COUNT(*) FROM scores WHERE revision_id = ?`, revID)
 		return n == 1
 	})
 }

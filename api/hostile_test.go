@@ -263,7 +263,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		defer conn.Close()
 		pitches := func() int64 {
 			var n int64
-			s.app.Store.DB(context.Background()).Raw(`SELECT COUNT(*) FROM pitches`).Scan(&n)
+			s.app.Store.RawScan(context.Background(), &n, `SELECT COUNT(*) FROM pitches`)
 			return n
 		}
 		before := pitches()
@@ -338,7 +338,7 @@ func TestWriteLimitIsPerTokenForEveryRole(t *testing.T) {
 		t.Fatalf("another bot's token has its own budget: %d %s", r.Status, r.Body)
 	}
 	var n int64
-	env.App.Store.DB(context.Background()).Raw(`SELECT COUNT(*) FROM scrapes`).Scan(&n)
+	env.App.Store.RawScan(context.Background(), &n, `SELECT COUNT(*) FROM scrapes`)
 	if n != 5 {
 		t.Fatalf("%d scrapes, want 5: a refused write wrote", n)
 	}

@@ -299,7 +299,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 
 		err := st.WithTx(ctx, func(tx *models.Store) error {
 			if tx.Dialect() == models.Postgres {
-				if err := tx.DB(ctx).Exec(`LOCK TABLE content_jobs IN EXCLUSIVE MODE`).Error; err != nil {
+				if _, err := tx.RawExec(ctx, `LOCK TABLE content_jobs IN EXCLUSIVE MODE`); err != nil {
 					return err
 				}
 			}

@@ -117,7 +117,7 @@ func TestModelBreakerIsVisible(t *testing.T) {
 			t.Fatalf("after a probe got an answer: %+v", m)
 		}
 		var payloads []string
-		env.App.Store.DB(ctx).Raw(`SELECT payload FROM webhook_deliveries WHERE event = 'model.breaker' ORDER BY id`).Scan(&payloads)
+		env.App.Store.RawScan(ctx, &payloads, `SELECT payload FROM webhook_deliveries WHERE event = 'model.breaker' ORDER BY id`)
 		if len(payloads) != 2 || !strings.Contains(payloads[0], `"state":"open"`) || !strings.Contains(payloads[1], `"state":"closed"`) {
 			t.Errorf("model.breaker deliveries %q, want opened then closed", payloads)
 		}

@@ -60,7 +60,7 @@ func TestMetrics(t *testing.T) {
 func TestInternalErrorsDoNotLeak(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
-		if err := w.store().DB(context.Background()).Exec(`DROP TABLE events`).Error; err != nil {
+		if _, err := w.store().RawExec(context.Background(), `DROP TABLE events`); err != nil {
 			t.Fatal(err)
 		}
 		r := w.do(http.MethodGet, "/api/admin/events", asAdmin, nil)

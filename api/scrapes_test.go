@@ -94,7 +94,7 @@ func (s *sx) backfillAll() {
 func (s *sx) count(table string) int64 {
 	s.t.Helper()
 	var n int64
-	if err := s.env.App.Store.DB(context.Background()).Raw(`SELECT COUNT(*) FROM ` + table).Scan(&n).Error; err != nil {
+	if err := s.env.App.Store.RawScan(context.Background(), &n, `SELECT COUNT(*) FROM `+table); err != nil {
 		s.t.Fatal(err)
 	}
 	return n

@@ -232,7 +232,7 @@ func idOf(v any) int64 {
 func sqlCount(t *testing.T, s *models.Store, q string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := s.DB(context.Background()).Raw(q, args...).Scan(&n).Error; err != nil {
+	if err := s.RawScan(context.Background(), &n, q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
@@ -480,7 +480,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			// is later (budgets wait for midnight UTC).
 			step := time.Hour
 			var next int64
-			store.DB(ctx).Raw(`SELECT COALESCE(MIN(due_at), 0) FROM content_jobs`).Scan(&next)
+			store.RawScan(ctx, &next, `SELECT COALESCE(MIN(due_at), 0) FROM content_jobs`)
 			if d := time.UnixMilli(next).Sub(env.Clock.Now()); d > step {
 				step = d + time.Millisecond
 			}
@@ -494,7 +494,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		allowedRevs := int64(0)
 		for _, it := range written {
 			var verdicts []string
-			store.DB(ctx).Raw(`SELECT verdict FROM screens WHERE kind = ? AND item_id = ?`, it.kind, it.id).Scan(&verdicts)
+			store.RawScan(ctx, &verdicts, `SELECT verdict FROM screens WHERE kind = ? AND item_id = ?`, it.kind, it.id)
 			if len(verdicts) != 1 {
 				t.Fatalf("%s %d has %d verdicts", it.kind, it.id, len(verdicts))
 			}
@@ -544,7 +544,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			Day    string `gorm:"column:day"`
 			Spent  int64  `gorm:"column:spent"`
 		}
-		store.DB(ctx).Raw(`SELECT user_id, day, spent FROM budgets`).Scan(&days)
+		store.RawScan(ctx, &days, `SELECT user_id, day, spent FROM budgets`)
 		refusedDays := 0
 		for _, d := range days {
 			if d.Spent > limits[d.UserID] {
@@ -815,7 +815,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 			Kind  string `gorm:"column:kind"`
 			State string `gorm:"column:state"`
 		}
-		store.DB(ctx).Raw(`SELECT id, url, kind, state FROM media ORDER BY id`).Scan(&rows)
+		store.RawScan(ctx, &rows, `SELECT id, url, kind, state FROM media ORDER BY id`)
 		if len(rows) != len(kinds) {
 			t.Fatalf("%d media rows, %d pushed", len(rows), len(kinds))
 		}
@@ -856,13 +856,13 @@ func checkTotals(t *testing.T, s *models.Store) {
 		Pending, Cached, Failed, Suspect, Unverified, Skipped, Total int64
 	}
 	var kept, counted []totals
-	db := s.DB(context.Background())
-	db.Raw(`SELECT scrape_id, pending, cached, failed, suspect, unverified, skipped, total FROM scrape_totals ORDER BY scrape_id`).Scan(&kept)
-	db.Raw(`SELECT s.id AS scrape_id,
+	db := s
+	db.RawScan(context.Background(), &kept, `SELECT scrape_id, pending, cached, failed, suspect, unverified, skipped, total FROM scrape_totals ORDER BY scrape_id`)
+	db.RawScan(context.Background(), &counted, `SELECT s.id AS scrape_id,
 		COUNT(CASE WHEN m.state = 'pending' THEN 1 END) AS pending, COUNT(CASE WHEN m.state = 'cached' THEN 1 END) AS cached,
 		COUNT(CASE WHEN m.state = 'failed' THEN 1 END) AS failed, COUNT(CASE WHEN m.state = 'suspect' THEN 1 END) AS suspect,
 		COUNT(CASE WHEN m.state = 'unverified' THEN 1 END) AS unverified, COUNT(CASE WHEN m.state = 'skipped' THEN 1 END) AS skipped,
-		COUNT(m.id) AS total FROM scrapes s LEFT JOIN media m ON m.scrape_id = s.id GROUP BY s.id ORDER BY s.id`).Scan(&counted)
+		COUNT(m.id) AS total FROM scrapes s LEFT JOIN media m ON m.scrape_id = s.id GROUP BY s.id ORDER BY s.id`)
 	if a, b := fmt.Sprintf("%+v", kept), fmt.Sprintf("%+v", counted); a != b {
 		t.Fatalf("totals drifted:\n kept    %s\n counted %s", a, b)
 	}

@@ -231,7 +231,7 @@ func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
 		}
 		checkError(t, w.do(http.MethodGet, fmt.Sprintf("/api/admin/webhooks/%d/deliveries", all), asAdmin, nil), 404, "not_found", "")
 		var left int64
-		w.store().DB(context.Background()).Raw(`SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ?`, all).Scan(&left)
+		w.store().RawScan(context.Background(), &left, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ?`, all)
 		if left != 0 {
 			t.Errorf("%d deliveries of a deleted webhook are left", left)
 		}

@@ -37,7 +37,7 @@ func TestLogFormatAndGORMThroughSlog(t *testing.T) {
 	}
 	defer store.Close()
 	buf.Reset()
-	store.DB(context.Background()).Exec(`SELECT * FROM no_such_table WHERE secret = ?`, "hunter2")
+	store.RawExec(context.Background(), `SELECT * FROM no_such_table WHERE secret = ?`, "hunter2")
 	out := buf.String()
 	if !strings.Contains(out, `"level":"ERROR"`) || !strings.Contains(out, "no_such_table") {
 		t.Errorf("a failed statement was not logged at error: %q", out)

@@ -23,8 +23,8 @@ func TestPruneRunsOnOneReplicaAndIsMeasured(t *testing.T) {
 		ctx := context.Background()
 		old := one.Clock.Now().Add(-72 * time.Hour).UnixMilli()
 		for i := range 3 {
-			if err := one.App.Store.DB(ctx).Exec(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt)
-				VALUES (?, 'screen', 'pitch', ?, 1, 'allow', 1)`, old+int64(i), i).Error; err != nil {
+			if _, err := one.App.Store.RawExec(ctx, `INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt)
+				VALUES (?, 'screen', 'pitch', ?, 1, 'allow', 1)`, old+int64(i), i); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -39,7 +39,7 @@ func TestPruneRunsOnOneReplicaAndIsMeasured(t *testing.T) {
 			t.Fatalf("second replica after the lease ran out: pruned=%v %v", pruned, err)
 		}
 		var left int64
-		one.App.Store.DB(ctx).Raw(`SELECT COUNT(*) FROM events`).Scan(&left)
+		one.App.Store.RawScan(ctx, &left, `SELECT COUNT(*) FROM events`)
 		if left != 0 {
 			t.Errorf("%d events older than the retention left", left)
 		}

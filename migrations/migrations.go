@@ -20,6 +20,63 @@ import (
 //go:embed sqlite/*.sql postgres/*.sql
 var files embed.FS
 
+// dialect is what migrating does differently on each database: where its files are, how its
+// statements take parameters, how replicas that start together take turns, and how to ask
+// whether a table exists. Every other step is the same on both.
+type dialect struct {
+	// name is the dialect's folder of migrations ("sqlite" or "postgres").
+	name string
+	// renumber, insert and exists are the statements migrating runs: move a migration's
+	// record to another version (to, from, name); record one (version, name, applied_at);
+	// count the schema_migrations tables of the database's current schema.
+	renumber, insert, exists string
+	// lock and unlock take and give back the lock that keeps replicas from migrating at the
+	// same time ("" where the database's one writer already does).
+	lock, unlock string
+	// renumbered lists migrations that moved to another version after databases had
+	// recorded them (see renumber).
+	renumbered []renumbering
+}
+
+// renumbering is a migration that moved from one version to another.
+type renumbering struct {
+	name     string
+	from, to int
+}
+
+// advisoryKey is the PostgreSQL advisory lock owed holds while migrating.
+const advisoryKey = 0x6f776564 // "owed"
+
+// dialects are the databases owed migrates, by name.
+var dialects = map[string]dialect{
+	"sqlite": {
+		name:     "sqlite",
+		renumber: `UPDATE schema_migrations SET version = ? WHERE version = ? AND name = ?`,
+		insert:   `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		exists:   `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`,
+		// public_title was version 4 until SQLite gained a twin of PostgreSQL's
+		// 0004_claim_room, so that every version names the same step in both dialects.
+		renumbered: []renumbering{{name: "public_title", from: 4, to: 5}},
+	},
+	"postgres": {
+		name:     "postgres",
+		renumber: `UPDATE schema_migrations SET version = $1 WHERE version = $2 AND name = $3`,
+		insert:   `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+		exists:   `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`,
+		lock:     `SELECT pg_advisory_lock(` + strconv.Itoa(advisoryKey) + `)`,
+		unlock:   `SELECT pg_advisory_unlock(` + strconv.Itoa(advisoryKey) + `)`,
+	},
+}
+
+// dialectNamed is the dialect called name.
+func dialectNamed(name string) (dialect, error) {
+	d, ok := dialects[name]
+	if !ok {
+		return dialect{}, fmt.Errorf("migrations: unknown dialect %q", name)
+	}
+	return d, nil
+}
+
 // Migration is one versioned schema step.
 type Migration struct {
 	Version int
@@ -29,9 +86,13 @@ type Migration struct {
 
 // List returns the dialect's migrations in version order.
 func List(dialect string) ([]Migration, error) {
-	entries, err := fs.ReadDir(files, dialect)
+	d, err := dialectNamed(dialect)
 	if err != nil {
-		return nil, fmt.Errorf("migrations: unknown dialect %q", dialect)
+		return nil, err
+	}
+	entries, err := fs.ReadDir(files, d.name)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", d.name, err)
 	}
 	var out []Migration
 	for _, e := range entries {
@@ -44,9 +105,9 @@ func List(dialect string) ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migrations: badly numbered file %s", name)
 		}
-		body, err := fs.ReadFile(files, dialect+"/"+name)
+		body, err := fs.ReadFile(files, d.name+"/"+name)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("migrations: %w", err)
 		}
 		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(body)})
 	}
@@ -59,52 +120,39 @@ func List(dialect string) ([]Migration, error) {
 	return out, nil
 }
 
-// renumbered lists migrations that moved to another version after databases had recorded
-// them: SQLite's public_title was version 4 until SQLite gained a twin of PostgreSQL's
-// 0004_claim_room, so that every version names the same step in both dialects.
-var renumbered = map[string][]struct {
-	name     string
-	from, to int
-}{
-	"sqlite": {{name: "public_title", from: 4, to: 5}},
-}
-
 // renumber moves the records of renumbered migrations to their new versions, so that a
 // database that applied one under its old version does not apply it again. A migration that
 // now takes the old version is then applied as any pending one.
-func renumber(ctx context.Context, conn *sql.Conn, dialect string) error {
-	for _, r := range renumbered[dialect] {
-		q := `UPDATE schema_migrations SET version = ? WHERE version = ? AND name = ?`
-		if dialect == "postgres" {
-			q = `UPDATE schema_migrations SET version = $1 WHERE version = $2 AND name = $3`
-		}
-		if _, err := conn.ExecContext(ctx, q, r.to, r.from, r.name); err != nil {
+func renumber(ctx context.Context, conn *sql.Conn, d dialect) error {
+	for _, r := range d.renumbered {
+		if _, err := conn.ExecContext(ctx, d.renumber, r.to, r.from, r.name); err != nil {
 			return fmt.Errorf("migrations: renumber %s from %d to %d: %w", r.name, r.from, r.to, err)
 		}
 	}
 	return nil
 }
 
-// advisoryKey is the PostgreSQL advisory lock owed holds while migrating.
-const advisoryKey = 0x6f776564 // "owed"
-
 // Apply brings db up to the newest version of the dialect ("sqlite" or "postgres") and
 // returns the versions it applied. A failing migration rolls back whole and stops the rest.
 func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
+	d, err := dialectNamed(dialect)
+	if err != nil {
+		return nil, err
+	}
 	list, err := List(dialect)
 	if err != nil {
 		return nil, err
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("migrations: connect: %w", err)
 	}
 	defer conn.Close()
-	if dialect == "postgres" {
-		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, advisoryKey); err != nil {
+	if d.lock != "" {
+		if _, err := conn.ExecContext(ctx, d.lock); err != nil {
 			return nil, fmt.Errorf("migrations: lock: %w", err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, advisoryKey)
+		defer conn.ExecContext(context.WithoutCancel(ctx), d.unlock)
 	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,
@@ -112,23 +160,25 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		applied_at bigint  NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("migrations: version table: %w", err)
 	}
-	if err := renumber(ctx, conn, dialect); err != nil {
+	if err := renumber(ctx, conn, d); err != nil {
 		return nil, err
 	}
 	done := map[int]bool{}
 	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("migrations: applied versions: %w", err)
 	}
 	for rows.Next() {
 		var v int
 		if err := rows.Scan(&v); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, fmt.Errorf("migrations: applied versions: %w", err)
 		}
 		done[v] = true
 	}
-	rows.Close()
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("migrations: applied versions: %w", err)
+	}
 
 	if newest := list[len(list)-1].Version; len(done) > 0 {
 		for v := range done {
@@ -138,28 +188,24 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		}
 	}
 	var applied []int
-	insert := `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
-	if dialect == "postgres" {
-		insert = `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`
-	}
 	for _, m := range list {
 		if done[m.Version] {
 			continue
 		}
 		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
-			return applied, err
+			return applied, fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			tx.Rollback()
 			return applied, fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, insert, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		if _, err := tx.ExecContext(ctx, d.insert, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 			tx.Rollback()
-			return applied, err
+			return applied, fmt.Errorf("migrations: record %04d_%s: %w", m.Version, m.Name, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return applied, err
+			return applied, fmt.Errorf("migrations: %04d_%s: commit: %w", m.Version, m.Name, err)
 		}
 		applied = append(applied, m.Version)
 	}
@@ -203,16 +249,16 @@ type Report struct {
 // database, where every migration is pending).
 func Status(ctx context.Context, db *sql.DB, dialect string) (Report, error) {
 	var r Report
+	d, err := dialectNamed(dialect)
+	if err != nil {
+		return r, err
+	}
 	list, err := List(dialect)
 	if err != nil {
 		return r, err
 	}
-	exists := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
-	if dialect == "postgres" {
-		exists = `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`
-	}
 	var n int
-	if err := db.QueryRowContext(ctx, exists).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, d.exists).Scan(&n); err != nil {
 		return r, fmt.Errorf("migrations: status: %w", err)
 	}
 	known := map[int]bool{}

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -140,6 +141,62 @@ func recorded(t *testing.T, db *sql.DB) string {
 // the record of migrations, of a database made fresh by this one.
 func TestUpgradedSchemaEqualsFresh(t *testing.T) {
 	ctx := context.Background()
+	eachDialect(t, func(t *testing.T, dialect string, list []migrations.Migration) {
+		want := fresh(t, dialect)
+		if _, err := migrations.Apply(ctx, want.db, dialect); err != nil {
+			t.Fatal(err)
+		}
+		wantSchema, wantRecord := want.dump(t), recorded(t, want.db)
+		if !strings.Contains(wantSchema, "content_jobs") {
+			t.Fatalf("the fresh schema has no content_jobs:\n%s", wantSchema)
+		}
+		check := func(t *testing.T, got database) {
+			t.Helper()
+			applied, err := migrations.Apply(ctx, got.db, dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := got.dump(t); s != wantSchema {
+				t.Errorf("upgraded schema differs from a fresh one (applied %v):\n%s", applied, diff(s, wantSchema))
+			}
+			if r := recorded(t, got.db); r != wantRecord {
+				t.Errorf("recorded migrations:\n%s\nwant\n%s", r, wantRecord)
+			}
+			if again, err := migrations.Apply(ctx, got.db, dialect); err != nil || len(again) != 0 {
+				t.Errorf("a second Apply: %v %v, want nothing to do", again, err)
+			}
+		}
+		for k := 1; k < len(list); k++ {
+			t.Run(fmt.Sprintf("from_%04d", list[k-1].Version), func(t *testing.T) {
+				old := fresh(t, dialect)
+				var versions []int
+				for _, m := range list[:k] {
+					versions = append(versions, m.Version)
+				}
+				applyAs(t, old.db, dialect, list[:k], versions)
+				check(t, old)
+			})
+		}
+		if dialect == "sqlite" {
+			// The first round's SQLite: public_title recorded as version 4, no claim_room.
+			t.Run("first_round_numbering", func(t *testing.T) {
+				old := fresh(t, dialect)
+				var steps []migrations.Migration
+				for _, m := range list {
+					if m.Version <= 3 || m.Name == "public_title" {
+						steps = append(steps, m)
+					}
+				}
+				applyAs(t, old.db, dialect, steps, []int{1, 2, 3, 4})
+				check(t, old)
+			})
+		}
+	})
+}
+
+// eachDialect runs test as a subtest for SQLite, and for PostgreSQL when a test database is
+// configured, with the dialect's migrations.
+func eachDialect(t *testing.T, test func(t *testing.T, dialect string, list []migrations.Migration)) {
 	dialects := []string{"sqlite"}
 	if os.Getenv(owedtest.PostgresEnv) != "" {
 		dialects = append(dialects, "postgres")
@@ -150,55 +207,7 @@ func TestUpgradedSchemaEqualsFresh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := fresh(t, dialect)
-			if _, err := migrations.Apply(ctx, want.db, dialect); err != nil {
-				t.Fatal(err)
-			}
-			wantSchema, wantRecord := want.dump(t), recorded(t, want.db)
-			if !strings.Contains(wantSchema, "content_jobs") {
-				t.Fatalf("the fresh schema has no content_jobs:\n%s", wantSchema)
-			}
-			check := func(t *testing.T, got database) {
-				t.Helper()
-				applied, err := migrations.Apply(ctx, got.db, dialect)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s := got.dump(t); s != wantSchema {
-					t.Errorf("upgraded schema differs from a fresh one (applied %v):\n%s", applied, diff(s, wantSchema))
-				}
-				if r := recorded(t, got.db); r != wantRecord {
-					t.Errorf("recorded migrations:\n%s\nwant\n%s", r, wantRecord)
-				}
-				if again, err := migrations.Apply(ctx, got.db, dialect); err != nil || len(again) != 0 {
-					t.Errorf("a second Apply: %v %v, want nothing to do", again, err)
-				}
-			}
-			for k := 1; k < len(list); k++ {
-				t.Run(fmt.Sprintf("from_%04d", list[k-1].Version), func(t *testing.T) {
-					old := fresh(t, dialect)
-					var versions []int
-					for _, m := range list[:k] {
-						versions = append(versions, m.Version)
-					}
-					applyAs(t, old.db, dialect, list[:k], versions)
-					check(t, old)
-				})
-			}
-			if dialect == "sqlite" {
-				// The first round's SQLite: public_title recorded as version 4, no claim_room.
-				t.Run("first_round_numbering", func(t *testing.T) {
-					old := fresh(t, dialect)
-					var steps []migrations.Migration
-					for _, m := range list {
-						if m.Version <= 3 || m.Name == "public_title" {
-							steps = append(steps, m)
-						}
-					}
-					applyAs(t, old.db, dialect, steps, []int{1, 2, 3, 4})
-					check(t, old)
-				})
-			}
+			test(t, dialect, list)
 		})
 	}
 }
@@ -218,4 +227,69 @@ func diff(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestStatusAndNewerSchema: Status reads an empty database as every migration pending without
+// creating anything, a migrated one as every migration applied in order, and a version this
+// owed does not know as unknown, which Apply then refuses.
+func TestStatusAndNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	eachDialect(t, func(t *testing.T, dialect string, list []migrations.Migration) {
+		db := fresh(t, dialect)
+		empty := db.dump(t)
+		r, err := migrations.Status(ctx, db.db, dialect)
+		if err != nil || len(r.Applied) != 0 || len(r.Pending) != len(list) || len(r.Unknown) != 0 {
+			t.Fatalf("empty database: %+v %v, want all %d pending", r, err, len(list))
+		}
+		if s := db.dump(t); s != empty || recordTable(t, db.db, dialect) {
+			t.Fatalf("Status changed an empty database:\n%s", diff(s, empty))
+		}
+
+		if _, err := migrations.Apply(ctx, db.db, dialect); err != nil {
+			t.Fatal(err)
+		}
+		r, err = migrations.Status(ctx, db.db, dialect)
+		if err != nil || len(r.Pending) != 0 || len(r.Unknown) != 0 || len(r.Applied) != len(list) {
+			t.Fatalf("migrated database: %+v %v, want all %d applied", r, err, len(list))
+		}
+		for i, a := range r.Applied {
+			if a.Version != list[i].Version || a.Name != list[i].Name {
+				t.Errorf("applied[%d] = %04d_%s, want %04d_%s", i, a.Version, a.Name, list[i].Version, list[i].Name)
+			}
+		}
+
+		newer := list[len(list)-1].Version + 1
+		insert := `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 0)`
+		if dialect == "postgres" {
+			insert = `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'from_the_future', 0)`
+		}
+		if _, err := db.db.Exec(insert, newer); err != nil {
+			t.Fatal(err)
+		}
+		r, err = migrations.Status(ctx, db.db, dialect)
+		if err != nil || !slices.Equal(r.Unknown, []int{newer}) {
+			t.Errorf("status with version %d recorded: %+v %v, want it unknown", newer, r, err)
+		}
+		var refused *migrations.NewerSchemaError
+		if _, err := migrations.Apply(ctx, db.db, dialect); !errors.As(err, &refused) || refused.Found != newer {
+			t.Errorf("Apply on a newer schema: %v, want a NewerSchemaError naming %d", err, newer)
+		}
+	})
+	if _, err := migrations.List("oracle"); err == nil {
+		t.Error("List of an unknown dialect: no error")
+	}
+}
+
+// recordTable reports whether the database has a schema_migrations table.
+func recordTable(t *testing.T, db *sql.DB, dialect string) bool {
+	t.Helper()
+	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	if dialect == "postgres" {
+		q = `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`
+	}
+	var n int
+	if err := db.QueryRow(q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
 }

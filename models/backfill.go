@@ -31,8 +31,10 @@ func (s *Store) BackfillSettings(ctx context.Context) (BackfillSettings, error) 
 		BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
 		Auto         int   `gorm:"column:auto"`
 	}
-	err := s.read.WithContext(ctx).Raw(`SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`).Scan(&row).Error
-	return BackfillSettings{BatchSize: row.BatchSize, BatchPauseMs: row.BatchPauseMs, Auto: row.Auto != 0}, err
+	if err := s.scan(ctx, s.read, &row, `SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`); err != nil {
+		return BackfillSettings{}, fmt.Errorf("backfill settings: %w", err)
+	}
+	return BackfillSettings{BatchSize: row.BatchSize, BatchPauseMs: row.BatchPauseMs, Auto: row.Auto != 0}, nil
 }
 
 // SetBackfillSettings replaces the queue's settings; the caller has validated them.
@@ -41,8 +43,11 @@ func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) e
 	if set.Auto {
 		auto = 1
 	}
-	return s.db.WithContext(ctx).Exec(`UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
-		set.BatchSize, set.BatchPauseMs, auto, s.nowMs()).Error
+	if _, err := s.exec(ctx, `UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
+		set.BatchSize, set.BatchPauseMs, auto, s.nowMs()); err != nil {
+		return fmt.Errorf("set backfill settings: %w", err)
+	}
+	return nil
 }
 
 // BackfillMember is a scrape that belongs to its chat's backfill job (paused, done or failed)
@@ -70,9 +75,9 @@ func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillM
 		q += ` AND s.chat_id = ?`
 		args = append(args, chatID)
 	}
-	rows, err := s.read.WithContext(ctx).Raw(q+` ORDER BY s.id`, args...).Rows()
+	rows, err := s.query(ctx, s.read, q+` ORDER BY s.id`, args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("backfill members: %w", err)
 	}
 	defer rows.Close()
 	var out []BackfillMember
@@ -80,11 +85,14 @@ func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillM
 		var m BackfillMember
 		dest := append([]any{&m.ID, &m.ChatID, &m.GuildID, &m.Backend, &m.Mode, &m.State, &m.Downloaded}, m.Counts.totalsDest()...)
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("backfill members: %w", err)
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("backfill members: %w", err)
+	}
+	return out, nil
 }
 
 // BackfillJob is the stored state of one chat's backfill job.
@@ -119,18 +127,20 @@ const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_m
 // BackfillJobs lists every job row in execution order.
 func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
 	var jobs []BackfillJob
-	err := s.read.WithContext(ctx).Raw(`SELECT ` + backfillJobColumns + ` FROM backfill_jobs ORDER BY position, chat_id`).Scan(&jobs).Error
-	return jobs, err
+	if err := s.scan(ctx, s.read, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs ORDER BY position, chat_id`); err != nil {
+		return nil, fmt.Errorf("backfill jobs: %w", err)
+	}
+	return jobs, nil
 }
 
 // BackfillJobOf reads one chat's job row; ErrNotFound when the chat was never started.
 func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, error) {
 	var jobs []BackfillJob
-	if err := s.db.WithContext(ctx).Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID).Scan(&jobs).Error; err != nil {
-		return BackfillJob{}, err
+	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID); err != nil {
+		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, err)
 	}
 	if len(jobs) == 0 {
-		return BackfillJob{}, ErrNotFound
+		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, ErrNotFound)
 	}
 	return jobs[0], nil
 }
@@ -148,10 +158,9 @@ type JobStart struct {
 func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
 	var started []string
 	err := s.WithTx(ctx, func(tx *Store) error {
-		db := tx.db.WithContext(ctx)
 		now := tx.nowMs()
 		var last *int64
-		if err := db.Raw(`SELECT MAX(position) FROM backfill_jobs`).Scan(&last).Error; err != nil {
+		if err := tx.scan(ctx, tx.db, &last, `SELECT MAX(position) FROM backfill_jobs`); err != nil {
 			return err
 		}
 		next := int64(1)
@@ -160,25 +169,25 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		for _, st := range starts {
 			var states []string
-			if err := db.Raw(`SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), st.ChatID).Scan(&states).Error; err != nil {
+			if err := tx.scan(ctx, tx.db, &states, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID); err != nil {
 				return err
 			}
 			switch {
 			case len(states) == 0:
-				if err := db.Exec(`INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute,
+				if _, err := tx.exec(ctx, `INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute,
 					started_at, finished_at, cooldown_ms, stalled, active_at, run_ms, run_rows, recent_per_minute)
 					VALUES (?, ?, 'running', ?, 0, NULL, ?, NULL, NULL, 0, ?, 0, 0, NULL)`,
-					st.ChatID, st.GuildID, next, now, now).Error; err != nil {
+					st.ChatID, st.GuildID, next, now, now); err != nil {
 					return err
 				}
 				next++
 			case states[0] == BackfillRunning:
 				continue
 			default:
-				if err := db.Exec(`UPDATE backfill_jobs SET state = 'running', guild_id = COALESCE(guild_id, ?), processed = 0,
+				if _, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = 'running', guild_id = COALESCE(guild_id, ?), processed = 0,
 					per_minute = NULL, started_at = ?, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?,
 					run_ms = 0, run_rows = 0, recent_per_minute = NULL
-					WHERE chat_id = ?`, st.GuildID, now, now, st.ChatID).Error; err != nil {
+					WHERE chat_id = ?`, st.GuildID, now, now, st.ChatID); err != nil {
 					return err
 				}
 			}
@@ -186,7 +195,10 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		return nil
 	})
-	return started, err
+	if err != nil {
+		return nil, fmt.Errorf("start backfill jobs: %w", err)
+	}
+	return started, nil
 }
 
 // PauseBackfillJobs pauses every running (or queued) job, or one chat's, and returns the
@@ -199,17 +211,21 @@ func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string,
 		args = append(args, chatID)
 	}
 	var chats []string
-	err := s.db.WithContext(ctx).Raw(q+` RETURNING chat_id`, args...).Scan(&chats).Error
-	return chats, err
+	if err := s.scan(ctx, s.db, &chats, q+` RETURNING chat_id`, args...); err != nil {
+		return nil, fmt.Errorf("pause backfill jobs: %w", err)
+	}
+	return chats, nil
 }
 
 // NextBackfillJob is the first running job in execution order; ok is false when none runs.
 func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) {
 	var jobs []BackfillJob
-	err := s.db.WithContext(ctx).Raw(`SELECT ` + backfillJobColumns + ` FROM backfill_jobs WHERE state = 'running'
-		ORDER BY position, chat_id LIMIT 1`).Scan(&jobs).Error
-	if err != nil || len(jobs) == 0 {
-		return BackfillJob{}, false, err
+	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
+		ORDER BY position, chat_id LIMIT 1`); err != nil {
+		return BackfillJob{}, false, fmt.Errorf("next backfill job: %w", err)
+	}
+	if len(jobs) == 0 {
+		return BackfillJob{}, false, nil
 	}
 	return jobs[0], true, nil
 }
@@ -248,9 +264,8 @@ type BatchRecord struct {
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
-		db := tx.db.WithContext(ctx)
 		var jobs []BackfillJob
-		if err := db.Raw(`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.forUpdate(), chatID).Scan(&jobs).Error; err != nil {
+		if err := tx.scan(ctx, tx.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID); err != nil {
 			return err
 		}
 		if len(jobs) == 0 {
@@ -281,9 +296,10 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs))
 		}
 		out = j
-		return db.Exec(`UPDATE backfill_jobs SET processed = ?, run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
+		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET processed = ?, run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
 			stalled = ?, cooldown_ms = ?, active_at = ? WHERE chat_id = ?`,
-			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt, chatID).Error
+			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt, chatID)
+		return err
 	})
 	if err != nil {
 		return BackfillJob{}, fmt.Errorf("record a backfill batch of %s: %w", chatID, err)
@@ -295,7 +311,10 @@ func ptrTo[T any](v T) *T { return &v }
 
 // SetBackfillCooldown keeps a job's raised cooldown.
 func (s *Store) SetBackfillCooldown(ctx context.Context, chatID string, cooldownMs int64) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET cooldown_ms = ? WHERE chat_id = ?`, cooldownMs, chatID).Error
+	if _, err := s.exec(ctx, `UPDATE backfill_jobs SET cooldown_ms = ? WHERE chat_id = ?`, cooldownMs, chatID); err != nil {
+		return fmt.Errorf("set the backfill cooldown of %s: %w", chatID, err)
+	}
+	return nil
 }
 
 // EndBackfillJob moves a running job to paused (it stopped making progress) or done (nothing
@@ -310,10 +329,10 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 		if state == BackfillDone {
 			finished = &now
 		}
-		res := tx.db.WithContext(ctx).Exec(`UPDATE backfill_jobs SET state = ?, finished_at = ?, active_at = ?
+		n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = ?, finished_at = ?, active_at = ?
 			WHERE chat_id = ? AND state = 'running'`, state, finished, now, chatID)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		if err != nil || n == 0 {
+			return err
 		}
 		ended = true
 		if state != BackfillDone {
@@ -328,10 +347,10 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 			Failed int64 `gorm:"column:failed"`
 			Total  int64 `gorm:"column:total"`
 		}
-		if err := tx.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(t.cached), 0) AS cached,
+		if err := tx.scan(ctx, tx.db, &sums, `SELECT COALESCE(SUM(t.cached), 0) AS cached,
 			COALESCE(SUM(t.failed), 0) AS failed, COALESCE(SUM(t.total), 0) AS total
 			FROM scrape_totals t JOIN scrapes s ON s.id = t.scrape_id
-			WHERE s.chat_id = ? AND s.state IN ('paused', 'done', 'failed')`, chatID).Scan(&sums).Error; err != nil {
+			WHERE s.chat_id = ? AND s.state IN ('paused', 'done', 'failed')`, chatID); err != nil {
 			return err
 		}
 		data := BackfillFinishedData{ChatID: chatID, GuildID: job.GuildID, Processed: job.Processed, Cached: sums.Cached,
@@ -342,7 +361,10 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 		}
 		return tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
 	})
-	return ended, err
+	if err != nil {
+		return false, fmt.Errorf("end the backfill job of %s: %w", chatID, err)
+	}
+	return ended, nil
 }
 
 // BackfillRunner is the queue runner's row: who holds the lease, the job it runs and the rate
@@ -362,33 +384,44 @@ func (r BackfillRunner) Live(now int64) bool {
 // BackfillRunnerState reads the runner row.
 func (s *Store) BackfillRunnerState(ctx context.Context) (BackfillRunner, error) {
 	var r BackfillRunner
-	err := s.read.WithContext(ctx).Raw(`SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`).Scan(&r).Error
-	return r, err
+	if err := s.scan(ctx, s.read, &r, `SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`); err != nil {
+		return BackfillRunner{}, fmt.Errorf("backfill runner: %w", err)
+	}
+	return r, nil
 }
 
 // AcquireBackfillLease takes or renews the queue lease for owner until now+lease. It fails
 // (ok false) while another owner's lease holds, so only one process runs the queue.
 func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease time.Duration) (bool, error) {
 	now := s.nowMs()
-	res := s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET
+	n, err := s.exec(ctx, `UPDATE backfill_runner SET
 		chat_id = CASE WHEN owner = ? THEN chat_id ELSE NULL END,
 		limited_until = CASE WHEN owner = ? THEN limited_until ELSE NULL END,
 		owner = ?, lease_until = ?
 		WHERE id = 1 AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until <= ?)`,
 		owner, owner, owner, now+lease.Milliseconds(), owner, now)
-	return res.RowsAffected > 0, res.Error
+	if err != nil {
+		return false, fmt.Errorf("acquire the backfill lease: %w", err)
+	}
+	return n > 0, nil
 }
 
 // ReleaseBackfillLease gives the lease up if owner holds it, so another process may run the
 // queue at once.
 func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
-		WHERE id = 1 AND owner = ?`, owner).Error
+	if _, err := s.exec(ctx, `UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
+		WHERE id = 1 AND owner = ?`, owner); err != nil {
+		return fmt.Errorf("release the backfill lease: %w", err)
+	}
+	return nil
 }
 
 // SetBackfillRunnerJob records the job owner runs (nil: none) and the rate limit it waits out
 // (nil: none), if owner holds the lease.
 func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *int64) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
-		chatID, limitedUntil, owner).Error
+	if _, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
+		chatID, limitedUntil, owner); err != nil {
+		return fmt.Errorf("set the backfill runner job: %w", err)
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -133,47 +132,6 @@ func (b *batcher[In, Out, K]) run(batch []*batchCall[In, Out]) {
 		c.err = err
 		close(c.done)
 	}
-}
-
-// column is one column of rows passed as JSON: its name and SQL type.
-type column struct{ name, typ string }
-
-// fromJSON is a FROM item named alias that reads rows passed as one parameter, a JSON array of
-// objects keyed by the columns' names. The statement's text is the same for any number of rows,
-// so it is prepared and planned once (a VALUES list would be a new statement for every size).
-// PostgreSQL reads it as json, not jsonb: parsing into jsonb first cost twice as much a row.
-func (s *Store) fromJSON(alias string, cols ...column) string {
-	var b strings.Builder
-	if s.dialect == Postgres {
-		b.WriteString("json_to_recordset(CAST(? AS json)) AS " + alias + " (")
-		for i, c := range cols {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(c.name + " " + c.typ)
-		}
-		b.WriteString(")")
-		return b.String()
-	}
-	b.WriteString("(SELECT ")
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("json_extract(value, '$." + c.name + "') AS " + c.name)
-	}
-	b.WriteString(" FROM json_each(?)) AS " + alias)
-	return b.String()
-}
-
-// idIn is a condition that col is one of the ids passed as one parameter, a JSON array (see
-// jsonParam). On PostgreSQL the ids are looked up one by one in col's index whatever the
-// planner guesses of the array's length.
-func (s *Store) idIn(col string) string {
-	if s.dialect == Postgres {
-		return col + " = ANY(ARRAY(SELECT CAST(json_array_elements_text(CAST(? AS json)) AS bigint)))"
-	}
-	return col + " IN (SELECT value FROM json_each(?))"
 }
 
 // jsonParam is rows encoded for fromJSON.

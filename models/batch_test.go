@@ -55,9 +55,9 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 			}
 		}
 		var screens, events, perItem int64
-		f.store.Reader(f.ctx).Raw(`SELECT count(*) FROM screens`).Scan(&screens)
-		f.store.Reader(f.ctx).Raw(`SELECT count(*) FROM events`).Scan(&events)
-		f.store.Reader(f.ctx).Raw(`SELECT count(*) FROM (SELECT item_id FROM events GROUP BY item_id HAVING count(*) > 1) d`).Scan(&perItem)
+		f.store.RawScan(f.ctx, &screens, `SELECT count(*) FROM screens`)
+		f.store.RawScan(f.ctx, &events, `SELECT count(*) FROM events`)
+		f.store.RawScan(f.ctx, &perItem, `SELECT count(*) FROM (SELECT item_id FROM events GROUP BY item_id HAVING count(*) > 1) d`)
 		if want := int64(len(jobs) - 1); screens != want || events != want || perItem != 0 {
 			t.Errorf("screens %d, events %d, items with two events %d; want %d, %d, 0", screens, events, perItem, want, want)
 		}
@@ -182,7 +182,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		}
 	}
 	var deliveries int64
-	f.store.Reader(f.ctx).Raw(`SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries)
+	f.store.RawScan(f.ctx, &deliveries, `SELECT count(*) FROM webhook_deliveries`)
 	if want := map[bool]int64{false: 0, true: 2}[subscribed]; deliveries != want {
 		t.Errorf("%d deliveries, want %d", deliveries, want)
 	}

@@ -44,7 +44,7 @@ type ModelBreakerData struct {
 // ReadBreaker reads the breaker's row.
 func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
 	var rows []Breaker
-	if err := s.read.WithContext(ctx).Raw(`SELECT ` + breakerColumns + ` FROM model_breaker WHERE id = 1`).Scan(&rows).Error; err != nil {
+	if err := s.scan(ctx, s.read, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
 		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
 	}
 	if len(rows) == 0 {
@@ -56,7 +56,7 @@ func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when the
 // condition did not hold (another replica changed the state first).
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
-	rows, err := s.queryWriter(ctx, q+` RETURNING `+breakerColumns, args...)
+	rows, err := s.query(ctx, s.db, q+` RETURNING `+breakerColumns, args...)
 	if err != nil {
 		return Breaker{}, false, err
 	}
@@ -168,21 +168,24 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 // window moves with them, which only tries it when the model is tried anyway.
 func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
 	now := s.nowMs()
-	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
+	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
 		AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
 		at.UnixMilli(), now, parkedUntil.UnixMilli(), now)
-	if res.Error == nil && res.RowsAffected > 0 {
+	if err != nil {
+		return fmt.Errorf("move parked jobs: %w", err)
+	}
+	if n > 0 {
 		s.changedAll() // every author whose jobs moved sees a new next attempt
 	}
-	return res.Error
+	return nil
 }
 
 // ReleaseProbe gives owner's probe up without a call made (the job was gone, or its author's
 // budget refused the charge): the breaker is open again with its probe still due, so the next
 // job tests the model.
 func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
-	err := s.db.WithContext(ctx).Exec(`UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
-		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner).Error
+	_, err := s.exec(ctx, `UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
+		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner)
 	if err != nil {
 		return fmt.Errorf("release the model probe: %w", err)
 	}
@@ -220,15 +223,15 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 // nothing is charged; it takes why and status (the failure that opened the breaker) and frees
 // the lease. It does nothing when the job is gone or another owner has claimed it since.
 func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, status *int) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
+	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
-	if res.Error != nil {
-		return false, fmt.Errorf("put job %d off: %w", job.ID, res.Error)
+	if err != nil {
+		return false, fmt.Errorf("put job %d off: %w", job.ID, err)
 	}
-	if res.RowsAffected > 0 {
+	if n > 0 {
 		s.changed(job.UserID)
 	}
-	return res.RowsAffected > 0, nil
+	return n > 0, nil
 }
 
 // ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
@@ -243,16 +246,16 @@ func (s *Store) ParkDue(ctx context.Context, at time.Time, why string, status *i
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
-	res := s.db.WithContext(ctx).Exec(q, args...)
-	if res.Error != nil {
-		return 0, fmt.Errorf("put due jobs off: %w", res.Error)
+	n, err := s.exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("put due jobs off: %w", err)
 	}
 	switch {
-	case res.RowsAffected == 0:
+	case n == 0:
 	case userID != 0:
 		s.changed(userID)
 	default:
 		s.changedAll()
 	}
-	return res.RowsAffected, nil
+	return n, nil
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -32,10 +33,13 @@ func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64,
 			out = outs[0]
 		}
 	}
-	if err == nil && out.ok && n != 0 {
+	if err != nil {
+		return 0, false, fmt.Errorf("charge user %d: %w", userID, err)
+	}
+	if out.ok && n != 0 {
 		s.changed(userID)
 	}
-	return out.spent, out.ok, err
+	return out.spent, out.ok, nil
 }
 
 type chargeCall struct {
@@ -92,8 +96,8 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.db.WithContext(ctx).Raw(`WITH v AS (SELECT user_id, day, n, default_limit FROM `+
-			s.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
+		res, err := s.query(ctx, s.db, `WITH v AS (SELECT user_id, day, n, default_limit FROM `+
+			s.dialect.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
 			INSERT INTO budgets (user_id, day, spent)
 			SELECT v.user_id, v.day, v.n FROM v
 			WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)
@@ -101,7 +105,7 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 			ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
 			WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id),
 				(SELECT v.default_limit FROM v WHERE v.user_id = budgets.user_id))
-			RETURNING user_id, spent`, param).Rows()
+			RETURNING user_id, spent`, param)
 		if err != nil {
 			return nil, err
 		}
@@ -148,12 +152,11 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 
 // Spent is what the user has spent on the day of now.
 func (s *Store) Spent(ctx context.Context, userID int64, now time.Time) (int64, error) {
-	var rows []int64
-	err := s.read.WithContext(ctx).Raw(`SELECT spent FROM budgets WHERE user_id = ? AND day = ?`, userID, BudgetDay(now)).Scan(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return 0, err
+	var spent int64 // 0 when the user has no row today
+	if err := s.scan(ctx, s.read, &spent, `SELECT spent FROM budgets WHERE user_id = ? AND day = ?`, userID, BudgetDay(now)); err != nil {
+		return 0, fmt.Errorf("spent by user %d: %w", userID, err)
 	}
-	return rows[0], nil
+	return spent, nil
 }
 
 // BudgetRow is one user's budget today.
@@ -169,15 +172,21 @@ type BudgetRow struct {
 // afterID.
 func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit int) ([]BudgetRow, error) {
 	var rows []BudgetRow
-	err := s.read.WithContext(ctx).Raw(`SELECT u.id AS user_id, u.name, u.role, u.daily_limit, COALESCE(b.spent, 0) AS spent
+	err := s.scan(ctx, s.read, &rows, `SELECT u.id AS user_id, u.name, u.role, u.daily_limit, COALESCE(b.spent, 0) AS spent
 		FROM users u LEFT JOIN budgets b ON b.user_id = u.id AND b.day = ?
 		WHERE (u.role = 'author' OR b.spent IS NOT NULL) AND u.id > ?
-		ORDER BY u.id LIMIT ?`, BudgetDay(now), afterID, limit).Scan(&rows).Error
-	return rows, err
+		ORDER BY u.id LIMIT ?`, BudgetDay(now), afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list budgets: %w", err)
+	}
+	return rows, nil
 }
 
 // PruneBudgets forgets days before the day of now: only today's spend is ever read.
 func (s *Store) PruneBudgets(ctx context.Context, now time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM budgets WHERE day < ?`, BudgetDay(now))
-	return res.RowsAffected, res.Error
+	n, err := s.exec(ctx, `DELETE FROM budgets WHERE day < ?`, BudgetDay(now))
+	if err != nil {
+		return 0, fmt.Errorf("prune budgets: %w", err)
+	}
+	return n, nil
 }

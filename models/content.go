@@ -2,9 +2,7 @@ package models
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -106,33 +104,40 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
 		song = Song{UserID: userID, Title: title, CreatedAt: now}
-		if err := tx.db.Raw(`INSERT INTO songs (user_id, title, created_at) VALUES (?, ?, ?) RETURNING id`,
-			userID, title, now).Scan(&song.ID).Error; err != nil {
+		if err := tx.scan(ctx, tx.db, &song.ID, `INSERT INTO songs (user_id, title, created_at) VALUES (?, ?, ?) RETURNING id`,
+			userID, title, now); err != nil {
 			return err
 		}
 		var err error
-		rev, err = tx.insertRevision(song.ID, userID, title, code)
+		rev, err = tx.insertRevision(ctx, song.ID, userID, title, code)
 		tx.changed(userID)
 		return err
 	})
-	return song, rev, err
+	if err != nil {
+		return Song{}, Revision{}, fmt.Errorf("create song: %w", err)
+	}
+	return song, rev, nil
 }
 
-func (s *Store) insertRevision(songID, userID int64, title, code string) (Revision, error) {
+func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title, code string) (Revision, error) {
 	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: s.nowMs()}
-	err := s.db.Raw(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		songID, userID, title, code, rev.CreatedAt).Scan(&rev.ID).Error
-	return rev, err
+	if err := s.scan(ctx, s.db, &rev.ID, `INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		songID, userID, title, code, rev.CreatedAt); err != nil {
+		return Revision{}, fmt.Errorf("insert revision: %w", err)
+	}
+	return rev, nil
 }
 
 // SongByID finds a song whoever owns it.
 func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
 	var song Song
-	err := s.read.WithContext(ctx).Raw(`SELECT * FROM songs WHERE id = ?`, id).Scan(&song).Error
-	if err == nil && song.ID == 0 {
-		err = ErrNotFound
+	if err := s.scan(ctx, s.read, &song, `SELECT * FROM songs WHERE id = ?`, id); err != nil {
+		return Song{}, fmt.Errorf("song %d: %w", id, err)
 	}
-	return song, err
+	if song.ID == 0 {
+		return Song{}, fmt.Errorf("song %d: %w", id, ErrNotFound)
+	}
+	return song, nil
 }
 
 // CreateRevision adds a revision to the author's own song. An empty title keeps the song's.
@@ -151,15 +156,18 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 		if title == "" {
 			title = song.Title
 		} else if title != song.Title {
-			if err := tx.db.Exec(`UPDATE songs SET title = ? WHERE id = ?`, title, songID).Error; err != nil {
+			if _, err := tx.exec(ctx, `UPDATE songs SET title = ? WHERE id = ?`, title, songID); err != nil {
 				return err
 			}
 		}
-		rev, err = tx.insertRevision(songID, userID, title, code)
+		rev, err = tx.insertRevision(ctx, songID, userID, title, code)
 		tx.changed(userID)
 		return err
 	})
-	return rev, err
+	if err != nil {
+		return Revision{}, fmt.Errorf("create a revision of song %d: %w", songID, err)
+	}
+	return rev, nil
 }
 
 // CreateComment comments on a song the author can see: public, or their own.
@@ -175,21 +183,24 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		}
 		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: tx.nowMs()}
 		tx.changed(userID)
-		return tx.db.Raw(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			songID, userID, body, c.CreatedAt).Scan(&c.ID).Error
+		return tx.scan(ctx, tx.db, &c.ID, `INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			songID, userID, body, c.CreatedAt)
 	})
-	return c, err
+	if err != nil {
+		return Comment{}, fmt.Errorf("create a comment on song %d: %w", songID, err)
+	}
+	return c, nil
 }
 
 // CreatePitch writes a pitch.
 func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
 	p := Pitch{UserID: userID, Body: body, CreatedAt: s.nowMs()}
-	err := s.db.WithContext(ctx).Raw(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
-		userID, body, p.CreatedAt).Scan(&p.ID).Error
-	if err == nil {
-		s.changed(userID)
+	if err := s.scan(ctx, s.db, &p.ID, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
+		userID, body, p.CreatedAt); err != nil {
+		return Pitch{}, fmt.Errorf("create pitch: %w", err)
 	}
-	return p, err
+	s.changed(userID)
+	return p, nil
 }
 
 // DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
@@ -200,12 +211,12 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 	if kind != "song" {
 		var err error
 		if table, err = itemTable(kind); err != nil {
-			return err
+			return fmt.Errorf("delete item: %w", err)
 		}
 	}
-	return s.WithTx(ctx, func(tx *Store) error {
+	err := s.WithTx(ctx, func(tx *Store) error {
 		var owner []int64
-		if err := tx.db.Raw(`SELECT user_id FROM `+table+` WHERE id = ?`, id).Scan(&owner).Error; err != nil {
+		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, id); err != nil {
 			return err
 		}
 		if len(owner) == 0 {
@@ -217,7 +228,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 		var songID int64
 		switch kind {
 		case KindRevision:
-			if err := tx.db.Raw(`SELECT song_id FROM revisions WHERE id = ?`, id).Scan(&songID).Error; err != nil {
+			if err := tx.scan(ctx, tx.db, &songID, `SELECT song_id FROM revisions WHERE id = ?`, id); err != nil {
 				return err
 			}
 		case "song":
@@ -227,39 +238,57 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 		if songID != 0 {
 			// The song may go, and its comments with it: their authors' views change too.
 			var commenters []int64
-			if err := tx.db.Raw(`SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID).Scan(&commenters).Error; err != nil {
+			if err := tx.scan(ctx, tx.db, &commenters, `SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID); err != nil {
 				return err
 			}
 			tx.changed(commenters...)
 		}
-		if err := tx.db.Exec(`DELETE FROM `+table+` WHERE id = ?`, id).Error; err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM `+table+` WHERE id = ?`, id); err != nil {
 			return err
 		}
 		if kind == KindRevision {
 			// A song without revisions has nothing left to show: it goes too.
-			return tx.db.Exec(`DELETE FROM songs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM revisions WHERE song_id = ?)`,
-				songID, songID).Error
+			_, err := tx.exec(ctx, `DELETE FROM songs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM revisions WHERE song_id = ?)`,
+				songID, songID)
+			return err
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("delete %s %d: %w", kind, id, err)
+	}
+	return nil
 }
 
 // ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
 // On PostgreSQL, where every query is a round trip, concurrent reads share one (see batcher).
 func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subject, bool, error) {
 	if _, err := itemTable(kind); err != nil {
-		return Subject{}, false, err
+		return Subject{}, false, fmt.Errorf("screen subject: %w", err)
 	}
 	if s.subjects != nil {
 		out, err := s.subjects.do(ctx, itemKey{kind, id})
-		return out.subject, out.ok, err
+		if err != nil {
+			return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
+		}
+		return out.subject, out.ok, nil
 	}
+	rows, err := s.query(ctx, s.read, `SELECT `+subjectOf[kind]+` WHERE id = ?`, id)
+	if err != nil {
+		return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
+	}
+	defer rows.Close()
 	var sub Subject
-	err := s.read.WithContext(ctx).Raw(`SELECT `+subjectOf[kind]+` WHERE id = ?`, id).Row().Scan(&sub.UserID, &sub.Title, &sub.Text)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Subject{}, false, nil
+	ok := rows.Next()
+	if ok {
+		err = rows.Scan(&sub.UserID, &sub.Title, &sub.Text)
+	} else {
+		err = rows.Err()
 	}
-	return sub, err == nil, err
+	if err != nil {
+		return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
+	}
+	return sub, ok, nil
 }
 
 // subjectOf is, per kind of item, what its screen sends (author, title, text) and the table it
@@ -289,9 +318,9 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 			return nil, err
 		}
 		args = append(args, param)
-		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.idIn("id"))
+		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
 	}
-	rows, err := s.read.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Rows()
+	rows, err := s.query(ctx, s.read, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -319,10 +348,12 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.
 func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
 	var rows []ScoreSubject
-	err := s.read.WithContext(ctx).Raw(
-		`SELECT id AS revision_id, song_id, user_id, title, code FROM revisions WHERE id = ?`, revisionID).Scan(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return ScoreSubject{}, false, err
+	if err := s.scan(ctx, s.read, &rows, `SELECT id AS revision_id, song_id, user_id, title, code FROM revisions WHERE id = ?`,
+		revisionID); err != nil {
+		return ScoreSubject{}, false, fmt.Errorf("score subject %d: %w", revisionID, err)
+	}
+	if len(rows) == 0 {
+		return ScoreSubject{}, false, nil
 	}
 	return rows[0], true, nil
 }

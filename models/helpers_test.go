@@ -39,18 +39,18 @@ func (f *fixture) user(name string) int64 {
 // exec runs raw SQL on the writer, as any other writer of the database could.
 func (f *fixture) exec(q string, args ...any) int64 {
 	f.t.Helper()
-	res := f.store.DB(f.ctx).Exec(q, args...)
-	if res.Error != nil {
-		f.t.Fatalf("exec %q: %v", q, res.Error)
+	n, err := f.store.RawExec(f.ctx, q, args...)
+	if err != nil {
+		f.t.Fatalf("exec %q: %v", q, err)
 	}
-	return res.RowsAffected
+	return n
 }
 
 // insertID runs a raw INSERT … RETURNING id.
 func (f *fixture) insertID(q string, args ...any) int64 {
 	f.t.Helper()
 	var id int64
-	if err := f.store.DB(f.ctx).Raw(q+" RETURNING id", args...).Scan(&id).Error; err != nil {
+	if err := f.store.RawScan(f.ctx, &id, q+" RETURNING id", args...); err != nil {
 		f.t.Fatalf("insert %q: %v", q, err)
 	}
 	if id == 0 {
@@ -120,7 +120,7 @@ func (f *fixture) noJob(task, kind string, itemID int64) {
 func (f *fixture) countJobs() int64 {
 	f.t.Helper()
 	var n int64
-	if err := f.store.DB(f.ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&n).Error; err != nil {
+	if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM content_jobs`); err != nil {
 		f.t.Fatalf("count jobs: %v", err)
 	}
 	return n

@@ -44,7 +44,7 @@ func (s *Store) Holds(ctx context.Context) (Holds, error) {
 		Score      int `gorm:"column:score"`
 		Deliveries int `gorm:"column:deliveries"`
 	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT screen, score, deliveries FROM holds WHERE id = 1`).Scan(&row).Error; err != nil {
+	if err := s.scan(ctx, s.db, &row, `SELECT screen, score, deliveries FROM holds WHERE id = 1`); err != nil {
 		return Holds{}, fmt.Errorf("read holds: %w", err)
 	}
 	return Holds{Screen: row.Screen == 1, Score: row.Score == 1, Deliveries: row.Deliveries == 1}, nil
@@ -58,8 +58,8 @@ func (s *Store) SetHolds(ctx context.Context, h Holds, by int64) error {
 		}
 		return 0
 	}
-	err := s.db.WithContext(ctx).Exec(`UPDATE holds SET screen = ?, score = ?, deliveries = ?, updated_at = ?, updated_by = ? WHERE id = 1`,
-		b(h.Screen), b(h.Score), b(h.Deliveries), s.nowMs(), by).Error
+	_, err := s.exec(ctx, `UPDATE holds SET screen = ?, score = ?, deliveries = ?, updated_at = ?, updated_by = ? WHERE id = 1`,
+		b(h.Screen), b(h.Score), b(h.Deliveries), s.nowMs(), by)
 	if err != nil {
 		return fmt.Errorf("set holds: %w", err)
 	}

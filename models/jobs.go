@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -74,13 +75,16 @@ type Event struct {
 	Verdict      *string  `gorm:"column:verdict"`  // a verdict by hand: what was decided
 }
 
-func (s *Store) insertEvent(ev *Event) error {
+func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
 	if ev.At == 0 {
 		ev.At = s.nowMs()
 	}
-	return s.db.Raw(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	if err := s.scan(ctx, s.db, &ev.ID, `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
-		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict).Scan(&ev.ID).Error
+		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict); err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	return nil
 }
 
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
@@ -97,41 +101,34 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 		args = append(args, userID)
 	}
 	args = append(args, limit)
-	var q string
-	if s.dialect == Postgres {
-		// id = ANY(ARRAY(…)) keeps the plan an index lookup per picked id whatever the
-		// statistics say (a join against the CTE can turn into a scan of the whole table).
-		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
-			WHERE id = ANY(ARRAY(SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
-			ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
-			RETURNING ` + jobColumns
-	} else {
-		q = `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
-			WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
-			ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
-	}
 	args = append([]any{until, owner}, args...)
-	rows, err := s.queryWriter(ctx, q, args...)
+	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter), args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("claim content jobs: %w", err)
 	}
-	return scanJobs(rows, limit)
+	jobs, err := scanJobs(rows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim content jobs: %w", err)
+	}
+	return jobs, nil
 }
 
 // ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
 // otherwise.
 func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
-	rows, err := s.queryWriter(ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
+	rows, err := s.query(ctx, s.db, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
 		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now)
 	if err != nil {
-		return Job{}, false, err
+		return Job{}, false, fmt.Errorf("claim the %s job of %s %d: %w", task, kind, itemID, err)
 	}
 	jobs, err := scanJobs(rows, 1)
-	if err != nil || len(jobs) == 0 {
-		return Job{}, false, err
+	if err != nil {
+		return Job{}, false, fmt.Errorf("claim the %s job of %s %d: %w", task, kind, itemID, err)
+	}
+	if len(jobs) == 0 {
+		return Job{}, false, nil
 	}
 	return jobs[0], true, nil
 }
@@ -142,17 +139,20 @@ func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, 
 func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why string, status *int, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
-		res := tx.db.Exec(`UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
+		n, err := tx.exec(ctx, `UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
 			last_error = ?, lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
 			at.UnixMilli(), why, status, ev.Error, job.ID, job.LeaseOwner)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		if err != nil || n == 0 {
+			return err
 		}
 		ok = true
 		tx.changed(job.UserID)
-		return tx.insertEvent(&ev)
+		return tx.insertEvent(ctx, &ev)
 	})
-	return ok, err
+	if err != nil {
+		return false, fmt.Errorf("reschedule job %d: %w", job.ID, err)
+	}
+	return ok, nil
 }
 
 // RecordScreen keeps an item's verdict and its event in one transaction; the verdict's trigger
@@ -162,19 +162,19 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why strin
 // event and webhook deliveries, or not at all.
 func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, verdict string, confidence float64, ev Event) (bool, error) {
 	if _, err := itemTable(kind); err != nil {
-		return false, err
+		return false, fmt.Errorf("record screen: %w", err)
 	}
 	call := screenCall{kind: kind, itemID: itemID, verdict: verdict, confidence: confidence, ev: ev}
 	var recorded bool
 	if s.screens != nil {
 		var err error
 		if recorded, err = s.screens.do(ctx, call); err != nil {
-			return false, err
+			return false, fmt.Errorf("record the screen of %s %d: %w", kind, itemID, err)
 		}
 	} else {
 		out, err := s.recordScreens(ctx, []screenCall{call})
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("record the screen of %s %d: %w", kind, itemID, err)
 		}
 		recorded = out[0]
 	}
@@ -278,7 +278,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	if err != nil {
 		return nil, err
 	}
-	with := `WITH v AS (SELECT * FROM ` + s.fromJSON("j", screenColumns...) + `) `
+	with := `WITH v AS (SELECT * FROM ` + s.dialect.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
 	scanKeys := func(rows *sql.Rows) error {
 		defer rows.Close()
@@ -298,13 +298,13 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		}
 		return out
 	}
-	if s.dialect == Postgres && !s.inTx {
+	if s.dialect.writableCTEs() && !s.inTx {
 		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
 			return nil, err
 		} else if !subscribed {
-			res, err := s.db.WithContext(ctx).Raw(with+`, s AS (`+insertScreens+` RETURNING kind, item_id),
+			res, err := s.query(ctx, s.db, with+`, s AS (`+insertScreens+` RETURNING kind, item_id),
 				e AS (`+insertScreenEvents+` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
-				SELECT kind, item_id FROM s`, param).Rows()
+				SELECT kind, item_id FROM s`, param)
 			if err != nil {
 				return nil, err
 			}
@@ -316,7 +316,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	}
 	err = s.WithTx(ctx, func(tx *Store) error {
 		clear(recorded)
-		res, err := tx.db.WithContext(ctx).Raw(with+insertScreens+` RETURNING kind, item_id`, param).Rows()
+		res, err := tx.query(ctx, tx.db, with+insertScreens+` RETURNING kind, item_id`, param)
 		if err != nil {
 			return err
 		}
@@ -350,7 +350,8 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		if err != nil {
 			return err
 		}
-		return tx.db.WithContext(ctx).Exec(with+insertScreenEvents, param).Error
+		_, err = tx.exec(ctx, with+insertScreenEvents, param)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -366,21 +367,24 @@ func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, erro
 	criteria, _ := json.Marshal(sc.Criteria)
 	var recorded bool
 	err := s.WithTx(ctx, func(tx *Store) error {
-		res := tx.db.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
+		n, err := tx.exec(ctx, `INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
 			SELECT id, song_id, ?, ?, ?, ?, ?, ? FROM revisions WHERE id = ?
 			ON CONFLICT (revision_id) DO NOTHING`,
 			sc.Art, string(runs), string(criteria), sc.Model, sc.Rubric, tx.nowMs(), sc.RevisionID)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
+		if err != nil || n == 0 {
+			return err
 		}
 		recorded = true
 		tx.changed(ev.UserID)
 		if err := tx.enqueueScored(ctx, sc); err != nil {
 			return err
 		}
-		return tx.insertEvent(&ev)
+		return tx.insertEvent(ctx, &ev)
 	})
-	return recorded, err
+	if err != nil {
+		return false, fmt.Errorf("record the score of revision %d: %w", sc.RevisionID, err)
+	}
+	return recorded, nil
 }
 
 // NewLeaseOwner names a lease holder: host, process id and a random tag, so a lease's owner
@@ -393,16 +397,22 @@ func NewLeaseOwner() string {
 // ReleaseLeases frees every lease owner holds, so a stopping process's claimed-but-unstarted
 // jobs are due again at once instead of when their leases run out.
 func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	return res.RowsAffected, res.Error
+	n, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("release the leases of %s: %w", owner, err)
+	}
+	return n, nil
 }
 
 // ReleaseJob frees a claimed job's lease without an attempt, if the claim still holds: the
 // same owner and the same lease end, so a stale worker never frees a later claim of the job
 // (every claimer of a process shares its owner name).
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil).Error
+	if _, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
+		return fmt.Errorf("release job %d: %w", job.ID, err)
+	}
+	return nil
 }
 
 // JobFilter selects owed jobs for the admin.
@@ -563,7 +573,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, afterID int64, limit 
 	}
 	rows, err := s.ListJobRows(ctx, f, JobsByID, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list jobs by id: %w", err)
 	}
 	jobs := make([]Job, len(rows))
 	for i, r := range rows {
@@ -598,18 +608,22 @@ func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, afte
 		}
 	}
 	args = append(args, limit)
-	rows, err := s.query(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	return scanJobRows(rows, min(limit, 512))
+	jobs, err := scanJobRows(rows, min(limit, 512))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
 }
 
 // CountJobs counts the jobs the filter selects.
 func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 	where, args := f.where(s.nowMs())
 	var n int64
-	if err := s.read.WithContext(ctx).Raw(`SELECT COUNT(*) FROM content_jobs WHERE `+where, args...).Row().Scan(&n); err != nil {
+	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...); err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
 	}
 	return n, nil
@@ -618,7 +632,7 @@ func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 // JobByID finds one owed job, with its author's name and its item's title, from the writer
 // (the answer to a retry must see it).
 func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
-	rows, err := s.queryWriter(ctx, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
+	rows, err := s.query(ctx, s.db, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
 	if err != nil {
 		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
@@ -627,7 +641,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
 	if len(jobs) == 0 {
-		return JobRow{}, ErrNotFound
+		return JobRow{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}
 	return jobs[0], nil
 }
@@ -652,28 +666,32 @@ func (s *Store) RetryJobs(ctx context.Context, f JobFilter, defaultLimit int64) 
 	where, args := f.where(now)
 	args = append([]any{now}, args...)
 	args = append(args, now, BudgetDay(s.Now()), defaultLimit)
-	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE `+where+
+	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE `+where+
 		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`, args...)
-	if res.Error != nil {
-		return 0, fmt.Errorf("retry jobs: %w", res.Error)
+	if err != nil {
+		return 0, fmt.Errorf("retry jobs: %w", err)
 	}
-	if res.RowsAffected > 0 {
+	if n > 0 {
 		if f.UserID != 0 {
 			s.changed(f.UserID)
 		} else {
 			s.changedAll()
 		}
 	}
-	return res.RowsAffected, nil
+	return n, nil
 }
 
 // JobsOfUser lists an author's owed jobs.
 func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
-	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs of user %d: %w", userID, err)
 	}
-	return scanJobs(rows, 8)
+	jobs, err := scanJobs(rows, 8)
+	if err != nil {
+		return nil, fmt.Errorf("jobs of user %d: %w", userID, err)
+	}
+	return jobs, nil
 }
 
 // EventFilter selects attempt events.
@@ -688,31 +706,39 @@ type EventFilter struct {
 
 // ListEvents pages through events newest first, before the id beforeID (0: from the newest).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, limit int) ([]Event, error) {
-	q := s.read.WithContext(ctx).Table("events")
+	q := `SELECT * FROM events WHERE 1 = 1`
+	var args []any
+	add := func(cond string, a ...any) { q += ` AND ` + cond; args = append(args, a...) }
 	if f.Event != "" {
-		q = q.Where("event = ?", f.Event)
+		add("event = ?", f.Event)
 	}
 	if f.Why == "none" {
-		q = q.Where("why IS NULL")
+		add("why IS NULL")
 	} else if f.Why != "" {
-		q = q.Where("why = ?", f.Why)
+		add("why = ?", f.Why)
 	}
 	if f.Outcome != "" {
-		q = q.Where("outcome = ?", f.Outcome)
+		add("outcome = ?", f.Outcome)
 	}
 	if f.Kind != "" {
-		q = q.Where("kind = ?", f.Kind)
+		add("kind = ?", f.Kind)
 	}
 	if f.UserID != 0 {
-		q = q.Where("user_id = ?", f.UserID)
+		add("user_id = ?", f.UserID)
 	}
 	if f.ItemID != 0 {
-		q = q.Where("item_id = ?", f.ItemID)
+		add("item_id = ?", f.ItemID)
 	}
 	if beforeID > 0 {
-		q = q.Where("id < ?", beforeID)
+		add("id < ?", beforeID)
 	}
-	var evs []Event
-	err := q.Order("id DESC").Limit(limit).Find(&evs).Error
-	return evs, err
+	q += ` ORDER BY id DESC`
+	if limit >= 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit) // a literal, as GORM's Limit wrote it: PostgreSQL plans for it
+	}
+	evs := []Event{} // an empty page is an empty list, not nil
+	if err := s.scan(ctx, s.read, &evs, q, args...); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return evs, nil
 }

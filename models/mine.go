@@ -77,16 +77,16 @@ const mineVersionQuery = `SELECT 0 AS k,
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	u := userID
-	rows, err := s.query(ctx, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
+	rows, err := s.query(ctx, s.read, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
 	if err != nil {
-		return v, err
+		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
 	defer rows.Close()
 	r := newRow(8 + jobColumnCount)
 	nowMs := now.UnixMilli()
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
-			return v, err
+			return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 		}
 		if r.int64(0) == 0 {
 			for k := range v.Items {
@@ -107,11 +107,11 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 			v.Jobs = append(v.Jobs, j)
 		}
 		if r.err != nil {
-			return v, r.err
+			return v, fmt.Errorf("mine version of user %d: %w", userID, r.err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return v, err
+		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
 	slices.SortFunc(v.Jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
 	if v.Due && (v.Held.Screen || v.Held.Score) {
@@ -130,7 +130,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 	jobs, err := s.JobsOfUser(ctx, userID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mine: %w", err)
 	}
 	return s.MineWithJobs(ctx, userID, jobs)
 }
@@ -139,7 +139,10 @@ func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 // it takes).
 func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
 	items, _, err := s.MinePage(ctx, userID, jobs, MineFilter{Limit: math.MaxInt32})
-	return items, err
+	if err != nil {
+		return nil, fmt.Errorf("mine of user %d: %w", userID, err)
+	}
+	return items, nil
 }
 
 // MineFilter selects and pages an author's own items.
@@ -250,7 +253,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		}
 		sql += ` ORDER BY ` + q.alias + `.created_at DESC, ` + q.alias + `.id DESC LIMIT ?`
 		args = append(args, int64(f.Limit)+1)
-		rows, err := s.query(ctx, sql, args...)
+		rows, err := s.query(ctx, s.read, sql, args...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 		}
@@ -266,7 +269,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		for rows.Next() {
 			if err := r.scan(rows); err != nil {
 				rows.Close()
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 			}
 			it := MineItem{Kind: q.kind, ID: r.int64(0)}
 			switch q.kind {
@@ -285,7 +288,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			}
 			if err := r.err; err != nil {
 				rows.Close()
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
 			}
 			it.Jobs = byItem[key{q.kind, it.ID}]
 			items = append(items, it)

@@ -52,9 +52,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	if r.Events > 0 {
 		cutoff := now.Add(-r.Events).UnixMilli()
 		p.Events, err = loop("events", func() (int64, error) {
-			res := s.db.WithContext(ctx).Exec(`DELETE FROM events WHERE id IN
+			return s.exec(ctx, `DELETE FROM events WHERE id IN
 				(SELECT id FROM events WHERE at < ? ORDER BY at, id LIMIT ?)`, cutoff, batch)
-			return res.RowsAffected, res.Error
 		})
 		if err != nil {
 			return p, err
@@ -69,14 +68,13 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 				// (a delivered one by when it was delivered, which is never before it was made).
 				pick := `SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?
 					AND COALESCE(delivered_at, created_at) < ? ORDER BY created_at, id LIMIT ?`
-				res := tx.db.Exec(`DELETE FROM webhook_attempts WHERE delivery_id IN (`+pick+`)`, cutoff, cutoff, batch)
-				if res.Error != nil {
-					return res.Error
+				attempts, err := tx.exec(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (`+pick+`)`, cutoff, cutoff, batch)
+				if err != nil {
+					return err
 				}
-				p.Attempts += res.RowsAffected
-				res = tx.db.Exec(`DELETE FROM webhook_deliveries WHERE id IN (`+pick+`)`, cutoff, cutoff, batch)
-				n = res.RowsAffected
-				return res.Error
+				p.Attempts += attempts
+				n, err = tx.exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (`+pick+`)`, cutoff, cutoff, batch)
+				return err
 			})
 			return n, err
 		})
@@ -85,8 +83,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 		}
 	}
 	var oldest struct{ Event, Delivery *int64 }
-	if err := s.read.WithContext(ctx).Raw(`SELECT (SELECT MIN(at) FROM events) AS event,
-		(SELECT MIN(created_at) FROM webhook_deliveries WHERE status <> 'pending') AS delivery`).Scan(&oldest).Error; err != nil {
+	if err := s.scan(ctx, s.read, &oldest, `SELECT (SELECT MIN(at) FROM events) AS event,
+		(SELECT MIN(created_at) FROM webhook_deliveries WHERE status <> 'pending') AS delivery`); err != nil {
 		return p, fmt.Errorf("prune: oldest rows: %w", err)
 	}
 	if oldest.Event != nil {
@@ -102,11 +100,11 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 // says whether owner holds it: exactly one replica runs a chore at a time, and another takes
 // it over once the holder's lease has run out.
 func (s *Store) TakeMaintenance(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE maintenance_leases SET owner = ?, lease_until = ?
+	n, err := s.exec(ctx, `UPDATE maintenance_leases SET owner = ?, lease_until = ?
 		WHERE name = ? AND (owner = ? OR owner IS NULL OR lease_until < ?)`,
 		owner, now.Add(ttl).UnixMilli(), name, owner, now.UnixMilli())
-	if res.Error != nil {
-		return false, fmt.Errorf("take maintenance lease %s: %w", name, res.Error)
+	if err != nil {
+		return false, fmt.Errorf("take maintenance lease %s: %w", name, err)
 	}
-	return res.RowsAffected == 1, nil
+	return n == 1, nil
 }

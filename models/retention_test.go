@@ -47,7 +47,7 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 		count := func(q string, args ...any) int64 {
 			t.Helper()
 			var n int64
-			if err := f.store.DB(f.ctx).Raw(q, args...).Scan(&n).Error; err != nil {
+			if err := f.store.RawScan(f.ctx, &n, q, args...); err != nil {
 				t.Fatal(err)
 			}
 			return n

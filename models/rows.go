@@ -5,50 +5,36 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"strings"
+
+	"gorm.io/gorm"
 )
 
-// Hot read paths (an author's view, the public song list, the admin's job list) scan their rows
-// by hand instead of through GORM's reflective Scan/Find, which cost as much CPU as SQLite's
-// own stepping on those paths at a million items.
+// The store runs every statement through three helpers: exec for writes, scan for reads and
+// RETURNING into GORM-tagged rows or plain values, and query for the hot reads (an author's
+// view, the public song list, the admin's job list, the claims), whose rows are read by hand
+// (row) instead of through GORM's reflective Scan, which cost as much CPU as SQLite's own
+// stepping on those paths at a million items. Each takes ? placeholders on both dialects.
+// Inside WithTx all three run on the transaction.
 
-// query runs a read on the read pool (inside WithTx, on the transaction) straight through the
-// pool GORM holds: no callbacks, no reflection, and on SQLite the statement still comes from
-// GORM's per-connection cache of prepared statements. q uses ? placeholders on both dialects.
-func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.read.Statement.ConnPool.QueryContext(ctx, s.bind(q), args...)
+// exec runs a write on the writer and says how many rows it changed.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	return res.RowsAffected, res.Error
 }
 
-// queryWriter is query on the writer: for statements that write and return rows (a claim), or
-// reads that must see the caller's own writes.
-func (s *Store) queryWriter(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.db.Statement.ConnPool.QueryContext(ctx, s.bind(q), args...)
+// scan runs q on pool (s.read, or s.db for a write with RETURNING or a read that must see
+// the caller's own writes) and scans its rows into dest as GORM does: a struct or a slice of
+// structs by their columns' names, or a value or a slice of values from the first column. A
+// struct or value is left as it was when there is no row.
+func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, args ...any) error {
+	return pool.WithContext(ctx).Raw(q, args...).Scan(dest).Error
 }
 
-// bind rewrites q's ? placeholders as PostgreSQL's $1, $2, …, as GORM does for Raw. The
-// queries given to it hold no ? of their own (no literal, no jsonb operator).
-func (s *Store) bind(q string) string {
-	if s.dialect != Postgres {
-		return q
-	}
-	n := strings.Count(q, "?")
-	if n == 0 {
-		return q
-	}
-	var b strings.Builder
-	b.Grow(len(q) + 3*n)
-	for i := 1; ; i++ {
-		j := strings.IndexByte(q, '?')
-		if j < 0 {
-			break
-		}
-		b.WriteString(q[:j])
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(i))
-		q = q[j+1:]
-	}
-	b.WriteString(q)
-	return b.String()
+// query runs q on pool (as scan) straight through the connections GORM holds: no callbacks,
+// no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
+// cache of prepared statements. The caller reads the rows (row) and closes them.
+func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
+	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), args...)
 }
 
 // row reads one row's columns as the drivers hand them (SQLite and pgx alike: integers as

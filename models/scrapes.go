@@ -116,7 +116,11 @@ func (s *Store) withCounts(ctx context.Context, scrapes []Scrape) error {
 		ids[i] = scrapes[i].ID
 		at[scrapes[i].ID] = i
 	}
-	rows, err := s.read.WithContext(ctx).Raw(`SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE t.scrape_id IN ?`, ids).Rows()
+	param, err := jsonParam(ids)
+	if err != nil {
+		return err
+	}
+	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), param)
 	if err != nil {
 		return err
 	}
@@ -147,24 +151,26 @@ func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 	now := s.nowMs()
 	sc := Scrape{ChatID: n.ChatID, GuildID: n.GuildID, Backend: n.Backend, Mode: n.Mode, State: ScrapeActive,
 		PushedAt: now, CreatedAt: now, UpdatedAt: now}
-	err := s.db.WithContext(ctx).Raw(`INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
+	if err := s.scan(ctx, s.db, &sc.ID, `INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id`,
-		sc.ChatID, sc.GuildID, sc.Backend, sc.Mode, sc.State, now, now, now).Scan(&sc.ID).Error
-	return sc, err
+		sc.ChatID, sc.GuildID, sc.Backend, sc.Mode, sc.State, now, now, now); err != nil {
+		return Scrape{}, fmt.Errorf("create scrape: %w", err)
+	}
+	return sc, nil
 }
 
 // ScrapeByID finds a scrape (deleted ones too: the tombstone says the delete went through)
 // with its counts.
 func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
 	var rows []Scrape
-	if err := s.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id).Scan(&rows).Error; err != nil {
-		return Scrape{}, err
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id); err != nil {
+		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Scrape{}, ErrNotFound
+		return Scrape{}, fmt.Errorf("scrape %d: %w", id, ErrNotFound)
 	}
 	if err := s.withCounts(ctx, rows); err != nil {
-		return Scrape{}, err
+		return Scrape{}, fmt.Errorf("scrape %d: counts: %w", id, err)
 	}
 	return rows[0], nil
 }
@@ -191,10 +197,13 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
 	var rows []Scrape
-	if err := s.read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("list scrapes: %w", err)
 	}
-	return rows, s.withCounts(ctx, rows)
+	if err := s.withCounts(ctx, rows); err != nil {
+		return nil, fmt.Errorf("list scrapes: counts: %w", err)
+	}
+	return rows, nil
 }
 
 // UpdateScrape changes a scrape's state (active, paused, done or failed) and/or its
@@ -203,7 +212,7 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
-		if err := tx.db.WithContext(ctx).Raw(`SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.forUpdate(), id).Scan(&cur).Error; err != nil {
+		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id); err != nil {
 			return err
 		}
 		if len(cur) == 0 {
@@ -228,21 +237,17 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downl
 			args = append(args, *downloaded)
 		}
 		args = append(args, id)
-		return tx.db.WithContext(ctx).Exec(`UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...).Error
+		_, err := tx.exec(ctx, `UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		return err
 	})
 	if err != nil {
-		return Scrape{}, err
+		return Scrape{}, fmt.Errorf("update scrape %d: %w", id, err)
 	}
-	return s.ScrapeByID(ctx, id)
-}
-
-// forUpdate locks the selected rows on PostgreSQL; SQLite's immediate transactions already
-// hold the database's one write lock.
-func (s *Store) forUpdate() string {
-	if s.dialect == Postgres {
-		return " FOR UPDATE"
+	sc, err := s.ScrapeByID(ctx, id)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("update scrape: %w", err)
 	}
-	return ""
+	return sc, nil
 }
 
 // NewMedia is one media row the bot pushes.
@@ -259,14 +264,14 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
 		// The update locks the scrape row, so a delete asked for meanwhile waits for this push.
-		res := tx.db.WithContext(ctx).Exec(`UPDATE scrapes SET pushed_at = ?, updated_at = ? WHERE id = ? AND state NOT IN `+deletingStates,
+		changed, err := tx.exec(ctx, `UPDATE scrapes SET pushed_at = ?, updated_at = ? WHERE id = ? AND state NOT IN `+deletingStates,
 			now, now, scrapeID)
-		if res.Error != nil {
-			return res.Error
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
+		if changed == 0 {
 			var n int64
-			if err := tx.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID).Scan(&n).Error; err != nil {
+			if err := tx.scan(ctx, tx.db, &n, `SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID); err != nil {
 				return err
 			}
 			if n == 0 {
@@ -287,14 +292,14 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 				b.WriteString("(?, ?, ?, ?, 'pending', 0, ?)")
 				args = append(args, scrapeID, m.Kind, m.URL, m.Bytes, now)
 			}
-			if err := tx.db.WithContext(ctx).Exec(b.String(), args...).Error; err != nil {
+			if _, err := tx.exec(ctx, b.String(), args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("add media to scrape %d: %w", scrapeID, err)
 	}
 	return len(items), nil
 }
@@ -303,31 +308,42 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 // there. Asking again while it is being deleted (or after) changes nothing.
 func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, error) {
 	now := s.nowMs()
-	if err := s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'pending-delete', updated_at = ?
-		WHERE id = ? AND state NOT IN `+deletingStates, now, id).Error; err != nil {
-		return Scrape{}, err
+	if _, err := s.exec(ctx, `UPDATE scrapes SET state = 'pending-delete', updated_at = ?
+		WHERE id = ? AND state NOT IN `+deletingStates, now, id); err != nil {
+		return Scrape{}, fmt.Errorf("request the delete of scrape %d: %w", id, err)
 	}
-	return s.ScrapeByID(ctx, id)
+	sc, err := s.ScrapeByID(ctx, id)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("request a scrape's delete: %w", err)
+	}
+	return sc, nil
 }
 
 // ScrapesToDelete lists the scrapes whose delete is asked for or under way, oldest first.
 func (s *Store) ScrapesToDelete(ctx context.Context) ([]int64, error) {
 	var ids []int64
-	err := s.db.WithContext(ctx).Raw(`SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`).Scan(&ids).Error
-	return ids, err
+	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`); err != nil {
+		return nil, fmt.Errorf("scrapes to delete: %w", err)
+	}
+	return ids, nil
 }
 
 // MarkScrapeDeleting moves a scrape from pending-delete to deleting.
 func (s *Store) MarkScrapeDeleting(ctx context.Context, id int64) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'deleting', updated_at = ? WHERE id = ? AND state = 'pending-delete'`,
-		s.nowMs(), id).Error
+	if _, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleting', updated_at = ? WHERE id = ? AND state = 'pending-delete'`,
+		s.nowMs(), id); err != nil {
+		return fmt.Errorf("mark scrape %d deleting: %w", id, err)
+	}
+	return nil
 }
 
 // MediaIDsOf lists up to limit ids of a scrape's media rows.
 func (s *Store) MediaIDsOf(ctx context.Context, scrapeID int64, limit int) ([]int64, error) {
 	var ids []int64
-	err := s.db.WithContext(ctx).Raw(`SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit).Scan(&ids).Error
-	return ids, err
+	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit); err != nil {
+		return nil, fmt.Errorf("media of scrape %d: %w", scrapeID, err)
+	}
+	return ids, nil
 }
 
 // DeleteMedia deletes media rows by id.
@@ -335,15 +351,21 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.db.WithContext(ctx).Exec(`DELETE FROM media WHERE id IN ?`, ids).Error
+	if _, err := s.exec(ctx, `DELETE FROM media WHERE id IN ?`, ids); err != nil {
+		return fmt.Errorf("delete media: %w", err)
+	}
+	return nil
 }
 
 // FinishScrapeDelete marks a deleting scrape deleted once none of its media rows is left;
 // done reports whether it did.
 func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE scrapes SET state = 'deleted', updated_at = ?
+	n, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleted', updated_at = ?
 		WHERE id = ? AND state = 'deleting' AND NOT EXISTS (SELECT 1 FROM media WHERE scrape_id = ?)`, s.nowMs(), id, id)
-	return res.RowsAffected > 0, res.Error
+	if err != nil {
+		return false, fmt.Errorf("finish the delete of scrape %d: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // Media is one media row of a scrape.
@@ -374,20 +396,22 @@ func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state string, aft
 	q += ` AND id > ? ORDER BY id LIMIT ?`
 	args = append(args, afterID, limit)
 	var rows []Media
-	err := s.read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error
-	return rows, err
+	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("list media of scrape %d: %w", scrapeID, err)
+	}
+	return rows, nil
 }
 
 // MediaByID finds one media row of a scrape that is not being deleted.
 func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 	var rows []Media
-	err := s.read.WithContext(ctx).Raw(`SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
-		FROM media m JOIN scrapes s ON s.id = m.scrape_id WHERE m.id = ? AND s.state NOT IN `+deletingStates, id).Scan(&rows).Error
+	err := s.scan(ctx, s.read, &rows, `SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
+		FROM media m JOIN scrapes s ON s.id = m.scrape_id WHERE m.id = ? AND s.state NOT IN `+deletingStates, id)
 	if err != nil {
-		return Media{}, err
+		return Media{}, fmt.Errorf("media %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Media{}, ErrNotFound
+		return Media{}, fmt.Errorf("media %d: %w", id, ErrNotFound)
 	}
 	return rows[0], nil
 }
@@ -396,9 +420,11 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 // the retry), oldest first.
 func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state string, limit int) ([]Media, error) {
 	var rows []Media
-	err := s.db.WithContext(ctx).Raw(`SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
-		scrapeID, state, limit).Scan(&rows).Error
-	return rows, err
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
+		scrapeID, state, limit); err != nil {
+		return nil, fmt.Errorf("media to preview of scrape %d: %w", scrapeID, err)
+	}
+	return rows, nil
 }
 
 // RecordPreview keeps a row's preview outcome. It only changes a row that is still waiting
@@ -406,19 +432,22 @@ func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state string
 // meanwhile is left alone; recorded reports whether it changed the row (when it did
 // not, a preview just stored for it belongs to no one and should be removed).
 func (s *Store) RecordPreview(ctx context.Context, id int64, state string, storedBytes int64) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE media SET state = ?, stored_bytes = ?, updated_at = ?
+	n, err := s.exec(ctx, `UPDATE media SET state = ?, stored_bytes = ?, updated_at = ?
 		WHERE id = ? AND state IN ('pending', 'suspect')
 		AND EXISTS (SELECT 1 FROM scrapes s WHERE s.id = media.scrape_id AND s.state NOT IN `+deletingStates+`)`,
 		state, storedBytes, s.nowMs(), id)
-	return res.RowsAffected > 0, res.Error
+	if err != nil {
+		return false, fmt.Errorf("record the preview of media %d: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // WalkUntil is when the walk lock lapses: the newest push of an active scrape plus idle.
 // ok is false when no active scrape exists.
 func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {
 	var newest *int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`).Scan(&newest).Error; err != nil {
-		return time.Time{}, false, err
+	if err := s.scan(ctx, s.db, &newest, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`); err != nil {
+		return time.Time{}, false, fmt.Errorf("walk until: %w", err)
 	}
 	if newest == nil {
 		return time.Time{}, false, nil
@@ -430,7 +459,7 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 // media-traffic lock, named for the operators ("" when no scrape is active).
 func (s *Store) WalkingChat(ctx context.Context) (string, error) {
 	var chats []string
-	if err := s.read.WithContext(ctx).Raw(`SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`).Scan(&chats).Error; err != nil {
+	if err := s.scan(ctx, s.read, &chats, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {
 		return "", fmt.Errorf("walking chat: %w", err)
 	}
 	if len(chats) == 0 {

@@ -8,24 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/migrations"
-)
-
-// Dialects.
-const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
 )
 
 // ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker).
@@ -46,29 +35,11 @@ type Options struct {
 	MaxConns int
 }
 
-// isPostgres says whether the options name a PostgreSQL database (else SQLite).
-func (o Options) isPostgres() bool {
-	return strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://")
-}
-
-// sqlitePath is the SQLite file the options name: the URL's path, else owed.db in the data
-// directory.
-func (o Options) sqlitePath() string {
-	if path := strings.TrimPrefix(strings.TrimPrefix(o.URL, "sqlite:"), "file:"); path != "" {
-		return path
-	}
-	dir := o.DataDir
-	if dir == "" {
-		dir = "data"
-	}
-	return filepath.Join(dir, "owed.db")
-}
-
 // Store is owed's database. The zero value is not usable; call Open.
 type Store struct {
 	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
 	read    *gorm.DB // reads (SQLite: a pool of read-only connections)
-	dialect string
+	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
 	inTx    bool
 
@@ -87,9 +58,6 @@ type Store struct {
 // SlowStatement is how long a statement may take before it is logged at warn.
 const SlowStatement = 200 * time.Millisecond
 
-// readConns is the size of SQLite's read pool.
-const readConns = 4
-
 // Open connects, applies pending migrations and returns the store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
@@ -105,80 +73,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
-	s := &Store{clock: opts.Clock}
-	url := opts.URL
-	switch {
-	case opts.isPostgres():
-		s.dialect = Postgres
-		db, err := gorm.Open(postgres.Open(url), config())
-		if err != nil {
-			return nil, fmt.Errorf("open postgres: %w", err)
-		}
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, err
-		}
-		max := opts.MaxConns
-		if max <= 0 {
-			max = 32
-		}
-		sqlDB.SetMaxOpenConns(max)
-		sqlDB.SetMaxIdleConns(max)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s.db, s.read = db, db
-	default:
-		s.dialect = SQLite
-		path := opts.sqlitePath()
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			return nil, fmt.Errorf("data dir: %w", err)
-		}
-		// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
-		// pages too, so more would buy little and cost resident memory on every connection.
-		common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL"
-		w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), config())
-		if err != nil {
-			return nil, fmt.Errorf("open sqlite: %w", err)
-		}
-		wdb, err := w.DB()
-		if err != nil {
-			return nil, err
-		}
-		// One writer: SQLite serialises writes anyway, and one connection makes that explicit
-		// instead of a storm of SQLITE_BUSY retries.
-		wdb.SetMaxOpenConns(1)
-		wdb.SetMaxIdleConns(1)
-		wdb.SetConnMaxLifetime(0)
-		if err := wdb.PingContext(ctx); err != nil {
-			return nil, fmt.Errorf("open sqlite: %w", err)
-		}
-		// Reads are prepared once per connection (SQLite otherwise recompiles every statement on
-		// every call; pgx already caches statements on PostgreSQL). Not the writer's: GORM
-		// prepares a new statement under a lock that waits for a connection, and with the one
-		// writer connection held by a transaction that itself waits for that lock, neither
-		// moves (seen in the fault soak). The writer's hot statements are batched instead, so
-		// compiling them is paid once per batch.
-		rcfg := config()
-		rcfg.PrepareStmt = true
-		r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), rcfg)
-		if err != nil {
-			return nil, fmt.Errorf("open sqlite reader: %w", err)
-		}
-		rdb, err := r.DB()
-		if err != nil {
-			return nil, err
-		}
-		rdb.SetMaxOpenConns(readConns)
-		rdb.SetMaxIdleConns(readConns)
-		s.db, s.read = w, r
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts)}
+	var err error
+	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
+		return nil, err
 	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
-		return nil, err
+		s.Close()
+		return nil, fmt.Errorf("open: %w", err)
 	}
-	applied, err := migrations.Apply(ctx, sqlDB, s.dialect)
+	applied, err := migrations.Apply(ctx, sqlDB, s.dialect.name())
 	if err != nil {
 		s.Close()
-		return nil, err
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	if err := s.Optimize(ctx); err != nil {
 		s.Close()
@@ -188,49 +96,33 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.charges = &batcher[chargeCall, chargeOutcome, struct{}]{max: maxBatch, lanes: lanes, write: s.chargeRows}
 	s.screens = &batcher[screenCall, bool, itemKey]{max: maxBatch, lanes: lanes, write: s.recordScreens,
 		key: screenCall.key}
-	if s.dialect == Postgres {
-		// SQLite reads in-process: there a batch would cost more than the reads it saves.
+	if s.dialect.batchReads() {
 		s.subjects = &batcher[itemKey, subjectOutcome, itemKey]{max: maxBatch, lanes: lanes, write: s.screenSubjects,
 			key: func(k itemKey) itemKey { return k }}
 	}
 	if len(applied) > 0 && opts.Logger != nil {
-		opts.Logger.Info("migrations applied", "dialect", s.dialect, "versions", applied)
+		opts.Logger.Info("migrations applied", "dialect", s.dialect.name(), "versions", applied)
 	}
 	return s, nil
 }
 
-// Optimize keeps SQLite's query planner informed: without table statistics it can plan the
+// Optimize keeps the query planner informed: without table statistics SQLite can plan the
 // public song list or the verdict trigger as scans over hundreds of thousands of rows (seconds
-// instead of a millisecond at a million items). PRAGMA optimize analyzes only what changed
-// enough to matter, so it is cheap to run at start and then periodically (app's cron, hourly).
-// PostgreSQL's autovacuum keeps its own statistics, so there it does nothing.
+// instead of a millisecond at a million items). SQLite's PRAGMA optimize analyzes only what
+// changed enough to matter, so it is cheap to run at start and then periodically (app's cron,
+// hourly). PostgreSQL's autovacuum keeps its own statistics, so there it does nothing.
 func (s *Store) Optimize(ctx context.Context) error {
-	if s.dialect != SQLite {
-		return nil
-	}
-	// analysis_limit bounds each table's ANALYZE to a sample of about a thousand rows per index,
-	// so the first optimize on a large database that was never analysed takes milliseconds, not
-	// a scan of every index (start-up is promised under a second).
-	if err := s.db.WithContext(ctx).Exec(`PRAGMA analysis_limit=1000`).Error; err != nil {
-		return err
-	}
-	return s.db.WithContext(ctx).Exec(`PRAGMA optimize=0x10002`).Error
+	return s.dialect.optimize(ctx, s)
 }
 
-// Dialect is "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.dialect }
+// Dialect is SQLite or Postgres.
+func (s *Store) Dialect() string { return s.dialect.name() }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
 // nowMs is the store's clock in epoch milliseconds, the unit of every time column.
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
-
-// DB is the writer handle, for packages that keep their own tables in this database.
-func (s *Store) DB(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
-
-// Reader is the read handle. Inside a transaction it is the transaction, so reads see its writes.
-func (s *Store) Reader(ctx context.Context) *gorm.DB { return s.read.WithContext(ctx) }
 
 // WithTx runs fn in one transaction on a store bound to it: everything fn writes commits
 // together, or not at all if fn returns an error (or panics). Nested calls join the outer
@@ -300,7 +192,10 @@ func (s *Store) changedAll() {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
+	if err := s.scan(ctx, s.db, &one, "SELECT 1"); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
 }
 
 // Close closes both pools.

@@ -32,7 +32,7 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 		// A raw insert that leaves created_at to the database still owes a job, due when written.
 		bare := f.insertID(`INSERT INTO pitches (user_id, body) VALUES (?, ?)`, ann, "no time given")
 		var created int64
-		if err := f.store.DB(f.ctx).Raw(`SELECT created_at FROM pitches WHERE id = ?`, bare).Scan(&created).Error; err != nil {
+		if err := f.store.RawScan(f.ctx, &created, `SELECT created_at FROM pitches WHERE id = ?`, bare); err != nil {
 			t.Fatal(err)
 		}
 		if j := f.mustJob(models.TaskScreen, models.KindPitch, bare); j.DueAt != created || created == 0 {

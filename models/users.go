@@ -52,30 +52,40 @@ func NewToken() string {
 func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
-	return u, token, err
+	if err != nil {
+		return User{}, "", fmt.Errorf("create user: %w", err)
+	}
+	return u, token, nil
 }
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
 func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), CreatedAt: s.nowMs()}
-	err := s.db.WithContext(ctx).Raw(
-		`INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-		u.Name, u.Role, u.TokenHash, u.CreatedAt).Scan(&u.ID).Error
-	return u, err
+	if err := s.scan(ctx, s.db, &u.ID, `INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		u.Name, u.Role, u.TokenHash, u.CreatedAt); err != nil {
+		return User{}, fmt.Errorf("create user %s: %w", name, err)
+	}
+	return u, nil
 }
 
 // UserByToken finds the enabled user a bearer token belongs to: a disabled user's token is
 // not found.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	return s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+	u, err := s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+	if err != nil {
+		return User{}, fmt.Errorf("user by token: %w", err)
+	}
+	return u, nil
 }
 
 // TokenKnown reports whether a token belongs to any user, disabled or not: at start, a
 // disabled OWED_ADMIN_TOKEN admin must be neither made again nor re-enabled.
 func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
 	var n int64
-	err := s.read.WithContext(ctx).Raw(`SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)).Scan(&n).Error
-	return n > 0, err
+	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)); err != nil {
+		return false, fmt.Errorf("token known: %w", err)
+	}
+	return n > 0, nil
 }
 
 // userColumns are a User's columns, in the order oneUser reads them.
@@ -84,7 +94,7 @@ const userColumns = `id, name, role, token_hash, daily_limit, created_at`
 // oneUser reads the user q selects (userColumns), or ErrNotFound. Every authenticated request
 // reads its caller, so the row is scanned by hand rather than by GORM's reflection.
 func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error) {
-	rows, err := s.query(ctx, q, args...)
+	rows, err := s.query(ctx, s.read, q, args...)
 	if err != nil {
 		return User{}, err
 	}
@@ -109,35 +119,43 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 // UserByID finds a user.
 func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 	var u User
-	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE id = ?`, id).Scan(&u).Error
-	if err == nil && u.ID == 0 {
-		err = ErrNotFound
+	if err := s.scan(ctx, s.read, &u, `SELECT * FROM users WHERE id = ?`, id); err != nil {
+		return User{}, fmt.Errorf("user %d: %w", id, err)
 	}
-	return u, err
+	if u.ID == 0 {
+		return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
+	}
+	return u, nil
 }
 
 // CountUsers counts users with the role, or all users when role is empty.
 func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
 	var n int64
-	q := s.read.WithContext(ctx).Table("users")
+	q, args := `SELECT COUNT(*) FROM users`, []any{}
 	if role != "" {
-		q = q.Where("role = ?", role)
+		q, args = q+` WHERE role = ?`, append(args, role)
 	}
-	err := q.Count(&n).Error
-	return n, err
+	if err := s.scan(ctx, s.read, &n, q, args...); err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
 }
 
 // SetDailyLimit sets a user's own daily budget; nil returns them to the default.
 func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (User, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
-	if res.Error != nil {
-		return User{}, res.Error
+	n, err := s.exec(ctx, `UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
+	if err != nil {
+		return User{}, fmt.Errorf("set the daily limit of user %d: %w", userID, err)
 	}
-	if res.RowsAffected == 0 {
-		return User{}, ErrNotFound
+	if n == 0 {
+		return User{}, fmt.Errorf("set the daily limit of user %d: %w", userID, ErrNotFound)
 	}
 	s.changed(userID)
-	return s.UserByID(ctx, userID)
+	u, err := s.UserByID(ctx, userID)
+	if err != nil {
+		return User{}, fmt.Errorf("set the daily limit: %w", err)
+	}
+	return u, nil
 }
 
 // MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
@@ -149,45 +167,54 @@ const MaxSessionsPerUser = 20
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
 	id := NewToken()
 	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.db.Exec(`INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`,
-			HashToken(id), userID, tx.Now().Add(ttl).UnixMilli()).Error; err != nil {
-			return fmt.Errorf("create session: %w", err)
+		if _, err := tx.exec(ctx, `INSERT INTO sessions (id_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+			HashToken(id), userID, tx.Now().Add(ttl).UnixMilli()); err != nil {
+			return err
 		}
-		if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ? AND id_hash NOT IN
+		if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash NOT IN
 			(SELECT id_hash FROM sessions WHERE user_id = ? ORDER BY expires_at DESC, id_hash LIMIT ?)`,
-			userID, userID, MaxSessionsPerUser).Error; err != nil {
+			userID, userID, MaxSessionsPerUser); err != nil {
 			return fmt.Errorf("end the oldest sessions: %w", err)
 		}
 		return nil
 	})
-	return id, err
+	if err != nil {
+		return "", fmt.Errorf("create session: %w", err)
+	}
+	return id, nil
 }
 
 // UserBySession finds the enabled user of a live session.
 func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
-	return s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
+	u, err := s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
 		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`,
 		HashToken(id), s.nowMs())
+	if err != nil {
+		return User{}, fmt.Errorf("user by session: %w", err)
+	}
+	return u, nil
 }
 
 // PruneSessions deletes the sessions expired by now (the cron sweep calls it).
 func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
-	if res.Error != nil {
-		return 0, fmt.Errorf("prune sessions: %w", res.Error)
+	n, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("prune sessions: %w", err)
 	}
-	return res.RowsAffected, nil
+	return n, nil
 }
 
 // CountSessions counts a user's session rows, live or expired (0: everyone's).
 func (s *Store) CountSessions(ctx context.Context, userID int64) (int64, error) {
-	q := s.read.WithContext(ctx).Table("sessions")
+	q, args := `SELECT COUNT(*) FROM sessions`, []any{}
 	if userID != 0 {
-		q = q.Where("user_id = ?", userID)
+		q, args = q+` WHERE user_id = ?`, append(args, userID)
 	}
 	var n int64
-	err := q.Count(&n).Error
-	return n, err
+	if err := s.scan(ctx, s.read, &n, q, args...); err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
+	return n, nil
 }
 
 // RotateToken gives a user a new token and returns it (it is not kept). The old token stops
@@ -198,21 +225,23 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 	token := NewToken()
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {
-		res := tx.db.Exec(`UPDATE users SET token_hash = ? WHERE id = ?`, HashToken(token), userID)
-		if res.Error != nil {
-			return fmt.Errorf("rotate token: %w", res.Error)
+		n, err := tx.exec(ctx, `UPDATE users SET token_hash = ? WHERE id = ?`, HashToken(token), userID)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
+		if n == 0 {
 			return ErrNotFound
 		}
-		if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession).Error; err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession); err != nil {
 			return fmt.Errorf("end sessions: %w", err)
 		}
-		var err error
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	return u, token, err
+	if err != nil {
+		return User{}, "", fmt.Errorf("rotate the token of user %d: %w", userID, err)
+	}
+	return u, token, nil
 }
 
 // SetDisabled disables or enables a user. Disabling ends the user's sessions; their token stops
@@ -222,9 +251,9 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {
-		if disabled && tx.dialect == Postgres {
+		if lock := tx.dialect.lockAdmins(); disabled && lock != "" {
 			// Two admins disabling each other at once must not both pass the check below.
-			if err := tx.db.Exec(`SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE`).Error; err != nil {
+			if _, err := tx.exec(ctx, lock); err != nil {
 				return fmt.Errorf("lock admins: %w", err)
 			}
 		}
@@ -234,8 +263,8 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 		}
 		if disabled && target.Role == RoleAdmin && !target.Disabled {
 			var others int64
-			if err := tx.db.Raw(`SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`, userID).
-				Scan(&others).Error; err != nil {
+			if err := tx.scan(ctx, tx.db, &others, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`,
+				userID); err != nil {
 				return fmt.Errorf("count admins: %w", err)
 			}
 			if others == 0 {
@@ -246,25 +275,27 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 		if disabled {
 			flag = 1
 		}
-		if err := tx.db.Exec(`UPDATE users SET disabled = ? WHERE id = ?`, flag, userID).Error; err != nil {
-			return fmt.Errorf("set disabled: %w", err)
+		if _, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`, flag, userID); err != nil {
+			return err
 		}
 		if disabled {
-			if err := tx.db.Exec(`DELETE FROM sessions WHERE user_id = ?`, userID).Error; err != nil {
+			if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID); err != nil {
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	return u, err
+	if err != nil {
+		return User{}, fmt.Errorf("set user %d disabled=%t: %w", userID, disabled, err)
+	}
+	return u, nil
 }
 
 // ListUsers pages through users by id after afterID.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
 	var us []User
-	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit).Scan(&us).Error
-	if err != nil {
+	if err := s.scan(ctx, s.read, &us, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit); err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	return us, nil
@@ -272,5 +303,8 @@ func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User
 
 // DeleteSession signs a session out; expired sessions are swept with it.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	return s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash = ? OR expires_at <= ?`, HashToken(id), s.nowMs()).Error
+	if _, err := s.exec(ctx, `DELETE FROM sessions WHERE id_hash = ? OR expires_at <= ?`, HashToken(id), s.nowMs()); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ func TestUsersAndSessions(t *testing.T) {
 			t.Fatalf("create = %+v, %q, %v", u, token, err)
 		}
 		var stored string
-		f.store.DB(f.ctx).Raw(`SELECT token_hash FROM users WHERE id = ?`, u.ID).Scan(&stored)
+		f.store.RawScan(f.ctx, &stored, `SELECT token_hash FROM users WHERE id = ?`, u.ID)
 		if stored == token || stored != models.HashToken(token) {
 			t.Errorf("stored %q: want the token's hash, never the token", stored)
 		}
@@ -49,7 +49,7 @@ func TestUsersAndSessions(t *testing.T) {
 			t.Errorf("signed-out session: %v", err)
 		}
 		var left int64
-		f.store.DB(f.ctx).Raw(`SELECT COUNT(*) FROM sessions`).Scan(&left)
+		f.store.RawScan(f.ctx, &left, `SELECT COUNT(*) FROM sessions`)
 		if left != 0 {
 			t.Errorf("%d sessions left, want the expired one swept too", left)
 		}

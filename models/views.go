@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -32,11 +33,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 				args = append(args, after.ID)
 			}
 		}
-		if s.dialect == Postgres {
-			q += ` ORDER BY art DESC NULLS LAST, id DESC`
-		} else {
-			q += ` ORDER BY art DESC, id DESC` // SQLite sorts NULL lowest: last when descending
-		}
+		q += ` ORDER BY ` + s.dialect.artDesc()
 	} else {
 		if after != nil {
 			q += ` AND id < ?`
@@ -45,24 +42,27 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 		q += ` ORDER BY id DESC`
 	}
 	q += ` LIMIT ` + strconv.Itoa(limit) // a literal, as GORM's Limit wrote it: PostgreSQL plans for it
-	rows, err := s.query(ctx, q, args...)
+	rows, err := s.query(ctx, s.read, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("public songs: %w", err)
 	}
 	defer rows.Close()
 	songs := make([]Song, 0, min(limit, 256))
 	r := newRow(6)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("public songs: %w", err)
 		}
 		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
 			CreatedAt: r.int64(4), Title: r.str(5)})
 		if r.err != nil {
-			return nil, r.err
+			return nil, fmt.Errorf("public songs: %w", r.err)
 		}
 	}
-	return songs, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("public songs: %w", err)
+	}
+	return songs, nil
 }
 
 // PublicRevision is an allowed revision of a public song.
@@ -86,24 +86,23 @@ type PublicComment struct {
 func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevision, []PublicComment, error) {
 	song, err := s.SongByID(ctx, id)
 	if err != nil {
-		return Song{}, nil, nil, err
+		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	if song.Public == 0 {
-		return Song{}, nil, nil, ErrNotFound
+		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, ErrNotFound)
 	}
-	db := s.read.WithContext(ctx)
 	var revs []PublicRevision
-	if err := db.Raw(`SELECT r.id, r.title, r.code, r.created_at FROM revisions r
+	if err := s.scan(ctx, s.read, &revs, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r
 		JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id AND s.verdict = 'allow'
-		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id).Scan(&revs).Error; err != nil {
-		return Song{}, nil, nil, err
+		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id); err != nil {
+		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	if len(revs) > 0 {
 		song.Title = revs[0].Title // the newest allowed revision's, as PublicSongs shows it
 	}
 	var scores []scoreRow
-	if err := db.Raw(`SELECT * FROM scores WHERE song_id = ?`, id).Scan(&scores).Error; err != nil {
-		return Song{}, nil, nil, err
+	if err := s.scan(ctx, s.read, &scores, `SELECT * FROM scores WHERE song_id = ?`, id); err != nil {
+		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	for _, sr := range scores {
 		for i := range revs {
@@ -114,10 +113,10 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 		}
 	}
 	var comments []PublicComment
-	if err := db.Raw(`SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
+	if err := s.scan(ctx, s.read, &comments, `SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
 		JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id AND s.verdict = 'allow'
-		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id).Scan(&comments).Error; err != nil {
-		return Song{}, nil, nil, err
+		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id); err != nil {
+		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	return song, revs, comments, nil
 }
@@ -134,8 +133,10 @@ func (s *Store) PublicPitches(ctx context.Context, beforeID int64, limit int) ([
 	}
 	q += ` ORDER BY s.item_id DESC LIMIT ?`
 	args = append(args, limit)
-	err := s.read.WithContext(ctx).Raw(q, args...).Scan(&out).Error
-	return out, err
+	if err := s.scan(ctx, s.read, &out, q, args...); err != nil {
+		return nil, fmt.Errorf("public pitches: %w", err)
+	}
+	return out, nil
 }
 
 // JobStats summarises the owed work for the admin overview.
@@ -151,18 +152,17 @@ type JobStats struct {
 // Stats counts owed jobs.
 func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
-	db := s.read.WithContext(ctx)
 	st := JobStats{ByWhy: map[string]int64{"none": 0}, ByTask: map[string]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
 		st.ByWhy[w] = 0
 	}
 	pairs, err := s.JobsByTaskWhy(ctx)
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("job stats: %w", err)
 	}
 	holds, err := s.Holds(ctx)
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("job stats: %w", err)
 	}
 	for k, n := range pairs {
 		st.Total += n
@@ -178,13 +178,16 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 		Leased int64  `gorm:"column:leased"`
 		Oldest *int64 `gorm:"column:oldest"`
 	}
-	err = db.Raw(`SELECT
+	err = s.scan(ctx, s.read, &agg, `SELECT
 		(SELECT COUNT(*) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)) AS due,
 		(SELECT COUNT(*) FROM content_jobs WHERE lease_until > ?) AS leased,
 		(SELECT MIN(due_at) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)) AS oldest`,
-		now, now, now, now, now).Scan(&agg).Error
+		now, now, now, now, now)
+	if err != nil {
+		return st, fmt.Errorf("job stats: %w", err)
+	}
 	st.Due, st.Leased, st.OldestDueAt = agg.Due, agg.Leased, agg.Oldest
-	return st, err
+	return st, nil
 }
 
 // Settled is one minute's attempts by outcome.
@@ -206,9 +209,9 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 		Outcome string `gorm:"column:outcome"`
 		N       int64  `gorm:"column:n"`
 	}
-	if err := s.read.WithContext(ctx).Raw(`SELECT at / 60000 AS m, event, outcome, COUNT(*) AS n FROM events
-		WHERE at >= ? GROUP BY at / 60000, event, outcome`, start).Scan(&rows).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.read, &rows, `SELECT at / 60000 AS m, event, outcome, COUNT(*) AS n FROM events
+		WHERE at >= ? GROUP BY at / 60000, event, outcome`, start); err != nil {
+		return nil, fmt.Errorf("settled per minute: %w", err)
 	}
 	out := make([]Settled, n)
 	for i := range out {
@@ -245,17 +248,16 @@ func (s *Store) ScreenOf(ctx context.Context, kind string, id int64) (ItemScreen
 		Verdict    string  `gorm:"column:verdict"`
 		Confidence float64 `gorm:"column:confidence"`
 	}
-	db := s.db.WithContext(ctx) // the writer: the answer to a write must see that write
-	if err := db.Raw(`SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id).Scan(&rows).Error; err != nil {
-		return out, err
+	if err := s.scan(ctx, s.db, &rows, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id); err != nil {
+		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
 	}
 	if len(rows) > 0 {
 		out.Verdict, out.Confidence = &rows[0].Verdict, &rows[0].Confidence
 		return out, nil
 	}
 	var jobs []Job
-	if err := db.Raw(`SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id).Scan(&jobs).Error; err != nil {
-		return out, err
+	if err := s.scan(ctx, s.db, &jobs, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id); err != nil {
+		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
 	}
 	if len(jobs) > 0 {
 		out.Job = &jobs[0]
@@ -270,8 +272,8 @@ func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) 
 		Why  *string `gorm:"column:why"`
 		N    int64   `gorm:"column:n"`
 	}
-	if err := s.read.WithContext(ctx).Raw(`SELECT task, why, COUNT(*) AS n FROM content_jobs GROUP BY task, why`).Scan(&groups).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.read, &groups, `SELECT task, why, COUNT(*) AS n FROM content_jobs GROUP BY task, why`); err != nil {
+		return nil, fmt.Errorf("jobs by task and why: %w", err)
 	}
 	out := map[[2]string]int64{}
 	for _, g := range groups {

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestPublicSongAndPitchesShowOnlyAllowed(t *testing.T) {
 		}
 
 		pendingSong, _ := f.rawSong(ann, "P", "v")
-		if _, _, _, err := f.store.PublicSong(f.ctx, pendingSong); err != models.ErrNotFound {
+		if _, _, _, err := f.store.PublicSong(f.ctx, pendingSong); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("pending song: %v, want not found", err)
 		}
 

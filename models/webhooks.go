@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
@@ -11,8 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
 )
 
 // Webhook events. EventAll subscribes to every event, including ones added later.
@@ -191,14 +188,17 @@ func ValidWebhookEvent(event string) bool {
 // (inside WithTx), the deliveries commit or roll back with the result they report. It writes
 // nothing when no active subscription wants the event.
 func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) error {
-	return s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil })
+	if err := s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }); err != nil {
+		return fmt.Errorf("enqueue webhook %s: %w", event, err)
+	}
+	return nil
 }
 
 // webhookSubscribed reports whether an active webhook wants event.
 func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
 	var subscribers []int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
-		eventPattern(event), eventPattern(EventAll)).Scan(&subscribers).Error; err != nil {
+	if err := s.scan(ctx, s.db, &subscribers, `SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
+		eventPattern(event), eventPattern(EventAll)); err != nil {
 		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
 	}
 	return len(subscribers) > 0, nil
@@ -221,16 +221,18 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 
 // insertDeliveries owes event, with data d, to every active subscription to it.
 func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error {
-	db := s.db.WithContext(ctx)
 	now := s.clock.Now()
 	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(payloadTime), Data: d})
 	if err != nil {
 		return fmt.Errorf("webhook %s payload: %w", event, err)
 	}
 	ms := now.UnixMilli()
-	return db.Exec(`INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
+	if _, err := s.exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
 		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`,
-		newMsgID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)).Error
+		newMsgID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)); err != nil {
+		return fmt.Errorf("insert %s deliveries: %w", event, err)
+	}
+	return nil
 }
 
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
@@ -247,8 +249,8 @@ func (s *Store) screenedData(ctx context.Context, kind string, itemID int64, ver
 	case KindPitch:
 		q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
 	}
-	if err := s.db.WithContext(ctx).Raw(q, itemID).Scan(&rows).Error; err != nil {
-		return d, err
+	if err := s.scan(ctx, s.db, &rows, q, itemID); err != nil {
+		return d, fmt.Errorf("item.screened data of %s %d: %w", kind, itemID, err)
 	}
 	if len(rows) == 1 {
 		d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
@@ -265,7 +267,7 @@ func (s *Store) enqueueScored(ctx context.Context, sc Score) error {
 			UserID int64 `gorm:"column:user_id"`
 			SongID int64 `gorm:"column:song_id"`
 		}
-		if err := s.db.WithContext(ctx).Raw(`SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID).Scan(&rows).Error; err != nil {
+		if err := s.scan(ctx, s.db, &rows, `SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID); err != nil {
 			return nil, err
 		}
 		if len(rows) == 1 {
@@ -285,20 +287,22 @@ func (s *Store) enqueueScored(ctx context.Context, sc Score) error {
 func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, secret string) (Webhook, error) {
 	ev, err := json.Marshal(events)
 	if err != nil {
-		return Webhook{}, err
+		return Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: s.nowMs()}
-	err = s.db.WithContext(ctx).Raw(`INSERT INTO webhooks (url, events, secret, active, created_at) VALUES (?, ?, ?, 1, ?) RETURNING id`,
-		url, string(ev), secret, w.CreatedAt).Scan(&w.ID).Error
-	return w, err
+	if err := s.scan(ctx, s.db, &w.ID, `INSERT INTO webhooks (url, events, secret, active, created_at) VALUES (?, ?, ?, 1, ?) RETURNING id`,
+		url, string(ev), secret, w.CreatedAt); err != nil {
+		return Webhook{}, fmt.Errorf("create webhook: %w", err)
+	}
+	return w, nil
 }
 
 // ListWebhooks pages through subscriptions by id, after the id afterID.
 func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]Webhook, error) {
 	var rows []webhookRow
-	if err := s.read.WithContext(ctx).Raw(`SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
-		afterID, limit).Scan(&rows).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.read, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
+		afterID, limit); err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	out := make([]Webhook, 0, len(rows))
 	for _, r := range rows {
@@ -311,11 +315,11 @@ func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]W
 func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 	ws, err := s.WebhooksByID(ctx, []int64{id})
 	if err != nil {
-		return Webhook{}, err
+		return Webhook{}, fmt.Errorf("webhook %d: %w", id, err)
 	}
 	w, ok := ws[id]
 	if !ok {
-		return Webhook{}, ErrNotFound
+		return Webhook{}, fmt.Errorf("webhook %d: %w", id, ErrNotFound)
 	}
 	return w, nil
 }
@@ -327,9 +331,13 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	if len(ids) == 0 {
 		return out, nil
 	}
+	param, err := jsonParam(ids)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks by id: %w", err)
+	}
 	var rows []webhookRow
-	if err := s.db.WithContext(ctx).Raw(`SELECT `+webhookColumns+` FROM webhooks WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param); err != nil {
+		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	for _, r := range rows {
 		out[r.ID] = r.webhook()
@@ -347,40 +355,45 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 		if !active {
 			q, args = `UPDATE webhooks SET active = 0, disabled_reason = ? WHERE id = ?`, []any{reason, id}
 		}
-		res := tx.db.Exec(q, args...)
-		if res.Error != nil {
-			return res.Error
+		n, err := tx.exec(ctx, q, args...)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
+		if n == 0 {
 			return ErrNotFound
 		}
 		if !active {
-			if err := tx.cancelDeliveries(id); err != nil {
+			if err := tx.cancelDeliveries(ctx, id); err != nil {
 				return err
 			}
 		}
-		var err error
 		w, err = tx.WebhookByID(ctx, id)
 		return err
 	})
-	return w, err
+	if err != nil {
+		return Webhook{}, fmt.Errorf("set webhook %d active=%t: %w", id, active, err)
+	}
+	return w, nil
 }
 
 // cancelDeliveries cancels a subscription's pending deliveries. One a worker holds keeps its
 // lease: the worker's result still records the attempt (and a 2xx still marks it delivered).
-func (s *Store) cancelDeliveries(webhookID int64) error {
-	return s.db.Exec(`UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
-		webhookID).Error
+func (s *Store) cancelDeliveries(ctx context.Context, webhookID int64) error {
+	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
+		webhookID); err != nil {
+		return fmt.Errorf("cancel the deliveries of webhook %d: %w", webhookID, err)
+	}
+	return nil
 }
 
 // DeleteWebhook deletes a subscription with all its deliveries and their attempts.
 func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM webhooks WHERE id = ?`, id)
-	if res.Error != nil {
-		return res.Error
+	n, err := s.exec(ctx, `DELETE FROM webhooks WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete webhook %d: %w", id, err)
 	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
+	if n == 0 {
+		return fmt.Errorf("delete webhook %d: %w", id, ErrNotFound)
 	}
 	return nil
 }
@@ -389,13 +402,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 // or nil when none is pending or deliveries are held. It reads from the reader, so a worker can ask it cheaply before
 // it claims.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
-	var due sql.NullInt64
-	err := s.read.WithContext(ctx).Raw(`SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND w.active = 1 AND NOT ` + deliveriesHeld).Row().Scan(&due)
-	if err != nil || !due.Valid {
-		return nil, err
+	var due *int64 // nil: none pending
+	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld); err != nil {
+		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
-	return &due.Int64, nil
+	return due, nil
 }
 
 // ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
@@ -405,28 +417,12 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
-	var q string
-	var args []any
-	if s.dialect == Postgres {
-		q = `WITH picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
-			AND NOT ` + deliveriesHeld + `
-			ORDER BY d.due_at, d.id LIMIT ? FOR UPDATE OF d SKIP LOCKED)
-			UPDATE webhook_deliveries x SET lease_until = ?, lease_owner = ? FROM picked WHERE x.id = picked.id
-			RETURNING x.id, x.webhook_id, x.msg_id, x.event, x.payload, x.status, x.due_at, x.attempts, x.failures,
-			x.last_status, x.last_error, x.lease_until, x.lease_owner, x.delivered_at, x.created_at`
-		args = []any{now, now, limit, until, owner}
-	} else {
-		q = `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
-			SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
-			AND NOT ` + deliveriesHeld + `
-			ORDER BY d.due_at, d.id LIMIT ?) RETURNING ` + deliveryColumns
-		args = []any{until, owner, now, now, limit}
-	}
+	q, args := s.dialect.claimDeliveries(now, until, limit, owner)
 	var ds []Delivery
-	err := s.db.WithContext(ctx).Raw(q, args...).Scan(&ds).Error
-	return ds, err
+	if err := s.scan(ctx, s.db, &ds, q, args...); err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return ds, nil
 }
 
 // Attempt outcomes a worker reports to FinishDelivery.
@@ -460,58 +456,68 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 			// subscription stops. Its row is locked first, so that two deliveries answered 410
 			// at once queue here instead of each holding its own delivery while it waits for
 			// the other's to cancel it (PostgreSQL found them deadlocked).
-			if err := tx.db.Exec(`UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID).Error; err != nil {
+			if _, err := tx.exec(ctx, `UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID); err != nil {
 				return err
 			}
 		}
 		at := r.At.UnixMilli()
-		if err := tx.db.Exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
+		if _, err := tx.exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
 			SELECT id, attempts + 1, ?, ?, ?, ? FROM webhook_deliveries WHERE id = ?`,
-			at, r.Status, r.LatencyMs, r.Error, d.ID).Error; err != nil {
+			at, r.Status, r.LatencyMs, r.Error, d.ID); err != nil {
 			return err
 		}
 		held := ` WHERE id = ? AND lease_owner = ? AND lease_until = ?`
-		var res *gorm.DB
+		var n int64
+		var err error
 		switch r.Outcome {
 		case AttemptDelivered:
-			res = tx.db.Exec(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
+			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
 				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
 				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
 		case AttemptRetry:
-			res = tx.db.Exec(`UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
+			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
 				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
 		case AttemptGone:
-			res = tx.db.Exec(`UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
+			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
 				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
 		default:
 			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
 		}
-		if res.Error != nil {
-			return res.Error
+		if err != nil {
+			return err
 		}
-		ok = res.RowsAffected == 1
+		ok = n == 1
 		if r.Outcome == AttemptGone {
-			return tx.cancelDeliveries(d.WebhookID)
+			return tx.cancelDeliveries(ctx, d.WebhookID)
 		}
 		return nil
 	})
-	return ok, err
+	if err != nil {
+		return false, fmt.Errorf("finish delivery %d: %w", d.ID, err)
+	}
+	return ok, nil
 }
 
 // ReleaseDelivery frees a claimed delivery's lease without an attempt (the worker is stopping),
 // if the claim still holds: the same owner and the same lease end (as ReleaseJob).
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil).Error
+	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil); err != nil {
+		return fmt.Errorf("release delivery %d: %w", d.ID, err)
+	}
+	return nil
 }
 
 // ReleaseDeliveryLeases frees every delivery lease owner holds, so a stopping process's
 // deliveries are due again at once instead of when their leases run out.
 func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	return res.RowsAffected, res.Error
+	n, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+	}
+	return n, nil
 }
 
 // ListDeliveries pages through a subscription's deliveries newest first, before the id
@@ -531,18 +537,20 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status stri
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
 	var ds []Delivery
-	err := s.read.WithContext(ctx).Raw(q, args...).Scan(&ds).Error
-	return ds, err
+	if err := s.scan(ctx, s.read, &ds, q, args...); err != nil {
+		return nil, fmt.Errorf("list the deliveries of webhook %d: %w", webhookID, err)
+	}
+	return ds, nil
 }
 
 // DeliveryByID finds one delivery, payload included; ErrNotFound when there is none.
 func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
 	var ds []Delivery
-	if err := s.db.WithContext(ctx).Raw(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id).Scan(&ds).Error; err != nil {
-		return Delivery{}, err
+	if err := s.scan(ctx, s.db, &ds, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id); err != nil {
+		return Delivery{}, fmt.Errorf("delivery %d: %w", id, err)
 	}
 	if len(ds) == 0 {
-		return Delivery{}, ErrNotFound
+		return Delivery{}, fmt.Errorf("delivery %d: %w", id, ErrNotFound)
 	}
 	return ds[0], nil
 }
@@ -554,17 +562,21 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 	if len(deliveryIDs) == 0 {
 		return out, nil
 	}
-	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE delivery_id IN ?`
-	args := []any{deliveryIDs}
+	param, err := jsonParam(deliveryIDs)
+	if err != nil {
+		return nil, fmt.Errorf("delivery attempts: %w", err)
+	}
+	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE ` + s.dialect.idIn("delivery_id")
+	args := []any{param}
 	if last > 0 {
 		q = `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM (
 			SELECT a.*, ROW_NUMBER() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS n
-			FROM webhook_attempts a WHERE delivery_id IN ?) ranked WHERE n <= ?`
+			FROM webhook_attempts a WHERE ` + s.dialect.idIn("delivery_id") + `) ranked WHERE n <= ?`
 		args = append(args, last)
 	}
 	var rows []DeliveryAttempt
-	if err := s.read.WithContext(ctx).Raw(q+` ORDER BY delivery_id, id`, args...).Scan(&rows).Error; err != nil {
-		return nil, err
+	if err := s.scan(ctx, s.read, &rows, q+` ORDER BY delivery_id, id`, args...); err != nil {
+		return nil, fmt.Errorf("delivery attempts: %w", err)
 	}
 	for _, a := range rows {
 		out[a.DeliveryID] = append(out[a.DeliveryID], a)
@@ -591,18 +603,21 @@ func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 			return ErrWebhookDisabled
 		}
 		now := tx.nowMs()
-		res := tx.db.Exec(`UPDATE webhook_deliveries SET status = 'pending', due_at = ?, failures = 0, delivered_at = NULL
+		n, err := tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', due_at = ?, failures = 0, delivered_at = NULL
 			WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)`, now, id, now)
-		if res.Error != nil {
-			return res.Error
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
+		if n == 0 {
 			return ErrDeliveryInFlight
 		}
 		d, err = tx.DeliveryByID(ctx, id)
 		return err
 	})
-	return d, err
+	if err != nil {
+		return Delivery{}, fmt.Errorf("redeliver %d: %w", id, err)
+	}
+	return d, nil
 }
 
 // WebhookHealth is how a subscription's deliveries are going: the newest delivery that was
@@ -623,8 +638,8 @@ func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]Webh
 			LastStatus *int    `gorm:"column:last_status"`
 			LastError  *string `gorm:"column:last_error"`
 		}
-		if err := s.read.WithContext(ctx).Raw(`SELECT status, last_status, last_error FROM webhook_deliveries
-			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id).Scan(&rows).Error; err != nil {
+		if err := s.scan(ctx, s.read, &rows, `SELECT status, last_status, last_error FROM webhook_deliveries
+			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id); err != nil {
 			return nil, fmt.Errorf("health of webhook %d: %w", id, err)
 		}
 		if len(rows) == 0 {

@@ -151,7 +151,7 @@ func TestWebhookDeliveryCommitsWithTheVerdict(t *testing.T) {
 			t.Fatal(err)
 		}
 		exec := func(q string) {
-			if err := h.store.DB(h.ctx).Exec(q).Error; err != nil {
+			if _, err := h.store.RawExec(h.ctx, q); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -170,7 +170,7 @@ func TestWebhookDeliveryCommitsWithTheVerdict(t *testing.T) {
 			t.Fatalf("screen job after the rollback: %v %v", jobs, err)
 		}
 		var events int64
-		h.store.DB(h.ctx).Raw(`SELECT COUNT(*) FROM events`).Scan(&events)
+		h.store.RawScan(h.ctx, &events, `SELECT COUNT(*) FROM events`)
 		if events != 0 {
 			t.Fatalf("%d events kept without the verdict", events)
 		}

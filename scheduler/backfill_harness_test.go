@@ -389,7 +389,7 @@ func (b *bf) rowStates(scrapeID int64) map[string]string {
 
 func (b *bf) exec(q string, args ...any) {
 	b.t.Helper()
-	if err := b.store.DB(b.ctx).Exec(q, args...).Error; err != nil {
+	if _, err := b.store.RawExec(b.ctx, q, args...); err != nil {
 		b.t.Fatalf("exec %s: %v", q, err)
 	}
 }
@@ -424,11 +424,10 @@ func (b *bf) checkCounters() {
 		PendingAudio int64 `gorm:"column:pending_audio"`
 	}
 	var kept, counted []totals
-	db := b.store.DB(b.ctx)
-	if err := db.Raw(`SELECT scrape_id, ` + cols + ` FROM scrape_totals ORDER BY scrape_id`).Scan(&kept).Error; err != nil {
+	if err := b.store.RawScan(b.ctx, &kept, `SELECT scrape_id, `+cols+` FROM scrape_totals ORDER BY scrape_id`); err != nil {
 		b.t.Fatal(err)
 	}
-	if err := db.Raw(recount).Scan(&counted).Error; err != nil {
+	if err := b.store.RawScan(b.ctx, &counted, recount); err != nil {
 		b.t.Fatal(err)
 	}
 	if a, c := fmt.Sprintf("%+v", kept), fmt.Sprintf("%+v", counted); a != c {

@@ -957,7 +957,7 @@ func TestBackfillFinishedOwesTheWebhook(t *testing.T) {
 			Event   string `gorm:"column:event"`
 			Payload string `gorm:"column:payload"`
 		}
-		if err := b.store.DB(b.ctx).Raw(`SELECT event, payload FROM webhook_deliveries`).Scan(&rows).Error; err != nil {
+		if err := b.store.RawScan(b.ctx, &rows, `SELECT event, payload FROM webhook_deliveries`); err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) != 1 || rows[0].Event != models.EventBackfillFinished {

@@ -86,7 +86,7 @@ func maxProbes(d time.Duration) int {
 func spentTotal(t testing.TB, s *models.Store) int64 {
 	t.Helper()
 	var n int64
-	if err := s.DB(context.Background()).Raw(`SELECT COALESCE(SUM(spent), 0) FROM budgets`).Scan(&n).Error; err != nil {
+	if err := s.RawScan(context.Background(), &n, `SELECT COALESCE(SUM(spent), 0) FROM budgets`); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -143,8 +143,8 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Fatalf("%d jobs owed, want %d", n, items)
 		}
 		var notTried int64
-		r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM content_jobs WHERE attempts = 0 AND why = 'upstream' AND status = 503 AND due_at = ?`,
-			*st.NextProbeAt).Scan(&notTried)
+		r.store.RawScan(r.ctx, &notTried, `SELECT COUNT(*) FROM content_jobs WHERE attempts = 0 AND why = 'upstream' AND status = 503 AND due_at = ?`,
+			*st.NextProbeAt)
 		if notTried != items-atOpen {
 			t.Fatalf("%d jobs put off until the probe with the why that opened the breaker, want %d", notTried, items-atOpen)
 		}
@@ -185,7 +185,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Fatalf("budget spent %d, the model received %d calls", spent, calls)
 		}
 		var attempts int64
-		r.store.DB(r.ctx).Raw(`SELECT COALESCE(SUM(attempts), 0) FROM content_jobs`).Scan(&attempts)
+		r.store.RawScan(r.ctx, &attempts, `SELECT COALESCE(SUM(attempts), 0) FROM content_jobs`)
 		if attempts != calls {
 			t.Fatalf("%d attempts counted, %d calls made", attempts, calls)
 		}
@@ -207,7 +207,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Fatalf("after the model came back the breaker is %+v", st)
 		}
 		var screened int64
-		r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM screens`).Scan(&screened)
+		r.store.RawScan(r.ctx, &screened, `SELECT COUNT(*) FROM screens`)
 		if screened != int64(written) {
 			t.Fatalf("%d verdicts for %d items", screened, written)
 		}
@@ -220,7 +220,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Errorf("budget spent %d, the model received %d calls", spent, calls)
 		}
 		var events []string
-		r.store.DB(r.ctx).Raw(`SELECT payload FROM webhook_deliveries WHERE event = 'model.breaker' ORDER BY id`).Scan(&events)
+		r.store.RawScan(r.ctx, &events, `SELECT payload FROM webhook_deliveries WHERE event = 'model.breaker' ORDER BY id`)
 		if len(events) != 2 || !strings.Contains(events[0], `"state":"open"`) || !strings.Contains(events[0], `"why":"upstream"`) ||
 			!strings.Contains(events[1], `"state":"closed"`) {
 			t.Errorf("model.breaker deliveries %q, want one for opening and one for closing", events)
@@ -412,7 +412,7 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 	for i := 0; ; i++ {
 		clk.Advance(5 * time.Second)
 		sweepAll()
-		stores[0].DB(ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&owed)
+		stores[0].RawScan(ctx, &owed, `SELECT COUNT(*) FROM content_jobs`)
 		if owed == 0 {
 			break
 		}
@@ -500,7 +500,7 @@ func TestModelCapHoldsUnderABurst(t *testing.T) {
 			if _, err := env.App.Content.Sweep(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
-			env.App.Store.DB(ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&owed)
+			env.App.Store.RawScan(ctx, &owed, `SELECT COUNT(*) FROM content_jobs`)
 			if owed == 0 {
 				break
 			}
@@ -511,7 +511,7 @@ func TestModelCapHoldsUnderABurst(t *testing.T) {
 					DueAt      int64  `gorm:"column:due_at"`
 					LeaseUntil *int64 `gorm:"column:lease_until"`
 				}
-				env.App.Store.DB(ctx).Raw(`SELECT task, why, attempts, due_at, lease_until FROM content_jobs LIMIT 5`).Scan(&rows)
+				env.App.Store.RawScan(ctx, &rows, `SELECT task, why, attempts, due_at, lease_until FROM content_jobs LIMIT 5`)
 				for _, r := range rows {
 					t.Logf("owed: %s why=%v attempts=%d due=%v lease=%v now=%v", *r.Task, str(r.Why), r.Attempts, r.DueAt, num(r.LeaseUntil), env.Clock.Now().UnixMilli())
 				}
@@ -548,7 +548,7 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 		}()
 		waitFor(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
 		var leased int64
-		r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`).Scan(&leased)
+		r.store.RawScan(r.ctx, &leased, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
 		if leased != slots || r.spent(ann) != slots {
 			t.Errorf("with %d calls in flight the sweep leased %d jobs and charged %d", slots, leased, r.spent(ann))
 		}

@@ -590,7 +590,7 @@ func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 			t.Errorf("at most %d requests at once, want exactly %d", got, concurrency)
 		}
 		var screens int64
-		r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM screens WHERE verdict = 'allow'`).Scan(&screens)
+		r.store.RawScan(r.ctx, &screens, `SELECT COUNT(*) FROM screens WHERE verdict = 'allow'`)
 		if screens != jobs {
 			t.Errorf("%d verdicts recorded, want %d", screens, jobs)
 		}

@@ -86,7 +86,7 @@ func (r *rig) user(name string) int64 {
 
 func (r *rig) exec(q string, args ...any) {
 	r.t.Helper()
-	if err := r.store.DB(r.ctx).Exec(q, args...).Error; err != nil {
+	if _, err := r.store.RawExec(r.ctx, q, args...); err != nil {
 		r.t.Fatalf("exec %q: %v", q, err)
 	}
 }
@@ -94,7 +94,7 @@ func (r *rig) exec(q string, args ...any) {
 func (r *rig) insertID(q string, args ...any) int64 {
 	r.t.Helper()
 	var id int64
-	if err := r.store.DB(r.ctx).Raw(q+" RETURNING id", args...).Scan(&id).Error; err != nil || id == 0 {
+	if err := r.store.RawScan(r.ctx, &id, q+" RETURNING id", args...); err != nil || id == 0 {
 		r.t.Fatalf("insert %q: %d, %v", q, id, err)
 	}
 	return id
@@ -205,7 +205,7 @@ func (r *rig) lastEvent(kind string, itemID int64) models.Event {
 func (r *rig) countJobs() int64 {
 	r.t.Helper()
 	var n int64
-	if err := r.store.DB(r.ctx).Raw(`SELECT COUNT(*) FROM content_jobs`).Scan(&n).Error; err != nil {
+	if err := r.store.RawScan(r.ctx, &n, `SELECT COUNT(*) FROM content_jobs`); err != nil {
 		r.t.Fatal(err)
 	}
 	return n

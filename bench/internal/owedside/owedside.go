@@ -73,7 +73,7 @@ func open(ctx context.Context, cfg Config, authors, n int) (*models.Store, *sql.
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.DB(ctx).DB()
+	db, _, err := store.RawPools()
 	if err != nil {
 		store.Close()
 		return nil, nil, err
@@ -185,7 +185,8 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 	case Delete:
 		run = func(ctx context.Context) (int, error) {
 			return sweepShaped(ctx, store, cfg.Workers, owner, lease, func(ctx context.Context, job models.Job) error {
-				return store.DB(ctx).Exec(`DELETE FROM content_jobs WHERE id = ? AND lease_owner = ?`, job.ID, owner).Error
+				_, err := store.RawExec(ctx, `DELETE FROM content_jobs WHERE id = ? AND lease_owner = ?`, job.ID, owner)
+				return err
 			})
 		}
 	case Record:
@@ -213,7 +214,7 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 				for i, j := range jobs {
 					ids[i] = j.ID
 				}
-				if err := store.DB(ctx).Exec(`DELETE FROM content_jobs WHERE id IN ? AND lease_owner = ?`, ids, owner).Error; err != nil {
+				if _, err := store.RawExec(ctx, `DELETE FROM content_jobs WHERE id IN ? AND lease_owner = ?`, ids, owner); err != nil {
 					return ran, err
 				}
 				ran += len(jobs)

@@ -30,7 +30,7 @@ func Prototype(ctx context.Context, cfg Config, model *modelclient.Client, autho
 		return res, err
 	}
 	defer store.Close()
-	read, err := store.Reader(ctx).DB()
+	_, read, err := store.RawPools()
 	if err != nil {
 		return res, err
 	}

@@ -1,0 +1,89 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// Dialects, as Store.Dialect names them.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// dialect is everything that differs between SQLite and PostgreSQL in the store: how a
+// database is opened, and the statements (or parts of statements) each writes its own way.
+// Open chooses one for the store's whole life; the other files write only SQL both accept and
+// ask the dialect for the rest. Each implementation (dialect_sqlite.go, dialect_postgres.go)
+// keeps its variants side by side, in the same order as this interface.
+type dialect interface {
+	// name is the dialect as Store.Dialect and the migrations name it.
+	name() string
+
+	// open opens the writer and reader pools of opts' database (the same pool when the
+	// database has no single-writer rule); config makes a fresh GORM config for each.
+	open(ctx context.Context, opts Options, config func() *gorm.Config) (writer, reader *gorm.DB, err error)
+	// openPlain opens opts' database without migrating it, for commands that must change
+	// nothing (a status report, a backup).
+	openPlain(opts Options) (*sql.DB, error)
+	// backup writes a consistent copy of the live database to dest (Backup).
+	backup(ctx context.Context, opts Options, dest string) error
+	// optimize keeps the query planner's statistics current (see Store.Optimize).
+	optimize(ctx context.Context, s *Store) error
+
+	// bind rewrites q's ? placeholders as the driver takes them. The queries given to it hold
+	// no ? of their own (no literal, no jsonb operator).
+	bind(q string) string
+	// fromJSON is a FROM item named alias that reads rows passed as one parameter, a JSON
+	// array of objects keyed by the columns' names (see jsonParam). Its text is the same for
+	// any number of rows, so it is prepared and planned once (a VALUES list would be a new
+	// statement for every size).
+	fromJSON(alias string, cols ...column) string
+	// idIn is a condition that col is one of the ids passed as one parameter, a JSON array.
+	idIn(col string) string
+	// forUpdate locks the rows a SELECT in a transaction reads until it ends ("" where the
+	// transaction already holds the lock that keeps others out).
+	forUpdate() string
+	// lockAdmins is a statement that locks the admins' rows for the rest of the transaction,
+	// so that two admins disabling each other at once cannot both pass the last-admin check
+	// ("" where the transaction already holds the database's one write lock).
+	lockAdmins() string
+	// artDesc orders songs by art, best first and unscored last, then newest first.
+	artDesc() string
+	// claimDue leases due content jobs: its arguments are the lease's end and owner, now
+	// twice, filter's own arguments, and the limit.
+	claimDue(filter string) string
+	// claimDeliveries leases due webhook deliveries, and the statement's arguments.
+	claimDeliveries(now, until int64, limit int, owner string) (string, []any)
+
+	// writableCTEs reports whether a WITH clause may hold INSERTs, so that a batch of
+	// verdicts and their events can be written in one statement.
+	writableCTEs() bool
+	// batchReads reports whether the items to screen are read in batches (see
+	// Store.ScreenSubject): worth it where every read is a round trip to a server.
+	batchReads() bool
+}
+
+// dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL, else
+// SQLite.
+func dialectOf(opts Options) dialect {
+	if strings.HasPrefix(opts.URL, "postgres://") || strings.HasPrefix(opts.URL, "postgresql://") {
+		return postgresDialect{}
+	}
+	return sqliteDialect{}
+}
+
+// column is one column of rows passed as JSON: its name and SQL type.
+type column struct{ name, typ string }
+
+// columnList is cols, each written by f, separated by commas.
+func columnList(cols []column, f func(column) string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = f(c)
+	}
+	return strings.Join(parts, ", ")
+}

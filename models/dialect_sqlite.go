@@ -1,0 +1,178 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+)
+
+// sqliteDialect is SQLite (mattn/go-sqlite3): one file, one writer connection and a pool of
+// read-only ones.
+type sqliteDialect struct{}
+
+func (sqliteDialect) name() string { return SQLite }
+
+// sqlitePath is the SQLite file the options name: the URL's path, else owed.db in the data
+// directory.
+func sqlitePath(o Options) string {
+	if path := strings.TrimPrefix(strings.TrimPrefix(o.URL, "sqlite:"), "file:"); path != "" {
+		return path
+	}
+	dir := o.DataDir
+	if dir == "" {
+		dir = "data"
+	}
+	return filepath.Join(dir, "owed.db")
+}
+
+// readConns is the size of SQLite's read pool.
+const readConns = 4
+
+func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
+	path := sqlitePath(opts)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
+	// pages too, so more would buy little and cost resident memory on every connection.
+	common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL"
+	w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), config())
+	if err != nil {
+		return nil, nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	wdb, err := w.DB()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// One writer: SQLite serialises writes anyway, and one connection makes that explicit
+	// instead of a storm of SQLITE_BUSY retries.
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	if err := wdb.PingContext(ctx); err != nil {
+		wdb.Close()
+		return nil, nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// Reads are prepared once per connection (SQLite otherwise recompiles every statement on
+	// every call; pgx already caches statements on PostgreSQL). Not the writer's: GORM
+	// prepares a new statement under a lock that waits for a connection, and with the one
+	// writer connection held by a transaction that itself waits for that lock, neither
+	// moves (seen in the fault soak). The writer's hot statements are batched instead, so
+	// compiling them is paid once per batch.
+	rcfg := config()
+	rcfg.PrepareStmt = true
+	r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), rcfg)
+	if err != nil {
+		wdb.Close()
+		return nil, nil, fmt.Errorf("open sqlite reader: %w", err)
+	}
+	rdb, err := r.DB()
+	if err != nil {
+		wdb.Close()
+		return nil, nil, fmt.Errorf("open sqlite reader: %w", err)
+	}
+	rdb.SetMaxOpenConns(readConns)
+	rdb.SetMaxIdleConns(readConns)
+	return w, r, nil
+}
+
+func (sqliteDialect) openPlain(opts Options) (*sql.DB, error) {
+	path := sqlitePath(opts)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open sqlite: no database at %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=10000")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// backup reads one snapshot (VACUUM INTO, inside one read transaction) while owed goes on
+// writing: writes committed before it began are in the copy, later ones are not, and none is
+// torn. The copy is written beside dest and renamed into place, so a failed backup leaves no
+// partial file.
+func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) error {
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("backup: %s already exists; choose a new file", dest)
+	}
+	db, err := d.openPlain(opts)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer db.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	os.Remove(tmpPath) // VACUUM INTO writes a new file; it refuses a non-empty one
+	defer os.Remove(tmpPath)
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmpPath); err != nil {
+		return fmt.Errorf("backup: copy: %w", err)
+	}
+	if err := os.Rename(tmpPath, dest); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return nil
+}
+
+// optimize runs PRAGMA optimize: without table statistics SQLite can plan the public song
+// list or the verdict trigger as scans over hundreds of thousands of rows.
+func (sqliteDialect) optimize(ctx context.Context, s *Store) error {
+	// analysis_limit bounds each table's ANALYZE to a sample of about a thousand rows per index,
+	// so the first optimize on a large database that was never analysed takes milliseconds, not
+	// a scan of every index (start-up is promised under a second).
+	if _, err := s.exec(ctx, `PRAGMA analysis_limit=1000`); err != nil {
+		return fmt.Errorf("optimize: %w", err)
+	}
+	if _, err := s.exec(ctx, `PRAGMA optimize=0x10002`); err != nil {
+		return fmt.Errorf("optimize: %w", err)
+	}
+	return nil
+}
+
+func (sqliteDialect) bind(q string) string { return q }
+
+func (sqliteDialect) fromJSON(alias string, cols ...column) string {
+	return "(SELECT " + columnList(cols, func(c column) string {
+		return "json_extract(value, '$." + c.name + "') AS " + c.name
+	}) + " FROM json_each(?)) AS " + alias
+}
+
+func (sqliteDialect) idIn(col string) string { return col + " IN (SELECT value FROM json_each(?))" }
+
+// forUpdate: SQLite's immediate transactions already hold the database's one write lock.
+func (sqliteDialect) forUpdate() string { return "" }
+
+func (sqliteDialect) lockAdmins() string { return "" }
+
+// artDesc: SQLite sorts NULL lowest, so last when descending.
+func (sqliteDialect) artDesc() string { return `art DESC, id DESC` }
+
+func (sqliteDialect) claimDue(filter string) string {
+	return `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
+		ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
+}
+
+func (sqliteDialect) claimDeliveries(now, until int64, limit int, owner string) (string, []any) {
+	return `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
+		SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1
+		AND NOT ` + deliveriesHeld + `
+		ORDER BY d.due_at, d.id LIMIT ?) RETURNING ` + deliveryColumns, []any{until, owner, now, now, limit}
+}
+
+func (sqliteDialect) writableCTEs() bool { return false }
+
+// batchReads: SQLite reads in-process; there a batch would cost more than the reads it saves.
+func (sqliteDialect) batchReads() bool { return false }
