@@ -166,14 +166,14 @@ func modelBreaker(n int) int {
 
 // deliveriesConfig is the webhook deliveries' configuration: deliveries are leased for
 // OWED_LEASE by the process's one owner like every other claim, so a dead process's deliveries
-// come back when its leases run out, and an attempt's timeout (15 s) stays within half the
+// come back when its leases run out, and an attempt's timeout (DefaultDeliveryTimeout) stays within half the
 // lease so a live worker never loses a delivery it is attempting.
 func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 	cfg := a.Config
 	c := scheduler.DeliveriesConfig{AllowPrivate: cfg.WebhooksAllowPrivate, Owner: a.owner}
 	if cfg.Lease > 0 {
 		c.Lease = cfg.Lease
-		c.Timeout = min(15*time.Second, cfg.Lease/2)
+		c.Timeout = min(scheduler.DefaultDeliveryTimeout, cfg.Lease/2)
 	}
 	return c
 }

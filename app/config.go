@@ -16,6 +16,7 @@ import (
 
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -107,10 +108,10 @@ func (c Config) Proxies() ([]*net.IPNet, error) {
 func Defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: modelclient.APIRelay, ModelName: scheduler.DefaultModelName,
-		ModelTimeout: modelclient.DefaultTimeout, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
+		ModelTimeout: modelclient.DefaultTimeout, SweepEvery: scheduler.DefaultSweepEvery, Lease: scheduler.DefaultLease, InlineWait: 10 * time.Second,
 		DailyBudget: scheduler.DefaultDailyBudget, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
 		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
-		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32, LogLevel: slog.LevelInfo,
+		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: models.DefaultMaxConns, LogLevel: slog.LevelInfo,
 		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
 		ModelBreaker: scheduler.DefaultModelBreaker,
 	}

@@ -17,8 +17,8 @@ type postgresDialect struct{}
 
 func (postgresDialect) name() string { return Postgres }
 
-// defaultMaxConns caps PostgreSQL connections when Options.MaxConns does not.
-const defaultMaxConns = 32
+// DefaultMaxConns caps PostgreSQL connections when Options.MaxConns does not.
+const DefaultMaxConns = 32
 
 func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
 	db, err := gorm.Open(postgres.Open(opts.URL), config())
@@ -31,7 +31,7 @@ func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm
 	}
 	conns := opts.MaxConns
 	if conns <= 0 {
-		conns = defaultMaxConns
+		conns = DefaultMaxConns
 	}
 	sqlDB.SetMaxOpenConns(conns)
 	sqlDB.SetMaxIdleConns(conns)

@@ -31,7 +31,7 @@ type Options struct {
 	DataDir string
 	Clock   clock.Clock
 	Logger  *slog.Logger
-	// MaxConns caps PostgreSQL connections (default 32).
+	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
 }
 

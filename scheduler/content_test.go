@@ -179,7 +179,8 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 		}{
 			{r.claim(models.TaskScreen, models.KindPitch, p), func() error { return r.store.DeleteItem(r.ctx, ann, models.KindPitch, p) }, 1},
 			{r.claim(models.TaskScore, models.KindRevision, rev), func() error {
-				return r.store.DB(r.ctx).Exec(`DELETE FROM revisions WHERE id = ?`, rev).Error
+				_, err := r.store.RawExec(r.ctx, `DELETE FROM revisions WHERE id = ?`, rev)
+				return err
 			}, scheduler.ScoreRuns},
 		} {
 			var once sync.Once

@@ -44,7 +44,7 @@ type DeliveriesConfig struct {
 	// one fails like a network error, and is retried.
 	AllowPrivate bool
 	// Timeout bounds one attempt, from dialling to the end of the receiver's answer
-	// (default 15s).
+	// (default DefaultDeliveryTimeout).
 	Timeout time.Duration
 	// Lease is how long a claim holds a delivery (default DefaultLease); it must exceed Timeout,
 	// so a live worker never loses a delivery it is attempting.
@@ -62,12 +62,15 @@ type DeliveriesConfig struct {
 	UserAgent string
 }
 
+// DefaultDeliveryTimeout bounds one delivery attempt unless the configuration says otherwise.
+const DefaultDeliveryTimeout = 15 * time.Second
+
 func (c *DeliveriesConfig) applyDefaults() error {
 	if c.Timeout < 0 || c.Lease < 0 || c.Concurrency < 0 || c.Poll < 0 || c.MaxRetryAfter < 0 {
 		return errors.New("webhooks: durations and concurrency must not be negative")
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 15 * time.Second
+		c.Timeout = DefaultDeliveryTimeout
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease

@@ -90,11 +90,14 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 func TestKilledMidSweepLosesNothing(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
 		model := modeltest.New(t)
-		slow := newSubjectTracker(5 * time.Second) // the first process never finishes a call
+		// The first process never finishes a call, and its asks' deadline (within the 6 s lease)
+		// is far beyond the kill: an ask that timed out first would be rescheduled a minute
+		// later (correctly, but past this test's wait). Its first sweep starts with the writes.
+		slow := newSubjectTracker(10 * time.Second)
 		model.Handle(slow.handle)
 		model.KeepRequests(false)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
-			"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=8", "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=3s",
+			"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=8", "OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_LEASE=6s",
 			"OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8", "OWED_WRITE_RATE=0"}
 		first := startOwed(t, env...)
 		status, user := first.post("/api/admin/users", owedtest.AdminToken, map[string]string{"name": "ann", "role": "author"})
