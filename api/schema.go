@@ -72,9 +72,18 @@ var typeSchemas = map[reflect.Type]map[string]any{
 // schemaMaker makes schemas and collects the components they refer to.
 type schemaMaker struct {
 	components map[string]any
+	named      map[string]componentOf
 }
 
-func newSchemaMaker() *schemaMaker { return &schemaMaker{components: map[string]any{}} }
+// componentOf is what a component was made from: a type, read (request) or sent.
+type componentOf struct {
+	t       reflect.Type
+	request bool
+}
+
+func newSchemaMaker() *schemaMaker {
+	return &schemaMaker{components: map[string]any{}, named: map[string]componentOf{}}
+}
 
 // answer is the schema of a value the API sends of type t.
 func (m *schemaMaker) answer(t reflect.Type) map[string]any { return m.of(t, false) }
@@ -98,7 +107,13 @@ func (m *schemaMaker) of(t reflect.Type, request bool) map[string]any {
 			return m.object(t, request)
 		}
 		name := componentName(t)
+		// A type read and sent would need two schemas (pointers mean optional in one, null in
+		// the other), and two types of one name would share one.
+		if other, ok := m.named[name]; ok && other != (componentOf{t, request}) {
+			panic("openapi: component " + name + " is made from " + other.t.String() + " and " + t.String() + ", read and sent")
+		}
 		if _, done := m.components[name]; !done {
+			m.named[name] = componentOf{t, request}
 			m.components[name] = map[string]any{} // a type that contains itself refers to itself
 			m.components[name] = m.object(t, request)
 		}

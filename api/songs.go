@@ -32,12 +32,12 @@ var songSorts = []string{"art", "new"}
 // songDetailJSON is a public song with its allowed revisions and comments (keys in the order a
 // map of them had).
 type songDetailJSON struct {
-	Comments  []commentJSON `json:"comments"`
-	Revisions []revJSON     `json:"revisions"`
-	Song      songJSON      `json:"song"`
+	Comments  []commentJSON  `json:"comments"`
+	Revisions []revisionJSON `json:"revisions"`
+	Song      songJSON       `json:"song"`
 }
 
-type revJSON struct {
+type revisionJSON struct {
 	ID        int64      `json:"id"`
 	Title     string     `json:"title"`
 	Code      string     `json:"code"`
@@ -110,9 +110,9 @@ func (a *API) getSong(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rs := make([]revJSON, 0, len(revs))
+	rs := make([]revisionJSON, 0, len(revs))
 	for _, r := range revs {
-		rs = append(rs, revJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
+		rs = append(rs, revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
 	}
 	cs := make([]commentJSON, 0, len(comments))
 	for _, cm := range comments {

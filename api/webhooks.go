@@ -66,7 +66,7 @@ func webhookOf(w models.Webhook) webhookJSON {
 	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: msTime(w.CreatedAt)}
 }
 
-type attemptJSON struct {
+type deliveryAttemptJSON struct {
 	Attempt   int       `json:"attempt"`
 	At        timestamp `json:"at"`
 	Status    *int      `json:"status"`
@@ -75,31 +75,31 @@ type attemptJSON struct {
 }
 
 type deliveryJSON struct {
-	ID            int64           `json:"id"`
-	WebhookID     int64           `json:"webhookId"`
-	MessageID     string          `json:"messageId"`
-	Event         string          `json:"event" enum:"webhookEvent"`
-	Status        string          `json:"status" enum:"deliveryStatus"`
-	Attempts      int             `json:"attempts"`
-	LastStatus    *int            `json:"lastStatus"`
-	LastError     *string         `json:"lastError"`
-	NextAttemptAt *timestamp      `json:"nextAttemptAt"`
-	DeliveredAt   *timestamp      `json:"deliveredAt"`
-	CreatedAt     timestamp       `json:"createdAt"`
-	AttemptLog    []attemptJSON   `json:"attemptLog"`
-	Payload       json.RawMessage `json:"payload,omitempty" description:"the body sent (one delivery's own route only)"`
+	ID            int64                 `json:"id"`
+	WebhookID     int64                 `json:"webhookId"`
+	MessageID     string                `json:"messageId"`
+	Event         string                `json:"event" enum:"webhookEvent"`
+	Status        string                `json:"status" enum:"deliveryStatus"`
+	Attempts      int                   `json:"attempts"`
+	LastStatus    *int                  `json:"lastStatus"`
+	LastError     *string               `json:"lastError"`
+	NextAttemptAt *timestamp            `json:"nextAttemptAt"`
+	DeliveredAt   *timestamp            `json:"deliveredAt"`
+	CreatedAt     timestamp             `json:"createdAt"`
+	AttemptLog    []deliveryAttemptJSON `json:"attemptLog"`
+	Payload       json.RawMessage       `json:"payload,omitempty" description:"the body sent (one delivery's own route only)"`
 }
 
 func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, WebhookID: d.WebhookID, MessageID: d.MsgID, Event: d.Event, Status: d.Status,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: msTimePtr(d.DeliveredAt),
-		CreatedAt: msTime(d.CreatedAt), AttemptLog: make([]attemptJSON, 0, len(attempts))}
+		CreatedAt: msTime(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
 	if d.Status == models.DeliveryPending {
 		next := msTime(d.DueAt)
 		out.NextAttemptAt = &next
 	}
 	for _, a := range attempts {
-		out.AttemptLog = append(out.AttemptLog, attemptJSON{Attempt: a.Attempt, At: msTime(a.At), Status: a.Status,
+		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: msTime(a.At), Status: a.Status,
 			LatencyMs: a.LatencyMs, Error: a.Error})
 	}
 	if d.Payload != "" {
