@@ -40,7 +40,7 @@ type API struct {
 	// Retention is how long history is kept (OWED_RETAIN_*), shown by the overview.
 	Retention models.Retention
 	// BackfillSummary, when set, adds the backfill queue's summary to the overview.
-	BackfillSummary func(ctx context.Context) any
+	BackfillSummary func(ctx context.Context) *scheduler.BackfillSummary
 	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
 	Backfill *scheduler.Backfill
 	// Media is the media engine whose cached previews /api/media/{id}/preview serves.

@@ -81,7 +81,7 @@ func allow(roles ...string) echo.MiddlewareFunc {
 }
 
 type sessionRequest struct {
-	Token string `json:"token"`
+	Token string `json:"token" required:"true"`
 }
 
 // signIn exchanges a token for a session cookie (HttpOnly, SameSite=Strict).
@@ -127,7 +127,7 @@ func (a *API) session(c echo.Context) error {
 	if u == nil {
 		return errUnauthorized
 	}
-	return c.JSON(http.StatusOK, map[string]any{"user": userJSON(u)})
+	return c.JSON(http.StatusOK, sessionJSON{userOf(u)})
 }
 
 // signOut ends the session and clears the cookie.
@@ -160,6 +160,15 @@ func (a *API) overTLS(c echo.Context) bool {
 	return ip != nil && a.TrustedProxy(ip)
 }
 
-func userJSON(u *models.User) map[string]any {
-	return map[string]any{"id": u.ID, "name": u.Name, "role": u.Role}
+// sessionJSON says who is signed in.
+type sessionJSON struct {
+	User userJSON `json:"user"`
 }
+
+type userJSON struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role" enum:"role"`
+}
+
+func userOf(u *models.User) userJSON { return userJSON{u.ID, u.Name, u.Role} }

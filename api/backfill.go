@@ -7,11 +7,161 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
 )
 
 // maxBatchPauseMs caps the cooldown between batches: an hour is already a crawl.
 const maxBatchPauseMs = 3_600_000
+
+// backfillStatusJSON is the whole backfill queue (scheduler.BackfillStatus on the wire).
+type backfillStatusJSON struct {
+	Jobs     []backfillJobJSON    `json:"jobs"`
+	Totals   backfillTotalsJSON   `json:"totals"`
+	Settings backfillSettingsJSON `json:"settings"`
+	// LimitedUntil is set while a rate limit holds the queue.
+	LimitedUntil *timestamp `json:"limitedUntil"`
+	// EstimatedPerMinute is the rate the settings and media gaps allow, cooldowns aside.
+	EstimatedPerMinute float64 `json:"estimatedPerMinute"`
+	// WalkingUntil is set while a walk holds the media-traffic lock.
+	WalkingUntil *timestamp `json:"walkingUntil" description:"while a walk holds the media-traffic lock: when it lapses unless the walk pushes again"`
+	WalkingChat  *string    `json:"walkingChat" description:"the chat whose walk holds the media-traffic lock"`
+}
+
+// backfillSettingsJSON are the queue's settings.
+type backfillSettingsJSON struct {
+	BatchSize    int   `json:"batchSize" minimum:"1" maximum:"500" description:"how many rows one batch previews"`
+	BatchPauseMs int64 `json:"batchPauseMs" minimum:"0" maximum:"3600000" description:"the cooldown between batches"`
+	Auto         bool  `json:"auto" description:"start jobs with pending rows when owed starts"`
+}
+
+// backfillMemberJSON is one member scrape of a job with its counts.
+type backfillMemberJSON struct {
+	ScrapeID      int64          `json:"scrapeId"`
+	State         string         `json:"state" enum:"scrapeState"`
+	Backend       string         `json:"backend"`
+	Mode          string         `json:"mode"`
+	Pending       int64          `json:"pending"`
+	Cached        int64          `json:"cached"`
+	Failed        int64          `json:"failed"`
+	Suspect       int64          `json:"suspect" description:"rows waiting for their one delayed retry"`
+	Unverified    int64          `json:"unverified" description:"rows that failed their retry too"`
+	Skipped       int64          `json:"skipped" description:"rows without a preview (video, audio)"`
+	Total         int64          `json:"total"`
+	Downloaded    int64          `json:"downloaded"`
+	Bytes         int64          `json:"bytes" description:"the size of the stored previews"`
+	PendingByKind kindCountsJSON `json:"pendingByKind"`
+}
+
+// backfillJobJSON is one chat's job; see scheduler.BackfillJobStatus for what each figure means.
+type backfillJobJSON struct {
+	ChatID  string               `json:"chatId"`
+	GuildID *string              `json:"guildId"`
+	State   string               `json:"state" enum:"backfillState"`
+	Members []backfillMemberJSON `json:"members"`
+	backfillCountsJSON
+	Processed    int64      `json:"processed" description:"the rows handled since this run started"`
+	StartedAt    *timestamp `json:"startedAt"`
+	FinishedAt   *timestamp `json:"finishedAt"`
+	PerMinute    float64    `json:"perMinute"`
+	RateMeasured bool       `json:"rateMeasured"`
+	EtaMs        *int64     `json:"etaMs" description:"the time to clear the pending rows; null when nothing is pending"`
+	EtaStartMs   *int64     `json:"etaStartMs" description:"the wait until the job starts; null when not scheduled"`
+	EtaRunMs     *int64     `json:"etaRunMs" description:"the time the job needs once it runs, waits aside"`
+	EtaTotalMs   *int64     `json:"etaTotalMs" description:"when the job should finish, from now; null when not scheduled"`
+	Position     *int       `json:"position" minimum:"0" description:"0 running, 1… queue order, null not scheduled"`
+	WaitMs       *int64     `json:"waitMs" description:"the rate limit or walk wait in the ETAs; null when not scheduled"`
+	WaitsFor     *string    `json:"waitsFor" enum:"waitsFor"`
+}
+
+// backfillStates lists the states of a backfill job as the status shows them.
+var backfillStates = []string{"idle", "queued", models.BackfillRunning, models.BackfillPaused, models.BackfillDone}
+
+// backfillCountsJSON are a job's, or the queue's, rows by preview state, and what was
+// downloaded and stored (their keys go inline in the job and the totals).
+type backfillCountsJSON struct {
+	Pending    int64 `json:"pending"`
+	Cached     int64 `json:"cached"`
+	Failed     int64 `json:"failed"`
+	Skipped    int64 `json:"skipped"`
+	Total      int64 `json:"total"`
+	Downloaded int64 `json:"downloaded"`
+	Bytes      int64 `json:"bytes" description:"the size of the stored previews"`
+}
+
+// backendTotalsJSON are the counts of one backend's member scrapes.
+type backendTotalsJSON struct {
+	Pending int64 `json:"pending"`
+	Cached  int64 `json:"cached"`
+	Failed  int64 `json:"failed"`
+	Skipped int64 `json:"skipped"`
+	Total   int64 `json:"total"`
+}
+
+// backfillTotalsJSON span every member scrape, listed or hidden.
+type backfillTotalsJSON struct {
+	backfillCountsJSON
+	PerMinute  float64                       `json:"perMinute"`
+	EtaMs      *int64                        `json:"etaMs"`
+	EtaStartMs *int64                        `json:"etaStartMs"`
+	EtaRunMs   *int64                        `json:"etaRunMs"`
+	EtaTotalMs *int64                        `json:"etaTotalMs"`
+	ByBackend  map[string]*backendTotalsJSON `json:"byBackend"`
+}
+
+// backfillSummaryJSON is the overview's line about the backfill.
+type backfillSummaryJSON struct {
+	Pending      int64      `json:"pending"`
+	PerMinute    float64    `json:"perMinute"`
+	EtaMs        *int64     `json:"etaMs"`
+	Running      *string    `json:"running" description:"the chat whose job runs now"`
+	LimitedUntil *timestamp `json:"limitedUntil"`
+	WalkingUntil *timestamp `json:"walkingUntil" description:"a walk holds the media-traffic lock until then"`
+	WalkingChat  *string    `json:"walkingChat" description:"the chat it walks"`
+}
+
+func backfillSettingsOf(s scheduler.BackfillSettings) backfillSettingsJSON {
+	return backfillSettingsJSON{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto}
+}
+
+// backfillStatusOf puts the queue's status on the wire.
+func backfillStatusOf(st scheduler.BackfillStatus) backfillStatusJSON {
+	out := backfillStatusJSON{Jobs: make([]backfillJobJSON, 0, len(st.Jobs)), Settings: backfillSettingsOf(st.Settings),
+		LimitedUntil: timePtr(st.LimitedUntil), EstimatedPerMinute: st.EstimatedPerMinute,
+		WalkingUntil: timePtr(st.WalkingUntil), WalkingChat: st.WalkingChat}
+	for _, j := range st.Jobs {
+		members := make([]backfillMemberJSON, 0, len(j.Members))
+		for _, m := range j.Members {
+			members = append(members, backfillMemberJSON{ScrapeID: m.ScrapeID, State: m.State, Backend: m.Backend, Mode: m.Mode,
+				Pending: m.Pending, Cached: m.Cached, Failed: m.Failed, Suspect: m.Suspect, Unverified: m.Unverified,
+				Skipped: m.Skipped, Total: m.Total, Downloaded: m.Downloaded, Bytes: m.Bytes, PendingByKind: kindCountsOf(m.PendingByKind)})
+		}
+		out.Jobs = append(out.Jobs, backfillJobJSON{ChatID: j.ChatID, GuildID: j.GuildID, State: j.State, Members: members,
+			backfillCountsJSON: backfillCountsJSON(j.BackfillCounts), Processed: j.Processed,
+			StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt), PerMinute: j.PerMinute, RateMeasured: j.RateMeasured,
+			EtaMs: msOf(j.Eta), EtaStartMs: msOf(j.EtaStart), EtaRunMs: msOf(j.EtaRun), EtaTotalMs: msOf(j.EtaTotal),
+			Position: j.Position, WaitMs: msOf(j.Wait), WaitsFor: j.WaitsFor})
+	}
+	t := st.Totals
+	out.Totals = backfillTotalsJSON{backfillCountsJSON: backfillCountsJSON(t.BackfillCounts), PerMinute: t.PerMinute,
+		EtaMs: msOf(t.Eta), EtaStartMs: msOf(t.EtaStart), EtaRunMs: msOf(t.EtaRun), EtaTotalMs: msOf(t.EtaTotal)}
+	if t.ByBackend != nil {
+		out.Totals.ByBackend = make(map[string]*backendTotalsJSON, len(t.ByBackend))
+		for name, b := range t.ByBackend {
+			out.Totals.ByBackend[name] = &backendTotalsJSON{Pending: b.Pending, Cached: b.Cached, Failed: b.Failed, Skipped: b.Skipped, Total: b.Total}
+		}
+	}
+	return out
+}
+
+// backfillSummaryOf puts the overview's line on the wire; nil stays nil.
+func backfillSummaryOf(s *scheduler.BackfillSummary) *backfillSummaryJSON {
+	if s == nil {
+		return nil
+	}
+	return &backfillSummaryJSON{Pending: s.Pending, PerMinute: s.PerMinute, EtaMs: msOf(s.Eta), Running: s.Running,
+		LimitedUntil: timePtr(s.LimitedUntil), WalkingUntil: timePtr(s.WalkingUntil), WalkingChat: s.WalkingChat}
+}
 
 var errNoBackfill = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the backfill queue is not running in this process"}
 
@@ -23,15 +173,16 @@ func (a *API) backfillStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return c.JSON(http.StatusOK, backfillStatusOf(st))
 }
 
 // getBackfill is the whole queue: jobs with their members, rates, ETAs, totals, settings and
 // the rate limit.
 func (a *API) getBackfill(c echo.Context) error { return a.backfillStatus(c) }
 
+// backfillTarget names the one chat a start or pause is for; without it, every job.
 type backfillTarget struct {
-	ChatID *string `json:"chatId"`
+	ChatID *string `json:"chatId" maxLength:"100"`
 }
 
 // readTarget reads the optional {"chatId"} body of start and pause. No body at all (and no
@@ -103,13 +254,14 @@ func (a *API) getBackfillSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s)
+	return c.JSON(http.StatusOK, backfillSettingsOf(s))
 }
 
+// backfillSettingsRequest replaces the settings; every field is required.
 type backfillSettingsRequest struct {
-	BatchSize    *int   `json:"batchSize"`
-	BatchPauseMs *int64 `json:"batchPauseMs"`
-	Auto         *bool  `json:"auto"`
+	BatchSize    *int   `json:"batchSize" required:"true" minimum:"1" maximum:"500"`
+	BatchPauseMs *int64 `json:"batchPauseMs" required:"true" minimum:"0" maximum:"3600000"`
+	Auto         *bool  `json:"auto" required:"true"`
 }
 
 // putBackfillSettings replaces the settings (every field required) and answers the status.

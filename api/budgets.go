@@ -9,12 +9,18 @@ import (
 	"github.com/owed/owed/models"
 )
 
+// budgetRowJSON is an author's spend today against their limit.
 type budgetRowJSON struct {
-	UserID   int64  `json:"userId"`
-	Name     string `json:"name"`
-	Limit    int64  `json:"limit"`
-	Spent    int64  `json:"spent"`
-	ResetsAt string `json:"resetsAt"`
+	UserID   int64     `json:"userId"`
+	Name     string    `json:"name"`
+	Limit    int64     `json:"limit"`
+	Spent    int64     `json:"spent"`
+	ResetsAt timestamp `json:"resetsAt"`
+}
+
+type budgetListJSON struct {
+	Budgets    []budgetRowJSON `json:"budgets"`
+	NextCursor *string         `json:"nextCursor"`
 }
 
 // listBudgets shows each author's spend today against their limit.
@@ -29,19 +35,20 @@ func (a *API) listBudgets(c echo.Context) error {
 		return err
 	}
 	resets := timeStr(models.BudgetReset(now))
-	return page(c, "budgets", rows, limit, func(r models.BudgetRow) budgetRowJSON {
+	budgets, next := pageOf(rows, limit, func(r models.BudgetRow) budgetRowJSON {
 		l := a.DailyBudget
 		if r.DailyLimit != nil {
 			l = *r.DailyLimit
 		}
 		return budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: l, Spent: r.Spent, ResetsAt: resets}
 	}, func(r models.BudgetRow) any { return idCursor{r.UserID} })
+	return c.JSON(http.StatusOK, budgetListJSON{budgets, next})
 }
 
 type budgetRequest struct {
 	// DailyLimit is required: a number, or null for the default. Raw, so that a body without
 	// it is refused rather than read as null (which would quietly drop the user's own limit).
-	DailyLimit json.RawMessage `json:"dailyLimit"`
+	DailyLimit json.RawMessage `json:"dailyLimit" required:"true" minimum:"0" maximum:"1000000" description:"a whole number, or null for the default"`
 }
 
 // setBudget sets a user's own daily limit; null returns them to the default.

@@ -11,23 +11,41 @@ import (
 	"github.com/owed/owed/models"
 )
 
+// holdsJSON is what is held.
+type holdsJSON struct {
+	Screen     bool `json:"screen"`
+	Score      bool `json:"score"`
+	Deliveries bool `json:"deliveries"`
+}
+
+func holdsOf(h models.Holds) holdsJSON { return holdsJSON{h.Screen, h.Score, h.Deliveries} }
+
+// holdsRequest changes what is held; a field left out keeps its value.
+type holdsRequest struct {
+	Screen     *bool `json:"screen"`
+	Score      *bool `json:"score"`
+	Deliveries *bool `json:"deliveries"`
+}
+
+// verdictRequest is an admin's verdict on an item.
+type verdictRequest struct {
+	Verdict string  `json:"verdict" required:"true" enum:"verdict"`
+	Note    *string `json:"note" nullable:"true" maxLength:"500"`
+}
+
 // getHolds answers what is held.
 func (a *API) getHolds(c echo.Context) error {
 	h, err := a.Store.Holds(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, h)
+	return c.JSON(http.StatusOK, holdsOf(h))
 }
 
 // putHolds sets what is held: {"screen","score","deliveries"}, each a boolean; a field left out
 // keeps its value. Lifting a hold wakes the work it held.
 func (a *API) putHolds(c echo.Context) error {
-	var body struct {
-		Screen     *bool `json:"screen"`
-		Score      *bool `json:"score"`
-		Deliveries *bool `json:"deliveries"`
-	}
+	var body holdsRequest
 	if err := bind(c, &body); err != nil {
 		return err
 	}
@@ -52,7 +70,7 @@ func (a *API) putHolds(c echo.Context) error {
 	if was.Deliveries && !h.Deliveries && a.Webhooks != nil {
 		a.Webhooks.Wake()
 	}
-	return c.JSON(http.StatusOK, h)
+	return c.JSON(http.StatusOK, holdsOf(h))
 }
 
 // maxNoteChars caps a verdict's note.
@@ -71,10 +89,7 @@ func (a *API) decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Verdict string  `json:"verdict"`
-		Note    *string `json:"note"`
-	}
+	var body verdictRequest
 	if err := bind(c, &body); err != nil {
 		return err
 	}

@@ -23,16 +23,25 @@ type Error struct {
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // MarshalJSON writes the SPEC's shape: field is null, not absent, when no field is at fault.
-func (e *Error) MarshalJSON() ([]byte, error) {
+func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.detail()) }
+
+func (e *Error) detail() errorDetail {
 	var field *string
 	if e.Field != "" {
 		field = &e.Field
 	}
-	return json.Marshal(struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Field   *string `json:"field"`
-	}{e.Code, e.Message, field})
+	return errorDetail{e.Code, e.Message, field}
+}
+
+// errorJSON is every error answer: {"error":{"code","message","field"}}.
+type errorJSON struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Field   *string `json:"field" description:"the field at fault; null when no field is"`
 }
 
 func invalid(field, msg string) *Error {
@@ -113,6 +122,6 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.NoContent(out.Status)
 			return
 		}
-		c.JSON(out.Status, map[string]*Error{"error": out})
+		c.JSON(out.Status, errorJSON{out.detail()})
 	}
 }

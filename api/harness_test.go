@@ -1,17 +1,27 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"mime"
 	"net/http"
+	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/modelclient"
@@ -60,6 +70,7 @@ func newWorld(t *testing.T, db string, configure ...func(*app.Config)) *world {
 		t.Fatal(err)
 	}
 	w.uid[asAdmin] = admin.ID
+	checkAnswers(w)
 	return w
 }
 
@@ -391,4 +402,198 @@ func (w *world) scored(revID int64) {
 		w.store().RawScan(context.Background(), &n, `SELECT COUNT(*) FROM scores WHERE revision_id = ?`, revID)
 		return n == 1
 	})
+}
+
+// Every JSON answer a world's client receives from /api is checked against the OpenAPI
+// document's schema for its route and status (errors against the Error schema): a test that
+// sees an answer the document does not describe fails with the route, where in the JSON, and
+// why.
+
+// answersChecked counts the answers checked in this test binary's run.
+var answersChecked atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if n := answersChecked.Load(); n > 0 {
+		fmt.Printf("harness: %d JSON answers checked against the OpenAPI document\n", n)
+	}
+	os.Exit(code)
+}
+
+// openAPISchemas compiles the document's response schemas, once per test binary (the document
+// depends on the code alone).
+type openAPISchemas struct {
+	once     sync.Once
+	err      error
+	compiler *jsonschema.Compiler
+	paths    []docPath
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Schema
+}
+
+// docPath is one path of the document, with the pattern of the request paths it names.
+type docPath struct {
+	template string
+	pattern  *regexp.Regexp
+	literal  int // characters outside parameters: the most literal template wins
+	methods  map[string]map[string]bool
+}
+
+var schemasOfDoc openAPISchemas
+
+const docURL = "file:///openapi.json"
+
+func (s *openAPISchemas) load(a interface{ OpenAPI() map[string]any }) error {
+	s.once.Do(func() {
+		raw, err := json.Marshal(a.OpenAPI())
+		if err != nil {
+			s.err = err
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.compiler = jsonschema.NewCompiler()
+		s.compiler.AssertFormat()
+		if s.err = s.compiler.AddResource(docURL, doc); s.err != nil {
+			return
+		}
+		s.compiled = map[string]*jsonschema.Schema{}
+		param := regexp.MustCompile(`\{\w+\}`)
+		for tmpl, item := range obj(obj(doc)["paths"]) {
+			quoted := strings.NewReplacer(`\{`, "{", `\}`, "}").Replace(regexp.QuoteMeta(tmpl))
+			p := docPath{template: tmpl, methods: map[string]map[string]bool{},
+				pattern: regexp.MustCompile("^" + param.ReplaceAllLiteralString(quoted, "[^/]+") + "$"),
+				literal: len(param.ReplaceAllLiteralString(tmpl, ""))}
+			for method, op := range obj(item) {
+				codes := map[string]bool{}
+				for code, answer := range obj(obj(op)["responses"]) {
+					if _, json := obj(obj(answer)["content"])["application/json"]; json {
+						codes[code] = true
+					}
+				}
+				p.methods[strings.ToUpper(method)] = codes
+			}
+			s.paths = append(s.paths, p)
+		}
+	})
+	return s.err
+}
+
+// schemaFor is the schema of an answer to method on path with status, and the route it names
+// ("" when the document names none: the answer is then checked only as an error).
+func (s *openAPISchemas) schemaFor(method, path string, status int) (*jsonschema.Schema, string, error) {
+	var best *docPath
+	for i := range s.paths {
+		p := &s.paths[i]
+		if p.pattern.MatchString(path) && (best == nil || p.literal > best.literal) {
+			best = p
+		}
+	}
+	loc := docURL + "#/components/schemas/Error"
+	route := ""
+	if best != nil && best.methods[method] != nil {
+		route = method + " " + best.template
+		code := strconv.Itoa(status)
+		if !best.methods[method][code] {
+			code = "default"
+		}
+		pointer := strings.NewReplacer("~", "~0", "/", "~1").Replace(best.template)
+		loc = docURL + "#/paths/" + url.PathEscape(pointer) + "/" + strings.ToLower(method) + "/responses/" + code + "/content/application~1json/schema"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sch, ok := s.compiled[loc]; ok {
+		return sch, route, nil
+	}
+	sch, err := s.compiler.Compile(loc)
+	if err != nil {
+		return nil, route, err
+	}
+	s.compiled[loc] = sch
+	return sch, route, nil
+}
+
+// checkAnswers makes the world's client check every JSON answer from /api against the document.
+func checkAnswers(w *world) {
+	client := w.env.Server.Client()
+	client.Transport = &answerChecker{next: client.Transport, w: w}
+}
+
+type answerChecker struct {
+	next http.RoundTripper
+	w    *world
+}
+
+func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := c.next.RoundTrip(req)
+	if err != nil || !strings.HasPrefix(req.URL.Path, "/api/") || req.Method == http.MethodHead {
+		return res, err
+	}
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" {
+		return res, err // server-sent events, previews
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return res, nil // the test reads the failure itself
+	}
+	t := c.w.t
+	t.Helper()
+	if err := schemasOfDoc.load(c.w.env.App.API); err != nil {
+		t.Fatalf("the OpenAPI document does not load as JSON Schema: %v", err)
+	}
+	sch, route, err := schemasOfDoc.schemaFor(req.Method, req.URL.Path, res.StatusCode)
+	if err != nil {
+		t.Fatalf("%s %s: the document's schema does not compile: %v", req.Method, req.URL.Path, err)
+	}
+	if route == "" {
+		route = req.Method + " " + req.URL.Path + " (no route)"
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Errorf("%s answered %d with JSON that does not parse: %v", route, res.StatusCode, err)
+		return res, nil
+	}
+	answersChecked.Add(1)
+	if err := sch.Validate(v); err != nil {
+		t.Errorf("%s answered %d with JSON its schema does not allow: %v\nbody: %.300s", route, res.StatusCode, err, body)
+	}
+	return res, nil
+}
+
+// TestAnswerCheckerRefuses: the harness fails an answer its route's schema does not allow, and
+// says where and why.
+func TestAnswerCheckerRefuses(t *testing.T) {
+	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
+	if err := schemasOfDoc.load(w.env.App.API); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		body, want   string
+	}{
+		{http.MethodGet, "/api/admin/model", 200, `{"state":"ajar","since":null,"failures":0,"nextProbeAt":null,"inFlight":0,"cap":4}`, "/state"},
+		{http.MethodGet, "/api/admin/model", 200, `{"state":"open","since":"yesterday","failures":0,"nextProbeAt":null,"inFlight":0,"cap":4}`, "/since"},
+		{http.MethodGet, "/api/admin/model", 200, `{"state":"open","failures":0,"nextProbeAt":null,"inFlight":0,"cap":4}`, "since"},
+		{http.MethodGet, "/api/songs/7", 200, `{"song":{"id":7,"title":"t","userId":1,"art":null,"createdAt":"2026-12-02T07:00:00.000Z"},"revisions":null,"comments":[]}`, "/revisions"},
+		{http.MethodGet, "/api/songs/7", 404, `{"error":{"code":"not_found","message":"song not found"}}`, "field"},
+	} {
+		sch, route, err := schemasOfDoc.schemaFor(c.method, c.path, c.status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sch.Validate(v)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %d %s: %v, want a refusal at %s", route, c.status, c.body, err, c.want)
+		}
+	}
 }

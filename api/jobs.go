@@ -14,21 +14,78 @@ import (
 	"github.com/owed/owed/models"
 )
 
+// jobJSON is an owed job as an admin sees it.
 type jobJSON struct {
-	ID         int64   `json:"id"`
-	Task       string  `json:"task"`
-	Kind       string  `json:"kind"`
-	ItemID     int64   `json:"itemId"`
-	UserID     int64   `json:"userId"`
-	DueAt      string  `json:"dueAt"`
-	Attempts   int     `json:"attempts"`
-	Why        *string `json:"why"`
-	Status     *int    `json:"status"`
-	LeaseUntil *string `json:"leaseUntil"`
-	LastError  *string `json:"lastError"`
-	UserName   string  `json:"userName"`
-	ItemTitle  *string `json:"itemTitle"`
-	SongID     *int64  `json:"songId"`
+	ID         int64      `json:"id"`
+	Task       string     `json:"task" enum:"task"`
+	Kind       string     `json:"kind" enum:"kind"`
+	ItemID     int64      `json:"itemId"`
+	UserID     int64      `json:"userId"`
+	DueAt      timestamp  `json:"dueAt"`
+	Attempts   int        `json:"attempts"`
+	Why        *string    `json:"why" enum:"why"`
+	Status     *int       `json:"status"`
+	LeaseUntil *timestamp `json:"leaseUntil"`
+	LastError  *string    `json:"lastError" maxLength:"500" description:"the last attempt's error"`
+	UserName   string     `json:"userName"`
+	ItemTitle  *string    `json:"itemTitle" description:"a revision's title, a comment's or pitch's first 80 characters"`
+	SongID     *int64     `json:"songId"`
+}
+
+// jobListJSON is a page of jobs (keys in the order a map of them had).
+type jobListJSON struct {
+	Jobs       []jobJSON `json:"jobs"`
+	NextCursor *string   `json:"nextCursor"`
+	Total      int64     `json:"total" description:"how many jobs the filter selects"`
+}
+
+// jobDetailJSON is one job with its item, author and attempts (keys in the order a map of them
+// had).
+type jobDetailJSON struct {
+	Author jobAuthor   `json:"author"`
+	Events []eventJSON `json:"events" description:"every attempt at the job's task on its item, newest first"`
+	Item   jobItem     `json:"item"`
+	Job    jobJSON     `json:"job"`
+}
+
+type jobAuthor struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+type jobItem struct {
+	ID     int64   `json:"id"`
+	Kind   string  `json:"kind" enum:"kind"`
+	SongID *int64  `json:"songId"`
+	Title  *string `json:"title"`
+}
+
+// jobFilterRequest selects jobs: in GET /api/admin/jobs's query and POST
+// /api/admin/jobs/retry's body alike.
+type jobFilterRequest struct {
+	ID     int64  `json:"id" query:"id" minimum:"1" description:"one job"`
+	Task   string `json:"task" query:"task" enum:"task"`
+	Kind   string `json:"kind" query:"kind" enum:"kind"`
+	Why    string `json:"why" query:"why" enum:"whyFilter" description:"none: jobs with no why; held: the jobs of a held task"`
+	UserID int64  `json:"userId" query:"userId" minimum:"1"`
+	Author string `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
+	ItemID int64  `json:"itemId" query:"itemId" minimum:"1"`
+	State  string `json:"state" query:"state" enum:"jobState"`
+}
+
+func (f jobFilterRequest) filter() models.JobFilter {
+	return models.JobFilter{ID: f.ID, Task: f.Task, Kind: f.Kind, Why: f.Why, UserID: f.UserID, Author: f.Author, ItemID: f.ItemID, State: f.State}
+}
+
+// jobsQuery are the query parameters of GET /api/admin/jobs.
+type jobsQuery struct {
+	jobFilterRequest
+	Sort string `query:"sort" enum:"jobSort"`
+	pageQuery
+}
+
+type retriedJSON struct {
+	Retried int64 `json:"retried"`
 }
 
 // jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
@@ -189,7 +246,7 @@ func (a *API) listJobs(c echo.Context) error {
 		}
 		next = encodeCursor(jobCursor{ID: last.ID, Key: last.Key, By: by})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"jobs": out, "nextCursor": next, "total": total})
+	return c.JSON(http.StatusOK, jobListJSON{Jobs: out, NextCursor: next, Total: total})
 }
 
 // maxJobEvents caps the attempts one job's detail shows (newest first): at the longest
@@ -210,12 +267,9 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{
-		"job":    a.jobOf(holds)(job),
-		"item":   map[string]any{"kind": job.Kind, "id": job.ItemID, "title": job.ItemTitle, "songId": job.SongID},
-		"author": map[string]any{"id": job.UserID, "name": job.UserName},
-		"events": out,
-	})
+	return c.JSON(http.StatusOK, jobDetailJSON{Job: a.jobOf(holds)(job),
+		Item:   jobItem{Kind: job.Kind, ID: job.ItemID, Title: job.ItemTitle, SongID: job.SongID},
+		Author: jobAuthor{ID: job.UserID, Name: job.UserName}, Events: out})
 }
 
 // getJob shows one job with its item's title, its author and every attempt with its error.
@@ -269,7 +323,7 @@ func (a *API) retryJob(c echo.Context) error {
 		if job.Why != nil && *job.Why == models.WhyBudget {
 			return &Error{Status: http.StatusConflict, Code: "budget",
 				Message: "the author's budget for today cannot cover this job; it waits for the reset at " +
-					timeStr(models.BudgetReset(a.now())) + " (raise their limit to run it sooner)"}
+					string(timeStr(models.BudgetReset(a.now()))) + " (raise their limit to run it sooner)"}
 		}
 	}
 	return a.jobDetail(c, ctx, job)
@@ -278,10 +332,11 @@ func (a *API) retryJob(c echo.Context) error {
 // retryJobs makes every job the filter selects due now, except those a lease holds and those
 // waiting for a budget that still cannot cover them.
 func (a *API) retryJobs(c echo.Context) error {
-	var f models.JobFilter
-	if err := bind(c, &f); err != nil {
+	var req jobFilterRequest
+	if err := bind(c, &req); err != nil {
 		return err
 	}
+	f := req.filter()
 	if err := checkJobFilter(f); err != nil {
 		return err
 	}
@@ -289,5 +344,5 @@ func (a *API) retryJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"retried": n})
+	return c.JSON(http.StatusOK, retriedJSON{n})
 }

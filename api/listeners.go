@@ -20,13 +20,19 @@ import (
 
 // screenJSON is where an item's screening stands, as its author sees it.
 type screenJSON struct {
-	State         string   `json:"state"`
-	Verdict       *string  `json:"verdict"`
-	Confidence    *float64 `json:"confidence"`
-	Why           *string  `json:"why"`
-	Attempts      int      `json:"attempts"`
-	NextAttemptAt *string  `json:"nextAttemptAt"`
+	State         string     `json:"state" enum:"screenState"`
+	Verdict       *string    `json:"verdict" enum:"verdict"`
+	Confidence    *float64   `json:"confidence"`
+	Why           *string    `json:"why" enum:"why"`
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *timestamp `json:"nextAttemptAt"`
 }
+
+var (
+	// screenStates lists where an item's screening can stand, as its author sees it.
+	screenStates = []string{models.StatePending, models.StatePublic, models.StateBlocked}
+	verdicts     = []string{models.VerdictAllow, models.VerdictBlock}
+)
 
 func stateOf(verdict *string) string {
 	switch {
@@ -113,9 +119,46 @@ func humanBytes(n int) string {
 }
 
 type songRequest struct {
-	Title string `json:"title"`
-	Code  string `json:"code"`
+	Title string `json:"title" required:"true" maxLength:"200"`
+	Code  string `json:"code" required:"true" description:"at most 64 KiB"`
 }
+
+// The answers to a new item: what was made (keys in the order a map of them had) and its screen.
+type (
+	songCreatedJSON struct {
+		Revision revisionRef `json:"revision"`
+		Screen   screenJSON  `json:"screen"`
+		Song     songRef     `json:"song"`
+	}
+	revisionCreatedJSON struct {
+		Revision revisionRef `json:"revision"`
+		Screen   screenJSON  `json:"screen"`
+	}
+	commentCreatedJSON struct {
+		Comment commentRef `json:"comment"`
+		Screen  screenJSON `json:"screen"`
+	}
+	pitchCreatedJSON struct {
+		Pitch  pitchRef   `json:"pitch"`
+		Screen screenJSON `json:"screen"`
+	}
+	songRef struct {
+		ID    int64  `json:"id"`
+		Title string `json:"title"`
+	}
+	revisionRef struct {
+		ID     int64  `json:"id"`
+		SongID int64  `json:"songId"`
+		Title  string `json:"title"`
+	}
+	commentRef struct {
+		ID     int64 `json:"id"`
+		SongID int64 `json:"songId"`
+	}
+	pitchRef struct {
+		ID int64 `json:"id"`
+	}
+)
 
 func (a *API) createSong(c echo.Context) error {
 	var req songRequest
@@ -137,16 +180,13 @@ func (a *API) createSong(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{
-		"song":     map[string]any{"id": song.ID, "title": song.Title},
-		"revision": map[string]any{"id": rev.ID, "songId": rev.SongID, "title": rev.Title},
-		"screen":   screen,
-	})
+	return c.JSON(http.StatusCreated, songCreatedJSON{Song: songRef{song.ID, song.Title},
+		Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
 
 type revisionRequest struct {
-	Code  string `json:"code"`
-	Title string `json:"title"`
+	Code  string `json:"code" required:"true" description:"at most 64 KiB"`
+	Title string `json:"title" maxLength:"200"`
 }
 
 func (a *API) createRevision(c echo.Context) error {
@@ -175,14 +215,11 @@ func (a *API) createRevision(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{
-		"revision": map[string]any{"id": rev.ID, "songId": rev.SongID, "title": rev.Title},
-		"screen":   screen,
-	})
+	return c.JSON(http.StatusCreated, revisionCreatedJSON{Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
 
 type bodyRequest struct {
-	Body string `json:"body"`
+	Body string `json:"body" required:"true" description:"at most 8 KiB"`
 }
 
 func (a *API) createComment(c echo.Context) error {
@@ -208,10 +245,7 @@ func (a *API) createComment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{
-		"comment": map[string]any{"id": cm.ID, "songId": cm.SongID},
-		"screen":  screen,
-	})
+	return c.JSON(http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: screen})
 }
 
 func (a *API) createPitch(c echo.Context) error {
@@ -231,7 +265,7 @@ func (a *API) createPitch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"pitch": map[string]any{"id": p.ID}, "screen": screen})
+	return c.JSON(http.StatusCreated, pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: screen})
 }
 
 // deleteItem deletes one of the caller's own items; its owed jobs go with it (triggers).
@@ -252,20 +286,20 @@ func (a *API) deleteItem(kind string) echo.HandlerFunc {
 }
 
 type jobBrief struct {
-	Task          string  `json:"task"`
-	Why           *string `json:"why"`
-	Attempts      int     `json:"attempts"`
-	NextAttemptAt string  `json:"nextAttemptAt"`
+	Task          string    `json:"task" enum:"task"`
+	Why           *string   `json:"why" enum:"why"`
+	Attempts      int       `json:"attempts"`
+	NextAttemptAt timestamp `json:"nextAttemptAt"`
 }
 
 type mineItem struct {
-	Kind       string     `json:"kind"`
+	Kind       string     `json:"kind" enum:"kind"`
 	ID         int64      `json:"id"`
 	SongID     *int64     `json:"songId,omitempty"`
 	Title      string     `json:"title,omitempty"`
-	CreatedAt  string     `json:"createdAt"`
-	State      string     `json:"state"`
-	Verdict    *string    `json:"verdict"`
+	CreatedAt  timestamp  `json:"createdAt"`
+	State      string     `json:"state" enum:"screenState"`
+	Verdict    *string    `json:"verdict" enum:"verdict"`
 	Confidence *float64   `json:"confidence"`
 	Score      *scoreJSON `json:"score"`
 	Jobs       []jobBrief `json:"jobs"`

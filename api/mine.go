@@ -16,10 +16,31 @@ import (
 	"github.com/owed/owed/notify"
 )
 
+// mineJSON is an author's view: a page of their items, and their budget today.
+type mineJSON struct {
+	Items      []mineItem `json:"items"`
+	Budget     budgetJSON `json:"budget"`
+	NextCursor *string    `json:"nextCursor"`
+}
+
 type budgetJSON struct {
-	Limit    int64  `json:"limit"`
-	Spent    int64  `json:"spent"`
-	ResetsAt string `json:"resetsAt"`
+	Limit    int64     `json:"limit"`
+	Spent    int64     `json:"spent"`
+	ResetsAt timestamp `json:"resetsAt"`
+}
+
+// mineStreamQuery are the query parameters of GET /api/listeners/mine/stream.
+type mineStreamQuery struct {
+	State  string `query:"state" enum:"screenState"`
+	Kind   string `query:"kind" enum:"kind"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"500" default:"100"`
+	Cursor string `query:"cursor" description:"the nextCursor of the page before"`
+}
+
+// mineQueryParams are the query parameters of GET /api/listeners/mine.
+type mineQueryParams struct {
+	mineStreamQuery
+	Wait int `query:"wait" minimum:"1" maximum:"60" description:"long poll: with a matching If-None-Match, hold the answer up to this many seconds until the view changes (200) or the wait ends (304)"`
 }
 
 // The view's page sizes, and the bounds of a long poll's wait.
@@ -54,10 +75,10 @@ type mineCursor struct {
 func parseMineQuery(c echo.Context, withWait bool) (mineQuery, error) {
 	var q mineQuery
 	var err error
-	if q.state, err = oneOf(c, "state", models.StatePending, models.StatePublic, models.StateBlocked); err != nil {
+	if q.state, err = oneOf(c, "state", screenStates...); err != nil {
 		return q, err
 	}
-	if q.kind, err = oneOf(c, "kind", models.KindRevision, models.KindComment, models.KindPitch); err != nil {
+	if q.kind, err = oneOf(c, "kind", kinds...); err != nil {
 		return q, err
 	}
 	if q.limit, err = queryLimit(c, mineDefaultLimit, mineMaxLimit); err != nil {
@@ -172,11 +193,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Items      []mineItem `json:"items"`
-		Budget     budgetJSON `json:"budget"`
-		NextCursor *string    `json:"nextCursor"`
-	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
+	out := mineJSON{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),

@@ -8,7 +8,23 @@ import (
 	"github.com/owed/owed/frontend"
 )
 
+// pluginsJSON is the SPA's plugin manifest.
+type pluginsJSON struct {
+	Plugins []pluginJSON `json:"plugins"`
+}
+
+type pluginJSON struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Module string `json:"module"`
+}
+
 // plugins is the SPA's manifest: the built-in panels, then the operator's own modules.
 func (a *API) plugins(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"plugins": frontend.Plugins(a.PluginsDir)})
+	ps := frontend.Plugins(a.PluginsDir)
+	out := pluginsJSON{Plugins: make([]pluginJSON, 0, len(ps))}
+	for _, p := range ps {
+		out.Plugins = append(out.Plugins, pluginJSON(p))
+	}
+	return c.JSON(http.StatusOK, out)
 }

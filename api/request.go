@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -157,9 +156,10 @@ func idPage(c echo.Context, def, max int) (limit int, cursor int64, err error) {
 	return limit, cursor, err
 }
 
-// page answers one page of rows as {key: [rows as JSON], "nextCursor": …}. The cursor, made
-// from the last row, is given only when the page is full, so a client stops at a short page.
-func page[R, J any](c echo.Context, key string, rows []R, limit int, toJSON func(R) J, cursor func(R) any) error {
+// pageOf is one page of rows as their wire type, with the cursor to the next page (a list
+// answer puts its two keys in alphabetical order, as the map it once was did). The cursor,
+// made from the last row, is given only when the page is full, so a client stops at a short page.
+func pageOf[R, J any](rows []R, limit int, toJSON func(R) J, cursor func(R) any) ([]J, *string) {
 	out := make([]J, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toJSON(r))
@@ -168,7 +168,13 @@ func page[R, J any](c echo.Context, key string, rows []R, limit int, toJSON func
 	if len(rows) > 0 && len(rows) == limit {
 		next = encodeCursor(cursor(rows[len(rows)-1]))
 	}
-	return c.JSON(http.StatusOK, map[string]any{key: out, "nextCursor": next})
+	return out, next
+}
+
+// pageQuery are the query parameters of a list paged by an opaque cursor.
+type pageQuery struct {
+	Limit  int    `query:"limit" minimum:"1" description:"the page size"`
+	Cursor string `query:"cursor" description:"the nextCursor of the page before"`
 }
 
 type idCursor struct {
@@ -187,50 +193,3 @@ func readIDCursor(c echo.Context) (int64, error) {
 	}
 	return cur.ID, nil
 }
-
-// Times go out as RFC 3339 in UTC with milliseconds.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// msTime is time.UnixMilli(ms).UTC().Format(timeFormat), written digit by digit: lists answer
-// a time stamp or two a row, and Format, which interprets its layout each call, costs three
-// times as much.
-func msTime(ms int64) string {
-	t := time.UnixMilli(ms).UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.Format(timeFormat)
-	}
-	hour, min, sec := t.Clock()
-	var b [24]byte
-	put := func(at, v, width int) {
-		for i := at + width - 1; i >= at; i-- {
-			b[i] = byte('0' + v%10)
-			v /= 10
-		}
-	}
-	put(0, year, 4)
-	b[4] = '-'
-	put(5, int(month), 2)
-	b[7] = '-'
-	put(8, day, 2)
-	b[10] = 'T'
-	put(11, hour, 2)
-	b[13] = ':'
-	put(14, min, 2)
-	b[16] = ':'
-	put(17, sec, 2)
-	b[19] = '.'
-	put(20, t.Nanosecond()/1e6, 3)
-	b[23] = 'Z'
-	return string(b[:])
-}
-
-func msTimePtr(ms *int64) *string {
-	if ms == nil {
-		return nil
-	}
-	s := msTime(*ms)
-	return &s
-}
-
-func timeStr(t time.Time) string { return t.UTC().Format(timeFormat) }

@@ -15,7 +15,7 @@ func TestMsTimeIsFormat(t *testing.T) {
 		cases = append(cases, rng.Int64N(400_000_000_000_000)-100_000_000_000_000)
 	}
 	for _, ms := range cases {
-		if got, want := msTime(ms), time.UnixMilli(ms).UTC().Format(timeFormat); got != want {
+		if got, want := string(msTime(ms)), time.UnixMilli(ms).UTC().Format(timeFormat); got != want {
 			t.Fatalf("msTime(%d) = %q, want %q", ms, got, want)
 		}
 	}

@@ -35,15 +35,27 @@ var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 var errScrapeDeleting = &Error{Status: http.StatusConflict, Code: "conflict", Message: "the scrape is being deleted"}
 
 type scrapeCountsJSON struct {
-	Pending       int64             `json:"pending"`
-	Cached        int64             `json:"cached"`
-	Failed        int64             `json:"failed"`
-	Suspect       int64             `json:"suspect"`
-	Unverified    int64             `json:"unverified"`
-	Skipped       int64             `json:"skipped"`
-	Total         int64             `json:"total"`
-	StoredBytes   int64             `json:"storedBytes"`
-	PendingByKind models.KindCounts `json:"pendingByKind"`
+	Pending       int64          `json:"pending"`
+	Cached        int64          `json:"cached"`
+	Failed        int64          `json:"failed"`
+	Suspect       int64          `json:"suspect"`
+	Unverified    int64          `json:"unverified"`
+	Skipped       int64          `json:"skipped"`
+	Total         int64          `json:"total"`
+	StoredBytes   int64          `json:"storedBytes"`
+	PendingByKind kindCountsJSON `json:"pendingByKind"`
+}
+
+// kindCountsJSON counts media rows by kind.
+type kindCountsJSON struct {
+	Image int64 `json:"image"`
+	GIF   int64 `json:"gif"`
+	Video int64 `json:"video"`
+	Audio int64 `json:"audio"`
+}
+
+func kindCountsOf(k models.KindCounts) kindCountsJSON {
+	return kindCountsJSON{Image: k.Image, GIF: k.GIF, Video: k.Video, Audio: k.Audio}
 }
 
 type scrapeJSON struct {
@@ -52,12 +64,39 @@ type scrapeJSON struct {
 	GuildID    *string          `json:"guildId"`
 	Backend    string           `json:"backend"`
 	Mode       string           `json:"mode"`
-	State      string           `json:"state"`
+	State      string           `json:"state" enum:"scrapeState"`
 	Downloaded int64            `json:"downloaded"`
-	PushedAt   string           `json:"pushedAt"`
-	CreatedAt  string           `json:"createdAt"`
-	UpdatedAt  string           `json:"updatedAt"`
+	PushedAt   timestamp        `json:"pushedAt"`
+	CreatedAt  timestamp        `json:"createdAt"`
+	UpdatedAt  timestamp        `json:"updatedAt"`
 	Counts     scrapeCountsJSON `json:"counts"`
+}
+
+type scrapeListJSON struct {
+	NextCursor *string      `json:"nextCursor"`
+	Scrapes    []scrapeJSON `json:"scrapes"`
+}
+
+// scrapesQuery are the query parameters of GET /api/scrapes.
+type scrapesQuery struct {
+	ChatID string `query:"chatId" maxLength:"100"`
+	State  string `query:"state" enum:"scrapeListable"`
+	pageQuery
+}
+
+type mediaListJSON struct {
+	Media      []mediaJSON `json:"media"`
+	NextCursor *string     `json:"nextCursor"`
+}
+
+// scrapeMediaQuery are the query parameters of a scrape's media list.
+type scrapeMediaQuery struct {
+	State string `query:"state" enum:"mediaState"`
+	pageQuery
+}
+
+type acceptedJSON struct {
+	Accepted int `json:"accepted"`
 }
 
 func scrapeOf(s models.Scrape) scrapeJSON {
@@ -65,19 +104,19 @@ func scrapeOf(s models.Scrape) scrapeJSON {
 	return scrapeJSON{ID: s.ID, ChatID: s.ChatID, GuildID: s.GuildID, Backend: s.Backend, Mode: s.Mode, State: s.State,
 		Downloaded: s.Downloaded, PushedAt: msTime(s.PushedAt), CreatedAt: msTime(s.CreatedAt), UpdatedAt: msTime(s.UpdatedAt),
 		Counts: scrapeCountsJSON{Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect,
-			Unverified: c.Unverified, Skipped: c.Skipped, Total: c.Total, StoredBytes: c.StoredBytes, PendingByKind: c.PendingByKind}}
+			Unverified: c.Unverified, Skipped: c.Skipped, Total: c.Total, StoredBytes: c.StoredBytes, PendingByKind: kindCountsOf(c.PendingByKind)}}
 }
 
 type mediaJSON struct {
-	ID          int64   `json:"id"`
-	ScrapeID    int64   `json:"scrapeId"`
-	Kind        string  `json:"kind"`
-	URL         string  `json:"url"`
-	Bytes       *int64  `json:"bytes"`
-	State       string  `json:"state"`
-	StoredBytes int64   `json:"storedBytes"`
-	UpdatedAt   string  `json:"updatedAt"`
-	PreviewURL  *string `json:"previewUrl"`
+	ID          int64     `json:"id"`
+	ScrapeID    int64     `json:"scrapeId"`
+	Kind        string    `json:"kind" enum:"mediaKind"`
+	URL         string    `json:"url"`
+	Bytes       *int64    `json:"bytes"`
+	State       string    `json:"state" enum:"mediaState"`
+	StoredBytes int64     `json:"storedBytes"`
+	UpdatedAt   timestamp `json:"updatedAt"`
+	PreviewURL  *string   `json:"previewUrl"`
 }
 
 func mediaOf(m models.Media) mediaJSON {
@@ -112,10 +151,10 @@ func checkID(field string, v string) error {
 }
 
 type scrapeRequest struct {
-	ChatID  *string `json:"chatId"`
-	GuildID *string `json:"guildId"`
-	Backend *string `json:"backend"`
-	Mode    *string `json:"mode"`
+	ChatID  *string `json:"chatId" required:"true" maxLength:"100"`
+	GuildID *string `json:"guildId" nullable:"true" maxLength:"100"`
+	Backend *string `json:"backend" required:"true" pattern:"backendName" description:"the bot account kind, e.g. puppet or slopbot"`
+	Mode    *string `json:"mode" required:"true" pattern:"backendName"`
 }
 
 // createScrape records a scrape the bot starts: active, holding the walk lock.
@@ -192,17 +231,18 @@ func (a *API) listScrapes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, "scrapes", rows, limit, scrapeOf, func(s models.Scrape) any { return idCursor{s.ID} })
+	out, next := pageOf(rows, limit, scrapeOf, func(s models.Scrape) any { return idCursor{s.ID} })
+	return c.JSON(http.StatusOK, scrapeListJSON{next, out})
 }
 
 type mediaItemRequest struct {
-	URL   *string `json:"url"`
-	Kind  *string `json:"kind"`
-	Bytes *int64  `json:"bytes"`
+	URL   *string `json:"url" required:"true" format:"uri" maxLength:"4096" description:"http or https"`
+	Kind  *string `json:"kind" required:"true" enum:"mediaKind"`
+	Bytes *int64  `json:"bytes" minimum:"0" maximum:"9007199254740991" description:"the declared size"`
 }
 
 type mediaPushRequest struct {
-	Media []mediaItemRequest `json:"media"`
+	Media []mediaItemRequest `json:"media" required:"true" minItems:"1" maxItems:"1000"`
 }
 
 // checkMediaURL accepts absolute http(s) URLs with a host, of a sane length; unless
@@ -270,12 +310,12 @@ func (a *API) pushMedia(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]int{"accepted": n})
+	return c.JSON(http.StatusAccepted, acceptedJSON{n})
 }
 
 type scrapePatch struct {
-	State      *string `json:"state"`
-	Downloaded *int64  `json:"downloaded"`
+	State      *string `json:"state" enum:"scrapeSettable"`
+	Downloaded *int64  `json:"downloaded" minimum:"0" maximum:"9007199254740991"`
 }
 
 // settableScrapeStates are the states the bot may set. Going back to active is allowed (the
@@ -361,7 +401,8 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, "media", rows, limit, mediaOf, func(m models.Media) any { return idCursor{m.ID} })
+	out, next := pageOf(rows, limit, mediaOf, func(m models.Media) any { return idCursor{m.ID} })
+	return c.JSON(http.StatusOK, mediaListJSON{out, next})
 }
 
 // mediaPreview serves a cached preview: a JPEG thumbnail whose file is found from the row's

@@ -9,11 +9,59 @@ import (
 )
 
 type songJSON struct {
-	ID        int64    `json:"id"`
-	Title     string   `json:"title"`
-	UserID    int64    `json:"userId"`
-	Art       *float64 `json:"art"`
-	CreatedAt string   `json:"createdAt"`
+	ID        int64     `json:"id"`
+	Title     string    `json:"title"`
+	UserID    int64     `json:"userId"`
+	Art       *float64  `json:"art"`
+	CreatedAt timestamp `json:"createdAt"`
+}
+
+type songListJSON struct {
+	NextCursor *string    `json:"nextCursor"`
+	Songs      []songJSON `json:"songs"`
+}
+
+// songsQuery are the query parameters of GET /api/songs.
+type songsQuery struct {
+	Sort string `query:"sort" enum:"songSort" description:"art (the default: best art first, unscored songs last) or new"`
+	pageQuery
+}
+
+var songSorts = []string{"art", "new"}
+
+// songDetailJSON is a public song with its allowed revisions and comments (keys in the order a
+// map of them had).
+type songDetailJSON struct {
+	Comments  []commentJSON  `json:"comments"`
+	Revisions []revisionJSON `json:"revisions"`
+	Song      songJSON       `json:"song"`
+}
+
+type revisionJSON struct {
+	ID        int64      `json:"id"`
+	Title     string     `json:"title"`
+	Code      string     `json:"code"`
+	CreatedAt timestamp  `json:"createdAt"`
+	Score     *scoreJSON `json:"score"`
+}
+
+type commentJSON struct {
+	ID        int64     `json:"id"`
+	UserID    int64     `json:"userId"`
+	Body      string    `json:"body"`
+	CreatedAt timestamp `json:"createdAt"`
+}
+
+type pitchJSON struct {
+	ID        int64     `json:"id"`
+	UserID    int64     `json:"userId"`
+	Body      string    `json:"body"`
+	CreatedAt timestamp `json:"createdAt"`
+}
+
+type pitchListJSON struct {
+	NextCursor *string     `json:"nextCursor"`
+	Pitches    []pitchJSON `json:"pitches"`
 }
 
 func songOf(s models.Song) songJSON {
@@ -23,7 +71,7 @@ func songOf(s models.Song) songJSON {
 // listSongs pages through public songs, best art first (sort=art, the default; unscored
 // songs last) or newest first (sort=new).
 func (a *API) listSongs(c echo.Context) error {
-	sort, err := oneOf(c, "sort", "art", "new")
+	sort, err := oneOf(c, "sort", songSorts...)
 	if err != nil {
 		return err
 	}
@@ -48,7 +96,8 @@ func (a *API) listSongs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, "songs", songs, limit, songOf, func(s models.Song) any { return models.SongCursor{Art: s.Art, ID: s.ID} })
+	out, next := pageOf(songs, limit, songOf, func(s models.Song) any { return models.SongCursor{Art: s.Art, ID: s.ID} })
+	return c.JSON(http.StatusOK, songListJSON{next, out})
 }
 
 // getSong shows a public song with its allowed revisions and comments.
@@ -61,28 +110,15 @@ func (a *API) getSong(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type revJSON struct {
-		ID        int64      `json:"id"`
-		Title     string     `json:"title"`
-		Code      string     `json:"code"`
-		CreatedAt string     `json:"createdAt"`
-		Score     *scoreJSON `json:"score"`
-	}
-	type commentJSON struct {
-		ID        int64  `json:"id"`
-		UserID    int64  `json:"userId"`
-		Body      string `json:"body"`
-		CreatedAt string `json:"createdAt"`
-	}
-	rs := make([]revJSON, 0, len(revs))
+	rs := make([]revisionJSON, 0, len(revs))
 	for _, r := range revs {
-		rs = append(rs, revJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
+		rs = append(rs, revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
 	}
 	cs := make([]commentJSON, 0, len(comments))
 	for _, cm := range comments {
 		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: msTime(cm.CreatedAt)})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"song": songOf(song), "revisions": rs, "comments": cs})
+	return c.JSON(http.StatusOK, songDetailJSON{Song: songOf(song), Revisions: rs, Comments: cs})
 }
 
 // listPitches pages through allowed pitches, newest first.
@@ -95,13 +131,8 @@ func (a *API) listPitches(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type pitchJSON struct {
-		ID        int64  `json:"id"`
-		UserID    int64  `json:"userId"`
-		Body      string `json:"body"`
-		CreatedAt string `json:"createdAt"`
-	}
-	return page(c, "pitches", ps, limit, func(p models.Pitch) pitchJSON {
+	out, next := pageOf(ps, limit, func(p models.Pitch) pitchJSON {
 		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: msTime(p.CreatedAt)}
 	}, func(p models.Pitch) any { return idCursor{p.ID} })
+	return c.JSON(http.StatusOK, pitchListJSON{next, out})
 }

@@ -8,6 +8,42 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// statsJSON is the overview's summary (keys in the order a map of them had).
+type statsJSON struct {
+	// Backfill is absent when this process runs no backfill queue, null when its summary
+	// could not be read.
+	Backfill  **backfillSummaryJSON `json:"backfill,omitempty"`
+	Health    map[string]string     `json:"health" description:"database and model: ok, or what is wrong"`
+	Holds     holdsJSON             `json:"holds"`
+	Jobs      jobStatsJSON          `json:"jobs"`
+	Retention retentionJSON         `json:"retention"`
+	Settled   []minuteJSON          `json:"settled" description:"what was settled each minute of the last hour"`
+	Version   string                `json:"version"`
+}
+
+// jobStatsJSON counts the owed jobs (keys in the order a map of them had).
+type jobStatsJSON struct {
+	ByTask      map[string]int64 `json:"byTask"`
+	ByWhy       map[string]int64 `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's"`
+	Due         int64            `json:"due"`
+	Leased      int64            `json:"leased"`
+	OldestDueAt *timestamp       `json:"oldestDueAt"`
+	Total       int64            `json:"total"`
+}
+
+type minuteJSON struct {
+	At      timestamp `json:"at"`
+	Screen  int64     `json:"screen"`
+	Score   int64     `json:"score"`
+	Pending int64     `json:"pending"`
+}
+
+// retentionJSON is how long settled rows are kept (keys in the order a map of them had).
+type retentionJSON struct {
+	Deliveries string `json:"deliveries" description:"e.g. 30d, or forever"`
+	Events     string `json:"events" description:"e.g. 30d, or forever"`
+}
+
 // stats is the overview's summary: owed jobs by why and task, and what was settled each minute
 // of the last hour.
 func (a *API) stats(c echo.Context) error {
@@ -20,15 +56,9 @@ func (a *API) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type minute struct {
-		At      string `json:"at"`
-		Screen  int64  `json:"screen"`
-		Score   int64  `json:"score"`
-		Pending int64  `json:"pending"`
-	}
-	ms := make([]minute, 0, len(settled))
+	ms := make([]minuteJSON, 0, len(settled))
 	for _, s := range settled {
-		ms = append(ms, minute{At: msTime(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
+		ms = append(ms, minuteJSON{At: msTime(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
 	}
 	health := map[string]string{"database": "ok", "model": "ok"}
 	if p := a.modelProblem(); p != "" {
@@ -38,18 +68,19 @@ func (a *API) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{
-		"jobs": map[string]any{"total": st.Total, "due": st.Due, "leased": st.Leased, "byWhy": st.ByWhy,
-			"byTask": st.ByTask, "oldestDueAt": msTimePtr(st.OldestDueAt)},
-		"settled": ms,
-		"health":  health,
-		"holds":   holds,
-		"version": a.Version,
-		"retention": map[string]string{"events": durationText(a.Retention.Events),
-			"deliveries": durationText(a.Retention.Deliveries)},
+	out := statsJSON{
+		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Leased: st.Leased, ByWhy: st.ByWhy,
+			ByTask: st.ByTask, OldestDueAt: msTimePtr(st.OldestDueAt)},
+		Settled: ms,
+		Health:  health,
+		Holds:   holdsOf(holds),
+		Version: a.Version,
+		Retention: retentionJSON{Events: durationText(a.Retention.Events),
+			Deliveries: durationText(a.Retention.Deliveries)},
 	}
 	if a.BackfillSummary != nil {
-		out["backfill"] = a.BackfillSummary(ctx)
+		sum := backfillSummaryOf(a.BackfillSummary(ctx))
+		out.Backfill = &sum
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -12,8 +12,21 @@ import (
 )
 
 type userRequest struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
+	Name string `json:"name" required:"true" maxLength:"100"`
+	Role string `json:"role" required:"true" enum:"role"`
+}
+
+// userCreatedJSON is a user with its token, shown only when it is made.
+type userCreatedJSON struct {
+	ID    int64  `json:"id"`
+	Name  string `json:"name"`
+	Role  string `json:"role" enum:"role"`
+	Token string `json:"token" description:"the token, shown only now"`
+}
+
+type userListJSON struct {
+	NextCursor *string         `json:"nextCursor"`
+	Users      []userAdminJSON `json:"users"`
 }
 
 // createUser adds a user and shows its token, once.
@@ -36,15 +49,19 @@ func (a *API) createUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": token})
+	return c.JSON(http.StatusCreated, userCreatedJSON{u.ID, u.Name, u.Role, token})
 }
 
+// roles lists every role a user can have.
+var roles = []string{models.RoleAuthor, models.RoleBot, models.RoleAdmin}
+
+// userAdminJSON is a user as an admin sees it.
 type userAdminJSON struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Role      string `json:"role"`
-	Disabled  bool   `json:"disabled"`
-	CreatedAt string `json:"createdAt"`
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role" enum:"role"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt timestamp `json:"createdAt"`
 }
 
 func userAdminOf(u models.User) userAdminJSON {
@@ -61,7 +78,8 @@ func (a *API) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, "users", us, limit, userAdminOf, func(u models.User) any { return idCursor{u.ID} })
+	users, next := pageOf(us, limit, userAdminOf, func(u models.User) any { return idCursor{u.ID} })
+	return c.JSON(http.StatusOK, userListJSON{next, users})
 }
 
 // rotateToken gives a user a new token, shown once in the answer. The old token and every
@@ -85,12 +103,12 @@ func (a *API) rotateToken(c echo.Context) error {
 		return err
 	}
 	a.Log.Info("token rotated", "userId", u.ID, "by", caller(c).ID)
-	return c.JSON(http.StatusOK, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": token})
+	return c.JSON(http.StatusOK, userCreatedJSON{u.ID, u.Name, u.Role, token})
 }
 
 type userPatch struct {
 	// Disabled is required; a pointer so a body without it is refused rather than read as false.
-	Disabled *bool `json:"disabled"`
+	Disabled *bool `json:"disabled" required:"true"`
 }
 
 var errLastAdmin = &Error{Status: http.StatusConflict, Code: "conflict", Field: "disabled",

@@ -16,16 +16,46 @@ import (
 type webhookJSON struct {
 	ID     int64    `json:"id"`
 	URL    string   `json:"url"`
-	Events []string `json:"events"`
+	Events []string `json:"events" enum:"webhookEvent"`
 	Active bool     `json:"active"`
 	// DisabledReason is null while active; "admin" or "gone" (the receiver answered 410).
-	DisabledReason *string `json:"disabledReason"`
-	CreatedAt      string  `json:"createdAt"`
+	DisabledReason *string   `json:"disabledReason" enum:"disabledReason"`
+	CreatedAt      timestamp `json:"createdAt"`
 	// Failing is true while the newest attempted delivery is not delivered: its receiver
 	// refuses, fails or cannot be reached; LastStatus and LastError say how.
-	Failing    bool    `json:"failing"`
+	Failing    bool    `json:"failing" description:"the newest attempted delivery is not delivered (the list only)"`
 	LastStatus *int    `json:"lastStatus"`
 	LastError  *string `json:"lastError"`
+}
+
+var disabledReasons = []string{models.DisabledByAdmin, models.DisabledGone}
+
+// The answers about webhooks (keys in the order a map of them had).
+type (
+	webhookCreatedJSON struct {
+		Secret  string      `json:"secret" pattern:"^whsec_" description:"the signing secret, shown only now"`
+		Webhook webhookJSON `json:"webhook"`
+	}
+	webhookAnswerJSON struct {
+		Webhook webhookJSON `json:"webhook"`
+	}
+	webhookListJSON struct {
+		NextCursor *string       `json:"nextCursor"`
+		Webhooks   []webhookJSON `json:"webhooks"`
+	}
+	deliveryAnswerJSON struct {
+		Delivery deliveryJSON `json:"delivery"`
+	}
+	deliveryListJSON struct {
+		Deliveries []deliveryJSON `json:"deliveries"`
+		NextCursor *string        `json:"nextCursor"`
+	}
+)
+
+// deliveriesQuery are the query parameters of a webhook's deliveries.
+type deliveriesQuery struct {
+	Status string `query:"status" enum:"deliveryStatus"`
+	pageQuery
 }
 
 func webhookOf(w models.Webhook) webhookJSON {
@@ -36,40 +66,40 @@ func webhookOf(w models.Webhook) webhookJSON {
 	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: msTime(w.CreatedAt)}
 }
 
-type attemptJSON struct {
-	Attempt   int     `json:"attempt"`
-	At        string  `json:"at"`
-	Status    *int    `json:"status"`
-	LatencyMs int64   `json:"latencyMs"`
-	Error     *string `json:"error"`
+type deliveryAttemptJSON struct {
+	Attempt   int       `json:"attempt"`
+	At        timestamp `json:"at"`
+	Status    *int      `json:"status"`
+	LatencyMs int64     `json:"latencyMs"`
+	Error     *string   `json:"error"`
 }
 
 type deliveryJSON struct {
-	ID            int64           `json:"id"`
-	WebhookID     int64           `json:"webhookId"`
-	MessageID     string          `json:"messageId"`
-	Event         string          `json:"event"`
-	Status        string          `json:"status"`
-	Attempts      int             `json:"attempts"`
-	LastStatus    *int            `json:"lastStatus"`
-	LastError     *string         `json:"lastError"`
-	NextAttemptAt *string         `json:"nextAttemptAt"`
-	DeliveredAt   *string         `json:"deliveredAt"`
-	CreatedAt     string          `json:"createdAt"`
-	AttemptLog    []attemptJSON   `json:"attemptLog"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
+	ID            int64                 `json:"id"`
+	WebhookID     int64                 `json:"webhookId"`
+	MessageID     string                `json:"messageId"`
+	Event         string                `json:"event" enum:"webhookEvent"`
+	Status        string                `json:"status" enum:"deliveryStatus"`
+	Attempts      int                   `json:"attempts"`
+	LastStatus    *int                  `json:"lastStatus"`
+	LastError     *string               `json:"lastError"`
+	NextAttemptAt *timestamp            `json:"nextAttemptAt"`
+	DeliveredAt   *timestamp            `json:"deliveredAt"`
+	CreatedAt     timestamp             `json:"createdAt"`
+	AttemptLog    []deliveryAttemptJSON `json:"attemptLog"`
+	Payload       json.RawMessage       `json:"payload,omitempty" description:"the body sent (one delivery's own route only)"`
 }
 
 func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, WebhookID: d.WebhookID, MessageID: d.MsgID, Event: d.Event, Status: d.Status,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: msTimePtr(d.DeliveredAt),
-		CreatedAt: msTime(d.CreatedAt), AttemptLog: make([]attemptJSON, 0, len(attempts))}
+		CreatedAt: msTime(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
 	if d.Status == models.DeliveryPending {
 		next := msTime(d.DueAt)
 		out.NextAttemptAt = &next
 	}
 	for _, a := range attempts {
-		out.AttemptLog = append(out.AttemptLog, attemptJSON{Attempt: a.Attempt, At: msTime(a.At), Status: a.Status,
+		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: msTime(a.At), Status: a.Status,
 			LatencyMs: a.LatencyMs, Error: a.Error})
 	}
 	if d.Payload != "" {
@@ -83,8 +113,8 @@ func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJS
 const listedAttempts = 20
 
 type webhookRequest struct {
-	URL    string   `json:"url"`
-	Events []string `json:"events"`
+	URL    string   `json:"url" required:"true" format:"uri" description:"http or https; not a loopback or private address unless OWED_WEBHOOKS_ALLOW_PRIVATE"`
+	Events []string `json:"events" required:"true" minItems:"1" enum:"webhookEvent"`
 }
 
 // checkEvents validates a subscription's events: at least one, each known; duplicates go.
@@ -128,7 +158,7 @@ func (a *API) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"webhook": webhookOf(w), "secret": secret})
+	return c.JSON(http.StatusCreated, webhookCreatedJSON{Webhook: webhookOf(w), Secret: secret})
 }
 
 // listWebhooks pages through the subscriptions, oldest first.
@@ -156,11 +186,12 @@ func (a *API) listWebhooks(c echo.Context) error {
 		out.Failing, out.LastStatus, out.LastError = h.Failing, h.LastStatus, h.LastError
 		return out
 	}
-	return page(c, "webhooks", ws, limit, withHealth, func(w models.Webhook) any { return idCursor{w.ID} })
+	out, next := pageOf(ws, limit, withHealth, func(w models.Webhook) any { return idCursor{w.ID} })
+	return c.JSON(http.StatusOK, webhookListJSON{next, out})
 }
 
 type webhookUpdate struct {
-	Active *bool `json:"active"`
+	Active *bool `json:"active" required:"true"`
 }
 
 // updateWebhook enables or disables a subscription. Disabling cancels its pending
@@ -181,7 +212,7 @@ func (a *API) updateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"webhook": webhookOf(w)})
+	return c.JSON(http.StatusOK, webhookAnswerJSON{webhookOf(w)})
 }
 
 // deleteWebhook deletes a subscription with its deliveries and their attempts.
@@ -229,9 +260,10 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return page(c, "deliveries", ds, limit,
+	out, next := pageOf(ds, limit,
 		func(d models.Delivery) deliveryJSON { return deliveryOf(d, attempts[d.ID]) },
 		func(d models.Delivery) any { return idCursor{d.ID} })
+	return c.JSON(http.StatusOK, deliveryListJSON{out, next})
 }
 
 // deliveryAnswer answers one delivery with its payload and every attempt.
@@ -240,7 +272,7 @@ func (a *API) deliveryAnswer(c echo.Context, d models.Delivery) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"delivery": deliveryOf(d, attempts[d.ID])})
+	return c.JSON(http.StatusOK, deliveryAnswerJSON{deliveryOf(d, attempts[d.ID])})
 }
 
 // getDelivery shows one delivery with its payload and every attempt.

@@ -284,13 +284,13 @@ func (a *App) newEcho() *echo.Echo {
 	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
 	h.MediaAllowPrivate = a.Config.MediaAllowPrivate
 	h.Backfill, h.Media = a.Backfill, a.Media
-	h.BackfillSummary = func(ctx context.Context) any {
+	h.BackfillSummary = func(ctx context.Context) *scheduler.BackfillSummary {
 		s, err := a.Backfill.Summary(ctx)
 		if err != nil {
 			a.Log.Error("backfill summary", "err", err)
 			return nil
 		}
-		return s
+		return &s
 	}
 	h.Notify = a.Notify
 	a.API = h

@@ -33,9 +33,9 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // Plugin is one entry of the SPA's plugin manifest (GET /api/admin/plugins).
 type Plugin struct {
-	ID     string `json:"id"`
-	Title  string `json:"title"`
-	Module string `json:"module"`
+	ID     string
+	Title  string
+	Module string
 }
 
 // builtins are the panels shipped in dist/plugins, in tab order.

@@ -46,7 +46,7 @@ func TestBackfillScheduleFollowsTheRunOrder(t *testing.T) {
 		}
 		for chat, w := range want {
 			j := b.mustJob(st, chat)
-			got := figs{j.State, intOf(j.Position), i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs), i64(j.EtaMs), i64(j.WaitMs), strOf(j.WaitsFor)}
+			got := figs{j.State, intOf(j.Position), i64(j.EtaStart), i64(j.EtaRun), i64(j.EtaTotal), i64(j.Eta), i64(j.Wait), strOf(j.WaitsFor)}
 			if got != w {
 				t.Errorf("%s:\n got  %+v\n want %+v", chat, got, w)
 			}
@@ -55,7 +55,7 @@ func TestBackfillScheduleFollowsTheRunOrder(t *testing.T) {
 		if j := b.mustJob(st, "paused-ahead"); j.PerMinute != 100 || j.RateMeasured {
 			t.Errorf("paused-ahead perMinute %v (measured %v), want 100 borrowed", j.PerMinute, j.RateMeasured)
 		}
-		if got := i64(st.Totals.EtaTotalMs); got != "195000" {
+		if got := i64(st.Totals.EtaTotal); got != "195000" {
 			t.Errorf("totals etaTotalMs = %s, want 195000: the end of the last scheduled job", got)
 		}
 
@@ -63,11 +63,11 @@ func TestBackfillScheduleFollowsTheRunOrder(t *testing.T) {
 		b.clk.Advance(30 * time.Second)
 		b.exec(`UPDATE backfill_runner SET limited_until = NULL`)
 		st = b.status()
-		if j := b.mustJob(st, "runner"); i64(j.EtaTotalMs) != "120000" || i64(j.WaitMs) != "0" || j.WaitsFor != nil {
-			t.Errorf("runner after the limit: total %s, wait %s, waitsFor %s; want 120000, 0, null", i64(j.EtaTotalMs), i64(j.WaitMs), strOf(j.WaitsFor))
+		if j := b.mustJob(st, "runner"); i64(j.EtaTotal) != "120000" || i64(j.Wait) != "0" || j.WaitsFor != nil {
+			t.Errorf("runner after the limit: total %s, wait %s, waitsFor %s; want 120000, 0, null", i64(j.EtaTotal), i64(j.Wait), strOf(j.WaitsFor))
 		}
-		if j := b.mustJob(st, "next"); i64(j.EtaStartMs) != "120000" {
-			t.Errorf("next starts in %s, want 120000", i64(j.EtaStartMs))
+		if j := b.mustJob(st, "next"); i64(j.EtaStart) != "120000" {
+			t.Errorf("next starts in %s, want 120000", i64(j.EtaStart))
 		}
 	})
 }
@@ -89,8 +89,8 @@ func TestBackfillTotalsTakeTheFirstRunningNonZeroRate(t *testing.T) {
 		b.exec(ins, "first", "running", 3, 90.0, ms, ms)
 		b.exec(ins, "later", "running", 4, 50.0, ms, ms)
 		tot := b.status().Totals
-		if tot.PerMinute != 90 || i64(tot.EtaRunMs) != "160000" {
-			t.Errorf("totals rate %v, run %s; want 90 (the first running job's non-zero rate), 160000", tot.PerMinute, i64(tot.EtaRunMs))
+		if tot.PerMinute != 90 || i64(tot.EtaRun) != "160000" {
+			t.Errorf("totals rate %v, run %s; want 90 (the first running job's non-zero rate), 160000", tot.PerMinute, i64(tot.EtaRun))
 		}
 		// With no running job measured, the estimate (120 a minute).
 		b.exec(`UPDATE backfill_jobs SET per_minute = NULL WHERE state = 'running'`)
@@ -267,8 +267,8 @@ func TestBackfillNewJobTakesTheLastMeasuredRate(t *testing.T) {
 		b.exec(ins, "before", "done", 2, 45.0, ms-100000, ms-10000, ms-10000)
 		b.exec(ins, "now", "running", 3, nil, ms-10000, nil, ms)
 		j := b.mustJob(b.status(), "now")
-		if j.PerMinute != 45 || j.RateMeasured || i64(j.EtaTotalMs) != "120000" {
-			t.Errorf("now: perMinute %v (measured %v), total %s; want 45 borrowed from the job before, 120000", j.PerMinute, j.RateMeasured, i64(j.EtaTotalMs))
+		if j.PerMinute != 45 || j.RateMeasured || i64(j.EtaTotal) != "120000" {
+			t.Errorf("now: perMinute %v (measured %v), total %s; want 45 borrowed from the job before, 120000", j.PerMinute, j.RateMeasured, i64(j.EtaTotal))
 		}
 	})
 }

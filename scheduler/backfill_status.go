@@ -9,153 +9,156 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// BackfillSettings are the queue's settings as the API shows and takes them.
+// BackfillSettings are the queue's settings.
 type BackfillSettings struct {
-	// BatchSize is how many rows one batch previews (1..500).
-	BatchSize int `json:"batchSize"`
-	// BatchPauseMs is the cooldown between batches.
-	BatchPauseMs int64 `json:"batchPauseMs"`
+	// BatchSize is how many rows one batch previews (1..MaxBatchSize).
+	BatchSize int
+	// BatchPauseMs is the cooldown between batches, in ms.
+	BatchPauseMs int64
 	// Auto starts jobs with pending rows when owed starts.
-	Auto bool `json:"auto"`
+	Auto bool
 }
 
 // BackfillMember is one member scrape of a job with its counts.
 type BackfillMember struct {
-	ScrapeID int64  `json:"scrapeId"`
-	State    string `json:"state"`
-	Backend  string `json:"backend"`
-	Mode     string `json:"mode"`
-	Pending  int64  `json:"pending"`
-	Cached   int64  `json:"cached"`
-	Failed   int64  `json:"failed"`
+	ScrapeID int64
+	State    string
+	Backend  string
+	Mode     string
+	Pending  int64
+	Cached   int64
+	Failed   int64
 	// Suspect rows wait for their one delayed retry.
-	Suspect int64 `json:"suspect"`
+	Suspect int64
 	// Unverified rows failed their retry too.
-	Unverified int64 `json:"unverified"`
+	Unverified int64
 	// Skipped rows have no preview (video, audio).
-	Skipped    int64 `json:"skipped"`
-	Total      int64 `json:"total"`
-	Downloaded int64 `json:"downloaded"`
+	Skipped    int64
+	Total      int64
+	Downloaded int64
 	// Bytes is the size of the stored previews.
-	Bytes         int64             `json:"bytes"`
-	PendingByKind models.KindCounts `json:"pendingByKind"`
+	Bytes         int64
+	PendingByKind models.KindCounts
 }
 
 // BackfillJobStatus is one chat's job as the status shows it.
 type BackfillJobStatus struct {
-	ChatID  string  `json:"chatId"`
-	GuildID *string `json:"guildId"`
+	ChatID  string
+	GuildID *string
 	// State is idle, queued (started, but another job holds the queue), running, paused or done.
-	State      string           `json:"state"`
-	Members    []BackfillMember `json:"members"`
-	Pending    int64            `json:"pending"`
-	Cached     int64            `json:"cached"`
-	Failed     int64            `json:"failed"`
-	Skipped    int64            `json:"skipped"`
-	Total      int64            `json:"total"`
-	Downloaded int64            `json:"downloaded"`
-	Bytes      int64            `json:"bytes"`
+	State   string
+	Members []BackfillMember
+	BackfillCounts
 	// Processed is the rows handled since this run started.
-	Processed  int64   `json:"processed"`
-	StartedAt  *string `json:"startedAt"`
-	FinishedAt *string `json:"finishedAt"`
+	Processed  int64
+	StartedAt  *time.Time
+	FinishedAt *time.Time
 	// PerMinute is the run's measured rate (rows taken off pending over running time) once it
 	// has run 30 s; else the running job's measured rate (the same engine serves every job);
 	// else the settings' estimate.
-	PerMinute    float64 `json:"perMinute"`
-	RateMeasured bool    `json:"rateMeasured"`
-	// EtaMs is the time to clear the pending rows at PerMinute (for the running job, from now,
-	// the wait in hand included); null when nothing is pending.
-	EtaMs *int64 `json:"etaMs"`
-	// EtaStartMs is the wait until the job starts: 0 for the running job; for a queued one the
-	// jobs ahead of it and the wait in hand; null when not scheduled (idle, paused, done).
-	EtaStartMs *int64 `json:"etaStartMs"`
-	// EtaRunMs is the time this job needs once it runs, waits aside.
-	EtaRunMs *int64 `json:"etaRunMs"`
-	// EtaTotalMs is when the job should finish, from now: start, wait and run; null when not
+	PerMinute    float64
+	RateMeasured bool
+	// Eta is the time to clear the pending rows at PerMinute (for the running job, from now,
+	// the wait in hand included), in whole ms; nil when nothing is pending.
+	Eta *time.Duration
+	// EtaStart is the wait until the job starts: 0 for the running job; for a queued one the
+	// jobs ahead of it and the wait in hand; nil when not scheduled (idle, paused, done).
+	EtaStart *time.Duration
+	// EtaRun is the time this job needs once it runs, waits aside.
+	EtaRun *time.Duration
+	// EtaTotal is when the job should finish, from now: start, wait and run; nil when not
 	// scheduled.
-	EtaTotalMs *int64 `json:"etaTotalMs"`
-	// Position is the job's place in the run order: 0 running, 1… the queue; null when not
+	EtaTotal *time.Duration
+	// Position is the job's place in the run order: 0 running, 1… the queue; nil when not
 	// scheduled.
-	Position *int `json:"position"`
-	// WaitMs is the current rate limit or walk wait included in this job's ETAs; null when not
+	Position *int
+	// Wait is the current rate limit or walk wait included in this job's ETAs; nil when not
 	// scheduled.
-	WaitMs *int64 `json:"waitMs"`
-	// WaitsFor says what the job's start or next batch waits for: "rate-limit", "walk" (the
-	// running job, while one holds the queue), "queue" (a queued job, behind the jobs ahead);
-	// null when nothing holds it or it is not scheduled.
-	WaitsFor *string `json:"waitsFor"`
+	Wait *time.Duration
+	// WaitsFor says what the job's start or next batch waits for: WaitRateLimit, WaitWalk (the
+	// running job, while one holds the queue), WaitQueue (a queued job, behind the jobs ahead);
+	// nil when nothing holds it or it is not scheduled.
+	WaitsFor *string
+}
+
+// BackfillCounts are the rows of a job's member scrapes, or of all of them, by preview state,
+// and what was downloaded and stored.
+type BackfillCounts struct {
+	Pending    int64
+	Cached     int64
+	Failed     int64
+	Skipped    int64
+	Total      int64
+	Downloaded int64
+	// Bytes is the size of the stored previews.
+	Bytes int64
 }
 
 // BackendTotals are the counts of one backend's member scrapes.
 type BackendTotals struct {
-	Pending int64 `json:"pending"`
-	Cached  int64 `json:"cached"`
-	Failed  int64 `json:"failed"`
-	Skipped int64 `json:"skipped"`
-	Total   int64 `json:"total"`
+	Pending int64
+	Cached  int64
+	Failed  int64
+	Skipped int64
+	Total   int64
 }
 
 // BackfillTotals span every member scrape, listed or hidden.
 type BackfillTotals struct {
-	Pending    int64                     `json:"pending"`
-	Cached     int64                     `json:"cached"`
-	Failed     int64                     `json:"failed"`
-	Skipped    int64                     `json:"skipped"`
-	Total      int64                     `json:"total"`
-	Downloaded int64                     `json:"downloaded"`
-	Bytes      int64                     `json:"bytes"`
-	PerMinute  float64                   `json:"perMinute"`
-	EtaMs      *int64                    `json:"etaMs"`
-	EtaStartMs *int64                    `json:"etaStartMs"`
-	EtaRunMs   *int64                    `json:"etaRunMs"`
-	EtaTotalMs *int64                    `json:"etaTotalMs"`
-	ByBackend  map[string]*BackendTotals `json:"byBackend"`
+	BackfillCounts
+	PerMinute float64
+	Eta       *time.Duration
+	EtaStart  *time.Duration
+	EtaRun    *time.Duration
+	EtaTotal  *time.Duration
+	ByBackend map[string]*BackendTotals
 }
 
-// BackfillStatus is the whole queue as GET /api/backfill shows it.
+// BackfillStatus is the whole queue: what GET /api/backfill shows.
 type BackfillStatus struct {
-	Jobs     []BackfillJobStatus `json:"jobs"`
-	Totals   BackfillTotals      `json:"totals"`
-	Settings BackfillSettings    `json:"settings"`
+	Jobs     []BackfillJobStatus
+	Totals   BackfillTotals
+	Settings BackfillSettings
 	// LimitedUntil is set while a rate limit holds the queue.
-	LimitedUntil *string `json:"limitedUntil"`
+	LimitedUntil *time.Time
 	// EstimatedPerMinute is the rate the settings and media gaps allow, cooldowns aside.
-	EstimatedPerMinute float64 `json:"estimatedPerMinute"`
+	EstimatedPerMinute float64
 	// WalkingUntil is set while a walk holds the media-traffic lock: when it lapses unless
 	// the walk pushes again.
-	WalkingUntil *string `json:"walkingUntil"`
+	WalkingUntil *time.Time
 	// WalkingChat names the chat whose walk holds the lock, while WalkingUntil is set.
-	WalkingChat *string `json:"walkingChat"`
+	WalkingChat *string
 }
 
 // BackfillSummary is the overview's line about the backfill.
 type BackfillSummary struct {
-	Pending      int64   `json:"pending"`
-	PerMinute    float64 `json:"perMinute"`
-	EtaMs        *int64  `json:"etaMs"`
-	Running      *string `json:"running"` // the chat whose job runs now
-	LimitedUntil *string `json:"limitedUntil"`
-	WalkingUntil *string `json:"walkingUntil"` // a walk holds the media-traffic lock until then
-	WalkingChat  *string `json:"walkingChat"`  // the chat it walks
+	Pending      int64
+	PerMinute    float64
+	Eta          *time.Duration
+	Running      *string // the chat whose job runs now
+	LimitedUntil *time.Time
+	WalkingUntil *time.Time // a walk holds the media-traffic lock until then
+	WalkingChat  *string    // the chat it walks
 }
 
 // seedBackends are always present in the totals by backend, as the bot's two account kinds.
 var seedBackends = []string{"puppet", "slopbot"}
 
-const statusTime = "2006-01-02T15:04:05.000Z07:00"
-
-func isoMs(ms int64) *string {
-	s := time.UnixMilli(ms).UTC().Format(statusTime)
-	return &s
+// msTime is an epoch-ms instant as a time in UTC.
+func msTime(ms int64) *time.Time {
+	t := time.UnixMilli(ms).UTC()
+	return &t
 }
 
-func isoMsPtr(ms *int64) *string {
+func msTimePtr(ms *int64) *time.Time {
 	if ms == nil {
 		return nil
 	}
-	return isoMs(*ms)
+	return msTime(*ms)
 }
+
+// msDuration is a duration in ms rounded to a whole ms, halves up (roundMs).
+func msDuration(x float64) time.Duration { return time.Duration(roundMs(x)) * time.Millisecond }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -175,7 +178,7 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 	if err != nil {
 		return BackfillSummary{}, err
 	}
-	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, EtaMs: st.Totals.EtaMs, LimitedUntil: st.LimitedUntil,
+	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, Eta: st.Totals.Eta, LimitedUntil: st.LimitedUntil,
 		WalkingUntil: st.WalkingUntil, WalkingChat: st.WalkingChat}
 	for _, j := range st.Jobs {
 		if j.State == models.BackfillRunning {
@@ -260,12 +263,15 @@ type chatGroup struct {
 	members []BackfillMember
 }
 
-// Wait reasons in the status.
+// What a job waits for (BackfillJobStatus.WaitsFor).
 const (
-	waitRateLimit = "rate-limit"
-	waitWalk      = "walk"
-	waitQueue     = "queue"
+	WaitRateLimit = "rate-limit"
+	WaitWalk      = "walk"
+	WaitQueue     = "queue"
 )
+
+// WaitReasons lists every value of BackfillJobStatus.WaitsFor.
+var WaitReasons = []string{WaitRateLimit, WaitWalk, WaitQueue}
 
 // computeStatus is the status arithmetic, apart from the database so it can be checked on
 // fixed figures: the chats grouped into jobs, the jobs scheduled along the run order, and the
@@ -276,10 +282,10 @@ func computeStatus(in statusInput) BackfillStatus {
 	jobs, order := jobFigures(in, groups)
 	st := BackfillStatus{Settings: in.settings, EstimatedPerMinute: round1(estimate)}
 	if limited := limitedUntil(in); limited > in.now {
-		st.LimitedUntil = isoMs(limited)
+		st.LimitedUntil = msTime(limited)
 	}
 	if in.walkUntil > in.now {
-		st.WalkingUntil = isoMs(in.walkUntil)
+		st.WalkingUntil = msTime(in.walkUntil)
 		if in.walkChat != "" {
 			st.WalkingChat = ptr(in.walkChat)
 		}
@@ -341,8 +347,8 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 		if t != nil {
 			j.State = t.State
 			j.Processed = t.Processed
-			j.StartedAt = isoMsPtr(t.StartedAt)
-			j.FinishedAt = isoMsPtr(t.FinishedAt)
+			j.StartedAt = msTimePtr(t.StartedAt)
+			j.FinishedAt = msTimePtr(t.FinishedAt)
 			if t.PerMinute != nil {
 				j.PerMinute, j.RateMeasured = *t.PerMinute, true
 			}
@@ -414,9 +420,9 @@ func holdOf(in statusInput) (ms float64, reason string) {
 	limit, walk := limitedUntil(in)-in.now, in.walkUntil-in.now
 	switch {
 	case walk > 0 && walk >= limit:
-		return float64(walk), waitWalk
+		return float64(walk), WaitWalk
 	case limit > 0:
-		return float64(limit), waitRateLimit
+		return float64(limit), WaitRateLimit
 	}
 	return 0, ""
 }
@@ -445,28 +451,28 @@ func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, h
 		runMs := 0.0
 		if j.Pending > 0 && rate > 0 {
 			runMs = float64(j.Pending) / rate * 60_000
-			j.EtaMs = ptr(roundMs(runMs))
+			j.Eta = ptr(msDuration(runMs))
 		} else if j.Pending > 0 {
 			runMs = float64(j.Pending) / 0.01 * 60_000
 		}
-		j.EtaRunMs = ptr(roundMs(runMs))
+		j.EtaRun = ptr(msDuration(runMs))
 		switch j.State {
 		case models.BackfillRunning:
-			j.Position, j.EtaStartMs = ptr(0), ptr(int64(0))
-			if j.EtaMs != nil {
-				j.EtaMs = ptr(roundMs(hold + runMs))
+			j.Position, j.EtaStart = ptr(0), ptr(time.Duration(0))
+			if j.Eta != nil {
+				j.Eta = ptr(msDuration(hold + runMs))
 			}
 			if reason != "" {
 				j.WaitsFor = ptr(reason)
 			}
 		case "queued":
 			position++
-			j.Position, j.EtaStartMs, j.WaitsFor = ptr(position), ptr(roundMs(ahead)), ptr(waitQueue)
+			j.Position, j.EtaStart, j.WaitsFor = ptr(position), ptr(msDuration(ahead)), ptr(WaitQueue)
 		default:
 			continue
 		}
-		j.WaitMs = ptr(roundMs(hold))
-		j.EtaTotalMs = ptr(roundMs(ahead + runMs))
+		j.Wait = ptr(msDuration(hold))
+		j.EtaTotal = ptr(msDuration(ahead + runMs))
 		ahead += runMs
 		lastEnd = ptr(ahead)
 	}
@@ -492,8 +498,8 @@ func liveRate(jobs []BackfillJobStatus, order []int, in statusInput) float64 {
 }
 
 // totals span every member scrape, the hidden chats' too. Their rate is the first running
-// job's measured one (in the run order), else the estimate; etaMs clears every pending row at
-// it (after the wait in hand while anything is scheduled), and etaTotalMs is the end of the
+// job's measured one (in the run order), else the estimate; Eta clears every pending row at
+// it (after the wait in hand while anything is scheduled), and EtaTotal is the end of the
 // last scheduled job.
 func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *float64) BackfillTotals {
 	tot := BackfillTotals{ByBackend: map[string]*BackendTotals{}}
@@ -530,18 +536,18 @@ func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *floa
 	}
 	tot.PerMinute = round1(rate)
 	if tot.Pending > 0 {
-		tot.EtaStartMs = ptr(int64(0))
+		tot.EtaStart = ptr(time.Duration(0))
 		if rate > 0 {
 			run := float64(tot.Pending) / rate * 60_000
 			hold := 0.0
 			if lastEnd != nil {
 				hold, _ = holdOf(in)
 			}
-			tot.EtaMs, tot.EtaRunMs = ptr(roundMs(hold+run)), ptr(roundMs(run))
+			tot.Eta, tot.EtaRun = ptr(msDuration(hold+run)), ptr(msDuration(run))
 		}
 	}
 	if lastEnd != nil {
-		tot.EtaTotalMs = ptr(roundMs(*lastEnd))
+		tot.EtaTotal = ptr(msDuration(*lastEnd))
 	}
 	return tot
 }

@@ -22,11 +22,20 @@ import (
 
 func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-func i64(p *int64) string {
+// i64 shows a duration of the status in whole ms, as the API does.
+func i64(p *time.Duration) string {
 	if p == nil {
 		return "null"
 	}
-	return fmt.Sprint(*p)
+	return fmt.Sprint(p.Milliseconds())
+}
+
+// isoOf shows a time of the status as the API does.
+func isoOf(p *time.Time) string {
+	if p == nil {
+		return "null"
+	}
+	return iso(*p)
 }
 
 func intOf(p *int) string {
@@ -115,8 +124,8 @@ func TestBackfillPreviewsEveryOutcome(t *testing.T) {
 		if m.ScrapeID != id || m.Unverified != 6 || m.Suspect != 0 || m.Backend != "puppet" || m.Mode != "history" || m.State != "done" {
 			t.Errorf("member = %+v", m)
 		}
-		if j.EtaMs != nil || j.EtaStartMs != nil || j.EtaTotalMs != nil || i64(j.EtaRunMs) != "0" {
-			t.Errorf("a done job's ETAs = %s %s %s %s, want null null 0 null", i64(j.EtaMs), i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs))
+		if j.Eta != nil || j.EtaStart != nil || j.EtaTotal != nil || i64(j.EtaRun) != "0" {
+			t.Errorf("a done job's ETAs = %s %s %s %s, want null null 0 null", i64(j.Eta), i64(j.EtaStart), i64(j.EtaRun), i64(j.EtaTotal))
 		}
 		if got := len(b.logs.named("backfill batch")); got != 1 {
 			t.Errorf("%d batch log lines, want 1", got)
@@ -161,7 +170,7 @@ func TestBackfillWaitsOutRateLimits(t *testing.T) {
 				if during == nil {
 					t.Fatal("the queue never waited")
 				}
-				if got := strOf(during.LimitedUntil); got != iso(t0.Add(c.wait)) {
+				if got := isoOf(during.LimitedUntil); got != iso(t0.Add(c.wait)) {
 					t.Errorf("limitedUntil while waiting = %s, want %s", got, iso(t0.Add(c.wait)))
 				}
 				if limitedGauge != 1 {
@@ -215,7 +224,7 @@ func TestBackfillRunsOneJobAtATimeSmallestFirst(t *testing.T) {
 		// 500 ms a row, no pause: 120 rows a minute. Order: small (2), mid (3), big (5).
 		for chat, want := range map[string][3]string{"small": {"0", "1000", "1000"}, "mid": {"1000", "1500", "2500"}, "big": {"2500", "2500", "5000"}} {
 			j := b.mustJob(st, chat)
-			if got := [3]string{i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs)}; got != want {
+			if got := [3]string{i64(j.EtaStart), i64(j.EtaRun), i64(j.EtaTotal)}; got != want {
 				t.Errorf("%s ETAs (start, run, total) = %v, want %v", chat, got, want)
 			}
 		}
@@ -284,8 +293,8 @@ func TestBackfillStartsOneChat(t *testing.T) {
 		if b.mustJob(st, "one").State != "idle" || b.mustJob(st, "two").State != "running" {
 			t.Fatalf("states %s/%s, want idle/running", b.mustJob(st, "one").State, b.mustJob(st, "two").State)
 		}
-		if j := b.mustJob(st, "one"); j.EtaStartMs != nil || j.EtaTotalMs != nil || i64(j.EtaRunMs) != "500" {
-			t.Errorf("an idle job's ETAs = %s %s %s, want null, 500, null", i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs))
+		if j := b.mustJob(st, "one"); j.EtaStart != nil || j.EtaTotal != nil || i64(j.EtaRun) != "500" {
+			t.Errorf("an idle job's ETAs = %s %s %s, want null, 500, null", i64(j.EtaStart), i64(j.EtaRun), i64(j.EtaTotal))
 		}
 		b.run()
 		st = b.status()
@@ -332,15 +341,15 @@ func TestBackfillPausesAfterTheCurrentBatch(t *testing.T) {
 		if j.State != "paused" || j.Processed != 2 || j.Pending != 4 {
 			t.Errorf("job = %s, processed %d, pending %d; want paused, 2, 4", j.State, j.Processed, j.Pending)
 		}
-		if j.EtaStartMs != nil || j.EtaTotalMs != nil || j.Position != nil {
-			t.Errorf("a paused job is out of the schedule: start %s, total %s, position %v; want null", i64(j.EtaStartMs), i64(j.EtaTotalMs), j.Position)
+		if j.EtaStart != nil || j.EtaTotal != nil || j.Position != nil {
+			t.Errorf("a paused job is out of the schedule: start %s, total %s, position %v; want null", i64(j.EtaStart), i64(j.EtaTotal), j.Position)
 		}
 
 		b.cdn.onHit = nil
 		b.clk.Advance(time.Minute)
 		b.start("chat-p")
 		j = b.mustJob(b.status(), "chat-p")
-		if j.State != "running" || j.Processed != 0 || strOf(j.StartedAt) != iso(b.clk.Now()) || j.RateMeasured {
+		if j.State != "running" || j.Processed != 0 || isoOf(j.StartedAt) != iso(b.clk.Now()) || j.RateMeasured {
 			t.Errorf("restarted job = %+v, want a new run", j)
 		}
 		b.run()
@@ -484,13 +493,13 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 		if st.Totals.Pending != 2 {
 			t.Errorf("totals pending = %d, want 2: active scrapes stay out", st.Totals.Pending)
 		}
-		if got := strOf(st.WalkingUntil); got != iso(walkStart.Add(10*time.Minute)) {
+		if got := isoOf(st.WalkingUntil); got != iso(walkStart.Add(10*time.Minute)) {
 			t.Errorf("walkingUntil = %s, want %s", got, iso(walkStart.Add(10*time.Minute)))
 		}
 		if got := strOf(st.WalkingChat); got != "chat-y" {
 			t.Errorf("walkingChat = %s, want the walking chat-y", got)
 		}
-		if sum, err := b.q.Summary(b.ctx); err != nil || strOf(sum.WalkingChat) != "chat-y" || strOf(sum.WalkingUntil) != strOf(st.WalkingUntil) {
+		if sum, err := b.q.Summary(b.ctx); err != nil || strOf(sum.WalkingChat) != "chat-y" || isoOf(sum.WalkingUntil) != isoOf(st.WalkingUntil) {
 			t.Errorf("summary = %+v %v, want the walk named", sum, err)
 		}
 
@@ -666,8 +675,8 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 				t.Errorf("%s is listed; fully backfilled chats whose job did not work since start are hidden", j.ChatID)
 				continue
 			}
-			got := figs{j.State, j.Pending, j.PerMinute, j.RateMeasured, i64(j.EtaMs), i64(j.EtaStartMs), i64(j.EtaRunMs), i64(j.EtaTotalMs),
-				intOf(j.Position), i64(j.WaitMs), strOf(j.WaitsFor)}
+			got := figs{j.State, j.Pending, j.PerMinute, j.RateMeasured, i64(j.Eta), i64(j.EtaStart), i64(j.EtaRun), i64(j.EtaTotal),
+				intOf(j.Position), i64(j.Wait), strOf(j.WaitsFor)}
 			if got != w {
 				t.Errorf("%s:\n got  %+v\n want %+v", j.ChatID, got, w)
 			}
@@ -676,12 +685,12 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			t.Errorf("listed %v, want by pending, most first", listed)
 		}
 		a := b.mustJob(st, "alpha")
-		if a.Processed != 90 || strOf(a.StartedAt) != iso(now.Add(-time.Minute)) || a.FinishedAt != nil ||
+		if a.Processed != 90 || isoOf(a.StartedAt) != iso(now.Add(-time.Minute)) || a.FinishedAt != nil ||
 			strOf(a.GuildID) != "guild-alpha" || a.Downloaded != 42 || len(a.Members) != 1 || a.Members[0].PendingByKind.Image != 300 {
 			t.Errorf("alpha = %+v", a)
 		}
 		g := b.mustJob(st, "golf")
-		if g.Cached != 2 || g.Skipped != 2 || g.Total != 4 || g.Bytes != 200 || strOf(g.FinishedAt) != iso(now) {
+		if g.Cached != 2 || g.Skipped != 2 || g.Total != 4 || g.Bytes != 200 || isoOf(g.FinishedAt) != iso(now) {
 			t.Errorf("golf = %+v", g)
 		}
 
@@ -691,9 +700,9 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 		}
 		// Totals: every pending row at the first running job's rate, after the walk; the
 		// total is when the last scheduled job (bravo) ends.
-		if tot.PerMinute != 150 || i64(tot.EtaMs) != "859931" || i64(tot.EtaStartMs) != "0" || i64(tot.EtaRunMs) != "259931" || i64(tot.EtaTotalMs) != "739963" {
+		if tot.PerMinute != 150 || i64(tot.Eta) != "859931" || i64(tot.EtaStart) != "0" || i64(tot.EtaRun) != "259931" || i64(tot.EtaTotal) != "739963" {
 			t.Errorf("totals rate %v, ETAs %s %s %s %s; want 150, 859931 0 259931 739963",
-				tot.PerMinute, i64(tot.EtaMs), i64(tot.EtaStartMs), i64(tot.EtaRunMs), i64(tot.EtaTotalMs))
+				tot.PerMinute, i64(tot.Eta), i64(tot.EtaStart), i64(tot.EtaRun), i64(tot.EtaTotal))
 		}
 		wantBackends := map[string]scheduler.BackendTotals{
 			"puppet":  {Pending: 500, Cached: 8, Total: 508},
@@ -708,17 +717,17 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 				t.Errorf("byBackend[%s] = %+v, want %+v", name, got, w)
 			}
 		}
-		if st.EstimatedPerMinute != 100 || strOf(st.LimitedUntil) != iso(now.Add(30*time.Second)) ||
-			strOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || strOf(st.WalkingChat) != "hotel" || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
-			t.Errorf("estimate %v, limitedUntil %s, walkingUntil %s, settings %+v", st.EstimatedPerMinute, strOf(st.LimitedUntil),
-				strOf(st.WalkingUntil), st.Settings)
+		if st.EstimatedPerMinute != 100 || isoOf(st.LimitedUntil) != iso(now.Add(30*time.Second)) ||
+			isoOf(st.WalkingUntil) != iso(now.Add(10*time.Minute)) || strOf(st.WalkingChat) != "hotel" || st.Settings.BatchSize != 10 || st.Settings.BatchPauseMs != 1000 {
+			t.Errorf("estimate %v, limitedUntil %s, walkingUntil %s, settings %+v", st.EstimatedPerMinute, isoOf(st.LimitedUntil),
+				isoOf(st.WalkingUntil), st.Settings)
 		}
 
 		sum, err := b.q.Summary(b.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Pending != 650 || sum.PerMinute != 150 || i64(sum.EtaMs) != "859931" || strOf(sum.Running) != "alpha" || strOf(sum.LimitedUntil) != iso(now.Add(30*time.Second)) {
+		if sum.Pending != 650 || sum.PerMinute != 150 || i64(sum.Eta) != "859931" || strOf(sum.Running) != "alpha" || isoOf(sum.LimitedUntil) != iso(now.Add(30*time.Second)) {
 			t.Errorf("summary = %+v", sum)
 		}
 
@@ -729,7 +738,7 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 		st = b.status()
 		if b.mustJob(st, "alpha").State != "running" || b.mustJob(st, "bravo").State != "queued" || st.LimitedUntil != nil {
 			t.Errorf("without a live lease: alpha %s, bravo %s, limitedUntil %s", b.mustJob(st, "alpha").State,
-				b.mustJob(st, "bravo").State, strOf(st.LimitedUntil))
+				b.mustJob(st, "bravo").State, isoOf(st.LimitedUntil))
 		}
 	})
 }

@@ -55,7 +55,6 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/scheduler"
 )
 
 const adminToken = "owed_eta_bench_admin"
@@ -157,8 +156,25 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// status is GET /api/backfill's answer, in owed's own type.
-type status = scheduler.BackfillStatus
+// status is what the bench reads of GET /api/backfill's answer (the API's BackfillStatus
+// schema): the jobs' states, finishes and ETAs, and the queue's total ETA.
+type status struct {
+	Jobs   []jobStatus `json:"jobs"`
+	Totals struct {
+		EtaTotalMs *int64 `json:"etaTotalMs"`
+	} `json:"totals"`
+}
+
+// jobStatus is what the bench reads of one job of the status.
+type jobStatus struct {
+	ChatID       string  `json:"chatId"`
+	State        string  `json:"state"`
+	FinishedAt   *string `json:"finishedAt"`
+	RateMeasured bool    `json:"rateMeasured"`
+	EtaMs        *int64  `json:"etaMs"`
+	EtaStartMs   *int64  `json:"etaStartMs"`
+	EtaTotalMs   *int64  `json:"etaTotalMs"`
+}
 
 // sample is one status read, at At ms after the queue's first request.
 type sample struct {

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/scheduler"
+)
+
+// The OpenAPI schemas are made from the Go types the handlers answer and read, so the document
+// cannot describe a shape the code does not send. A field's schema comes from its Go type; its
+// struct tags add what the type cannot say:
+//
+//	json:"name"          the property (omitempty: the property may be absent)
+//	enum:"list"          the allowed values: the list of that name in enumLists
+//	minimum, maximum     number bounds
+//	minLength, maxLength string bounds; minItems, maxItems array bounds
+//	format, pattern      string format and pattern (or the name of one in patterns)
+//	description          what the field means
+//	required:"true"      a request field that must be given (in answers every field not
+//	                     omitempty is required)
+//	nullable:"true"      a request field that may be null (in answers every pointer is nullable)
+//
+// A named struct becomes a component, named after the type without a JSON suffix.
+
+// enumLists are the lists of values a field's enum tag names. They are the domain's own lists,
+// so a new value is documented where it is defined.
+var enumLists = map[string][]string{
+	"why":            models.Whys,
+	"role":           roles,
+	"kind":           kinds,
+	"task":           tasks,
+	"verdict":        verdicts,
+	"screenState":    screenStates,
+	"jobState":       jobStates,
+	"whyFilter":      whyFilter,
+	"outcome":        outcomes,
+	"jobSort":        jobSorts,
+	"songSort":       songSorts,
+	"breakerState":   breakerStates,
+	"webhookEvent":   models.WebhookEvents,
+	"disabledReason": disabledReasons,
+	"deliveryStatus": deliveryStates,
+	"scrapeState":    models.ScrapeStates,
+	"scrapeSettable": settableScrapeStates,
+	"scrapeListable": listableScrapeStates,
+	"mediaKind":      models.MediaKinds,
+	"mediaState":     models.MediaStates,
+	"backfillState":  backfillStates,
+	"waitsFor":       scheduler.WaitReasons,
+}
+
+// patterns are the regular expressions a pattern tag may name instead of spelling one out.
+var patterns = map[string]*regexp.Regexp{"backendName": backendName}
+
+// enumTypes are the allowed values of named string types, by type: a field of such a type needs
+// no enum tag. (Empty until the domain's values are types of their own.)
+var enumTypes = map[reflect.Type][]string{}
+
+// typeSchemas are the schemas of the types that JSON does not show as their Go kind suggests.
+var typeSchemas = map[reflect.Type]map[string]any{
+	reflect.TypeFor[timestamp]():       {"type": "string", "format": "date-time"},
+	reflect.TypeFor[json.RawMessage](): {},
+}
+
+// schemaMaker makes schemas and collects the components they refer to.
+type schemaMaker struct {
+	components map[string]any
+	named      map[string]componentOf
+}
+
+// componentOf is what a component was made from: a type, read (request) or sent.
+type componentOf struct {
+	t       reflect.Type
+	request bool
+}
+
+func newSchemaMaker() *schemaMaker {
+	return &schemaMaker{components: map[string]any{}, named: map[string]componentOf{}}
+}
+
+// answer is the schema of a value the API sends of type t.
+func (m *schemaMaker) answer(t reflect.Type) map[string]any { return m.of(t, false) }
+
+// request is the schema of a value the API reads into type t.
+func (m *schemaMaker) request(t reflect.Type) map[string]any { return m.of(t, true) }
+
+func (m *schemaMaker) of(t reflect.Type, request bool) map[string]any {
+	if s, ok := typeSchemas[t]; ok {
+		return maps.Clone(s)
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		s := m.of(t.Elem(), request)
+		if request {
+			return s
+		}
+		return nullable(s)
+	case reflect.Struct:
+		if t.Name() == "" {
+			return m.object(t, request)
+		}
+		name := componentName(t)
+		// A type read and sent would need two schemas (pointers mean optional in one, null in
+		// the other), and two types of one name would share one.
+		if other, ok := m.named[name]; ok && other != (componentOf{t, request}) {
+			panic("openapi: component " + name + " is made from " + other.t.String() + " and " + t.String() + ", read and sent")
+		}
+		if _, done := m.components[name]; !done {
+			m.named[name] = componentOf{t, request}
+			m.components[name] = map[string]any{} // a type that contains itself refers to itself
+			m.components[name] = m.object(t, request)
+		}
+		return ref(name)
+	case reflect.Slice, reflect.Array:
+		return map[string]any{"type": "array", "items": m.of(t.Elem(), request)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": m.of(t.Elem(), request)}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.String:
+		s := map[string]any{"type": "string"}
+		if values, ok := enumTypes[t]; ok {
+			s["enum"] = values
+		}
+		return s
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	}
+	panic("openapi: no schema for " + t.String())
+}
+
+// object is the schema of a struct: its JSON fields with what their tags say.
+func (m *schemaMaker) object(t reflect.Type, request bool) map[string]any {
+	props := map[string]any{}
+	var required []string
+	for _, f := range reflect.VisibleFields(t) {
+		name, omitempty, ok := jsonName(f)
+		if !ok {
+			continue
+		}
+		t := f.Type
+		if !request && omitempty && t.Kind() == reflect.Pointer {
+			t = t.Elem() // left out when nil, never null
+		}
+		s := m.of(t, request)
+		if request && f.Tag.Get("nullable") == "true" {
+			s = nullable(s)
+		}
+		applyTags(s, f.Tag)
+		props[name] = s
+		if request && f.Tag.Get("required") == "true" || !request && !omitempty {
+			required = append(required, name)
+		}
+	}
+	o := map[string]any{"type": "object", "properties": props}
+	if required != nil {
+		o["required"] = required
+	}
+	return o
+}
+
+// jsonName is the property a struct field is sent as; ok is false for a field JSON leaves out.
+func jsonName(f reflect.StructField) (name string, omitempty, ok bool) {
+	if !f.IsExported() || f.Anonymous {
+		return "", false, false
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false, false
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, strings.Contains(","+opts+",", ",omitempty,"), true
+}
+
+// applyTags adds a field's enum, bounds, format and description to its schema s.
+func applyTags(s map[string]any, tag reflect.StructTag) {
+	target := s
+	if s["type"] == "array" {
+		target = s["items"].(map[string]any)
+	}
+	if list := tag.Get("enum"); list != "" {
+		values, ok := enumLists[list]
+		if !ok {
+			panic("openapi: no list of values named " + list)
+		}
+		enum := make([]any, 0, len(values)+1)
+		for _, v := range values {
+			enum = append(enum, v)
+		}
+		if isNullable(target) {
+			enum = append(enum, nil)
+		}
+		target["enum"] = enum
+	}
+	if v := tag.Get("format"); v != "" {
+		target["format"] = v
+	}
+	if v := tag.Get("pattern"); v != "" {
+		if re, ok := patterns[v]; ok {
+			v = re.String()
+		}
+		target["pattern"] = v
+	}
+	for _, k := range []string{"minimum", "maximum", "minLength", "maxLength", "default"} {
+		if v := tag.Get(k); v != "" {
+			target[k] = number(v)
+		}
+	}
+	for _, k := range []string{"minItems", "maxItems"} {
+		if v := tag.Get(k); v != "" {
+			s[k] = number(v)
+		}
+	}
+	if v := tag.Get("description"); v != "" {
+		s["description"] = v
+	}
+}
+
+func number(v string) any {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		panic("openapi: " + v + " is not a number")
+	}
+	return f
+}
+
+// nullable allows null besides what s allows.
+func nullable(s map[string]any) map[string]any {
+	if _, isRef := s["$ref"]; isRef {
+		return map[string]any{"oneOf": []any{s, map[string]any{"type": "null"}}}
+	}
+	if t, ok := s["type"].(string); ok {
+		s["type"] = []string{t, "null"}
+	}
+	return s
+}
+
+func isNullable(s map[string]any) bool {
+	t, _ := s["type"].([]string)
+	return len(t) == 2 && t[1] == "null"
+}
+
+// componentName names a struct's component: the Go name, exported, without a JSON suffix.
+func componentName(t reflect.Type) string {
+	name := strings.TrimSuffix(t.Name(), "JSON")
+	r := []rune(name)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
