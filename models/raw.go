@@ -9,6 +9,7 @@ import (
 // RawExec runs a statement on the store's writer (inside WithTx, on the transaction) and says
 // how many rows it changed. It is for tests and benchmarks, which set up or break rows in ways
 // no method of the store would; owed's own code reads and writes through the store's methods.
+// Placeholders are ? on both dialects, and a slice argument fills an IN ? list (as GORM's).
 func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, error) {
 	n, err := s.exec(ctx, q, args...)
 	if err != nil {
