@@ -252,7 +252,7 @@ func (a *API) retryJob(c echo.Context) error {
 	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
-	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}, a.DailyBudget) // the author: whose views to wake
+	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}) // the author: whose views to wake
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (a *API) retryJobs(c echo.Context) error {
 	if err := checkJobFilter(f); err != nil {
 		return err
 	}
-	n, err := a.Store.RetryJobs(c.Request().Context(), f, a.DailyBudget)
+	n, err := a.Store.RetryJobs(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

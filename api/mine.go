@@ -108,11 +108,7 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 		// cost a claim on the writer.
 		a.Content.SweepAuthor(u.ID)
 	}
-	limit := a.DailyBudget
-	if u.DailyLimit != nil {
-		limit = *u.DailyLimit
-	}
-	return mineState{v: v, limit: limit, etag: mineETag(u.ID, limit, &v, q), now: now}, nil
+	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
 // reread is readMine after a wake: the user is read again too, since the admin may have

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/owed/owed/models"
 )
 
 // Config is owed's configuration. Every field is one Setting below: an OWED_* environment
@@ -102,7 +104,7 @@ func Defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: "relay", ModelName: "critic",
 		ModelTimeout: 2 * time.Minute, SweepEvery: time.Minute, Lease: 2 * time.Minute, InlineWait: 10 * time.Second,
-		DailyBudget: 100, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
+		DailyBudget: models.DefaultDailyLimit, MediaMinGap: 250 * time.Millisecond, MediaMaxGap: 750 * time.Millisecond,
 		WalkIdle: 10 * time.Minute, SweepConcurrency: 64, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: 32, LogLevel: slog.LevelInfo,
 		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: 16, ModelBreaker: 10,
@@ -149,8 +151,9 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_LEASE", Default: "`2m`", Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
 	{Env: "OWED_INLINE_WAIT", Default: "`10s`", Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
-	// At least 1: a limit of 0 would show authors a limit that charges nothing while the
-	// runner read 0 as "the default".
+	// At least 1: the store reads 0 as "the default" (models.DefaultDailyLimit), so 0 would
+	// quietly be 100. (Before the store owned the default, 0 also showed authors a limit of 0
+	// while the runner charged against 100.)
 	{Env: "OWED_DAILY_BUDGET", Default: "`100`", Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
 	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: "`250`", Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: "`750`", Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},

@@ -72,8 +72,8 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 // failing charges fail alone.
 func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
 		const authors, calls, limit = 12, 15, 10
+		f := newFixture(t, db, dailyLimit(limit))
 		ids := make([]int64, authors)
 		for i := range ids {
 			ids[i] = f.user("author" + string(rune('a'+i)))
@@ -87,7 +87,7 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 		for c := range calls {
 			for i, id := range ids {
 				wg.Go(func() {
-					if spent, ok, err := f.store.Charge(f.ctx, id, 1, limit, now); err != nil {
+					if spent, ok, err := f.store.Charge(f.ctx, id, 1, now); err != nil {
 						t.Errorf("charge of author %d: %v", id, err)
 					} else if ok {
 						accepted[i].Add(1)
@@ -99,7 +99,7 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 			}
 			if c%5 == 0 {
 				wg.Go(func() {
-					if _, ok, err := f.store.Charge(f.ctx, 1<<40, 1, limit, now); err == nil && ok {
+					if _, ok, err := f.store.Charge(f.ctx, 1<<40, 1, now); err == nil && ok {
 						t.Error("a charge of an author who does not exist was accepted")
 					} else {
 						failed.Add(1)

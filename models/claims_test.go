@@ -286,7 +286,7 @@ func TestListAndRetryJobs(t *testing.T) {
 			t.Errorf("pages = %+v / %+v", first, next)
 		}
 
-		n, err := f.store.RetryJobs(f.ctx, models.JobFilter{Kind: models.KindPitch}, 100)
+		n, err := f.store.RetryJobs(f.ctx, models.JobFilter{Kind: models.KindPitch})
 		if err != nil || n != 1 {
 			t.Fatalf("retried %d, %v; want the waiting pitch only (the other is leased)", n, err)
 		}

@@ -18,11 +18,14 @@ type fixture struct {
 	clk   *clock.Fake
 }
 
-func newFixture(t *testing.T, databaseURL string) *fixture {
+func newFixture(t *testing.T, databaseURL string, configure ...func(*models.Options)) *fixture {
 	t.Helper()
 	clk := clock.NewFake(owedtest.Start)
-	return &fixture{t: t, ctx: context.Background(), store: owedtest.Store(t, databaseURL, clk), clk: clk}
+	return &fixture{t: t, ctx: context.Background(), store: owedtest.Store(t, databaseURL, clk, configure...), clk: clk}
 }
+
+// dailyLimit sets the store's default daily limit.
+func dailyLimit(n int64) func(*models.Options) { return func(o *models.Options) { o.DailyLimit = n } }
 
 func (f *fixture) nowMs() int64 { return f.clk.Now().UnixMilli() }
 

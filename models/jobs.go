@@ -642,14 +642,14 @@ const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
 // RetryJobs makes the filtered jobs due now and counts them. It leaves out jobs that a lease
-// holds, and jobs waiting for a budget that still cannot cover them (defaultLimit is the
-// limit of authors without their own): retrying those would only spend an attempt on the
-// same refusal. A retry changes no attempt count.
-func (s *Store) RetryJobs(ctx context.Context, f JobFilter, defaultLimit int64) (int64, error) {
+// holds, and jobs waiting for a budget that still cannot cover them (against the author's
+// effective limit): retrying those would only spend an attempt on the same refusal. A retry
+// changes no attempt count.
+func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	now := s.nowMs()
 	where, args := f.where(now)
 	args = append([]any{now}, args...)
-	args = append(args, now, BudgetDay(s.Now()), defaultLimit)
+	args = append(args, now, BudgetDay(s.Now()), s.dailyLimit)
 	res := s.db.WithContext(ctx).Exec(`UPDATE content_jobs SET due_at = ? WHERE `+where+
 		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`, args...)
 	if res.Error != nil {

@@ -44,7 +44,14 @@ type Options struct {
 	Logger  *slog.Logger
 	// MaxConns caps PostgreSQL connections (default 32).
 	MaxConns int
+	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
+	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
+	// against it, and users and budget rows come back with it as their effective limit.
+	DailyLimit int64
 }
+
+// DefaultDailyLimit is Options.DailyLimit when none is set.
+const DefaultDailyLimit = 100
 
 // isPostgres says whether the options name a PostgreSQL database (else SQLite).
 func (o Options) isPostgres() bool {
@@ -71,6 +78,8 @@ type Store struct {
 	dialect string
 	clock   clock.Clock
 	inTx    bool
+	// dailyLimit is the limit of users without their own (Options.DailyLimit).
+	dailyLimit int64
 
 	// changes hears, after commit, which authors' own views a write changed (see Changes);
 	// a transaction's store collects them in pending until its commit.
@@ -105,7 +114,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
-	s := &Store{clock: opts.Clock}
+	if opts.DailyLimit <= 0 {
+		opts.DailyLimit = DefaultDailyLimit
+	}
+	s := &Store{clock: opts.Clock, dailyLimit: opts.DailyLimit}
 	url := opts.URL
 	switch {
 	case opts.isPostgres():
@@ -241,7 +253,8 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	pending := &pendingChanges{}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending})
+		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending,
+			dailyLimit: s.dailyLimit})
 	})
 	if err == nil {
 		if pending.all {

@@ -22,12 +22,15 @@ func ValidRole(r string) bool { return r == RoleAuthor || r == RoleBot || r == R
 
 // User is someone with a token. Only the token's hash is kept.
 type User struct {
-	ID         int64  `gorm:"column:id"`
-	Name       string `gorm:"column:name"`
-	Role       string `gorm:"column:role"`
-	TokenHash  string `gorm:"column:token_hash"`
-	DailyLimit *int64 `gorm:"column:daily_limit"`
-	CreatedAt  int64  `gorm:"column:created_at"`
+	ID        int64  `gorm:"column:id"`
+	Name      string `gorm:"column:name"`
+	Role      string `gorm:"column:role"`
+	TokenHash string `gorm:"column:token_hash"`
+	// OwnLimit is the user's own daily limit of model calls; nil: the store's default.
+	OwnLimit *int64 `gorm:"column:daily_limit"`
+	// DailyLimit is the limit in force: OwnLimit, else the store's default (Options.DailyLimit).
+	DailyLimit int64 `gorm:"-"`
+	CreatedAt  int64 `gorm:"column:created_at"`
 	// Disabled users are locked out: neither their token nor their sessions work. Their items
 	// and owed work stay.
 	Disabled bool `gorm:"column:disabled"`
@@ -57,7 +60,7 @@ func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
 func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token string) (User, error) {
-	u := User{Name: name, Role: role, TokenHash: HashToken(token), CreatedAt: s.nowMs()}
+	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: s.nowMs()}
 	err := s.db.WithContext(ctx).Raw(
 		`INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		u.Name, u.Role, u.TokenHash, u.CreatedAt).Scan(&u.ID).Error
@@ -99,7 +102,8 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 	if err := r.scan(rows); err != nil {
 		return User{}, err
 	}
-	u := User{ID: r.int64(0), Name: r.str(1), Role: r.str(2), TokenHash: r.str(3), DailyLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	u := User{ID: r.int64(0), Name: r.str(1), Role: r.str(2), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	if r.err != nil {
 		return User{}, r.err
 	}
@@ -113,6 +117,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 	if err == nil && u.ID == 0 {
 		err = ErrNotFound
 	}
+	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	return u, err
 }
 
@@ -127,7 +132,8 @@ func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
 	return n, err
 }
 
-// SetDailyLimit sets a user's own daily budget; nil returns them to the default.
+// SetDailyLimit sets a user's own daily budget; nil returns them to the store's default. The
+// user comes back with their new effective limit.
 func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (User, error) {
 	res := s.db.WithContext(ctx).Exec(`UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
 	if res.Error != nil {
@@ -266,6 +272,9 @@ func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User
 	err := s.read.WithContext(ctx).Raw(`SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit).Scan(&us).Error
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
+	}
+	for i := range us {
+		us[i].DailyLimit = s.effectiveLimit(us[i].OwnLimit)
 	}
 	return us, nil
 }

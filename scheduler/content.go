@@ -41,7 +41,6 @@ const (
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default 2m)
-	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
 	ModelName   string        // the critic model named in score requests (default "critic")
 	Concurrency int           // jobs one sweep runs at once (default 64)
 	Owner       string        // this process's lease owner name (default host:pid:random)
@@ -56,9 +55,6 @@ type ContentConfig struct {
 func (c *ContentConfig) applyDefaults() {
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute
-	}
-	if c.DailyBudget <= 0 {
-		c.DailyBudget = 100
 	}
 	if c.ModelName == "" {
 		c.ModelName = "critic"
@@ -225,7 +221,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 
 	// Charged first, as the model's relay charges: a call that then fails is still spent.
 	now := c.clock.Now()
-	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now); err != nil {
 		c.breaker.giveUp(ctx, *p)
 		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
 		ev.Error = errorText("the author's budget could not be counted")

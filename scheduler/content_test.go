@@ -301,7 +301,7 @@ func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
 // (retry-after-ms before Retry-After), with the status recorded.
 func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.DailyBudget = 1000 }))
+		r := newRig(t, db, withDailyLimit(1000))
 		ann := r.user("ann")
 		for _, c := range []struct {
 			name     string
@@ -487,7 +487,7 @@ func TestRunBudgetUnavailable(t *testing.T) {
 // rest wait for midnight and run then.
 func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 16; c.DailyBudget = 25 }))
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 16 }), withDailyLimit(25))
 		ann, bob := r.user("ann"), r.user("bob")
 		if _, err := r.store.SetDailyLimit(r.ctx, bob, ptr(int64(5))); err != nil {
 			t.Fatal(err)
@@ -529,7 +529,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const jobs, concurrency = 300, 8
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency; c.DailyBudget = 1000 }))
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency }), withDailyLimit(1000))
 		for i := range 3 {
 			u := r.user("u" + itoa(int64(i)))
 			r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)

@@ -30,9 +30,13 @@ type rigOption func(*rigConfig)
 
 type rigConfig struct {
 	content      scheduler.ContentConfig
+	dailyLimit   int64 // the store's default daily limit (0: models.DefaultDailyLimit)
 	noModel      bool
 	modelTimeout time.Duration
 }
+
+// withDailyLimit sets the store's default daily limit.
+func withDailyLimit(n int64) rigOption { return func(c *rigConfig) { c.dailyLimit = n } }
 
 func withConfig(f func(*scheduler.ContentConfig)) rigOption {
 	return func(c *rigConfig) { f(&c.content) }
@@ -49,7 +53,7 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		o(&cfg)
 	}
 	clk := clock.NewFake(owedtest.Start)
-	store := owedtest.Store(t, databaseURL, clk)
+	store := owedtest.Store(t, databaseURL, clk, func(o *models.Options) { o.DailyLimit = cfg.dailyLimit })
 	model := modeltest.New(t)
 	var client *modelclient.Client
 	if !cfg.noModel {

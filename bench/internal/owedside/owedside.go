@@ -128,7 +128,7 @@ func Screen(ctx context.Context, cfg Config, model *modelclient.Client, authors,
 	content := scheduler.NewContent(store, model, clock.Real{}, harness.OwedLogger(), nil, scheduler.ContentConfig{
 		// The model cap (OWED_MODEL_CONCURRENCY) set to the sweep's concurrency: the bench measures the
 		// queue against an instant model, so its workers are what is compared with River's.
-		DailyBudget: limit, Concurrency: cfg.Workers, ModelConcurrency: cfg.Workers, Owner: "bench"})
+		Concurrency: cfg.Workers, ModelConcurrency: cfg.Workers, Owner: "bench"})
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	stop, err := harness.Profile(cfg.CPUProfile)
