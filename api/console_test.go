@@ -262,12 +262,12 @@ func TestDecideByHand(t *testing.T) {
 		w.sweep()
 		job := w.job(models.TaskScreen, models.KindPitch, p)
 
-		decide := func(kind string, id int64, body any) owedtest.Response {
+		decide := func(kind models.Kind, id int64, body any) owedtest.Response {
 			return w.do(http.MethodPost, fmt.Sprintf("/api/admin/items/%s/%d/verdict", kind, id), asAdmin, body)
 		}
 		before := w.snapshot()
 		for _, tc := range []struct {
-			kind   string
+			kind   models.Kind
 			id     int64
 			body   any
 			status int

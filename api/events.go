@@ -7,25 +7,25 @@ import (
 )
 
 type eventJSON struct {
-	ID           int64    `json:"id"`
-	At           string   `json:"at"`
-	Event        string   `json:"event"`
-	Kind         string   `json:"kind"`
-	ItemID       int64    `json:"itemId"`
-	UserID       int64    `json:"userId"`
-	Outcome      string   `json:"outcome"`
-	Why          *string  `json:"why"`
-	Status       *int     `json:"status"`
-	UpstreamMs   *int64   `json:"upstreamMs"`
-	Attempt      int      `json:"attempt"`
-	Confidence   *float64 `json:"confidence"`
-	Art          *float64 `json:"art"`
-	RequestBytes *int64   `json:"requestBytes"`
-	Runs         *int     `json:"runs"`
-	Error        *string  `json:"error"`
-	AdminID      *int64   `json:"adminId"`
-	Note         *string  `json:"note"`
-	Verdict      *string  `json:"verdict"`
+	ID           int64               `json:"id"`
+	At           string              `json:"at"`
+	Event        models.Task         `json:"event"`
+	Kind         models.Kind         `json:"kind"`
+	ItemID       int64               `json:"itemId"`
+	UserID       int64               `json:"userId"`
+	Outcome      models.EventOutcome `json:"outcome"`
+	Why          *models.Why         `json:"why"`
+	Status       *int                `json:"status"`
+	UpstreamMs   *int64              `json:"upstreamMs"`
+	Attempt      int                 `json:"attempt"`
+	Confidence   *float64            `json:"confidence"`
+	Art          *float64            `json:"art"`
+	RequestBytes *int64              `json:"requestBytes"`
+	Runs         *int                `json:"runs"`
+	Error        *string             `json:"error"`
+	AdminID      *int64              `json:"adminId"`
+	Note         *string             `json:"note"`
+	Verdict      *models.Verdict     `json:"verdict"`
 }
 
 func eventOf(e models.Event) eventJSON {
@@ -39,16 +39,16 @@ func eventOf(e models.Event) eventJSON {
 func (a *API) listEvents(c echo.Context) error {
 	var f models.EventFilter
 	var err error
-	if f.Event, err = oneOf(c, "event", tasks...); err != nil {
+	if f.Event, err = oneOf(c, "event", models.Tasks...); err != nil {
 		return err
 	}
 	if f.Why, err = oneOf(c, "why", whyFilter...); err != nil {
 		return err
 	}
-	if f.Kind, err = oneOf(c, "kind", kinds...); err != nil {
+	if f.Kind, err = oneOf(c, "kind", models.Kinds...); err != nil {
 		return err
 	}
-	if f.Outcome, err = oneOf(c, "outcome", "allow", "block", "scored", "pending", models.OutcomeDecided); err != nil {
+	if f.Outcome, err = oneOf(c, "outcome", models.EventOutcomes...); err != nil {
 		return err
 	}
 	if f.UserID, err = queryID(c, "userId"); err != nil {

@@ -15,20 +15,20 @@ import (
 )
 
 type jobJSON struct {
-	ID         int64   `json:"id"`
-	Task       string  `json:"task"`
-	Kind       string  `json:"kind"`
-	ItemID     int64   `json:"itemId"`
-	UserID     int64   `json:"userId"`
-	DueAt      string  `json:"dueAt"`
-	Attempts   int     `json:"attempts"`
-	Why        *string `json:"why"`
-	Status     *int    `json:"status"`
-	LeaseUntil *string `json:"leaseUntil"`
-	LastError  *string `json:"lastError"`
-	UserName   string  `json:"userName"`
-	ItemTitle  *string `json:"itemTitle"`
-	SongID     *int64  `json:"songId"`
+	ID         int64       `json:"id"`
+	Task       models.Task `json:"task"`
+	Kind       models.Kind `json:"kind"`
+	ItemID     int64       `json:"itemId"`
+	UserID     int64       `json:"userId"`
+	DueAt      string      `json:"dueAt"`
+	Attempts   int         `json:"attempts"`
+	Why        *models.Why `json:"why"`
+	Status     *int        `json:"status"`
+	LeaseUntil *string     `json:"leaseUntil"`
+	LastError  *string     `json:"lastError"`
+	UserName   string      `json:"userName"`
+	ItemTitle  *string     `json:"itemTitle"`
+	SongID     *int64      `json:"songId"`
 }
 
 // jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
@@ -45,7 +45,7 @@ func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
 }
 
 // heldWhy is a job's why as shown: held while its task is held and no lease holds it.
-func heldWhy(h models.Holds, task string, why *string, leaseUntil *int64, now int64) *string {
+func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *int64, now int64) *models.Why {
 	if h.Task(task) && (leaseUntil == nil || *leaseUntil <= now) {
 		held := models.WhyHeld
 		return &held
@@ -54,11 +54,11 @@ func heldWhy(h models.Holds, task string, why *string, leaseUntil *int64, now in
 }
 
 var (
-	tasks     = []string{models.TaskScreen, models.TaskScore}
-	kinds     = []string{models.KindRevision, models.KindComment, models.KindPitch}
-	jobStates = []string{"due", "waiting", "leased"}
 	jobSorts  = []string{models.JobsByID, models.JobsByDue, models.JobsByAttempts}
-	whyFilter = append([]string{"none"}, models.Whys...)
+	whyFilter = append([]models.Why{"none"}, models.Whys...)
+	tasks     = names(models.Tasks)
+	kinds     = names(models.Kinds)
+	jobStates = names(models.JobStates)
 )
 
 // maxAuthorFilter caps the author filter's length: a name is at most this long.
@@ -69,7 +69,7 @@ func checkJobFilter(f models.JobFilter) error {
 	for _, chk := range []struct {
 		field, value string
 		allowed      []string
-	}{{"task", f.Task, tasks}, {"kind", f.Kind, kinds}, {"why", f.Why, whyFilter}, {"state", f.State, jobStates}} {
+	}{{"task", string(f.Task), tasks}, {"kind", string(f.Kind), kinds}, {"why", string(f.Why), names(whyFilter)}, {"state", string(f.State), jobStates}} {
 		if chk.value == "" {
 			continue
 		}
@@ -100,7 +100,8 @@ func checkJobFilter(f models.JobFilter) error {
 }
 
 func jobFilterFromQuery(c echo.Context) (models.JobFilter, error) {
-	f := models.JobFilter{Task: c.QueryParam("task"), Kind: c.QueryParam("kind"), Why: c.QueryParam("why"), State: c.QueryParam("state")}
+	f := models.JobFilter{Task: models.Task(c.QueryParam("task")), Kind: models.Kind(c.QueryParam("kind")), Why: models.Why(c.QueryParam("why")),
+		State: models.JobState(c.QueryParam("state"))}
 	var err error
 	if f.ID, err = queryID(c, "id"); err != nil {
 		return f, err

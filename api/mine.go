@@ -36,28 +36,29 @@ const (
 
 // mineQuery is what a request for the author's view asks: filters, page, and how long to wait.
 type mineQuery struct {
-	state, kind string
-	limit       int
-	cursor      string // as given, for the ETag
-	after       *models.MineCursor
-	wait        time.Duration
+	state  models.ItemState
+	kind   models.Kind
+	limit  int
+	cursor string // as given, for the ETag
+	after  *models.MineCursor
+	wait   time.Duration
 }
 
 // mineCursor is the opaque cursor of the view: the last item's place in its order.
 type mineCursor struct {
-	T int64  `json:"t"`
-	K string `json:"k"`
-	I int64  `json:"i"`
+	T int64       `json:"t"`
+	K models.Kind `json:"k"`
+	I int64       `json:"i"`
 }
 
 // parseMineQuery reads state, kind, limit, cursor and, for the long poll, wait.
 func parseMineQuery(c echo.Context, withWait bool) (mineQuery, error) {
 	var q mineQuery
 	var err error
-	if q.state, err = oneOf(c, "state", models.StatePending, models.StatePublic, models.StateBlocked); err != nil {
+	if q.state, err = oneOf(c, "state", models.ItemStates...); err != nil {
 		return q, err
 	}
-	if q.kind, err = oneOf(c, "kind", models.KindRevision, models.KindComment, models.KindPitch); err != nil {
+	if q.kind, err = oneOf(c, "kind", models.Kinds...); err != nil {
 		return q, err
 	}
 	if q.limit, err = queryLimit(c, mineDefaultLimit, mineMaxLimit); err != nil {

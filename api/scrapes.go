@@ -47,17 +47,17 @@ type scrapeCountsJSON struct {
 }
 
 type scrapeJSON struct {
-	ID         int64            `json:"id"`
-	ChatID     string           `json:"chatId"`
-	GuildID    *string          `json:"guildId"`
-	Backend    string           `json:"backend"`
-	Mode       string           `json:"mode"`
-	State      string           `json:"state"`
-	Downloaded int64            `json:"downloaded"`
-	PushedAt   string           `json:"pushedAt"`
-	CreatedAt  string           `json:"createdAt"`
-	UpdatedAt  string           `json:"updatedAt"`
-	Counts     scrapeCountsJSON `json:"counts"`
+	ID         int64              `json:"id"`
+	ChatID     string             `json:"chatId"`
+	GuildID    *string            `json:"guildId"`
+	Backend    string             `json:"backend"`
+	Mode       string             `json:"mode"`
+	State      models.ScrapeState `json:"state"`
+	Downloaded int64              `json:"downloaded"`
+	PushedAt   string             `json:"pushedAt"`
+	CreatedAt  string             `json:"createdAt"`
+	UpdatedAt  string             `json:"updatedAt"`
+	Counts     scrapeCountsJSON   `json:"counts"`
 }
 
 func scrapeOf(s models.Scrape) scrapeJSON {
@@ -69,15 +69,15 @@ func scrapeOf(s models.Scrape) scrapeJSON {
 }
 
 type mediaJSON struct {
-	ID          int64   `json:"id"`
-	ScrapeID    int64   `json:"scrapeId"`
-	Kind        string  `json:"kind"`
-	URL         string  `json:"url"`
-	Bytes       *int64  `json:"bytes"`
-	State       string  `json:"state"`
-	StoredBytes int64   `json:"storedBytes"`
-	UpdatedAt   string  `json:"updatedAt"`
-	PreviewURL  *string `json:"previewUrl"`
+	ID          int64             `json:"id"`
+	ScrapeID    int64             `json:"scrapeId"`
+	Kind        models.MediaKind  `json:"kind"`
+	URL         string            `json:"url"`
+	Bytes       *int64            `json:"bytes"`
+	State       models.MediaState `json:"state"`
+	StoredBytes int64             `json:"storedBytes"`
+	UpdatedAt   string            `json:"updatedAt"`
+	PreviewURL  *string           `json:"previewUrl"`
 }
 
 func mediaOf(m models.Media) mediaJSON {
@@ -196,9 +196,9 @@ func (a *API) listScrapes(c echo.Context) error {
 }
 
 type mediaItemRequest struct {
-	URL   *string `json:"url"`
-	Kind  *string `json:"kind"`
-	Bytes *int64  `json:"bytes"`
+	URL   *string           `json:"url"`
+	Kind  *models.MediaKind `json:"kind"`
+	Bytes *int64            `json:"bytes"`
 }
 
 type mediaPushRequest struct {
@@ -254,7 +254,7 @@ func (a *API) pushMedia(c echo.Context) error {
 			return err
 		}
 		if m.Kind == nil || !slices.Contains(models.MediaKinds, *m.Kind) {
-			return invalid(at+".kind", at+".kind must be one of "+strings.Join(models.MediaKinds, ", "))
+			return invalid(at+".kind", at+".kind must be one of "+strings.Join(names(models.MediaKinds), ", "))
 		}
 		if m.Bytes != nil && (*m.Bytes < 0 || *m.Bytes > maxCount) {
 			return invalid(at+".bytes", at+".bytes must be a whole number from 0 to 9007199254740991 (2^53-1)")
@@ -274,14 +274,14 @@ func (a *API) pushMedia(c echo.Context) error {
 }
 
 type scrapePatch struct {
-	State      *string `json:"state"`
-	Downloaded *int64  `json:"downloaded"`
+	State      *models.ScrapeState `json:"state"`
+	Downloaded *int64              `json:"downloaded"`
 }
 
 // settableScrapeStates are the states the bot may set. Going back to active is allowed (the
 // walk of a paused scrape resumes, and the scrape leaves the backfill meanwhile); the delete
 // states are reached through DELETE only.
-var settableScrapeStates = []string{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
+var settableScrapeStates = []models.ScrapeState{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
 
 // patchScrape changes a scrape's state and/or its downloaded count.
 func (a *API) patchScrape(c echo.Context) error {
@@ -297,7 +297,7 @@ func (a *API) patchScrape(c echo.Context) error {
 		return invalid("state", "give a state, a downloaded count, or both")
 	}
 	if req.State != nil && !slices.Contains(settableScrapeStates, *req.State) {
-		return invalid("state", "state must be one of "+strings.Join(settableScrapeStates, ", "))
+		return invalid("state", "state must be one of "+strings.Join(names(settableScrapeStates), ", "))
 	}
 	if req.Downloaded != nil && (*req.Downloaded < 0 || *req.Downloaded > maxCount) {
 		return invalid("downloaded", "downloaded must be a whole number from 0 to 9007199254740991 (2^53-1)")

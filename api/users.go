@@ -12,8 +12,8 @@ import (
 )
 
 type userRequest struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
+	Name string      `json:"name"`
+	Role models.Role `json:"role"`
 }
 
 // createUser adds a user and shows its token, once.
@@ -40,11 +40,11 @@ func (a *API) createUser(c echo.Context) error {
 }
 
 type userAdminJSON struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Role      string `json:"role"`
-	Disabled  bool   `json:"disabled"`
-	CreatedAt string `json:"createdAt"`
+	ID        int64       `json:"id"`
+	Name      string      `json:"name"`
+	Role      models.Role `json:"role"`
+	Disabled  bool        `json:"disabled"`
+	CreatedAt string      `json:"createdAt"`
 }
 
 func userAdminOf(u models.User) userAdminJSON {

@@ -45,19 +45,19 @@ type attemptJSON struct {
 }
 
 type deliveryJSON struct {
-	ID            int64           `json:"id"`
-	WebhookID     int64           `json:"webhookId"`
-	MessageID     string          `json:"messageId"`
-	Event         string          `json:"event"`
-	Status        string          `json:"status"`
-	Attempts      int             `json:"attempts"`
-	LastStatus    *int            `json:"lastStatus"`
-	LastError     *string         `json:"lastError"`
-	NextAttemptAt *string         `json:"nextAttemptAt"`
-	DeliveredAt   *string         `json:"deliveredAt"`
-	CreatedAt     string          `json:"createdAt"`
-	AttemptLog    []attemptJSON   `json:"attemptLog"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
+	ID            int64                 `json:"id"`
+	WebhookID     int64                 `json:"webhookId"`
+	MessageID     string                `json:"messageId"`
+	Event         string                `json:"event"`
+	Status        models.DeliveryStatus `json:"status"`
+	Attempts      int                   `json:"attempts"`
+	LastStatus    *int                  `json:"lastStatus"`
+	LastError     *string               `json:"lastError"`
+	NextAttemptAt *string               `json:"nextAttemptAt"`
+	DeliveredAt   *string               `json:"deliveredAt"`
+	CreatedAt     string                `json:"createdAt"`
+	AttemptLog    []attemptJSON         `json:"attemptLog"`
+	Payload       json.RawMessage       `json:"payload,omitempty"`
 }
 
 func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJSON {
@@ -196,8 +196,6 @@ func (a *API) deleteWebhook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-var deliveryStates = []string{models.DeliveryPending, models.DeliveryDelivered, models.DeliveryCancelled}
-
 // listDeliveries pages through a subscription's deliveries, newest first, each with its
 // latest attempts.
 func (a *API) listDeliveries(c echo.Context) error {
@@ -205,7 +203,7 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	status, err := oneOf(c, "status", deliveryStates...)
+	status, err := oneOf(c, "status", models.DeliveryStatuses...)
 	if err != nil {
 		return err
 	}

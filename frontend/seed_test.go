@@ -70,7 +70,10 @@ func seedWorld(t *testing.T) *world {
 	w.sweeper = scheduler.NewContent(env.App.Store, model, env.Clock, owedtest.Logger(t), env.App.Metrics,
 		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName})
 
-	for _, u := range []struct{ name, role string }{
+	for _, u := range []struct {
+		name string
+		role models.Role
+	}{
 		{"ada", models.RoleAuthor}, {"bo", models.RoleAuthor}, {"cy", models.RoleAuthor}, {"dee", models.RoleAuthor},
 		{"archiver", models.RoleBot},
 	} {

@@ -33,7 +33,7 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 		for range 2 {
 			for i, j := range jobs {
 				wg.Go(func() {
-					ev := models.Event{Event: models.TaskScreen, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, Outcome: models.VerdictAllow}
+					ev := models.Event{Event: models.TaskScreen, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, Outcome: models.OutcomeAllow}
 					ok, err := f.store.RecordScreen(f.ctx, j.Kind, j.ItemID, models.VerdictAllow, 0.9, ev)
 					if err != nil {
 						t.Errorf("record %d: %v", j.ItemID, err)
@@ -153,13 +153,13 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 	}
 	status, ms, bytes, conf, attempt := 200, int64(37), int64(512), 0.8125, 3
 	full := models.Event{At: f.nowMs() - 5, Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
-		UserID: ann, Outcome: models.VerdictBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
+		UserID: ann, Outcome: models.OutcomeBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
 		Confidence: &conf, RequestBytes: &bytes}
-	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.VerdictAllow}
+	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.OutcomeAllow}
 	var wg sync.WaitGroup
 	for i, ev := range []models.Event{full, bare} {
 		wg.Go(func() {
-			if ok, err := f.store.RecordScreen(f.ctx, ev.Kind, ev.ItemID, ev.Outcome, 0.8125, ev); !ok || err != nil {
+			if ok, err := f.store.RecordScreen(f.ctx, ev.Kind, ev.ItemID, models.Verdict(ev.Outcome), 0.8125, ev); !ok || err != nil {
 				t.Errorf("record %d: %v, %v", i, ok, err)
 			}
 		})

@@ -159,7 +159,7 @@ func (s *Store) Spent(ctx context.Context, userID int64, now time.Time) (int64, 
 type BudgetRow struct {
 	UserID int64  `gorm:"column:user_id"`
 	Name   string `gorm:"column:name"`
-	Role   string `gorm:"column:role"`
+	Role   Role   `gorm:"column:role"`
 	// OwnLimit is the user's own daily limit; nil: the store's default.
 	OwnLimit *int64 `gorm:"column:daily_limit"`
 	// DailyLimit is the limit in force: OwnLimit, else the store's default.

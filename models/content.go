@@ -9,21 +9,8 @@ import (
 	"strings"
 )
 
-// Item kinds, tasks and verdicts as stored.
-const (
-	KindRevision = "revision"
-	KindComment  = "comment"
-	KindPitch    = "pitch"
-
-	TaskScreen = "screen"
-	TaskScore  = "score"
-
-	VerdictAllow = "allow"
-	VerdictBlock = "block"
-)
-
 // itemTable names the table of an item kind; kinds are checked before they reach SQL.
-func itemTable(kind string) (string, error) {
+func itemTable(kind Kind) (string, error) {
 	switch kind {
 	case KindRevision:
 		return "revisions", nil
@@ -195,7 +182,7 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 // DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
 // song with its revisions and comments). The triggers take the owed jobs with it. ErrNotFound
 // when the item is missing or another author's, alike.
-func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id int64) error {
+func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int64) error {
 	table := "songs"
 	if kind != "song" {
 		var err error
@@ -246,7 +233,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 
 // ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
 // On PostgreSQL, where every query is a round trip, concurrent reads share one (see batcher).
-func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subject, bool, error) {
+func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject, bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return Subject{}, false, err
 	}
@@ -264,7 +251,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subje
 
 // subjectOf is, per kind of item, what its screen sends (author, title, text) and the table it
 // is read from.
-var subjectOf = map[string]string{
+var subjectOf = map[Kind]string{
 	KindRevision: `user_id, title, code FROM revisions`,
 	KindComment:  `user_id, '', body FROM comments`,
 	KindPitch:    `user_id, '', body FROM pitches`,
@@ -277,19 +264,19 @@ type subjectOutcome struct {
 
 // screenSubjects reads the items of keys in one query (PostgreSQL).
 func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOutcome, error) {
-	ids := map[string][]int64{KindRevision: {}, KindComment: {}, KindPitch: {}}
+	ids := map[Kind][]int64{KindRevision: {}, KindComment: {}, KindPitch: {}}
 	for _, k := range keys {
 		ids[k.kind] = append(ids[k.kind], k.id)
 	}
 	var args []any
 	var parts []string
-	for _, kind := range []string{KindRevision, KindComment, KindPitch} {
+	for _, kind := range Kinds {
 		param, err := jsonParam(ids[kind])
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, param)
-		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.idIn("id"))
+		parts = append(parts, `SELECT '`+string(kind)+`', id, `+subjectOf[kind]+` WHERE `+s.idIn("id"))
 	}
 	rows, err := s.read.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Rows()
 	if err != nil {

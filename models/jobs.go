@@ -11,35 +11,17 @@ import (
 	"time"
 )
 
-// Why a job waits.
-const (
-	WhyUnreachable       = "unreachable"
-	WhyUpstream          = "upstream"
-	WhyUnanswered        = "unanswered"
-	WhyBudget            = "budget"
-	WhyBudgetUnavailable = "budget-unavailable"
-	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
-	// while the hold lasts, whatever its row's why.
-	WhyHeld = "held"
-)
-
-// OutcomeDecided is the outcome of an event that records a verdict by hand.
-const OutcomeDecided = "decided"
-
-// Whys lists every reason a job can wait, in display order.
-var Whys = []string{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
-
 // Job is one piece of owed work: a screen or a score of one item. It exists until the work is
 // recorded or the item is deleted (the triggers see to both).
 type Job struct {
 	ID         int64   `gorm:"column:id"`
-	Task       string  `gorm:"column:task"`
-	Kind       string  `gorm:"column:kind"`
+	Task       Task    `gorm:"column:task"`
+	Kind       Kind    `gorm:"column:kind"`
 	ItemID     int64   `gorm:"column:item_id"`
 	UserID     int64   `gorm:"column:user_id"`
 	DueAt      int64   `gorm:"column:due_at"`
 	Attempts   int     `gorm:"column:attempts"`
-	Why        *string `gorm:"column:why"`
+	Why        *Why    `gorm:"column:why"`
 	Status     *int    `gorm:"column:status"`
 	LeaseUntil *int64  `gorm:"column:lease_until"`
 	LeaseOwner *string `gorm:"column:lease_owner"`
@@ -53,25 +35,25 @@ const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, sta
 
 // Event is one attempt at a job, as kept for the admin and the log.
 type Event struct {
-	ID           int64    `gorm:"column:id"`
-	At           int64    `gorm:"column:at"`
-	Event        string   `gorm:"column:event"`
-	Kind         string   `gorm:"column:kind"`
-	ItemID       int64    `gorm:"column:item_id"`
-	UserID       int64    `gorm:"column:user_id"`
-	Outcome      string   `gorm:"column:outcome"`
-	Why          *string  `gorm:"column:why"`
-	Status       *int     `gorm:"column:status"`
-	UpstreamMs   *int64   `gorm:"column:upstream_ms"`
-	Attempt      int      `gorm:"column:attempt"`
-	Confidence   *float64 `gorm:"column:confidence"`
-	Art          *float64 `gorm:"column:art"`
-	RequestBytes *int64   `gorm:"column:request_bytes"`
-	Runs         *int     `gorm:"column:runs"`
-	Error        *string  `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
-	AdminID      *int64   `gorm:"column:admin_id"` // a verdict by hand: who decided
-	Note         *string  `gorm:"column:note"`     // a verdict by hand: the admin's note
-	Verdict      *string  `gorm:"column:verdict"`  // a verdict by hand: what was decided
+	ID           int64        `gorm:"column:id"`
+	At           int64        `gorm:"column:at"`
+	Event        Task         `gorm:"column:event"`
+	Kind         Kind         `gorm:"column:kind"`
+	ItemID       int64        `gorm:"column:item_id"`
+	UserID       int64        `gorm:"column:user_id"`
+	Outcome      EventOutcome `gorm:"column:outcome"`
+	Why          *Why         `gorm:"column:why"`
+	Status       *int         `gorm:"column:status"`
+	UpstreamMs   *int64       `gorm:"column:upstream_ms"`
+	Attempt      int          `gorm:"column:attempt"`
+	Confidence   *float64     `gorm:"column:confidence"`
+	Art          *float64     `gorm:"column:art"`
+	RequestBytes *int64       `gorm:"column:request_bytes"`
+	Runs         *int         `gorm:"column:runs"`
+	Error        *string      `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
+	AdminID      *int64       `gorm:"column:admin_id"` // a verdict by hand: who decided
+	Note         *string      `gorm:"column:note"`     // a verdict by hand: the admin's note
+	Verdict      *Verdict     `gorm:"column:verdict"`  // a verdict by hand: what was decided
 }
 
 func (s *Store) insertEvent(ev *Event) error {
@@ -121,7 +103,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 
 // ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
 // otherwise.
-func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
+func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
 	rows, err := s.queryWriter(ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
@@ -139,7 +121,7 @@ func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, 
 // Reschedule puts a claimed job off until at, adding an attempt, recording why (and the
 // upstream status and ev's error), freeing its lease, and keeping ev, all in one transaction. It does nothing
 // when the job is gone or another owner has claimed it since; ok reports whether it acted.
-func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why string, status *int, ev Event) (bool, error) {
+func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, status *int, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		res := tx.db.Exec(`UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
@@ -160,7 +142,7 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why strin
 // item is gone or already has a verdict: a verdict is recorded exactly once. Concurrent
 // verdicts share their statements and commit (see batcher), each still recorded with its own
 // event and webhook deliveries, or not at all.
-func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, verdict string, confidence float64, ev Event) (bool, error) {
+func (s *Store) RecordScreen(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64, ev Event) (bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return false, err
 	}
@@ -186,15 +168,15 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 }
 
 type screenCall struct {
-	kind       string
+	kind       Kind
 	itemID     int64
-	verdict    string
+	verdict    Verdict
 	confidence float64
 	ev         Event
 }
 
 type itemKey struct {
-	kind string
+	kind Kind
 	id   int64
 }
 
@@ -202,29 +184,29 @@ func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 
 // screenRow is a verdict and its event as passed to the database in a batch (see fromJSON).
 type screenRow struct {
-	Kind         string   `json:"kind"`
-	ItemID       int64    `json:"item_id"`
-	Verdict      string   `json:"verdict"`
-	Confidence   float64  `json:"confidence"`
-	At           int64    `json:"at"`
-	EvAt         int64    `json:"e_at"`
-	EvEvent      string   `json:"e_event"`
-	EvKind       string   `json:"e_kind"`
-	EvItemID     int64    `json:"e_item_id"`
-	EvUserID     int64    `json:"e_user_id"`
-	EvOutcome    string   `json:"e_outcome"`
-	EvWhy        *string  `json:"e_why"`
-	EvStatus     *int     `json:"e_status"`
-	EvUpstreamMs *int64   `json:"e_upstream_ms"`
-	EvAttempt    int      `json:"e_attempt"`
-	EvConfidence *float64 `json:"e_confidence"`
-	EvArt        *float64 `json:"e_art"`
-	EvBytes      *int64   `json:"e_request_bytes"`
-	EvRuns       *int     `json:"e_runs"`
-	EvError      *string  `json:"e_error"`
-	EvAdminID    *int64   `json:"e_admin_id"`
-	EvNote       *string  `json:"e_note"`
-	EvVerdict    *string  `json:"e_verdict"`
+	Kind         Kind         `json:"kind"`
+	ItemID       int64        `json:"item_id"`
+	Verdict      Verdict      `json:"verdict"`
+	Confidence   float64      `json:"confidence"`
+	At           int64        `json:"at"`
+	EvAt         int64        `json:"e_at"`
+	EvEvent      Task         `json:"e_event"`
+	EvKind       Kind         `json:"e_kind"`
+	EvItemID     int64        `json:"e_item_id"`
+	EvUserID     int64        `json:"e_user_id"`
+	EvOutcome    EventOutcome `json:"e_outcome"`
+	EvWhy        *Why         `json:"e_why"`
+	EvStatus     *int         `json:"e_status"`
+	EvUpstreamMs *int64       `json:"e_upstream_ms"`
+	EvAttempt    int          `json:"e_attempt"`
+	EvConfidence *float64     `json:"e_confidence"`
+	EvArt        *float64     `json:"e_art"`
+	EvBytes      *int64       `json:"e_request_bytes"`
+	EvRuns       *int         `json:"e_runs"`
+	EvError      *string      `json:"e_error"`
+	EvAdminID    *int64       `json:"e_admin_id"`
+	EvNote       *string      `json:"e_note"`
+	EvVerdict    *Verdict     `json:"e_verdict"`
 }
 
 // screenColumns are screenRow's columns; the event's are e_ and the events table's own name.
@@ -405,14 +387,14 @@ func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 
 // JobFilter selects owed jobs for the admin.
 type JobFilter struct {
-	ID     int64  `json:"id"` // one job
-	Task   string `json:"task"`
-	Kind   string `json:"kind"`
-	Why    string `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
-	UserID int64  `json:"userId"`
-	Author string `json:"author"` // part of the author's name, any case
-	ItemID int64  `json:"itemId"`
-	State  string `json:"state"` // due | waiting | leased
+	ID     int64    `json:"id"` // one job
+	Task   Task     `json:"task"`
+	Kind   Kind     `json:"kind"`
+	Why    Why      `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
+	UserID int64    `json:"userId"`
+	Author string   `json:"author"` // part of the author's name, any case
+	ItemID int64    `json:"itemId"`
+	State  JobState `json:"state"`
 
 	// Held, when set, is what is held as read just before the list or count; the filter then
 	// names the held tasks itself instead of reading the holds row for every job, so a filter by
@@ -442,9 +424,9 @@ func (f JobFilter) where(now int64) (string, []any) {
 	held, notHeld := heldTask, " AND NOT "+heldTask
 	if f.Held != nil {
 		var tasks []string
-		for _, t := range []string{TaskScreen, TaskScore} {
+		for _, t := range Tasks {
 			if f.Held.Task(t) {
-				tasks = append(tasks, "'"+t+"'")
+				tasks = append(tasks, "'"+string(t)+"'")
 			}
 		}
 		switch len(tasks) {
@@ -474,11 +456,11 @@ func (f JobFilter) where(now int64) (string, []any) {
 		add("item_id = ?", f.ItemID)
 	}
 	switch f.State {
-	case "due":
+	case JobDue:
 		add("due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
-	case "waiting":
+	case JobWaiting:
 		add("due_at > ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
-	case "leased":
+	case JobLeased:
 		add("lease_until > ?", now)
 	}
 	if len(conds) == 0 {
@@ -676,10 +658,10 @@ func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
 
 // EventFilter selects attempt events.
 type EventFilter struct {
-	Event   string
-	Why     string
-	Outcome string
-	Kind    string
+	Event   Task
+	Why     Why // "none" selects events with no why
+	Outcome EventOutcome
+	Kind    Kind
 	UserID  int64
 	ItemID  int64
 }

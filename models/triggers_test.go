@@ -19,7 +19,7 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 		commentID := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, songID, ann, "nice", now)
 		pitchID := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", now)
 		for _, it := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindRevision, revID}, {models.KindComment, commentID}, {models.KindPitch, pitchID}} {
 			j := f.mustJob(models.TaskScreen, it.kind, it.id)
@@ -74,7 +74,7 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, it := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindRevision, rev.ID}, {models.KindRevision, rev2.ID}, {models.KindComment, c.ID}, {models.KindPitch, p.ID}} {
 			if j := f.mustJob(models.TaskScreen, it.kind, it.id); j.DueAt != f.nowMs() || j.UserID != ann {
@@ -212,7 +212,7 @@ func TestTriggersSongPublicAndArt(t *testing.T) {
 		song, r1 := f.rawSong(ann, "S", "v1")
 		r2 := f.rawRevision(ann, song, "S", "v2")
 		r3 := f.rawRevision(ann, song, "S", "v3")
-		verdict := func(rev int64, v string) {
+		verdict := func(rev int64, v models.Verdict) {
 			f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, ?, 0.9)`, rev, v)
 		}
 		score := func(rev int64, art float64) {
@@ -314,7 +314,7 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 		}
 		f.mustJob(models.TaskScreen, models.KindPitch, p3.ID)
 		for _, d := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindPitch, p3.ID}, {models.KindComment, c3.ID}, {models.KindRevision, r32.ID}} {
 			if err := f.store.DeleteItem(f.ctx, ann, d.kind, d.id); err != nil {

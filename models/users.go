@@ -7,24 +7,18 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// Roles.
-const (
-	RoleAuthor = "author"
-	RoleBot    = "bot"
-	RoleAdmin  = "admin"
-)
-
 // ValidRole reports whether r is a role owed knows.
-func ValidRole(r string) bool { return r == RoleAuthor || r == RoleBot || r == RoleAdmin }
+func ValidRole(r Role) bool { return slices.Contains(Roles, r) }
 
 // User is someone with a token. Only the token's hash is kept.
 type User struct {
 	ID        int64  `gorm:"column:id"`
 	Name      string `gorm:"column:name"`
-	Role      string `gorm:"column:role"`
+	Role      Role   `gorm:"column:role"`
 	TokenHash string `gorm:"column:token_hash"`
 	// OwnLimit is the user's own daily limit of model calls; nil: the store's default.
 	OwnLimit *int64 `gorm:"column:daily_limit"`
@@ -52,14 +46,14 @@ func NewToken() string {
 
 // CreateUser adds a user and returns it with its token, which is not kept and cannot be shown
 // again.
-func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string, error) {
+func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
 	return u, token, err
 }
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
-func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token string) (User, error) {
+func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: s.nowMs()}
 	err := s.db.WithContext(ctx).Raw(
 		`INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
@@ -102,7 +96,7 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 	if err := r.scan(rows); err != nil {
 		return User{}, err
 	}
-	u := User{ID: r.int64(0), Name: r.str(1), Role: r.str(2), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	u := User{ID: r.int64(0), Name: r.str(1), Role: Role(r.str(2)), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.int64(5)}
 	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	if r.err != nil {
 		return User{}, r.err
@@ -122,7 +116,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 }
 
 // CountUsers counts users with the role, or all users when role is empty.
-func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
+func (s *Store) CountUsers(ctx context.Context, role Role) (int64, error) {
 	var n int64
 	q := s.read.WithContext(ctx).Table("users")
 	if role != "" {

@@ -143,8 +143,8 @@ type JobStats struct {
 	Total       int64
 	Due         int64
 	Leased      int64
-	ByWhy       map[string]int64 // "none" for jobs that are simply due or new; "held" for a held task's
-	ByTask      map[string]int64
+	ByWhy       map[Why]int64 // "none" for jobs that are simply due or new; "held" for a held task's
+	ByTask      map[Task]int64
 	OldestDueAt *int64
 }
 
@@ -152,7 +152,7 @@ type JobStats struct {
 func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
 	db := s.read.WithContext(ctx)
-	st := JobStats{ByWhy: map[string]int64{"none": 0}, ByTask: map[string]int64{TaskScreen: 0, TaskScore: 0}}
+	st := JobStats{ByWhy: map[Why]int64{"none": 0}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
 		st.ByWhy[w] = 0
 	}
@@ -166,11 +166,11 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	}
 	for k, n := range pairs {
 		st.Total += n
-		st.ByTask[k[0]] += n
-		if holds.Task(k[0]) {
+		st.ByTask[Task(k[0])] += n
+		if holds.Task(Task(k[0])) {
 			st.ByWhy[WhyHeld] += n // shown as held while the hold lasts (leased ones too: they are few)
 		} else {
-			st.ByWhy[k[1]] += n
+			st.ByWhy[Why(k[1])] += n
 		}
 	}
 	var agg struct {
@@ -201,10 +201,10 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 	end := now.Truncate(time.Minute).UnixMilli() + 60000
 	start := end - int64(n)*60000
 	var rows []struct {
-		M       int64  `gorm:"column:m"`
-		Event   string `gorm:"column:event"`
-		Outcome string `gorm:"column:outcome"`
-		N       int64  `gorm:"column:n"`
+		M       int64        `gorm:"column:m"`
+		Event   Task         `gorm:"column:event"`
+		Outcome EventOutcome `gorm:"column:outcome"`
+		N       int64        `gorm:"column:n"`
 	}
 	if err := s.read.WithContext(ctx).Raw(`SELECT at / 60000 AS m, event, outcome, COUNT(*) AS n FROM events
 		WHERE at >= ? GROUP BY at / 60000, event, outcome`, start).Scan(&rows).Error; err != nil {
@@ -220,7 +220,7 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 			continue
 		}
 		switch {
-		case r.Outcome == "pending":
+		case r.Outcome == OutcomePending:
 			out[i].Put += r.N
 		case r.Event == TaskScore:
 			out[i].Score += r.N
@@ -233,16 +233,16 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 
 // ItemScreen is where an item's screening stands: its verdict, or its owed screen job.
 type ItemScreen struct {
-	Verdict    *string
+	Verdict    *Verdict
 	Confidence *float64
 	Job        *Job
 }
 
 // ScreenOf reads an item's verdict and screen job.
-func (s *Store) ScreenOf(ctx context.Context, kind string, id int64) (ItemScreen, error) {
+func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, error) {
 	var out ItemScreen
 	var rows []struct {
-		Verdict    string  `gorm:"column:verdict"`
+		Verdict    Verdict `gorm:"column:verdict"`
 		Confidence float64 `gorm:"column:confidence"`
 	}
 	db := s.db.WithContext(ctx) // the writer: the answer to a write must see that write

@@ -149,7 +149,7 @@ func TestMine(t *testing.T) {
 			t.Fatal(err)
 		}
 		type key struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}
 		byKey := map[key]models.MineItem{}

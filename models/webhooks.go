@@ -27,14 +27,6 @@ const (
 // WebhookEvents lists the events a subscription may name, in display order.
 var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventAll}
 
-// Delivery states. A delivery is pending until delivered; it is cancelled only when its
-// subscription is disabled (by an admin, or by its receiver answering 410).
-const (
-	DeliveryPending   = "pending"
-	DeliveryDelivered = "delivered"
-	DeliveryCancelled = "cancelled"
-)
-
 // Why an inactive subscription stopped.
 const (
 	DisabledByAdmin = "admin" // PATCH active=false
@@ -84,21 +76,21 @@ func (r webhookRow) webhook() Webhook {
 // same on every attempt. Failures counts failed attempts since the delivery was last made due
 // (its place in the retry schedule); Attempts counts every attempt.
 type Delivery struct {
-	ID          int64   `gorm:"column:id"`
-	WebhookID   int64   `gorm:"column:webhook_id"`
-	MsgID       string  `gorm:"column:msg_id"`
-	Event       string  `gorm:"column:event"`
-	Payload     string  `gorm:"column:payload"`
-	Status      string  `gorm:"column:status"`
-	DueAt       int64   `gorm:"column:due_at"`
-	Attempts    int     `gorm:"column:attempts"`
-	Failures    int     `gorm:"column:failures"`
-	LastStatus  *int    `gorm:"column:last_status"`
-	LastError   *string `gorm:"column:last_error"`
-	LeaseUntil  *int64  `gorm:"column:lease_until"`
-	LeaseOwner  *string `gorm:"column:lease_owner"`
-	DeliveredAt *int64  `gorm:"column:delivered_at"`
-	CreatedAt   int64   `gorm:"column:created_at"`
+	ID          int64          `gorm:"column:id"`
+	WebhookID   int64          `gorm:"column:webhook_id"`
+	MsgID       string         `gorm:"column:msg_id"`
+	Event       string         `gorm:"column:event"`
+	Payload     string         `gorm:"column:payload"`
+	Status      DeliveryStatus `gorm:"column:status"`
+	DueAt       int64          `gorm:"column:due_at"`
+	Attempts    int            `gorm:"column:attempts"`
+	Failures    int            `gorm:"column:failures"`
+	LastStatus  *int           `gorm:"column:last_status"`
+	LastError   *string        `gorm:"column:last_error"`
+	LeaseUntil  *int64         `gorm:"column:lease_until"`
+	LeaseOwner  *string        `gorm:"column:lease_owner"`
+	DeliveredAt *int64         `gorm:"column:delivered_at"`
+	CreatedAt   int64          `gorm:"column:created_at"`
 }
 
 const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at, attempts, failures, last_status,
@@ -119,11 +111,11 @@ type DeliveryAttempt struct {
 // ItemScreenedData is the data of an item.screened event. SongID is set for revisions and
 // comments.
 type ItemScreenedData struct {
-	Kind       string  `json:"kind"`
+	Kind       Kind    `json:"kind"`
 	ID         int64   `json:"id"`
 	UserID     int64   `json:"userId"`
 	SongID     *int64  `json:"songId,omitempty"`
-	Verdict    string  `json:"verdict"`
+	Verdict    Verdict `json:"verdict"`
 	Confidence float64 `json:"confidence"`
 }
 
@@ -234,7 +226,7 @@ func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error
 }
 
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
-func (s *Store) screenedData(ctx context.Context, kind string, itemID int64, verdict string, confidence float64) (ItemScreenedData, error) {
+func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64) (ItemScreenedData, error) {
 	d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
 	var rows []struct {
 		UserID int64  `gorm:"column:user_id"`
@@ -516,7 +508,7 @@ func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64,
 
 // ListDeliveries pages through a subscription's deliveries newest first, before the id
 // beforeID (0: from the newest), optionally of one status. Payloads are left out.
-func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status string, beforeID int64, limit int) ([]Delivery, error) {
+func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status DeliveryStatus, beforeID int64, limit int) ([]Delivery, error) {
 	q := `SELECT id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status, last_error,
 		lease_until, lease_owner, delivered_at, created_at FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{webhookID}
@@ -619,9 +611,9 @@ func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]Webh
 	out := make(map[int64]WebhookHealth, len(ids))
 	for _, id := range ids {
 		var rows []struct {
-			Status     string  `gorm:"column:status"`
-			LastStatus *int    `gorm:"column:last_status"`
-			LastError  *string `gorm:"column:last_error"`
+			Status     DeliveryStatus `gorm:"column:status"`
+			LastStatus *int           `gorm:"column:last_status"`
+			LastError  *string        `gorm:"column:last_error"`
 		}
 		if err := s.read.WithContext(ctx).Raw(`SELECT status, last_status, last_error FROM webhook_deliveries
 			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id).Scan(&rows).Error; err != nil {

@@ -222,9 +222,9 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 }
 
 // User creates a user through the admin API and returns its id and token.
-func (e *Env) User(name, role string) (int64, string) {
+func (e *Env) User(name string, role models.Role) (int64, string) {
 	e.T.Helper()
-	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": role})
+	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": string(role)})
 	if r.Status != http.StatusCreated {
 		e.T.Fatalf("create user: %d %s", r.Status, r.Body)
 	}

@@ -151,8 +151,8 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	if !screening {
 		ev.Runs = &runs
 	}
-	later := func(why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
-		ev.Outcome, ev.Why, ev.UpstreamMs = string(Pending), &why, upstreamMs
+	later := func(why models.Why, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
+		ev.Outcome, ev.Why, ev.UpstreamMs = models.OutcomePending, &why, upstreamMs
 		var st *int
 		if status != 0 {
 			st = &status
@@ -181,7 +181,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		if !ok {
 			return Gone, nil // deleted since; its trigger took the job too
 		}
-		screenReq = modelclient.ScreenRequest{Kind: job.Kind, Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+		screenReq = modelclient.ScreenRequest{Kind: string(job.Kind), Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
 		if err := modelclient.CheckScreen(screenReq); err != nil {
 			return Pending, fmt.Errorf("a screen request the model client would refuse (job %d): %w", job.ID, err)
 		}
@@ -244,7 +244,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
 	held = 0
 	if c.metrics != nil {
-		c.metrics.ModelLatency.WithLabelValues(event).Observe(float64(reply.UpstreamMs) / 1000)
+		c.metrics.ModelLatency.WithLabelValues(string(event)).Observe(float64(reply.UpstreamMs) / 1000)
 	}
 	upstreamMs := reply.UpstreamMs
 	if reply.Why != "" && ctx.Err() != nil {
@@ -255,7 +255,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	c.breaker.report(ctx, *p, reply)
 	if reply.Why != "" {
 		ev.Error = errorText(reply.Error)
-		return later(reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
+		return later(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
 	}
 	status := reply.Status
 	bytes := int64(reply.RequestBytes)
@@ -267,8 +267,8 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 			ev.Error = errorText("answer has no verdict")
 			return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 		}
-		ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
-		recorded, err := c.store.RecordScreen(ctx, job.Kind, job.ItemID, v.Verdict, v.Confidence, ev)
+		ev.Outcome, ev.Confidence = models.EventOutcome(v.Verdict), &v.Confidence
+		recorded, err := c.store.RecordScreen(ctx, job.Kind, job.ItemID, models.Verdict(v.Verdict), v.Confidence, ev)
 		if err != nil {
 			return Pending, fmt.Errorf("record screen of %s %d: %w", job.Kind, job.ItemID, err)
 		}
@@ -283,7 +283,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 	}
 	mean := modelclient.Mean(reply.Runs)
-	ev.Outcome, ev.Art = "scored", &mean.Art
+	ev.Outcome, ev.Art = models.OutcomeScored, &mean.Art
 	recorded, err := c.store.RecordScore(ctx, models.Score{RevisionID: job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
 		Criteria: mean.Criteria, Model: c.cfg.ModelName, Rubric: RubricID}, ev)
 	if err != nil {
@@ -362,13 +362,13 @@ func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priori
 func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	why := ""
 	if ev.Why != nil {
-		why = *ev.Why
+		why = string(*ev.Why)
 	}
 	if c.metrics != nil {
-		c.metrics.Attempts.WithLabelValues(ev.Event, ev.Outcome, why).Inc()
+		c.metrics.Attempts.WithLabelValues(string(ev.Event), string(ev.Outcome), why).Inc()
 	}
-	attrs := []slog.Attr{slog.String("kind", ev.Kind), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
-		slog.String("outcome", ev.Outcome), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
+	attrs := []slog.Attr{slog.String("kind", string(ev.Kind)), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
+		slog.String("outcome", string(ev.Outcome)), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
 	if ev.Status != nil {
 		attrs = append(attrs, slog.Int("status", *ev.Status))
 	}
@@ -391,7 +391,7 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 		attrs = append(attrs, slog.String("error", *ev.Error))
 	}
 	attrs = append(attrs, extra...)
-	c.log.LogAttrs(context.Background(), slog.LevelInfo, ev.Event, attrs...)
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
 }
 
 // runClaimed runs a claimed job, logging an error instead of returning it: a job that errors
@@ -545,7 +545,7 @@ func (c *Content) SweepAuthor(userID int64) {
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).
 // The job goes on after the caller stops waiting.
-func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
+func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-chan Outcome {
 	done := make(chan Outcome, 1)
 	started := c.Go(func(ctx context.Context) {
 		defer close(done)

@@ -187,8 +187,9 @@ func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
 
 		lease := r.content.Config().Lease
 		for _, it := range []struct {
-			task, kind string
-			id         int64
+			task models.Task
+			kind models.Kind
+			id   int64
 		}{{models.TaskScreen, models.KindPitch, bigPitch}, {models.TaskScreen, models.KindRevision, bigRev}, {models.TaskScore, models.KindRevision, bigScored}} {
 			j := r.claim(it.task, it.kind, it.id)
 			out, err := r.content.Run(r.ctx, j)
@@ -457,10 +458,11 @@ func TestRunBudgetUnavailable(t *testing.T) {
 		_, rev := r.allowedRevision(ann, "S", "c")
 		r.exec(`ALTER TABLE budgets RENAME TO budgets_gone`)
 		for _, it := range []struct {
-			task, kind, event string
-			id                int64
-			runs              *int
-		}{{models.TaskScreen, models.KindPitch, "screen", p, nil}, {models.TaskScore, models.KindRevision, "score", rev, ptr(3)}} {
+			task, event models.Task
+			kind        models.Kind
+			id          int64
+			runs        *int
+		}{{models.TaskScreen, "screen", models.KindPitch, p, nil}, {models.TaskScore, "score", models.KindRevision, rev, ptr(3)}} {
 			if out := r.run(it.task, it.kind, it.id); out != scheduler.Pending {
 				t.Fatalf("%s outcome %s", it.task, out)
 			}
@@ -830,8 +832,9 @@ func TestRunGivesUpBeforeItsLeaseRunsOut(t *testing.T) {
 		p := r.pitch(ann, "p")
 		_, rev := r.allowedRevision(ann, "S", "c")
 		for _, it := range []struct {
-			task, kind string
-			id         int64
+			task models.Task
+			kind models.Kind
+			id   int64
 		}{{models.TaskScreen, models.KindPitch, p}, {models.TaskScore, models.KindRevision, rev}} {
 			job := r.claim(it.task, it.kind, it.id)
 			r.clk.Advance(lease / 2) // half the lease gone: 400ms left to ask, 100ms to record

@@ -131,7 +131,7 @@ func (r *rig) allowedRevision(userID int64, title, code string) (songID, revID i
 }
 
 // claim leases the job of one item's task to the runner's owner, as the runner's claimers do.
-func (r *rig) claim(task, kind string, itemID int64) models.Job {
+func (r *rig) claim(task models.Task, kind models.Kind, itemID int64) models.Job {
 	r.t.Helper()
 	j, ok, err := r.store.ClaimItem(r.ctx, task, kind, itemID, r.content.Config().Lease, r.content.Config().Owner)
 	if err != nil || !ok {
@@ -141,7 +141,7 @@ func (r *rig) claim(task, kind string, itemID int64) models.Job {
 }
 
 // run claims the item's job and runs it, failing the test on an error.
-func (r *rig) run(task, kind string, itemID int64) scheduler.Outcome {
+func (r *rig) run(task models.Task, kind models.Kind, itemID int64) scheduler.Outcome {
 	r.t.Helper()
 	out, err := r.content.Run(r.ctx, r.claim(task, kind, itemID))
 	if err != nil {
@@ -150,7 +150,7 @@ func (r *rig) run(task, kind string, itemID int64) scheduler.Outcome {
 	return out
 }
 
-func (r *rig) job(task, kind string, itemID int64) (models.Job, bool) {
+func (r *rig) job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
 	r.t.Helper()
 	jobs, err := r.store.ListJobs(r.ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 10)
 	if err != nil {
@@ -162,7 +162,7 @@ func (r *rig) job(task, kind string, itemID int64) (models.Job, bool) {
 	return jobs[0], true
 }
 
-func (r *rig) mustJob(task, kind string, itemID int64) models.Job {
+func (r *rig) mustJob(task models.Task, kind models.Kind, itemID int64) models.Job {
 	r.t.Helper()
 	j, ok := r.job(task, kind, itemID)
 	if !ok {
@@ -171,7 +171,7 @@ func (r *rig) mustJob(task, kind string, itemID int64) models.Job {
 	return j
 }
 
-func (r *rig) noJob(task, kind string, itemID int64) {
+func (r *rig) noJob(task models.Task, kind models.Kind, itemID int64) {
 	r.t.Helper()
 	if j, ok := r.job(task, kind, itemID); ok {
 		r.t.Fatalf("%s job for %s %d still owed: %+v", task, kind, itemID, j)
@@ -188,7 +188,7 @@ func (r *rig) spent(userID int64) int64 {
 }
 
 // events lists an item's events, newest first.
-func (r *rig) events(kind string, itemID int64) []models.Event {
+func (r *rig) events(kind models.Kind, itemID int64) []models.Event {
 	r.t.Helper()
 	evs, err := r.store.ListEvents(r.ctx, models.EventFilter{Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
@@ -197,7 +197,7 @@ func (r *rig) events(kind string, itemID int64) []models.Event {
 	return evs
 }
 
-func (r *rig) lastEvent(kind string, itemID int64) models.Event {
+func (r *rig) lastEvent(kind models.Kind, itemID int64) models.Event {
 	r.t.Helper()
 	evs := r.events(kind, itemID)
 	if len(evs) == 0 {
@@ -216,7 +216,7 @@ func (r *rig) countJobs() int64 {
 }
 
 // wantPending checks a rescheduled job: why, attempts, due time and status recorded, lease freed.
-func wantPending(t testing.TB, j models.Job, why string, attempts int, dueAt time.Time, status *int) {
+func wantPending(t testing.TB, j models.Job, why models.Why, attempts int, dueAt time.Time, status *int) {
 	t.Helper()
 	if j.Why == nil || *j.Why != why {
 		t.Errorf("job why = %v, want %s", str(j.Why), why)
@@ -249,8 +249,8 @@ func wantEvent(t testing.TB, got, want models.Event) {
 }
 
 func fmtEvent(e models.Event) string {
-	return "event=" + e.Event + " kind=" + e.Kind + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
-		" outcome=" + e.Outcome + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
+	return "event=" + string(e.Event) + " kind=" + string(e.Kind) + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
+		" outcome=" + string(e.Outcome) + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
 		" confidence=" + num(e.Confidence) + " art=" + num(e.Art) + " requestBytes=" + num(e.RequestBytes) +
 		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At)
 }
@@ -259,11 +259,11 @@ func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a =
 
 func ptr[T any](v T) *T { return &v }
 
-func str(p *string) string {
+func str[T ~string](p *T) string {
 	if p == nil {
 		return "null"
 	}
-	return *p
+	return string(*p)
 }
 
 func num[T int | int64 | float64](p *T) string {

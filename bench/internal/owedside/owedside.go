@@ -193,7 +193,7 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 			return sweepShaped(ctx, store, cfg.Workers, owner, lease, func(ctx context.Context, job models.Job) error {
 				conf := 0.9
 				ev := models.Event{Event: models.TaskScreen, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID,
-					Outcome: models.VerdictAllow, Attempt: job.Attempts, Confidence: &conf}
+					Outcome: models.OutcomeAllow, Attempt: job.Attempts, Confidence: &conf}
 				ok, err := store.RecordScreen(ctx, job.Kind, job.ItemID, models.VerdictAllow, conf, ev)
 				if err == nil && !ok {
 					err = fmt.Errorf("job %d: nothing recorded", job.ID)

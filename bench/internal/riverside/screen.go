@@ -205,7 +205,7 @@ func (w *screenWorker) Work(ctx context.Context, job *river.Job[ScreenArgs]) err
 	} else if !ok {
 		return river.JobSnooze(models.BudgetReset(now).Sub(now))
 	}
-	reply := w.model.Screen(ctx, modelclient.ScreenRequest{Kind: models.KindPitch, Subject: modelclient.Subject{Text: text}})
+	reply := w.model.Screen(ctx, modelclient.ScreenRequest{Kind: string(models.KindPitch), Subject: modelclient.Subject{Text: text}})
 	if reply.Why != "" {
 		return fmt.Errorf("model: %s (status %d)", reply.Why, reply.Status)
 	}
@@ -214,7 +214,7 @@ func (w *screenWorker) Work(ctx context.Context, job *river.Job[ScreenArgs]) err
 	}
 	status, upstreamMs, bytes := reply.Status, reply.UpstreamMs, int64(reply.RequestBytes)
 	ev := &models.Event{At: time.Now().UnixMilli(), Event: models.TaskScreen, Kind: models.KindPitch, ItemID: job.Args.ItemID,
-		UserID: userID, Outcome: reply.Verdict.Verdict, Status: &status, UpstreamMs: &upstreamMs, Attempt: job.Attempt - 1,
+		UserID: userID, Outcome: models.EventOutcome(reply.Verdict.Verdict), Status: &status, UpstreamMs: &upstreamMs, Attempt: job.Attempt - 1,
 		Confidence: &reply.Verdict.Confidence, RequestBytes: &bytes}
 	if err := w.app.record(ctx, job, reply.Verdict, ev); err != nil {
 		return fmt.Errorf("record: %w", err)
