@@ -29,7 +29,7 @@ type eventJSON struct {
 }
 
 func eventOf(e models.Event) eventJSON {
-	return eventJSON{ID: e.ID, At: msTime(e.At), Event: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID,
+	return eventJSON{ID: e.ID, At: wireTime(e.At), Event: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID,
 		Outcome: e.Outcome, Why: e.Why, Status: e.Status, UpstreamMs: e.UpstreamMs, Attempt: e.Attempt,
 		Confidence: e.Confidence, Art: e.Art, RequestBytes: e.RequestBytes, Runs: e.Runs,
 		Error: e.Error, AdminID: e.AdminID, Note: e.Note, Verdict: e.Verdict}

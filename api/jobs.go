@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,10 +35,10 @@ type jobJSON struct {
 // jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
 // says why held, whatever its row's why.
 func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
-	now := a.now().UnixMilli()
+	now := a.now()
 	return func(j models.JobRow) jobJSON {
-		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: msTime(j.DueAt),
-			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: msTimePtr(j.LeaseUntil), LastError: j.LastError,
+		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: wireTime(j.DueAt),
+			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: wireTimePtr(j.LeaseUntil), LastError: j.LastError,
 			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
 		out.Why = heldWhy(h, j.Task, j.Why, j.LeaseUntil, now)
 		return out
@@ -45,8 +46,8 @@ func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
 }
 
 // heldWhy is a job's why as shown: held while its task is held and no lease holds it.
-func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *int64, now int64) *models.Why {
-	if h.Task(task) && (leaseUntil == nil || *leaseUntil <= now) {
+func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *time.Time, now time.Time) *models.Why {
+	if h.Task(task) && (leaseUntil == nil || !leaseUntil.After(now)) {
 		held := models.WhyHeld
 		return &held
 	}
@@ -250,7 +251,7 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	ctx, id := c.Request().Context(), job.ID
-	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
+	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
 	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}) // the author: whose views to wake
@@ -264,7 +265,7 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	if n == 0 {
-		if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
+		if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 			return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 		}
 		if job.Why != nil && *job.Why == models.WhyBudget {

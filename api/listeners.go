@@ -43,8 +43,8 @@ func stateOf(verdict *models.Verdict) models.ItemState {
 func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
-		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now().UnixMilli()), s.Job.Attempts
-		next := msTime(s.Job.DueAt)
+		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now()), s.Job.Attempts
+		next := wireTime(s.Job.DueAt)
 		out.NextAttemptAt = &next
 	}
 	return out
@@ -318,7 +318,7 @@ func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 		b = appendString(b, string(j.Task))
 		b = appendString(b, string(j.Kind))
 		b = binary.AppendVarint(b, j.ItemID)
-		b = binary.AppendVarint(b, j.DueAt)
+		b = binary.AppendVarint(b, j.DueAt.UnixMilli())
 		b = binary.AppendVarint(b, int64(j.Attempts))
 		if j.Why == nil {
 			b = append(b, 0)

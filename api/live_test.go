@@ -331,7 +331,7 @@ func TestMineStreamRunsDueJobs(t *testing.T) {
 		}
 		// The job comes due while the stream waits: the stream's sweep screens it.
 		w.parked(1)
-		w.env.Clock.Set(time.UnixMilli(job.DueAt))
+		w.env.Clock.Set(job.DueAt)
 		for {
 			ev := next(t, events, false)
 			if strings.Contains(ev.Data, fmt.Sprintf(`"id":%d`, pitch)) && strings.Contains(ev.Data, `"state":"public"`) {

@@ -128,18 +128,17 @@ func (a *API) reread(ctx context.Context, u *models.User, q *mineQuery) (*models
 // (so its sweep starts then, as a poll at that moment would start it).
 func (st *mineState) recheckAt() time.Time {
 	at := models.BudgetReset(st.now)
-	nowMs := st.now.UnixMilli()
 	for i := range st.v.Jobs {
 		j := &st.v.Jobs[i]
 		t := j.DueAt
-		if j.LeaseUntil != nil && *j.LeaseUntil > t {
+		if j.LeaseUntil != nil && j.LeaseUntil.After(t) {
 			t = *j.LeaseUntil
 		}
-		if t <= nowMs {
+		if t.UnixMilli() <= st.now.UnixMilli() {
 			continue // due now: its sweep was started
 		}
-		if tt := time.UnixMilli(t); tt.Before(at) {
-			at = tt
+		if t.Before(at) {
+			at = t
 		}
 	}
 	if floor := st.now.Add(minRecheck); at.Before(floor) {
@@ -179,8 +178,8 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
 			Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
-			why := heldWhy(st.v.Held, j.Task, j.Why, nil, 0) // not by lease: the ETag does not hash leases
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
+			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
+			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: wireTime(j.DueAt)})
 		}
 		out.Items = append(out.Items, m)
 	}

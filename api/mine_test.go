@@ -196,7 +196,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 			t.Fatalf("claim the retried job: %v %v", ok, err)
 		}
 		m.same("a second claim")
-		if ok, err := st.Reschedule(ctx, again, time.UnixMilli(again.DueAt), why, &status, models.Event{Event: models.TaskScreen,
+		if ok, err := st.Reschedule(ctx, again, again.DueAt, why, &status, models.Event{Event: models.TaskScreen,
 			Kind: models.KindPitch, ItemID: pitch, UserID: ann, Outcome: "pending", Why: &why, Status: &status}); err != nil || !ok {
 			t.Fatalf("reschedule: %v %v", ok, err)
 		}
@@ -292,7 +292,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 		pitch := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "pitch"})["pitch"])["id"])
 		model.Reset()
 		job := w.job(models.TaskScreen, models.KindPitch, pitch)
-		if job.Why == nil || job.DueAt <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
+		if job.Why == nil || job.DueAt.UnixMilli() <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
 			t.Fatalf("the pitch's job should wait, unleased: %+v", job)
 		}
 		calls := model.Calls()

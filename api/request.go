@@ -242,3 +242,16 @@ func msTimePtr(ms *int64) *string {
 }
 
 func timeStr(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// wireTime is a domain time as the API shows it (msTime's format; times are kept to the
+// millisecond).
+func wireTime(t time.Time) string { return msTime(t.UnixMilli()) }
+
+// wireTimePtr is wireTime of an optional time.
+func wireTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := wireTime(*t)
+	return &s
+}

@@ -48,7 +48,7 @@ type userAdminJSON struct {
 }
 
 func userAdminOf(u models.User) userAdminJSON {
-	return userAdminJSON{ID: u.ID, Name: u.Name, Role: u.Role, Disabled: u.Disabled, CreatedAt: msTime(u.CreatedAt)}
+	return userAdminJSON{ID: u.ID, Name: u.Name, Role: u.Role, Disabled: u.Disabled, CreatedAt: wireTime(u.CreatedAt)}
 }
 
 // listUsers pages through every user (authors, bots, admins) with whether they are disabled.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -152,7 +153,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		t.Fatalf("claimed %d, %v", len(jobs), err)
 	}
 	status, ms, bytes, conf, attempt := 200, int64(37), int64(512), 0.8125, 3
-	full := models.Event{At: f.nowMs() - 5, Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
+	full := models.Event{At: time.UnixMilli(f.nowMs() - 5).UTC(), Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
 		UserID: ann, Outcome: models.OutcomeBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
 		Confidence: &conf, RequestBytes: &bytes}
 	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.OutcomeAllow}
@@ -174,7 +175,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		if got.ItemID == full.ItemID {
 			want = full
 		} else {
-			want.At = f.nowMs() // an event given no time is stamped with the store's clock
+			want.At = time.UnixMilli(f.nowMs()).UTC() // an event given no time is stamped with the store's clock
 		}
 		want.ID = got.ID
 		if fmt.Sprint(eventFields(got)) != fmt.Sprint(eventFields(want)) {

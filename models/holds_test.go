@@ -101,11 +101,11 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 			t.Fatalf("ParkDue moved %d jobs (%v), want the score alone", n, err)
 		}
 		screen := f.jobsOf(models.KindPitch, held)[0]
-		if screen.Why != nil || screen.DueAt != f.nowMs() || screen.Status != nil {
+		if screen.Why != nil || screen.DueAt.UnixMilli() != f.nowMs() || screen.Status != nil {
 			t.Errorf("held screen after the breaker parked = %+v, want its row untouched", screen)
 		}
 		score := f.jobsOf(models.KindRevision, rev)
-		if len(score) != 1 || score[0].DueAt != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
+		if len(score) != 1 || score[0].DueAt.UnixMilli() != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
 			t.Errorf("score after the breaker parked = %+v, want it put off to the probe as upstream", score)
 		}
 	})

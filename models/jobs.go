@@ -14,18 +14,18 @@ import (
 // Job is one piece of owed work: a screen or a score of one item. It exists until the work is
 // recorded or the item is deleted (the triggers see to both).
 type Job struct {
-	ID         int64   `gorm:"column:id"`
-	Task       Task    `gorm:"column:task"`
-	Kind       Kind    `gorm:"column:kind"`
-	ItemID     int64   `gorm:"column:item_id"`
-	UserID     int64   `gorm:"column:user_id"`
-	DueAt      int64   `gorm:"column:due_at"`
-	Attempts   int     `gorm:"column:attempts"`
-	Why        *Why    `gorm:"column:why"`
-	Status     *int    `gorm:"column:status"`
-	LeaseUntil *int64  `gorm:"column:lease_until"`
-	LeaseOwner *string `gorm:"column:lease_owner"`
-	CreatedAt  int64   `gorm:"column:created_at"`
+	ID         int64      `gorm:"column:id"`
+	Task       Task       `gorm:"column:task"`
+	Kind       Kind       `gorm:"column:kind"`
+	ItemID     int64      `gorm:"column:item_id"`
+	UserID     int64      `gorm:"column:user_id"`
+	DueAt      time.Time  `gorm:"column:due_at;serializer:unixms"`
+	Attempts   int        `gorm:"column:attempts"`
+	Why        *Why       `gorm:"column:why"`
+	Status     *int       `gorm:"column:status"`
+	LeaseUntil *time.Time `gorm:"column:lease_until;serializer:unixms"`
+	LeaseOwner *string    `gorm:"column:lease_owner"`
+	CreatedAt  time.Time  `gorm:"column:created_at;serializer:unixms"`
 	// LastError is the last attempt's error; read by the admin's queries only (JobByID,
 	// ListJobs), not by the claims and the author's view.
 	LastError *string `gorm:"column:last_error"`
@@ -36,7 +36,7 @@ const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, sta
 // Event is one attempt at a job, as kept for the admin and the log.
 type Event struct {
 	ID           int64        `gorm:"column:id"`
-	At           int64        `gorm:"column:at"`
+	At           time.Time    `gorm:"column:at;serializer:unixms"`
 	Event        Task         `gorm:"column:event"`
 	Kind         Kind         `gorm:"column:kind"`
 	ItemID       int64        `gorm:"column:item_id"`
@@ -56,12 +56,17 @@ type Event struct {
 	Verdict      *Verdict     `gorm:"column:verdict"`  // a verdict by hand: what was decided
 }
 
+// DueBy reports whether the job is due at now: its due time has come and no lease holds it.
+func (j Job) DueBy(now time.Time) bool {
+	return !j.DueAt.After(now) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
+}
+
 func (s *Store) insertEvent(ev *Event) error {
-	if ev.At == 0 {
-		ev.At = s.nowMs()
+	if ev.At.IsZero() {
+		ev.At = fromMillis(s.nowMs())
 	}
 	return s.db.Raw(`INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
+		ev.At.UnixMilli(), ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
 		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict).Scan(&ev.ID).Error
 }
 
@@ -219,11 +224,11 @@ var screenColumns = []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict"
 
 func newScreenRow(c screenCall, now int64) screenRow {
 	ev := c.ev
-	if ev.At == 0 {
-		ev.At = now
+	if ev.At.IsZero() {
+		ev.At = fromMillis(now)
 	}
 	return screenRow{Kind: c.kind, ItemID: c.itemID, Verdict: c.verdict, Confidence: c.confidence, At: now,
-		EvAt: ev.At, EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
+		EvAt: ev.At.UnixMilli(), EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
 		EvWhy: ev.Why, EvStatus: ev.Status, EvUpstreamMs: ev.UpstreamMs, EvAttempt: ev.Attempt, EvConfidence: ev.Confidence,
 		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs, EvError: ev.Error, EvAdminID: ev.AdminID, EvNote: ev.Note,
 		EvVerdict: ev.Verdict}
@@ -498,7 +503,7 @@ type JobRow struct {
 func (r JobRow) Cursor(order string) JobCursor {
 	switch order {
 	case JobsByDue:
-		return JobCursor{ID: r.ID, Key: r.DueAt}
+		return JobCursor{ID: r.ID, Key: r.DueAt.UnixMilli()}
 	case JobsByAttempts:
 		return JobCursor{ID: r.ID, Key: int64(r.Attempts)}
 	}

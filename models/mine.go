@@ -83,7 +83,6 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	}
 	defer rows.Close()
 	r := newRow(8 + jobColumnCount)
-	nowMs := now.UnixMilli()
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return v, err
@@ -101,7 +100,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 			}
 		} else {
 			j := r.job(8)
-			if j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+			if j.DueBy(now) {
 				v.Due = true
 			}
 			v.Jobs = append(v.Jobs, j)
@@ -117,7 +116,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	if v.Due && (v.Held.Screen || v.Held.Score) {
 		v.Due = false
 		for _, j := range v.Jobs {
-			if !v.Held.Task(j.Task) && j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+			if !v.Held.Task(j.Task) && j.DueBy(now) {
 				v.Due = true
 			}
 		}

@@ -23,8 +23,8 @@ type User struct {
 	// OwnLimit is the user's own daily limit of model calls; nil: the store's default.
 	OwnLimit *int64 `gorm:"column:daily_limit"`
 	// DailyLimit is the limit in force: OwnLimit, else the store's default (Options.DailyLimit).
-	DailyLimit int64 `gorm:"-"`
-	CreatedAt  int64 `gorm:"column:created_at"`
+	DailyLimit int64     `gorm:"-"`
+	CreatedAt  time.Time `gorm:"column:created_at;serializer:unixms"`
 	// Disabled users are locked out: neither their token nor their sessions work. Their items
 	// and owed work stay.
 	Disabled bool `gorm:"column:disabled"`
@@ -54,10 +54,10 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, s
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
 func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
-	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: s.nowMs()}
+	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
 	err := s.db.WithContext(ctx).Raw(
 		`INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-		u.Name, u.Role, u.TokenHash, u.CreatedAt).Scan(&u.ID).Error
+		u.Name, u.Role, u.TokenHash, u.CreatedAt.UnixMilli()).Scan(&u.ID).Error
 	return u, err
 }
 
@@ -96,7 +96,7 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 	if err := r.scan(rows); err != nil {
 		return User{}, err
 	}
-	u := User{ID: r.int64(0), Name: r.str(1), Role: Role(r.str(2)), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	u := User{ID: r.int64(0), Name: r.str(1), Role: Role(r.str(2)), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.time(5)}
 	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	if r.err != nil {
 		return User{}, r.err

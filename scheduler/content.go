@@ -312,7 +312,7 @@ func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Cont
 	if job.LeaseUntil == nil {
 		return ctx, func() {}
 	}
-	left := time.UnixMilli(*job.LeaseUntil).Sub(c.clock.Now()) - c.cfg.Lease/10
+	left := job.LeaseUntil.Sub(c.clock.Now()) - c.cfg.Lease/10
 	return context.WithTimeout(ctx, max(left, 0))
 }
 

@@ -52,7 +52,7 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 		}
 		r.noJob(models.TaskScreen, models.KindRevision, rev)
 		score := r.mustJob(models.TaskScore, models.KindRevision, rev)
-		if score.DueAt != r.nowMs() || score.Attempts != 0 {
+		if score.DueAt.UnixMilli() != r.nowMs() || score.Attempts != 0 {
 			t.Errorf("score job = %+v, want due now", score)
 		}
 		if got := r.spent(ann); got != 1 {
@@ -60,7 +60,7 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 		}
 		ev := r.lastEvent(models.KindRevision, rev)
 		wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: "allow",
-			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: r.nowMs()})
+			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: time.UnixMilli(r.nowMs())})
 		if ev.UpstreamMs == nil {
 			t.Error("event upstreamMs is null")
 		}
@@ -198,8 +198,8 @@ func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
 				t.Errorf("%s %s: Run = %s, %v; want a too-large error", it.task, it.kind, out, err)
 			}
 			got := r.mustJob(it.task, it.kind, it.id)
-			if got.LeaseUntil == nil || *got.LeaseUntil != now+lease.Milliseconds() || got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" ||
-				got.Attempts != 0 || got.Why != nil || got.DueAt != now {
+			if got.LeaseUntil == nil || got.LeaseUntil.UnixMilli() != now+lease.Milliseconds() || got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" ||
+				got.Attempts != 0 || got.Why != nil || got.DueAt.UnixMilli() != now {
 				t.Errorf("%s %s job after the error = %+v, want its lease kept and no attempt", it.task, it.kind, got)
 			}
 		}
@@ -234,8 +234,8 @@ func TestRunNoModelIsUnreachableWithBackoff(t *testing.T) {
 			j := r.mustJob(models.TaskScreen, models.KindPitch, p)
 			wantPending(t, j, models.WhyUnreachable, attempt+1, start.Add(time.Minute<<attempt), nil)
 			wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
-				Outcome: "pending", Why: ptr(models.WhyUnreachable), Attempt: attempt, At: start.UnixMilli()})
-			r.clk.Set(time.UnixMilli(j.DueAt))
+				Outcome: "pending", Why: ptr(models.WhyUnreachable), Attempt: attempt, At: start})
+			r.clk.Set(j.DueAt)
 		}
 		if got := len(r.events(models.KindPitch, p)); got != 4 {
 			t.Errorf("events = %d, want one per attempt", got)
@@ -513,7 +513,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 			t.Fatalf("%d jobs wait for the budget, want 15 + 3", len(waiting))
 		}
 		for _, j := range waiting {
-			if j.DueAt != midnight.UnixMilli() || j.Attempts != 1 {
+			if j.DueAt.UnixMilli() != midnight.UnixMilli() || j.Attempts != 1 {
 				t.Errorf("waiting job %+v, want due at midnight after one attempt", j)
 			}
 		}

@@ -224,14 +224,14 @@ func wantPending(t testing.TB, j models.Job, why models.Why, attempts int, dueAt
 	if j.Attempts != attempts {
 		t.Errorf("job attempts = %d, want %d", j.Attempts, attempts)
 	}
-	if j.DueAt != dueAt.UnixMilli() {
-		t.Errorf("job due at %v, want %v", time.UnixMilli(j.DueAt).UTC(), dueAt.UTC())
+	if j.DueAt.UnixMilli() != dueAt.UnixMilli() {
+		t.Errorf("job due at %v, want %v", j.DueAt.UTC(), dueAt.UTC())
 	}
 	if !eqPtr(j.Status, status) {
 		t.Errorf("job status = %v, want %v", num(j.Status), num(status))
 	}
 	if j.LeaseUntil != nil || j.LeaseOwner != nil {
-		t.Errorf("job lease not freed: until %v, owner %v", num(j.LeaseUntil), str(j.LeaseOwner))
+		t.Errorf("job lease not freed: until %v, owner %v", j.LeaseUntil, str(j.LeaseOwner))
 	}
 }
 
@@ -242,7 +242,7 @@ func wantEvent(t testing.TB, got, want models.Event) {
 	ok := got.Event == want.Event && got.Kind == want.Kind && got.ItemID == want.ItemID && got.UserID == want.UserID &&
 		got.Outcome == want.Outcome && eqPtr(got.Why, want.Why) && eqPtr(got.Status, want.Status) &&
 		got.Attempt == want.Attempt && eqPtr(got.Confidence, want.Confidence) && eqPtr(got.Art, want.Art) &&
-		eqPtr(got.RequestBytes, want.RequestBytes) && eqPtr(got.Runs, want.Runs) && (want.At == 0 || got.At == want.At)
+		eqPtr(got.RequestBytes, want.RequestBytes) && eqPtr(got.Runs, want.Runs) && (want.At.IsZero() || got.At.Equal(want.At))
 	if !ok {
 		t.Errorf("event =\n  %s\nwant\n  %s", fmtEvent(got), fmtEvent(want))
 	}
@@ -252,7 +252,7 @@ func fmtEvent(e models.Event) string {
 	return "event=" + string(e.Event) + " kind=" + string(e.Kind) + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
 		" outcome=" + string(e.Outcome) + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
 		" confidence=" + num(e.Confidence) + " art=" + num(e.Art) + " requestBytes=" + num(e.RequestBytes) +
-		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At)
+		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At.UnixMilli())
 }
 
 func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
