@@ -174,7 +174,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 		NextCursor *string    `json:"nextCursor"`
 	}{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
 	for _, it := range items {
-		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
+		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: wireTime(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
 			Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {

@@ -17,7 +17,7 @@ type songJSON struct {
 }
 
 func songOf(s models.Song) songJSON {
-	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, CreatedAt: msTime(s.CreatedAt)}
+	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, CreatedAt: wireTime(s.CreatedAt)}
 }
 
 // listSongs pages through public songs, best art first (sort=art, the default; unscored
@@ -76,11 +76,11 @@ func (a *API) getSong(c echo.Context) error {
 	}
 	rs := make([]revJSON, 0, len(revs))
 	for _, r := range revs {
-		rs = append(rs, revJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
+		rs = append(rs, revJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: wireTime(r.CreatedAt), Score: scoreOf(r.Score)})
 	}
 	cs := make([]commentJSON, 0, len(comments))
 	for _, cm := range comments {
-		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: msTime(cm.CreatedAt)})
+		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: wireTime(cm.CreatedAt)})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"song": songOf(song), "revisions": rs, "comments": cs})
 }
@@ -102,6 +102,6 @@ func (a *API) listPitches(c echo.Context) error {
 		CreatedAt string `json:"createdAt"`
 	}
 	return page(c, "pitches", ps, limit, func(p models.Pitch) pitchJSON {
-		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: msTime(p.CreatedAt)}
+		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: wireTime(p.CreatedAt)}
 	}, func(p models.Pitch) any { return idCursor{p.ID} })
 }

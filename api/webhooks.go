@@ -33,7 +33,7 @@ func webhookOf(w models.Webhook) webhookJSON {
 	if events == nil {
 		events = []string{}
 	}
-	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: msTime(w.CreatedAt)}
+	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: wireTime(w.CreatedAt)}
 }
 
 type attemptJSON struct {

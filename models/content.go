@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // itemTable names the table of an item kind; kinds are checked before they reach SQL.
@@ -24,39 +25,39 @@ func itemTable(kind Kind) (string, error) {
 
 // Song is a listener's song; it is public once one of its revisions is allowed.
 type Song struct {
-	ID        int64    `gorm:"column:id" json:"id"`
-	UserID    int64    `gorm:"column:user_id" json:"userId"`
-	Title     string   `gorm:"column:title" json:"title"`
-	Public    int      `gorm:"column:public" json:"-"`
-	Art       *float64 `gorm:"column:art" json:"art"`
-	CreatedAt int64    `gorm:"column:created_at" json:"-"`
+	ID        int64     `gorm:"column:id" json:"id"`
+	UserID    int64     `gorm:"column:user_id" json:"userId"`
+	Title     string    `gorm:"column:title" json:"title"`
+	Public    int       `gorm:"column:public" json:"-"`
+	Art       *float64  `gorm:"column:art" json:"art"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms" json:"-"`
 }
 
 // Revision is one version of a song's code.
 type Revision struct {
-	ID        int64  `gorm:"column:id"`
-	SongID    int64  `gorm:"column:song_id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Title     string `gorm:"column:title"`
-	Code      string `gorm:"column:code"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	SongID    int64     `gorm:"column:song_id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Title     string    `gorm:"column:title"`
+	Code      string    `gorm:"column:code"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Comment is a listener's comment on a song.
 type Comment struct {
-	ID        int64  `gorm:"column:id"`
-	SongID    int64  `gorm:"column:song_id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	SongID    int64     `gorm:"column:song_id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Pitch is a listener's pitch.
 type Pitch struct {
-	ID        int64  `gorm:"column:id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Subject is what the screen of an item reads.
@@ -83,7 +84,7 @@ type Score struct {
 	Criteria   map[string]float64 `json:"criteria"`
 	Model      string             `json:"model"`
 	Rubric     string             `json:"rubric"`
-	ScoredAt   int64              `json:"-"`
+	ScoredAt   time.Time          `json:"-"`
 }
 
 // CreateSong writes a song and its first revision; the revision's trigger owes its screening.
@@ -92,7 +93,7 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 	var rev Revision
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
-		song = Song{UserID: userID, Title: title, CreatedAt: now}
+		song = Song{UserID: userID, Title: title, CreatedAt: fromMillis(now)}
 		if err := tx.db.Raw(`INSERT INTO songs (user_id, title, created_at) VALUES (?, ?, ?) RETURNING id`,
 			userID, title, now).Scan(&song.ID).Error; err != nil {
 			return err
@@ -106,9 +107,9 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 }
 
 func (s *Store) insertRevision(songID, userID int64, title, code string) (Revision, error) {
-	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: s.nowMs()}
+	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: fromMillis(s.nowMs())}
 	err := s.db.Raw(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		songID, userID, title, code, rev.CreatedAt).Scan(&rev.ID).Error
+		songID, userID, title, code, rev.CreatedAt.UnixMilli()).Scan(&rev.ID).Error
 	return rev, err
 }
 
@@ -160,19 +161,19 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		if song.Public == 0 && song.UserID != userID {
 			return ErrNotFound
 		}
-		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: tx.nowMs()}
+		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: fromMillis(tx.nowMs())}
 		tx.changed(userID)
 		return tx.db.Raw(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			songID, userID, body, c.CreatedAt).Scan(&c.ID).Error
+			songID, userID, body, c.CreatedAt.UnixMilli()).Scan(&c.ID).Error
 	})
 	return c, err
 }
 
 // CreatePitch writes a pitch.
 func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
-	p := Pitch{UserID: userID, Body: body, CreatedAt: s.nowMs()}
+	p := Pitch{UserID: userID, Body: body, CreatedAt: fromMillis(s.nowMs())}
 	err := s.db.WithContext(ctx).Raw(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
-		userID, body, p.CreatedAt).Scan(&p.ID).Error
+		userID, body, p.CreatedAt.UnixMilli()).Scan(&p.ID).Error
 	if err == nil {
 		s.changed(userID)
 	}
@@ -316,13 +317,13 @@ func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubjec
 
 // scoreRow is a score as stored.
 type scoreRow struct {
-	RevisionID int64   `gorm:"column:revision_id"`
-	Art        float64 `gorm:"column:art"`
-	ArtRuns    string  `gorm:"column:art_runs"`
-	Criteria   string  `gorm:"column:criteria"`
-	Model      string  `gorm:"column:model"`
-	Rubric     string  `gorm:"column:rubric"`
-	ScoredAt   int64   `gorm:"column:scored_at"`
+	RevisionID int64     `gorm:"column:revision_id"`
+	Art        float64   `gorm:"column:art"`
+	ArtRuns    string    `gorm:"column:art_runs"`
+	Criteria   string    `gorm:"column:criteria"`
+	Model      string    `gorm:"column:model"`
+	Rubric     string    `gorm:"column:rubric"`
+	ScoredAt   time.Time `gorm:"column:scored_at;serializer:unixms"`
 }
 
 func (r scoreRow) score() Score {

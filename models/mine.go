@@ -15,7 +15,7 @@ type MineItem struct {
 	ID         int64
 	SongID     *int64
 	Title      string
-	CreatedAt  int64
+	CreatedAt  time.Time
 	Verdict    *Verdict
 	Confidence *float64
 	Score      *Score
@@ -266,7 +266,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			it := MineItem{Kind: q.kind, ID: r.int64(0)}
 			switch q.kind {
 			case KindRevision:
-				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.int64(3)
+				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
 				it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
 				if r.vals[6] != nil {
 					sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
@@ -274,9 +274,9 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 					it.Score = &sc
 				}
 			case KindComment:
-				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.int64(2), textp[Verdict](r, 3), r.floatp(4)
+				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.time(2), textp[Verdict](r, 3), r.floatp(4)
 			default:
-				it.CreatedAt, it.Verdict, it.Confidence = r.int64(1), textp[Verdict](r, 2), r.floatp(3)
+				it.CreatedAt, it.Verdict, it.Confidence = r.time(1), textp[Verdict](r, 2), r.floatp(3)
 			}
 			if err := r.err; err != nil {
 				rows.Close()
@@ -293,7 +293,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	}
 	// Each kind is in order already; one stable sort merges them.
 	slices.SortStableFunc(items, func(a, b MineItem) int {
-		if c := cmp.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(KindRank(a.Kind), KindRank(b.Kind)); c != 0 {
@@ -304,7 +304,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	if len(items) > f.Limit {
 		items = items[:f.Limit]
 		last := items[len(items)-1]
-		next = &MineCursor{CreatedAt: last.CreatedAt, Kind: last.Kind, ID: last.ID}
+		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
 	return items, next, nil
 }

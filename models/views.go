@@ -57,7 +57,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 			return nil, err
 		}
 		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
-			CreatedAt: r.int64(4), Title: r.str(5)})
+			CreatedAt: r.time(4), Title: r.str(5)})
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -67,19 +67,19 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 
 // PublicRevision is an allowed revision of a public song.
 type PublicRevision struct {
-	ID        int64  `gorm:"column:id"`
-	Title     string `gorm:"column:title"`
-	Code      string `gorm:"column:code"`
-	CreatedAt int64  `gorm:"column:created_at"`
-	Score     *Score `gorm:"-"`
+	ID        int64     `gorm:"column:id"`
+	Title     string    `gorm:"column:title"`
+	Code      string    `gorm:"column:code"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
+	Score     *Score    `gorm:"-"`
 }
 
 // PublicComment is an allowed comment.
 type PublicComment struct {
-	ID        int64  `gorm:"column:id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // PublicSong reads a public song with its allowed revisions (newest first) and allowed comments.

@@ -50,7 +50,7 @@ type Webhook struct {
 	Secret         string
 	Active         bool
 	DisabledReason *string
-	CreatedAt      int64
+	CreatedAt      time.Time
 }
 
 type webhookRow struct {
@@ -66,7 +66,7 @@ type webhookRow struct {
 const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at`
 
 func (r webhookRow) webhook() Webhook {
-	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt}
+	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: fromMillis(r.CreatedAt)}
 	json.Unmarshal([]byte(r.Events), &w.Events)
 	return w
 }
@@ -279,9 +279,9 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 	if err != nil {
 		return Webhook{}, err
 	}
-	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: s.nowMs()}
+	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: fromMillis(s.nowMs())}
 	err = s.db.WithContext(ctx).Raw(`INSERT INTO webhooks (url, events, secret, active, created_at) VALUES (?, ?, ?, 1, ?) RETURNING id`,
-		url, string(ev), secret, w.CreatedAt).Scan(&w.ID).Error
+		url, string(ev), secret, w.CreatedAt.UnixMilli()).Scan(&w.ID).Error
 	return w, err
 }
 
