@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
@@ -203,6 +204,48 @@ func TestAdminJobDetail(t *testing.T) {
 	}
 }
 
+// scoreRefusedByBudget publishes a song of ann's, whose budget has 2 calls left: the screen
+// costs 1 (allowed) and the score's 3 runs do not fit in the 1 left. It returns ann's view
+// once it shows the score waiting for the budget.
+func scoreRefusedByBudget(t *testing.T, w *world) map[string]any {
+	t.Helper()
+	song := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": "s()"})
+	if obj(song["screen"])["state"] != "public" {
+		t.Fatalf("publish: %v", song)
+	}
+	var mine map[string]any
+	eventually(t, "the score refused by the budget", func() bool {
+		mine = w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).JSON()
+		jobs := list(obj(list(mine["items"])[0])["jobs"])
+		return len(jobs) == 1 && obj(jobs[0])["why"] == "budget"
+	})
+	return mine
+}
+
+// TestDefaultBudgetShownIsCharged: the configured default limit (OWED_DAILY_BUDGET) is the
+// one the runner charges against and the one authors and the admin are shown. (When the api
+// and the runner each applied the default, a setting of 0 showed authors a limit of 0 while
+// the runner charged against 100.)
+func TestDefaultBudgetShownIsCharged(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db, func(c *app.Config) { c.DailyBudget = 2 })
+		mine := scoreRefusedByBudget(t, w)
+		if b := obj(mine["budget"]); num(b["limit"]) != 2 || num(b["spent"]) != 1 {
+			t.Errorf("budget in mine = %v, want the default 2, spent 1", b)
+		}
+		for _, b := range list(w.do(http.MethodGet, "/api/admin/budgets", asAdmin, nil).JSON()["budgets"]) {
+			if num(obj(b)["limit"]) != 2 {
+				t.Errorf("budget row %v, want the default limit 2", b)
+			}
+		}
+		// A retry is judged against the same limit: the score still cannot be covered.
+		r := w.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{"why": "budget"})
+		if n := num(r.JSON()["retried"]); r.Status != http.StatusOK || n != 0 {
+			t.Errorf("retry of a job the default cannot cover: %d %s, want none retried", r.Status, r.Body)
+		}
+	})
+}
+
 // TestBudgets: the admin sees each author's spend and limit, and sets a limit of their own;
 // the next job the new limit cannot cover waits until midnight UTC.
 func TestBudgets(t *testing.T) {
@@ -216,17 +259,7 @@ func TestBudgets(t *testing.T) {
 			t.Fatalf("set budget: %d %s", r.Status, r.Body)
 		}
 
-		// The screen costs 1 (allowed); the score's 3 runs do not fit in the 1 left.
-		song := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": "s()"})
-		if obj(song["screen"])["state"] != "public" {
-			t.Fatalf("publish: %v", song)
-		}
-		var mine map[string]any
-		eventually(t, "the score refused by the budget", func() bool {
-			mine = w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).JSON()
-			jobs := list(obj(list(mine["items"])[0])["jobs"])
-			return len(jobs) == 1 && obj(jobs[0])["why"] == "budget"
-		})
+		mine := scoreRefusedByBudget(t, w)
 		job := obj(list(obj(list(mine["items"])[0])["jobs"])[0])
 		if job["task"] != "score" || job["nextAttemptAt"] != "2026-12-01T00:00:00.000Z" {
 			t.Errorf("score job = %v, want it to wait for midnight UTC", job)

@@ -27,8 +27,6 @@ type API struct {
 
 	// InlineWait is how long a write waits for its item's screen before answering pending.
 	InlineWait time.Duration
-	// DailyBudget is the default per-author limit of model calls per UTC day.
-	DailyBudget int64
 	// PluginsDir is the operator's folder of extra SPA plugins.
 	PluginsDir string
 	// WriteRate is each caller's sustained writes per second (0: unlimited); WriteBurst the

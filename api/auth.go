@@ -63,7 +63,7 @@ func caller(c echo.Context) *models.User {
 }
 
 // allow lets through callers with one of the roles: 401 for the anonymous, 403 for others.
-func allow(roles ...string) echo.MiddlewareFunc {
+func allow(roles ...models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			u := caller(c)
@@ -166,9 +166,9 @@ type sessionJSON struct {
 }
 
 type userJSON struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role" enum:"role"`
+	ID   int64       `json:"id"`
+	Name string      `json:"name"`
+	Role models.Role `json:"role" enum:"role"`
 }
 
 func userOf(u *models.User) userJSON { return userJSON{u.ID, u.Name, u.Role} }

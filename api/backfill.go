@@ -37,20 +37,20 @@ type backfillSettingsJSON struct {
 
 // backfillMemberJSON is one member scrape of a job with its counts.
 type backfillMemberJSON struct {
-	ScrapeID      int64          `json:"scrapeId"`
-	State         string         `json:"state" enum:"scrapeState"`
-	Backend       string         `json:"backend"`
-	Mode          string         `json:"mode"`
-	Pending       int64          `json:"pending"`
-	Cached        int64          `json:"cached"`
-	Failed        int64          `json:"failed"`
-	Suspect       int64          `json:"suspect" description:"rows waiting for their one delayed retry"`
-	Unverified    int64          `json:"unverified" description:"rows that failed their retry too"`
-	Skipped       int64          `json:"skipped" description:"rows without a preview (video, audio)"`
-	Total         int64          `json:"total"`
-	Downloaded    int64          `json:"downloaded"`
-	Bytes         int64          `json:"bytes" description:"the size of the stored previews"`
-	PendingByKind kindCountsJSON `json:"pendingByKind"`
+	ScrapeID      int64              `json:"scrapeId"`
+	State         models.ScrapeState `json:"state" enum:"scrapeState"`
+	Backend       string             `json:"backend"`
+	Mode          string             `json:"mode"`
+	Pending       int64              `json:"pending"`
+	Cached        int64              `json:"cached"`
+	Failed        int64              `json:"failed"`
+	Suspect       int64              `json:"suspect" description:"rows waiting for their one delayed retry"`
+	Unverified    int64              `json:"unverified" description:"rows that failed their retry too"`
+	Skipped       int64              `json:"skipped" description:"rows without a preview (video, audio)"`
+	Total         int64              `json:"total"`
+	Downloaded    int64              `json:"downloaded"`
+	Bytes         int64              `json:"bytes" description:"the size of the stored previews"`
+	PendingByKind kindCountsJSON     `json:"pendingByKind"`
 }
 
 // backfillJobJSON is one chat's job; see scheduler.BackfillJobStatus for what each figure means.
@@ -132,7 +132,7 @@ func backfillStatusOf(st scheduler.BackfillStatus) backfillStatusJSON {
 	for _, j := range st.Jobs {
 		members := make([]backfillMemberJSON, 0, len(j.Members))
 		for _, m := range j.Members {
-			members = append(members, backfillMemberJSON{ScrapeID: m.ScrapeID, State: m.State, Backend: m.Backend, Mode: m.Mode,
+			members = append(members, backfillMemberJSON{ScrapeID: m.ScrapeID, State: models.ScrapeState(m.State), Backend: m.Backend, Mode: m.Mode,
 				Pending: m.Pending, Cached: m.Cached, Failed: m.Failed, Suspect: m.Suspect, Unverified: m.Unverified,
 				Skipped: m.Skipped, Total: m.Total, Downloaded: m.Downloaded, Bytes: m.Bytes, PendingByKind: kindCountsOf(m.PendingByKind)})
 		}

@@ -36,11 +36,7 @@ func (a *API) listBudgets(c echo.Context) error {
 	}
 	resets := timeStr(models.BudgetReset(now))
 	budgets, next := pageOf(rows, limit, func(r models.BudgetRow) budgetRowJSON {
-		l := a.DailyBudget
-		if r.DailyLimit != nil {
-			l = *r.DailyLimit
-		}
-		return budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: l, Spent: r.Spent, ResetsAt: resets}
+		return budgetRowJSON{UserID: r.UserID, Name: r.Name, Limit: r.DailyLimit, Spent: r.Spent, ResetsAt: resets}
 	}, func(r models.BudgetRow) any { return idCursor{r.UserID} })
 	return c.JSON(http.StatusOK, budgetListJSON{budgets, next})
 }
@@ -79,9 +75,5 @@ func (a *API) setBudget(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l := a.DailyBudget
-	if u.DailyLimit != nil {
-		l = *u.DailyLimit
-	}
-	return c.JSON(http.StatusOK, budgetRowJSON{UserID: u.ID, Name: u.Name, Limit: l, Spent: spent, ResetsAt: timeStr(models.BudgetReset(now))})
+	return c.JSON(http.StatusOK, budgetRowJSON{UserID: u.ID, Name: u.Name, Limit: u.DailyLimit, Spent: spent, ResetsAt: timeStr(models.BudgetReset(now))})
 }

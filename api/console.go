@@ -29,8 +29,8 @@ type holdsRequest struct {
 
 // verdictRequest is an admin's verdict on an item.
 type verdictRequest struct {
-	Verdict string  `json:"verdict" required:"true" enum:"verdict"`
-	Note    *string `json:"note" nullable:"true" maxLength:"500"`
+	Verdict models.Verdict `json:"verdict" required:"true" enum:"verdict"`
+	Note    *string        `json:"note" nullable:"true" maxLength:"500"`
 }
 
 // getHolds answers what is held.
@@ -81,8 +81,8 @@ const maxNoteChars = 500
 // event says the admin decided, with their id and note. An item that already has a verdict
 // keeps it (409): a verdict is recorded exactly once.
 func (a *API) decide(c echo.Context) error {
-	kind := c.Param("kind")
-	if !slices.Contains(kinds, kind) {
+	kind := models.Kind(c.Param("kind"))
+	if !slices.Contains(models.Kinds, kind) {
 		return notFound("item")
 	}
 	id, err := pathID(c, "id")
@@ -116,14 +116,14 @@ func (a *API) decide(c echo.Context) error {
 		return err
 	}
 	if !ok {
-		return notFound(kind)
+		return notFound(string(kind))
 	}
 	before, err := a.Store.ScreenOf(ctx, kind, id)
 	if err != nil {
 		return err
 	}
 	if before.Verdict != nil {
-		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + kind + " already has its verdict: " + *before.Verdict}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has its verdict: " + string(*before.Verdict)}
 	}
 	adminID := caller(c).ID
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: sub.UserID, Outcome: models.OutcomeDecided,
@@ -143,9 +143,9 @@ func (a *API) decide(c echo.Context) error {
 	}
 	if !recorded {
 		if after.Verdict == nil {
-			return notFound(kind) // deleted meanwhile
+			return notFound(string(kind)) // deleted meanwhile
 		}
-		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + kind + " got its verdict meanwhile: " + *after.Verdict}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " got its verdict meanwhile: " + string(*after.Verdict)}
 	}
 	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", sub.UserID, "outcome", models.OutcomeDecided,
 		"verdict", body.Verdict, "adminId", adminID)

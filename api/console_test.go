@@ -262,12 +262,12 @@ func TestDecideByHand(t *testing.T) {
 		w.sweep()
 		job := w.job(models.TaskScreen, models.KindPitch, p)
 
-		decide := func(kind string, id int64, body any) owedtest.Response {
+		decide := func(kind models.Kind, id int64, body any) owedtest.Response {
 			return w.do(http.MethodPost, fmt.Sprintf("/api/admin/items/%s/%d/verdict", kind, id), asAdmin, body)
 		}
 		before := w.snapshot()
 		for _, tc := range []struct {
-			kind   string
+			kind   models.Kind
 			id     int64
 			body   any
 			status int
@@ -378,10 +378,10 @@ func TestRetryWaitingForBudget(t *testing.T) {
 		if strings.TrimSpace(string(r.Body)) != `{"retried":1}` {
 			t.Errorf("bulk retry: %s, want only the other author's job retried", r.Body)
 		}
-		if j := w.job(models.TaskScreen, models.KindPitch, p); j.DueAt != job.DueAt || j.Attempts != 1 {
+		if j := w.job(models.TaskScreen, models.KindPitch, p); !j.DueAt.Equal(job.DueAt) || j.Attempts != 1 {
 			t.Errorf("the bulk retry moved the budget-bound job: %+v", j)
 		}
-		if j := w.job(models.TaskScreen, models.KindPitch, other); j.Attempts != 1 || j.DueAt != w.env.Clock.Now().UnixMilli() {
+		if j := w.job(models.TaskScreen, models.KindPitch, other); j.Attempts != 1 || j.DueAt.UnixMilli() != w.env.Clock.Now().UnixMilli() {
 			t.Errorf("the other job after the bulk retry = %+v, want due now, its one attempt", j)
 		}
 
@@ -493,8 +493,8 @@ func TestFindJobs(t *testing.T) {
 		jobs := map[int64]models.Job{j.p1.ID: j.p1, j.p2.ID: j.p2, j.r1.ID: j.r1, j.c1.ID: j.c1, j.p3.ID: j.p3}
 		for i := 1; i < 5; i++ {
 			a, b := jobs[byDue[i-1]], jobs[byDue[i]]
-			if a.DueAt > b.DueAt || (a.DueAt == b.DueAt && a.ID > b.ID) {
-				t.Errorf("by due: %d (due %d) before %d (due %d)", a.ID, a.DueAt, b.ID, b.DueAt)
+			if a.DueAt.After(b.DueAt) || (a.DueAt.Equal(b.DueAt) && a.ID > b.ID) {
+				t.Errorf("by due: %d (due %v) before %d (due %v)", a.ID, a.DueAt, b.ID, b.DueAt)
 			}
 			a, b = jobs[byAttempts[i-1]], jobs[byAttempts[i]]
 			if a.Attempts < b.Attempts || (a.Attempts == b.Attempts && a.ID > b.ID) {

@@ -85,7 +85,7 @@ func (w *world) quiet() *world {
 	cfg := w.env.App.Config
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: cfg.ModelTimeout})
 	w.sweeper = scheduler.NewContent(w.store(), model, w.env.Clock, owedtest.Logger(w.t), w.env.App.Metrics,
-		scheduler.ContentConfig{Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName})
+		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName})
 	return w
 }
 
@@ -110,7 +110,7 @@ func (w *world) do(method, path string, as role, body any, headers ...string) ow
 func (w *world) store() *models.Store { return w.env.App.Store }
 
 // song writes a song of owner's through the store; verdict "" leaves its revision pending.
-func (w *world) song(owner role, verdict string) (songID, revID int64) {
+func (w *world) song(owner role, verdict models.Verdict) (songID, revID int64) {
 	w.t.Helper()
 	s, r, err := w.store().CreateSong(context.Background(), w.uid[owner], "Song of "+string(owner), `s("bd sd")`)
 	if err != nil {
@@ -121,7 +121,7 @@ func (w *world) song(owner role, verdict string) (songID, revID int64) {
 }
 
 // comment writes a comment of owner's on songID through the store.
-func (w *world) comment(owner role, songID int64, verdict string) int64 {
+func (w *world) comment(owner role, songID int64, verdict models.Verdict) int64 {
 	w.t.Helper()
 	c, err := w.store().CreateComment(context.Background(), w.uid[owner], songID, "nice one")
 	if err != nil {
@@ -132,7 +132,7 @@ func (w *world) comment(owner role, songID int64, verdict string) int64 {
 }
 
 // pitch writes a pitch of owner's through the store.
-func (w *world) pitch(owner role, verdict string) int64 {
+func (w *world) pitch(owner role, verdict models.Verdict) int64 {
 	w.t.Helper()
 	p, err := w.store().CreatePitch(context.Background(), w.uid[owner], "a pitch by "+string(owner))
 	if err != nil {
@@ -143,19 +143,19 @@ func (w *world) pitch(owner role, verdict string) int64 {
 }
 
 // screen records a verdict as a screen job would ("" records none).
-func (w *world) screen(kind string, id int64, owner role, verdict string) {
+func (w *world) screen(kind models.Kind, id int64, owner role, verdict models.Verdict) {
 	w.t.Helper()
 	if verdict == "" {
 		return
 	}
-	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: w.uid[owner], Outcome: verdict}
+	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: w.uid[owner], Outcome: models.EventOutcome(verdict)}
 	if ok, err := w.store().RecordScreen(context.Background(), kind, id, verdict, 0.9, ev); err != nil || !ok {
 		w.t.Fatalf("record screen of %s %d: %v %v", kind, id, ok, err)
 	}
 }
 
 // job finds the owed job of an item's task.
-func (w *world) job(task, kind string, item int64) models.Job {
+func (w *world) job(task models.Task, kind models.Kind, item int64) models.Job {
 	w.t.Helper()
 	jobs, err := w.store().ListJobs(context.Background(), models.JobFilter{Task: task, Kind: kind, ItemID: item}, 0, 10)
 	if err != nil || len(jobs) != 1 {

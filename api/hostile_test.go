@@ -62,7 +62,7 @@ type served struct {
 	app  *app.App
 	ln   *countingListener
 	addr string
-	tok  map[string]string // role → a user's token
+	tok  map[models.Role]string // role → a user's token
 }
 
 func serveOwed(t *testing.T, timeouts app.ServerTimeouts) *served {
@@ -95,9 +95,9 @@ func serveOwed(t *testing.T, timeouts app.ServerTimeouts) *served {
 		a.Shutdown(sctx)
 		cancel()
 	})
-	s := &served{app: a, ln: ln, addr: inner.Addr().String(), tok: map[string]string{"admin": owedtest.AdminToken}}
-	for _, role := range []string{models.RoleAuthor, models.RoleBot} {
-		_, tok, err := a.Store.CreateUser(ctx, role+"-1", role)
+	s := &served{app: a, ln: ln, addr: inner.Addr().String(), tok: map[models.Role]string{"admin": owedtest.AdminToken}}
+	for _, role := range []models.Role{models.RoleAuthor, models.RoleBot} {
+		_, tok, err := a.Store.CreateUser(ctx, string(role)+"-1", role)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,9 +133,10 @@ func TestOversizeBodiesAreRefusedBeforeTheyAreRead(t *testing.T) {
 	s := serveOwed(t, app.ServerTimeouts{})
 	const size = 50 << 20
 	for _, c := range []struct {
-		name, path, role string
-		chunked          bool
-		maxRead          int64
+		name, path string
+		role       models.Role
+		chunked    bool
+		maxRead    int64
 	}{
 		{"declared length", "/api/listeners/pitches", models.RoleAuthor, false, 64 << 10},
 		{"chunked", "/api/listeners/pitches", models.RoleAuthor, true, 3 << 20},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -16,20 +17,20 @@ import (
 
 // jobJSON is an owed job as an admin sees it.
 type jobJSON struct {
-	ID         int64      `json:"id"`
-	Task       string     `json:"task" enum:"task"`
-	Kind       string     `json:"kind" enum:"kind"`
-	ItemID     int64      `json:"itemId"`
-	UserID     int64      `json:"userId"`
-	DueAt      timestamp  `json:"dueAt"`
-	Attempts   int        `json:"attempts"`
-	Why        *string    `json:"why" enum:"why"`
-	Status     *int       `json:"status"`
-	LeaseUntil *timestamp `json:"leaseUntil"`
-	LastError  *string    `json:"lastError" maxLength:"500" description:"the last attempt's error"`
-	UserName   string     `json:"userName"`
-	ItemTitle  *string    `json:"itemTitle" description:"a revision's title, a comment's or pitch's first 80 characters"`
-	SongID     *int64     `json:"songId"`
+	ID         int64       `json:"id"`
+	Task       models.Task `json:"task" enum:"task"`
+	Kind       models.Kind `json:"kind" enum:"kind"`
+	ItemID     int64       `json:"itemId"`
+	UserID     int64       `json:"userId"`
+	DueAt      timestamp   `json:"dueAt"`
+	Attempts   int         `json:"attempts"`
+	Why        *models.Why `json:"why" enum:"why"`
+	Status     *int        `json:"status"`
+	LeaseUntil *timestamp  `json:"leaseUntil"`
+	LastError  *string     `json:"lastError" maxLength:"500" description:"the last attempt's error"`
+	UserName   string      `json:"userName"`
+	ItemTitle  *string     `json:"itemTitle" description:"a revision's title, a comment's or pitch's first 80 characters"`
+	SongID     *int64      `json:"songId"`
 }
 
 // jobListJSON is a page of jobs (keys in the order a map of them had).
@@ -54,23 +55,23 @@ type jobAuthor struct {
 }
 
 type jobItem struct {
-	ID     int64   `json:"id"`
-	Kind   string  `json:"kind" enum:"kind"`
-	SongID *int64  `json:"songId"`
-	Title  *string `json:"title"`
+	ID     int64       `json:"id"`
+	Kind   models.Kind `json:"kind" enum:"kind"`
+	SongID *int64      `json:"songId"`
+	Title  *string     `json:"title"`
 }
 
 // jobFilterRequest selects jobs: in GET /api/admin/jobs's query and POST
 // /api/admin/jobs/retry's body alike.
 type jobFilterRequest struct {
-	ID     int64  `json:"id" query:"id" minimum:"1" description:"one job"`
-	Task   string `json:"task" query:"task" enum:"task"`
-	Kind   string `json:"kind" query:"kind" enum:"kind"`
-	Why    string `json:"why" query:"why" enum:"whyFilter" description:"none: jobs with no why; held: the jobs of a held task"`
-	UserID int64  `json:"userId" query:"userId" minimum:"1"`
-	Author string `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
-	ItemID int64  `json:"itemId" query:"itemId" minimum:"1"`
-	State  string `json:"state" query:"state" enum:"jobState"`
+	ID     int64           `json:"id" query:"id" minimum:"1" description:"one job"`
+	Task   models.Task     `json:"task" query:"task" enum:"task"`
+	Kind   models.Kind     `json:"kind" query:"kind" enum:"kind"`
+	Why    models.Why      `json:"why" query:"why" enum:"whyFilter" description:"none: jobs with no why; held: the jobs of a held task"`
+	UserID int64           `json:"userId" query:"userId" minimum:"1"`
+	Author string          `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
+	ItemID int64           `json:"itemId" query:"itemId" minimum:"1"`
+	State  models.JobState `json:"state" query:"state" enum:"jobState"`
 }
 
 func (f jobFilterRequest) filter() models.JobFilter {
@@ -91,10 +92,10 @@ type retriedJSON struct {
 // jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
 // says why held, whatever its row's why.
 func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
-	now := a.now().UnixMilli()
+	now := a.now()
 	return func(j models.JobRow) jobJSON {
-		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: msTime(j.DueAt),
-			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: msTimePtr(j.LeaseUntil), LastError: j.LastError,
+		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: timeStr(j.DueAt),
+			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: timePtr(j.LeaseUntil), LastError: j.LastError,
 			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
 		out.Why = heldWhy(h, j.Task, j.Why, j.LeaseUntil, now)
 		return out
@@ -102,8 +103,8 @@ func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
 }
 
 // heldWhy is a job's why as shown: held while its task is held and no lease holds it.
-func heldWhy(h models.Holds, task string, why *string, leaseUntil *int64, now int64) *string {
-	if h.Task(task) && (leaseUntil == nil || *leaseUntil <= now) {
+func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *time.Time, now time.Time) *models.Why {
+	if h.Task(task) && (leaseUntil == nil || !leaseUntil.After(now)) {
 		held := models.WhyHeld
 		return &held
 	}
@@ -111,11 +112,11 @@ func heldWhy(h models.Holds, task string, why *string, leaseUntil *int64, now in
 }
 
 var (
-	tasks     = []string{models.TaskScreen, models.TaskScore}
-	kinds     = []string{models.KindRevision, models.KindComment, models.KindPitch}
-	jobStates = []string{"due", "waiting", "leased"}
 	jobSorts  = []string{models.JobsByID, models.JobsByDue, models.JobsByAttempts}
-	whyFilter = append([]string{"none"}, models.Whys...)
+	whyFilter = append([]models.Why{"none"}, models.Whys...)
+	tasks     = names(models.Tasks)
+	kinds     = names(models.Kinds)
+	jobStates = names(models.JobStates)
 )
 
 // maxAuthorFilter caps the author filter's length: a name is at most this long.
@@ -126,7 +127,7 @@ func checkJobFilter(f models.JobFilter) error {
 	for _, chk := range []struct {
 		field, value string
 		allowed      []string
-	}{{"task", f.Task, tasks}, {"kind", f.Kind, kinds}, {"why", f.Why, whyFilter}, {"state", f.State, jobStates}} {
+	}{{"task", string(f.Task), tasks}, {"kind", string(f.Kind), kinds}, {"why", string(f.Why), names(whyFilter)}, {"state", string(f.State), jobStates}} {
 		if chk.value == "" {
 			continue
 		}
@@ -157,7 +158,8 @@ func checkJobFilter(f models.JobFilter) error {
 }
 
 func jobFilterFromQuery(c echo.Context) (models.JobFilter, error) {
-	f := models.JobFilter{Task: c.QueryParam("task"), Kind: c.QueryParam("kind"), Why: c.QueryParam("why"), State: c.QueryParam("state")}
+	f := models.JobFilter{Task: models.Task(c.QueryParam("task")), Kind: models.Kind(c.QueryParam("kind")), Why: models.Why(c.QueryParam("why")),
+		State: models.JobState(c.QueryParam("state"))}
 	var err error
 	if f.ID, err = queryID(c, "id"); err != nil {
 		return f, err
@@ -303,10 +305,10 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	ctx, id := c.Request().Context(), job.ID
-	if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
+	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
-	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}, a.DailyBudget) // the author: whose views to wake
+	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}) // the author: whose views to wake
 	if err != nil {
 		return err
 	}
@@ -317,7 +319,7 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	if n == 0 {
-		if job.LeaseUntil != nil && *job.LeaseUntil > a.now().UnixMilli() {
+		if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 			return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 		}
 		if job.Why != nil && *job.Why == models.WhyBudget {
@@ -340,7 +342,7 @@ func (a *API) retryJobs(c echo.Context) error {
 	if err := checkJobFilter(f); err != nil {
 		return err
 	}
-	n, err := a.Store.RetryJobs(c.Request().Context(), f, a.DailyBudget)
+	n, err := a.Store.RetryJobs(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

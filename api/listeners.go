@@ -20,28 +20,22 @@ import (
 
 // screenJSON is where an item's screening stands, as its author sees it.
 type screenJSON struct {
-	State         string     `json:"state" enum:"screenState"`
-	Verdict       *string    `json:"verdict" enum:"verdict"`
-	Confidence    *float64   `json:"confidence"`
-	Why           *string    `json:"why" enum:"why"`
-	Attempts      int        `json:"attempts"`
-	NextAttemptAt *timestamp `json:"nextAttemptAt"`
+	State         models.ItemState `json:"state" enum:"screenState"`
+	Verdict       *models.Verdict  `json:"verdict" enum:"verdict"`
+	Confidence    *float64         `json:"confidence"`
+	Why           *models.Why      `json:"why" enum:"why"`
+	Attempts      int              `json:"attempts"`
+	NextAttemptAt *timestamp       `json:"nextAttemptAt"`
 }
 
-var (
-	// screenStates lists where an item's screening can stand, as its author sees it.
-	screenStates = []string{models.StatePending, models.StatePublic, models.StateBlocked}
-	verdicts     = []string{models.VerdictAllow, models.VerdictBlock}
-)
-
-func stateOf(verdict *string) string {
+func stateOf(verdict *models.Verdict) models.ItemState {
 	switch {
 	case verdict == nil:
-		return "pending"
+		return models.StatePending
 	case *verdict == models.VerdictAllow:
-		return "public"
+		return models.StatePublic
 	}
-	return "blocked"
+	return models.StateBlocked
 }
 
 // screenOf shows where an item's screening stands; while screens are held (h), a job no lease
@@ -49,8 +43,8 @@ func stateOf(verdict *string) string {
 func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
-		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now().UnixMilli()), s.Job.Attempts
-		next := msTime(s.Job.DueAt)
+		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now()), s.Job.Attempts
+		next := timeStr(s.Job.DueAt)
 		out.NextAttemptAt = &next
 	}
 	return out
@@ -58,7 +52,7 @@ func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 
 // screenInline runs the new item's screen now and waits up to InlineWait for it, so the author
 // sees the verdict, or why it waits, in the answer. The screen goes on if the wait runs out.
-func (a *API) screenInline(ctx context.Context, kind string, id int64) (screenJSON, error) {
+func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64) (screenJSON, error) {
 	done := a.Content.RunItem(models.TaskScreen, kind, id)
 	timer := time.NewTimer(a.InlineWait)
 	defer timer.Stop()
@@ -269,7 +263,7 @@ func (a *API) createPitch(c echo.Context) error {
 }
 
 // deleteItem deletes one of the caller's own items; its owed jobs go with it (triggers).
-func (a *API) deleteItem(kind string) echo.HandlerFunc {
+func (a *API) deleteItem(kind models.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, "id")
 		if err != nil {
@@ -277,7 +271,7 @@ func (a *API) deleteItem(kind string) echo.HandlerFunc {
 		}
 		err = a.Store.DeleteItem(c.Request().Context(), caller(c).ID, kind, id)
 		if errors.Is(err, models.ErrNotFound) {
-			return notFound(kind)
+			return notFound(string(kind))
 		} else if err != nil {
 			return err
 		}
@@ -286,23 +280,23 @@ func (a *API) deleteItem(kind string) echo.HandlerFunc {
 }
 
 type jobBrief struct {
-	Task          string    `json:"task" enum:"task"`
-	Why           *string   `json:"why" enum:"why"`
-	Attempts      int       `json:"attempts"`
-	NextAttemptAt timestamp `json:"nextAttemptAt"`
+	Task          models.Task `json:"task" enum:"task"`
+	Why           *models.Why `json:"why" enum:"why"`
+	Attempts      int         `json:"attempts"`
+	NextAttemptAt timestamp   `json:"nextAttemptAt"`
 }
 
 type mineItem struct {
-	Kind       string     `json:"kind" enum:"kind"`
-	ID         int64      `json:"id"`
-	SongID     *int64     `json:"songId,omitempty"`
-	Title      string     `json:"title,omitempty"`
-	CreatedAt  timestamp  `json:"createdAt"`
-	State      string     `json:"state" enum:"screenState"`
-	Verdict    *string    `json:"verdict" enum:"verdict"`
-	Confidence *float64   `json:"confidence"`
-	Score      *scoreJSON `json:"score"`
-	Jobs       []jobBrief `json:"jobs"`
+	Kind       models.Kind      `json:"kind" enum:"kind"`
+	ID         int64            `json:"id"`
+	SongID     *int64           `json:"songId,omitempty"`
+	Title      string           `json:"title,omitempty"`
+	CreatedAt  timestamp        `json:"createdAt"`
+	State      models.ItemState `json:"state" enum:"screenState"`
+	Verdict    *models.Verdict  `json:"verdict" enum:"verdict"`
+	Confidence *float64         `json:"confidence"`
+	Score      *scoreJSON       `json:"score"`
+	Jobs       []jobBrief       `json:"jobs"`
 }
 
 type scoreJSON struct {
@@ -329,8 +323,8 @@ func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 	b = append(b, "mine/2"...) // a new shape of the answer must change this, or old ETags would match it
 	b = binary.AppendVarint(b, userID)
 	// The filters and the page: another page of one view is another answer.
-	b = appendString(b, q.state)
-	b = appendString(b, q.kind)
+	b = appendString(b, string(q.state))
+	b = appendString(b, string(q.kind))
 	b = binary.AppendVarint(b, int64(q.limit))
 	b = appendString(b, q.cursor)
 	b = binary.AppendVarint(b, limit)
@@ -349,15 +343,15 @@ func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 	for i := range v.Jobs {
 		j := &v.Jobs[i]
 		b = binary.AppendVarint(b, j.ID)
-		b = appendString(b, j.Task)
-		b = appendString(b, j.Kind)
+		b = appendString(b, string(j.Task))
+		b = appendString(b, string(j.Kind))
 		b = binary.AppendVarint(b, j.ItemID)
-		b = binary.AppendVarint(b, j.DueAt)
+		b = binary.AppendVarint(b, j.DueAt.UnixMilli())
 		b = binary.AppendVarint(b, int64(j.Attempts))
 		if j.Why == nil {
 			b = append(b, 0)
 		} else {
-			b = appendString(append(b, 1), *j.Why)
+			b = appendString(append(b, 1), string(*j.Why))
 		}
 	}
 	sum := sha256.Sum256(b)

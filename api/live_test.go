@@ -255,7 +255,7 @@ func TestMineStream(t *testing.T) {
 			t.Fatalf("tags %q %q %q: each event a new one", tag, tag2, tag3)
 		}
 		w.pitch(asOther, models.VerdictAllow) // not this author's: no event
-		if _, ok, err := w.store().Charge(context.Background(), w.uid[asAuthor], 1, w.env.App.Config.DailyBudget, w.env.Clock.Now()); err != nil || !ok {
+		if _, ok, err := w.store().Charge(context.Background(), w.uid[asAuthor], 1, w.env.Clock.Now()); err != nil || !ok {
 			t.Fatalf("charge: %v %v", ok, err)
 		}
 		ev := next(t, events, false)
@@ -331,7 +331,7 @@ func TestMineStreamRunsDueJobs(t *testing.T) {
 		}
 		// The job comes due while the stream waits: the stream's sweep screens it.
 		w.parked(1)
-		w.env.Clock.Set(time.UnixMilli(job.DueAt))
+		w.env.Clock.Set(job.DueAt)
 		for {
 			ev := next(t, events, false)
 			if strings.Contains(ev.Data, fmt.Sprintf(`"id":%d`, pitch)) && strings.Contains(ev.Data, `"state":"public"`) {

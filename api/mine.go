@@ -31,10 +31,10 @@ type budgetJSON struct {
 
 // mineStreamQuery are the query parameters of GET /api/listeners/mine/stream.
 type mineStreamQuery struct {
-	State  string `query:"state" enum:"screenState"`
-	Kind   string `query:"kind" enum:"kind"`
-	Limit  int    `query:"limit" minimum:"1" maximum:"500" default:"100"`
-	Cursor string `query:"cursor" description:"the nextCursor of the page before"`
+	State  models.ItemState `query:"state" enum:"screenState"`
+	Kind   models.Kind      `query:"kind" enum:"kind"`
+	Limit  int              `query:"limit" minimum:"1" maximum:"500" default:"100"`
+	Cursor string           `query:"cursor" description:"the nextCursor of the page before"`
 }
 
 // mineQueryParams are the query parameters of GET /api/listeners/mine.
@@ -57,28 +57,29 @@ const (
 
 // mineQuery is what a request for the author's view asks: filters, page, and how long to wait.
 type mineQuery struct {
-	state, kind string
-	limit       int
-	cursor      string // as given, for the ETag
-	after       *models.MineCursor
-	wait        time.Duration
+	state  models.ItemState
+	kind   models.Kind
+	limit  int
+	cursor string // as given, for the ETag
+	after  *models.MineCursor
+	wait   time.Duration
 }
 
 // mineCursor is the opaque cursor of the view: the last item's place in its order.
 type mineCursor struct {
-	T int64  `json:"t"`
-	K string `json:"k"`
-	I int64  `json:"i"`
+	T int64       `json:"t"`
+	K models.Kind `json:"k"`
+	I int64       `json:"i"`
 }
 
 // parseMineQuery reads state, kind, limit, cursor and, for the long poll, wait.
 func parseMineQuery(c echo.Context, withWait bool) (mineQuery, error) {
 	var q mineQuery
 	var err error
-	if q.state, err = oneOf(c, "state", screenStates...); err != nil {
+	if q.state, err = oneOf(c, "state", models.ItemStates...); err != nil {
 		return q, err
 	}
-	if q.kind, err = oneOf(c, "kind", kinds...); err != nil {
+	if q.kind, err = oneOf(c, "kind", models.Kinds...); err != nil {
 		return q, err
 	}
 	if q.limit, err = queryLimit(c, mineDefaultLimit, mineMaxLimit); err != nil {
@@ -129,11 +130,7 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 		// cost a claim on the writer.
 		a.Content.SweepAuthor(u.ID)
 	}
-	limit := a.DailyBudget
-	if u.DailyLimit != nil {
-		limit = *u.DailyLimit
-	}
-	return mineState{v: v, limit: limit, etag: mineETag(u.ID, limit, &v, q), now: now}, nil
+	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
 // reread is readMine after a wake: the user is read again too, since the admin may have
@@ -152,18 +149,17 @@ func (a *API) reread(ctx context.Context, u *models.User, q *mineQuery) (*models
 // (so its sweep starts then, as a poll at that moment would start it).
 func (st *mineState) recheckAt() time.Time {
 	at := models.BudgetReset(st.now)
-	nowMs := st.now.UnixMilli()
 	for i := range st.v.Jobs {
 		j := &st.v.Jobs[i]
 		t := j.DueAt
-		if j.LeaseUntil != nil && *j.LeaseUntil > t {
+		if j.LeaseUntil != nil && j.LeaseUntil.After(t) {
 			t = *j.LeaseUntil
 		}
-		if t <= nowMs {
+		if t.UnixMilli() <= st.now.UnixMilli() {
 			continue // due now: its sweep was started
 		}
-		if tt := time.UnixMilli(t); tt.Before(at) {
-			at = tt
+		if t.Before(at) {
+			at = t
 		}
 	}
 	if floor := st.now.Add(minRecheck); at.Before(floor) {
@@ -195,12 +191,12 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	}
 	out := mineJSON{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
 	for _, it := range items {
-		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: msTime(it.CreatedAt),
+		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
 			Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
-			why := heldWhy(st.v.Held, j.Task, j.Why, nil, 0) // not by lease: the ETag does not hash leases
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: msTime(j.DueAt)})
+			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
+			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: timeStr(j.DueAt)})
 		}
 		out.Items = append(out.Items, m)
 	}

@@ -18,10 +18,10 @@ import (
 // minePage is one page of the author's view as the API answers it.
 type minePage struct {
 	Items []struct {
-		Kind      string `json:"kind"`
-		ID        int64  `json:"id"`
-		CreatedAt string `json:"createdAt"`
-		State     string `json:"state"`
+		Kind      models.Kind `json:"kind"`
+		ID        int64       `json:"id"`
+		CreatedAt string      `json:"createdAt"`
+		State     string      `json:"state"`
 	} `json:"items"`
 	NextCursor *string `json:"nextCursor"`
 }
@@ -71,7 +71,7 @@ func TestMinePagesAndFilters(t *testing.T) {
 		ctx := context.Background()
 		st := w.store()
 		ann := w.uid[asAuthor]
-		verdicts := []string{"", models.VerdictAllow, models.VerdictBlock}
+		verdicts := []models.Verdict{"", models.VerdictAllow, models.VerdictBlock}
 		// 16 rounds; each writes, at one moment, a revision (a new song), a comment and two
 		// pitches, so that kinds and ids tie on createdAt; then the clock moves on.
 		for i := range 16 {
@@ -103,7 +103,7 @@ func TestMinePagesAndFilters(t *testing.T) {
 			t.Fatalf("limit=500: %d items in %d pages, want %d in 1", len(all), pages, total)
 		}
 		p, _ := w.minePage(url.Values{"limit": {"500"}})
-		rank := map[string]int{models.KindRevision: 0, models.KindComment: 1, models.KindPitch: 2}
+		rank := map[models.Kind]int{models.KindRevision: 0, models.KindComment: 1, models.KindPitch: 2}
 		for i := 1; i < len(p.Items); i++ {
 			a, b := p.Items[i-1], p.Items[i]
 			order := b.CreatedAt < a.CreatedAt || (b.CreatedAt == a.CreatedAt &&

@@ -153,7 +153,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 		m.same("another author's pitch")
 		w.screen(models.KindPitch, benPitch, asOther, models.VerdictAllow)
 		m.same("another author's verdict")
-		if _, ok, err := st.Charge(ctx, ben, 1, w.env.App.Config.DailyBudget, w.env.Clock.Now()); err != nil || !ok {
+		if _, ok, err := st.Charge(ctx, ben, 1, w.env.Clock.Now()); err != nil || !ok {
 			t.Fatalf("charge ben: %v %v", ok, err)
 		}
 		m.same("another author's charge")
@@ -161,7 +161,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 			t.Fatalf("ben's limit: %d %s", r.Status, r.Body)
 		}
 		m.same("another author's limit")
-		if _, err := st.RetryJobs(ctx, models.JobFilter{UserID: ben}, 100); err != nil {
+		if _, err := st.RetryJobs(ctx, models.JobFilter{UserID: ben}); err != nil {
 			t.Fatal(err)
 		}
 		m.same("another author's jobs retried")
@@ -196,7 +196,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 			t.Fatalf("claim the retried job: %v %v", ok, err)
 		}
 		m.same("a second claim")
-		if ok, err := st.Reschedule(ctx, again, time.UnixMilli(again.DueAt), why, &status, models.Event{Event: models.TaskScreen,
+		if ok, err := st.Reschedule(ctx, again, again.DueAt, why, &status, models.Event{Event: models.TaskScreen,
 			Kind: models.KindPitch, ItemID: pitch, UserID: ann, Outcome: "pending", Why: &why, Status: &status}); err != nil || !ok {
 			t.Fatalf("reschedule: %v %v", ok, err)
 		}
@@ -216,7 +216,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 		m.changed("a score")
 
 		// The budget: a charge, the admin's limit and back to the default.
-		if _, ok, err := st.Charge(ctx, ann, 1, w.env.App.Config.DailyBudget, w.env.Clock.Now()); err != nil || !ok {
+		if _, ok, err := st.Charge(ctx, ann, 1, w.env.Clock.Now()); err != nil || !ok {
 			t.Fatalf("charge: %v %v", ok, err)
 		}
 		m.changed("a charge")
@@ -292,7 +292,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 		pitch := num(obj(w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "pitch"})["pitch"])["id"])
 		model.Reset()
 		job := w.job(models.TaskScreen, models.KindPitch, pitch)
-		if job.Why == nil || job.DueAt <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
+		if job.Why == nil || job.DueAt.UnixMilli() <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
 			t.Fatalf("the pitch's job should wait, unleased: %+v", job)
 		}
 		calls := model.Calls()
@@ -306,7 +306,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 			if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
 				t.Errorf("mine with nothing due: %d %s", r.Status, r.Body)
 			}
-			_, err := tx.RetryJobs(ctx, models.JobFilter{UserID: ann}, 100)
+			_, err := tx.RetryJobs(ctx, models.JobFilter{UserID: ann})
 			return err
 		})
 		if err != nil {

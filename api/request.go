@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -114,17 +115,24 @@ func queryLimit(c echo.Context, def, max int) (int, error) {
 }
 
 // oneOf checks an optional enumerated query value.
-func oneOf(c echo.Context, name string, allowed ...string) (string, error) {
-	v := c.QueryParam(name)
+func oneOf[T ~string](c echo.Context, name string, allowed ...T) (T, error) {
+	v := T(c.QueryParam(name))
 	if v == "" {
 		return "", nil
 	}
-	for _, a := range allowed {
-		if v == a {
-			return v, nil
-		}
+	if slices.Contains(allowed, v) {
+		return v, nil
 	}
-	return "", invalid(name, name+" must be one of "+strings.Join(allowed, ", "))
+	return "", invalid(name, name+" must be one of "+strings.Join(names(allowed), ", "))
+}
+
+// names is a list of a domain type's values as text.
+func names[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // Cursors are opaque to clients: base64url of a small JSON value.

@@ -12,7 +12,7 @@ import (
 type route struct {
 	method, path string
 	handler      echo.HandlerFunc
-	roles        []string // nil: anyone, signed in or not
+	roles        []models.Role // nil: anyone, signed in or not
 	summary      string
 	request      any // a value of the request body's type, if the route reads one
 	response     any // a value of the success answer's type, if it is JSON
@@ -21,11 +21,11 @@ type route struct {
 }
 
 var (
-	anyone  []string
-	authors = []string{models.RoleAuthor}
-	admins  = []string{models.RoleAdmin}
-	bots    = []string{models.RoleBot, models.RoleAdmin}
-	signed  = []string{models.RoleAuthor, models.RoleBot, models.RoleAdmin}
+	anyone  []models.Role
+	authors = []models.Role{models.RoleAuthor}
+	admins  = []models.Role{models.RoleAdmin}
+	bots    = []models.Role{models.RoleBot, models.RoleAdmin}
+	signed  = models.Roles
 )
 
 // routes lists every route under /api. Register mounts them and the OpenAPI document is made

@@ -59,17 +59,17 @@ func kindCountsOf(k models.KindCounts) kindCountsJSON {
 }
 
 type scrapeJSON struct {
-	ID         int64            `json:"id"`
-	ChatID     string           `json:"chatId"`
-	GuildID    *string          `json:"guildId"`
-	Backend    string           `json:"backend"`
-	Mode       string           `json:"mode"`
-	State      string           `json:"state" enum:"scrapeState"`
-	Downloaded int64            `json:"downloaded"`
-	PushedAt   timestamp        `json:"pushedAt"`
-	CreatedAt  timestamp        `json:"createdAt"`
-	UpdatedAt  timestamp        `json:"updatedAt"`
-	Counts     scrapeCountsJSON `json:"counts"`
+	ID         int64              `json:"id"`
+	ChatID     string             `json:"chatId"`
+	GuildID    *string            `json:"guildId"`
+	Backend    string             `json:"backend"`
+	Mode       string             `json:"mode"`
+	State      models.ScrapeState `json:"state" enum:"scrapeState"`
+	Downloaded int64              `json:"downloaded"`
+	PushedAt   timestamp          `json:"pushedAt"`
+	CreatedAt  timestamp          `json:"createdAt"`
+	UpdatedAt  timestamp          `json:"updatedAt"`
+	Counts     scrapeCountsJSON   `json:"counts"`
 }
 
 type scrapeListJSON struct {
@@ -79,8 +79,8 @@ type scrapeListJSON struct {
 
 // scrapesQuery are the query parameters of GET /api/scrapes.
 type scrapesQuery struct {
-	ChatID string `query:"chatId" maxLength:"100"`
-	State  string `query:"state" enum:"scrapeListable"`
+	ChatID string             `query:"chatId" maxLength:"100"`
+	State  models.ScrapeState `query:"state" enum:"scrapeListable"`
 	pageQuery
 }
 
@@ -91,7 +91,7 @@ type mediaListJSON struct {
 
 // scrapeMediaQuery are the query parameters of a scrape's media list.
 type scrapeMediaQuery struct {
-	State string `query:"state" enum:"mediaState"`
+	State models.MediaState `query:"state" enum:"mediaState"`
 	pageQuery
 }
 
@@ -108,15 +108,15 @@ func scrapeOf(s models.Scrape) scrapeJSON {
 }
 
 type mediaJSON struct {
-	ID          int64     `json:"id"`
-	ScrapeID    int64     `json:"scrapeId"`
-	Kind        string    `json:"kind" enum:"mediaKind"`
-	URL         string    `json:"url"`
-	Bytes       *int64    `json:"bytes"`
-	State       string    `json:"state" enum:"mediaState"`
-	StoredBytes int64     `json:"storedBytes"`
-	UpdatedAt   timestamp `json:"updatedAt"`
-	PreviewURL  *string   `json:"previewUrl"`
+	ID          int64             `json:"id"`
+	ScrapeID    int64             `json:"scrapeId"`
+	Kind        models.MediaKind  `json:"kind" enum:"mediaKind"`
+	URL         string            `json:"url"`
+	Bytes       *int64            `json:"bytes"`
+	State       models.MediaState `json:"state" enum:"mediaState"`
+	StoredBytes int64             `json:"storedBytes"`
+	UpdatedAt   timestamp         `json:"updatedAt"`
+	PreviewURL  *string           `json:"previewUrl"`
 }
 
 func mediaOf(m models.Media) mediaJSON {
@@ -236,9 +236,9 @@ func (a *API) listScrapes(c echo.Context) error {
 }
 
 type mediaItemRequest struct {
-	URL   *string `json:"url" required:"true" format:"uri" maxLength:"4096" description:"http or https"`
-	Kind  *string `json:"kind" required:"true" enum:"mediaKind"`
-	Bytes *int64  `json:"bytes" minimum:"0" maximum:"9007199254740991" description:"the declared size"`
+	URL   *string           `json:"url" required:"true" format:"uri" maxLength:"4096" description:"http or https"`
+	Kind  *models.MediaKind `json:"kind" required:"true" enum:"mediaKind"`
+	Bytes *int64            `json:"bytes" minimum:"0" maximum:"9007199254740991" description:"the declared size"`
 }
 
 type mediaPushRequest struct {
@@ -294,7 +294,7 @@ func (a *API) pushMedia(c echo.Context) error {
 			return err
 		}
 		if m.Kind == nil || !slices.Contains(models.MediaKinds, *m.Kind) {
-			return invalid(at+".kind", at+".kind must be one of "+strings.Join(models.MediaKinds, ", "))
+			return invalid(at+".kind", at+".kind must be one of "+strings.Join(names(models.MediaKinds), ", "))
 		}
 		if m.Bytes != nil && (*m.Bytes < 0 || *m.Bytes > maxCount) {
 			return invalid(at+".bytes", at+".bytes must be a whole number from 0 to 9007199254740991 (2^53-1)")
@@ -314,14 +314,14 @@ func (a *API) pushMedia(c echo.Context) error {
 }
 
 type scrapePatch struct {
-	State      *string `json:"state" enum:"scrapeSettable"`
-	Downloaded *int64  `json:"downloaded" minimum:"0" maximum:"9007199254740991"`
+	State      *models.ScrapeState `json:"state" enum:"scrapeSettable"`
+	Downloaded *int64              `json:"downloaded" minimum:"0" maximum:"9007199254740991"`
 }
 
 // settableScrapeStates are the states the bot may set. Going back to active is allowed (the
 // walk of a paused scrape resumes, and the scrape leaves the backfill meanwhile); the delete
 // states are reached through DELETE only.
-var settableScrapeStates = []string{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
+var settableScrapeStates = []models.ScrapeState{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
 
 // patchScrape changes a scrape's state and/or its downloaded count.
 func (a *API) patchScrape(c echo.Context) error {
@@ -337,7 +337,7 @@ func (a *API) patchScrape(c echo.Context) error {
 		return invalid("state", "give a state, a downloaded count, or both")
 	}
 	if req.State != nil && !slices.Contains(settableScrapeStates, *req.State) {
-		return invalid("state", "state must be one of "+strings.Join(settableScrapeStates, ", "))
+		return invalid("state", "state must be one of "+strings.Join(names(settableScrapeStates), ", "))
 	}
 	if req.Downloaded != nil && (*req.Downloaded < 0 || *req.Downloaded > maxCount) {
 		return invalid("downloaded", "downloaded must be a whole number from 0 to 9007199254740991 (2^53-1)")

@@ -196,7 +196,7 @@ func (f *faultyModel) handle(w http.ResponseWriter, r *http.Request) bool {
 
 // soakItem is an item the soak wrote.
 type soakItem struct {
-	kind string
+	kind models.Kind
 	id   int64
 }
 
@@ -493,7 +493,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		}
 		allowedRevs := int64(0)
 		for _, it := range written {
-			var verdicts []string
+			var verdicts []models.Verdict
 			store.RawScan(ctx, &verdicts, `SELECT verdict FROM screens WHERE kind = ? AND item_id = ?`, it.kind, it.id)
 			if len(verdicts) != 1 {
 				t.Fatalf("%s %d has %d verdicts", it.kind, it.id, len(verdicts))
@@ -585,7 +585,7 @@ func checkBackup(t *testing.T, path string, before []soakItem) {
 	if err := copyDB.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Fatalf("backup integrity_check: %q %v", check, err)
 	}
-	table := map[string]string{models.KindRevision: "revisions", models.KindComment: "comments", models.KindPitch: "pitches"}
+	table := map[models.Kind]string{models.KindRevision: "revisions", models.KindComment: "comments", models.KindPitch: "pitches"}
 	for _, it := range before {
 		var n int
 		q := `SELECT (SELECT COUNT(*) FROM ` + table[it.kind] + ` WHERE id = ?) +
@@ -670,7 +670,7 @@ func (c *faultyCDN) serve(w http.ResponseWriter, r *http.Request) {
 // expected is a row's final state from the answers its URL got: 429s leave it as it was; its
 // first other answer decides (an image: cached; no image or a 400: failed; anything
 // transient: suspect, and then its one retry decides: cached, failed or unverified).
-func expected(kind string, answers []string) (string, error) {
+func expected(kind models.MediaKind, answers []string) (models.MediaState, error) {
 	if kind == models.MediaVideo || kind == models.MediaAudio {
 		if len(answers) > 0 {
 			return "", fmt.Errorf("a %s was fetched", kind)
@@ -683,7 +683,7 @@ func expected(kind string, answers []string) (string, error) {
 			tries = append(tries, a)
 		}
 	}
-	class := func(a string) string {
+	class := func(a string) models.MediaState {
 		switch a {
 		case "ok":
 			return models.MediaCached
@@ -810,10 +810,10 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		}
 
 		var rows []struct {
-			ID    int64  `gorm:"column:id"`
-			URL   string `gorm:"column:url"`
-			Kind  string `gorm:"column:kind"`
-			State string `gorm:"column:state"`
+			ID    int64             `gorm:"column:id"`
+			URL   string            `gorm:"column:url"`
+			Kind  models.MediaKind  `gorm:"column:kind"`
+			State models.MediaState `gorm:"column:state"`
 		}
 		store.RawScan(ctx, &rows, `SELECT id, url, kind, state FROM media ORDER BY id`)
 		if len(rows) != len(kinds) {
@@ -821,7 +821,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		}
 		cdn.mu.Lock()
 		defer cdn.mu.Unlock()
-		states := map[string]int{}
+		states := map[models.MediaState]int{}
 		fetches := 0
 		for _, r := range rows {
 			answers := cdn.answers[strings.TrimPrefix(r.URL, cdn.srv.URL)]
@@ -833,7 +833,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 			if r.State != want {
 				t.Fatalf("row %d (%s) is %s; its answers %v call for %s", r.ID, r.Kind, r.State, answers, want)
 			}
-			if r.Kind != kinds[r.URL] {
+			if string(r.Kind) != kinds[r.URL] {
 				t.Fatalf("row %d kind %s, pushed %s", r.ID, r.Kind, kinds[r.URL])
 			}
 			if _, err := os.Stat(engine.PreviewPath(r.ID)); (err == nil) != (r.State == models.MediaCached) {

@@ -65,7 +65,7 @@ type pitchListJSON struct {
 }
 
 func songOf(s models.Song) songJSON {
-	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, CreatedAt: msTime(s.CreatedAt)}
+	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, CreatedAt: timeStr(s.CreatedAt)}
 }
 
 // listSongs pages through public songs, best art first (sort=art, the default; unscored
@@ -112,11 +112,11 @@ func (a *API) getSong(c echo.Context) error {
 	}
 	rs := make([]revisionJSON, 0, len(revs))
 	for _, r := range revs {
-		rs = append(rs, revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: msTime(r.CreatedAt), Score: scoreOf(r.Score)})
+		rs = append(rs, revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: timeStr(r.CreatedAt), Score: scoreOf(r.Score)})
 	}
 	cs := make([]commentJSON, 0, len(comments))
 	for _, cm := range comments {
-		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: msTime(cm.CreatedAt)})
+		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: timeStr(cm.CreatedAt)})
 	}
 	return c.JSON(http.StatusOK, songDetailJSON{Song: songOf(song), Revisions: rs, Comments: cs})
 }
@@ -132,7 +132,7 @@ func (a *API) listPitches(c echo.Context) error {
 		return err
 	}
 	out, next := pageOf(ps, limit, func(p models.Pitch) pitchJSON {
-		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: msTime(p.CreatedAt)}
+		return pitchJSON{ID: p.ID, UserID: p.UserID, Body: p.Body, CreatedAt: timeStr(p.CreatedAt)}
 	}, func(p models.Pitch) any { return idCursor{p.ID} })
 	return c.JSON(http.StatusOK, pitchListJSON{next, out})
 }

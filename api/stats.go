@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/owed/owed/models"
 )
 
 // statsJSON is the overview's summary (keys in the order a map of them had).
@@ -23,12 +24,12 @@ type statsJSON struct {
 
 // jobStatsJSON counts the owed jobs (keys in the order a map of them had).
 type jobStatsJSON struct {
-	ByTask      map[string]int64 `json:"byTask"`
-	ByWhy       map[string]int64 `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's"`
-	Due         int64            `json:"due"`
-	Leased      int64            `json:"leased"`
-	OldestDueAt *timestamp       `json:"oldestDueAt"`
-	Total       int64            `json:"total"`
+	ByTask      map[models.Task]int64 `json:"byTask"`
+	ByWhy       map[models.Why]int64  `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's"`
+	Due         int64                 `json:"due"`
+	Leased      int64                 `json:"leased"`
+	OldestDueAt *timestamp            `json:"oldestDueAt"`
+	Total       int64                 `json:"total"`
 }
 
 type minuteJSON struct {

@@ -12,16 +12,16 @@ import (
 )
 
 type userRequest struct {
-	Name string `json:"name" required:"true" maxLength:"100"`
-	Role string `json:"role" required:"true" enum:"role"`
+	Name string      `json:"name" required:"true" maxLength:"100"`
+	Role models.Role `json:"role" required:"true" enum:"role"`
 }
 
 // userCreatedJSON is a user with its token, shown only when it is made.
 type userCreatedJSON struct {
-	ID    int64  `json:"id"`
-	Name  string `json:"name"`
-	Role  string `json:"role" enum:"role"`
-	Token string `json:"token" description:"the token, shown only now"`
+	ID    int64       `json:"id"`
+	Name  string      `json:"name"`
+	Role  models.Role `json:"role" enum:"role"`
+	Token string      `json:"token" description:"the token, shown only now"`
 }
 
 type userListJSON struct {
@@ -52,20 +52,17 @@ func (a *API) createUser(c echo.Context) error {
 	return c.JSON(http.StatusCreated, userCreatedJSON{u.ID, u.Name, u.Role, token})
 }
 
-// roles lists every role a user can have.
-var roles = []string{models.RoleAuthor, models.RoleBot, models.RoleAdmin}
-
 // userAdminJSON is a user as an admin sees it.
 type userAdminJSON struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role" enum:"role"`
-	Disabled  bool      `json:"disabled"`
-	CreatedAt timestamp `json:"createdAt"`
+	ID        int64       `json:"id"`
+	Name      string      `json:"name"`
+	Role      models.Role `json:"role" enum:"role"`
+	Disabled  bool        `json:"disabled"`
+	CreatedAt timestamp   `json:"createdAt"`
 }
 
 func userAdminOf(u models.User) userAdminJSON {
-	return userAdminJSON{ID: u.ID, Name: u.Name, Role: u.Role, Disabled: u.Disabled, CreatedAt: msTime(u.CreatedAt)}
+	return userAdminJSON{ID: u.ID, Name: u.Name, Role: u.Role, Disabled: u.Disabled, CreatedAt: timeStr(u.CreatedAt)}
 }
 
 // listUsers pages through every user (authors, bots, admins) with whether they are disabled.

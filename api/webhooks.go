@@ -54,7 +54,7 @@ type (
 
 // deliveriesQuery are the query parameters of a webhook's deliveries.
 type deliveriesQuery struct {
-	Status string `query:"status" enum:"deliveryStatus"`
+	Status models.DeliveryStatus `query:"status" enum:"deliveryStatus"`
 	pageQuery
 }
 
@@ -63,7 +63,7 @@ func webhookOf(w models.Webhook) webhookJSON {
 	if events == nil {
 		events = []string{}
 	}
-	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: msTime(w.CreatedAt)}
+	return webhookJSON{ID: w.ID, URL: w.URL, Events: events, Active: w.Active, DisabledReason: w.DisabledReason, CreatedAt: timeStr(w.CreatedAt)}
 }
 
 type deliveryAttemptJSON struct {
@@ -79,7 +79,7 @@ type deliveryJSON struct {
 	WebhookID     int64                 `json:"webhookId"`
 	MessageID     string                `json:"messageId"`
 	Event         string                `json:"event" enum:"webhookEvent"`
-	Status        string                `json:"status" enum:"deliveryStatus"`
+	Status        models.DeliveryStatus `json:"status" enum:"deliveryStatus"`
 	Attempts      int                   `json:"attempts"`
 	LastStatus    *int                  `json:"lastStatus"`
 	LastError     *string               `json:"lastError"`
@@ -227,8 +227,6 @@ func (a *API) deleteWebhook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-var deliveryStates = []string{models.DeliveryPending, models.DeliveryDelivered, models.DeliveryCancelled}
-
 // listDeliveries pages through a subscription's deliveries, newest first, each with its
 // latest attempts.
 func (a *API) listDeliveries(c echo.Context) error {
@@ -236,7 +234,7 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	status, err := oneOf(c, "status", deliveryStates...)
+	status, err := oneOf(c, "status", models.DeliveryStatuses...)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		opts.Log = slog.Default()
 	}
 	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
-		MaxConns: int(cfg.DatabaseMaxConns)})
+		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
-		Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
+		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
 		Every: cfg.SweepEvery, AfterSweep: a.Prune})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
@@ -277,7 +277,7 @@ func (a *App) newEcho() *echo.Echo {
 	e.Use(a.measure)
 	e.Use(middleware.BodyLimit("2M"))
 	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
-		InlineWait: a.Config.InlineWait, DailyBudget: a.Config.DailyBudget, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
+		InlineWait: a.Config.InlineWait, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
 		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst),
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate

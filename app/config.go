@@ -109,7 +109,7 @@ func Defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: modelclient.APIRelay, ModelName: scheduler.DefaultModelName,
 		ModelTimeout: modelclient.DefaultTimeout, SweepEvery: scheduler.DefaultSweepEvery, Lease: scheduler.DefaultLease, InlineWait: 10 * time.Second,
-		DailyBudget: scheduler.DefaultDailyBudget, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
+		DailyBudget: models.DefaultDailyLimit, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
 		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: models.DefaultMaxConns, LogLevel: slog.LevelInfo,
 		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
@@ -181,8 +181,9 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_LEASE", Default: shown(defaults.Lease), Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
 	{Env: "OWED_INLINE_WAIT", Default: shown(defaults.InlineWait), Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
-	// At least 1: a limit of 0 would show authors a limit that charges nothing while the
-	// runner read 0 as "the default".
+	// At least 1: the store reads 0 as "the default" (models.DefaultDailyLimit), so 0 would
+	// quietly be 100. (Before the store owned the default, 0 also showed authors a limit of 0
+	// while the runner charged against 100.)
 	{Env: "OWED_DAILY_BUDGET", Default: shown(defaults.DailyBudget), Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
 	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: shown(defaults.MediaMinGap.Milliseconds()), Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: shown(defaults.MediaMaxGap.Milliseconds()), Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},

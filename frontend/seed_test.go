@@ -68,9 +68,12 @@ func seedWorld(t *testing.T) *world {
 	cfg := env.App.Config
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: 5 * time.Second})
 	w.sweeper = scheduler.NewContent(env.App.Store, model, env.Clock, owedtest.Logger(t), env.App.Metrics,
-		scheduler.ContentConfig{Lease: cfg.Lease, DailyBudget: cfg.DailyBudget, ModelName: cfg.ModelName})
+		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName})
 
-	for _, u := range []struct{ name, role string }{
+	for _, u := range []struct {
+		name string
+		role models.Role
+	}{
 		{"ada", models.RoleAuthor}, {"bo", models.RoleAuthor}, {"cy", models.RoleAuthor}, {"dee", models.RoleAuthor},
 		{"archiver", models.RoleBot},
 	} {

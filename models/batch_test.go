@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -33,7 +34,7 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 		for range 2 {
 			for i, j := range jobs {
 				wg.Go(func() {
-					ev := models.Event{Event: models.TaskScreen, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, Outcome: models.VerdictAllow}
+					ev := models.Event{Event: models.TaskScreen, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, Outcome: models.OutcomeAllow}
 					ok, err := f.store.RecordScreen(f.ctx, j.Kind, j.ItemID, models.VerdictAllow, 0.9, ev)
 					if err != nil {
 						t.Errorf("record %d: %v", j.ItemID, err)
@@ -72,8 +73,8 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 // failing charges fail alone.
 func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
 		const authors, calls, limit = 12, 15, 10
+		f := newFixture(t, db, dailyLimit(limit))
 		ids := make([]int64, authors)
 		for i := range ids {
 			ids[i] = f.user("author" + string(rune('a'+i)))
@@ -87,7 +88,7 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 		for c := range calls {
 			for i, id := range ids {
 				wg.Go(func() {
-					if spent, ok, err := f.store.Charge(f.ctx, id, 1, limit, now); err != nil {
+					if spent, ok, err := f.store.Charge(f.ctx, id, 1, now); err != nil {
 						t.Errorf("charge of author %d: %v", id, err)
 					} else if ok {
 						accepted[i].Add(1)
@@ -99,7 +100,7 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 			}
 			if c%5 == 0 {
 				wg.Go(func() {
-					if _, ok, err := f.store.Charge(f.ctx, 1<<40, 1, limit, now); err == nil && ok {
+					if _, ok, err := f.store.Charge(f.ctx, 1<<40, 1, now); err == nil && ok {
 						t.Error("a charge of an author who does not exist was accepted")
 					} else {
 						failed.Add(1)
@@ -152,14 +153,14 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		t.Fatalf("claimed %d, %v", len(jobs), err)
 	}
 	status, ms, bytes, conf, attempt := 200, int64(37), int64(512), 0.8125, 3
-	full := models.Event{At: f.nowMs() - 5, Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
-		UserID: ann, Outcome: models.VerdictBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
+	full := models.Event{At: time.UnixMilli(f.nowMs() - 5).UTC(), Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
+		UserID: ann, Outcome: models.OutcomeBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
 		Confidence: &conf, RequestBytes: &bytes}
-	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.VerdictAllow}
+	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.OutcomeAllow}
 	var wg sync.WaitGroup
 	for i, ev := range []models.Event{full, bare} {
 		wg.Go(func() {
-			if ok, err := f.store.RecordScreen(f.ctx, ev.Kind, ev.ItemID, ev.Outcome, 0.8125, ev); !ok || err != nil {
+			if ok, err := f.store.RecordScreen(f.ctx, ev.Kind, ev.ItemID, models.Verdict(ev.Outcome), 0.8125, ev); !ok || err != nil {
 				t.Errorf("record %d: %v, %v", i, ok, err)
 			}
 		})
@@ -174,7 +175,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		if got.ItemID == full.ItemID {
 			want = full
 		} else {
-			want.At = f.nowMs() // an event given no time is stamped with the store's clock
+			want.At = time.UnixMilli(f.nowMs()).UTC() // an event given no time is stamped with the store's clock
 		}
 		want.ID = got.ID
 		if fmt.Sprint(eventFields(got)) != fmt.Sprint(eventFields(want)) {

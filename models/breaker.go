@@ -21,7 +21,7 @@ type Breaker struct {
 	Since       *int64  `gorm:"column:since"`
 	Failures    int     `gorm:"column:failures"`
 	Probes      int     `gorm:"column:probes"`
-	Why         *string `gorm:"column:why"`
+	Why         *Why    `gorm:"column:why"`
 	Status      *int    `gorm:"column:status"`
 	NextProbeAt *int64  `gorm:"column:next_probe_at"`
 	ProbeOwner  *string `gorm:"column:probe_owner"`
@@ -36,7 +36,7 @@ type ModelBreakerData struct {
 	State       string     `json:"state"`
 	Since       time.Time  `json:"since"`
 	Failures    int        `json:"failures"`
-	Why         *string    `json:"why"`
+	Why         *Why       `json:"why"`
 	Status      *int       `json:"status"`
 	NextProbeAt *time.Time `json:"nextProbeAt"`
 }
@@ -73,7 +73,8 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	}
 	b.Since, b.NextProbeAt, b.ProbeUntil = nullInt(since), nullInt(next), nullInt(until)
 	if why.Valid {
-		b.Why = &why.String
+		w := Why(why.String)
+		b.Why = &w
 	}
 	if owner.Valid {
 		b.ProbeOwner = &owner.String
@@ -95,7 +96,7 @@ func nullInt(n sql.NullInt64) *int64 {
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them
 // why (and status), with its first probe at nextProbe, and owes the model.breaker event in the
 // same transaction. ok is false when it was not closed (another replica opened it first).
-func (s *Store) OpenBreaker(ctx context.Context, failures int, why string, status *int, nextProbe time.Time) (Breaker, bool, error) {
+func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *int, nextProbe time.Time) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -222,7 +223,7 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 // ParkJob puts a claimed job off until at while the breaker is open: no attempt is added and
 // nothing is charged; it takes why and status (the failure that opened the breaker) and frees
 // the lease. It does nothing when the job is gone or another owner has claimed it since.
-func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, status *int) (bool, error) {
+func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why Why, status *int) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
 	if err != nil {
@@ -237,7 +238,7 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why string, 
 // ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
 // ParkJob does, in one statement: a sweep meeting an open breaker claims nothing. Held work is
 // left as it is: it is not claimed either way, and lifting the hold makes it due at its own time.
-func (s *Store) ParkDue(ctx context.Context, at time.Time, why string, status *int, userID int64) (int64, error) {
+func (s *Store) ParkDue(ctx context.Context, at time.Time, why Why, status *int, userID int64) (int64, error) {
 	now := s.nowMs()
 	q := `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
 		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + heldTasks

@@ -18,12 +18,12 @@ func BudgetReset(t time.Time) time.Time {
 }
 
 // Charge spends n model calls of the user's budget for the day of now, atomically and only if
-// the day's spend stays within the user's limit (their own, else defaultLimit): a charge the
-// rest of the budget cannot cover is refused whole (ok false) and spends nothing. Concurrent
-// charges never take the spend above the limit. Concurrent charges share one statement (see
-// batcher and chargeRows).
-func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64, now time.Time) (spent int64, ok bool, err error) {
-	call := chargeCall{userID: userID, day: BudgetDay(now), n: n, defaultLimit: defaultLimit}
+// the day's spend stays within the user's effective limit (their own, else the store's
+// Options.DailyLimit): a charge the rest of the budget cannot cover is refused whole (ok
+// false) and spends nothing. Concurrent charges never take the spend above the limit.
+// Concurrent charges share one statement (see batcher and chargeRows).
+func (s *Store) Charge(ctx context.Context, userID int64, n int64, now time.Time) (spent int64, ok bool, err error) {
+	call := chargeCall{userID: userID, day: BudgetDay(now), n: n}
 	var out chargeOutcome
 	if s.charges != nil {
 		out, err = s.charges.do(ctx, call)
@@ -43,10 +43,9 @@ func (s *Store) Charge(ctx context.Context, userID int64, n, defaultLimit int64,
 }
 
 type chargeCall struct {
-	userID       int64
-	day          string
-	n            int64
-	defaultLimit int64
+	userID int64
+	day    string
+	n      int64
 }
 
 type chargeOutcome struct {
@@ -55,25 +54,25 @@ type chargeOutcome struct {
 }
 
 // chargeRows charges calls in one statement, with the outcome each would have had alone, one
-// after another in their order. One user's calls (of one day and default limit) are charged as
+// after another in their order. One user's calls (of one day) are charged as
 // one sum: if it fits, each of them would have, and each is told the spend after it; if it does
 // not, nothing of theirs was spent and their calls are charged again one by one, so that those
 // that fit still do. Users are written in id order, so that concurrent statements lock budget
 // rows in the same order (PostgreSQL would otherwise find them deadlocked).
 func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOutcome, error) {
 	type group struct {
-		chargeCall       // the user's day and default limit, and n: the sum of their calls
+		chargeCall       // the user's day, and n: the sum of their calls
 		calls      []int // their places in calls, in order
-		mixed      bool  // calls of other days or default limits: charged one by one
+		mixed      bool  // calls of other days: charged one by one
 	}
 	groups := map[int64]*group{}
 	for i, c := range calls {
 		g := groups[c.userID]
 		if g == nil {
-			g = &group{chargeCall: chargeCall{userID: c.userID, day: c.day, defaultLimit: c.defaultLimit}}
+			g = &group{chargeCall: chargeCall{userID: c.userID, day: c.day}}
 			groups[c.userID] = g
 		}
-		g.mixed = g.mixed || c.day != g.day || c.defaultLimit != g.defaultLimit
+		g.mixed = g.mixed || c.day != g.day
 		g.n += c.n
 		g.calls = append(g.calls, i)
 	}
@@ -86,7 +85,7 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 	var rows []row
 	for _, g := range groups {
 		if !g.mixed {
-			rows = append(rows, row{g.userID, g.day, g.n, g.defaultLimit})
+			rows = append(rows, row{g.userID, g.day, g.n, s.dailyLimit})
 		}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.UserID, b.UserID) })
@@ -161,11 +160,24 @@ func (s *Store) Spent(ctx context.Context, userID int64, now time.Time) (int64, 
 
 // BudgetRow is one user's budget today.
 type BudgetRow struct {
-	UserID     int64  `gorm:"column:user_id"`
-	Name       string `gorm:"column:name"`
-	Role       string `gorm:"column:role"`
-	DailyLimit *int64 `gorm:"column:daily_limit"`
-	Spent      int64  `gorm:"column:spent"`
+	UserID int64  `gorm:"column:user_id"`
+	Name   string `gorm:"column:name"`
+	Role   Role   `gorm:"column:role"`
+	// OwnLimit is the user's own daily limit; nil: the store's default.
+	OwnLimit *int64 `gorm:"column:daily_limit"`
+	// DailyLimit is the limit in force: OwnLimit, else the store's default.
+	DailyLimit int64 `gorm:"-"`
+	Spent      int64 `gorm:"column:spent"`
+}
+
+// effectiveLimit is the daily limit of a user whose own is own: it, else the store's default.
+// Every row that shows a limit comes back with this one, so nothing outside the store applies
+// the default itself.
+func (s *Store) effectiveLimit(own *int64) int64 {
+	if own != nil {
+		return *own
+	}
+	return s.dailyLimit
 }
 
 // Budgets lists authors (and anyone who spent today) with today's spend, by user id after
@@ -178,6 +190,9 @@ func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit
 		ORDER BY u.id LIMIT ?`, BudgetDay(now), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list budgets: %w", err)
+	}
+	for i := range rows {
+		rows[i].DailyLimit = s.effectiveLimit(rows[i].OwnLimit)
 	}
 	return rows, nil
 }

@@ -16,27 +16,30 @@ func TestChargeRefusedWhole(t *testing.T) {
 		ann := f.user("ann")
 		now := f.clk.Now()
 		for i := range 33 {
-			spent, ok, err := f.store.Charge(f.ctx, ann, 3, 100, now)
+			spent, ok, err := f.store.Charge(f.ctx, ann, 3, now)
 			if err != nil || !ok || spent != int64(3*(i+1)) {
 				t.Fatalf("charge %d = %d, %v, %v", i, spent, ok, err)
 			}
 		}
 		// 99 spent: 3 more would be 102, so nothing is taken; 1 more fits exactly.
-		if spent, ok, err := f.store.Charge(f.ctx, ann, 3, 100, now); ok || err != nil || spent != 0 {
+		if spent, ok, err := f.store.Charge(f.ctx, ann, 3, now); ok || err != nil || spent != 0 {
 			t.Fatalf("charge over the limit = %d, %v, %v; want refused", spent, ok, err)
 		}
 		if got, _ := f.store.Spent(f.ctx, ann, now); got != 99 {
 			t.Fatalf("spent after a refusal = %d, want 99 (refused whole)", got)
 		}
-		if spent, ok, _ := f.store.Charge(f.ctx, ann, 1, 100, now); !ok || spent != 100 {
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 1, now); !ok || spent != 100 {
 			t.Fatalf("charge to the limit = %d, %v; want 100, ok", spent, ok)
 		}
-		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, 100, now); ok {
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, now); ok {
 			t.Fatal("charged past the limit")
 		}
 		// A first charge larger than the whole budget is refused too.
 		bob := f.user("bob")
-		if _, ok, _ := f.store.Charge(f.ctx, bob, 3, 2, now); ok {
+		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(2))); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, bob, 3, now); ok {
 			t.Fatal("a charge above the whole limit was accepted")
 		}
 		if got, _ := f.store.Spent(f.ctx, bob, now); got != 0 {
@@ -48,17 +51,17 @@ func TestChargeRefusedWhole(t *testing.T) {
 // Concurrent charges never take the spend past the limit, and every accepted charge is counted.
 func TestChargeConcurrentNeverAboveLimit(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
+		const charges, n, limit = 50, 3, 100
+		f := newFixture(t, db, dailyLimit(limit))
 		ann := f.user("ann")
 		now := f.clk.Now()
-		const charges, n, limit = 50, 3, 100
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		accepted := 0
 		var maxSeen int64
 		for range charges {
 			wg.Go(func() {
-				spent, ok, err := f.store.Charge(f.ctx, ann, n, limit, now)
+				spent, ok, err := f.store.Charge(f.ctx, ann, n, now)
 				if err != nil {
 					t.Errorf("charge: %v", err)
 					return
@@ -100,20 +103,20 @@ func TestChargeUserLimitOverridesDefault(t *testing.T) {
 		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(500))); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); !ok {
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, now); !ok {
 			t.Fatal("ann's first charge refused")
 		}
-		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); ok {
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 3, now); ok {
 			t.Fatal("ann charged 6 against her own limit of 5")
 		}
-		if _, ok, _ := f.store.Charge(f.ctx, bob, 200, 100, now); !ok {
+		if _, ok, _ := f.store.Charge(f.ctx, bob, 200, now); !ok {
 			t.Fatal("bob's charge of 200 refused though his own limit is 500")
 		}
 		// Back to the default.
 		if _, err := f.store.SetDailyLimit(f.ctx, ann, nil); err != nil {
 			t.Fatal(err)
 		}
-		if spent, ok, _ := f.store.Charge(f.ctx, ann, 3, 100, now); !ok || spent != 6 {
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 3, now); !ok || spent != 6 {
 			t.Fatalf("ann on the default = %d, %v; want 6, ok", spent, ok)
 		}
 	})
@@ -122,9 +125,9 @@ func TestChargeUserLimitOverridesDefault(t *testing.T) {
 // The budget is per UTC day: at 00:00 UTC the spend starts again from zero.
 func TestChargeResetsAtMidnightUTC(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
+		f := newFixture(t, db, dailyLimit(10))
 		ann := f.user("ann")
-		if _, ok, _ := f.store.Charge(f.ctx, ann, 10, 10, f.clk.Now()); !ok {
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 10, f.clk.Now()); !ok {
 			t.Fatal("charge refused")
 		}
 		reset := models.BudgetReset(f.clk.Now())
@@ -132,14 +135,14 @@ func TestChargeResetsAtMidnightUTC(t *testing.T) {
 			t.Fatalf("reset = %v, want %v", reset, want)
 		}
 		f.clk.Set(reset.Add(-time.Millisecond))
-		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, 10, f.clk.Now()); ok {
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 1, f.clk.Now()); ok {
 			t.Fatal("charged at 23:59:59.999 of a spent day")
 		}
 		f.clk.Set(reset)
 		if got, _ := f.store.Spent(f.ctx, ann, f.clk.Now()); got != 0 {
 			t.Fatalf("spent at midnight = %d, want 0", got)
 		}
-		if spent, ok, _ := f.store.Charge(f.ctx, ann, 10, 10, f.clk.Now()); !ok || spent != 10 {
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 10, f.clk.Now()); !ok || spent != 10 {
 			t.Fatalf("charge after the reset = %d, %v", spent, ok)
 		}
 		// A time zone other than UTC does not move the day.
@@ -153,5 +156,75 @@ func TestChargeResetsAtMidnightUTC(t *testing.T) {
 		if got, _ := f.store.Spent(f.ctx, ann, f.clk.Now()); got != 10 {
 			t.Errorf("today's spend after pruning = %d, want 10", got)
 		}
+	})
+}
+
+// The default daily limit is the store's (Options.DailyLimit): a charge is judged against it,
+// and users and budget rows come back with it as their effective limit, so what an author is
+// shown is what they are charged against. Changing it (a restart with another
+// OWED_DAILY_BUDGET) changes every author without a limit of their own, and no one else.
+func TestDefaultDailyLimitIsTheStores(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db, dailyLimit(5))
+		ann, bob := f.user("ann"), f.user("bob")
+		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(50))); err != nil {
+			t.Fatal(err)
+		}
+		now := f.clk.Now()
+		limits := func(s *models.Store, wantAnn, wantBob int64) {
+			t.Helper()
+			for id, want := range map[int64]int64{ann: wantAnn, bob: wantBob} {
+				u, err := s.UserByID(f.ctx, id)
+				if err != nil || u.DailyLimit != want {
+					t.Errorf("user %d: limit %d (%v), want %d", id, u.DailyLimit, err, want)
+				}
+			}
+			rows, err := s.Budgets(f.ctx, now, 0, 2) // ann's and bob's
+			if err != nil || len(rows) != 2 {
+				t.Fatalf("budgets = %+v, %v; want ann's and bob's", rows, err)
+			}
+			if rows[0].DailyLimit != wantAnn || rows[0].OwnLimit != nil || rows[1].DailyLimit != wantBob || *rows[1].OwnLimit != 50 {
+				t.Errorf("budget rows = %+v, %+v; want limits %d (the default) and %d (bob's own)", rows[0], rows[1], wantAnn, wantBob)
+			}
+			us, err := s.ListUsers(f.ctx, 0, 2)
+			if err != nil || len(us) != 2 || us[0].DailyLimit != wantAnn || us[1].DailyLimit != wantBob {
+				t.Errorf("users = %+v, %v; want limits %d and %d", us, err, wantAnn, wantBob)
+			}
+		}
+		limits(f.store, 5, 50)
+		if created, _, err := f.store.CreateUser(f.ctx, "cy", models.RoleAuthor); err != nil || created.DailyLimit != 5 {
+			t.Errorf("a new user's limit = %d (%v), want the default 5", created.DailyLimit, err)
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, ann, 6, now); ok {
+			t.Error("ann charged 6 against the default of 5")
+		}
+		if spent, ok, _ := f.store.Charge(f.ctx, ann, 5, now); !ok || spent != 5 {
+			t.Errorf("ann's charge to the default = %d, %v; want 5, ok", spent, ok)
+		}
+		if _, ok, _ := f.store.Charge(f.ctx, bob, 20, now); !ok {
+			t.Error("bob's charge of 20 refused though his own limit is 50")
+		}
+
+		// The same database under a store with another default.
+		other := owedtest.Store(t, db, f.clk, dailyLimit(8))
+		limits(other, 8, 50)
+		if spent, ok, _ := other.Charge(f.ctx, ann, 3, now); !ok || spent != 8 {
+			t.Errorf("ann's charge under the new default = %d, %v; want 8, ok", spent, ok)
+		}
+		if _, ok, _ := other.Charge(f.ctx, ann, 1, now); ok {
+			t.Error("ann charged past the new default of 8")
+		}
+		// A retry of ann's budget job is judged against the same limit.
+		f.exec(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, f.nowMs())
+		f.exec(`UPDATE content_jobs SET why = 'budget', due_at = ? WHERE user_id = ?`, models.BudgetReset(now).UnixMilli(), ann)
+		if n, err := other.RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 0 {
+			t.Errorf("retried %d (%v) of ann's jobs with her budget spent, want 0", n, err)
+		}
+		if n, err := owedtest.Store(t, db, f.clk, dailyLimit(9)).RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 1 {
+			t.Errorf("retried %d (%v) of ann's jobs with room under a default of 9, want 1", n, err)
+		}
+
+		// Nothing set: DefaultDailyLimit.
+		limits(owedtest.Store(t, db, f.clk), models.DefaultDailyLimit, 50)
 	})
 }

@@ -53,7 +53,7 @@ func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
 							shared = append(shared, j.ID)
 						}
 						owner[j.ID] = name
-						if j.LeaseOwner == nil || *j.LeaseOwner != name || j.LeaseUntil == nil || *j.LeaseUntil != f.nowMs()+lease.Milliseconds() {
+						if j.LeaseOwner == nil || *j.LeaseOwner != name || j.LeaseUntil == nil || j.LeaseUntil.UnixMilli() != f.nowMs()+lease.Milliseconds() {
 							errs <- fmt.Errorf("claimed job %+v: want leased to %s until now+2m", j, name)
 						}
 					}
@@ -165,7 +165,7 @@ func TestClaimDueOnlyAndPerUser(t *testing.T) {
 			t.Fatal(ok, err)
 		}
 		got := f.mustJob(models.TaskScreen, models.KindPitch, a1.ID)
-		if got.DueAt != ms(at) || got.Attempts != 1 || got.Why == nil || *got.Why != models.WhyUnreachable || got.Status != nil || got.LeaseUntil != nil || got.LeaseOwner != nil {
+		if got.DueAt.UnixMilli() != ms(at) || got.Attempts != 1 || got.Why == nil || *got.Why != models.WhyUnreachable || got.Status != nil || got.LeaseUntil != nil || got.LeaseOwner != nil {
 			t.Fatalf("rescheduled job = %+v, want due at %d, attempt 1, why unreachable, lease freed", got, ms(at))
 		}
 
@@ -286,12 +286,12 @@ func TestListAndRetryJobs(t *testing.T) {
 			t.Errorf("pages = %+v / %+v", first, next)
 		}
 
-		n, err := f.store.RetryJobs(f.ctx, models.JobFilter{Kind: models.KindPitch}, 100)
+		n, err := f.store.RetryJobs(f.ctx, models.JobFilter{Kind: models.KindPitch})
 		if err != nil || n != 1 {
 			t.Fatalf("retried %d, %v; want the waiting pitch only (the other is leased)", n, err)
 		}
-		if got := f.mustJob(models.TaskScreen, models.KindPitch, pa.ID); got.DueAt != f.nowMs() {
-			t.Errorf("retried job due %d, want now %d", got.DueAt, f.nowMs())
+		if got := f.mustJob(models.TaskScreen, models.KindPitch, pa.ID); got.DueAt.UnixMilli() != f.nowMs() {
+			t.Errorf("retried job due %d, want now %d", got.DueAt.UnixMilli(), f.nowMs())
 		}
 		if got := f.mustJob(models.TaskScreen, models.KindPitch, pb.ID); got.LeaseOwner == nil {
 			t.Errorf("retry touched a leased job: %+v", got)

@@ -5,23 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-)
-
-// Item kinds, tasks and verdicts as stored.
-const (
-	KindRevision = "revision"
-	KindComment  = "comment"
-	KindPitch    = "pitch"
-
-	TaskScreen = "screen"
-	TaskScore  = "score"
-
-	VerdictAllow = "allow"
-	VerdictBlock = "block"
+	"time"
 )
 
 // itemTable names the table of an item kind; kinds are checked before they reach SQL.
-func itemTable(kind string) (string, error) {
+func itemTable(kind Kind) (string, error) {
 	switch kind {
 	case KindRevision:
 		return "revisions", nil
@@ -35,39 +23,39 @@ func itemTable(kind string) (string, error) {
 
 // Song is a listener's song; it is public once one of its revisions is allowed.
 type Song struct {
-	ID        int64    `gorm:"column:id" json:"id"`
-	UserID    int64    `gorm:"column:user_id" json:"userId"`
-	Title     string   `gorm:"column:title" json:"title"`
-	Public    int      `gorm:"column:public" json:"-"`
-	Art       *float64 `gorm:"column:art" json:"art"`
-	CreatedAt int64    `gorm:"column:created_at" json:"-"`
+	ID        int64     `gorm:"column:id" json:"id"`
+	UserID    int64     `gorm:"column:user_id" json:"userId"`
+	Title     string    `gorm:"column:title" json:"title"`
+	Public    int       `gorm:"column:public" json:"-"`
+	Art       *float64  `gorm:"column:art" json:"art"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms" json:"-"`
 }
 
 // Revision is one version of a song's code.
 type Revision struct {
-	ID        int64  `gorm:"column:id"`
-	SongID    int64  `gorm:"column:song_id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Title     string `gorm:"column:title"`
-	Code      string `gorm:"column:code"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	SongID    int64     `gorm:"column:song_id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Title     string    `gorm:"column:title"`
+	Code      string    `gorm:"column:code"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Comment is a listener's comment on a song.
 type Comment struct {
-	ID        int64  `gorm:"column:id"`
-	SongID    int64  `gorm:"column:song_id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	SongID    int64     `gorm:"column:song_id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Pitch is a listener's pitch.
 type Pitch struct {
-	ID        int64  `gorm:"column:id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // Subject is what the screen of an item reads.
@@ -94,7 +82,7 @@ type Score struct {
 	Criteria   map[string]float64 `json:"criteria"`
 	Model      string             `json:"model"`
 	Rubric     string             `json:"rubric"`
-	ScoredAt   int64              `json:"-"`
+	ScoredAt   time.Time          `json:"-"`
 }
 
 // CreateSong writes a song and its first revision; the revision's trigger owes its screening.
@@ -103,7 +91,7 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 	var rev Revision
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
-		song = Song{UserID: userID, Title: title, CreatedAt: now}
+		song = Song{UserID: userID, Title: title, CreatedAt: fromMillis(now)}
 		if err := tx.scan(ctx, tx.db, &song.ID, `INSERT INTO songs (user_id, title, created_at) VALUES (?, ?, ?) RETURNING id`,
 			userID, title, now); err != nil {
 			return err
@@ -120,9 +108,9 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 }
 
 func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title, code string) (Revision, error) {
-	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: s.nowMs()}
+	rev := Revision{SongID: songID, UserID: userID, Title: title, Code: code, CreatedAt: fromMillis(s.nowMs())}
 	if err := s.scan(ctx, s.db, &rev.ID, `INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		songID, userID, title, code, rev.CreatedAt); err != nil {
+		songID, userID, title, code, rev.CreatedAt.UnixMilli()); err != nil {
 		return Revision{}, fmt.Errorf("insert revision: %w", err)
 	}
 	return rev, nil
@@ -181,10 +169,10 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		if song.Public == 0 && song.UserID != userID {
 			return ErrNotFound
 		}
-		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: tx.nowMs()}
+		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: fromMillis(tx.nowMs())}
 		tx.changed(userID)
 		return tx.scan(ctx, tx.db, &c.ID, `INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			songID, userID, body, c.CreatedAt)
+			songID, userID, body, c.CreatedAt.UnixMilli())
 	})
 	if err != nil {
 		return Comment{}, fmt.Errorf("create a comment on song %d: %w", songID, err)
@@ -194,9 +182,9 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 
 // CreatePitch writes a pitch.
 func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
-	p := Pitch{UserID: userID, Body: body, CreatedAt: s.nowMs()}
+	p := Pitch{UserID: userID, Body: body, CreatedAt: fromMillis(s.nowMs())}
 	if err := s.scan(ctx, s.db, &p.ID, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
-		userID, body, p.CreatedAt); err != nil {
+		userID, body, p.CreatedAt.UnixMilli()); err != nil {
 		return Pitch{}, fmt.Errorf("create pitch: %w", err)
 	}
 	s.changed(userID)
@@ -206,7 +194,7 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 // DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
 // song with its revisions and comments). The triggers take the owed jobs with it. ErrNotFound
 // when the item is missing or another author's, alike.
-func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id int64) error {
+func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int64) error {
 	table := "songs"
 	if kind != "song" {
 		var err error
@@ -262,7 +250,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind string, id in
 
 // ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
 // On PostgreSQL, where every query is a round trip, concurrent reads share one (see batcher).
-func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subject, bool, error) {
+func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject, bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return Subject{}, false, fmt.Errorf("screen subject: %w", err)
 	}
@@ -293,7 +281,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind string, id int64) (Subje
 
 // subjectOf is, per kind of item, what its screen sends (author, title, text) and the table it
 // is read from.
-var subjectOf = map[string]string{
+var subjectOf = map[Kind]string{
 	KindRevision: `user_id, title, code FROM revisions`,
 	KindComment:  `user_id, '', body FROM comments`,
 	KindPitch:    `user_id, '', body FROM pitches`,
@@ -306,19 +294,19 @@ type subjectOutcome struct {
 
 // screenSubjects reads the items of keys in one query (PostgreSQL).
 func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOutcome, error) {
-	ids := map[string][]int64{KindRevision: {}, KindComment: {}, KindPitch: {}}
+	ids := map[Kind][]int64{KindRevision: {}, KindComment: {}, KindPitch: {}}
 	for _, k := range keys {
 		ids[k.kind] = append(ids[k.kind], k.id)
 	}
 	var args []any
 	var parts []string
-	for _, kind := range []string{KindRevision, KindComment, KindPitch} {
+	for _, kind := range Kinds {
 		param, err := jsonParam(ids[kind])
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, param)
-		parts = append(parts, `SELECT '`+kind+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
+		parts = append(parts, `SELECT '`+string(kind)+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
 	}
 	rows, err := s.query(ctx, s.read, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
@@ -360,13 +348,13 @@ func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubjec
 
 // scoreRow is a score as stored.
 type scoreRow struct {
-	RevisionID int64   `gorm:"column:revision_id"`
-	Art        float64 `gorm:"column:art"`
-	ArtRuns    string  `gorm:"column:art_runs"`
-	Criteria   string  `gorm:"column:criteria"`
-	Model      string  `gorm:"column:model"`
-	Rubric     string  `gorm:"column:rubric"`
-	ScoredAt   int64   `gorm:"column:scored_at"`
+	RevisionID int64     `gorm:"column:revision_id"`
+	Art        float64   `gorm:"column:art"`
+	ArtRuns    string    `gorm:"column:art_runs"`
+	Criteria   string    `gorm:"column:criteria"`
+	Model      string    `gorm:"column:model"`
+	Rubric     string    `gorm:"column:rubric"`
+	ScoredAt   time.Time `gorm:"column:scored_at;serializer:unixms"`
 }
 
 func (r scoreRow) score() Score {

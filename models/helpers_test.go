@@ -18,11 +18,14 @@ type fixture struct {
 	clk   *clock.Fake
 }
 
-func newFixture(t *testing.T, databaseURL string) *fixture {
+func newFixture(t *testing.T, databaseURL string, configure ...func(*models.Options)) *fixture {
 	t.Helper()
 	clk := clock.NewFake(owedtest.Start)
-	return &fixture{t: t, ctx: context.Background(), store: owedtest.Store(t, databaseURL, clk), clk: clk}
+	return &fixture{t: t, ctx: context.Background(), store: owedtest.Store(t, databaseURL, clk, configure...), clk: clk}
 }
+
+// dailyLimit sets the store's default daily limit.
+func dailyLimit(n int64) func(*models.Options) { return func(o *models.Options) { o.DailyLimit = n } }
 
 func (f *fixture) nowMs() int64 { return f.clk.Now().UnixMilli() }
 
@@ -74,7 +77,7 @@ func (f *fixture) rawRevision(userID, songID int64, title, code string) int64 {
 }
 
 // jobsOf lists every owed job of an item, screen before score.
-func (f *fixture) jobsOf(kind string, itemID int64) []models.Job {
+func (f *fixture) jobsOf(kind models.Kind, itemID int64) []models.Job {
 	f.t.Helper()
 	jobs, err := f.store.ListJobs(f.ctx, models.JobFilter{Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
@@ -84,7 +87,7 @@ func (f *fixture) jobsOf(kind string, itemID int64) []models.Job {
 }
 
 // job finds the one job of an item's task; ok is false when there is none.
-func (f *fixture) job(task, kind string, itemID int64) (models.Job, bool) {
+func (f *fixture) job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
 	f.t.Helper()
 	jobs, err := f.store.ListJobs(f.ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
@@ -100,7 +103,7 @@ func (f *fixture) job(task, kind string, itemID int64) (models.Job, bool) {
 	return models.Job{}, false
 }
 
-func (f *fixture) mustJob(task, kind string, itemID int64) models.Job {
+func (f *fixture) mustJob(task models.Task, kind models.Kind, itemID int64) models.Job {
 	f.t.Helper()
 	j, ok := f.job(task, kind, itemID)
 	if !ok {
@@ -109,7 +112,7 @@ func (f *fixture) mustJob(task, kind string, itemID int64) models.Job {
 	return j
 }
 
-func (f *fixture) noJob(task, kind string, itemID int64) {
+func (f *fixture) noJob(task models.Task, kind models.Kind, itemID int64) {
 	f.t.Helper()
 	if j, ok := f.job(task, kind, itemID); ok {
 		f.t.Fatalf("%s job for %s %d still owed: %+v", task, kind, itemID, j)

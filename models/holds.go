@@ -19,7 +19,7 @@ type Holds struct {
 func (h Holds) Any() bool { return h.Screen || h.Score || h.Deliveries }
 
 // Task reports whether a content task (TaskScreen, TaskScore) is held.
-func (h Holds) Task(task string) bool {
+func (h Holds) Task(task Task) bool {
 	switch task {
 	case TaskScreen:
 		return h.Screen

@@ -20,7 +20,7 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'hear me', ?)`, ann, f.nowMs())
 		// The revision is allowed: it owes a score, the pitch a screen.
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
-			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.VerdictAllow}); err != nil || !ok {
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
 			t.Fatalf("record: %v %v", ok, err)
 		}
 		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, models.NewWebhookSecret()); err != nil {
@@ -88,7 +88,7 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 		held := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'held', ?)`, ann, f.nowMs())
 		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
-			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.VerdictAllow}); err != nil || !ok {
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
 			t.Fatalf("record: %v %v", ok, err)
 		}
 		if err := f.store.SetHolds(f.ctx, models.Holds{Screen: true}, 1); err != nil {
@@ -101,11 +101,11 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 			t.Fatalf("ParkDue moved %d jobs (%v), want the score alone", n, err)
 		}
 		screen := f.jobsOf(models.KindPitch, held)[0]
-		if screen.Why != nil || screen.DueAt != f.nowMs() || screen.Status != nil {
+		if screen.Why != nil || screen.DueAt.UnixMilli() != f.nowMs() || screen.Status != nil {
 			t.Errorf("held screen after the breaker parked = %+v, want its row untouched", screen)
 		}
 		score := f.jobsOf(models.KindRevision, rev)
-		if len(score) != 1 || score[0].DueAt != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
+		if len(score) != 1 || score[0].DueAt.UnixMilli() != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
 			t.Errorf("score after the breaker parked = %+v, want it put off to the probe as upstream", score)
 		}
 	})
@@ -120,7 +120,7 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 		ann := f.user("ann")
 		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
-			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.VerdictAllow}); err != nil || !ok {
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
 			t.Fatalf("record: %v %v", ok, err)
 		}
 		// Screens of pitches: one ready, two waiting for the budget, one upstream; the score ready.
@@ -136,8 +136,8 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 			if err := f.store.SetHolds(f.ctx, h, 1); err != nil {
 				t.Fatal(err)
 			}
-			for _, why := range []string{"", models.WhyHeld, "none", "budget", "upstream"} {
-				for _, task := range []string{"", models.TaskScreen} {
+			for _, why := range []models.Why{"", models.WhyHeld, "none", "budget", "upstream"} {
+				for _, task := range []models.Task{"", models.TaskScreen} {
 					inSQL := models.JobFilter{Why: why, Task: task}
 					known := inSQL
 					known.Held = &h
@@ -165,7 +165,7 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := models.Holds{Score: true}
-		for why, want := range map[string]int64{models.WhyHeld: 1, "budget": 2, "upstream": 1, "none": 1} {
+		for why, want := range map[models.Why]int64{models.WhyHeld: 1, "budget": 2, "upstream": 1, "none": 1} {
 			if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Why: why, Held: &h}); err != nil || n != want {
 				t.Errorf("scores held: why %s counts %d (%v), want %d", why, n, err, want)
 			}

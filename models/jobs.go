@@ -12,39 +12,21 @@ import (
 	"time"
 )
 
-// Why a job waits.
-const (
-	WhyUnreachable       = "unreachable"
-	WhyUpstream          = "upstream"
-	WhyUnanswered        = "unanswered"
-	WhyBudget            = "budget"
-	WhyBudgetUnavailable = "budget-unavailable"
-	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
-	// while the hold lasts, whatever its row's why.
-	WhyHeld = "held"
-)
-
-// OutcomeDecided is the outcome of an event that records a verdict by hand.
-const OutcomeDecided = "decided"
-
-// Whys lists every reason a job can wait, in display order.
-var Whys = []string{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
-
 // Job is one piece of owed work: a screen or a score of one item. It exists until the work is
 // recorded or the item is deleted (the triggers see to both).
 type Job struct {
-	ID         int64   `gorm:"column:id"`
-	Task       string  `gorm:"column:task"`
-	Kind       string  `gorm:"column:kind"`
-	ItemID     int64   `gorm:"column:item_id"`
-	UserID     int64   `gorm:"column:user_id"`
-	DueAt      int64   `gorm:"column:due_at"`
-	Attempts   int     `gorm:"column:attempts"`
-	Why        *string `gorm:"column:why"`
-	Status     *int    `gorm:"column:status"`
-	LeaseUntil *int64  `gorm:"column:lease_until"`
-	LeaseOwner *string `gorm:"column:lease_owner"`
-	CreatedAt  int64   `gorm:"column:created_at"`
+	ID         int64      `gorm:"column:id"`
+	Task       Task       `gorm:"column:task"`
+	Kind       Kind       `gorm:"column:kind"`
+	ItemID     int64      `gorm:"column:item_id"`
+	UserID     int64      `gorm:"column:user_id"`
+	DueAt      time.Time  `gorm:"column:due_at;serializer:unixms"`
+	Attempts   int        `gorm:"column:attempts"`
+	Why        *Why       `gorm:"column:why"`
+	Status     *int       `gorm:"column:status"`
+	LeaseUntil *time.Time `gorm:"column:lease_until;serializer:unixms"`
+	LeaseOwner *string    `gorm:"column:lease_owner"`
+	CreatedAt  time.Time  `gorm:"column:created_at;serializer:unixms"`
 	// LastError is the last attempt's error; read by the admin's queries only (JobByID,
 	// ListJobs), not by the claims and the author's view.
 	LastError *string `gorm:"column:last_error"`
@@ -54,33 +36,38 @@ const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, sta
 
 // Event is one attempt at a job, as kept for the admin and the log.
 type Event struct {
-	ID           int64    `gorm:"column:id"`
-	At           int64    `gorm:"column:at"`
-	Event        string   `gorm:"column:event"`
-	Kind         string   `gorm:"column:kind"`
-	ItemID       int64    `gorm:"column:item_id"`
-	UserID       int64    `gorm:"column:user_id"`
-	Outcome      string   `gorm:"column:outcome"`
-	Why          *string  `gorm:"column:why"`
-	Status       *int     `gorm:"column:status"`
-	UpstreamMs   *int64   `gorm:"column:upstream_ms"`
-	Attempt      int      `gorm:"column:attempt"`
-	Confidence   *float64 `gorm:"column:confidence"`
-	Art          *float64 `gorm:"column:art"`
-	RequestBytes *int64   `gorm:"column:request_bytes"`
-	Runs         *int     `gorm:"column:runs"`
-	Error        *string  `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
-	AdminID      *int64   `gorm:"column:admin_id"` // a verdict by hand: who decided
-	Note         *string  `gorm:"column:note"`     // a verdict by hand: the admin's note
-	Verdict      *string  `gorm:"column:verdict"`  // a verdict by hand: what was decided
+	ID           int64        `gorm:"column:id"`
+	At           time.Time    `gorm:"column:at;serializer:unixms"`
+	Event        Task         `gorm:"column:event"`
+	Kind         Kind         `gorm:"column:kind"`
+	ItemID       int64        `gorm:"column:item_id"`
+	UserID       int64        `gorm:"column:user_id"`
+	Outcome      EventOutcome `gorm:"column:outcome"`
+	Why          *Why         `gorm:"column:why"`
+	Status       *int         `gorm:"column:status"`
+	UpstreamMs   *int64       `gorm:"column:upstream_ms"`
+	Attempt      int          `gorm:"column:attempt"`
+	Confidence   *float64     `gorm:"column:confidence"`
+	Art          *float64     `gorm:"column:art"`
+	RequestBytes *int64       `gorm:"column:request_bytes"`
+	Runs         *int         `gorm:"column:runs"`
+	Error        *string      `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
+	AdminID      *int64       `gorm:"column:admin_id"` // a verdict by hand: who decided
+	Note         *string      `gorm:"column:note"`     // a verdict by hand: the admin's note
+	Verdict      *Verdict     `gorm:"column:verdict"`  // a verdict by hand: what was decided
+}
+
+// DueBy reports whether the job is due at now: its due time has come and no lease holds it.
+func (j Job) DueBy(now time.Time) bool {
+	return !j.DueAt.After(now) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
 }
 
 func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
-	if ev.At == 0 {
-		ev.At = s.nowMs()
+	if ev.At.IsZero() {
+		ev.At = fromMillis(s.nowMs())
 	}
 	if err := s.scan(ctx, s.db, &ev.ID, `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
+		ev.At.UnixMilli(), ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
 		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
@@ -115,7 +102,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 
 // ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
 // otherwise.
-func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
+func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	now := s.nowMs()
 	rows, err := s.query(ctx, s.db, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
@@ -136,7 +123,7 @@ func (s *Store) ClaimItem(ctx context.Context, task, kind string, itemID int64, 
 // Reschedule puts a claimed job off until at, adding an attempt, recording why (and the
 // upstream status and ev's error), freeing its lease, and keeping ev, all in one transaction. It does nothing
 // when the job is gone or another owner has claimed it since; ok reports whether it acted.
-func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why string, status *int, ev Event) (bool, error) {
+func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, status *int, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		n, err := tx.exec(ctx, `UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = ?,
@@ -160,7 +147,7 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why strin
 // item is gone or already has a verdict: a verdict is recorded exactly once. Concurrent
 // verdicts share their statements and commit (see batcher), each still recorded with its own
 // event and webhook deliveries, or not at all.
-func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, verdict string, confidence float64, ev Event) (bool, error) {
+func (s *Store) RecordScreen(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64, ev Event) (bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return false, fmt.Errorf("record screen: %w", err)
 	}
@@ -186,15 +173,15 @@ func (s *Store) RecordScreen(ctx context.Context, kind string, itemID int64, ver
 }
 
 type screenCall struct {
-	kind       string
+	kind       Kind
 	itemID     int64
-	verdict    string
+	verdict    Verdict
 	confidence float64
 	ev         Event
 }
 
 type itemKey struct {
-	kind string
+	kind Kind
 	id   int64
 }
 
@@ -202,29 +189,29 @@ func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 
 // screenRow is a verdict and its event as passed to the database in a batch (see fromJSON).
 type screenRow struct {
-	Kind         string   `json:"kind"`
-	ItemID       int64    `json:"item_id"`
-	Verdict      string   `json:"verdict"`
-	Confidence   float64  `json:"confidence"`
-	At           int64    `json:"at"`
-	EvAt         int64    `json:"e_at"`
-	EvEvent      string   `json:"e_event"`
-	EvKind       string   `json:"e_kind"`
-	EvItemID     int64    `json:"e_item_id"`
-	EvUserID     int64    `json:"e_user_id"`
-	EvOutcome    string   `json:"e_outcome"`
-	EvWhy        *string  `json:"e_why"`
-	EvStatus     *int     `json:"e_status"`
-	EvUpstreamMs *int64   `json:"e_upstream_ms"`
-	EvAttempt    int      `json:"e_attempt"`
-	EvConfidence *float64 `json:"e_confidence"`
-	EvArt        *float64 `json:"e_art"`
-	EvBytes      *int64   `json:"e_request_bytes"`
-	EvRuns       *int     `json:"e_runs"`
-	EvError      *string  `json:"e_error"`
-	EvAdminID    *int64   `json:"e_admin_id"`
-	EvNote       *string  `json:"e_note"`
-	EvVerdict    *string  `json:"e_verdict"`
+	Kind         Kind         `json:"kind"`
+	ItemID       int64        `json:"item_id"`
+	Verdict      Verdict      `json:"verdict"`
+	Confidence   float64      `json:"confidence"`
+	At           int64        `json:"at"`
+	EvAt         int64        `json:"e_at"`
+	EvEvent      Task         `json:"e_event"`
+	EvKind       Kind         `json:"e_kind"`
+	EvItemID     int64        `json:"e_item_id"`
+	EvUserID     int64        `json:"e_user_id"`
+	EvOutcome    EventOutcome `json:"e_outcome"`
+	EvWhy        *Why         `json:"e_why"`
+	EvStatus     *int         `json:"e_status"`
+	EvUpstreamMs *int64       `json:"e_upstream_ms"`
+	EvAttempt    int          `json:"e_attempt"`
+	EvConfidence *float64     `json:"e_confidence"`
+	EvArt        *float64     `json:"e_art"`
+	EvBytes      *int64       `json:"e_request_bytes"`
+	EvRuns       *int         `json:"e_runs"`
+	EvError      *string      `json:"e_error"`
+	EvAdminID    *int64       `json:"e_admin_id"`
+	EvNote       *string      `json:"e_note"`
+	EvVerdict    *Verdict     `json:"e_verdict"`
 }
 
 // screenColumns are screenRow's columns; the event's are e_ and the events table's own name.
@@ -237,11 +224,11 @@ var screenColumns = []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict"
 
 func newScreenRow(c screenCall, now int64) screenRow {
 	ev := c.ev
-	if ev.At == 0 {
-		ev.At = now
+	if ev.At.IsZero() {
+		ev.At = fromMillis(now)
 	}
 	return screenRow{Kind: c.kind, ItemID: c.itemID, Verdict: c.verdict, Confidence: c.confidence, At: now,
-		EvAt: ev.At, EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
+		EvAt: ev.At.UnixMilli(), EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
 		EvWhy: ev.Why, EvStatus: ev.Status, EvUpstreamMs: ev.UpstreamMs, EvAttempt: ev.Attempt, EvConfidence: ev.Confidence,
 		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs, EvError: ev.Error, EvAdminID: ev.AdminID, EvNote: ev.Note,
 		EvVerdict: ev.Verdict}
@@ -417,14 +404,14 @@ func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 
 // JobFilter selects owed jobs for the admin.
 type JobFilter struct {
-	ID     int64  `json:"id"` // one job
-	Task   string `json:"task"`
-	Kind   string `json:"kind"`
-	Why    string `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
-	UserID int64  `json:"userId"`
-	Author string `json:"author"` // part of the author's name, any case
-	ItemID int64  `json:"itemId"`
-	State  string `json:"state"` // due | waiting | leased
+	ID     int64    `json:"id"` // one job
+	Task   Task     `json:"task"`
+	Kind   Kind     `json:"kind"`
+	Why    Why      `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
+	UserID int64    `json:"userId"`
+	Author string   `json:"author"` // part of the author's name, any case
+	ItemID int64    `json:"itemId"`
+	State  JobState `json:"state"`
 
 	// Held, when set, is what is held as read just before the list or count; the filter then
 	// names the held tasks itself instead of reading the holds row for every job, so a filter by
@@ -454,9 +441,9 @@ func (f JobFilter) where(now int64) (string, []any) {
 	held, notHeld := heldTask, " AND NOT "+heldTask
 	if f.Held != nil {
 		var tasks []string
-		for _, t := range []string{TaskScreen, TaskScore} {
+		for _, t := range Tasks {
 			if f.Held.Task(t) {
-				tasks = append(tasks, "'"+t+"'")
+				tasks = append(tasks, "'"+string(t)+"'")
 			}
 		}
 		switch len(tasks) {
@@ -486,11 +473,11 @@ func (f JobFilter) where(now int64) (string, []any) {
 		add("item_id = ?", f.ItemID)
 	}
 	switch f.State {
-	case "due":
+	case JobDue:
 		add("due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
-	case "waiting":
+	case JobWaiting:
 		add("due_at > ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
-	case "leased":
+	case JobLeased:
 		add("lease_until > ?", now)
 	}
 	if len(conds) == 0 {
@@ -528,7 +515,7 @@ type JobRow struct {
 func (r JobRow) Cursor(order string) JobCursor {
 	switch order {
 	case JobsByDue:
-		return JobCursor{ID: r.ID, Key: r.DueAt}
+		return JobCursor{ID: r.ID, Key: r.DueAt.UnixMilli()}
 	case JobsByAttempts:
 		return JobCursor{ID: r.ID, Key: int64(r.Attempts)}
 	}
@@ -658,14 +645,14 @@ const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
 // RetryJobs makes the filtered jobs due now and counts them. It leaves out jobs that a lease
-// holds, and jobs waiting for a budget that still cannot cover them (defaultLimit is the
-// limit of authors without their own): retrying those would only spend an attempt on the
-// same refusal. A retry changes no attempt count.
-func (s *Store) RetryJobs(ctx context.Context, f JobFilter, defaultLimit int64) (int64, error) {
+// holds, and jobs waiting for a budget that still cannot cover them (against the author's
+// effective limit): retrying those would only spend an attempt on the same refusal. A retry
+// changes no attempt count.
+func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	now := s.nowMs()
 	where, args := f.where(now)
 	args = append([]any{now}, args...)
-	args = append(args, now, BudgetDay(s.Now()), defaultLimit)
+	args = append(args, now, BudgetDay(s.Now()), s.dailyLimit)
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE `+where+
 		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`, args...)
 	if err != nil {
@@ -696,10 +683,10 @@ func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
 
 // EventFilter selects attempt events.
 type EventFilter struct {
-	Event   string
-	Why     string
-	Outcome string
-	Kind    string
+	Event   Task
+	Why     Why // "none" selects events with no why
+	Outcome EventOutcome
+	Kind    Kind
 	UserID  int64
 	ItemID  int64
 }

@@ -11,12 +11,12 @@ import (
 
 // MineItem is one of an author's own items with its verdict, score and owed jobs.
 type MineItem struct {
-	Kind       string
+	Kind       Kind
 	ID         int64
 	SongID     *int64
 	Title      string
-	CreatedAt  int64
-	Verdict    *string
+	CreatedAt  time.Time
+	Verdict    *Verdict
 	Confidence *float64
 	Score      *Score
 	Jobs       []Job
@@ -83,7 +83,6 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	}
 	defer rows.Close()
 	r := newRow(8 + jobColumnCount)
-	nowMs := now.UnixMilli()
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return v, fmt.Errorf("mine version of user %d: %w", userID, err)
@@ -101,7 +100,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 			}
 		} else {
 			j := r.job(8)
-			if j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+			if j.DueBy(now) {
 				v.Due = true
 			}
 			v.Jobs = append(v.Jobs, j)
@@ -117,7 +116,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	if v.Due && (v.Held.Screen || v.Held.Score) {
 		v.Due = false
 		for _, j := range v.Jobs {
-			if !v.Held.Task(j.Task) && j.DueAt <= nowMs && (j.LeaseUntil == nil || *j.LeaseUntil <= nowMs) {
+			if !v.Held.Task(j.Task) && j.DueBy(now) {
 				v.Due = true
 			}
 		}
@@ -147,19 +146,12 @@ func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]M
 
 // MineFilter selects and pages an author's own items.
 type MineFilter struct {
-	State string // "" (any), "pending" (no verdict yet), "public" (allowed) or "blocked"
-	Kind  string // "" (any) or a kind of item
-	Limit int    // at most this many items (> 0)
+	State ItemState // "" (any)
+	Kind  Kind      // "" (any)
+	Limit int       // at most this many items (> 0)
 	// After, when set, starts the page after this item (see MineCursor).
 	After *MineCursor
 }
-
-// Item states as the author's view names them.
-const (
-	StatePending = "pending"
-	StatePublic  = "public"
-	StateBlocked = "blocked"
-)
 
 // MineCursor is a place in an author's items, which are ordered newest first across kinds:
 // by created_at descending, then kind (revision, comment, pitch), then id descending. That is
@@ -167,12 +159,12 @@ const (
 // meanwhile (new items come before the first page).
 type MineCursor struct {
 	CreatedAt int64
-	Kind      string
+	Kind      Kind
 	ID        int64
 }
 
 // KindRank is the place of a kind in the view's order (-1 for an unknown kind).
-func KindRank(kind string) int {
+func KindRank(kind Kind) int {
 	for i, q := range mineQueries {
 		if q.kind == kind {
 			return i
@@ -181,7 +173,10 @@ func KindRank(kind string) int {
 	return -1
 }
 
-var mineQueries = [3]struct{ kind, alias, sql string }{
+var mineQueries = [3]struct {
+	kind       Kind
+	alias, sql string
+}{
 	{KindRevision, "r", `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
 		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
 		FROM revisions r LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id
@@ -204,7 +199,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		return nil, nil, fmt.Errorf("mine page: limit %d", f.Limit)
 	}
 	type key struct {
-		kind string
+		kind Kind
 		id   int64
 	}
 	var byItem map[key][]Job
@@ -274,17 +269,17 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			it := MineItem{Kind: q.kind, ID: r.int64(0)}
 			switch q.kind {
 			case KindRevision:
-				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.int64(3)
-				it.Verdict, it.Confidence = r.strp(4), r.floatp(5)
+				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
+				it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
 				if r.vals[6] != nil {
 					sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
 						Model: r.strOr(9), Rubric: r.strOr(10)}.score()
 					it.Score = &sc
 				}
 			case KindComment:
-				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.int64(2), r.strp(3), r.floatp(4)
+				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.time(2), textp[Verdict](r, 3), r.floatp(4)
 			default:
-				it.CreatedAt, it.Verdict, it.Confidence = r.int64(1), r.strp(2), r.floatp(3)
+				it.CreatedAt, it.Verdict, it.Confidence = r.time(1), textp[Verdict](r, 2), r.floatp(3)
 			}
 			if err := r.err; err != nil {
 				rows.Close()
@@ -301,7 +296,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	}
 	// Each kind is in order already; one stable sort merges them.
 	slices.SortStableFunc(items, func(a, b MineItem) int {
-		if c := cmp.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(KindRank(a.Kind), KindRank(b.Kind)); c != 0 {
@@ -312,7 +307,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	if len(items) > f.Limit {
 		items = items[:f.Limit]
 		last := items[len(items)-1]
-		next = &MineCursor{CreatedAt: last.CreatedAt, Kind: last.Kind, ID: last.ID}
+		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
 	return items, next, nil
 }

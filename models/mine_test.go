@@ -34,7 +34,7 @@ func TestMineVersion(t *testing.T) {
 		p2, _ := f.store.CreatePitch(f.ctx, ann, "two")
 		f.store.CreatePitch(f.ctx, bob, "bob's")
 		f.store.RecordScreen(f.ctx, models.KindPitch, p2.ID, models.VerdictAllow, 0.9, models.Event{Event: "screen", Outcome: "allow"})
-		f.store.Charge(f.ctx, bob, 2, 100, f.clk.Now())
+		f.store.Charge(f.ctx, bob, 2, f.clk.Now())
 
 		v := version()
 		want := [3]models.ItemCount{{N: 2, IDSum: rev.ID + rev2.ID}, {N: 1, IDSum: c.ID}, {N: 2, IDSum: p1.ID + p2.ID}}
@@ -88,7 +88,7 @@ func TestMineVersion(t *testing.T) {
 		}
 
 		// Today's spend, and only today's.
-		f.store.Charge(f.ctx, ann, 3, 100, f.clk.Now())
+		f.store.Charge(f.ctx, ann, 3, f.clk.Now())
 		if v := version(); v.Spent != 3 {
 			t.Errorf("spent = %d, want 3", v.Spent)
 		}

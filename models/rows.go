@@ -147,11 +147,14 @@ func (r *row) str(i int) string {
 	return ""
 }
 
-func (r *row) strp(i int) *string {
+func (r *row) strp(i int) *string { return textp[string](r, i) }
+
+// textp is strp for a string type of the domain (a Why).
+func textp[T ~string](r *row, i int) *T {
 	if r.vals[i] == nil {
 		return nil
 	}
-	s := r.str(i)
+	s := T(r.str(i))
 	return &s
 }
 
@@ -160,9 +163,9 @@ const jobColumnCount = 12
 
 // job converts a row of jobColumns, from column at on.
 func (r *row) job(at int) Job {
-	return Job{ID: r.int64(at), Task: r.str(at + 1), Kind: r.str(at + 2), ItemID: r.int64(at + 3), UserID: r.int64(at + 4),
-		DueAt: r.int64(at + 5), Attempts: int(r.int64(at + 6)), Why: r.strp(at + 7), Status: r.intp(at + 8),
-		LeaseUntil: r.int64p(at + 9), LeaseOwner: r.strp(at + 10), CreatedAt: r.int64(at + 11)}
+	return Job{ID: r.int64(at), Task: Task(r.str(at + 1)), Kind: Kind(r.str(at + 2)), ItemID: r.int64(at + 3), UserID: r.int64(at + 4),
+		DueAt: r.time(at + 5), Attempts: int(r.int64(at + 6)), Why: textp[Why](r, at+7), Status: r.intp(at + 8),
+		LeaseUntil: r.timep(at + 9), LeaseOwner: r.strp(at + 10), CreatedAt: r.time(at + 11)}
 }
 
 // scanJobs reads rows of jobColumns and closes rows.

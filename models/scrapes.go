@@ -12,54 +12,18 @@ import (
 // deleted takes no more media and no state change).
 var ErrConflict = errors.New("conflict")
 
-// Scrape states. A scrape is active while the bot's walk reads the chat; paused, done and
-// failed scrapes are backfill members; a delete goes pending-delete → deleting → deleted.
-const (
-	ScrapeActive        = "active"
-	ScrapePaused        = "paused"
-	ScrapeDone          = "done"
-	ScrapeFailed        = "failed"
-	ScrapePendingDelete = "pending-delete"
-	ScrapeDeleting      = "deleting"
-	ScrapeDeleted       = "deleted"
-)
-
-// ScrapeStates lists every scrape state.
-var ScrapeStates = []string{ScrapeActive, ScrapePaused, ScrapeDone, ScrapeFailed, ScrapePendingDelete, ScrapeDeleting, ScrapeDeleted}
-
-// Media kinds and preview states, as stored.
-const (
-	MediaImage = "image"
-	MediaGIF   = "gif"
-	MediaVideo = "video"
-	MediaAudio = "audio"
-
-	MediaPending    = "pending"
-	MediaCached     = "cached"
-	MediaFailed     = "failed"
-	MediaSuspect    = "suspect"
-	MediaUnverified = "unverified"
-	MediaSkipped    = "skipped"
-)
-
-// MediaKinds and MediaStates list the kinds and preview states of media rows.
-var (
-	MediaKinds  = []string{MediaImage, MediaGIF, MediaVideo, MediaAudio}
-	MediaStates = []string{MediaPending, MediaCached, MediaFailed, MediaSuspect, MediaUnverified, MediaSkipped}
-)
-
 // deletingStates is the SQL list of the states a scrape takes once a delete is asked for.
 const deletingStates = `('pending-delete', 'deleting', 'deleted')`
 
 // Scrape is one archive run of a chat.
 type Scrape struct {
-	ID         int64   `gorm:"column:id"`
-	ChatID     string  `gorm:"column:chat_id"`
-	GuildID    *string `gorm:"column:guild_id"`
-	Backend    string  `gorm:"column:backend"`
-	Mode       string  `gorm:"column:mode"`
-	State      string  `gorm:"column:state"`
-	Downloaded int64   `gorm:"column:downloaded"`
+	ID         int64       `gorm:"column:id"`
+	ChatID     string      `gorm:"column:chat_id"`
+	GuildID    *string     `gorm:"column:guild_id"`
+	Backend    string      `gorm:"column:backend"`
+	Mode       string      `gorm:"column:mode"`
+	State      ScrapeState `gorm:"column:state"`
+	Downloaded int64       `gorm:"column:downloaded"`
 	// PushedAt is the last time the bot pushed media (or started the walk): an active
 	// scrape holds the walk lock until it has been idle for the configured time.
 	PushedAt  int64 `gorm:"column:pushed_at"`
@@ -178,7 +142,7 @@ func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
 // ScrapeFilter selects scrapes for a list.
 type ScrapeFilter struct {
 	ChatID string
-	State  string
+	State  ScrapeState
 }
 
 // ListScrapes pages through scrapes by id, after afterID, with their counts. Deleted scrapes
@@ -209,7 +173,7 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 // UpdateScrape changes a scrape's state (active, paused, done or failed) and/or its
 // downloaded count. Going (back) to active restarts the walk, so it takes the walk lock
 // again. ErrConflict when the scrape is being deleted.
-func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downloaded *int64) (Scrape, error) {
+func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
 		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id); err != nil {
@@ -218,7 +182,7 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downl
 		if len(cur) == 0 {
 			return ErrNotFound
 		}
-		if strings.Contains(deletingStates, "'"+cur[0].State+"'") {
+		if strings.Contains(deletingStates, "'"+string(cur[0].State)+"'") {
 			return ErrConflict
 		}
 		now := tx.nowMs()
@@ -252,7 +216,7 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *string, downl
 
 // NewMedia is one media row the bot pushes.
 type NewMedia struct {
-	Kind  string
+	Kind  MediaKind
 	URL   string
 	Bytes *int64
 }
@@ -370,13 +334,13 @@ func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) 
 
 // Media is one media row of a scrape.
 type Media struct {
-	ID       int64  `gorm:"column:id"`
-	ScrapeID int64  `gorm:"column:scrape_id"`
-	Kind     string `gorm:"column:kind"`
-	URL      string `gorm:"column:url"`
+	ID       int64     `gorm:"column:id"`
+	ScrapeID int64     `gorm:"column:scrape_id"`
+	Kind     MediaKind `gorm:"column:kind"`
+	URL      string    `gorm:"column:url"`
 	// Bytes is the size the bot declared, if it did.
-	Bytes *int64 `gorm:"column:bytes"`
-	State string `gorm:"column:state"`
+	Bytes *int64     `gorm:"column:bytes"`
+	State MediaState `gorm:"column:state"`
 	// StoredBytes is the size of the stored preview (0 unless cached).
 	StoredBytes int64 `gorm:"column:stored_bytes"`
 	UpdatedAt   int64 `gorm:"column:updated_at"`
@@ -386,7 +350,7 @@ const mediaColumns = `id, scrape_id, kind, url, bytes, state, stored_bytes, upda
 
 // ListMedia pages through a scrape's media rows by id, after afterID, in one preview state
 // or all of them ("").
-func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state string, afterID int64, limit int) ([]Media, error) {
+func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state MediaState, afterID int64, limit int) ([]Media, error) {
 	q := `SELECT ` + mediaColumns + ` FROM media WHERE scrape_id = ?`
 	args := []any{scrapeID}
 	if state != "" {
@@ -418,7 +382,7 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 
 // MediaToPreview lists up to limit of a scrape's rows in the state (pending, or suspect for
 // the retry), oldest first.
-func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state string, limit int) ([]Media, error) {
+func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state MediaState, limit int) ([]Media, error) {
 	var rows []Media
 	if err := s.scan(ctx, s.db, &rows, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
 		scrapeID, state, limit); err != nil {
@@ -431,7 +395,7 @@ func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state string
 // (pending or suspect) in a scrape that is not being deleted, so a row deleted or handled
 // meanwhile is left alone; recorded reports whether it changed the row (when it did
 // not, a preview just stored for it belongs to no one and should be removed).
-func (s *Store) RecordPreview(ctx context.Context, id int64, state string, storedBytes int64) (bool, error) {
+func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, storedBytes int64) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE media SET state = ?, stored_bytes = ?, updated_at = ?
 		WHERE id = ? AND state IN ('pending', 'suspect')
 		AND EXISTS (SELECT 1 FROM scrapes s WHERE s.id = media.scrape_id AND s.state NOT IN `+deletingStates+`)`,

@@ -33,8 +33,14 @@ type Options struct {
 	Logger  *slog.Logger
 	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
+	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
+	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
+	// against it, and users and budget rows come back with it as their effective limit.
+	DailyLimit int64
 }
 
+// DefaultDailyLimit is Options.DailyLimit when none is set.
+const DefaultDailyLimit = 100
 // Store is owed's database. The zero value is not usable; call Open.
 type Store struct {
 	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
@@ -42,6 +48,8 @@ type Store struct {
 	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
 	inTx    bool
+	// dailyLimit is the limit of users without their own (Options.DailyLimit).
+	dailyLimit int64
 
 	// changes hears, after commit, which authors' own views a write changed (see Changes);
 	// a transaction's store collects them in pending until its commit.
@@ -73,7 +81,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
-	s := &Store{clock: opts.Clock, dialect: dialectOf(opts)}
+	if opts.DailyLimit <= 0 {
+		opts.DailyLimit = DefaultDailyLimit
+	}
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
@@ -133,7 +144,8 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	pending := &pendingChanges{}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending})
+		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending,
+			dailyLimit: s.dailyLimit})
 	})
 	if err == nil {
 		if pending.all {

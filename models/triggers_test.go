@@ -19,11 +19,11 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 		commentID := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, songID, ann, "nice", now)
 		pitchID := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", now)
 		for _, it := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindRevision, revID}, {models.KindComment, commentID}, {models.KindPitch, pitchID}} {
 			j := f.mustJob(models.TaskScreen, it.kind, it.id)
-			if j.UserID != ann || j.DueAt != now || j.Attempts != 0 || j.Why != nil || j.Status != nil || j.LeaseUntil != nil || j.LeaseOwner != nil {
+			if j.UserID != ann || j.DueAt.UnixMilli() != now || j.Attempts != 0 || j.Why != nil || j.Status != nil || j.LeaseUntil != nil || j.LeaseOwner != nil {
 				t.Errorf("%s job = %+v, want ann's, due at %d, no attempts, why, status or lease", it.kind, j, now)
 			}
 			f.noJob(models.TaskScore, it.kind, it.id)
@@ -35,8 +35,8 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 		if err := f.store.RawScan(f.ctx, &created, `SELECT created_at FROM pitches WHERE id = ?`, bare); err != nil {
 			t.Fatal(err)
 		}
-		if j := f.mustJob(models.TaskScreen, models.KindPitch, bare); j.DueAt != created || created == 0 {
-			t.Errorf("bare pitch job due %d, want its created_at %d", j.DueAt, created)
+		if j := f.mustJob(models.TaskScreen, models.KindPitch, bare); j.DueAt.UnixMilli() != created || created == 0 {
+			t.Errorf("bare pitch job due %d, want its created_at %d", j.DueAt.UnixMilli(), created)
 		}
 
 		// One statement writing many rows owes one job per row.
@@ -74,10 +74,10 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, it := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindRevision, rev.ID}, {models.KindRevision, rev2.ID}, {models.KindComment, c.ID}, {models.KindPitch, p.ID}} {
-			if j := f.mustJob(models.TaskScreen, it.kind, it.id); j.DueAt != f.nowMs() || j.UserID != ann {
+			if j := f.mustJob(models.TaskScreen, it.kind, it.id); j.DueAt.UnixMilli() != f.nowMs() || j.UserID != ann {
 				t.Errorf("%s %d job = %+v, want ann's due now (%d)", it.kind, it.id, j, f.nowMs())
 			}
 		}
@@ -123,7 +123,7 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 
 		f.noJob(models.TaskScreen, models.KindRevision, allowedRev)
 		score := f.mustJob(models.TaskScore, models.KindRevision, allowedRev)
-		if score.UserID != ann || score.DueAt != screenedAt || score.Attempts != 0 || score.Why != nil {
+		if score.UserID != ann || score.DueAt.UnixMilli() != screenedAt || score.Attempts != 0 || score.Why != nil {
 			t.Errorf("score job = %+v, want ann's, due at the verdict (%d), fresh", score, screenedAt)
 		}
 		f.noJob(models.TaskScreen, models.KindRevision, blockedRev)
@@ -163,8 +163,8 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 			models.Event{Event: "screen", Kind: models.KindRevision, ItemID: rev3, UserID: ann, Outcome: "allow"}); !ok || err != nil {
 			t.Fatalf("record = %v, %v", ok, err)
 		}
-		if j := f.mustJob(models.TaskScore, models.KindRevision, rev3); j.DueAt != f.nowMs() {
-			t.Errorf("score job due %d, want now %d", j.DueAt, f.nowMs())
+		if j := f.mustJob(models.TaskScore, models.KindRevision, rev3); j.DueAt.UnixMilli() != f.nowMs() {
+			t.Errorf("score job due %d, want now %d", j.DueAt.UnixMilli(), f.nowMs())
 		}
 	})
 }
@@ -212,7 +212,7 @@ func TestTriggersSongPublicAndArt(t *testing.T) {
 		song, r1 := f.rawSong(ann, "S", "v1")
 		r2 := f.rawRevision(ann, song, "S", "v2")
 		r3 := f.rawRevision(ann, song, "S", "v3")
-		verdict := func(rev int64, v string) {
+		verdict := func(rev int64, v models.Verdict) {
 			f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, ?, 0.9)`, rev, v)
 		}
 		score := func(rev int64, art float64) {
@@ -314,7 +314,7 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 		}
 		f.mustJob(models.TaskScreen, models.KindPitch, p3.ID)
 		for _, d := range []struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}{{models.KindPitch, p3.ID}, {models.KindComment, c3.ID}, {models.KindRevision, r32.ID}} {
 			if err := f.store.DeleteItem(f.ctx, ann, d.kind, d.id); err != nil {

@@ -7,27 +7,24 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// Roles.
-const (
-	RoleAuthor = "author"
-	RoleBot    = "bot"
-	RoleAdmin  = "admin"
-)
-
 // ValidRole reports whether r is a role owed knows.
-func ValidRole(r string) bool { return r == RoleAuthor || r == RoleBot || r == RoleAdmin }
+func ValidRole(r Role) bool { return slices.Contains(Roles, r) }
 
 // User is someone with a token. Only the token's hash is kept.
 type User struct {
-	ID         int64  `gorm:"column:id"`
-	Name       string `gorm:"column:name"`
-	Role       string `gorm:"column:role"`
-	TokenHash  string `gorm:"column:token_hash"`
-	DailyLimit *int64 `gorm:"column:daily_limit"`
-	CreatedAt  int64  `gorm:"column:created_at"`
+	ID        int64  `gorm:"column:id"`
+	Name      string `gorm:"column:name"`
+	Role      Role   `gorm:"column:role"`
+	TokenHash string `gorm:"column:token_hash"`
+	// OwnLimit is the user's own daily limit of model calls; nil: the store's default.
+	OwnLimit *int64 `gorm:"column:daily_limit"`
+	// DailyLimit is the limit in force: OwnLimit, else the store's default (Options.DailyLimit).
+	DailyLimit int64     `gorm:"-"`
+	CreatedAt  time.Time `gorm:"column:created_at;serializer:unixms"`
 	// Disabled users are locked out: neither their token nor their sessions work. Their items
 	// and owed work stay.
 	Disabled bool `gorm:"column:disabled"`
@@ -49,7 +46,7 @@ func NewToken() string {
 
 // CreateUser adds a user and returns it with its token, which is not kept and cannot be shown
 // again.
-func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string, error) {
+func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
 	if err != nil {
@@ -59,10 +56,10 @@ func (s *Store) CreateUser(ctx context.Context, name, role string) (User, string
 }
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
-func (s *Store) CreateUserWithToken(ctx context.Context, name, role, token string) (User, error) {
-	u := User{Name: name, Role: role, TokenHash: HashToken(token), CreatedAt: s.nowMs()}
+func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
+	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
 	if err := s.scan(ctx, s.db, &u.ID, `INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-		u.Name, u.Role, u.TokenHash, u.CreatedAt); err != nil {
+		u.Name, u.Role, u.TokenHash, u.CreatedAt.UnixMilli()); err != nil {
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
 	}
 	return u, nil
@@ -109,7 +106,8 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 	if err := r.scan(rows); err != nil {
 		return User{}, err
 	}
-	u := User{ID: r.int64(0), Name: r.str(1), Role: r.str(2), TokenHash: r.str(3), DailyLimit: r.int64p(4), CreatedAt: r.int64(5)}
+	u := User{ID: r.int64(0), Name: r.str(1), Role: Role(r.str(2)), TokenHash: r.str(3), OwnLimit: r.int64p(4), CreatedAt: r.time(5)}
+	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	if r.err != nil {
 		return User{}, r.err
 	}
@@ -125,11 +123,12 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 	if u.ID == 0 {
 		return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
 	}
+	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	return u, nil
 }
 
 // CountUsers counts users with the role, or all users when role is empty.
-func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
+func (s *Store) CountUsers(ctx context.Context, role Role) (int64, error) {
 	var n int64
 	q, args := `SELECT COUNT(*) FROM users`, []any{}
 	if role != "" {
@@ -141,7 +140,8 @@ func (s *Store) CountUsers(ctx context.Context, role string) (int64, error) {
 	return n, nil
 }
 
-// SetDailyLimit sets a user's own daily budget; nil returns them to the default.
+// SetDailyLimit sets a user's own daily budget; nil returns them to the store's default. The
+// user comes back with their new effective limit.
 func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (User, error) {
 	n, err := s.exec(ctx, `UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
 	if err != nil {
@@ -297,6 +297,9 @@ func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User
 	var us []User
 	if err := s.scan(ctx, s.read, &us, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit); err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
+	}
+	for i := range us {
+		us[i].DailyLimit = s.effectiveLimit(us[i].OwnLimit)
 	}
 	return us, nil
 }

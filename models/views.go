@@ -54,7 +54,7 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 			return nil, fmt.Errorf("public songs: %w", err)
 		}
 		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
-			CreatedAt: r.int64(4), Title: r.str(5)})
+			CreatedAt: r.time(4), Title: r.str(5)})
 		if r.err != nil {
 			return nil, fmt.Errorf("public songs: %w", r.err)
 		}
@@ -67,19 +67,19 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 
 // PublicRevision is an allowed revision of a public song.
 type PublicRevision struct {
-	ID        int64  `gorm:"column:id"`
-	Title     string `gorm:"column:title"`
-	Code      string `gorm:"column:code"`
-	CreatedAt int64  `gorm:"column:created_at"`
-	Score     *Score `gorm:"-"`
+	ID        int64     `gorm:"column:id"`
+	Title     string    `gorm:"column:title"`
+	Code      string    `gorm:"column:code"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
+	Score     *Score    `gorm:"-"`
 }
 
 // PublicComment is an allowed comment.
 type PublicComment struct {
-	ID        int64  `gorm:"column:id"`
-	UserID    int64  `gorm:"column:user_id"`
-	Body      string `gorm:"column:body"`
-	CreatedAt int64  `gorm:"column:created_at"`
+	ID        int64     `gorm:"column:id"`
+	UserID    int64     `gorm:"column:user_id"`
+	Body      string    `gorm:"column:body"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 }
 
 // PublicSong reads a public song with its allowed revisions (newest first) and allowed comments.
@@ -144,15 +144,15 @@ type JobStats struct {
 	Total       int64
 	Due         int64
 	Leased      int64
-	ByWhy       map[string]int64 // "none" for jobs that are simply due or new; "held" for a held task's
-	ByTask      map[string]int64
+	ByWhy       map[Why]int64 // "none" for jobs that are simply due or new; "held" for a held task's
+	ByTask      map[Task]int64
 	OldestDueAt *int64
 }
 
 // Stats counts owed jobs.
 func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
-	st := JobStats{ByWhy: map[string]int64{"none": 0}, ByTask: map[string]int64{TaskScreen: 0, TaskScore: 0}}
+	st := JobStats{ByWhy: map[Why]int64{"none": 0}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
 		st.ByWhy[w] = 0
 	}
@@ -166,11 +166,11 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	}
 	for k, n := range pairs {
 		st.Total += n
-		st.ByTask[k[0]] += n
-		if holds.Task(k[0]) {
+		st.ByTask[Task(k[0])] += n
+		if holds.Task(Task(k[0])) {
 			st.ByWhy[WhyHeld] += n // shown as held while the hold lasts (leased ones too: they are few)
 		} else {
-			st.ByWhy[k[1]] += n
+			st.ByWhy[Why(k[1])] += n
 		}
 	}
 	var agg struct {
@@ -204,10 +204,10 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 	end := now.Truncate(time.Minute).UnixMilli() + 60000
 	start := end - int64(n)*60000
 	var rows []struct {
-		M       int64  `gorm:"column:m"`
-		Event   string `gorm:"column:event"`
-		Outcome string `gorm:"column:outcome"`
-		N       int64  `gorm:"column:n"`
+		M       int64        `gorm:"column:m"`
+		Event   Task         `gorm:"column:event"`
+		Outcome EventOutcome `gorm:"column:outcome"`
+		N       int64        `gorm:"column:n"`
 	}
 	if err := s.scan(ctx, s.read, &rows, `SELECT at / 60000 AS m, event, outcome, COUNT(*) AS n FROM events
 		WHERE at >= ? GROUP BY at / 60000, event, outcome`, start); err != nil {
@@ -223,7 +223,7 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 			continue
 		}
 		switch {
-		case r.Outcome == "pending":
+		case r.Outcome == OutcomePending:
 			out[i].Put += r.N
 		case r.Event == TaskScore:
 			out[i].Score += r.N
@@ -236,16 +236,16 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 
 // ItemScreen is where an item's screening stands: its verdict, or its owed screen job.
 type ItemScreen struct {
-	Verdict    *string
+	Verdict    *Verdict
 	Confidence *float64
 	Job        *Job
 }
 
 // ScreenOf reads an item's verdict and screen job.
-func (s *Store) ScreenOf(ctx context.Context, kind string, id int64) (ItemScreen, error) {
+func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, error) {
 	var out ItemScreen
 	var rows []struct {
-		Verdict    string  `gorm:"column:verdict"`
+		Verdict    Verdict `gorm:"column:verdict"`
 		Confidence float64 `gorm:"column:confidence"`
 	}
 	if err := s.scan(ctx, s.db, &rows, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id); err != nil {

@@ -150,7 +150,7 @@ func TestMine(t *testing.T) {
 			t.Fatal(err)
 		}
 		type key struct {
-			kind string
+			kind models.Kind
 			id   int64
 		}
 		byKey := map[key]models.MineItem{}
@@ -209,7 +209,7 @@ func TestStatsAndEvents(t *testing.T) {
 		if err != nil || len(evs) != 2 || evs[0].Outcome != "allow" || evs[1].Outcome != "pending" {
 			t.Fatalf("events = %+v, %v; want newest first", evs, err)
 		}
-		if evs[1].At != ms(owedtest.Start) || *evs[1].Status != 503 || evs[0].At != ms(owedtest.Start.Add(time.Minute+time.Second)) {
+		if evs[1].At.UnixMilli() != ms(owedtest.Start) || *evs[1].Status != 503 || evs[0].At.UnixMilli() != ms(owedtest.Start.Add(time.Minute+time.Second)) {
 			t.Errorf("event times/status = %+v", evs)
 		}
 		if got, _ := f.store.ListEvents(f.ctx, models.EventFilter{Why: models.WhyUpstream}, 0, 10); len(got) != 1 || got[0].ID != evs[1].ID {

@@ -24,14 +24,6 @@ const (
 // WebhookEvents lists the events a subscription may name, in display order.
 var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventAll}
 
-// Delivery states. A delivery is pending until delivered; it is cancelled only when its
-// subscription is disabled (by an admin, or by its receiver answering 410).
-const (
-	DeliveryPending   = "pending"
-	DeliveryDelivered = "delivered"
-	DeliveryCancelled = "cancelled"
-)
-
 // Why an inactive subscription stopped.
 const (
 	DisabledByAdmin = "admin" // PATCH active=false
@@ -55,7 +47,7 @@ type Webhook struct {
 	Secret         string
 	Active         bool
 	DisabledReason *string
-	CreatedAt      int64
+	CreatedAt      time.Time
 }
 
 type webhookRow struct {
@@ -71,7 +63,7 @@ type webhookRow struct {
 const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at`
 
 func (r webhookRow) webhook() Webhook {
-	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt}
+	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: fromMillis(r.CreatedAt)}
 	json.Unmarshal([]byte(r.Events), &w.Events)
 	return w
 }
@@ -81,21 +73,21 @@ func (r webhookRow) webhook() Webhook {
 // same on every attempt. Failures counts failed attempts since the delivery was last made due
 // (its place in the retry schedule); Attempts counts every attempt.
 type Delivery struct {
-	ID          int64   `gorm:"column:id"`
-	WebhookID   int64   `gorm:"column:webhook_id"`
-	MsgID       string  `gorm:"column:msg_id"`
-	Event       string  `gorm:"column:event"`
-	Payload     string  `gorm:"column:payload"`
-	Status      string  `gorm:"column:status"`
-	DueAt       int64   `gorm:"column:due_at"`
-	Attempts    int     `gorm:"column:attempts"`
-	Failures    int     `gorm:"column:failures"`
-	LastStatus  *int    `gorm:"column:last_status"`
-	LastError   *string `gorm:"column:last_error"`
-	LeaseUntil  *int64  `gorm:"column:lease_until"`
-	LeaseOwner  *string `gorm:"column:lease_owner"`
-	DeliveredAt *int64  `gorm:"column:delivered_at"`
-	CreatedAt   int64   `gorm:"column:created_at"`
+	ID          int64          `gorm:"column:id"`
+	WebhookID   int64          `gorm:"column:webhook_id"`
+	MsgID       string         `gorm:"column:msg_id"`
+	Event       string         `gorm:"column:event"`
+	Payload     string         `gorm:"column:payload"`
+	Status      DeliveryStatus `gorm:"column:status"`
+	DueAt       int64          `gorm:"column:due_at"`
+	Attempts    int            `gorm:"column:attempts"`
+	Failures    int            `gorm:"column:failures"`
+	LastStatus  *int           `gorm:"column:last_status"`
+	LastError   *string        `gorm:"column:last_error"`
+	LeaseUntil  *int64         `gorm:"column:lease_until"`
+	LeaseOwner  *string        `gorm:"column:lease_owner"`
+	DeliveredAt *int64         `gorm:"column:delivered_at"`
+	CreatedAt   int64          `gorm:"column:created_at"`
 }
 
 const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at, attempts, failures, last_status,
@@ -116,11 +108,11 @@ type DeliveryAttempt struct {
 // ItemScreenedData is the data of an item.screened event. SongID is set for revisions and
 // comments.
 type ItemScreenedData struct {
-	Kind       string  `json:"kind"`
+	Kind       Kind    `json:"kind"`
 	ID         int64   `json:"id"`
 	UserID     int64   `json:"userId"`
 	SongID     *int64  `json:"songId,omitempty"`
-	Verdict    string  `json:"verdict"`
+	Verdict    Verdict `json:"verdict"`
 	Confidence float64 `json:"confidence"`
 }
 
@@ -236,7 +228,7 @@ func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error
 }
 
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
-func (s *Store) screenedData(ctx context.Context, kind string, itemID int64, verdict string, confidence float64) (ItemScreenedData, error) {
+func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64) (ItemScreenedData, error) {
 	d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
 	var rows []struct {
 		UserID int64  `gorm:"column:user_id"`
@@ -289,9 +281,9 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 	if err != nil {
 		return Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
-	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: s.nowMs()}
+	w := Webhook{URL: url, Events: events, Secret: secret, Active: true, CreatedAt: fromMillis(s.nowMs())}
 	if err := s.scan(ctx, s.db, &w.ID, `INSERT INTO webhooks (url, events, secret, active, created_at) VALUES (?, ?, ?, 1, ?) RETURNING id`,
-		url, string(ev), secret, w.CreatedAt); err != nil {
+		url, string(ev), secret, w.CreatedAt.UnixMilli()); err != nil {
 		return Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	return w, nil
@@ -522,7 +514,7 @@ func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64,
 
 // ListDeliveries pages through a subscription's deliveries newest first, before the id
 // beforeID (0: from the newest), optionally of one status. Payloads are left out.
-func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status string, beforeID int64, limit int) ([]Delivery, error) {
+func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status DeliveryStatus, beforeID int64, limit int) ([]Delivery, error) {
 	q := `SELECT id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status, last_error,
 		lease_until, lease_owner, delivered_at, created_at FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{webhookID}
@@ -634,9 +626,9 @@ func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]Webh
 	out := make(map[int64]WebhookHealth, len(ids))
 	for _, id := range ids {
 		var rows []struct {
-			Status     string  `gorm:"column:status"`
-			LastStatus *int    `gorm:"column:last_status"`
-			LastError  *string `gorm:"column:last_error"`
+			Status     DeliveryStatus `gorm:"column:status"`
+			LastStatus *int           `gorm:"column:last_status"`
+			LastError  *string        `gorm:"column:last_error"`
 		}
 		if err := s.scan(ctx, s.read, &rows, `SELECT status, last_status, last_error FROM webhook_deliveries
 			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id); err != nil {

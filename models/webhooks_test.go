@@ -55,9 +55,9 @@ func (h *hookRig) payloads(webhookID int64) []map[string]any {
 	return out
 }
 
-func (h *hookRig) screen(kind string, id, user int64, verdict string) bool {
+func (h *hookRig) screen(kind models.Kind, id, user int64, verdict models.Verdict) bool {
 	h.t.Helper()
-	ok, err := h.store.RecordScreen(h.ctx, kind, id, verdict, 0.75, models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: user, Outcome: verdict})
+	ok, err := h.store.RecordScreen(h.ctx, kind, id, verdict, 0.75, models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: user, Outcome: models.EventOutcome(verdict)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

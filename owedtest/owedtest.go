@@ -88,10 +88,15 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Store opens a store on databaseURL with the fake clock.
-func Store(t testing.TB, databaseURL string, clk clock.Clock) *models.Store {
+// Store opens a store on databaseURL with the fake clock; configure may change its other
+// options (the default daily limit).
+func Store(t testing.TB, databaseURL string, clk clock.Clock, configure ...func(*models.Options)) *models.Store {
 	t.Helper()
-	s, err := models.Open(context.Background(), models.Options{URL: databaseURL, DataDir: t.TempDir(), Clock: clk, MaxConns: 8})
+	opts := models.Options{URL: databaseURL, DataDir: t.TempDir(), Clock: clk, MaxConns: 8}
+	for _, c := range configure {
+		c(&opts)
+	}
+	s, err := models.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -217,9 +222,9 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 }
 
 // User creates a user through the admin API and returns its id and token.
-func (e *Env) User(name, role string) (int64, string) {
+func (e *Env) User(name string, role models.Role) (int64, string) {
 	e.T.Helper()
-	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": role})
+	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": string(role)})
 	if r.Status != http.StatusCreated {
 		e.T.Fatalf("create user: %d %s", r.Status, r.Body)
 	}

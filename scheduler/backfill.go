@@ -723,7 +723,7 @@ func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int6
 func mediaItems(rows []models.Media, retry bool) []media.Item {
 	items := make([]media.Item, len(rows))
 	for i, r := range rows {
-		items[i] = media.Item{ID: r.ID, Kind: r.Kind, URL: r.URL, Retry: retry}
+		items[i] = media.Item{ID: r.ID, Kind: string(r.Kind), URL: r.URL, Retry: retry}
 	}
 	return items
 }
@@ -743,7 +743,7 @@ func (b *Backfill) recorder(ctx context.Context) func(media.Item, media.Result) 
 			// The row keeps only its state; the reason (never the URL) is for operators.
 			b.log.Info("backfill media failed", "mediaId", item.ID, "status", res.Status, "reason", res.Err)
 		}
-		ok, err := b.store.RecordPreview(context.WithoutCancel(ctx), item.ID, state, res.Bytes)
+		ok, err := b.store.RecordPreview(context.WithoutCancel(ctx), item.ID, models.MediaState(state), res.Bytes)
 		if err != nil {
 			return err
 		}

@@ -285,7 +285,7 @@ func (b *bf) settings(size int, pauseMs int64) {
 }
 
 // kindOf infers a row's kind from its CDN path.
-func kindOf(path string) string {
+func kindOf(path string) models.MediaKind {
 	switch {
 	case strings.HasPrefix(path, "/gif/"):
 		return models.MediaGIF
@@ -298,7 +298,7 @@ func kindOf(path string) string {
 }
 
 // scrape makes a scrape of chat with media rows at the CDN paths, then sets its state.
-func (b *bf) scrape(chat, backend, state string, paths ...string) int64 {
+func (b *bf) scrape(chat, backend string, state models.ScrapeState, paths ...string) int64 {
 	b.t.Helper()
 	guild := "guild-" + chat
 	sc, err := b.store.CreateScrape(b.ctx, models.NewScrape{ChatID: chat, GuildID: &guild, Backend: backend, Mode: "history"})
@@ -382,7 +382,7 @@ func (b *bf) rowStates(scrapeID int64) map[string]string {
 	}
 	out := map[string]string{}
 	for _, r := range rows {
-		out[strings.TrimPrefix(r.URL, b.cdn.srv.URL)] = r.State
+		out[strings.TrimPrefix(r.URL, b.cdn.srv.URL)] = string(r.State)
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/owed/owed/owedtest"
-	"github.com/owed/owed/scheduler"
 )
 
 // benchJobs is how many pending screen jobs each iteration settles.
@@ -26,7 +25,7 @@ func BenchmarkScreenSweep(b *testing.B) {
 }
 
 func benchScreenSweep(b *testing.B, databaseURL string) {
-	r := newRig(b, databaseURL, withConfig(func(c *scheduler.ContentConfig) { c.DailyBudget = 1 << 40 }))
+	r := newRig(b, databaseURL, withDailyLimit(1<<40))
 	r.model.KeepRequests(false)
 	user := r.user("bench")
 	concurrency := r.content.Config().Concurrency

@@ -127,7 +127,7 @@ type pass struct {
 type admission struct {
 	park   bool
 	at     time.Time
-	why    string
+	why    models.Why
 	status *int
 	pass   pass
 }
@@ -243,7 +243,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 		status = &st
 	}
 	next := now.Add(max(probeFirst, wait))
-	row, ok, err := b.store.OpenBreaker(ctx, n, r.Why, status, next)
+	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, next)
 	if err != nil {
 		b.log.Error("model breaker", "op", "open", "err", err)
 		return

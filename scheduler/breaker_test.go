@@ -110,8 +110,8 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const items, nAuthors, threshold, slots = 500, 10, 10, 16
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) {
-			c.ModelConcurrency, c.ModelBreaker, c.DailyBudget = slots, threshold, 1000
-		}))
+			c.ModelConcurrency, c.ModelBreaker = slots, threshold
+		}), withDailyLimit(1000))
 		om := newOutageModel(r.model)
 		if _, err := r.store.CreateWebhook(r.ctx, "https://hooks.example/model", []string{models.EventModelBreaker}, "whsec_x"); err != nil {
 			t.Fatal(err)
@@ -347,11 +347,11 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 	var stores []*models.Store
 	var replicas []*scheduler.Content
 	for i := range 3 {
-		s := owedtest.Store(t, url, clk)
+		s := owedtest.Store(t, url, clk, func(o *models.Options) { o.DailyLimit = 1000 })
 		mc := model.Config()
 		mc.Timeout = 10 * time.Second
 		c := scheduler.NewContent(s, modelclient.New(mc), clk, owedtest.Logger(t), nil, scheduler.ContentConfig{
-			Owner: fmt.Sprintf("replica-%d", i), ModelConcurrency: slots, ModelBreaker: threshold, DailyBudget: 1000})
+			Owner: fmt.Sprintf("replica-%d", i), ModelConcurrency: slots, ModelBreaker: threshold})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -44,7 +44,6 @@ const DefaultSweepEvery = time.Minute
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
-	DailyBudget int64         // model calls per author per UTC day, unless the author has their own (default 100)
 	ModelName   string        // the critic model named in score requests (default "critic")
 	Concurrency int           // jobs one sweep runs at once (default 64)
 	// Owner is this process's lease owner name, the same for every runner of the process
@@ -68,9 +67,6 @@ type ContentConfig struct {
 // (OWED_DAILY_BUDGET, OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
 // OWED_MODEL_BREAKER) default to them.
 const (
-	// DefaultDailyBudget is the model calls an author may make per UTC day unless they have
-	// their own limit.
-	DefaultDailyBudget      = 100
 	DefaultModelName        = "critic"
 	DefaultConcurrency      = 64
 	DefaultModelConcurrency = 16
@@ -80,9 +76,6 @@ const (
 func (c *ContentConfig) applyDefaults() {
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
-	}
-	if c.DailyBudget <= 0 {
-		c.DailyBudget = DefaultDailyBudget
 	}
 	if c.ModelName == "" {
 		c.ModelName = DefaultModelName
@@ -176,7 +169,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	t := c.taskFor(job)
 	runs := t.calls()
 	ev := t.event()
-	later := func(why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
+	later := func(why models.Why, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
 		return c.reschedule(ctx, job, &ev, why, wait, status, upstreamMs)
 	}
 
@@ -205,7 +198,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 
 	// Charged first, as the model's relay charges: a call that then fails is still spent.
 	now := c.clock.Now()
-	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), c.cfg.DailyBudget, now); err != nil {
+	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now); err != nil {
 		c.breaker.giveUp(ctx, *p)
 		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
 		ev.Error = errorText("the author's budget could not be counted")
@@ -223,7 +216,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
 	held = 0
 	if c.metrics != nil {
-		c.metrics.ModelLatency.WithLabelValues(ev.Event).Observe(float64(reply.UpstreamMs) / 1000)
+		c.metrics.ModelLatency.WithLabelValues(string(ev.Event)).Observe(float64(reply.UpstreamMs) / 1000)
 	}
 	if reply.Why != "" {
 		return c.unanswered(ctx, job, &ev, *p, reply)
@@ -250,8 +243,8 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 
 // reschedule puts the job off by wait with ev, the attempt's event, as pending for why (with
 // the model's status, when not 0, and its time, when known).
-func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, why string, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
-	ev.Outcome, ev.Why, ev.UpstreamMs = string(Pending), &why, upstreamMs
+func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, why models.Why, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
+	ev.Outcome, ev.Why, ev.UpstreamMs = models.OutcomePending, &why, upstreamMs
 	var st *int
 	if status != 0 {
 		st = &status
@@ -279,7 +272,7 @@ func (c *Content) unanswered(ctx context.Context, job models.Job, ev *models.Eve
 	c.breaker.report(ctx, p, reply)
 	ev.Error = errorText(reply.Error)
 	upstreamMs := reply.UpstreamMs
-	return c.reschedule(ctx, job, ev, reply.Why, max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
+	return c.reschedule(ctx, job, ev, models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
 }
 
 // errorText is an attempt's error as kept: nil when empty, else at most
@@ -298,7 +291,7 @@ func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Cont
 	if job.LeaseUntil == nil {
 		return ctx, func() {}
 	}
-	left := time.UnixMilli(*job.LeaseUntil).Sub(c.clock.Now()) - c.cfg.Lease/10
+	left := job.LeaseUntil.Sub(c.clock.Now()) - c.cfg.Lease/10
 	return context.WithTimeout(ctx, max(left, 0))
 }
 
@@ -348,13 +341,13 @@ func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priori
 func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	why := ""
 	if ev.Why != nil {
-		why = *ev.Why
+		why = string(*ev.Why)
 	}
 	if c.metrics != nil {
-		c.metrics.Attempts.WithLabelValues(ev.Event, ev.Outcome, why).Inc()
+		c.metrics.Attempts.WithLabelValues(string(ev.Event), string(ev.Outcome), why).Inc()
 	}
-	attrs := []slog.Attr{slog.String("kind", ev.Kind), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
-		slog.String("outcome", ev.Outcome), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
+	attrs := []slog.Attr{slog.String("kind", string(ev.Kind)), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
+		slog.String("outcome", string(ev.Outcome)), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
 	if ev.Status != nil {
 		attrs = append(attrs, slog.Int("status", *ev.Status))
 	}
@@ -377,7 +370,7 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 		attrs = append(attrs, slog.String("error", *ev.Error))
 	}
 	attrs = append(attrs, extra...)
-	c.log.LogAttrs(context.Background(), slog.LevelInfo, ev.Event, attrs...)
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
 }
 
 // runClaimed runs a claimed job, logging an error instead of returning it: a job that errors
@@ -497,7 +490,7 @@ func (c *Content) SweepAuthor(userID int64) {
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).
 // The job goes on after the caller stops waiting.
-func (c *Content) RunItem(task, kind string, itemID int64) <-chan Outcome {
+func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-chan Outcome {
 	done := make(chan Outcome, 1)
 	started := c.Go(func(ctx context.Context) {
 		defer close(done)

@@ -53,7 +53,7 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 		}
 		r.noJob(models.TaskScreen, models.KindRevision, rev)
 		score := r.mustJob(models.TaskScore, models.KindRevision, rev)
-		if score.DueAt != r.nowMs() || score.Attempts != 0 {
+		if score.DueAt.UnixMilli() != r.nowMs() || score.Attempts != 0 {
 			t.Errorf("score job = %+v, want due now", score)
 		}
 		if got := r.spent(ann); got != 1 {
@@ -61,7 +61,7 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 		}
 		ev := r.lastEvent(models.KindRevision, rev)
 		wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: "allow",
-			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: r.nowMs()})
+			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: time.UnixMilli(r.nowMs())})
 		if ev.UpstreamMs == nil {
 			t.Error("event upstreamMs is null")
 		}
@@ -229,8 +229,9 @@ func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
 
 		lease := r.content.Config().Lease
 		for _, it := range []struct {
-			task, kind string
-			id         int64
+			task models.Task
+			kind models.Kind
+			id   int64
 		}{{models.TaskScreen, models.KindPitch, bigPitch}, {models.TaskScreen, models.KindRevision, bigRev}, {models.TaskScore, models.KindRevision, bigScored}} {
 			j := r.claim(it.task, it.kind, it.id)
 			out, err := r.content.Run(r.ctx, j)
@@ -239,8 +240,8 @@ func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
 				t.Errorf("%s %s: Run = %s, %v; want a too-large error", it.task, it.kind, out, err)
 			}
 			got := r.mustJob(it.task, it.kind, it.id)
-			if got.LeaseUntil == nil || *got.LeaseUntil != now+lease.Milliseconds() || got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" ||
-				got.Attempts != 0 || got.Why != nil || got.DueAt != now {
+			if got.LeaseUntil == nil || got.LeaseUntil.UnixMilli() != now+lease.Milliseconds() || got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" ||
+				got.Attempts != 0 || got.Why != nil || got.DueAt.UnixMilli() != now {
 				t.Errorf("%s %s job after the error = %+v, want its lease kept and no attempt", it.task, it.kind, got)
 			}
 		}
@@ -275,8 +276,8 @@ func TestRunNoModelIsUnreachableWithBackoff(t *testing.T) {
 			j := r.mustJob(models.TaskScreen, models.KindPitch, p)
 			wantPending(t, j, models.WhyUnreachable, attempt+1, start.Add(time.Minute<<attempt), nil)
 			wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
-				Outcome: "pending", Why: ptr(models.WhyUnreachable), Attempt: attempt, At: start.UnixMilli()})
-			r.clk.Set(time.UnixMilli(j.DueAt))
+				Outcome: "pending", Why: ptr(models.WhyUnreachable), Attempt: attempt, At: start})
+			r.clk.Set(j.DueAt)
 		}
 		if got := len(r.events(models.KindPitch, p)); got != 4 {
 			t.Errorf("events = %d, want one per attempt", got)
@@ -343,7 +344,7 @@ func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
 // (retry-after-ms before Retry-After), with the status recorded.
 func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.DailyBudget = 1000 }))
+		r := newRig(t, db, withDailyLimit(1000))
 		ann := r.user("ann")
 		for _, c := range []struct {
 			name     string
@@ -499,10 +500,11 @@ func TestRunBudgetUnavailable(t *testing.T) {
 		_, rev := r.allowedRevision(ann, "S", "c")
 		r.exec(`ALTER TABLE budgets RENAME TO budgets_gone`)
 		for _, it := range []struct {
-			task, kind, event string
-			id                int64
-			runs              *int
-		}{{models.TaskScreen, models.KindPitch, "screen", p, nil}, {models.TaskScore, models.KindRevision, "score", rev, ptr(3)}} {
+			task, event models.Task
+			kind        models.Kind
+			id          int64
+			runs        *int
+		}{{models.TaskScreen, "screen", models.KindPitch, p, nil}, {models.TaskScore, "score", models.KindRevision, rev, ptr(3)}} {
 			if out := r.run(it.task, it.kind, it.id); out != scheduler.Pending {
 				t.Fatalf("%s outcome %s", it.task, out)
 			}
@@ -529,7 +531,7 @@ func TestRunBudgetUnavailable(t *testing.T) {
 // rest wait for midnight and run then.
 func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 16; c.DailyBudget = 25 }))
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 16 }), withDailyLimit(25))
 		ann, bob := r.user("ann"), r.user("bob")
 		if _, err := r.store.SetDailyLimit(r.ctx, bob, ptr(int64(5))); err != nil {
 			t.Fatal(err)
@@ -553,7 +555,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 			t.Fatalf("%d jobs wait for the budget, want 15 + 3", len(waiting))
 		}
 		for _, j := range waiting {
-			if j.DueAt != midnight.UnixMilli() || j.Attempts != 1 {
+			if j.DueAt.UnixMilli() != midnight.UnixMilli() || j.Attempts != 1 {
 				t.Errorf("waiting job %+v, want due at midnight after one attempt", j)
 			}
 		}
@@ -571,7 +573,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const jobs, concurrency = 300, 8
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency; c.DailyBudget = 1000 }))
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency }), withDailyLimit(1000))
 		for i := range 3 {
 			u := r.user("u" + itoa(int64(i)))
 			r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
@@ -872,8 +874,9 @@ func TestRunGivesUpBeforeItsLeaseRunsOut(t *testing.T) {
 		p := r.pitch(ann, "p")
 		_, rev := r.allowedRevision(ann, "S", "c")
 		for _, it := range []struct {
-			task, kind string
-			id         int64
+			task models.Task
+			kind models.Kind
+			id   int64
 		}{{models.TaskScreen, models.KindPitch, p}, {models.TaskScore, models.KindRevision, rev}} {
 			job := r.claim(it.task, it.kind, it.id)
 			r.clk.Advance(lease / 2) // half the lease gone: 400ms left to ask, 100ms to record

@@ -20,7 +20,7 @@ func TestRunKeepsEachAttemptsError(t *testing.T) {
 			name  string
 			opts  []rigOption
 			setup func(r *rig, ann int64)
-			task  string
+			task  models.Task
 			want  string
 		}{
 			{"no model", []rigOption{withoutModel()}, nil, models.TaskScreen, "no model configured"},

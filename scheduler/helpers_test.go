@@ -30,9 +30,13 @@ type rigOption func(*rigConfig)
 
 type rigConfig struct {
 	content      scheduler.ContentConfig
+	dailyLimit   int64 // the store's default daily limit (0: models.DefaultDailyLimit)
 	noModel      bool
 	modelTimeout time.Duration
 }
+
+// withDailyLimit sets the store's default daily limit.
+func withDailyLimit(n int64) rigOption { return func(c *rigConfig) { c.dailyLimit = n } }
 
 func withConfig(f func(*scheduler.ContentConfig)) rigOption {
 	return func(c *rigConfig) { f(&c.content) }
@@ -49,7 +53,7 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		o(&cfg)
 	}
 	clk := clock.NewFake(owedtest.Start)
-	store := owedtest.Store(t, databaseURL, clk)
+	store := owedtest.Store(t, databaseURL, clk, func(o *models.Options) { o.DailyLimit = cfg.dailyLimit })
 	model := modeltest.New(t)
 	var client *modelclient.Client
 	if !cfg.noModel {
@@ -127,7 +131,7 @@ func (r *rig) allowedRevision(userID int64, title, code string) (songID, revID i
 }
 
 // claim leases the job of one item's task to the runner's owner, as the runner's claimers do.
-func (r *rig) claim(task, kind string, itemID int64) models.Job {
+func (r *rig) claim(task models.Task, kind models.Kind, itemID int64) models.Job {
 	r.t.Helper()
 	j, ok, err := r.store.ClaimItem(r.ctx, task, kind, itemID, r.content.Config().Lease, r.content.Config().Owner)
 	if err != nil || !ok {
@@ -137,7 +141,7 @@ func (r *rig) claim(task, kind string, itemID int64) models.Job {
 }
 
 // run claims the item's job and runs it, failing the test on an error.
-func (r *rig) run(task, kind string, itemID int64) scheduler.Outcome {
+func (r *rig) run(task models.Task, kind models.Kind, itemID int64) scheduler.Outcome {
 	r.t.Helper()
 	out, err := r.content.Run(r.ctx, r.claim(task, kind, itemID))
 	if err != nil {
@@ -146,7 +150,7 @@ func (r *rig) run(task, kind string, itemID int64) scheduler.Outcome {
 	return out
 }
 
-func (r *rig) job(task, kind string, itemID int64) (models.Job, bool) {
+func (r *rig) job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
 	r.t.Helper()
 	jobs, err := r.store.ListJobs(r.ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 10)
 	if err != nil {
@@ -158,7 +162,7 @@ func (r *rig) job(task, kind string, itemID int64) (models.Job, bool) {
 	return jobs[0], true
 }
 
-func (r *rig) mustJob(task, kind string, itemID int64) models.Job {
+func (r *rig) mustJob(task models.Task, kind models.Kind, itemID int64) models.Job {
 	r.t.Helper()
 	j, ok := r.job(task, kind, itemID)
 	if !ok {
@@ -167,7 +171,7 @@ func (r *rig) mustJob(task, kind string, itemID int64) models.Job {
 	return j
 }
 
-func (r *rig) noJob(task, kind string, itemID int64) {
+func (r *rig) noJob(task models.Task, kind models.Kind, itemID int64) {
 	r.t.Helper()
 	if j, ok := r.job(task, kind, itemID); ok {
 		r.t.Fatalf("%s job for %s %d still owed: %+v", task, kind, itemID, j)
@@ -184,7 +188,7 @@ func (r *rig) spent(userID int64) int64 {
 }
 
 // events lists an item's events, newest first.
-func (r *rig) events(kind string, itemID int64) []models.Event {
+func (r *rig) events(kind models.Kind, itemID int64) []models.Event {
 	r.t.Helper()
 	evs, err := r.store.ListEvents(r.ctx, models.EventFilter{Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
@@ -193,7 +197,7 @@ func (r *rig) events(kind string, itemID int64) []models.Event {
 	return evs
 }
 
-func (r *rig) lastEvent(kind string, itemID int64) models.Event {
+func (r *rig) lastEvent(kind models.Kind, itemID int64) models.Event {
 	r.t.Helper()
 	evs := r.events(kind, itemID)
 	if len(evs) == 0 {
@@ -212,7 +216,7 @@ func (r *rig) countJobs() int64 {
 }
 
 // wantPending checks a rescheduled job: why, attempts, due time and status recorded, lease freed.
-func wantPending(t testing.TB, j models.Job, why string, attempts int, dueAt time.Time, status *int) {
+func wantPending(t testing.TB, j models.Job, why models.Why, attempts int, dueAt time.Time, status *int) {
 	t.Helper()
 	if j.Why == nil || *j.Why != why {
 		t.Errorf("job why = %v, want %s", str(j.Why), why)
@@ -220,14 +224,14 @@ func wantPending(t testing.TB, j models.Job, why string, attempts int, dueAt tim
 	if j.Attempts != attempts {
 		t.Errorf("job attempts = %d, want %d", j.Attempts, attempts)
 	}
-	if j.DueAt != dueAt.UnixMilli() {
-		t.Errorf("job due at %v, want %v", time.UnixMilli(j.DueAt).UTC(), dueAt.UTC())
+	if j.DueAt.UnixMilli() != dueAt.UnixMilli() {
+		t.Errorf("job due at %v, want %v", j.DueAt.UTC(), dueAt.UTC())
 	}
 	if !eqPtr(j.Status, status) {
 		t.Errorf("job status = %v, want %v", num(j.Status), num(status))
 	}
 	if j.LeaseUntil != nil || j.LeaseOwner != nil {
-		t.Errorf("job lease not freed: until %v, owner %v", num(j.LeaseUntil), str(j.LeaseOwner))
+		t.Errorf("job lease not freed: until %v, owner %v", j.LeaseUntil, str(j.LeaseOwner))
 	}
 }
 
@@ -238,28 +242,28 @@ func wantEvent(t testing.TB, got, want models.Event) {
 	ok := got.Event == want.Event && got.Kind == want.Kind && got.ItemID == want.ItemID && got.UserID == want.UserID &&
 		got.Outcome == want.Outcome && eqPtr(got.Why, want.Why) && eqPtr(got.Status, want.Status) &&
 		got.Attempt == want.Attempt && eqPtr(got.Confidence, want.Confidence) && eqPtr(got.Art, want.Art) &&
-		eqPtr(got.RequestBytes, want.RequestBytes) && eqPtr(got.Runs, want.Runs) && (want.At == 0 || got.At == want.At)
+		eqPtr(got.RequestBytes, want.RequestBytes) && eqPtr(got.Runs, want.Runs) && (want.At.IsZero() || got.At.Equal(want.At))
 	if !ok {
 		t.Errorf("event =\n  %s\nwant\n  %s", fmtEvent(got), fmtEvent(want))
 	}
 }
 
 func fmtEvent(e models.Event) string {
-	return "event=" + e.Event + " kind=" + e.Kind + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
-		" outcome=" + e.Outcome + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
+	return "event=" + string(e.Event) + " kind=" + string(e.Kind) + " item=" + itoa(e.ItemID) + " user=" + itoa(e.UserID) +
+		" outcome=" + string(e.Outcome) + " why=" + str(e.Why) + " status=" + num(e.Status) + " attempt=" + itoa(int64(e.Attempt)) +
 		" confidence=" + num(e.Confidence) + " art=" + num(e.Art) + " requestBytes=" + num(e.RequestBytes) +
-		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At)
+		" runs=" + num(e.Runs) + " upstreamMs=" + num(e.UpstreamMs) + " at=" + itoa(e.At.UnixMilli())
 }
 
 func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func ptr[T any](v T) *T { return &v }
 
-func str(p *string) string {
+func str[T ~string](p *T) string {
 	if p == nil {
 		return "null"
 	}
-	return *p
+	return string(*p)
 }
 
 func num[T int | int64 | float64](p *T) string {

@@ -130,7 +130,7 @@ func TestRunnerOtherOwnerCannotClaimAHeldLease(t *testing.T) {
 		if n, err := second.Sweep(cr.ctx, 0); n != 0 || err != nil {
 			t.Fatalf("process-b ran %d (%v) of a job held by %s", n, err, *held.LeaseOwner)
 		}
-		cr.clk.Advance(time.Duration(*held.LeaseUntil-cr.nowMs()) * time.Millisecond)
+		cr.clk.Advance(held.LeaseUntil.Sub(cr.clk.Now()))
 		if n, err := second.Sweep(cr.ctx, 0); n != 1 || err != nil {
 			t.Fatalf("process-b ran %d (%v) of a job whose lease ran out, want 1", n, err)
 		}

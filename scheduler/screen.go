@@ -24,7 +24,7 @@ func (t *screenTask) subject(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	t.req = modelclient.ScreenRequest{Kind: t.job.Kind, Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+	t.req = modelclient.ScreenRequest{Kind: string(t.job.Kind), Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
 	if err := modelclient.CheckScreen(t.req); err != nil {
 		return false, fmt.Errorf("a screen request the model client would refuse (job %d): %w", t.job.ID, err)
 	}
@@ -40,8 +40,8 @@ func (t *screenTask) record(ctx context.Context, reply modelclient.Reply, ev *mo
 	if v == nil {
 		return Pending, "answer has no verdict", nil
 	}
-	ev.Outcome, ev.Confidence = v.Verdict, &v.Confidence
-	recorded, err := t.store.RecordScreen(ctx, t.job.Kind, t.job.ItemID, v.Verdict, v.Confidence, *ev)
+	ev.Outcome, ev.Confidence = models.EventOutcome(v.Verdict), &v.Confidence
+	recorded, err := t.store.RecordScreen(ctx, t.job.Kind, t.job.ItemID, models.Verdict(v.Verdict), v.Confidence, *ev)
 	if err != nil {
 		return Pending, "", fmt.Errorf("record screen of %s %d: %w", t.job.Kind, t.job.ItemID, err)
 	}

@@ -42,6 +42,6 @@ func (c *Content) taskFor(job models.Job) task {
 }
 
 // attemptEvent is the event of an attempt at job, named name, before its outcome is known.
-func attemptEvent(job models.Job, name string) models.Event {
+func attemptEvent(job models.Job, name models.Task) models.Event {
 	return models.Event{Event: name, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID, Attempt: job.Attempts}
 }

@@ -86,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		status = fs.Bool("status", false, "list the applied and pending migrations, and change nothing")
 	case "users", "users add":
-		role = fs.String("role", models.RoleAuthor, "author, bot or admin")
+		role = fs.String("role", string(models.RoleAuthor), "author, bot or admin")
 	default:
 		fmt.Fprintln(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -170,7 +170,7 @@ func usersAdd(ctx context.Context, open func() (*models.Store, error), operands 
 	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 {
 		return errors.New("NAME must be UTF-8 text of at most 100 characters")
 	}
-	if !models.ValidRole(role) {
+	if !models.ValidRole(models.Role(role)) {
 		return fmt.Errorf("--role %q: want author, bot or admin", role)
 	}
 	store, err := open()
@@ -178,7 +178,7 @@ func usersAdd(ctx context.Context, open func() (*models.Store, error), operands 
 		return err
 	}
 	defer store.Close()
-	u, token, err := store.CreateUser(ctx, name, role)
+	u, token, err := store.CreateUser(ctx, name, models.Role(role))
 	if err != nil {
 		return err
 	}

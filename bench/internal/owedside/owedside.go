@@ -128,7 +128,7 @@ func Screen(ctx context.Context, cfg Config, model *modelclient.Client, authors,
 	content := scheduler.NewContent(store, model, clock.Real{}, harness.OwedLogger(), nil, scheduler.ContentConfig{
 		// The model cap (OWED_MODEL_CONCURRENCY) set to the sweep's concurrency: the bench measures the
 		// queue against an instant model, so its workers are what is compared with River's.
-		DailyBudget: limit, Concurrency: cfg.Workers, ModelConcurrency: cfg.Workers, Owner: "bench"})
+		Concurrency: cfg.Workers, ModelConcurrency: cfg.Workers, Owner: "bench"})
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	stop, err := harness.Profile(cfg.CPUProfile)
@@ -194,7 +194,7 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 			return sweepShaped(ctx, store, cfg.Workers, owner, lease, func(ctx context.Context, job models.Job) error {
 				conf := 0.9
 				ev := models.Event{Event: models.TaskScreen, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID,
-					Outcome: models.VerdictAllow, Attempt: job.Attempts, Confidence: &conf}
+					Outcome: models.OutcomeAllow, Attempt: job.Attempts, Confidence: &conf}
 				ok, err := store.RecordScreen(ctx, job.Kind, job.ItemID, models.VerdictAllow, conf, ev)
 				if err == nil && !ok {
 					err = fmt.Errorf("job %d: nothing recorded", job.ID)

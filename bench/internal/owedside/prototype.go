@@ -240,7 +240,7 @@ func (p *proto) run(ctx context.Context, claimed []models.Job) error {
 	for _, j := range jobs {
 		if j.present {
 			wg.Go(func() {
-				j.reply = p.model.Screen(ctx, modelclient.ScreenRequest{Kind: j.job.Kind, Subject: modelclient.Subject{Text: j.text}})
+				j.reply = p.model.Screen(ctx, modelclient.ScreenRequest{Kind: string(j.job.Kind), Subject: modelclient.Subject{Text: j.text}})
 			})
 		}
 	}

@@ -110,7 +110,7 @@ func (a *sqlApp) record(ctx context.Context, job *river.Job[ScreenArgs], v *mode
 		return err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, a.qScreen, screenArgs(job.Args.ItemID, v, ev.At)...)
+	res, err := tx.ExecContext(ctx, a.qScreen, screenArgs(job.Args.ItemID, v, ev.At.UnixMilli())...)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (a *pgxApp) record(ctx context.Context, job *river.Job[ScreenArgs], v *mode
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	tag, err := tx.Exec(ctx, a.qScreen, screenArgs(job.Args.ItemID, v, ev.At)...)
+	tag, err := tx.Exec(ctx, a.qScreen, screenArgs(job.Args.ItemID, v, ev.At.UnixMilli())...)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (w *screenWorker) Work(ctx context.Context, job *river.Job[ScreenArgs]) err
 	} else if !ok {
 		return river.JobSnooze(models.BudgetReset(now).Sub(now))
 	}
-	reply := w.model.Screen(ctx, modelclient.ScreenRequest{Kind: models.KindPitch, Subject: modelclient.Subject{Text: text}})
+	reply := w.model.Screen(ctx, modelclient.ScreenRequest{Kind: string(models.KindPitch), Subject: modelclient.Subject{Text: text}})
 	if reply.Why != "" {
 		return fmt.Errorf("model: %s (status %d)", reply.Why, reply.Status)
 	}
@@ -213,8 +213,8 @@ func (w *screenWorker) Work(ctx context.Context, job *river.Job[ScreenArgs]) err
 		return errors.New("model: no verdict")
 	}
 	status, upstreamMs, bytes := reply.Status, reply.UpstreamMs, int64(reply.RequestBytes)
-	ev := &models.Event{At: time.Now().UnixMilli(), Event: models.TaskScreen, Kind: models.KindPitch, ItemID: job.Args.ItemID,
-		UserID: userID, Outcome: reply.Verdict.Verdict, Status: &status, UpstreamMs: &upstreamMs, Attempt: job.Attempt - 1,
+	ev := &models.Event{At: time.Now(), Event: models.TaskScreen, Kind: models.KindPitch, ItemID: job.Args.ItemID,
+		UserID: userID, Outcome: models.EventOutcome(reply.Verdict.Verdict), Status: &status, UpstreamMs: &upstreamMs, Attempt: job.Attempt - 1,
 		Confidence: &reply.Verdict.Confidence, RequestBytes: &bytes}
 	if err := w.app.record(ctx, job, reply.Verdict, ev); err != nil {
 		return fmt.Errorf("record: %w", err)

@@ -1,0 +1,179 @@
+package models
+
+// The domain's values, as stored and as the API names them. Each is a string type with its
+// constants and the list of every value, so that a value of one kind cannot be passed for
+// another, and validators and documents have one list to read.
+
+// Kind is a kind of listener item.
+type Kind string
+
+// Kinds of item.
+const (
+	KindRevision Kind = "revision"
+	KindComment  Kind = "comment"
+	KindPitch    Kind = "pitch"
+)
+
+// Kinds lists every kind of item.
+var Kinds = []Kind{KindRevision, KindComment, KindPitch}
+
+// Task is a kind of owed work on an item; an attempt's event is named after its task.
+type Task string
+
+// Tasks.
+const (
+	TaskScreen Task = "screen" // a verdict on any item
+	TaskScore  Task = "score"  // a score of an allowed revision
+)
+
+// Tasks lists every task.
+var Tasks = []Task{TaskScreen, TaskScore}
+
+// Verdict is a screen's decision on an item.
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictAllow Verdict = "allow"
+	VerdictBlock Verdict = "block"
+)
+
+// Verdicts lists every verdict.
+var Verdicts = []Verdict{VerdictAllow, VerdictBlock}
+
+// Why is the reason a job waits.
+type Why string
+
+// Why a job waits.
+const (
+	WhyUnreachable       Why = "unreachable"
+	WhyUpstream          Why = "upstream"
+	WhyUnanswered        Why = "unanswered"
+	WhyBudget            Why = "budget"
+	WhyBudgetUnavailable Why = "budget-unavailable"
+	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
+	// while the hold lasts, whatever its row's why.
+	WhyHeld Why = "held"
+)
+
+// Whys lists every reason a job can wait, in display order.
+var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
+
+// EventOutcome is how an attempt (an event) ended.
+type EventOutcome string
+
+// Event outcomes.
+const (
+	OutcomeAllow   EventOutcome = EventOutcome(VerdictAllow) // a screen's verdict
+	OutcomeBlock   EventOutcome = EventOutcome(VerdictBlock) // a screen's verdict
+	OutcomeScored  EventOutcome = "scored"                   // a score was recorded
+	OutcomePending EventOutcome = "pending"                  // the job was rescheduled with a why
+	OutcomeDecided EventOutcome = "decided"                  // a verdict recorded by hand
+)
+
+// EventOutcomes lists every outcome of an event.
+var EventOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomePending, OutcomeDecided}
+
+// Role is what a user may do.
+type Role string
+
+// Roles.
+const (
+	RoleAuthor Role = "author"
+	RoleBot    Role = "bot"
+	RoleAdmin  Role = "admin"
+)
+
+// Roles lists every role.
+var Roles = []Role{RoleAuthor, RoleBot, RoleAdmin}
+
+// JobState is where a job stands in the queue (a filter of the admin's job list; it is not
+// stored but follows from the job's due time and lease).
+type JobState string
+
+// Job states.
+const (
+	JobDue     JobState = "due"     // due now and not leased
+	JobWaiting JobState = "waiting" // due later
+	JobLeased  JobState = "leased"  // claimed and running
+)
+
+// JobStates lists every job state.
+var JobStates = []JobState{JobDue, JobWaiting, JobLeased}
+
+// ItemState is an item's state as the author's view names it.
+type ItemState string
+
+// Item states.
+const (
+	StatePending ItemState = "pending" // no verdict yet
+	StatePublic  ItemState = "public"  // allowed
+	StateBlocked ItemState = "blocked"
+)
+
+// ItemStates lists every item state.
+var ItemStates = []ItemState{StatePending, StatePublic, StateBlocked}
+
+// DeliveryStatus is where a webhook delivery stands. A delivery is pending until delivered;
+// it is cancelled only when its subscription is disabled (by an admin, or by its receiver
+// answering 410).
+type DeliveryStatus string
+
+// Delivery states.
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliveryDelivered DeliveryStatus = "delivered"
+	DeliveryCancelled DeliveryStatus = "cancelled"
+)
+
+// DeliveryStatuses lists every delivery status.
+var DeliveryStatuses = []DeliveryStatus{DeliveryPending, DeliveryDelivered, DeliveryCancelled}
+
+// ScrapeState is where a scrape stands. A scrape is active while the bot's walk reads the
+// chat; paused, done and failed scrapes are backfill members; a delete goes pending-delete →
+// deleting → deleted.
+type ScrapeState string
+
+// Scrape states.
+const (
+	ScrapeActive        ScrapeState = "active"
+	ScrapePaused        ScrapeState = "paused"
+	ScrapeDone          ScrapeState = "done"
+	ScrapeFailed        ScrapeState = "failed"
+	ScrapePendingDelete ScrapeState = "pending-delete"
+	ScrapeDeleting      ScrapeState = "deleting"
+	ScrapeDeleted       ScrapeState = "deleted"
+)
+
+// ScrapeStates lists every scrape state.
+var ScrapeStates = []ScrapeState{ScrapeActive, ScrapePaused, ScrapeDone, ScrapeFailed, ScrapePendingDelete, ScrapeDeleting, ScrapeDeleted}
+
+// MediaKind is a kind of media a scrape found.
+type MediaKind string
+
+// Media kinds.
+const (
+	MediaImage MediaKind = "image"
+	MediaGIF   MediaKind = "gif"
+	MediaVideo MediaKind = "video"
+	MediaAudio MediaKind = "audio"
+)
+
+// MediaKinds lists every kind of media.
+var MediaKinds = []MediaKind{MediaImage, MediaGIF, MediaVideo, MediaAudio}
+
+// MediaState is where a media row's preview stands.
+type MediaState string
+
+// Media preview states.
+const (
+	MediaPending    MediaState = "pending"
+	MediaCached     MediaState = "cached"
+	MediaFailed     MediaState = "failed"
+	MediaSuspect    MediaState = "suspect"
+	MediaUnverified MediaState = "unverified"
+	MediaSkipped    MediaState = "skipped"
+)
+
+// MediaStates lists every preview state of media.
+var MediaStates = []MediaState{MediaPending, MediaCached, MediaFailed, MediaSuspect, MediaUnverified, MediaSkipped}
