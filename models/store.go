@@ -41,6 +41,7 @@ type Options struct {
 
 // DefaultDailyLimit is Options.DailyLimit when none is set.
 const DefaultDailyLimit = 100
+
 // Store is owed's database. The zero value is not usable; call Open.
 type Store struct {
 	db      *gorm.DB // writes, and reads that must see them (SQLite: one connection)
