@@ -76,6 +76,28 @@ func (a *API) putHolds(c echo.Context) error {
 // maxNoteChars caps a verdict's note.
 const maxNoteChars = 500
 
+// check validates a verdict by hand and tidies its note: trimmed, and nil when blank.
+func (body *verdictRequest) check() error {
+	if body.Verdict != models.VerdictAllow && body.Verdict != models.VerdictBlock {
+		return invalid("verdict", "verdict must be allow or block")
+	}
+	if body.Note == nil {
+		return nil
+	}
+	n := strings.TrimSpace(*body.Note)
+	if strings.ContainsRune(n, 0) {
+		return invalid("note", "note must be text without NUL bytes")
+	}
+	if utf8.RuneCountInString(n) > maxNoteChars {
+		return invalid("note", "note is longer than 500 characters")
+	}
+	body.Note = &n
+	if n == "" {
+		body.Note = nil
+	}
+	return nil
+}
+
 // decide records an admin's verdict on an item as if the model had answered it (confidence 1):
 // the screen job is settled by the same trigger, an allowed revision owes its score, and the
 // event says the admin decided, with their id and note. An item that already has a verdict
@@ -93,22 +115,8 @@ func (a *API) decide(c echo.Context) error {
 	if err := bind(c, &body); err != nil {
 		return err
 	}
-	if body.Verdict != models.VerdictAllow && body.Verdict != models.VerdictBlock {
-		return invalid("verdict", "verdict must be allow or block")
-	}
-	if body.Note != nil {
-		n := strings.TrimSpace(*body.Note)
-		if strings.ContainsRune(n, 0) {
-			return invalid("note", "note must be text without NUL bytes")
-		}
-		if utf8.RuneCountInString(n) > maxNoteChars {
-			return invalid("note", "note is longer than 500 characters")
-		}
-		if n == "" {
-			body.Note = nil
-		} else {
-			body.Note = &n
-		}
+	if err := body.check(); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	sub, ok, err := a.Store.ScreenSubject(ctx, kind, id)

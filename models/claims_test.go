@@ -141,6 +141,15 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 		if evs, _ := f.store.ListEvents(f.ctx, models.EventFilter{}, 0, 10); len(evs) != 0 {
 			t.Errorf("a stale reschedule kept an event: %+v", evs)
 		}
+
+		// The holder's own release frees the job at once (its lease end is compared as the
+		// column keeps it, in milliseconds).
+		if err := f.store.ReleaseJob(f.ctx, second[0]); err != nil {
+			t.Fatal(err)
+		}
+		if j := f.mustJob(models.TaskScreen, models.KindPitch, p.ID); j.LeaseOwner != nil || j.LeaseUntil != nil {
+			t.Errorf("job after its holder released it = %+v, want no lease", j)
+		}
 	})
 }
 

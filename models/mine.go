@@ -173,21 +173,51 @@ func KindRank(kind Kind) int {
 	return -1
 }
 
+// mineQueries read an author's items, one kind each, in the view's order of kinds: the
+// statement, its columns, and how a row of them becomes an item.
 var mineQueries = [3]struct {
 	kind       Kind
 	alias, sql string
+	columns    int
+	read       func(r *row, it *MineItem)
 }{
 	{KindRevision, "r", `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
 		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
 		FROM revisions r LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id
 		LEFT JOIN scores sc ON sc.revision_id = r.id
-		WHERE r.user_id = ?`},
+		WHERE r.user_id = ?`, 11, func(r *row, it *MineItem) {
+		it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
+		it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
+		if r.vals[6] != nil {
+			sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
+				Model: r.strOr(9), Rubric: r.strOr(10)}.score()
+			it.Score = &sc
+		}
+	}},
 	{KindComment, "c", `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
 		FROM comments c LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id
-		WHERE c.user_id = ?`},
+		WHERE c.user_id = ?`, 5, func(r *row, it *MineItem) {
+		it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.time(2), textp[Verdict](r, 3), r.floatp(4)
+	}},
 	{KindPitch, "p", `SELECT p.id, p.created_at, s.verdict, s.confidence
 		FROM pitches p LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = p.id
-		WHERE p.user_id = ?`},
+		WHERE p.user_id = ?`, 4, func(r *row, it *MineItem) {
+		it.CreatedAt, it.Verdict, it.Confidence = r.time(1), textp[Verdict](r, 2), r.floatp(3)
+	}},
+}
+
+// mineStateFilter is the condition on an item's verdict that selects its state.
+var mineStateFilter = map[ItemState]string{
+	"":           "",
+	StatePending: ` AND s.verdict IS NULL`,
+	StatePublic:  ` AND s.verdict = 'allow'`,
+	StateBlocked: ` AND s.verdict = 'block'`,
+}
+
+// jobKey names the item a job is owed for.
+type jobKey struct {
+	kind Kind
+	id   int64
 }
 
 // MinePage reads one page of the author's items that f selects, in the view's order (see
@@ -198,17 +228,9 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	if f.Limit <= 0 {
 		return nil, nil, fmt.Errorf("mine page: limit %d", f.Limit)
 	}
-	type key struct {
-		kind Kind
-		id   int64
-	}
-	var byItem map[key][]Job
-	if len(jobs) > 0 {
-		byItem = make(map[key][]Job, len(jobs))
-		for _, j := range jobs {
-			k := key{j.Kind, j.ItemID}
-			byItem[k] = append(byItem[k], j)
-		}
+	stateSQL, ok := mineStateFilter[f.State]
+	if !ok {
+		return nil, nil, fmt.Errorf("mine page: unknown state %q", f.State)
 	}
 	afterRank := 0
 	if f.After != nil {
@@ -216,82 +238,20 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			return nil, nil, fmt.Errorf("mine page: cursor of unknown kind %q", f.After.Kind)
 		}
 	}
-	for rank, q := range mineQueries {
-		if f.Kind != "" && f.Kind != q.kind {
+	var byItem map[jobKey][]Job
+	if len(jobs) > 0 {
+		byItem = make(map[jobKey][]Job, len(jobs))
+		for _, j := range jobs {
+			k := jobKey{j.Kind, j.ItemID}
+			byItem[k] = append(byItem[k], j)
+		}
+	}
+	for rank := range mineQueries {
+		if f.Kind != "" && f.Kind != mineQueries[rank].kind {
 			continue
 		}
-		sql, args := q.sql, []any{userID}
-		if c := f.After; c != nil {
-			a := q.alias
-			switch {
-			case rank < afterRank:
-				sql += ` AND ` + a + `.created_at < ?`
-				args = append(args, c.CreatedAt)
-			case rank == afterRank:
-				sql += ` AND (` + a + `.created_at < ? OR (` + a + `.created_at = ? AND ` + a + `.id < ?))`
-				args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
-			default:
-				sql += ` AND ` + a + `.created_at <= ?`
-				args = append(args, c.CreatedAt)
-			}
-		}
-		switch f.State {
-		case "":
-		case StatePending:
-			sql += ` AND s.verdict IS NULL`
-		case StatePublic:
-			sql += ` AND s.verdict = 'allow'`
-		case StateBlocked:
-			sql += ` AND s.verdict = 'block'`
-		default:
-			return nil, nil, fmt.Errorf("mine page: unknown state %q", f.State)
-		}
-		sql += ` ORDER BY ` + q.alias + `.created_at DESC, ` + q.alias + `.id DESC LIMIT ?`
-		args = append(args, int64(f.Limit)+1)
-		rows, err := s.query(ctx, s.read, sql, args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
-		}
-		var r *row
-		switch q.kind {
-		case KindRevision:
-			r = newRow(11)
-		case KindComment:
-			r = newRow(5)
-		default:
-			r = newRow(4)
-		}
-		for rows.Next() {
-			if err := r.scan(rows); err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
-			}
-			it := MineItem{Kind: q.kind, ID: r.int64(0)}
-			switch q.kind {
-			case KindRevision:
-				it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
-				it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
-				if r.vals[6] != nil {
-					sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
-						Model: r.strOr(9), Rubric: r.strOr(10)}.score()
-					it.Score = &sc
-				}
-			case KindComment:
-				it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.time(2), textp[Verdict](r, 3), r.floatp(4)
-			default:
-				it.CreatedAt, it.Verdict, it.Confidence = r.time(1), textp[Verdict](r, 2), r.floatp(3)
-			}
-			if err := r.err; err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
-			}
-			it.Jobs = byItem[key{q.kind, it.ID}]
-			items = append(items, it)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("mine page: %s: %w", q.kind, err)
+		if items, err = s.mineKind(ctx, rank, userID, f, afterRank, stateSQL, byItem, items); err != nil {
+			return nil, nil, fmt.Errorf("mine page: %s: %w", mineQueries[rank].kind, err)
 		}
 	}
 	// Each kind is in order already; one stable sort merges them.
@@ -310,6 +270,52 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
 	return items, next, nil
+}
+
+// mineKind appends to items the page's candidates of one kind (mineQueries[rank]): at most
+// f.Limit+1 of them, after the cursor, in the state stateSQL selects, each with its jobs.
+func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilter, afterRank int, stateSQL string,
+	byItem map[jobKey][]Job, items []MineItem) ([]MineItem, error) {
+	q := mineQueries[rank]
+	sql, args := q.sql, []any{userID}
+	if c := f.After; c != nil {
+		// Items of a kind ranked before the cursor's come first among equal times, so they
+		// must be strictly older; the cursor's own kind continues by id; later kinds may share
+		// the cursor's time.
+		a := q.alias
+		switch {
+		case rank < afterRank:
+			sql += ` AND ` + a + `.created_at < ?`
+			args = append(args, c.CreatedAt)
+		case rank == afterRank:
+			sql += ` AND (` + a + `.created_at < ? OR (` + a + `.created_at = ? AND ` + a + `.id < ?))`
+			args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+		default:
+			sql += ` AND ` + a + `.created_at <= ?`
+			args = append(args, c.CreatedAt)
+		}
+	}
+	sql += stateSQL + ` ORDER BY ` + q.alias + `.created_at DESC, ` + q.alias + `.id DESC LIMIT ?`
+	args = append(args, int64(f.Limit)+1)
+	rows, err := s.query(ctx, s.read, sql, args...)
+	if err != nil {
+		return items, err
+	}
+	defer rows.Close()
+	r := newRow(q.columns)
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return items, err
+		}
+		it := MineItem{Kind: q.kind, ID: r.int64(0)}
+		q.read(r, &it)
+		if r.err != nil {
+			return items, r.err
+		}
+		it.Jobs = byItem[jobKey{q.kind, it.ID}]
+		items = append(items, it)
+	}
+	return items, rows.Err()
 }
 
 // strOr is the text in column i, or "" for NULL.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -18,7 +20,7 @@ import (
 
 // exec runs a write on the writer and says how many rows it changed.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(q, args...)
+	res := s.db.WithContext(ctx).Exec(q, columnArgs(args)...)
 	return res.RowsAffected, res.Error
 }
 
@@ -27,14 +29,38 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) 
 // structs by their columns' names, or a value or a slice of values from the first column. A
 // struct or value is left as it was when there is no row.
 func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, args ...any) error {
-	return pool.WithContext(ctx).Raw(q, args...).Scan(dest).Error
+	return pool.WithContext(ctx).Raw(q, columnArgs(args)...).Scan(dest).Error
 }
 
 // query runs q on pool (as scan) straight through the connections GORM holds: no callbacks,
 // no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
 // cache of prepared statements. The caller reads the rows (row) and closes them.
 func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), args...)
+	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), columnArgs(args)...)
+}
+
+// columnArgs are a statement's arguments as the columns keep them: a time (time.Time or
+// *time.Time) as epoch milliseconds, or NULL for nil. Every time column is an integer, and a
+// time passed as it is would be text to SQLite (never equal to the column, silently) and an
+// error to PostgreSQL. The arguments are copied only when one is converted.
+func columnArgs(args []any) []any {
+	out := args
+	for i, a := range args {
+		var v any
+		switch t := a.(type) {
+		case time.Time:
+			v = millisOrNil(&t)
+		case *time.Time:
+			v = millisOrNil(t)
+		default:
+			continue
+		}
+		if &out[0] == &args[0] {
+			out = slices.Clone(args)
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // row reads one row's columns as the drivers hand them (SQLite and pgx alike: integers as

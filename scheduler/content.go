@@ -44,8 +44,8 @@ const DefaultSweepEvery = time.Minute
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
-	ModelName   string        // the critic model named in score requests (default "critic")
-	Concurrency int           // jobs one sweep runs at once (default 64)
+	ModelName   string        // the critic model named in score requests (default DefaultModelName)
+	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
 	// Owner is this process's lease owner name, the same for every runner of the process
 	// (default: a new one, host:pid:random).
 	Owner string
@@ -64,7 +64,7 @@ type ContentConfig struct {
 }
 
 // The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
-// (OWED_DAILY_BUDGET, OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
+// (OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
 // OWED_MODEL_BREAKER) default to them.
 const (
 	DefaultModelName        = "critic"
