@@ -29,8 +29,10 @@ import (
 //
 // A named struct becomes a component, named after the type without a JSON suffix.
 
-// enumLists are the lists of values a field's enum tag names. They are the domain's own lists,
-// so a new value is documented where it is defined.
+// enumLists are the lists of values a field's enum tag names. They are the domain's own lists
+// (models.Whys, models.Kinds, …), so a new value is documented where it is defined. A field
+// names its list rather than the list following from its Go type, because some fields take
+// part of a type's values (the scrape states a PATCH may set) or more (a filter's "none").
 var enumLists = map[string][]string{
 	"why":            names(models.Whys),
 	"role":           names(models.Roles),
@@ -58,10 +60,6 @@ var enumLists = map[string][]string{
 
 // patterns are the regular expressions a pattern tag may name instead of spelling one out.
 var patterns = map[string]*regexp.Regexp{"backendName": backendName}
-
-// enumTypes are the allowed values of named string types, by type: a field of such a type needs
-// no enum tag. (Empty until the domain's values are types of their own.)
-var enumTypes = map[reflect.Type][]string{}
 
 // typeSchemas are the schemas of the types that JSON does not show as their Go kind suggests.
 var typeSchemas = map[reflect.Type]map[string]any{
@@ -125,11 +123,7 @@ func (m *schemaMaker) of(t reflect.Type, request bool) map[string]any {
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.String:
-		s := map[string]any{"type": "string"}
-		if values, ok := enumTypes[t]; ok {
-			s["enum"] = values
-		}
-		return s
+		return map[string]any{"type": "string"}
 	case reflect.Bool:
 		return map[string]any{"type": "boolean"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
