@@ -393,13 +393,17 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 // NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
 // or nil when none is pending or deliveries are held. It reads from the reader, so a worker can ask it cheaply before
 // it claims.
-func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
+func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	var due *int64 // nil: none pending
 	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld); err != nil {
 		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
-	return due, nil
+	if due == nil {
+		return nil, nil
+	}
+	t := fromMillis(*due)
+	return &t, nil
 }
 
 // ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
