@@ -47,14 +47,6 @@ func msTime(ms int64) timestamp {
 	return timestamp(b[:])
 }
 
-func msTimePtr(ms *int64) *timestamp {
-	if ms == nil {
-		return nil
-	}
-	s := msTime(*ms)
-	return &s
-}
-
 // timeStr is t on the wire.
 func timeStr(t time.Time) timestamp { return msTime(t.UnixMilli()) }
 

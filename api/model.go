@@ -28,6 +28,6 @@ func (a *API) modelState(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, modelStateJSON{State: st.State, Since: msTimePtr(st.Since), Failures: st.Failures,
-		NextProbeAt: msTimePtr(st.NextProbeAt), InFlight: st.InFlight, Cap: st.Cap})
+	return c.JSON(http.StatusOK, modelStateJSON{State: st.State, Since: timePtr(st.Since), Failures: st.Failures,
+		NextProbeAt: timePtr(st.NextProbeAt), InFlight: st.InFlight, Cap: st.Cap})
 }

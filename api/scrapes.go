@@ -102,7 +102,7 @@ type acceptedJSON struct {
 func scrapeOf(s models.Scrape) scrapeJSON {
 	c := s.Counts
 	return scrapeJSON{ID: s.ID, ChatID: s.ChatID, GuildID: s.GuildID, Backend: s.Backend, Mode: s.Mode, State: s.State,
-		Downloaded: s.Downloaded, PushedAt: msTime(s.PushedAt), CreatedAt: msTime(s.CreatedAt), UpdatedAt: msTime(s.UpdatedAt),
+		Downloaded: s.Downloaded, PushedAt: timeStr(s.PushedAt), CreatedAt: timeStr(s.CreatedAt), UpdatedAt: timeStr(s.UpdatedAt),
 		Counts: scrapeCountsJSON{Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect,
 			Unverified: c.Unverified, Skipped: c.Skipped, Total: c.Total, StoredBytes: c.StoredBytes, PendingByKind: kindCountsOf(c.PendingByKind)}}
 }
@@ -121,7 +121,7 @@ type mediaJSON struct {
 
 func mediaOf(m models.Media) mediaJSON {
 	out := mediaJSON{ID: m.ID, ScrapeID: m.ScrapeID, Kind: m.Kind, URL: m.URL, Bytes: m.Bytes, State: m.State,
-		StoredBytes: m.StoredBytes, UpdatedAt: msTime(m.UpdatedAt)}
+		StoredBytes: m.StoredBytes, UpdatedAt: timeStr(m.UpdatedAt)}
 	if m.State == models.MediaCached {
 		u := fmt.Sprintf("/api/media/%d/preview", m.ID)
 		out.PreviewURL = &u

@@ -59,7 +59,7 @@ func (a *API) stats(c echo.Context) error {
 	}
 	ms := make([]minuteJSON, 0, len(settled))
 	for _, s := range settled {
-		ms = append(ms, minuteJSON{At: msTime(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
+		ms = append(ms, minuteJSON{At: timeStr(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
 	}
 	health := map[string]string{"database": "ok", "model": "ok"}
 	if p := a.modelProblem(); p != "" {
@@ -71,7 +71,7 @@ func (a *API) stats(c echo.Context) error {
 	}
 	out := statsJSON{
 		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Leased: st.Leased, ByWhy: st.ByWhy,
-			ByTask: st.ByTask, OldestDueAt: msTimePtr(st.OldestDueAt)},
+			ByTask: st.ByTask, OldestDueAt: timePtr(st.OldestDueAt)},
 		Settled: ms,
 		Health:  health,
 		Holds:   holdsOf(holds),

@@ -92,14 +92,14 @@ type deliveryJSON struct {
 
 func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, WebhookID: d.WebhookID, MessageID: d.MsgID, Event: d.Event, Status: d.Status,
-		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: msTimePtr(d.DeliveredAt),
-		CreatedAt: msTime(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
+		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: timePtr(d.DeliveredAt),
+		CreatedAt: timeStr(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
 	if d.Status == models.DeliveryPending {
-		next := msTime(d.DueAt)
+		next := timeStr(d.DueAt)
 		out.NextAttemptAt = &next
 	}
 	for _, a := range attempts {
-		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: msTime(a.At), Status: a.Status,
+		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: timeStr(a.At), Status: a.Status,
 			LatencyMs: a.LatencyMs, Error: a.Error})
 	}
 	if d.Payload != "" {

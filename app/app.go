@@ -240,7 +240,7 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 		out.ByTaskWhy[k] = n
 	}
 	if st.OldestDueAt != nil {
-		out.OldestDueAge = a.Clock.Now().Sub(time.UnixMilli(*st.OldestDueAt))
+		out.OldestDueAge = a.Clock.Now().Sub(*st.OldestDueAt)
 		out.HasOldestDueAge = true
 	}
 	return out, nil

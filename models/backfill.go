@@ -103,14 +103,14 @@ type BackfillJob struct {
 	Position  int64   `gorm:"column:position"`
 	Processed int64   `gorm:"column:processed"`
 	// PerMinute is the measured rate, null until the run has lasted 30 s.
-	PerMinute  *float64 `gorm:"column:per_minute"`
-	StartedAt  *int64   `gorm:"column:started_at"`
-	FinishedAt *int64   `gorm:"column:finished_at"`
+	PerMinute  *float64   `gorm:"column:per_minute"`
+	StartedAt  *time.Time `gorm:"column:started_at;serializer:unixms"`
+	FinishedAt *time.Time `gorm:"column:finished_at;serializer:unixms"`
 	// CooldownMs is the pause between batches once suspect failures raised it; null means the
 	// settings' pause.
-	CooldownMs *int64 `gorm:"column:cooldown_ms"`
-	Stalled    int    `gorm:"column:stalled"`
-	ActiveAt   int64  `gorm:"column:active_at"`
+	CooldownMs *int64    `gorm:"column:cooldown_ms"`
+	Stalled    int       `gorm:"column:stalled"`
+	ActiveAt   time.Time `gorm:"column:active_at;serializer:unixms"`
 	// RunMs is the time this run actually spent running batches (fetching, cooling down,
 	// retrying suspects), across restarts; never time queued, paused, or waiting out a rate
 	// limit or a walk.
@@ -275,7 +275,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 		j.Processed += rec.Handled
 		j.RunMs += max(0, rec.RunMs)
 		j.RunRows += rec.Settled
-		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, tx.nowMs()
+		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, fromMillis(tx.nowMs())
 		// The smoothed rate starts at the first batch's own rate, then moves towards each
 		// batch's by its weight: an exponentially weighted mean over running time.
 		if rec.RunMs > 0 && rec.RecentWeight > 0 {
@@ -298,7 +298,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 		out = j
 		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET processed = ?, run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
 			stalled = ?, cooldown_ms = ?, active_at = ? WHERE chat_id = ?`,
-			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt, chatID)
+			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), chatID)
 		return err
 	})
 	if err != nil {
@@ -354,11 +354,7 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 			return err
 		}
 		data := BackfillFinishedData{ChatID: chatID, GuildID: job.GuildID, Processed: job.Processed, Cached: sums.Cached,
-			Failed: sums.Failed, Total: sums.Total, FinishedAt: time.UnixMilli(now).UTC()}
-		if job.StartedAt != nil {
-			t := time.UnixMilli(*job.StartedAt).UTC()
-			data.StartedAt = &t
-		}
+			Failed: sums.Failed, Total: sums.Total, FinishedAt: fromMillis(now), StartedAt: job.StartedAt}
 		return tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
 	})
 	if err != nil {
@@ -370,15 +366,15 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 // BackfillRunner is the queue runner's row: who holds the lease, the job it runs and the rate
 // limit it waits out.
 type BackfillRunner struct {
-	Owner        *string `gorm:"column:owner"`
-	LeaseUntil   *int64  `gorm:"column:lease_until"`
-	ChatID       *string `gorm:"column:chat_id"`
-	LimitedUntil *int64  `gorm:"column:limited_until"`
+	Owner        *string    `gorm:"column:owner"`
+	LeaseUntil   *time.Time `gorm:"column:lease_until;serializer:unixms"`
+	ChatID       *string    `gorm:"column:chat_id"`
+	LimitedUntil *time.Time `gorm:"column:limited_until;serializer:unixms"`
 }
 
-// Live reports whether the lease holds at now (epoch ms).
-func (r BackfillRunner) Live(now int64) bool {
-	return r.Owner != nil && r.LeaseUntil != nil && *r.LeaseUntil > now
+// Live reports whether the lease holds at now.
+func (r BackfillRunner) Live(now time.Time) bool {
+	return r.Owner != nil && r.LeaseUntil != nil && r.LeaseUntil.After(now)
 }
 
 // BackfillRunnerState reads the runner row.
@@ -418,9 +414,9 @@ func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
 
 // SetBackfillRunnerJob records the job owner runs (nil: none) and the rate limit it waits out
 // (nil: none), if owner holds the lease.
-func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *int64) error {
+func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *time.Time) error {
 	if _, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
-		chatID, limitedUntil, owner); err != nil {
+		chatID, millisOrNil(limitedUntil), owner); err != nil {
 		return fmt.Errorf("set the backfill runner job: %w", err)
 	}
 	return nil

@@ -14,18 +14,17 @@ const (
 	BreakerProbing = "probing" // one job's call tests the model
 )
 
-// Breaker is the model breaker's row: one per database, shared by every replica. Times are
-// milliseconds since the epoch.
+// Breaker is the model breaker's row: one per database, shared by every replica.
 type Breaker struct {
-	State       string  `gorm:"column:state"`
-	Since       *int64  `gorm:"column:since"`
-	Failures    int     `gorm:"column:failures"`
-	Probes      int     `gorm:"column:probes"`
-	Why         *Why    `gorm:"column:why"`
-	Status      *int    `gorm:"column:status"`
-	NextProbeAt *int64  `gorm:"column:next_probe_at"`
-	ProbeOwner  *string `gorm:"column:probe_owner"`
-	ProbeUntil  *int64  `gorm:"column:probe_until"`
+	State       string     `gorm:"column:state"`
+	Since       *time.Time `gorm:"column:since;serializer:unixms"`
+	Failures    int        `gorm:"column:failures"`
+	Probes      int        `gorm:"column:probes"`
+	Why         *Why       `gorm:"column:why"`
+	Status      *int       `gorm:"column:status"`
+	NextProbeAt *time.Time `gorm:"column:next_probe_at;serializer:unixms"`
+	ProbeOwner  *string    `gorm:"column:probe_owner"`
+	ProbeUntil  *time.Time `gorm:"column:probe_until;serializer:unixms"`
 }
 
 const breakerColumns = `state, since, failures, probes, why, status, next_probe_at, probe_owner, probe_until`
@@ -71,7 +70,7 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until); err != nil {
 		return Breaker{}, false, err
 	}
-	b.Since, b.NextProbeAt, b.ProbeUntil = nullInt(since), nullInt(next), nullInt(until)
+	b.Since, b.NextProbeAt, b.ProbeUntil = nullTime(since), nullTime(next), nullTime(until)
 	if why.Valid {
 		w := Why(why.String)
 		b.Why = &w
@@ -86,11 +85,13 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	return b, true, rows.Err()
 }
 
-func nullInt(n sql.NullInt64) *int64 {
+// nullTime is a nullable epoch-milliseconds column as a time, or nil.
+func nullTime(n sql.NullInt64) *time.Time {
 	if !n.Valid {
 		return nil
 	}
-	return &n.Int64
+	t := fromMillis(n.Int64)
+	return &t
 }
 
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them
@@ -119,11 +120,10 @@ func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *
 func breakerData(b Breaker) ModelBreakerData {
 	d := ModelBreakerData{State: b.State, Failures: b.Failures, Why: b.Why, Status: b.Status}
 	if b.Since != nil {
-		d.Since = time.UnixMilli(*b.Since).UTC()
+		d.Since = *b.Since
 	}
-	if b.NextProbeAt != nil && b.State != BreakerClosed {
-		t := time.UnixMilli(*b.NextProbeAt).UTC()
-		d.NextProbeAt = &t
+	if b.State != BreakerClosed {
+		d.NextProbeAt = b.NextProbeAt
 	}
 	return d
 }

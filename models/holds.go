@@ -10,9 +10,9 @@ import (
 // A held job's row is not changed: its why shows WhyHeld while the hold lasts, and lifting the
 // hold makes it due again at its own due time.
 type Holds struct {
-	Screen     bool `json:"screen"`
-	Score      bool `json:"score"`
-	Deliveries bool `json:"deliveries"`
+	Screen     bool
+	Score      bool
+	Deliveries bool
 }
 
 // Any reports whether anything is held.

@@ -404,20 +404,20 @@ func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 
 // JobFilter selects owed jobs for the admin.
 type JobFilter struct {
-	ID     int64    `json:"id"` // one job
-	Task   Task     `json:"task"`
-	Kind   Kind     `json:"kind"`
-	Why    Why      `json:"why"` // "none" selects jobs with no why; "held" the jobs of a held task
-	UserID int64    `json:"userId"`
-	Author string   `json:"author"` // part of the author's name, any case
-	ItemID int64    `json:"itemId"`
-	State  JobState `json:"state"`
+	ID     int64 // one job
+	Task   Task
+	Kind   Kind
+	Why    Why // "none" selects jobs with no why; "held" the jobs of a held task
+	UserID int64
+	Author string // part of the author's name, any case
+	ItemID int64
+	State  JobState
 
 	// Held, when set, is what is held as read just before the list or count; the filter then
 	// names the held tasks itself instead of reading the holds row for every job, so a filter by
 	// why reads only the why index (a count of 50,000 budget jobs: one index range, not 50,000
 	// row lookups). Nil reads the holds in the statement, as a write in a transaction needs.
-	Held *Holds `json:"-"`
+	Held *Holds
 }
 
 // heldTask is true in SQL when the job's task is held (see heldTasks).

@@ -26,9 +26,9 @@ type Scrape struct {
 	Downloaded int64       `gorm:"column:downloaded"`
 	// PushedAt is the last time the bot pushed media (or started the walk): an active
 	// scrape holds the walk lock until it has been idle for the configured time.
-	PushedAt  int64 `gorm:"column:pushed_at"`
-	CreatedAt int64 `gorm:"column:created_at"`
-	UpdatedAt int64 `gorm:"column:updated_at"`
+	PushedAt  time.Time `gorm:"column:pushed_at;serializer:unixms"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
+	UpdatedAt time.Time `gorm:"column:updated_at;serializer:unixms"`
 
 	Counts ScrapeCounts `gorm:"-"`
 }
@@ -52,10 +52,10 @@ type ScrapeCounts struct {
 
 // KindCounts are counts per media kind.
 type KindCounts struct {
-	Image int64 `json:"image"`
-	GIF   int64 `json:"gif"`
-	Video int64 `json:"video"`
-	Audio int64 `json:"audio"`
+	Image int64
+	GIF   int64
+	Video int64
+	Audio int64
 }
 
 // totalsColumns are scrape_totals' counts in the order scanTotals reads them.
@@ -114,7 +114,7 @@ type NewScrape struct {
 func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 	now := s.nowMs()
 	sc := Scrape{ChatID: n.ChatID, GuildID: n.GuildID, Backend: n.Backend, Mode: n.Mode, State: ScrapeActive,
-		PushedAt: now, CreatedAt: now, UpdatedAt: now}
+		PushedAt: fromMillis(now), CreatedAt: fromMillis(now), UpdatedAt: fromMillis(now)}
 	if err := s.scan(ctx, s.db, &sc.ID, `INSERT INTO scrapes (chat_id, guild_id, backend, mode, state, downloaded, pushed_at, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id`,
 		sc.ChatID, sc.GuildID, sc.Backend, sc.Mode, sc.State, now, now, now); err != nil {
@@ -342,8 +342,8 @@ type Media struct {
 	Bytes *int64     `gorm:"column:bytes"`
 	State MediaState `gorm:"column:state"`
 	// StoredBytes is the size of the stored preview (0 unless cached).
-	StoredBytes int64 `gorm:"column:stored_bytes"`
-	UpdatedAt   int64 `gorm:"column:updated_at"`
+	StoredBytes int64     `gorm:"column:stored_bytes"`
+	UpdatedAt   time.Time `gorm:"column:updated_at;serializer:unixms"`
 }
 
 const mediaColumns = `id, scrape_id, kind, url, bytes, state, stored_bytes, updated_at`

@@ -146,7 +146,7 @@ type JobStats struct {
 	Leased      int64
 	ByWhy       map[Why]int64 // "none" for jobs that are simply due or new; "held" for a held task's
 	ByTask      map[Task]int64
-	OldestDueAt *int64
+	OldestDueAt *time.Time
 }
 
 // Stats counts owed jobs.
@@ -186,16 +186,20 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	if err != nil {
 		return st, fmt.Errorf("job stats: %w", err)
 	}
-	st.Due, st.Leased, st.OldestDueAt = agg.Due, agg.Leased, agg.Oldest
+	st.Due, st.Leased = agg.Due, agg.Leased
+	if agg.Oldest != nil {
+		oldest := fromMillis(*agg.Oldest)
+		st.OldestDueAt = &oldest
+	}
 	return st, nil
 }
 
 // Settled is one minute's attempts by outcome.
 type Settled struct {
-	Minute int64 // epoch ms of the minute's start
-	Screen int64 // verdicts recorded
-	Score  int64 // scores recorded
-	Put    int64 // attempts that left the job pending
+	Minute time.Time // the minute's start
+	Screen int64     // verdicts recorded
+	Score  int64     // scores recorded
+	Put    int64     // attempts that left the job pending
 }
 
 // SettledPerMinute counts the attempts of each of the last n minutes, oldest first.
@@ -215,7 +219,7 @@ func (s *Store) SettledPerMinute(ctx context.Context, n int) ([]Settled, error) 
 	}
 	out := make([]Settled, n)
 	for i := range out {
-		out[i].Minute = start + int64(i)*60000
+		out[i].Minute = fromMillis(start + int64(i)*60000)
 	}
 	for _, r := range rows {
 		i := int((r.M*60000 - start) / 60000)

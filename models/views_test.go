@@ -201,7 +201,7 @@ func TestStatsAndEvents(t *testing.T) {
 		if st.Total != 3 || st.Due != 3 || st.Leased != 0 || st.ByWhy[models.WhyUpstream] != 1 || st.ByWhy["none"] != 2 || st.ByTask[models.TaskScreen] != 3 {
 			t.Errorf("stats = %+v", st)
 		}
-		if st.OldestDueAt == nil || *st.OldestDueAt != ms(owedtest.Start) {
+		if st.OldestDueAt == nil || st.OldestDueAt.UnixMilli() != ms(owedtest.Start) {
 			t.Errorf("oldest due = %v, want %d", st.OldestDueAt, ms(owedtest.Start))
 		}
 

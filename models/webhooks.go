@@ -79,15 +79,15 @@ type Delivery struct {
 	Event       string         `gorm:"column:event"`
 	Payload     string         `gorm:"column:payload"`
 	Status      DeliveryStatus `gorm:"column:status"`
-	DueAt       int64          `gorm:"column:due_at"`
+	DueAt       time.Time      `gorm:"column:due_at;serializer:unixms"`
 	Attempts    int            `gorm:"column:attempts"`
 	Failures    int            `gorm:"column:failures"`
 	LastStatus  *int           `gorm:"column:last_status"`
 	LastError   *string        `gorm:"column:last_error"`
-	LeaseUntil  *int64         `gorm:"column:lease_until"`
+	LeaseUntil  *time.Time     `gorm:"column:lease_until;serializer:unixms"`
 	LeaseOwner  *string        `gorm:"column:lease_owner"`
-	DeliveredAt *int64         `gorm:"column:delivered_at"`
-	CreatedAt   int64          `gorm:"column:created_at"`
+	DeliveredAt *time.Time     `gorm:"column:delivered_at;serializer:unixms"`
+	CreatedAt   time.Time      `gorm:"column:created_at;serializer:unixms"`
 }
 
 const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at, attempts, failures, last_status,
@@ -96,13 +96,13 @@ const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at,
 // DeliveryAttempt is one attempt at a delivery: the HTTP status (nil when none came back),
 // how long it took, and what went wrong (nil when it was delivered).
 type DeliveryAttempt struct {
-	ID         int64   `gorm:"column:id"`
-	DeliveryID int64   `gorm:"column:delivery_id"`
-	Attempt    int     `gorm:"column:attempt"`
-	At         int64   `gorm:"column:at"`
-	Status     *int    `gorm:"column:status"`
-	LatencyMs  int64   `gorm:"column:latency_ms"`
-	Error      *string `gorm:"column:error"`
+	ID         int64     `gorm:"column:id"`
+	DeliveryID int64     `gorm:"column:delivery_id"`
+	Attempt    int       `gorm:"column:attempt"`
+	At         time.Time `gorm:"column:at;serializer:unixms"`
+	Status     *int      `gorm:"column:status"`
+	LatencyMs  int64     `gorm:"column:latency_ms"`
+	Error      *string   `gorm:"column:error"`
 }
 
 // ItemScreenedData is the data of an item.screened event. SongID is set for revisions and
@@ -393,13 +393,17 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 // NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
 // or nil when none is pending or deliveries are held. It reads from the reader, so a worker can ask it cheaply before
 // it claims.
-func (s *Store) NextDeliveryDue(ctx context.Context) (*int64, error) {
+func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	var due *int64 // nil: none pending
 	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld); err != nil {
 		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
-	return due, nil
+	if due == nil {
+		return nil, nil
+	}
+	t := fromMillis(*due)
+	return &t, nil
 }
 
 // ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
@@ -465,15 +469,15 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 		case AttemptDelivered:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
 				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
-				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
+				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
 		case AttemptRetry:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
 		case AttemptGone:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+				r.Status, r.Error, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
 		default:
 			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
 		}
@@ -496,7 +500,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 // if the claim still holds: the same owner and the same lease end (as ReleaseJob).
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
 	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil); err != nil {
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil)); err != nil {
 		return fmt.Errorf("release delivery %d: %w", d.ID, err)
 	}
 	return nil

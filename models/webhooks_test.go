@@ -47,7 +47,7 @@ func (h *hookRig) payloads(webhookID int64) []map[string]any {
 		if err := json.Unmarshal([]byte(d.Payload), &p); err != nil {
 			h.t.Fatalf("payload %q: %v", d.Payload, err)
 		}
-		if p["type"] != d.Event || d.Status != models.DeliveryPending || d.DueAt != owedtest.Start.UnixMilli() {
+		if p["type"] != d.Event || d.Status != models.DeliveryPending || !d.DueAt.Equal(owedtest.Start) {
 			h.t.Errorf("delivery %+v with payload type %v", d, p["type"])
 		}
 		out = append(out, p)

@@ -475,19 +475,18 @@ func (b *Backfill) Walking(ctx context.Context) (until time.Time, walking bool, 
 
 // setLimited records the rate limit the runner waits out (zero: none) for the status.
 func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time) error {
-	var ms *int64
+	var limited *time.Time // nil: none
 	if !until.IsZero() {
-		v := until.UnixMilli()
-		ms = &v
+		limited = &until
 	}
 	if b.metrics != nil {
 		v := 0.0
-		if ms != nil {
+		if limited != nil {
 			v = 1
 		}
 		b.metrics.Backfill.WithLabelValues("rate_limited").Set(v)
 	}
-	return b.store.SetBackfillRunnerJob(ctx, b.cfg.Owner, &chat, ms)
+	return b.store.SetBackfillRunnerJob(ctx, b.cfg.Owner, &chat, limited)
 }
 
 // runJob runs one chat's job batch by batch until nothing is pending (done), it is paused,

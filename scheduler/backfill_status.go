@@ -150,13 +150,6 @@ func msTime(ms int64) *time.Time {
 	return &t
 }
 
-func msTimePtr(ms *int64) *time.Time {
-	if ms == nil {
-		return nil
-	}
-	return msTime(*ms)
-}
-
 // msDuration is a duration in ms rounded to a whole ms, halves up (roundMs).
 func msDuration(x float64) time.Duration { return time.Duration(roundMs(x)) * time.Millisecond }
 
@@ -341,14 +334,14 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 		}
 		t := tracked[g.chatID]
 		// A fully backfilled chat is listed only when its job worked since this process started.
-		if j.Pending == 0 && (t == nil || t.ActiveAt < in.bootMs) {
+		if j.Pending == 0 && (t == nil || t.ActiveAt.UnixMilli() < in.bootMs) {
 			continue
 		}
 		if t != nil {
 			j.State = t.State
 			j.Processed = t.Processed
-			j.StartedAt = msTimePtr(t.StartedAt)
-			j.FinishedAt = msTimePtr(t.FinishedAt)
+			j.StartedAt = t.StartedAt
+			j.FinishedAt = t.FinishedAt
 			if t.PerMinute != nil {
 				j.PerMinute, j.RateMeasured = *t.PerMinute, true
 			}
@@ -388,7 +381,7 @@ func runOrder(jobs []BackfillJobStatus, stored []models.BackfillJob) []int {
 // the runner's claimed job, or, with none claimed, the first running one in the run order.
 func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
 	head := ""
-	if in.runner.Live(in.now) && in.runner.ChatID != nil {
+	if in.runner.Live(time.UnixMilli(in.now)) && in.runner.ChatID != nil {
 		head = *in.runner.ChatID
 	}
 	for _, i := range order {
@@ -408,8 +401,8 @@ func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
 // live runner records; epoch ms, 0 when none.
 func limitedUntil(in statusInput) int64 {
 	limited := in.localLimit
-	if in.runner.Live(in.now) && in.runner.LimitedUntil != nil {
-		limited = max(limited, *in.runner.LimitedUntil)
+	if in.runner.Live(time.UnixMilli(in.now)) && in.runner.LimitedUntil != nil {
+		limited = max(limited, in.runner.LimitedUntil.UnixMilli())
 	}
 	return limited
 }
@@ -490,8 +483,8 @@ func liveRate(jobs []BackfillJobStatus, order []int, in statusInput) float64 {
 	}
 	rate, at := 0.0, int64(0)
 	for _, t := range in.jobs {
-		if t.PerMinute != nil && *t.PerMinute > 0 && t.ActiveAt > at {
-			rate, at = *t.PerMinute, t.ActiveAt
+		if t.PerMinute != nil && *t.PerMinute > 0 && t.ActiveAt.UnixMilli() > at {
+			rate, at = *t.PerMinute, t.ActiveAt.UnixMilli()
 		}
 	}
 	return rate

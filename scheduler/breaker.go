@@ -145,8 +145,8 @@ func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) 
 		case models.BreakerClosed:
 			return admission{}, nil
 		case models.BreakerOpen, models.BreakerProbing:
-			due := (row.State == models.BreakerOpen && row.NextProbeAt != nil && *row.NextProbeAt <= now.UnixMilli()) ||
-				(row.State == models.BreakerProbing && row.ProbeUntil != nil && *row.ProbeUntil <= now.UnixMilli())
+			due := (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
+				(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now))
 			if due {
 				owner := b.owner + ":" + strconv.FormatInt(job.ID, 10)
 				until := now.Add(b.lease)
@@ -183,9 +183,9 @@ func parkFor(row models.Breaker, now time.Time) admission {
 	}
 	switch {
 	case row.State == models.BreakerProbing && row.ProbeUntil != nil:
-		a.at = time.UnixMilli(*row.ProbeUntil)
+		a.at = *row.ProbeUntil
 	case row.NextProbeAt != nil:
-		a.at = time.UnixMilli(*row.NextProbeAt)
+		a.at = *row.NextProbeAt
 	}
 	if !a.at.After(now) {
 		// Due now but lost to another prober's claim that has since ended: try again shortly.
@@ -268,13 +268,13 @@ func (b *breaker) giveUp(ctx context.Context, p pass) {
 	b.forget()
 }
 
-// ModelState is the model breaker and cap as GET /api/admin/model shows them; times are
-// milliseconds since the epoch, nil when absent.
+// ModelState is the model breaker and cap as GET /api/admin/model shows them; times are nil
+// when absent.
 type ModelState struct {
 	State       string
-	Since       *int64
+	Since       *time.Time
 	Failures    int
-	NextProbeAt *int64 // open: the next probe; probing: the end of the probe under way
+	NextProbeAt *time.Time // open: the next probe; probing: the end of the probe under way
 	InFlight    int
 	Cap         int
 }

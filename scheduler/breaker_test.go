@@ -133,7 +133,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 		st := modelState(t, r.content)
 		atOpen := int64(r.model.Calls())
 		if st.State != models.BreakerOpen || st.Failures < threshold || st.NextProbeAt == nil ||
-			*st.NextProbeAt != r.clk.Now().Add(5*time.Second).UnixMilli() {
+			st.NextProbeAt.UnixMilli() != r.clk.Now().Add(5*time.Second).UnixMilli() {
 			t.Fatalf("after %d failed calls the breaker is %+v, want open with its probe in 5 s", atOpen, st)
 		}
 		if atOpen < threshold || atOpen > threshold+slots {
@@ -144,7 +144,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 		}
 		var notTried int64
 		r.store.RawScan(r.ctx, &notTried, `SELECT COUNT(*) FROM content_jobs WHERE attempts = 0 AND why = 'upstream' AND status = 503 AND due_at = ?`,
-			*st.NextProbeAt)
+			st.NextProbeAt.UnixMilli())
 		if notTried != items-atOpen {
 			t.Fatalf("%d jobs put off until the probe with the why that opened the breaker, want %d", notTried, items-atOpen)
 		}
@@ -259,7 +259,7 @@ func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
 		r.clk.Advance(time.Second)
 		r.content.Sweep(r.ctx, 0)
 		st = modelState(t, r.content)
-		if r.model.Calls() != calls+1 || st.State != models.BreakerOpen || *st.NextProbeAt != r.clk.Now().Add(10*time.Second).UnixMilli() {
+		if r.model.Calls() != calls+1 || st.State != models.BreakerOpen || st.NextProbeAt.UnixMilli() != r.clk.Now().Add(10*time.Second).UnixMilli() {
 			t.Fatalf("after the first probe: %d calls, %+v; want one call, the next probe in 10 s", r.model.Calls()-calls, st)
 		}
 		// The model asks for 2 minutes: the probe after waits that long.
@@ -267,7 +267,7 @@ func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
 		r.clk.Advance(10 * time.Second)
 		r.content.Sweep(r.ctx, 0)
 		st = modelState(t, r.content)
-		if r.model.Calls() != calls+2 || *st.NextProbeAt != r.clk.Now().Add(2*time.Minute).UnixMilli() {
+		if r.model.Calls() != calls+2 || st.NextProbeAt.UnixMilli() != r.clk.Now().Add(2*time.Minute).UnixMilli() {
 			t.Fatalf("after a probe answered Retry-After 120: %d calls, %+v", r.model.Calls()-calls, st)
 		}
 		// A prober whose budget is spent makes no call; the next job probes.

@@ -438,9 +438,9 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 		return err
 	}
 	a := parkFor(row, c.clock.Now())
-	now := c.clock.Now().UnixMilli()
-	if (row.State == models.BreakerOpen && row.NextProbeAt != nil && *row.NextProbeAt <= now) ||
-		(row.State == models.BreakerProbing && row.ProbeUntil != nil && *row.ProbeUntil <= now) {
+	now := c.clock.Now()
+	if (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
+		(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now)) {
 		return nil
 	}
 	n, err := c.store.ParkDue(ctx, a.at, a.why, a.status, userID)

@@ -187,7 +187,7 @@ func (d *Deliveries) RunDue(ctx context.Context) (int, error) {
 			if err != nil {
 				return false, fmt.Errorf("webhook deliveries due: %w", err)
 			}
-			return next != nil && *next <= d.clock.Now().UnixMilli(), nil
+			return next != nil && !next.After(d.clock.Now()), nil
 		},
 		claim: d.claim,
 		run:   func(ctx context.Context, c claimed) { d.attempt(ctx, c.delivery, c.webhook) },

@@ -214,7 +214,7 @@ func TestDeliveryIsSignedAndDelivered(t *testing.T) {
 			t.Errorf("delivery = %+v", d)
 		}
 		as := r.attempts(d.ID)
-		if len(as) != 1 || *as[0].Status != 204 || as[0].Error != nil || as[0].Attempt != 1 || as[0].At != owedtest.Start.UnixMilli() {
+		if len(as) != 1 || *as[0].Status != 204 || as[0].Error != nil || as[0].Attempt != 1 || !as[0].At.Equal(owedtest.Start) {
 			t.Errorf("attempts = %+v", as)
 		}
 		if n := counter(r.metrics, "delivered"); n != 1 {
@@ -239,14 +239,14 @@ func TestFailedDeliveryIsRetriedOnTheScheduleWithTheSameID(t *testing.T) {
 			before := r.clk.Now()
 			r.run(1)
 			d := r.one(w.ID)
-			wait := time.UnixMilli(d.DueAt).Sub(before)
+			wait := d.DueAt.Sub(before)
 			if d.Status != models.DeliveryPending || d.Attempts != i+1 || wait < step*9/10 || wait > step*11/10 {
 				t.Fatalf("after failure %d: status %s, attempts %d, next in %s; want pending, due in %s ±10%%", i+1, d.Status, d.Attempts, wait, step)
 			}
 			// Not a moment early.
-			r.clk.Set(time.UnixMilli(d.DueAt - 1))
+			r.clk.Set(d.DueAt.Add(-time.Millisecond))
 			r.run(0)
-			r.clk.Set(time.UnixMilli(d.DueAt))
+			r.clk.Set(d.DueAt)
 		}
 		r.run(1) // the script ran out: 204
 		d := r.one(w.ID)
@@ -321,7 +321,7 @@ func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
 		r.finished("chat-1")
 		r.run(1)
 		d := r.one(w.ID)
-		if wait := time.UnixMilli(d.DueAt).Sub(r.clk.Now()); wait != 120*time.Second {
+		if wait := d.DueAt.Sub(r.clk.Now()); wait != 120*time.Second {
 			t.Fatalf("after Retry-After: 120, due in %s; want 2m (longer than the schedule's 5s)", wait)
 		}
 		r.clk.Advance(6 * time.Second)
@@ -329,13 +329,13 @@ func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
 		r.clk.Advance(114 * time.Second)
 		r.run(1)
 		d = r.one(w.ID)
-		if wait := time.UnixMilli(d.DueAt).Sub(r.clk.Now()); wait < 270*time.Second || wait > 330*time.Second {
+		if wait := d.DueAt.Sub(r.clk.Now()); wait < 270*time.Second || wait > 330*time.Second {
 			t.Fatalf("after Retry-After: 1 on the 2nd failure, due in %s; want the schedule's 5m ±10%%", wait)
 		}
-		r.clk.Set(time.UnixMilli(d.DueAt))
+		r.clk.Set(d.DueAt)
 		r.run(1)
 		d = r.one(w.ID)
-		if wait := time.UnixMilli(d.DueAt).Sub(r.clk.Now()); wait != 24*time.Hour {
+		if wait := d.DueAt.Sub(r.clk.Now()); wait != 24*time.Hour {
 			t.Fatalf("after a huge Retry-After, due in %s; want the 24h cap", wait)
 		}
 		if as := r.attempts(d.ID); *as[0].Error != "503 Service Unavailable (Retry-After 2m0s)" {
@@ -407,7 +407,7 @@ func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
 			as[0].Error == nil || *as[0].Error != "refused: not a public address (OWED_WEBHOOKS_ALLOW_PRIVATE is off)" {
 			t.Fatalf("delivery %+v, attempts %+v: want pending, failed like a network error saying the address is refused", d, as)
 		}
-		if wait := time.UnixMilli(d.DueAt).Sub(r.clk.Now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
+		if wait := d.DueAt.Sub(r.clk.Now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
 			t.Errorf("retried in %s, want the schedule's 5s", wait)
 		}
 	})
