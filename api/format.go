@@ -3,12 +3,14 @@ package api
 import (
 	"strconv"
 	"time"
+
+	"github.com/owed/owed/models"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// timeFormat is how every time goes out: RFC 3339 in UTC with milliseconds.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+// timeFormat is how every time goes out (models.TimeFormat, shared with webhook payloads).
+const timeFormat = models.TimeFormat
 
 // timestamp is a time on the wire, in timeFormat; its schema is a date-time string.
 type timestamp string

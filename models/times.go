@@ -16,6 +16,10 @@ import (
 
 func init() { schema.RegisterSerializer("unixms", unixMillis{}) }
 
+// TimeFormat is how owed writes a time for others to read, in the API's answers and in webhook
+// payloads alike: RFC 3339 in UTC, with milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
 // unixMillis is the GORM serializer of a time.Time or *time.Time field kept as epoch
 // milliseconds: NULL is the zero time (time.Time) or nil (*time.Time).
 type unixMillis struct{}

@@ -148,9 +148,6 @@ type webhookPayload struct {
 	Data      any    `json:"data"`
 }
 
-// payloadTime is the payload's timestamp format: RFC 3339, UTC, milliseconds.
-const payloadTime = "2006-01-02T15:04:05.000Z07:00"
-
 // NewWebhookSecret makes a fresh signing secret: "whsec_" and the base64 of 24 random bytes.
 func NewWebhookSecret() string {
 	b := make([]byte, 24)
@@ -214,7 +211,7 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 // insertDeliveries owes event, with data d, to every active subscription to it.
 func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error {
 	now := s.clock.Now()
-	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(payloadTime), Data: d})
+	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(TimeFormat), Data: d})
 	if err != nil {
 		return fmt.Errorf("webhook %s payload: %w", event, err)
 	}
