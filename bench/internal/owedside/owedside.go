@@ -53,8 +53,8 @@ func whatIfName(name string, whatIf []string) string {
 }
 
 // open opens owed's store on a fresh database and seeds it: authors, and n pitches whose trigger
-// owes one screen job each.
-func open(ctx context.Context, cfg Config, authors, n int) (*models.Store, *sql.DB, error) {
+// owes one screen job each. limit is the authors' default daily limit (0: the store's default).
+func open(ctx context.Context, cfg Config, authors, n int, limit int64) (*models.Store, *sql.DB, error) {
 	url := harness.OwedURL(cfg.Dialect, cfg.Where)
 	if slices.Contains(cfg.WhatIf, AsyncCommit) {
 		if cfg.Dialect != harness.Postgres {
@@ -69,7 +69,7 @@ func open(ctx context.Context, cfg Config, authors, n int) (*models.Store, *sql.
 		u.RawQuery = q.Encode()
 		url = u.String()
 	}
-	store, err := models.Open(ctx, models.Options{URL: url, MaxConns: cfg.Conns, Clock: clock.Real{}})
+	store, err := models.Open(ctx, models.Options{URL: url, MaxConns: cfg.Conns, Clock: clock.Real{}, DailyLimit: limit})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,7 +120,7 @@ func check(ctx context.Context, db *sql.DB, what string, want map[string]int64) 
 // Screen times scheduler.Content.Sweep settling n pending screen jobs against model.
 func Screen(ctx context.Context, cfg Config, model *modelclient.Client, authors, n int, limit int64) (harness.Result, error) {
 	res := harness.Result{Name: whatIfName(fmt.Sprintf("owed Sweep (concurrency %d)", cfg.Workers), cfg.WhatIf), Jobs: n}
-	store, db, err := open(ctx, cfg, authors, n)
+	store, db, err := open(ctx, cfg, authors, n, limit)
 	if err != nil {
 		return res, err
 	}
@@ -171,7 +171,7 @@ const (
 // statement.
 func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harness.Result, error) {
 	res := harness.Result{Name: whatIfName(fmt.Sprintf("owed ClaimDue + %s (%d at once)", mode, cfg.Workers), cfg.WhatIf), Jobs: n}
-	store, db, err := open(ctx, cfg, authors, n)
+	store, db, err := open(ctx, cfg, authors, n, 0)
 	if err != nil {
 		return res, err
 	}

@@ -25,7 +25,7 @@ import (
 // charge or a failed ask, which this benchmark never meets, would go back to the per-job path.
 func Prototype(ctx context.Context, cfg Config, model *modelclient.Client, authors, n int, limit int64, batch, loops int) (harness.Result, error) {
 	res := harness.Result{Name: fmt.Sprintf("what-if prototype: batches of %d, %d in flight", batch, loops), Jobs: n}
-	store, db, err := open(ctx, cfg, authors, n)
+	store, db, err := open(ctx, cfg, authors, n, limit)
 	if err != nil {
 		return res, err
 	}

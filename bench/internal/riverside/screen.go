@@ -55,7 +55,7 @@ func screenArgs(itemID int64, v *modelclient.Verdict, now int64) []any {
 }
 
 func eventArgs(ev *models.Event) []any {
-	return []any{ev.At, ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
+	return []any{ev.At.UnixMilli(), ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
 		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs}
 }
 
