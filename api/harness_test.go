@@ -89,7 +89,7 @@ func (w *world) quiet() *world {
 	return w
 }
 
-// sweep runs every due job now, as the cron sweep does, and returns how many ran.
+// sweep runs every due job now, as the periodic sweep does, and returns how many ran.
 func (w *world) sweep() int {
 	w.t.Helper()
 	if w.sweeper == nil {

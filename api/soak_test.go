@@ -238,7 +238,7 @@ func sqlCount(t *testing.T, s *models.Store, q string, args ...any) int64 {
 	return n
 }
 
-// TestSoakContentUnderModelFaults writes items through the API while the cron sweep, the
+// TestSoakContentUnderModelFaults writes items through the API while the periodic sweep, the
 // writes' inline claims and the authors' views race for the jobs, against a model that fails
 // about a quarter of its calls in every way it can; it advances the clock between sweeps
 // (across UTC midnights, so budgets refill) until nothing is owed, checking at every step that
@@ -375,7 +375,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			var wg sync.WaitGroup
 			if rounds < writeRounds {
 				// Writes (each claims its item inline), authors' views (each sweeps that author)
-				// and the cron sweep, all at once.
+				// and the periodic sweep, all at once.
 				per := items / writeRounds
 				work := make(chan int, per)
 				for i := range per {
