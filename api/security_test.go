@@ -164,7 +164,7 @@ func TestSignInsAreLimited(t *testing.T) {
 }
 
 // TestSessionsAreBoundedAndPruned (issue 12, row 5): a user's sessions are capped, and expired
-// ones are deleted by the prune the cron sweep runs, not only at sign-out.
+// ones are deleted by the prune the periodic sweep runs, not only at sign-out.
 func TestSessionsAreBoundedAndPruned(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)

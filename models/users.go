@@ -195,7 +195,7 @@ func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
 	return u, nil
 }
 
-// PruneSessions deletes the sessions expired by now (the cron sweep calls it).
+// PruneSessions deletes the sessions expired by now (the periodic sweep calls it).
 func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
 	if err != nil {

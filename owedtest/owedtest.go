@@ -118,7 +118,7 @@ type Env struct {
 const AdminToken = "owed_test_admin_token"
 
 // NewEnv starts owed on databaseURL with a fake model, a fake clock at Start, and the given
-// changes to the configuration. The cron sweep is not started: tests sweep when they choose.
+// changes to the configuration. The periodic sweep is not started: tests sweep when they choose.
 func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
 	t.Helper()
 	model := modeltest.New(t)
@@ -236,7 +236,7 @@ func (e *Env) User(name string, role models.Role) (int64, string) {
 	return u.ID, u.Token
 }
 
-// Sweep runs every due job now, as the cron sweep does.
+// Sweep runs every due job now, as the periodic sweep does.
 func (e *Env) Sweep() int {
 	e.T.Helper()
 	n, err := e.App.Content.Sweep(context.Background(), 0)

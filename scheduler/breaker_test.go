@@ -149,7 +149,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Fatalf("%d jobs put off until the probe with the why that opened the breaker, want %d", notTried, items-atOpen)
 		}
 
-		// 30 minutes of outage: the cron sweep every 5 s, an author's view and a write every minute.
+		// 30 minutes of outage: the periodic sweep every 5 s, an author's view and a write every minute.
 		om.maxDown.Store(0)
 		written := items
 		for step := 1; r.clk.Now().Sub(outageStart) < 30*time.Minute; step++ {
@@ -432,7 +432,7 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 }
 
 // A burst of 1,000 inline writes (songs, whose scores follow, and pitches) by 20 authors, with
-// their views sweeping their jobs and cron sweeps running all the while: the model never has
+// their views sweeping their jobs and periodic sweeps running all the while: the model never has
 // more calls in flight than OWED_MODEL_CONCURRENCY, a score counting as its three, and every
 // job settles.
 func TestModelCapHoldsUnderABurst(t *testing.T) {

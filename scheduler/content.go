@@ -1,5 +1,5 @@
 // Package scheduler runs owed's work: the content jobs (screen and score) claimed by writes,
-// by authors' views and by the cron sweep, and the backfill queue.
+// by authors' views and by the periodic sweep, and the backfill queue.
 package scheduler
 
 import (
@@ -155,7 +155,7 @@ func (c *Content) ModelProblem() string {
 func (c *Content) Config() ContentConfig { return c.cfg }
 
 // Run runs one claimed job to its end or its next attempt, waiting for its model slots as the
-// cron sweep does. An error means the job could not be run at all (a request the model client
+// periodic sweep does. An error means the job could not be run at all (a request the model client
 // would refuse, or the database failing): the job keeps its lease until it runs out and is
 // then due again.
 func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
@@ -389,7 +389,7 @@ func (c *Content) runClaimed(ctx context.Context, job models.Job, prio Priority,
 // revision's score) are run by it too.
 //
 // It claims no more jobs than there are model slots free for it (an author's sweep before the
-// cron sweep's): a job that would only wait for a slot is left unclaimed, for a replica with
+// periodic sweep's): a job that would only wait for a slot is left unclaimed, for a replica with
 // room to take, instead of waiting out its lease here. While the model's breaker is open it
 // puts every due job off until the next probe in one statement.
 func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {

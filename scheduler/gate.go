@@ -9,7 +9,7 @@ import (
 type Priority int
 
 // The claimers, first served first: the write waiting for its own screen, then the author's
-// view of their items, then the cron sweep.
+// view of their items, then the periodic sweep.
 const (
 	PriorityInline Priority = iota
 	PriorityAuthor

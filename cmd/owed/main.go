@@ -1,4 +1,4 @@
-// Command owed serves owed's API, admin SPA, cron sweep and backfill queue, and runs its
+// Command owed serves owed's API, admin SPA, periodic sweep, webhook deliveries and backfill queue, and runs its
 // administrative commands.
 //
 //	owed serve                              run everything (configured by OWED_* variables or flags)
@@ -37,7 +37,7 @@ func main() {
 }
 
 const usage = `usage:
-  owed serve [flags]                   API, admin SPA, cron sweep and backfill queue in one process
+  owed serve [flags]                   API, admin SPA, sweeps, deliveries and backfill in one process
   owed migrate [--status] [flags]      apply pending database migrations and exit; --status only lists them
   owed users add NAME --role ROLE      add a user (author, bot or admin) and print its token once
   owed backup FILE [flags]             a consistent copy of a live SQLite database
