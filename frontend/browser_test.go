@@ -1215,6 +1215,10 @@ func (b *browser) axeViolations(t *testing.T) []string {
 		}
 		b.do(t, "load axe-core", chromedp.Evaluate[chromedp.Void](string(src)))
 	}
+	// A toast fading in or out has, for that moment, the contrast of its blend with the page:
+	// axe measures the page at rest.
+	b.waitJS(t, "toasts at rest", `[...document.querySelectorAll('.toast')].every((el) =>
+		!el.classList.contains('toast-out') && el.getAnimations().every((a) => a.playState !== 'running'))`)
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
 	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
