@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,9 +115,6 @@ func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *time
 var (
 	jobSorts  = []string{models.JobsByID, models.JobsByDue, models.JobsByAttempts}
 	whyFilter = append([]models.Why{"none"}, models.Whys...)
-	tasks     = names(models.Tasks)
-	kinds     = names(models.Kinds)
-	jobStates = names(models.JobStates)
 )
 
 // maxAuthorFilter caps the author filter's length: a name is at most this long.
@@ -124,18 +122,10 @@ const maxAuthorFilter = 200
 
 // checkJobFilter validates a job filter, from the query or a JSON body alike.
 func checkJobFilter(f models.JobFilter) error {
-	for _, chk := range []struct {
-		field, value string
-		allowed      []string
-	}{{"task", string(f.Task), tasks}, {"kind", string(f.Kind), kinds}, {"why", string(f.Why), names(whyFilter)}, {"state", string(f.State), jobStates}} {
-		if chk.value == "" {
-			continue
-		}
-		ok := false
-		for _, a := range chk.allowed {
-			ok = ok || a == chk.value
-		}
-		if !ok {
+	for _, chk := range []struct{ field, value, list string }{
+		{"task", string(f.Task), "task"}, {"kind", string(f.Kind), "kind"}, {"why", string(f.Why), "whyFilter"}, {"state", string(f.State), "jobState"},
+	} {
+		if chk.value != "" && !slices.Contains(enumLists[chk.list], chk.value) {
 			return invalid(chk.field, chk.field+" is not one of the accepted values")
 		}
 	}

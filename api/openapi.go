@@ -31,7 +31,7 @@ func (a *API) OpenAPI() map[string]any {
 		for _, p := range pathParam.FindAllStringSubmatch(r.path, -1) {
 			schema := map[string]any{"type": "integer", "minimum": 1}
 			if p[1] == "kind" {
-				schema = map[string]any{"type": "string", "enum": kinds}
+				schema = map[string]any{"type": "string", "enum": enumLists["kind"]}
 			}
 			params = append(params, map[string]any{"name": p[1], "in": "path", "required": true, "schema": schema})
 		}

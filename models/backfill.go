@@ -416,7 +416,7 @@ func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
 // (nil: none), if owner holds the lease.
 func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *time.Time) error {
 	if _, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
-		chatID, millisOrNil(limitedUntil), owner); err != nil {
+		chatID, limitedUntil, owner); err != nil {
 		return fmt.Errorf("set the backfill runner job: %w", err)
 	}
 	return nil

@@ -396,7 +396,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) 
 // (every claimer of a process shares its owner name).
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 	if _, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, millisOrNil(job.LeaseUntil)); err != nil {
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
 		return fmt.Errorf("release job %d: %w", job.ID, err)
 	}
 	return nil

@@ -466,15 +466,15 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 		case AttemptDelivered:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
 				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
-				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
+				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
 		case AttemptRetry:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
+				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
 		case AttemptGone:
 			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
 				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.Status, r.Error, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil))
+				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
 		default:
 			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
 		}
@@ -497,7 +497,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 // if the claim still holds: the same owner and the same lease end (as ReleaseJob).
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
 	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, millisOrNil(d.LeaseUntil)); err != nil {
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil); err != nil {
 		return fmt.Errorf("release delivery %d: %w", d.ID, err)
 	}
 	return nil
