@@ -128,20 +128,29 @@ func TestErrorsKept(t *testing.T) {
 	}
 }
 
-// TestErrorsCut: an error is kept to 500 characters.
+// TestErrorsCut: a model's error answer is kept as its status line and, for a JSON error, its
+// message, cut to 200 characters; a text body is never kept (issue 23).
 func TestErrorsCut(t *testing.T) {
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db").quiet()
+	body := `{"error":{"message":"` + strings.Repeat("é", 600) + `"}}`
 	w.env.Model.Handle(func(rw http.ResponseWriter, r *http.Request) bool {
 		rw.WriteHeader(http.StatusBadGateway)
-		rw.Write([]byte(strings.Repeat("é", 2000)))
+		rw.Write([]byte(body))
 		return true
 	})
 	p := w.pitch(asAuthor, "")
 	w.sweep()
 	j := obj(w.jobDetail(t, w.job(models.TaskScreen, models.KindPitch, p).ID)["job"])
 	s, _ := j["lastError"].(string)
-	if n := len([]rune(s)); n != 500 || !strings.HasPrefix(s, "HTTP 502: éé") {
-		t.Errorf("lastError has %d characters (%.40q…), want 500", n, s)
+	if n := len([]rune(s)); n != 200 || !strings.HasPrefix(s, "HTTP 502: éé") {
+		t.Errorf("lastError has %d characters (%.40q…), want 200", n, s)
+	}
+	body = strings.Repeat("internal text ", 100)
+	p = w.pitch(asAuthor, "")
+	w.sweep()
+	j = obj(w.jobDetail(t, w.job(models.TaskScreen, models.KindPitch, p).ID)["job"])
+	if s, _ := j["lastError"].(string); s != "HTTP 502: Bad Gateway" {
+		t.Errorf("lastError of a text answer is %q, want the status line alone", s)
 	}
 }
 

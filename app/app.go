@@ -133,8 +133,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
 		Help: "Long polls and streams of authors' views waiting in this process."},
 		func() float64 { return float64(a.Notify.Watchers()) }))
+	proxy, err := proxyURL(cfg.ModelProxy)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("OWED_MODEL_PROXY: %w", err)
+	}
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
-		Timeout: cfg.ModelTimeout, HTTPClient: opts.HTTPClient})
+		Timeout: cfg.ModelTimeout, Proxy: proxy, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
 		store.Close()
 		return nil, fmt.Errorf("model: %w", err)

@@ -65,6 +65,9 @@ type Config struct {
 	// ModelBreaker is how many consecutive model failures open the breaker (OWED_MODEL_BREAKER;
 	// 0 turns it off).
 	ModelBreaker int
+	// ModelProxy is the proxy model calls go through (OWED_MODEL_PROXY); none by default,
+	// whatever HTTP_PROXY says.
+	ModelProxy string
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -161,6 +164,13 @@ var Settings = []Setting{
 	{Env: "OWED_MODEL_KEY", Default: "none", Usage: "the model's bearer key (never logged)", set: text(func(c *Config) *string { return &c.ModelKey })},
 	{Env: "OWED_MODEL_API", Default: shown(defaults.ModelAPI), Usage: "the model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ModelAPI }, modelclient.APIRelay, modelclient.APIOpenAI)},
 	{Env: "OWED_MODEL_NAME", Default: shown(defaults.ModelName), Usage: "the model named in requests and recorded with each score", set: text(func(c *Config) *string { return &c.ModelName })},
+	{Env: "OWED_MODEL_PROXY", Default: "none", Usage: "an `http://` or `https://` proxy for model calls; `HTTP_PROXY` and the like are never read", set: func(c *Config, v string) error {
+		if _, err := proxyURL(v); err != nil {
+			return err
+		}
+		c.ModelProxy = v
+		return nil
+	}},
 	{Env: "OWED_MODEL_TIMEOUT", Default: shown(defaults.ModelTimeout), Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
 	{Env: "OWED_SWEEP_EVERY", Default: shown(defaults.SweepEvery), Usage: "the period of the sweep of everyone's due jobs", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
 	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
@@ -384,4 +394,16 @@ func redactURL(s string) string {
 		return u.Redacted()
 	}
 	return s
+}
+
+// proxyURL parses OWED_MODEL_PROXY: nil when empty, else an absolute http or https URL.
+func proxyURL(v string) (*url.URL, error) {
+	if v == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("want an absolute http:// or https:// URL")
+	}
+	return u, nil
 }

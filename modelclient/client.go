@@ -62,8 +62,12 @@ type Config struct {
 	// (relay score requests fall back to it the same way).
 	Model string
 
-	Timeout    time.Duration // one HTTP call's deadline, body included; DefaultTimeout when zero
-	HTTPClient *http.Client  // optional; nil: a shared client with a pooled transport
+	Timeout time.Duration // one HTTP call's deadline, body included; DefaultTimeout when zero
+	// Proxy is the proxy every call goes through (OWED_MODEL_PROXY); nil: none, whatever the
+	// environment's HTTP_PROXY says.
+	Proxy *url.URL
+	// HTTPClient replaces the guarded client (tests only); nil: outbound's client, pooled.
+	HTTPClient *http.Client
 }
 
 // Validate reports a configuration that New would accept but that could
@@ -130,17 +134,20 @@ type Client struct {
 	invalid error // from Config.Validate: the client acts unconfigured
 }
 
-// sharedHTTP is the default client: one pool for every Client, so creating
-// clients (tests do, a lot) does not leak idle connections, and so parallel
-// score runs and sweeps reuse warm connections instead of dialing.
-var sharedHTTP = sync.OnceValue(func() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 1024
-	t.MaxIdleConnsPerHost = 256
-	t.IdleConnTimeout = 90 * time.Second
-	// No Client.Timeout: each call carries its own context deadline.
-	return &http.Client{Transport: t}
-})
+// guarded is the model's HTTP client, made by outbound: the configured URL may be private
+// (operators run local relays), so the address check is off, but a redirect is followed only
+// within the model's own origin (a 307 to a metadata address would otherwise carry the
+// author's text there and bring its answer back into events), and no proxy is taken from the
+// environment, only proxy when given. No Client.Timeout: each call carries its own deadline.
+func guarded(proxy *url.URL) *http.Client {
+	return outbound.NewClient(outbound.Options{AllowPrivate: true, SameOrigin: true, Redirects: outbound.MaxRedirects,
+		MaxIdleConnsPerHost: 256, Proxy: proxy})
+}
+
+// sharedHTTP is the default client: one pool for every Client without a proxy, so creating
+// clients (tests do, a lot) does not leak idle connections, and so parallel score runs and
+// sweeps reuse warm connections instead of dialing.
+var sharedHTTP = sync.OnceValue(func() *http.Client { return guarded(nil) })
 
 // New returns a client for cfg. It never fails: without a URL, or with a
 // configuration Validate rejects, Configured is false and every ask answers
@@ -161,7 +168,11 @@ func New(cfg Config) *Client {
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	if c.http == nil {
+	switch {
+	case c.http != nil:
+	case cfg.Proxy != nil:
+		c.http = guarded(cfg.Proxy)
+	default:
 		c.http = sharedHTTP()
 	}
 	return c
@@ -284,7 +295,7 @@ func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run
 	}
 	for _, r := range results {
 		if r.why == WhyUpstream {
-			reply.Why, reply.Status, reply.RetryAfter, reply.Error = WhyUpstream, r.status, r.retry, c.redact(r.err)
+			reply.Why, reply.Status, reply.RetryAfter, reply.Error = WhyUpstream, r.status, r.retry, Truncate(c.redact(r.err), MaxStatusErrorChars)
 			return reply
 		}
 	}
@@ -341,6 +352,12 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 		return result{why: WhyUnreachable, err: netError(err, c.timeout)}
 	}
 	defer res.Body.Close()
+	if res.StatusCode >= 300 && res.StatusCode <= 399 {
+		// A redirect the client did not follow: to another origin (or one without a Location).
+		// Neither its body nor where it points is kept.
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
+		return result{why: WhyUpstream, status: res.StatusCode, err: fmt.Sprintf("HTTP %d: a redirect to another origin, not followed", res.StatusCode)}
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		retry, _ := outbound.RetryAfter(res.Header, time.Now())
 		head, _ := io.ReadAll(io.LimitReader(res.Body, 2048))

@@ -29,9 +29,14 @@ func netError(err error, timeout time.Duration) string {
 	return err.Error()
 }
 
-// statusError words a non-2xx answer: "HTTP 503: " and what its body says, the error
-// message of a JSON body ({"error": "…"}, {"error": {"message": "…"}}, {"message": "…"})
-// or else the start of a text body.
+// MaxStatusErrorChars caps the words kept of a non-2xx answer: its status line and, for a JSON
+// error answer, its message.
+const MaxStatusErrorChars = 200
+
+// statusError words a non-2xx answer: "HTTP 503: " and the error message of a JSON body
+// ({"error": "…"}, {"error": {"message": "…"}}, {"message": "…"}), else the status's text
+// (ask cuts it to MaxStatusErrorChars characters after taking the key out). Any other body is never kept: an answer is the
+// model's (or whatever stands at its URL), and is shown to operators in events and lastError.
 func statusError(status int, body []byte) string {
 	msg := ""
 	var j struct {
@@ -51,8 +56,6 @@ func statusError(status int, body []byte) string {
 		default:
 			msg = j.Message
 		}
-	} else if utf8.Valid(body) && !strings.Contains(strings.ToLower(string(body[:min(len(body), 200)])), "<html") {
-		msg = string(body)
 	}
 	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }), " ")
 	if msg == "" {
@@ -61,7 +64,7 @@ func statusError(status int, body []byte) string {
 	if msg == "" {
 		return fmt.Sprintf("HTTP %d", status)
 	}
-	return fmt.Sprintf("HTTP %d: %s", status, msg)
+	return fmt.Sprintf("HTTP %d: %s", status, msg) // cut to MaxStatusErrorChars once redacted
 }
 
 // redact removes the key (sent as the Authorization header) from a message, should an

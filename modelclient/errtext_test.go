@@ -47,7 +47,7 @@ func TestErrorText(t *testing.T) {
 				return true
 			})
 			return f.Config()
-		}, modelclient.WhyUpstream, "HTTP 502: bad gateway from the relay"},
+		}, modelclient.WhyUpstream, "HTTP 502: Bad Gateway"}, // a text body is never kept
 		{"500 html", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(500)
@@ -69,7 +69,7 @@ func TestErrorText(t *testing.T) {
 		{"long body", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(503)
-				w.Write([]byte(strings.Repeat("overloaded ", 200)))
+				w.Write([]byte(`{"error":"` + strings.Repeat("overloaded ", 150) + `"}`))
 				return true
 			})
 			return f.Config()
@@ -104,8 +104,8 @@ func TestErrorText(t *testing.T) {
 				t.Fatalf("why = %q (%q), want %q", r.Why, r.Error, tc.why)
 			}
 			if prefix, cut := strings.CutSuffix(tc.want, "…"); cut {
-				if !strings.HasPrefix(r.Error, prefix) || !strings.HasSuffix(r.Error, "…") || len([]rune(r.Error)) != modelclient.MaxErrorChars {
-					t.Errorf("error = %q (%d chars), want %q… cut at %d", r.Error, len([]rune(r.Error)), prefix, modelclient.MaxErrorChars)
+				if !strings.HasPrefix(r.Error, prefix) || !strings.HasSuffix(r.Error, "…") || len([]rune(r.Error)) != modelclient.MaxStatusErrorChars {
+					t.Errorf("error = %q (%d chars), want %q… cut at %d", r.Error, len([]rune(r.Error)), prefix, modelclient.MaxStatusErrorChars)
 				}
 			} else if r.Error != tc.want {
 				t.Errorf("error = %q, want %q", r.Error, tc.want)

@@ -28,8 +28,28 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) 
 // the caller's own writes) and scans its rows into dest as GORM does: a struct or a slice of
 // structs by their columns' names, or a value or a slice of values from the first column. A
 // struct or value is left as it was when there is no row.
-func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, args ...any) error {
-	return pool.WithContext(ctx).Raw(q, columnArgs(args)...).Scan(dest).Error
+//
+// It is GORM's Scan without its trace recorder: Scan traces the statement through a recorder
+// that writes the arguments into the statement's text (GORM's ParameterizedQueries does not
+// reach it), so a failed or slow INSERT … RETURNING would log a pitch's whole body. Rows goes
+// through the store's logger, which logs the statement with its placeholders only.
+func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, args ...any) (err error) {
+	tx := pool.WithContext(ctx).Raw(q, columnArgs(args)...)
+	rows, err := tx.Rows()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if rows.Next() {
+		if err := tx.ScanRows(rows, dest); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // query runs q on pool (as scan) straight through the connections GORM holds: no callbacks,

@@ -93,6 +93,15 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// DisableKeepAlives makes every request use a new connection.
 	DisableKeepAlives bool
+	// SameOrigin follows a redirect only to the origin (scheme, host and port) of the request
+	// it answers; a redirect anywhere else is not followed, and is itself the answer. The model
+	// client sets it: its URL may be private (an operator's local relay), so the address check
+	// is off, and a redirect must not carry the author's text to another host.
+	SameOrigin bool
+	// Proxy is a proxy every request goes through (OWED_MODEL_PROXY); nil: none. The
+	// environment's HTTP_PROXY and HTTPS_PROXY are never read. With the address check on, the
+	// proxy is what is dialled, and so what is checked.
+	Proxy *url.URL
 }
 
 // NewClient returns the guarded client: a dialer that checks every address it connects to
@@ -108,23 +117,30 @@ func NewClient(o Options) *http.Client {
 		dialer.Control = control(slices.Clone(o.Exempt))
 	}
 	transport := &http.Transport{
-		// A proxy would be dialled instead of the host, hiding the address the guard must see,
-		// and would itself reach whatever it is asked to.
+		// A proxy from the environment would be dialled instead of the host, hiding the address
+		// the guard must see, and would itself reach whatever it is asked to; only one the
+		// caller names is used.
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
+		MaxIdleConns:          max(100, o.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   o.DialTimeout,
 		ExpectContinueTimeout: time.Second,
 		DisableKeepAlives:     o.DisableKeepAlives,
 	}
+	if o.Proxy != nil {
+		transport.Proxy = http.ProxyURL(o.Proxy)
+	}
 	return &http.Client{
 		Transport: transport,
 		Timeout:   o.Timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if redirects == 0 {
+				return http.ErrUseLastResponse
+			}
+			if o.SameOrigin && !sameOrigin(req.URL, via[0].URL) {
 				return http.ErrUseLastResponse
 			}
 			if len(via) > redirects {
@@ -137,6 +153,21 @@ func NewClient(o Options) *http.Client {
 			return o.CheckURL(req.URL)
 		},
 	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port (the scheme's
+// default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // CheckURL checks what can be checked of u before any lookup, as a client made with o would:

@@ -213,6 +213,13 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	}
 
 	reply := t.ask(askCtx, c.model)
+	// The breaker hears of the reply while the job still holds its slots: a job that takes a
+	// freed slot then consults a breaker that already counts this failure, so the calls made
+	// before it opens stay within its threshold and the cap.
+	stopping := reply.Why != "" && ctx.Err() != nil
+	if !stopping {
+		c.breaker.report(ctx, *p, reply)
+	}
 	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
 	held = 0
 	if c.metrics != nil {
@@ -221,7 +228,6 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 	if reply.Why != "" {
 		return c.unanswered(ctx, job, &ev, *p, reply)
 	}
-	c.breaker.report(ctx, *p, reply)
 	status := reply.Status
 	upstreamMs := reply.UpstreamMs
 	bytes := int64(reply.RequestBytes)
@@ -262,14 +268,14 @@ func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Eve
 }
 
 // unanswered ends an ask the model did not answer (reply.Why is set). Stopping, not failing,
-// lets the job go for another worker without an attempt; otherwise the breaker hears of the
-// failure and the job is put off by its backoff, or longer when the model asked for it.
+// lets the job go for another worker without an attempt; otherwise (the breaker has heard of
+// the failure) the job is put off by its backoff, or longer when the model asked for it.
 func (c *Content) unanswered(ctx context.Context, job models.Job, ev *models.Event, p pass, reply modelclient.Reply) (Outcome, error) {
 	if ctx.Err() != nil {
 		c.breaker.giveUp(ctx, p)
 		return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
 	}
-	c.breaker.report(ctx, p, reply)
+	// run has reported the reply to the breaker already, while the job held its slots.
 	ev.Error = errorText(reply.Error)
 	upstreamMs := reply.UpstreamMs
 	return c.reschedule(ctx, job, ev, models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
@@ -329,12 +335,44 @@ func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priori
 			return nil, Pending, errors.Join(fmt.Errorf("job %d: %w", job.ID, errNoSlot), c.store.ReleaseJob(ctx, job))
 		}
 		*held = runs
+		if p.probe == "" {
+			// The breaker again, now that the slots are held: it may have opened while this job
+			// waited for them (the calls that held them failing), and a job admitted while it
+			// was closed must not call after it opened.
+			if parked, err := c.recheck(ctx, job, held, &p); parked {
+				return nil, Pending, err
+			}
+		}
 	} else if *held > runs {
 		c.gate.Release(*held - runs)
 		*held = runs
 	}
 	p.slots = runs
 	return &p, Pending, nil
+}
+
+// recheck consults the breaker once more for a job that holds its slots and was admitted while
+// the breaker was closed. Still closed, or now with its probe due and claimed by this job
+// (*p becomes the probe's pass), the job asks; otherwise it gives its slots back and is put
+// off until the next probe, and it answers true.
+func (c *Content) recheck(ctx context.Context, job models.Job, held *int, p *pass) (bool, error) {
+	adm, err := c.breaker.admit(ctx, job)
+	if err != nil {
+		c.gate.Release(*held)
+		*held = 0
+		return true, fmt.Errorf("model breaker, job %d: %w", job.ID, err)
+	}
+	if !adm.park {
+		*p = adm.pass
+		return false, nil
+	}
+	c.gate.Release(*held)
+	*held = 0
+	if _, err := c.store.ParkJob(ctx, job, adm.at, adm.why, adm.status); err != nil {
+		return true, err
+	}
+	c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
+	return true, nil
 }
 
 // note logs an attempt as one structured line and counts it.
