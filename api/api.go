@@ -35,6 +35,8 @@ type API struct {
 	WriteBurst int
 	// Version is reported by the overview.
 	Version string
+	// IdempotencyTTL is how long an Idempotency-Key's answer is kept (0: DefaultIdempotencyTTL).
+	IdempotencyTTL time.Duration
 	// Retention is how long history is kept (OWED_RETAIN_*), shown by the overview.
 	Retention models.Retention
 	// BackfillSummary, when set, adds the backfill queue's summary to the overview.

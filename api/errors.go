@@ -62,6 +62,18 @@ var (
 	errCSRF         = &Error{Status: http.StatusForbidden, Code: "csrf", Message: "browser writes need the X-Owed-Request header"}
 )
 
+// The answers to a database fault (models.FaultOf): nothing was written, so the client may try
+// again after Retry-After (with the same Idempotency-Key, to be sure it writes once).
+var (
+	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the database did not answer; nothing was written, try again shortly"}
+	errStorage = &Error{Status: http.StatusInsufficientStorage, Code: "insufficient_storage",
+		Message: "the database cannot take writes (storage full or read-only); nothing was written"}
+)
+
+// retryAfterSeconds is the Retry-After of 503 and 507 answers.
+const retryAfterSeconds = "2"
+
 // codeOf names the error code of an HTTP status Echo raised itself.
 func codeOf(status int) string {
 	switch status {
@@ -85,13 +97,17 @@ func codeOf(status int) string {
 		return "rate_limited"
 	case http.StatusServiceUnavailable:
 		return "unavailable"
+	case http.StatusInsufficientStorage:
+		return "insufficient_storage"
 	}
 	return "error"
 }
 
-// ErrorHandler answers every error in the SPEC's shape. Errors meant for clients (*Error,
-// Echo's own) say what they say; the store's not-found and forbidden map to 404 and 403;
-// anything else is logged whole and answered as a bare 500, since its text may hold internals.
+// ErrorHandler answers every error in the SPEC's shape; it is the one place errors become
+// answers. Errors meant for clients (*Error, Echo's own) say what they say; the store's
+// not-found and forbidden map to 404 and 403; a database fault (models.FaultOf) to 503
+// `unavailable` (transient) or 507 `insufficient_storage`, both with Retry-After; anything
+// else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -105,6 +121,12 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			out = notFound("resource")
 		case errors.Is(err, models.ErrForbidden):
 			out = errForbidden
+		case models.FaultOf(err) == models.FaultTransient:
+			log.Warn("request failed: the database did not answer", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = errUnavailable
+		case models.FaultOf(err) == models.FaultStorage:
+			log.Error("request failed: the database takes no writes", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = errStorage
 		case errors.As(err, &he) && he.Code < 500:
 			msg := http.StatusText(he.Code)
 			if m, ok := he.Message.(string); ok && m != "" {
@@ -116,6 +138,11 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			out = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 			if errors.As(err, &he) && he.Code == http.StatusServiceUnavailable {
 				out = &Error{Status: he.Code, Code: "unavailable", Message: "service unavailable"}
+			}
+		}
+		if out.Status == http.StatusServiceUnavailable || out.Status == http.StatusInsufficientStorage {
+			if c.Response().Header().Get("Retry-After") == "" {
+				c.Response().Header().Set("Retry-After", retryAfterSeconds)
 			}
 		}
 		if c.Request().Method == http.MethodHead {

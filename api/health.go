@@ -13,8 +13,8 @@ func (a *API) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only while the database answers, so a load balancer stops sending
-// requests to a replica that cannot reach it. Its "model" says "configured" or why not (e.g.
+// readyz answers 200 only while the database answers and takes writes, so a load balancer
+// stops sending requests to a replica that cannot reach it, or whose database is full. Its "model" says "configured" or why not (e.g.
 // "no model configured").
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
@@ -22,6 +22,18 @@ func (a *API) readyz(c echo.Context) error {
 	if err := a.Store.Ping(ctx); err != nil {
 		a.Log.Warn("not ready", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: "the database does not answer"}})
+	}
+	// A database that takes no writes (full, read-only) is not ready until a write succeeds
+	// again: a client's, or the probe's here.
+	if p := a.Store.StorageProblem(); p != "" {
+		if err := a.Store.ProbeWrite(ctx); err != nil {
+			if p = a.Store.StorageProblem(); p == "" {
+				p = "the database takes no writes"
+			}
+			a.Log.Warn("not ready", "reason", p)
+			c.Response().Header().Set("Retry-After", retryAfterSeconds)
+			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "insufficient_storage", Message: p}})
+		}
 	}
 	// Ready without a model too (writes are taken and wait as owed), but saying so.
 	out := map[string]string{"status": "ready", "model": "configured"}

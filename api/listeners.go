@@ -52,7 +52,9 @@ func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 
 // screenInline runs the new item's screen now and waits up to InlineWait for it, so the author
 // sees the verdict, or why it waits, in the answer. The screen goes on if the wait runs out.
-func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64) (screenJSON, error) {
+// The item has committed, with its owed screen, before this runs: what fails here (the
+// database cut off meanwhile) degrades the answer, never fails it (pendingScreen).
+func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, created time.Time) screenJSON {
 	done := a.Content.RunItem(models.TaskScreen, kind, id)
 	timer := time.NewTimer(a.InlineWait)
 	defer timer.Stop()
@@ -64,15 +66,28 @@ func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64) (scr
 	ctx = context.WithoutCancel(ctx)
 	s, err := a.Store.ScreenOf(ctx, kind, id)
 	if err != nil {
-		return screenJSON{}, err
+		a.Log.Warn("screen of a new item could not be read; answered pending", "kind", kind, "id", id, "err", err)
+		return pendingScreen(created, models.WhyUnavailable)
 	}
 	var h models.Holds
 	if s.Job != nil {
 		if h, err = a.Store.Holds(ctx); err != nil {
-			return screenJSON{}, err
+			a.Log.Warn("holds could not be read; answered pending", "kind", kind, "id", id, "err", err)
+			return pendingScreen(created, models.WhyUnavailable)
 		}
 	}
-	return a.screenOf(s, h), nil
+	return a.screenOf(s, h)
+}
+
+// pendingScreen is the screen of a new item whose state could not be read, or is not known
+// yet: pending, its screen owed since the item was made, and why (nil: not known yet).
+func pendingScreen(created time.Time, why models.Why) screenJSON {
+	next := timeStr(created)
+	out := screenJSON{State: models.StatePending, NextAttemptAt: &next}
+	if why != "" {
+		out.Why = &why
+	}
+	return out
 }
 
 func checkTitle(title string, required bool) error {
@@ -166,14 +181,17 @@ func (a *API) createSong(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	provisional(c, func(made []any) (int, any) {
+		song, _ := madeOf[models.Song](made)
+		rev, _ := madeOf[models.Revision](made)
+		return http.StatusCreated, songCreatedJSON{Song: songRef{song.ID, song.Title},
+			Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: pendingScreen(rev.CreatedAt, "")}
+	})
 	song, rev, err := a.Store.CreateSong(ctx, caller(c).ID, req.Title, req.Code)
 	if err != nil {
 		return err
 	}
-	screen, err := a.screenInline(ctx, models.KindRevision, rev.ID)
-	if err != nil {
-		return err
-	}
+	screen := a.screenInline(ctx, models.KindRevision, rev.ID, rev.CreatedAt)
 	return c.JSON(http.StatusCreated, songCreatedJSON{Song: songRef{song.ID, song.Title},
 		Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
@@ -199,16 +217,18 @@ func (a *API) createRevision(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	provisional(c, func(made []any) (int, any) {
+		rev, _ := madeOf[models.Revision](made)
+		return http.StatusCreated, revisionCreatedJSON{Revision: revisionRef{rev.ID, rev.SongID, rev.Title},
+			Screen: pendingScreen(rev.CreatedAt, "")}
+	})
 	rev, err := a.Store.CreateRevision(ctx, caller(c).ID, songID, strings.TrimSpace(req.Title), req.Code)
 	if errors.Is(err, models.ErrNotFound) {
 		return notFound("song")
 	} else if err != nil {
 		return err
 	}
-	screen, err := a.screenInline(ctx, models.KindRevision, rev.ID)
-	if err != nil {
-		return err
-	}
+	screen := a.screenInline(ctx, models.KindRevision, rev.ID, rev.CreatedAt)
 	return c.JSON(http.StatusCreated, revisionCreatedJSON{Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
 
@@ -229,16 +249,17 @@ func (a *API) createComment(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	provisional(c, func(made []any) (int, any) {
+		cm, _ := madeOf[models.Comment](made)
+		return http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: pendingScreen(cm.CreatedAt, "")}
+	})
 	cm, err := a.Store.CreateComment(ctx, caller(c).ID, songID, req.Body)
 	if errors.Is(err, models.ErrNotFound) {
 		return notFound("song")
 	} else if err != nil {
 		return err
 	}
-	screen, err := a.screenInline(ctx, models.KindComment, cm.ID)
-	if err != nil {
-		return err
-	}
+	screen := a.screenInline(ctx, models.KindComment, cm.ID, cm.CreatedAt)
 	return c.JSON(http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: screen})
 }
 
@@ -251,14 +272,15 @@ func (a *API) createPitch(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	provisional(c, func(made []any) (int, any) {
+		p, _ := madeOf[models.Pitch](made)
+		return http.StatusCreated, pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: pendingScreen(p.CreatedAt, "")}
+	})
 	p, err := a.Store.CreatePitch(ctx, caller(c).ID, req.Body)
 	if err != nil {
 		return err
 	}
-	screen, err := a.screenInline(ctx, models.KindPitch, p.ID)
-	if err != nil {
-		return err
-	}
+	screen := a.screenInline(ctx, models.KindPitch, p.ID, p.CreatedAt)
 	return c.JSON(http.StatusCreated, pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: screen})
 }
 
@@ -269,6 +291,7 @@ func (a *API) deleteItem(kind models.Kind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		provisional(c, func([]any) (int, any) { return http.StatusNoContent, nil })
 		err = a.Store.DeleteItem(c.Request().Context(), caller(c).ID, kind, id)
 		if errors.Is(err, models.ErrNotFound) {
 			return notFound(string(kind))

@@ -103,6 +103,9 @@ func (a *API) Register(e *echo.Echo) {
 		if r.roles != nil {
 			mw = append(mw, allow(r.roles...))
 		}
+		if r.roles != nil && isWrite(r.method) {
+			mw = append(mw, a.writeRequest(r.method, r.path))
+		}
 		if params := queryNames(r.query); params != nil {
 			mw = append(mw, onceEach(params))
 		}

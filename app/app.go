@@ -287,6 +287,7 @@ func (a *App) newEcho() *echo.Echo {
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
 	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
+	h.IdempotencyTTL = a.Config.IdempotencyTTL
 	h.MediaAllowPrivate = a.Config.MediaAllowPrivate
 	h.Backfill, h.Media = a.Backfill, a.Media
 	h.BackfillSummary = func(ctx context.Context) *scheduler.BackfillSummary {
@@ -401,7 +402,8 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	if err != nil || !mine {
 		return false, err
 	}
-	p, err := a.Store.Prune(ctx, now, models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}, 0)
+	p, err := a.Store.Prune(ctx, now, models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered,
+		Idempotency: a.Config.IdempotencyTTL}, 0)
 	for table, n := range map[string]int64{"events": p.Events, "webhook_deliveries": p.Deliveries,
 		"webhook_attempts": p.Attempts} {
 		a.Metrics.Pruned.WithLabelValues(table).Add(float64(n))

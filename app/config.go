@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/owed/owed/api"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
@@ -53,6 +54,8 @@ type Config struct {
 	LogFormat       string
 	RetainEvents    time.Duration
 	RetainDelivered time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key's answer is kept for replay.
+	IdempotencyTTL time.Duration
 	// PublicURL is the URL people reach owed at; when it is https, session cookies are Secure
 	// and HSTS is sent.
 	PublicURL string
@@ -116,7 +119,8 @@ func Defaults() Config {
 		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: models.DefaultMaxConns, LogLevel: slog.LevelInfo,
 		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
-		ModelBreaker: scheduler.DefaultModelBreaker,
+		ModelBreaker:   scheduler.DefaultModelBreaker,
+		IdempotencyTTL: api.DefaultIdempotencyTTL,
 	}
 }
 
@@ -222,6 +226,7 @@ var Settings = []Setting{
 	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
 	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
+	{Env: "OWED_IDEMPOTENCY_TTL", Default: shown(defaults.IdempotencyTTL), Usage: "how long an `Idempotency-Key`'s answer is kept for replay", set: duration(func(c *Config) *time.Duration { return &c.IdempotencyTTL }, time.Minute)},
 	{Env: "OWED_LOG_LEVEL", Default: shown(defaults.LogLevel), Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")

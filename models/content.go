@@ -99,6 +99,8 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 		var err error
 		rev, err = tx.insertRevision(ctx, song.ID, userID, title, code)
 		tx.changed(userID)
+		tx.made(song)
+		tx.made(rev)
 		return err
 	})
 	if err != nil {
@@ -150,6 +152,7 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 		}
 		rev, err = tx.insertRevision(ctx, songID, userID, title, code)
 		tx.changed(userID)
+		tx.made(rev)
 		return err
 	})
 	if err != nil {
@@ -171,8 +174,12 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		}
 		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: fromMillis(tx.nowMs())}
 		tx.changed(userID)
-		return tx.scan(ctx, tx.db, &c.ID, `INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			songID, userID, body, c.CreatedAt.UnixMilli())
+		if err := tx.scan(ctx, tx.db, &c.ID, `INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			songID, userID, body, c.CreatedAt.UnixMilli()); err != nil {
+			return err
+		}
+		tx.made(c)
+		return nil
 	})
 	if err != nil {
 		return Comment{}, fmt.Errorf("create a comment on song %d: %w", songID, err)
@@ -180,14 +187,23 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 	return c, nil
 }
 
-// CreatePitch writes a pitch.
+// CreatePitch writes a pitch (in a transaction of its own, so that a request's hook commits
+// with it and a lost COMMIT is asked after).
 func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
-	p := Pitch{UserID: userID, Body: body, CreatedAt: fromMillis(s.nowMs())}
-	if err := s.scan(ctx, s.db, &p.ID, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
-		userID, body, p.CreatedAt.UnixMilli()); err != nil {
+	var p Pitch
+	err := s.WithTx(ctx, func(tx *Store) error {
+		p = Pitch{UserID: userID, Body: body, CreatedAt: fromMillis(tx.nowMs())}
+		if err := tx.scan(ctx, tx.db, &p.ID, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?) RETURNING id`,
+			userID, body, p.CreatedAt.UnixMilli()); err != nil {
+			return err
+		}
+		tx.changed(userID)
+		tx.made(p)
+		return nil
+	})
+	if err != nil {
 		return Pitch{}, fmt.Errorf("create pitch: %w", err)
 	}
-	s.changed(userID)
 	return p, nil
 }
 

@@ -62,6 +62,14 @@ type dialect interface {
 	// writableCTEs reports whether a WITH clause may hold INSERTs, so that a batch of
 	// verdicts and their events can be written in one statement.
 	writableCTEs() bool
+	// txID is the id of tx's transaction, read so that a COMMIT whose answer was lost can be
+	// asked after (txStatus); 0 where a COMMIT's error always means it did not commit.
+	txID(ctx context.Context, tx *Store) (int64, error)
+	// txStatus says whether transaction id committed, on one of s's connections.
+	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)
+	// commitMayLand reports whether a failed COMMIT without a txID may still have committed.
+	commitMayLand() bool
+
 	// batchReads reports whether the items to screen are read in batches (see
 	// Store.ScreenSubject): worth it where every read is a round trip to a server.
 	batchReads() bool

@@ -3,11 +3,13 @@ package models
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
@@ -122,3 +124,56 @@ func (postgresDialect) claimDeliveries(now, until int64, limit int, owner string
 func (postgresDialect) writableCTEs() bool { return true }
 
 func (postgresDialect) batchReads() bool { return true }
+
+// postgresFault classifies PostgreSQL's errors by SQLSTATE: connection exceptions (class 08),
+// an administrator's or a crash's shutdown (57P01–57P03), serialization failures and
+// deadlocks (40001, 40P01) and too many connections (53300) are transient; a full disk (53100)
+// is storage. A connection the driver found closed, or could not make, is transient too.
+func postgresFault(err error) Fault {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03",
+			pe.Code == "40001", pe.Code == "40P01", pe.Code == "53300":
+			return FaultTransient
+		case pe.Code == "53100":
+			return FaultStorage
+		}
+		return FaultNone
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return FaultTransient
+	}
+	if msg := err.Error(); strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to deallocate cached statement") {
+		return FaultTransient
+	}
+	return FaultNone
+}
+
+// txID is the transaction's id (txid_current assigns one, which a write takes anyway).
+func (postgresDialect) txID(ctx context.Context, tx *Store) (int64, error) {
+	var id int64
+	err := tx.scan(ctx, tx.db, &id, `SELECT txid_current()`)
+	return id, err
+}
+
+// txStatus asks after a transaction whose COMMIT's answer was lost (PostgreSQL 10+).
+func (postgresDialect) txStatus(ctx context.Context, s *Store, id int64) (outcome, error) {
+	var st *string
+	if err := s.scan(ctx, s.db, &st, `SELECT txid_status(?)`, id); err != nil {
+		return outcomeUnknown, err
+	}
+	switch {
+	case st == nil:
+		return outcomeUnknown, nil
+	case *st == "committed":
+		return outcomeCommitted, nil
+	case *st == "aborted":
+		return outcomeAborted, nil
+	}
+	return outcomeUnknown, nil // in progress: the server is still ending it
+}
+
+// commitMayLand: a COMMIT whose connection was cut may have committed on the server.
+func (postgresDialect) commitMayLand() bool { return true }

@@ -3,11 +3,13 @@ package models
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 )
@@ -176,3 +178,28 @@ func (sqliteDialect) writableCTEs() bool { return false }
 
 // batchReads: SQLite reads in-process; there a batch would cost more than the reads it saves.
 func (sqliteDialect) batchReads() bool { return false }
+
+// sqliteFault classifies SQLite's errors: BUSY and LOCKED (still locked when busy_timeout ran
+// out) are transient; FULL (the disk, or max_page_count), READONLY and IOERR are storage.
+func sqliteFault(err error) Fault {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return FaultNone
+	}
+	switch se.Code {
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+		return FaultTransient
+	case sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen:
+		return FaultStorage
+	}
+	return FaultNone
+}
+
+// txID: SQLite is a local file; a COMMIT that answered an error did not commit.
+func (sqliteDialect) txID(context.Context, *Store) (int64, error) { return 0, nil }
+
+func (sqliteDialect) txStatus(context.Context, *Store, int64) (outcome, error) {
+	return outcomeAborted, nil
+}
+
+func (sqliteDialect) commitMayLand() bool { return false }

@@ -54,10 +54,15 @@ const (
 	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
 	// while the hold lasts, whatever its row's why.
 	WhyHeld Why = "held"
+	// WhyUnavailable is shown, never stored: the answer to a new item whose screen could not be
+	// read after its write committed (the database was cut off meanwhile). The job is owed
+	// with the item and runs as any other.
+	WhyUnavailable Why = "unavailable"
 )
 
 // Whys lists every reason a job can wait, in display order.
-var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
+var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
+	WhyUnavailable}
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string

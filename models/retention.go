@@ -11,6 +11,8 @@ import (
 type Retention struct {
 	Events     time.Duration // attempt events, by when they happened
 	Deliveries time.Duration // delivered or cancelled webhook deliveries and their attempts, by when they were made
+	// Idempotency is OWED_IDEMPOTENCY_TTL: kept answers of Idempotency-Keys, by when first asked.
+	Idempotency time.Duration
 }
 
 // PruneBatch is how many rows one pruning statement deletes: small enough that SQLite's one
@@ -20,6 +22,7 @@ const PruneBatch = 500
 // Pruned counts the rows one Prune removed, and the age of the oldest row each table kept.
 type Pruned struct {
 	Events, Deliveries, Attempts int64
+	IdempotencyKeys              int64
 	// OldestEvent and OldestDelivery are the oldest rows kept (zero when none is left).
 	OldestEvent, OldestDelivery time.Time
 }
@@ -77,6 +80,15 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 				return err
 			})
 			return n, err
+		})
+		if err != nil {
+			return p, err
+		}
+	}
+	if r.Idempotency > 0 {
+		cutoff := now.Add(-r.Idempotency).UnixMilli()
+		p.IdempotencyKeys, err = loop("idempotency keys", func() (int64, error) {
+			return s.pruneIdempotency(ctx, cutoff, batch)
 		})
 		if err != nil {
 			return p, err

@@ -21,6 +21,7 @@ import (
 // exec runs a write on the writer and says how many rows it changed.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res := s.db.WithContext(ctx).Exec(q, columnArgs(args)...)
+	s.noteWrite(res.Error)
 	return res.RowsAffected, res.Error
 }
 

@@ -49,6 +49,9 @@ type Store struct {
 	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
 	inTx    bool
+	// health is whether the database takes writes (see StorageProblem), shared by every
+	// transaction's store.
+	health *storeHealth
 	// dailyLimit is the limit of users without their own (Options.DailyLimit).
 	dailyLimit int64
 
@@ -85,7 +88,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DailyLimit <= 0 {
 		opts.DailyLimit = DefaultDailyLimit
 	}
-	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit}
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
@@ -138,24 +141,14 @@ func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
 // WithTx runs fn in one transaction on a store bound to it: everything fn writes commits
 // together, or not at all if fn returns an error (or panics). Nested calls join the outer
-// transaction.
+// transaction. A transaction that certainly did not commit and failed on a transient fault (a
+// cut connection, a busy database) is run again, at most MaxTxTries times in all, after a
+// jittered pause; fn must therefore be safe to run again (see tx.go).
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.inTx {
 		return fn(s)
 	}
-	pending := &pendingChanges{}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending,
-			dailyLimit: s.dailyLimit})
-	})
-	if err == nil {
-		if pending.all {
-			s.changedAll()
-		} else {
-			s.changed(pending.ids...)
-		}
-	}
-	return err
+	return s.withTx(ctx, fn)
 }
 
 // Changes hears which authors' own views (Mine and their budget) a write changed, after the
@@ -172,8 +165,9 @@ type Changes interface {
 func (s *Store) SetChanges(c Changes) { s.changes = c }
 
 type pendingChanges struct {
-	ids []int64
-	all bool
+	ids  []int64
+	all  bool
+	made []any // what the transaction made, for its request's hook (tx.go)
 }
 
 // changed tells Changes that the views of userIDs changed: now, or in a transaction at its

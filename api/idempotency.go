@@ -1,0 +1,257 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// DefaultIdempotencyTTL is OWED_IDEMPOTENCY_TTL's default: how long a key's answer is kept.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// The headers of Idempotency-Key (the IETF httpapi draft's), and of a replayed answer.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// keptHeaders are the headers of an answer kept with it for replay.
+var keptHeaders = []string{echo.HeaderContentType, echo.HeaderLocation, "ETag", echo.HeaderCacheControl}
+
+// secretAnswers are the routes whose answer shows a secret once (a token, a signing secret):
+// their answers are never kept (the database keeps hashes of tokens, not tokens), so a repeat
+// of such a request says that the first one succeeded instead of showing the secret again.
+// An answer marked Cache-Control: no-store is treated alike.
+var secretAnswers = map[string]bool{
+	"POST /api/admin/users":           true,
+	"POST /api/admin/users/:id/token": true,
+	"POST /api/admin/webhooks":        true,
+}
+
+var (
+	errIdemMismatch = &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_mismatch",
+		Message: "this Idempotency-Key was used for another request; use a new key for a new request", Field: headerIdempotencyKey}
+	errIdemInFlight = &Error{Status: http.StatusConflict, Code: "idempotency_in_flight",
+		Message: "the first request with this Idempotency-Key is still running; try again shortly", Field: headerIdempotencyKey}
+	errIdemNotKept = &Error{Status: http.StatusConflict, Code: "idempotency_answer_not_kept",
+		Message: "the first request with this Idempotency-Key succeeded; its answer is not kept (it showed a secret once, or was lost), so read the resource instead", Field: headerIdempotencyKey}
+)
+
+// provisionalKey holds a handler's provisional answer (see provisional).
+const provisionalKey = "owed.idem.provisional"
+
+// provisional tells the Idempotency-Key middleware what to keep in the write's own
+// transaction, from what the write made (models' made values): the answer the client would be
+// given if nothing after the commit could be done. The final answer replaces it after.
+func provisional(c echo.Context, f func(made []any) (int, any)) {
+	c.Set(provisionalKey, f)
+}
+
+// madeOf is the first value of type T a transaction made.
+func madeOf[T any](made []any) (T, bool) {
+	for _, m := range made {
+		if v, ok := m.(T); ok {
+			return v, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// writeRequest marks every write (POST, PUT, PATCH, DELETE) of a signed-in caller as a client's
+// request for the store (a COMMIT whose answer is lost is asked after), and carries out its
+// Idempotency-Key: a key of 1–255 printable characters, the caller's own. The first request
+// runs and its answer is kept (in the write's transaction where the write is one); a repeat
+// with the same method, path and body within the TTL is answered with it and
+// Idempotent-Replayed: true; another request with the key 422; a repeat while the first runs
+// 409. A first request that fails having written nothing keeps nothing, so its repeat runs.
+func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
+	secret := secretAnswers[method+" "+path]
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			u := caller(c)
+			key, given := req.Header[http.CanonicalHeaderKey(headerIdempotencyKey)]
+			if u == nil || !given {
+				r := &models.Request{}
+				c.SetRequest(req.WithContext(models.WithRequest(req.Context(), r)))
+				return next(c)
+			}
+			k, err := idempotencyKey(key)
+			if err != nil {
+				return err
+			}
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				if bodyTooLarge(err) {
+					return tooLarge("", "the request body is too large")
+				}
+				return invalid("", "the request body could not be read")
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			sum := sha256.New()
+			io.WriteString(sum, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery+"\n")
+			sum.Write(body)
+			fp := hex.EncodeToString(sum.Sum(nil))
+			ctx := req.Context()
+			state, lease, kept, err := a.Store.IdemBegin(ctx, u.ID, k, fp, a.now(), a.idempotencyTTL())
+			if err != nil {
+				return err
+			}
+			switch state {
+			case models.IdemMismatch:
+				return errIdemMismatch
+			case models.IdemInFlight:
+				c.Response().Header().Set("Retry-After", "1")
+				return errIdemInFlight
+			case models.IdemNotKept:
+				return errIdemNotKept
+			case models.IdemReplay:
+				h := c.Response().Header()
+				for name, v := range kept.Headers {
+					h.Set(name, v)
+				}
+				h.Set(headerReplayed, "true")
+				if len(kept.Body) == 0 {
+					return c.NoContent(kept.Status)
+				}
+				return c.Blob(kept.Status, h.Get(echo.HeaderContentType), kept.Body)
+			}
+			// Run it, keeping in the write's transaction what the client would be told.
+			r := &models.Request{Hook: func(ctx context.Context, tx *models.Store, made []any) error {
+				var ans *models.IdemAnswer
+				if f, ok := c.Get(provisionalKey).(func([]any) (int, any)); ok && !secret {
+					status, v := f(made)
+					ans = &models.IdemAnswer{Status: status}
+					if v != nil {
+						b, err := jsonBody(v)
+						if err != nil {
+							return err
+						}
+						ans.Body, ans.Headers = b, map[string]string{echo.HeaderContentType: echo.MIMEApplicationJSON}
+					}
+				}
+				return tx.IdemKeep(ctx, u.ID, k, lease, ans)
+			}}
+			c.SetRequest(req.WithContext(models.WithRequest(ctx, r)))
+			rec := &recorder{ResponseWriter: c.Response().Writer}
+			c.Response().Writer = rec
+			err = next(c)
+			c.Response().Writer = rec.ResponseWriter
+			// The answer is kept past the request's end: the client may be gone, the key not.
+			bg := context.WithoutCancel(ctx)
+			status := c.Response().Status
+			switch {
+			case err != nil || status >= 500:
+				if r.HookRan() {
+					// Written, yet an error (a bug): repeats get what the transaction kept.
+					a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, nil))
+				} else {
+					a.logIdem(a.Store.IdemRelease(bg, u.ID, k, lease))
+				}
+			case secret || strings.Contains(c.Response().Header().Get(echo.HeaderCacheControl), "no-store"):
+				a.logIdem(a.Store.IdemKeep(bg, u.ID, k, lease, nil))
+				a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, nil))
+			default:
+				ans := &models.IdemAnswer{Status: status, Body: rec.body.Bytes(), Headers: map[string]string{}}
+				for _, name := range keptHeaders {
+					if v := c.Response().Header().Get(name); v != "" {
+						ans.Headers[name] = v
+					}
+				}
+				a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, ans))
+			}
+			return err
+		}
+	}
+}
+
+func (a *API) logIdem(err error) {
+	if err != nil {
+		a.Log.Warn("idempotency key", "err", err)
+	}
+}
+
+func (a *API) idempotencyTTL() time.Duration {
+	if a.IdempotencyTTL > 0 {
+		return a.IdempotencyTTL
+	}
+	return DefaultIdempotencyTTL
+}
+
+// idempotencyKey is the header's one key: 1–255 printable ASCII characters, as given or as a
+// structured-field string ("…").
+func idempotencyKey(values []string) (string, error) {
+	if len(values) != 1 {
+		return "", invalid(headerIdempotencyKey, "Idempotency-Key must be given once")
+	}
+	k := values[0]
+	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+		k = k[1 : len(k)-1]
+	}
+	if k == "" || len(k) > 255 {
+		return "", invalid(headerIdempotencyKey, "Idempotency-Key must be 1 to 255 characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return "", invalid(headerIdempotencyKey, "Idempotency-Key must be printable ASCII characters")
+		}
+	}
+	return k, nil
+}
+
+// recorder keeps a copy of the answer's body as it is written.
+type recorder struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h, ok := r.ResponseWriter.(http.Hijacker); ok {
+		return h.Hijack()
+	}
+	return nil, nil, errors.New("not a hijacker")
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// jsonBody is v as Echo's c.JSON writes it.
+func jsonBody(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,71 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+)
+
+// Fault is the class of a store error, which decides what a client is told (api's error
+// handler) and whether a transaction is tried again (WithTx).
+type Fault int
+
+const (
+	// FaultNone is any other error: a bug, or a sentinel such as ErrNotFound.
+	FaultNone Fault = iota
+	// FaultTransient is a database that did not answer this time: a connection cut or
+	// refused, a server shutting down or not accepting connections yet, a serialization
+	// failure or deadlock, SQLite still busy past its busy_timeout. Trying again later can
+	// succeed.
+	FaultTransient
+	// FaultStorage is a database that cannot take writes: full, read-only, or failing its I/O.
+	// Trying again succeeds only once an operator makes room.
+	FaultStorage
+)
+
+func (f Fault) String() string {
+	switch f {
+	case FaultTransient:
+		return "transient"
+	case FaultStorage:
+		return "storage"
+	}
+	return "none"
+}
+
+// ErrCommitUnknown wraps the error of a COMMIT whose outcome could not be learnt (the
+// connection was lost during it, and the database could not be asked afterwards). It is a
+// transient fault: the client is told 503, and a retry with the same Idempotency-Key learns
+// what happened.
+var ErrCommitUnknown = errors.New("the commit's outcome is unknown")
+
+// FaultOf classifies err. Each dialect file knows its own driver's codes (sqliteFault,
+// postgresFault); a connection that was cut is transient on either.
+func FaultOf(err error) Fault {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return FaultNone
+	}
+	if f := sqliteFault(err); f != FaultNone {
+		return f
+	}
+	if f := postgresFault(err); f != FaultNone {
+		return f
+	}
+	if errors.Is(err, ErrCommitUnknown) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) {
+		return FaultTransient
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return FaultTransient
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return FaultTransient
+	}
+	return FaultNone
+}
