@@ -62,6 +62,12 @@ type API struct {
 	// Notify wakes the long polls and streams of `mine` when an author's view changes; when
 	// nil, a process-local notifier is made (which hears nothing unless the store tells it).
 	Notify *notify.Hub
+	// StreamsPerUser caps one user's streams and held long polls together (429 past it);
+	// MaxStreams the process's (503). 0: the defaults (DefaultStreamsPerUser, DefaultMaxStreams).
+	StreamsPerUser, MaxStreams int
+	// CORSOrigins are the exact origins whose browsers may call the listener and public routes
+	// (never /api/admin/*); none: no CORS.
+	CORSOrigins []string
 
 	liveOnce sync.Once
 	live     *live

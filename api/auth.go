@@ -14,6 +14,7 @@ import (
 
 const (
 	userKey       = "owed.user"
+	credKey       = "owed.credential" // the models.Credential the caller was authenticated with
 	sessionCookie = "owed_session"
 	sessionTTL    = 12 * time.Hour
 	// csrfHeader must accompany a browser's state-changing calls: a cross-site form cannot
@@ -38,7 +39,11 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			c.Set(userKey, &u)
+			c.Set(credKey, models.Credential{Kind: models.CredToken, Hash: models.HashToken(token)})
 			return next(c)
+		}
+		if ticket := c.QueryParam("ticket"); ticket != "" && req.URL.Path == ticketPath {
+			return a.ticketAuth(c, ticket, next)
 		}
 		if ck, err := req.Cookie(sessionCookie); err == nil && ck.Value != "" {
 			u, err := a.Store.UserBySession(req.Context(), ck.Value)
@@ -51,6 +56,7 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return errCSRF
 			}
 			c.Set(userKey, &u)
+			c.Set(credKey, models.Credential{Kind: models.CredSession, Hash: models.HashToken(ck.Value)})
 		}
 		return next(c)
 	}
@@ -135,6 +141,11 @@ func (a *API) signOut(c echo.Context) error {
 	if ck, err := c.Request().Cookie(sessionCookie); err == nil && ck.Value != "" {
 		if err := a.Store.DeleteSession(c.Request().Context(), ck.Value); err != nil {
 			return err
+		}
+		if u := caller(c); u != nil {
+			// This process's streams and long polls of the session end now (PostgreSQL's
+			// trigger tells every replica; SQLite has only this one).
+			a.notifier().Changed(u.ID)
 		}
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -35,6 +37,12 @@ type mineStreamQuery struct {
 	Kind   models.Kind      `query:"kind" enum:"kind"`
 	Limit  int              `query:"limit" minimum:"1" maximum:"500" default:"100"`
 	Cursor string           `query:"cursor" description:"the nextCursor of the page before"`
+}
+
+// mineStreamParams are the query parameters of GET /api/listeners/mine/stream.
+type mineStreamParams struct {
+	mineStreamQuery
+	Ticket string `query:"ticket" description:"a stream ticket (POST /api/listeners/mine/ticket), instead of Authorization, for EventSource"`
 }
 
 // mineQueryParams are the query parameters of GET /api/listeners/mine.
@@ -224,6 +232,9 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 // then; a new tag answers 200, the end of the wait 304. Server shutdown ends the wait early
 // with a 304.
 func (a *API) mine(c echo.Context) error {
+	if err := refuseBody(c); err != nil {
+		return err
+	}
 	q, err := parseMineQuery(c, true)
 	if err != nil {
 		return err
@@ -242,22 +253,34 @@ func (a *API) mine(c echo.Context) error {
 		return err
 	}
 	if w != nil && etagMatches(inm, st.etag) {
+		release, err := a.holdSlot(c, u.ID, kindLongPoll)
+		if err != nil {
+			return err
+		}
+		defer release()
+		cred := credOf(c)
+		until := a.credUntil(ctx, cred)
 		deadline := st.now.Add(q.wait)
 		closing := a.closing()
 		outlive(c.Response(), q.wait+time.Minute)
 	wait:
 		for etagMatches(inm, st.etag) {
 			recheck := st.recheckAt()
+			if !until.IsZero() {
+				recheck = earliest(recheck, until)
+			}
 			now := a.now()
 			if !now.Before(deadline) {
 				break
 			}
 			timer, stop := clock.NewTimer(a.Clock, earliest(deadline, recheck).Sub(now))
+			var mark int64 // the wake's: reads that started after it are shared
 			select {
 			case <-w.C():
-				w = w.Renew()
+				mark = w.At()
 			case <-timer:
-				if !a.now().Before(deadline) {
+				mark = notify.Mark()
+				if !a.now().Before(deadline) && (until.IsZero() || a.now().Before(until)) {
 					break wait
 				}
 			case <-ctx.Done():
@@ -268,9 +291,21 @@ func (a *API) mine(c echo.Context) error {
 				break wait
 			}
 			stop()
-			if u, st, err = a.reread(ctx, u, &q); err != nil {
+			// Every wake checks the credential again, and shares its reads with the author's
+			// other waiters woken by the same change (a read that began after the wake); Next
+			// watches the change after the one that woke this one, so none is missed.
+			w = w.Next()
+			var view liveView
+			if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(u.ID, cred, &q, mark); return err }); err != nil {
+				if errors.Is(err, errLiveUnavailable) {
+					return retryAfter(c, liveRetryAfter, errLiveUnavailable)
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
 				return err
 			}
+			u, st, until = view.u, view.st, view.until
 		}
 	}
 	res := c.Response()
@@ -293,6 +328,9 @@ func (a *API) mine(c echo.Context) error {
 // comes due, or the day ends), so an idle stream costs the database nothing. It ends when the
 // client goes or the server shuts down.
 func (a *API) mineStream(c echo.Context) error {
+	if err := refuseBody(c); err != nil {
+		return err
+	}
 	q, err := parseMineQuery(c, false)
 	if err != nil {
 		return err
@@ -300,18 +338,24 @@ func (a *API) mineStream(c echo.Context) error {
 	u := caller(c)
 	req := c.Request()
 	ctx := req.Context()
+	release, err := a.holdSlot(c, u.ID, kindStream)
+	if err != nil {
+		return err
+	}
 	w := a.notifier().Watch(u.ID)
 	st, err := a.readMine(ctx, u, &q)
 	if err != nil {
 		w.Close()
+		release()
 		return err
 	}
+	cred := credOf(c)
 	res := c.Response()
 	h := res.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the events
-	s := &mineStreamer{a: a, u: u, q: q, st: st, w: w, last: req.Header.Get("Last-Event-ID")}
+	s := &mineStreamer{a: a, u: u, q: q, st: st, w: w, last: req.Header.Get("Last-Event-ID"), cred: cred, until: a.credUntil(ctx, cred)}
 	if req.ProtoMajor == 1 {
 		if conn, brw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
 			// The stream takes the connection over and the handler returns: net/http's
@@ -336,11 +380,13 @@ func (a *API) mineStream(c echo.Context) error {
 			go func() {
 				// A stream's client sends nothing more: a read ends only when it hangs up.
 				var one [1]byte
+				_ = conn.SetReadDeadline(time.Time{})
 				_, _ = conn.Read(one[:])
 				cancel()
 			}()
 			go func() {
 				defer l.streams.Done()
+				defer release()
 				defer conn.Close()
 				defer cancel()
 				if s.send(append(head.Bytes(), ": owed\n\n"...)) {
@@ -352,6 +398,7 @@ func (a *API) mineStream(c echo.Context) error {
 		}
 	}
 	// HTTP/2, or a writer that cannot be taken over: stream through the handler.
+	defer release()
 	defer func() { s.w.Close() }()
 	res.WriteHeader(http.StatusOK)
 	rc := outlive(res, time.Minute)
@@ -373,29 +420,32 @@ func (a *API) mineStream(c echo.Context) error {
 
 // mineStreamer is one stream of an author's view, with what it needs between events.
 type mineStreamer struct {
-	a    *API
-	u    *models.User
-	q    mineQuery
-	st   mineState
-	w    *notify.Watch
-	last string // the tag of the last event the client has
-	send func([]byte) bool
+	a     *API
+	u     *models.User
+	q     mineQuery
+	st    mineState
+	w     *notify.Watch
+	last  string // the tag of the last event the client has
+	send  func([]byte) bool
+	cred  models.Credential // what the stream was opened with, checked again at every wake
+	until time.Time         // when that credential ends by itself (a session's expiry), or zero
 }
 
-// run sends events until ctx ends, the server shuts down or a write fails.
+// run sends events until ctx ends, the server shuts down, a write fails, the credential stops
+// working (event error, unauthorized) or the database stays unreachable past the retries
+// (event error, unavailable, with a retry: hint): a stream never stays open without a working
+// path to its next change.
 func (s *mineStreamer) run(ctx context.Context) {
 	a := s.a
 	nextPing := a.now().Add(pingEvery)
 	closing := a.closing()
-	var err error
 	for {
 		if s.st.etag != s.last {
-			body, err := a.mineBody(ctx, s.u, &s.q, &s.st)
+			var body []byte
+			err := a.retrying(ctx, func() (err error) { body, err = a.liveBody(s.u, &s.q, &s.st); return err })
 			if err != nil {
-				if ctx.Err() == nil {
-					a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
-				}
-				return // the answer has begun: end the stream; the client reconnects
+				s.fail(ctx, err)
+				return
 			}
 			ev := make([]byte, 0, len(body)+64)
 			ev = append(ev, "event: mine\nid: "...)
@@ -410,14 +460,18 @@ func (s *mineStreamer) run(ctx context.Context) {
 		// What the wait needs of the version is its tag and when to look again; the rest (the
 		// jobs) is let go, since ten thousand idle streams would otherwise each hold theirs.
 		recheck := s.st.recheckAt()
+		if !s.until.IsZero() {
+			recheck = earliest(recheck, s.until)
+		}
 		s.st.v = models.MineVersion{}
+		var mark int64 // the wake's: reads that started after it are shared
 		for reread := false; !reread; {
 			timer, stop := clock.NewTimer(a.Clock, earliest(nextPing, recheck).Sub(a.now()))
 			select {
 			case <-s.w.C():
-				s.w = s.w.Renew()
-				reread = true
+				reread, mark = true, s.w.At()
 			case <-timer:
+				mark = notify.Mark()
 				now := a.now()
 				if !now.Before(nextPing) {
 					if !s.send([]byte(": ping\n\n")) {
@@ -436,12 +490,31 @@ func (s *mineStreamer) run(ctx context.Context) {
 			}
 			stop()
 		}
-		if s.u, s.st, err = a.reread(ctx, s.u, &s.q); err != nil {
-			if ctx.Err() == nil {
-				a.Log.Error("mine stream", "userId", s.u.ID, "err", err)
-			}
+		// Next watches the change after the one that woke the stream (none is missed, even
+		// one before the shared read it joins), and the read is one that began after the wake.
+		s.w = s.w.Next()
+		var view liveView
+		if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(s.u.ID, s.cred, &s.q, mark); return err }); err != nil {
+			s.fail(ctx, err)
 			return
 		}
+		s.u, s.st, s.until = view.u, view.st, view.until
+	}
+}
+
+// fail ends the stream for err: an `event: error` in the error shape (unauthorized, or
+// unavailable with a retry: hint), unless the client or the server is what ended it.
+func (s *mineStreamer) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	switch {
+	case errors.Is(err, errRevoked):
+		s.a.Log.Info("mine stream: credential revoked; ending the stream", "userId", s.u.ID)
+		s.send(errorEvent(errRevoked, 0))
+	default:
+		s.a.Log.Warn("mine stream: ending the stream", "userId", s.u.ID, "err", err)
+		s.send(errorEvent(errLiveUnavailable, liveRetryAfter))
 	}
 }
 
@@ -464,11 +537,17 @@ type live struct {
 	closeMu sync.Once
 	cache   *mineCache
 	streams sync.WaitGroup // streams that took their connection over
+	caps    liveCaps       // held streams and long polls, per user and in all (mine_live.go)
+	co      coalescer      // shared re-reads of woken waiters
+	reads   atomic.Int64   // shared re-reads of the view made, for tests
 }
 
 func (a *API) liveState() *live {
 	a.liveOnce.Do(func() {
 		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
+		a.live.caps.byUser = map[int64]int{}
+		a.live.caps.open = a.liveGauge()
+		a.live.co.flights = map[string]*flight{}
 	})
 	return a.live
 }

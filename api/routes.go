@@ -46,7 +46,8 @@ func (a *API) routes() []route {
 		{http.MethodDelete, "/api/listeners/comments/:id", a.deleteItem(models.KindComment), authors, "Delete your comment and its owed jobs", nil, nil, 204, nil},
 		{http.MethodDelete, "/api/listeners/pitches/:id", a.deleteItem(models.KindPitch), authors, "Delete your pitch and its owed jobs", nil, nil, 204, nil},
 		{http.MethodGet, "/api/listeners/mine", a.mine, authors, "Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll", nil, mineJSON{}, 200, mineQueryParams{}},
-		{http.MethodGet, "/api/listeners/mine/stream", a.mineStream, authors, "Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s", nil, nil, 200, mineStreamQuery{}},
+		{http.MethodGet, "/api/listeners/mine/stream", a.mineStream, authors, "Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization", nil, nil, 200, mineStreamParams{}},
+		{http.MethodPost, "/api/listeners/mine/ticket", a.createTicket, authors, "A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked", nil, ticketJSON{}, 200, nil},
 
 		{http.MethodGet, "/api/songs", a.listSongs, anyone, "Public songs, by art or newest", nil, songListJSON{}, 200, songsQuery{}},
 		{http.MethodGet, "/api/songs/:id", a.getSong, anyone, "A public song with its allowed revisions and comments", nil, songDetailJSON{}, 200, nil},
@@ -97,6 +98,9 @@ func (a *API) routes() []route {
 
 // Register mounts the API, the health and metrics endpoints on e.
 func (a *API) Register(e *echo.Echo) {
+	if len(a.CORSOrigins) > 0 {
+		e.Pre(a.cors()) // before routing: a preflight (OPTIONS) has no route of its own
+	}
 	g := e.Group("", a.authenticate, a.writeLimit())
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc

@@ -299,6 +299,7 @@ func (a *App) newEcho() *echo.Echo {
 		return &s
 	}
 	h.Notify = a.Notify
+	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), int(a.Config.MaxStreams), a.Config.Origins()
 	a.API = h
 	h.Register(e)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
@@ -453,6 +454,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	t := a.timeouts
+	ln = limitListener(ln, a.Config.MaxConnections)
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.served = make(chan error, 1)

@@ -71,6 +71,14 @@ type Config struct {
 	// ModelProxy is the proxy model calls go through (OWED_MODEL_PROXY); none by default,
 	// whatever HTTP_PROXY says.
 	ModelProxy string
+	// StreamsPerUser and MaxStreams cap the streams and held long polls of `mine`, of one user
+	// (429 past it) and of the process (503); MaxConnections the connections the listener
+	// holds at once (0: the open-file limit less a tenth). CORSOrigins are the exact origins,
+	// comma-separated, allowed to call the listener and public routes from a browser.
+	StreamsPerUser int64
+	MaxStreams     int64
+	MaxConnections int64
+	CORSOrigins    string
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -121,6 +129,7 @@ func Defaults() Config {
 		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
 		ModelBreaker:   scheduler.DefaultModelBreaker,
 		IdempotencyTTL: api.DefaultIdempotencyTTL,
+		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
 	}
 }
 
@@ -223,6 +232,10 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_WRITE_BURST", Default: shown(defaults.WriteBurst), Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
 	{Env: "OWED_DATABASE_MAX_CONNS", Default: shown(defaults.DatabaseMaxConns), Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
+	{Env: "OWED_STREAMS_PER_USER", Default: shown(defaults.StreamsPerUser), Usage: "streams and held long polls of `mine` one user may have open together; past it 429 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.StreamsPerUser }, 1)},
+	{Env: "OWED_MAX_STREAMS", Default: shown(defaults.MaxStreams), Usage: "streams and held long polls of the process; past it 503 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.MaxStreams }, 1)},
+	{Env: "OWED_MAX_CONNECTIONS", Default: "the open-file limit less a tenth", Usage: "connections the listener holds at once; more wait to be accepted, so the file limit is never reached and `/healthz` keeps answering", set: number(func(c *Config) *int64 { return &c.MaxConnections }, 16)},
+	{Env: "OWED_CORS_ORIGINS", Default: "none", Usage: "comma-separated exact origins (`https://site.example`) whose browsers may call the listener and public routes (never `/api/admin/*`); see docs/live.md", set: corsOrigins},
 	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
 	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
@@ -347,6 +360,32 @@ func whole(v string, least int64) (int64, error) {
 		return 0, fmt.Errorf("want a whole number of at least %d", least)
 	}
 	return n, nil
+}
+
+// corsOrigins reads OWED_CORS_ORIGINS: exact origins, scheme and host (and port), nothing more.
+func corsOrigins(c *Config, v string) error {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		u, err := url.Parse(f)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("%q is not an origin (scheme://host[:port], no path, no wildcard)", f)
+		}
+		out = append(out, u.Scheme+"://"+strings.ToLower(u.Host))
+	}
+	c.CORSOrigins = strings.Join(out, ",")
+	return nil
+}
+
+// Origins is CORSOrigins as a list.
+func (c Config) Origins() []string {
+	if c.CORSOrigins == "" {
+		return nil
+	}
+	return strings.Split(c.CORSOrigins, ",")
 }
 
 func number(field func(*Config) *int64, least int64) func(*Config, string) error {

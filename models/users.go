@@ -235,6 +235,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 		if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession); err != nil {
 			return fmt.Errorf("end sessions: %w", err)
 		}
+		tx.changed(userID) // held streams and long polls check their credential again
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
@@ -282,6 +283,7 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 			if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID); err != nil {
 				return fmt.Errorf("end sessions: %w", err)
 			}
+			tx.changed(userID) // held streams and long polls check their credential again
 		}
 		u, err = tx.UserByID(ctx, userID)
 		return err

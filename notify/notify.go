@@ -1,8 +1,8 @@
 // Package notify tells waiters the moment an author's own view (GET /api/listeners/mine)
 // may have changed.
 //
-// A Hub keeps, per author, one channel that is closed at the author's next change; waiters
-// watch it and re-read the view's version (models.MineVersion) only when it closes, so a
+// A Hub keeps, per author, one channel that is closed at the author's next change (and links
+// to the one of the change after it); waiters watch it and re-read the view's version (models.MineVersion) only when it closes, so a
 // waiter costs no database work while nothing changes. Changes come from two places:
 //
 //   - in-process: the store calls Changed after each commit that changes an author's view
@@ -10,8 +10,10 @@
 //   - PostgreSQL: triggers on the tables the view reads call pg_notify('owed_mine',
 //     '<schema>:<author>') (migration 0011), and the Hub LISTENs on a dedicated connection, so
 //     a change made by any replica, or by raw SQL, wakes the waiters of every replica. A
-//     replica that loses that connection reconnects with backoff and then wakes all its
-//     waiters once, since it may have missed notifications meanwhile.
+//     replica that loses that connection wakes all its waiters at once, at each try to
+//     reconnect (with backoff, at most 5 s apart), and once more when it listens again, since
+//     it may have missed notifications meanwhile. Users' token rotations and disables, and the
+//     end of sessions, notify too (migration 0014): waiters check their credential at each wake.
 //
 // A wake is a hint, never a promise of change: a waiter re-reads the version and waits again
 // if it is the same.
@@ -25,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,18 +43,45 @@ type Hub struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	waits   map[int64]*signal
-	schema  string // the schema whose notifications count (the listening connection's)
-	pid     uint32 // the listening connection's backend
+	waits   map[int64]*signal // per author, the signal of their next change
+	refs    map[int64]int     // per author, open watches
+	schema  string            // the schema whose notifications count (the listening connection's)
+	pid     uint32            // the listening connection's backend
 	stop    context.CancelFunc
 	done    chan struct{}
 	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
 	watches int // open watches
 }
 
+// signal is one change of an author: c closes at it, and next is the change after it.
 type signal struct {
 	c    chan struct{}
-	refs int
+	at   int64   // the Mark when c was closed
+	next *signal // set before c is closed
+}
+
+// seq orders wakes and reads: see Mark.
+var seq atomic.Int64
+
+// Mark is a point in the order of wakes and reads: a read that starts after Mark returned
+// sees every change whose wake (Watch.At) came before it. Waiters woken by one change share a
+// read that started after the wake (api's coalescer).
+func Mark() int64 { return seq.Add(1) }
+
+// At is the Mark of the wake that closed C (0 while it is open).
+func (w *Watch) At() int64 {
+	select {
+	case <-w.s.c:
+		return w.s.at
+	default:
+		return 0
+	}
+}
+
+// fire closes s, marking when.
+func (s *signal) fire() {
+	s.at = seq.Add(1)
+	close(s.c)
 }
 
 // New makes a Hub. With a postgres:// URL it LISTENs there once started; otherwise it hears
@@ -60,7 +90,7 @@ func New(databaseURL string, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Hub{log: log, waits: map[int64]*signal{}}
+	h := &Hub{log: log, waits: map[int64]*signal{}, refs: map[int64]int{}}
 	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
 		h.url = databaseURL
 	}
@@ -89,7 +119,7 @@ func (h *Hub) Watch(userID int64) *Watch {
 		s = &signal{c: make(chan struct{})}
 		h.waits[userID] = s
 	}
-	s.refs++
+	h.refs[userID]++
 	h.watches++
 	return &Watch{h: h, userID: userID, s: s}
 }
@@ -107,17 +137,47 @@ func (w *Watch) Close() {
 	}
 	w.closed = true
 	h.watches--
-	w.s.refs--
-	if w.s.refs == 0 && h.waits[w.userID] == w.s {
+	if h.refs[w.userID]--; h.refs[w.userID] <= 0 {
+		delete(h.refs, w.userID)
 		delete(h.waits, w.userID)
 	}
 }
 
-// Renew closes w and returns a new watch of the same author: for a waiter that was woken and
-// waits again.
+// Renew closes w and returns a new watch of the same author, from now: for a waiter that was
+// woken and reads the version again after Renew.
 func (w *Watch) Renew() *Watch {
 	w.Close()
 	return w.h.Watch(w.userID)
+}
+
+// Next closes w and returns a watch of the same author's first change after the one that
+// woke w (or, if w has not fired, of the same change as w). A change that came after w's wake
+// and before Next is not missed: the new watch is already closed. So a woken waiter may share
+// a read that other waiters of the same wake began before it called Next (api's coalescer).
+func (w *Watch) Next() *Watch {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.closed {
+		panic("notify: Next of a closed watch")
+	}
+	w.closed = true
+	s := w.s
+	select {
+	case <-s.c:
+		s = s.next
+	default:
+	}
+	return &Watch{h: h, userID: w.userID, s: s}
+}
+
+// fireLocked wakes the current waiters of id and puts the next change's signal in place, so
+// that a woken waiter's Renew finds it.
+func (h *Hub) fireLocked(id int64, s *signal) {
+	ns := &signal{c: make(chan struct{})}
+	s.next = ns
+	h.waits[id] = ns
+	s.fire()
 }
 
 // Changed wakes the waiters of each author. It costs a map lookup per author when nobody waits.
@@ -126,8 +186,7 @@ func (h *Hub) Changed(userIDs ...int64) {
 	defer h.mu.Unlock()
 	for _, id := range userIDs {
 		if s := h.waits[id]; s != nil {
-			close(s.c)
-			delete(h.waits, id)
+			h.fireLocked(id, s)
 		}
 	}
 }
@@ -138,8 +197,7 @@ func (h *Hub) WakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id, s := range h.waits {
-		close(s.c)
-		delete(h.waits, id)
+		h.fireLocked(id, s)
 	}
 	h.wakeAll++
 }
@@ -246,6 +304,11 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 			return
 		}
 		h.log.Warn("notify: lost the LISTEN connection; reconnecting", "err", err)
+		// While it is down no change is heard: every waiter looks now, and again at each try
+		// to reconnect (at most maxBackoff apart), so none waits without a path to its next
+		// change; a waiter whose reads fail too ends (an error event, a 503) and its client
+		// comes back.
+		h.WakeAll()
 		backoff := minBackoff
 		for {
 			t := time.NewTimer(backoff)
@@ -262,6 +325,7 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 				return
 			}
 			h.log.Warn("notify: reconnect", "err", err, "retryIn", backoff)
+			h.WakeAll()
 			backoff = min(2*backoff, maxBackoff)
 		}
 		// Whatever changed while the connection was down was not heard: every waiter looks.

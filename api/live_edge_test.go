@@ -1,0 +1,432 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// rawStream opens the stream with exactly the headers given (no Authorization unless given)
+// and returns its answer and events; the test's end hangs it up.
+func (w *world) rawStream(query string, headers ...string) (*http.Response, <-chan sse, func()) {
+	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.env.Server.URL+"/api/listeners/mine/stream"+query, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := w.env.Server.Client().Do(req)
+	if err != nil {
+		cancel()
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(cancel)
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		res.Body = io.NopCloser(strings.NewReader(string(b)))
+		return res, nil, cancel
+	}
+	return res, owedtest.ReadSSE(res.Body), cancel
+}
+
+// errorOf is the error shape's code in an event's data or a body.
+func errorOf(t *testing.T, data string) string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code    string  `json:"code"`
+			Message string  `json:"message"`
+			Field   *string `json:"field"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(data), &e); err != nil {
+		t.Fatalf("not the error shape: %q: %v", data, err)
+	}
+	return e.Error.Code
+}
+
+// ends checks that the stream's next event is `event: error` with code, and that the stream
+// then ends.
+func ends(t *testing.T, events <-chan sse, code, what string) {
+	t.Helper()
+	ev := next(t, events, false)
+	for ev.Event == "mine" { // a change the stream saw on its way to the error
+		ev = next(t, events, false)
+	}
+	if ev.Event != "error" || errorOf(t, ev.Data) != code {
+		t.Fatalf("%s: event %q data %s; want event error with code %s", what, ev.Event, ev.Data, code)
+	}
+	select {
+	case ev, ok := <-events:
+		for ok && ev.Comment != "" {
+			ev, ok = <-events
+		}
+		if ok {
+			t.Fatalf("%s: the stream went on after its error: %+v", what, ev)
+		}
+	case <-time.After(hang):
+		t.Fatalf("%s: the stream did not end after its error", what)
+	}
+}
+
+// until waits for cond, which something else makes true soon; it never decides a pass by time.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s", what, hang)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func checkRetryAfter(t *testing.T, r answer, status int, code, what string) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("%s: %v", what, r.err)
+	}
+	if r.Status != status || r.ErrorCode() != code || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("%s: %d %s, Retry-After %q; want %d %s with Retry-After", what, r.Status, r.Body, r.Header.Get("Retry-After"), status, code)
+	}
+}
+
+// TestLiveCaps: one user's streams and held long polls together stop at OWED_STREAMS_PER_USER
+// (429, Retry-After), the process's at OWED_MAX_STREAMS (503, Retry-After), and the slots come
+// back when the connections end; owed_streams_open counts them by kind.
+func TestLiveCaps(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db, func(c *app.Config) { c.StreamsPerUser, c.MaxStreams = 2, 3 }).quiet()
+		api := w.env.App.API
+		m := w.watchMine(asAuthor)
+
+		_, ev1, hang1 := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, ev1, false)
+		held := w.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
+		until(t, "a stream and a long poll held", func() bool { return api.StreamsOpen() == 2 })
+
+		// The author's third: a stream or a long poll, refused.
+		res, _, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		b, _ := io.ReadAll(res.Body)
+		checkRetryAfter(t, answer{Response: owedtest.Response{Status: res.StatusCode, Header: res.Header, Body: b}}, http.StatusTooManyRequests, "rate_limited", "a third stream")
+		r := w.get(context.Background(), "/api/listeners/mine?wait=60", asAuthor, "If-None-Match", m.etag)
+		checkRetryAfter(t, r, http.StatusTooManyRequests, "rate_limited", "a third, a long poll")
+		// A plain GET is not held, and not capped.
+		if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
+			t.Fatalf("a plain GET past the cap: %d", r.Status)
+		}
+
+		// The process's cap: another author's first is the third in all; their second is refused.
+		_, ev3, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asOther])
+		next(t, ev3, false)
+		r = w.get(context.Background(), "/api/listeners/mine/stream", asOther)
+		checkRetryAfter(t, r, http.StatusServiceUnavailable, "unavailable", "past the process's cap")
+
+		metrics := string(w.do(http.MethodGet, "/metrics", asAnon, nil).Body)
+		for _, want := range []string{`owed_streams_open{kind="stream"} 2`, `owed_streams_open{kind="long_poll"} 1`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+
+		// Slots come back: the stream hangs up, the long poll answers.
+		hang1()
+		until(t, "the hung-up stream's slot freed", func() bool { return api.StreamsOpen() == 2 })
+		w.pitch(asAuthor, "")
+		if a := await(t, held, "the long poll"); a.Status != http.StatusOK {
+			t.Fatalf("the long poll: %d", a.Status)
+		}
+		until(t, "the long poll's slot freed", func() bool { return api.StreamsOpen() == 1 })
+		_, ev4, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, ev4, false)
+		_, ev5, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, ev5, false)
+	})
+}
+
+// TestLiveRevocation: disabling the user, rotating their token and signing their session out
+// each end their open streams (event error, unauthorized) and answer their held long polls
+// 401, at once; so does the session's expiry. Another author's stream goes on.
+func TestLiveRevocation(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		uid := w.uid[asAuthor]
+		path := fmt.Sprintf("/api/admin/users/%d", uid)
+		_, others, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asOther])
+		next(t, others, false)
+
+		type opened struct {
+			events <-chan sse
+			poll   <-chan answer
+		}
+		open := func(headers ...string) opened {
+			t.Helper()
+			_, events, _ := w.rawStream("", headers...)
+			next(t, events, false)
+			r := w.env.Do(http.MethodGet, "/api/listeners/mine", "", nil, headers...)
+			out := make(chan answer, 1)
+			go func() {
+				ctx := context.Background()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.env.Server.URL+"/api/listeners/mine?wait=60", nil)
+				for i := 0; i+1 < len(headers); i += 2 {
+					req.Header.Set(headers[i], headers[i+1])
+				}
+				req.Header.Set("If-None-Match", r.Header.Get("ETag"))
+				res, err := w.env.Server.Client().Do(req)
+				if err != nil {
+					out <- answer{err: err}
+					return
+				}
+				defer res.Body.Close()
+				b, err := io.ReadAll(res.Body)
+				out <- answer{Response: owedtest.Response{Status: res.StatusCode, Header: res.Header, Body: b}, err: err}
+			}()
+			until(t, "the long poll held", func() bool { return w.env.App.API.StreamsOpen() >= 3 })
+			return opened{events, out}
+		}
+		revoked := func(o opened, what string) {
+			t.Helper()
+			ends(t, o.events, "unauthorized", what)
+			a := await(t, o.poll, what)
+			if a.Status != http.StatusUnauthorized || a.ErrorCode() != "unauthorized" {
+				t.Fatalf("%s: the long poll answered %d %s; want 401 unauthorized", what, a.Status, a.Body)
+			}
+			until(t, what+": slots freed", func() bool { return w.env.App.API.StreamsOpen() == 1 })
+		}
+
+		// Token rotation.
+		o := open("Authorization", "Bearer "+w.tok[asAuthor])
+		r := w.do(http.MethodPost, path+"/token", asAdmin, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("rotate: %d %s", r.Status, r.Body)
+		}
+		revoked(o, "token rotated")
+		w.tok[asAuthor] = r.JSON()["token"].(string)
+
+		// Sign-out of a session (the token stays good).
+		ck := w.signIn(t, w.tok[asAuthor])
+		cookie := "owed_session=" + ck.Value
+		o = open("Cookie", cookie)
+		if r := w.env.Do(http.MethodDelete, "/api/session", "", nil, "Cookie", cookie, "X-Owed-Request", "1"); r.Status != http.StatusNoContent {
+			t.Fatalf("sign out: %d %s", r.Status, r.Body)
+		}
+		revoked(o, "signed out")
+
+		// A session's expiry: the stream ends when its session does.
+		ck = w.signIn(t, w.tok[asAuthor])
+		cookie = "owed_session=" + ck.Value
+		_, events, _ := w.rawStream("", "Cookie", cookie)
+		next(t, events, false)
+		w.env.Clock.Advance(13 * time.Hour)
+		ends(t, events, "unauthorized", "session expired")
+
+		// Disable: token streams end too.
+		o = open("Authorization", "Bearer "+w.tok[asAuthor])
+		if r := w.do(http.MethodPatch, path, asAdmin, map[string]any{"disabled": true}); r.Status != http.StatusOK {
+			t.Fatalf("disable: %d %s", r.Status, r.Body)
+		}
+		revoked(o, "disabled")
+
+		// The other author's stream is still open and still hears their changes.
+		w.pitch(asOther, "")
+		if ev := next(t, others, false); ev.Event != "mine" {
+			t.Fatalf("the other author's stream: %+v", ev)
+		}
+	})
+}
+
+// TestLiveRevocationReplicas: on PostgreSQL, a disable made through one replica ends the
+// streams and long polls held by another (the notifier carries it).
+func TestLiveRevocationReplicas(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		if !strings.HasPrefix(db, "postgres") {
+			t.Skip("one process holds SQLite")
+		}
+		w := newWorld(t, db).quiet()
+		w2 := &world{t: t, env: owedtest.NewEnv(t, db), tok: w.tok, uid: w.uid}
+		_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, events, false)
+		m := w2.watchMine(asAuthor)
+		held := w2.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
+		until(t, "held on replica 2", func() bool { return w2.env.App.API.StreamsOpen() == 2 })
+		if r := w.do(http.MethodPatch, fmt.Sprintf("/api/admin/users/%d", w.uid[asAuthor]), asAdmin, map[string]any{"disabled": true}); r.Status != http.StatusOK {
+			t.Fatalf("disable on replica 1: %d %s", r.Status, r.Body)
+		}
+		ends(t, events, "unauthorized", "disabled on the other replica")
+		if a := await(t, held, "the long poll on replica 2"); a.Status != http.StatusUnauthorized {
+			t.Fatalf("the long poll on replica 2: %d %s", a.Status, a.Body)
+		}
+	})
+}
+
+// TestLiveFaults: while the database fails every re-read, a woken stream retries for a few
+// seconds (of the clock), then ends with event error, code unavailable, and a retry: hint; a
+// held long poll answers 503 with Retry-After. Once the database is back, a new stream works.
+func TestLiveFaults(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		uid := w.uid[asAuthor]
+		res, events, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		_ = res
+		next(t, events, false)
+		m := w.watchMine(asAuthor)
+		held := w.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
+		until(t, "held", func() bool { return w.env.App.API.StreamsOpen() == 2 })
+
+		ctx := context.Background()
+		if _, err := w.store().RawExec(ctx, `ALTER TABLE users RENAME TO users_away`); err != nil {
+			t.Fatal(err)
+		}
+		w.env.App.Notify.Changed(uid) // a change the waiters cannot read
+		// The retries wait on the clock: move it a second at a time until both give up.
+		var a answer
+		done := false
+		for i := 0; i < 30 && !done; i++ {
+			w.env.Clock.Advance(time.Second)
+			select {
+			case a = <-held:
+				done = true
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if !done {
+			a = await(t, held, "the long poll")
+		}
+		checkRetryAfter(t, a, http.StatusServiceUnavailable, "unavailable", "a long poll whose re-read keeps failing")
+		ends(t, events, "unavailable", "a stream whose re-read keeps failing")
+		if w.env.App.API.StreamsOpen() != 0 {
+			until(t, "slots freed", func() bool { return w.env.App.API.StreamsOpen() == 0 })
+		}
+
+		if _, err := w.store().RawExec(ctx, `ALTER TABLE users_away RENAME TO users`); err != nil {
+			t.Fatal(err)
+		}
+		_, events, _ = w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		w.isView(t, next(t, events, false), asAuthor, "", "the reconnect")
+	})
+}
+
+// TestLiveErrorEventRetry: the unavailable error event carries a retry: hint for EventSource.
+func TestLiveErrorEventRetry(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		req, _ := http.NewRequest(http.MethodGet, w.env.Server.URL+"/api/listeners/mine/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+w.tok[asAuthor])
+		res, err := w.env.Server.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		rd := bufio.NewReader(res.Body)
+		for { // the first event
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				break
+			}
+		}
+		if _, err := w.store().RawExec(context.Background(), `ALTER TABLE users RENAME TO users_away`); err != nil {
+			t.Fatal(err)
+		}
+		defer w.store().RawExec(context.Background(), `ALTER TABLE users_away RENAME TO users`)
+		w.env.App.Notify.Changed(w.uid[asAuthor])
+		got := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(rd)
+			got <- string(b)
+		}()
+		var rest string
+		for i := 0; i < 30 && rest == ""; i++ {
+			w.env.Clock.Advance(time.Second)
+			select {
+			case rest = <-got:
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if !strings.Contains(rest, "event: error\nretry: 5000\ndata: {\"error\":{\"code\":\"unavailable\"") {
+			t.Fatalf("the stream's end: %q; want an error event with retry: and code unavailable", rest)
+		}
+	})
+}
+
+// TestLiveBody: a GET with a body on the live routes is refused at once with 400 and the
+// connection closed, however slowly the body trickles: no held request waits on its client.
+func TestLiveBody(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		m := w.watchMine(asAuthor)
+		host := strings.TrimPrefix(w.env.Server.URL, "http://")
+		for _, path := range []string{"/api/listeners/mine?wait=60", "/api/listeners/mine/stream"} {
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nIf-None-Match: %s\r\nContent-Length: 1000\r\n\r\nx",
+				path, host, w.tok[asAuthor], m.etag)
+			_ = conn.SetReadDeadline(time.Now().Add(hang))
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("%s with a trickled body: %v", path, err)
+			}
+			b, _ := io.ReadAll(res.Body) // ends: the connection is closed after the answer
+			conn.Close()
+			r := owedtest.Response{Status: res.StatusCode, Header: res.Header, Body: b}
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid" {
+				t.Fatalf("%s with a body: %d %s; want 400 invalid", path, r.Status, b)
+			}
+		}
+		if n := w.env.App.API.StreamsOpen(); n != 0 {
+			t.Fatalf("%d held after refusals", n)
+		}
+	})
+}
+
+// TestLiveOneRead: N streams and long polls of one author share one re-read of the view per
+// change, instead of one each (the reads are counted).
+func TestLiveOneRead(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const n, changes = 24, 4
+		w := newWorld(t, db, func(c *app.Config) { c.StreamsPerUser = n }).quiet()
+		api := w.env.App.API
+		var streams []<-chan sse
+		for i := 0; i < n; i++ {
+			_, ev, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+			next(t, ev, false)
+			streams = append(streams, ev)
+		}
+		before := api.LiveReads()
+		for c := 0; c < changes; c++ {
+			w.pitch(asAuthor, "")
+			var tag string
+			for i, ev := range streams {
+				e := next(t, ev, false)
+				if e.Event != "mine" || (tag != "" && e.ID != tag) {
+					t.Fatalf("change %d, stream %d: %+v", c, i, e)
+				}
+				tag = e.ID
+			}
+		}
+		reads := api.LiveReads() - before
+		t.Logf("%d streams, %d changes: %d shared reads", n, changes, reads)
+		if reads > 2*changes {
+			t.Fatalf("%d streams cost %d reads for %d changes; want about one per change", n, reads, changes)
+		}
+	})
+}
+
+// TestLiveGaugeMetric is in TestLiveCaps; the stream's OpenAPI row names ticket.
+var _ = models.CredToken

@@ -1,0 +1,379 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/notify"
+)
+
+// The live edge of `mine` under stress (issue 22): caps on what one user and the process hold
+// open, one shared re-read per change, credentials checked again at every wake, and faults
+// that end a stream with an error event rather than silence it.
+
+// Default caps of held connections (OWED_STREAMS_PER_USER, OWED_MAX_STREAMS).
+const (
+	DefaultStreamsPerUser = 8
+	DefaultMaxStreams     = 10000
+)
+
+// The kinds of held connection, as the gauge owed_streams_open labels them.
+const (
+	kindStream   = "stream"
+	kindLongPoll = "long_poll"
+)
+
+const (
+	// liveRetryFor is how long a waiter retries a re-read the database fails before it gives
+	// up: the stream ends with `event: error` (unavailable), the long poll answers 503.
+	liveRetryFor = 5 * time.Second
+	// liveRetryFirst is the first pause between those retries; each is twice the one before.
+	liveRetryFirst = 200 * time.Millisecond
+	// liveRetryAfter is the Retry-After (and the stream's retry:) given with unavailable, and
+	// streamRetryAfter that of a refused stream or long poll (429 and 503 of the caps).
+	liveRetryAfter = 5 * time.Second
+	capRetryAfter  = 10 * time.Second
+	// readTimeout bounds one shared re-read, which runs detached from any one waiter.
+	readTimeout = 10 * time.Second
+)
+
+var (
+	errRevoked = &Error{Status: http.StatusUnauthorized, Code: "unauthorized",
+		Message: "the credential this connection was opened with no longer works (signed out, token rotated, user disabled or session expired)"}
+	errLiveUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the database is not answering; retry shortly"}
+	errTooManyStreams = &Error{Status: http.StatusTooManyRequests, Code: "rate_limited",
+		Message: "too many streams and held long polls for this user; close one, or retry later"}
+	errStreamsFull = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "this server holds as many streams and long polls as it can; retry later"}
+)
+
+// retryAfter sets Retry-After (whole seconds) and returns e.
+func retryAfter(c echo.Context, d time.Duration, e *Error) *Error {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int(d.Round(time.Second)/time.Second)))
+	return e
+}
+
+// refuseHold is a refusal of the caps: with Retry-After, and the connection closed after it,
+// so a client that retries at once cannot keep idle connections (and the listener's slots,
+// OWED_MAX_CONNECTIONS) for itself.
+func refuseHold(c echo.Context, e *Error) *Error {
+	c.Response().Header().Set(echo.HeaderConnection, "close")
+	return retryAfter(c, capRetryAfter, e)
+}
+
+// refuseBody answers 400 to a GET on a live route that sends a body: a held request is never
+// read again, so a body trickled a byte at a time would otherwise pin its goroutine and socket
+// for as long as the sender likes. The connection is closed after the answer rather than read
+// to the body's end.
+func refuseBody(c echo.Context) error {
+	req := c.Request()
+	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return invalid("body", "this route takes no request body")
+	}
+	return nil
+}
+
+// liveCaps counts held streams and long polls, per user and in all.
+type liveCaps struct {
+	mu     sync.Mutex
+	byUser map[int64]int
+	total  int
+	open   *prometheus.GaugeVec
+}
+
+// holdSlot takes a slot for a held connection of u: released by the func it returns (once),
+// or refused with 429 (the user's cap) or 503 (the process's), each with Retry-After.
+func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error) {
+	l := a.liveState()
+	perUser, max := a.StreamsPerUser, a.MaxStreams
+	if perUser <= 0 {
+		perUser = DefaultStreamsPerUser
+	}
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	cp := &l.caps
+	cp.mu.Lock()
+	if cp.byUser[userID] >= perUser {
+		cp.mu.Unlock()
+		return nil, refuseHold(c, errTooManyStreams)
+	}
+	if cp.total >= max {
+		cp.mu.Unlock()
+		return nil, refuseHold(c, errStreamsFull)
+	}
+	cp.byUser[userID]++
+	cp.total++
+	cp.mu.Unlock()
+	g := cp.open.WithLabelValues(kind)
+	g.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.Dec()
+			cp.mu.Lock()
+			defer cp.mu.Unlock()
+			cp.total--
+			if cp.byUser[userID]--; cp.byUser[userID] <= 0 {
+				delete(cp.byUser, userID)
+			}
+		})
+	}, nil
+}
+
+// StreamsOpen is how many streams and held long polls this process holds (for tests).
+func (a *API) StreamsOpen() int {
+	cp := &a.liveState().caps
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.total
+}
+
+// coalescer shares one read among the waiters that want it: a waiter asks for a read of a
+// key that started after the wake that woke it (notify's Watch.At), and gets the result of
+// such a read, in flight or just done, if there is one; otherwise it starts one (after any
+// older one of the key ends). Unlike a plain singleflight, a waiter never gets a read that
+// began before the change that woke it, so no change can be missed; and every waiter woken by
+// one change, however late it runs, shares one read.
+type coalescer struct {
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+type flight struct {
+	start int64
+	done  chan struct{}
+	val   any
+	err   error
+}
+
+// keepDone is how long a finished read stays to be shared with waiters that come late.
+const keepDone = 2 * time.Second
+
+// do returns the result of a read of key that started after mark, running fn if none did.
+func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, error) {
+	for {
+		co.mu.Lock()
+		f := co.flights[key]
+		if f != nil && f.start > mark {
+			co.mu.Unlock()
+			<-f.done
+			return f.val, f.err
+		}
+		if f != nil {
+			select {
+			case <-f.done:
+			default:
+				// An older read is running: wait for it, then start (or share) a newer one.
+				co.mu.Unlock()
+				<-f.done
+				continue
+			}
+		}
+		nf := &flight{start: notify.Mark(), done: make(chan struct{})}
+		co.flights[key] = nf
+		co.mu.Unlock()
+		func() {
+			defer close(nf.done)
+			nf.val, nf.err = fn()
+		}()
+		time.AfterFunc(keepDone, func() {
+			co.mu.Lock()
+			if co.flights[key] == nf {
+				delete(co.flights, key)
+			}
+			co.mu.Unlock()
+		})
+		return nf.val, nf.err
+	}
+}
+
+// credOf is the credential the request was authenticated with (authenticate sets it).
+func credOf(c echo.Context) models.Credential {
+	cr, _ := c.Get(credKey).(models.Credential)
+	return cr
+}
+
+// liveView is what a waiter learns at a wake: the user as they are now, the view's state, and
+// when the credential ends by itself (a session's expiry; zero for a token).
+type liveView struct {
+	u     *models.User
+	st    mineState
+	until time.Time
+}
+
+type credRead struct {
+	u     models.User
+	until time.Time
+}
+
+// liveRead reads what a woken waiter needs, shared with every waiter of the same credential
+// (the credential check) and of the same author and filters (the view's version): N held
+// connections of one author cost one read per change, not N. errRevoked when the credential
+// no longer works.
+func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark int64) (liveView, error) {
+	l := a.liveState()
+	cv, err := l.co.do("c|"+strconv.FormatInt(userID, 10)+"|"+cred.Kind+"|"+cred.Hash, mark, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		u, until, err := a.Store.CheckCredential(ctx, userID, cred)
+		return credRead{u, until}, err
+	})
+	if errors.Is(err, models.ErrNotFound) {
+		return liveView{}, errRevoked
+	} else if err != nil {
+		return liveView{}, err
+	}
+	cr := cv.(credRead)
+	u := cr.u
+	key := "v|" + strconv.FormatInt(userID, 10) + "|" + strconv.FormatInt(u.DailyLimit, 10) + "|" + string(q.state) + "|" +
+		string(q.kind) + "|" + strconv.Itoa(q.limit) + "|" + q.cursor
+	sv, err := l.co.do(key, mark, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		l.reads.Add(1)
+		return a.readMine(ctx, &u, q)
+	})
+	if err != nil {
+		return liveView{}, err
+	}
+	return liveView{u: &u, st: sv.(mineState), until: cr.until}, nil
+}
+
+// liveBody is mineBody shared: waiters that need the same tag's answer at once build it once.
+func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+	v, err := a.liveState().co.do("b|"+st.etag, 0, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		return a.mineBody(ctx, u, q, st)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// LiveReads is how many shared re-reads of authors' views waiters have made (for tests).
+func (a *API) LiveReads() int64 { return a.liveState().reads.Load() }
+
+// retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
+// server closes, pausing between tries (200 ms, doubling) on the API's clock; past liveRetryFor
+// it gives up with errLiveUnavailable.
+func (a *API) retrying(ctx context.Context, read func() error) error {
+	giveUp := a.now().Add(liveRetryFor)
+	pause := liveRetryFirst
+	closing := a.closing()
+	for {
+		err := read()
+		if err == nil || errors.Is(err, errRevoked) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		now := a.now()
+		if !now.Before(giveUp) {
+			a.Log.Warn("mine: the database stays unreachable; ending the waiter", "err", err)
+			return errLiveUnavailable
+		}
+		a.Log.Warn("mine: re-read failed; retrying", "err", err, "in", pause)
+		timer, stop := clock.NewTimer(a.Clock, min(pause, giveUp.Sub(now)))
+		select {
+		case <-timer:
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		case <-closing:
+			stop()
+			return errLiveUnavailable
+		}
+		pause *= 2
+	}
+}
+
+// credUntil is when the request's credential ends by itself: a session's expiry (zero for a
+// token, or when it cannot be read now: the first wake reads it).
+func (a *API) credUntil(ctx context.Context, cred models.Credential) time.Time {
+	if cred.Kind != models.CredSession {
+		return time.Time{}
+	}
+	t, err := a.Store.SessionExpiry(ctx, cred.Hash)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// errorEvent is a stream's last event: `event: error`, data in the error shape, and for a
+// fault a retry: hint so EventSource reconnects after it.
+func errorEvent(e *Error, retry time.Duration) []byte {
+	data, _ := json.Marshal(errorJSON{e.detail()})
+	b := make([]byte, 0, len(data)+64)
+	b = append(b, "event: error\n"...)
+	if retry > 0 {
+		b = append(b, "retry: "...)
+		b = strconv.AppendInt(b, retry.Milliseconds(), 10)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+// liveGauge is owed_streams_open, registered on the API's registry when there is one.
+func (a *API) liveGauge() *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "owed_streams_open",
+		Help: "Streams and held long polls of authors' views open in this process, by kind (stream, long_poll)."}, []string{"kind"})
+	if a.Metrics != nil && a.Metrics.Registry != nil {
+		_ = a.Metrics.Registry.Register(g)
+	}
+	for _, k := range []string{kindStream, kindLongPoll} {
+		g.WithLabelValues(k)
+	}
+	return g
+}
+
+// corsHeaders are what a browser on an allowed origin may send and read.
+var (
+	corsAllowHeaders  = []string{echo.HeaderAuthorization, echo.HeaderContentType, "If-None-Match", "Last-Event-ID", "Idempotency-Key"}
+	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation}
+)
+
+// corsPaths are the routes browsers on other origins may call: the listener (author) routes
+// and the public ones. Never /api/admin/*, the session or the bots' routes.
+func corsPath(p string) bool {
+	for _, pre := range []string{"/api/listeners/", "/api/songs", "/api/pitches"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// cors is Echo's CORS middleware, strict: only the exact origins configured, only corsPath,
+// no credentials (a bearer token or a stream ticket, never the session cookie), preflights
+// answered 204.
+func (a *API) cors() echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		Skipper:       func(c echo.Context) bool { return !corsPath(c.Request().URL.Path) },
+		AllowOrigins:  a.CORSOrigins,
+		AllowMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
+		AllowHeaders:  corsAllowHeaders,
+		ExposeHeaders: corsExposeHeaders,
+		MaxAge:        600,
+	})
+}

@@ -1,0 +1,105 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Credential is what a request was authenticated with, as the store keeps it: the kind
+// ("token" or "session") and the hash of the secret (HashToken). Held streams and long polls
+// keep it and check it again at each wake (CheckCredential), and a stream ticket is bound to it.
+type Credential struct {
+	Kind string // CredToken or CredSession
+	Hash string
+}
+
+// The kinds of Credential.
+const (
+	CredToken   = "token"
+	CredSession = "session"
+)
+
+// CheckCredential reports whether cred still signs userID in: the token is still the user's
+// (not rotated) and the user is enabled, or the session is live and its user enabled. It
+// returns the user and, for a session, when it expires (zero for a token); ErrNotFound when
+// the credential no longer works.
+func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credential) (User, time.Time, error) {
+	switch cred.Kind {
+	case CredToken:
+		u, err := s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE id = ? AND token_hash = ? AND disabled = 0`, userID, cred.Hash)
+		if err != nil {
+			return User{}, time.Time{}, fmt.Errorf("check token of user %d: %w", userID, err)
+		}
+		return u, time.Time{}, nil
+	case CredSession:
+		var exp int64
+		if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+			WHERE x.id_hash = ? AND x.user_id = ? AND x.expires_at > ? AND u.disabled = 0`, cred.Hash, userID, s.nowMs()); err != nil {
+			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, err)
+		}
+		if exp == 0 {
+			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, ErrNotFound)
+		}
+		u, err := s.UserByID(ctx, userID)
+		if err != nil {
+			return User{}, time.Time{}, fmt.Errorf("check session: %w", err)
+		}
+		return u, fromMillis(exp), nil
+	}
+	return User{}, time.Time{}, fmt.Errorf("check credential of kind %q: %w", cred.Kind, ErrNotFound)
+}
+
+// SessionExpiry is when the live session whose hash is given ends; ErrNotFound when it has
+// ended (signed out, expired, or its user disabled or their token rotated).
+func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, error) {
+	var exp int64
+	if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+		WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`, idHash, s.nowMs()); err != nil {
+		return time.Time{}, fmt.Errorf("session expiry: %w", err)
+	}
+	if exp == 0 {
+		return time.Time{}, fmt.Errorf("session expiry: %w", ErrNotFound)
+	}
+	return fromMillis(exp), nil
+}
+
+// CreateStreamTicket makes a ticket for userID, bound to cred, valid for ttl and once, and
+// returns it (only its hash is kept) with its end. Expired tickets are swept on the way.
+func (s *Store) CreateStreamTicket(ctx context.Context, userID int64, cred Credential, ttl time.Duration) (string, time.Time, error) {
+	ticket := NewToken()
+	now := s.nowMs()
+	exp := now + ttl.Milliseconds()
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.exec(ctx, `DELETE FROM stream_tickets WHERE expires_at <= ?`, now); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `INSERT INTO stream_tickets (id_hash, user_id, cred_kind, cred_hash, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			HashToken(ticket), userID, cred.Kind, cred.Hash, exp)
+		return err
+	})
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("create stream ticket: %w", err)
+	}
+	return ticket, fromMillis(exp), nil
+}
+
+// TakeStreamTicket uses a ticket up: it is deleted whether or not it is still valid, and the
+// user and credential it is bound to come back if it was; ErrNotFound for an unknown, used or
+// expired ticket. The credential is not checked here (CheckCredential does).
+func (s *Store) TakeStreamTicket(ctx context.Context, ticket string) (int64, Credential, error) {
+	var row struct {
+		UserID    int64  `gorm:"column:user_id"`
+		CredKind  string `gorm:"column:cred_kind"`
+		CredHash  string `gorm:"column:cred_hash"`
+		ExpiresAt int64  `gorm:"column:expires_at"`
+	}
+	if err := s.scan(ctx, s.db, &row, `DELETE FROM stream_tickets WHERE id_hash = ? RETURNING user_id, cred_kind, cred_hash, expires_at`,
+		HashToken(ticket)); err != nil {
+		return 0, Credential{}, fmt.Errorf("take stream ticket: %w", err)
+	}
+	if row.UserID == 0 || row.ExpiresAt <= s.nowMs() {
+		return 0, Credential{}, fmt.Errorf("take stream ticket: %w", ErrNotFound)
+	}
+	return row.UserID, Credential{Kind: row.CredKind, Hash: row.CredHash}, nil
+}
