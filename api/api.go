@@ -49,6 +49,9 @@ type API struct {
 	Webhooks *scheduler.Deliveries
 	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
 	WebhooksAllowPrivate bool
+	// WebhookSecretOverlap is how long after a secret rotation deliveries carry the previous
+	// secret's signature too (0: not at all; app's default is webhooks.DefaultSecretOverlap).
+	WebhookSecretOverlap time.Duration
 	// SecureCookies marks session cookies Secure (OWED_PUBLIC_URL is https).
 	SecureCookies bool
 	// TrustedProxy reports whether a TCP peer is a trusted proxy (OWED_TRUSTED_PROXIES), whose

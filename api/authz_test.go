@@ -93,7 +93,9 @@ var routeMatrix = map[string]routeCase{
 	}},
 	"GET /api/pitches": {anyone, false, []int{200}, static("/api/pitches", nil)},
 
-	"POST /api/admin/users": {admins, false, []int{201}, static("/api/admin/users", map[string]string{"name": "cy", "role": "author"})},
+	"POST /api/admin/users": {admins, false, []int{201}, func(w *world) (string, any) {
+		return "/api/admin/users", map[string]string{"name": "cy-" + models.NewToken()[5:15], "role": "author"} // names are unique
+	}},
 	"PUT /api/admin/users/:id/budget": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/users/%d/budget", w.uid[asAuthor]), map[string]any{"dailyLimit": 7}
 	}},
@@ -133,6 +135,9 @@ var routeMatrix = map[string]routeCase{
 	}},
 	"DELETE /api/admin/webhooks/:id": {admins, false, []int{204}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/webhooks/%d", w.webhook()), nil
+	}},
+	"POST /api/admin/webhooks/:id/secret": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/webhooks/%d/secret", w.webhook()), nil
 	}},
 	"GET /api/admin/webhooks/:id/deliveries": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/webhooks/%d/deliveries", w.webhook()), nil
@@ -186,7 +191,7 @@ var routeMatrix = map[string]routeCase{
 // freshUser makes an author through the store, for routes that change a user.
 func (w *world) freshUser() int64 {
 	w.t.Helper()
-	u, _, err := w.store().CreateUser(context.Background(), "fresh", models.RoleAuthor)
+	u, _, err := w.store().CreateUser(context.Background(), "fresh-"+models.NewToken()[5:15], models.RoleAuthor)
 	if err != nil {
 		w.t.Fatal(err)
 	}

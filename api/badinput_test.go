@@ -87,7 +87,11 @@ var badCases = []badCase{
 	{"code of the wrong type", "POST", "/api/listeners/songs", asAuthor, `{"title":"t","code":["s()"]}`, 400, "invalid", "code"},
 	{"code too large", "POST", "/api/listeners/songs", asAuthor, map[string]string{"title": "t", "code": bigCode}, 413, "too_large", "code"},
 	{"code with NUL", "POST", "/api/listeners/songs", asAuthor, `{"title":"t","code":"a\u0000b"}`, 400, "invalid", "code"},
-	{"null body", "POST", "/api/listeners/songs", asAuthor, `null`, 400, "invalid", "title"},
+	{"null body", "POST", "/api/listeners/songs", asAuthor, `null`, 400, "invalid", ""},
+	{"title given twice", "POST", "/api/listeners/songs", asAuthor, `{"title":"a","code":"s()","title":"b"}`, 400, "invalid", "title"},
+	{"Title, not title", "POST", "/api/listeners/songs", asAuthor, `{"Title":"a","code":"s()"}`, 400, "invalid", "Title"},
+	{"null body retries nothing", "POST", "/api/admin/jobs/retry", asAdmin, `null`, 400, "invalid", ""},
+	{"a nested key twice", "POST", "/api/admin/webhooks", asAdmin, `{"url":"https://example.org/h","events":["*"],"url":"https://example.org/i"}`, 400, "invalid", "url"},
 	{"title with NUL", "POST", "/api/listeners/songs", asAuthor, `{"title":"a\u0000b","code":"s()"}`, 400, "invalid", "title"},
 
 	{"code missing", "POST", "/api/listeners/songs/{song}/revisions", asAuthor, `{}`, 400, "invalid", "code"},
@@ -114,6 +118,8 @@ var badCases = []badCase{
 	{"role missing", "POST", "/api/admin/users", asAdmin, `{"name":"cy"}`, 400, "invalid", "role"},
 	{"name with NUL", "POST", "/api/admin/users", asAdmin, `{"name":"c\u0000y","role":"author"}`, 400, "invalid", "name"},
 	{"role unknown", "POST", "/api/admin/users", asAdmin, `{"name":"cy","role":"root"}`, 400, "invalid", "role"},
+	{"name taken, in another case", "POST", "/api/admin/users", asAdmin, `{"name":"ANN","role":"bot"}`, 409, "conflict", "name"},
+	{"name taken", "POST", "/api/admin/users", asAdmin, `{"name":" ben ","role":"author"}`, 409, "conflict", "name"},
 
 	{"dailyLimit missing", "PUT", "/api/admin/users/{author}/budget", asAdmin, `{}`, 400, "invalid", "dailyLimit"},
 	{"dailyLimit negative", "PUT", "/api/admin/users/{author}/budget", asAdmin, `{"dailyLimit":-1}`, 400, "invalid", "dailyLimit"},
@@ -190,6 +196,16 @@ func TestBadInput(t *testing.T) {
 			json.Unmarshal(good, &withUnknown)
 			withUnknown["bogus"] = 1
 			unknown, _ := json.Marshal(withUnknown)
+			// The first key of the valid body given twice, and in capitals.
+			first := ""
+			for k := range withUnknown {
+				if k != "bogus" && (first == "" || k < first) {
+					first = k
+				}
+			}
+			again, _ := json.Marshal(withUnknown[first])
+			twice := `{"` + first + `":` + string(again) + `,` + strings.TrimPrefix(string(good), "{")
+			capitals := strings.Replace(string(good), `"`+first+`":`, `"`+strings.ToUpper(first)+`":`, 1)
 			for _, g := range []struct {
 				name    string
 				body    string
@@ -206,7 +222,15 @@ func TestBadInput(t *testing.T) {
 				{"two JSON values", string(good) + ` {}`, nil, 400, "invalid", ""},
 				{"an unknown field", string(unknown), nil, 400, "invalid", "bogus"},
 				{"a list, not an object", `[` + string(good) + `]`, nil, 400, "invalid", ""},
+				{"null", `null`, nil, 400, "invalid", ""},
+				{"a string", `"x"`, nil, 400, "invalid", ""},
+				{"a number", ` 5`, nil, 400, "invalid", ""},
+				{"a key twice", twice, nil, 400, "invalid", first},
+				{"a key in capitals", capitals, nil, 400, "invalid", strings.ToUpper(first)},
 			} {
+				if first == "" && (g.name == "a key twice" || g.name == "a key in capitals") {
+					continue // a body of no fields has no key to repeat
+				}
 				t.Run(route+": "+g.name, func(t *testing.T) {
 					b.t = t
 					before := b.snapshot()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// bind decodes a JSON body strictly into v: the right media type, no unknown fields, one
-// value. Its errors name the field at fault.
+// bind decodes a JSON body strictly into v: the right media type, an object whose keys name
+// v's fields exactly and once each (strictBody), one value. Its errors name the field at fault.
 func bind(c echo.Context, v any) error {
 	req := c.Request()
 	if mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); mt != echo.MIMEApplicationJSON {
@@ -33,6 +34,9 @@ func bind(c echo.Context, v any) error {
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn the bad bytes into U+FFFD and keep mangled text.
 		return invalid("", "the request body is not UTF-8")
+	}
+	if err := strictBody(body, reflect.TypeOf(v)); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -75,6 +75,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/webhooks", a.listWebhooks, admins, "Webhook subscriptions", nil, webhookListJSON{}, 200, pageQuery{}},
 		{http.MethodPatch, "/api/admin/webhooks/:id", a.updateWebhook, admins, "Enable or disable a webhook; disabling cancels its pending deliveries", webhookUpdate{}, webhookAnswerJSON{}, 200, nil},
 		{http.MethodDelete, "/api/admin/webhooks/:id", a.deleteWebhook, admins, "Delete a webhook with its deliveries", nil, nil, 204, nil},
+		{http.MethodPost, "/api/admin/webhooks/:id/secret", a.rotateWebhookSecret, admins, "Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature", nil, webhookSecretJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/webhooks/:id/deliveries", a.listDeliveries, admins, "A webhook's deliveries, newest first, each with its latest attempts", nil, deliveryListJSON{}, 200, deliveriesQuery{}},
 		{http.MethodGet, "/api/admin/webhooks/deliveries/:id", a.getDelivery, admins, "One delivery with its payload and every attempt", nil, deliveryAnswerJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/webhooks/deliveries/:id/redeliver", a.redeliver, admins, "Make a delivery due now, pending again, with the same webhook-id", nil, deliveryAnswerJSON{}, 200, nil},

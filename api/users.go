@@ -46,7 +46,10 @@ func (a *API) createUser(c echo.Context) error {
 		return invalid("role", "role must be author, bot or admin")
 	}
 	u, token, err := a.Store.CreateUser(c.Request().Context(), req.Name, req.Role)
-	if err != nil {
+	if errors.Is(err, models.ErrNameTaken) {
+		return &Error{Status: http.StatusConflict, Code: "conflict", Field: "name",
+			Message: "another user has this name (names are unique regardless of case)"}
+	} else if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, userCreatedJSON{u.ID, u.Name, u.Role, token})

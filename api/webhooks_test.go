@@ -427,7 +427,7 @@ func TestWebhookRoutesRefuseBadInput(t *testing.T) {
 			{"events a string", "POST", hooks, `{"url":"https://93.184.215.14/x","events":"*"}`, 400, "invalid", "events"},
 			{"events of numbers", "POST", hooks, `{"url":"https://93.184.215.14/x","events":[1]}`, 400, "invalid", "events"},
 			{"secret given", "POST", hooks, `{"url":"https://93.184.215.14/x","events":["*"],"secret":"whsec_x"}`, 400, "invalid", "secret"},
-			{"null body", "POST", hooks, `null`, 400, "invalid", "url"},
+			{"null body", "POST", hooks, `null`, 400, "invalid", ""},
 
 			{"active missing", "PATCH", deliveries, `{}`, 400, "invalid", "active"},
 			{"active null", "PATCH", deliveries, `{"active":null}`, 400, "invalid", "active"},

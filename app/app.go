@@ -213,8 +213,27 @@ func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 		if known, err := a.Store.TokenKnown(ctx, a.Config.AdminToken); err != nil || known {
 			return err
 		}
-		_, err := a.Store.CreateUserWithToken(ctx, "admin", models.RoleAdmin, a.Config.AdminToken)
-		return err
+		// User names are unique regardless of case: when "admin" is taken (by the admin whose
+		// token was rotated) the new one is admin-2, admin-3, …; when the token became known
+		// meanwhile, another replica starting at the same time made its admin.
+		for n := 1; ; n++ {
+			name := "admin"
+			if n > 1 {
+				name += "-" + strconv.Itoa(n)
+			}
+			_, err := a.Store.CreateUserWithToken(ctx, name, models.RoleAdmin, a.Config.AdminToken)
+			if !errors.Is(err, models.ErrNameTaken) {
+				if err != nil {
+					if known, kerr := a.Store.TokenKnown(ctx, a.Config.AdminToken); kerr == nil && known {
+						return nil
+					}
+				}
+				return err
+			}
+			if known, err := a.Store.TokenKnown(ctx, a.Config.AdminToken); err != nil || known {
+				return err
+			}
+		}
 	}
 	n, err := a.Store.CountUsers(ctx, models.RoleAdmin)
 	if err != nil || n > 0 {
@@ -286,6 +305,7 @@ func (a *App) newEcho() *echo.Echo {
 		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst),
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
 	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
+	h.WebhookSecretOverlap = a.Config.WebhookSecretOverlap
 	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
 	h.IdempotencyTTL = a.Config.IdempotencyTTL
 	h.MediaAllowPrivate = a.Config.MediaAllowPrivate

@@ -19,6 +19,7 @@ import (
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
+	"github.com/owed/owed/webhooks"
 )
 
 // Config is owed's configuration. Every field is one Setting below: an OWED_* environment
@@ -79,6 +80,8 @@ type Config struct {
 	MaxStreams     int64
 	MaxConnections int64
 	CORSOrigins    string
+	// WebhookSecretOverlap is how long after a rotation deliveries carry both signatures.
+	WebhookSecretOverlap time.Duration
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -130,6 +133,7 @@ func Defaults() Config {
 		ModelBreaker:   scheduler.DefaultModelBreaker,
 		IdempotencyTTL: api.DefaultIdempotencyTTL,
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
+		WebhookSecretOverlap: webhooks.DefaultSecretOverlap,
 	}
 }
 
@@ -172,7 +176,7 @@ var Settings = []Setting{
 	{Env: "OWED_ADDR", Default: shown(defaults.Addr), Usage: "listen address", set: text(func(c *Config) *string { return &c.Addr })},
 	{Env: "OWED_DATA_DIR", Flag: "data", Default: shown(defaults.DataDir), Usage: "database file and preview cache", set: text(func(c *Config) *string { return &c.DataDir })},
 	{Env: "OWED_DATABASE_URL", Flag: "database", Default: "SQLite file in the data dir", Usage: "or `postgres://…` for several replicas", set: databaseURL},
-	{Env: "OWED_ADMIN_TOKEN", Default: "none (a first admin token is printed once on an empty database)", Usage: "admin bearer token", set: text(func(c *Config) *string { return &c.AdminToken })},
+	{Env: "OWED_ADMIN_TOKEN", Default: "none (a first admin token is printed once on an empty database)", Usage: "admin bearer token, at least 32 characters", set: text(func(c *Config) *string { return &c.AdminToken })},
 	{Env: "OWED_MODEL_URL", Default: "none", Usage: "the model's URL; without one jobs wait as `unreachable`", set: text(func(c *Config) *string { return &c.ModelURL })},
 	{Env: "OWED_MODEL_KEY", Default: "none", Usage: "the model's bearer key (never logged)", set: text(func(c *Config) *string { return &c.ModelKey })},
 	{Env: "OWED_MODEL_API", Default: shown(defaults.ModelAPI), Usage: "the model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ModelAPI }, modelclient.APIRelay, modelclient.APIOpenAI)},
@@ -212,6 +216,7 @@ var Settings = []Setting{
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: shown(defaults.MediaMaxGap.Milliseconds()), Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
 	{Env: "OWED_WALK_IDLE", Default: shown(defaults.WalkIdle), Usage: "how long an active scrape that pushes nothing still holds the walk lock", set: duration(func(c *Config) *time.Duration { return &c.WalkIdle }, time.Second)},
 	{Env: "OWED_PLUGINS_DIR", Default: "none", Usage: "a folder of extra SPA plugin modules", set: text(func(c *Config) *string { return &c.PluginsDir })},
+	{Env: "OWED_WEBHOOK_SECRET_OVERLAP", Default: shown(defaults.WebhookSecretOverlap), Usage: "after `POST /api/admin/webhooks/{id}/secret`, how long deliveries carry the previous secret's signature too", set: duration(func(c *Config) *time.Duration { return &c.WebhookSecretOverlap }, 0)},
 	{Env: "OWED_WEBHOOKS_ALLOW_PRIVATE", Default: "off", Usage: "allow webhook URLs on loopback, private or otherwise non-public addresses", set: boolean(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
 	{Env: "OWED_MEDIA_ALLOW_PRIVATE", Default: "off", Usage: "allow media URLs on loopback, private or otherwise non-public addresses (tests with a local CDN set it)", set: boolean(func(c *Config) *bool { return &c.MediaAllowPrivate })},
 	{Env: "OWED_PUBLIC_URL", Default: "none", Usage: "the URL people reach owed at; when `https://…`, session cookies are `Secure` and HSTS is sent", set: publicURL},
@@ -293,11 +298,20 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	}
 }
 
-// Validate checks what no single setting can: how settings relate.
+// MinAdminToken is the shortest OWED_ADMIN_TOKEN owed starts with: a token an admin typed
+// (`abc`) is guessed long before the write limit notices.
+const MinAdminToken = 32
+
+// Validate checks what no single setting can: how settings relate, and OWED_ADMIN_TOKEN's
+// length (checked here rather than where it is read so that its value never reaches an error).
 func (c Config) Validate() error {
 	var errs []string
 	if c.MediaMinGap > c.MediaMaxGap {
 		errs = append(errs, "OWED_MEDIA_MIN_GAP_MS must not exceed OWED_MEDIA_MAX_GAP_MS")
+	}
+	if n := len(c.AdminToken); n > 0 && n < MinAdminToken {
+		// The token itself is never shown: it is a credential.
+		errs = append(errs, fmt.Sprintf("OWED_ADMIN_TOKEN must be at least %d characters (this one has %d); make one with `openssl rand -hex 24`", MinAdminToken, n))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

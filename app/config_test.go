@@ -59,7 +59,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"OWED_ADDR":                   "0.0.0.0:9000",
 		"OWED_DATA_DIR":               "/var/lib/owed",
 		"OWED_DATABASE_URL":           "postgres://owed:pw@db:5432/owed?sslmode=disable",
-		"OWED_ADMIN_TOKEN":            "owed_admin",
+		"OWED_ADMIN_TOKEN":            "owed_admin_0123456789abcdef0123456789",
 		"OWED_MODEL_URL":              "http://model:8000/v1/chat/completions",
 		"OWED_MODEL_KEY":              "sk-1",
 		"OWED_MODEL_API":              "openai",
@@ -82,7 +82,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := app.Defaults()
-	want.Addr, want.DataDir, want.DatabaseURL, want.AdminToken = "0.0.0.0:9000", "/var/lib/owed", "postgres://owed:pw@db:5432/owed?sslmode=disable", "owed_admin"
+	want.Addr, want.DataDir, want.DatabaseURL, want.AdminToken = "0.0.0.0:9000", "/var/lib/owed", "postgres://owed:pw@db:5432/owed?sslmode=disable", "owed_admin_0123456789abcdef0123456789"
 	want.ModelURL, want.ModelKey, want.ModelAPI, want.ModelName = "http://model:8000/v1/chat/completions", "sk-1", "openai", "gpt-critic"
 	want.SweepEvery, want.Lease, want.ModelTimeout, want.InlineWait = 30*time.Second, 5*time.Minute, 45*time.Second, 0
 	want.DailyBudget, want.MediaMinGap, want.MediaMaxGap, want.WalkIdle = 250, 0, 100*time.Millisecond, time.Hour
@@ -156,5 +156,23 @@ func TestConfigBadValuesNameTheVariable(t *testing.T) {
 	_, err := app.FromEnv(env(map[string]string{"OWED_LEASE": "x", "OWED_DAILY_BUDGET": "y"}))
 	if err == nil || !strings.Contains(err.Error(), "OWED_LEASE") || !strings.Contains(err.Error(), "OWED_DAILY_BUDGET") {
 		t.Errorf("two bad values: %v, want both named", err)
+	}
+}
+
+// TestShortAdminTokenRefused: an OWED_ADMIN_TOKEN under 32 characters stops owed at start with
+// a message that says what is wrong and how to fix it, without showing the token.
+func TestShortAdminTokenRefused(t *testing.T) {
+	for _, tok := range []string{"abc", strings.Repeat("x", app.MinAdminToken-1)} {
+		_, err := app.FromEnv(env(map[string]string{"OWED_ADMIN_TOKEN": tok}))
+		if err == nil {
+			t.Fatalf("a %d-character admin token was accepted", len(tok))
+		}
+		if msg := err.Error(); !strings.Contains(msg, "OWED_ADMIN_TOKEN must be at least 32 characters") || strings.Contains(msg, tok) {
+			t.Errorf("error %q: want it to name the rule and not show the token", msg)
+		}
+	}
+	c, err := app.FromEnv(env(map[string]string{"OWED_ADMIN_TOKEN": strings.Repeat("x", app.MinAdminToken)}))
+	if err != nil || len(c.AdminToken) != app.MinAdminToken {
+		t.Fatalf("a 32-character admin token: %v", err)
 	}
 }

@@ -42,12 +42,12 @@ func TestREADMESettingsTable(t *testing.T) {
 func TestEverySettingIsAFlag(t *testing.T) {
 	values := map[string]string{
 		"OWED_ADDR": "0.0.0.0:9000", "OWED_DATA_DIR": "/var/lib/owed", "OWED_DATABASE_URL": "postgres://db/owed",
-		"OWED_ADMIN_TOKEN": "owed_admin", "OWED_MODEL_URL": "http://model/v1", "OWED_MODEL_KEY": "sk-1",
+		"OWED_ADMIN_TOKEN": "owed_admin_0123456789abcdef0123456789", "OWED_MODEL_URL": "http://model/v1", "OWED_MODEL_KEY": "sk-1",
 		"OWED_MODEL_API": "openai", "OWED_MODEL_NAME": "gpt", "OWED_MODEL_TIMEOUT": "45s", "OWED_SWEEP_EVERY": "30s",
 		"OWED_SWEEP_CONCURRENCY": "8", "OWED_MODEL_CONCURRENCY": "5", "OWED_MODEL_BREAKER": "0", "OWED_LEASE": "5m", "OWED_INLINE_WAIT": "0s", "OWED_DAILY_BUDGET": "250",
 		"OWED_MEDIA_MIN_GAP_MS": "0", "OWED_MEDIA_MAX_GAP_MS": "100", "OWED_WALK_IDLE": "1h",
 		"OWED_PLUGINS_DIR": "/etc/owed/plugins", "OWED_WEBHOOKS_ALLOW_PRIVATE": "yes", "OWED_MEDIA_ALLOW_PRIVATE": "on", "OWED_WRITE_RATE": "2.5",
-		"OWED_WRITE_BURST": "7", "OWED_DATABASE_MAX_CONNS": "9", "OWED_SHUTDOWN_GRACE": "3s",
+		"OWED_WRITE_BURST": "7", "OWED_WEBHOOK_SECRET_OVERLAP": "90m", "OWED_DATABASE_MAX_CONNS": "9", "OWED_SHUTDOWN_GRACE": "3s",
 		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_IDEMPOTENCY_TTL": "2h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
 		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
 		// issue 23, faults-edge

@@ -146,7 +146,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 			t.Fatal(err)
 		}
 	}
-	ann := f.user("ann")
+	ann := f.user(fmt.Sprint("ann-", subscribed)) // both runs share the database
 	f.bulkPitches(ann, 2)
 	jobs, err := f.store.ClaimDue(f.ctx, 2, lease, "test", 0)
 	if err != nil || len(jobs) != 2 {

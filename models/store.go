@@ -118,6 +118,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if len(applied) > 0 && opts.Logger != nil {
 		opts.Logger.Info("migrations applied", "dialect", s.dialect.name(), "versions", applied)
 	}
+	s.logRenames(ctx, applied, opts.Logger)
 	return s, nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -55,11 +57,27 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, s
 	return u, token, nil
 }
 
+// ErrNameTaken is returned for a user name another user has, in any case: names are unique
+// regardless of case (the users_name_folded index), so a filter by name names one user.
+var ErrNameTaken = errors.New("the user name is taken")
+
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
 func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
+	// Asked first so that a name taken is an answer, not a failed statement in the log; the
+	// unique index settles two writers that both found the name free.
+	var taken int64
+	if err := s.scan(ctx, s.db, &taken, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name); err != nil {
+		return User{}, fmt.Errorf("create user %s: %w", name, err)
+	}
+	if taken > 0 {
+		return User{}, fmt.Errorf("create user %s: %w", name, ErrNameTaken)
+	}
 	if err := s.scan(ctx, s.db, &u.ID, `INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		u.Name, u.Role, u.TokenHash, u.CreatedAt.UnixMilli()); err != nil {
+		if strings.Contains(err.Error(), "users_name_folded") {
+			return User{}, fmt.Errorf("create user %s: %w", name, ErrNameTaken)
+		}
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
 	}
 	return u, nil

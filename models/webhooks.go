@@ -48,6 +48,20 @@ type Webhook struct {
 	Active         bool
 	DisabledReason *string
 	CreatedAt      time.Time
+	// PreviousSecret is the secret the last rotation replaced, still signed with (besides
+	// Secret) until PreviousSecretUntil; nil when there is none.
+	PreviousSecret      *string
+	PreviousSecretUntil *time.Time
+}
+
+// SigningSecrets are the secrets a delivery made at now is signed with: the current one, and
+// the previous one while its overlap lasts.
+func (w Webhook) SigningSecrets(now time.Time) []string {
+	out := []string{w.Secret}
+	if w.PreviousSecret != nil && w.PreviousSecretUntil != nil && now.Before(*w.PreviousSecretUntil) {
+		out = append(out, *w.PreviousSecret)
+	}
+	return out
 }
 
 type webhookRow struct {
@@ -58,13 +72,19 @@ type webhookRow struct {
 	Active         int     `gorm:"column:active"`
 	DisabledReason *string `gorm:"column:disabled_reason"`
 	CreatedAt      int64   `gorm:"column:created_at"`
+	PreviousSecret *string `gorm:"column:previous_secret"`
+	PreviousUntil  *int64  `gorm:"column:previous_secret_until"`
 }
 
-const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at`
+const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at, previous_secret, previous_secret_until`
 
 func (r webhookRow) webhook() Webhook {
 	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: fromMillis(r.CreatedAt)}
 	json.Unmarshal([]byte(r.Events), &w.Events)
+	if r.PreviousSecret != nil && r.PreviousUntil != nil {
+		until := fromMillis(*r.PreviousUntil)
+		w.PreviousSecret, w.PreviousSecretUntil = r.PreviousSecret, &until
+	}
 	return w
 }
 
@@ -284,6 +304,21 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 		return Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	return w, nil
+}
+
+// RotateWebhookSecret gives a subscription a new signing secret in place: the current one
+// becomes its previous secret, signed with too until until (a rotation during an overlap drops
+// the older previous secret). ErrNotFound when there is no such subscription.
+func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
+	var rows []webhookRow
+	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
+		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id); err != nil {
+		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, ErrNotFound)
+	}
+	return rows[0].webhook(), nil
 }
 
 // ListWebhooks pages through subscriptions by id, after the id afterID.

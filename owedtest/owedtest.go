@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -115,7 +116,7 @@ type Env struct {
 }
 
 // AdminToken is the admin token every Env starts with.
-const AdminToken = "owed_test_admin_token"
+const AdminToken = "owed_test_admin_token_0123456789abcdef"
 
 // NewEnv starts owed on databaseURL with a fake model, a fake clock at Start, and the given
 // changes to the configuration. The periodic sweep is not started: tests sweep when they choose.
@@ -221,10 +222,15 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 	return Response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
-// User creates a user through the admin API and returns its id and token.
+// User creates a user through the admin API and returns its id and token. User names are
+// unique regardless of case: on a database where the name is taken (a second Env on it), the
+// user is NAME-2, NAME-3, ….
 func (e *Env) User(name string, role models.Role) (int64, string) {
 	e.T.Helper()
 	r := e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": name, "role": string(role)})
+	for n := 2; r.Status == http.StatusConflict && n < 100; n++ {
+		r = e.Do(http.MethodPost, "/api/admin/users", e.AdminToken, map[string]string{"name": fmt.Sprintf("%s-%d", name, n), "role": string(role)})
+	}
 	if r.Status != http.StatusCreated {
 		e.T.Fatalf("create user: %d %s", r.Status, r.Body)
 	}

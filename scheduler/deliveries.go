@@ -309,7 +309,8 @@ func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.
 // post sends the signed delivery and reads the answer's status and header (the body is read,
 // at most 64 KiB, only so the connection can be reused).
 func (d *Deliveries) post(ctx context.Context, w models.Webhook, del models.Delivery, ts int64, body []byte) (int, http.Header, error) {
-	sig, err := webhooks.Sign(w.Secret, del.MsgID, ts, body)
+	// During a rotation's overlap both secrets sign, so receivers may switch at any moment.
+	sig, err := webhooks.SignAll(w.SigningSecrets(time.Unix(ts, 0)), del.MsgID, ts, body)
 	if err != nil {
 		return 0, nil, err
 	}

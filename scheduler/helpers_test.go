@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -82,6 +83,9 @@ func (r *rig) nowMs() int64 { return r.clk.Now().UnixMilli() }
 func (r *rig) user(name string) int64 {
 	r.t.Helper()
 	u, _, err := r.store.CreateUser(r.ctx, name, models.RoleAuthor)
+	for n := 2; errors.Is(err, models.ErrNameTaken) && n < 100; n++ { // subtests that share a database
+		u, _, err = r.store.CreateUser(r.ctx, fmt.Sprintf("%s-%d", name, n), models.RoleAuthor)
+	}
 	if err != nil {
 		r.t.Fatalf("user: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SecretPrefix starts every signing secret; the base64 key follows it.
@@ -48,3 +49,22 @@ func Sign(secret, msgID string, timestamp int64, body []byte) (string, error) {
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
+
+// SignAll returns the webhook-signature header value of a message signed with each secret:
+// the signatures separated by spaces, as the Standard Webhooks scheme allows, so a receiver
+// that knows either secret verifies the message (during a rotation's overlap).
+func SignAll(secrets []string, msgID string, timestamp int64, body []byte) (string, error) {
+	sigs := make([]string, 0, len(secrets))
+	for _, secret := range secrets {
+		sig, err := Sign(secret, msgID, timestamp, body)
+		if err != nil {
+			return "", err
+		}
+		sigs = append(sigs, sig)
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// DefaultSecretOverlap is how long, after a rotation, deliveries are signed with the old
+// secret too (OWED_WEBHOOK_SECRET_OVERLAP).
+const DefaultSecretOverlap = 24 * time.Hour

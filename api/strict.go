@@ -1,0 +1,117 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+)
+
+// strictBody checks a JSON request body before it is decoded into a value of type t, for what
+// encoding/json lets through: the body must be an object (not null, not a list or a scalar,
+// which json would take as "nothing given"), every key of every object must appear once (json
+// keeps the last of two), and a key must name a field exactly (json also takes "BODY" for
+// "body"). It reports the first fault as an invalid-input error; a body that is not JSON at all
+// is left to the decoder, which says so.
+func strictBody(body []byte, t reflect.Type) error {
+	if !json.Valid(body) {
+		return nil // not one JSON value: the decoder's own error says so
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] != '{' {
+		return invalid("", "the request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var fault *Error
+	if err := strictValue(dec, t, ""); errors.As(err, &fault) {
+		return fault
+	}
+	return nil
+}
+
+// strictValue reads one JSON value from dec, checking its objects against type t (nil: any
+// shape, only duplicates are refused). path is the field the value is, for the error.
+func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[json.RawMessage]() || t != nil && t.Kind() == reflect.Interface {
+		t = nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		if t != nil {
+			switch t.Kind() {
+			case reflect.Struct:
+				fields = map[string]reflect.Type{}
+				for _, f := range reflect.VisibleFields(t) {
+					if name, _, ok := jsonName(f); ok {
+						fields[name] = f.Type
+					}
+				}
+			case reflect.Map:
+				elem = t.Elem()
+			}
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			field := key
+			if path != "" {
+				field = path + "." + key
+			}
+			if seen[key] {
+				return invalid(field, "the field "+field+" is given twice")
+			}
+			seen[key] = true
+			next := elem
+			if fields != nil {
+				ft, ok := fields[key]
+				if !ok {
+					return invalid(field, "unknown field "+field+unknownHint(key, fields))
+				}
+				next = ft
+			}
+			if err := strictValue(dec, next, field); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // '}'
+		return err
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := strictValue(dec, elem, path); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ']'
+		return err
+	}
+	return nil
+}
+
+// unknownHint names the field a key differs from only in case.
+func unknownHint(key string, fields map[string]reflect.Type) string {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return " (field names match exactly: " + name + ")"
+		}
+	}
+	return ""
+}
