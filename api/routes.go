@@ -97,6 +97,7 @@ func (a *API) routes() []route {
 
 // Register mounts the API, the health and metrics endpoints on e.
 func (a *API) Register(e *echo.Echo) {
+	e.Pre(noStore)
 	g := e.Group("", a.authenticate, a.writeLimit())
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc
