@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	if err := privateDataDir(cfg.DataDir); err != nil {
+	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
 		return nil, err
 	}
 	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
