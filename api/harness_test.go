@@ -532,6 +532,7 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !strings.HasPrefix(req.URL.Path, "/api/") || req.Method == http.MethodHead {
 		return res, err
 	}
+	cookieNotStored(c.w.t, req, res)
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" {
 		return res, err // server-sent events, previews
 	}
@@ -559,6 +560,7 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return res, nil
 	}
 	answersChecked.Add(1)
+	secretsNotStored(t, route, res, v)
 	if err := sch.Validate(v); err != nil {
 		t.Errorf("%s answered %d with JSON its schema does not allow: %v\nbody: %.300s", route, res.StatusCode, err, body)
 	}

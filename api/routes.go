@@ -102,6 +102,7 @@ func (a *API) Register(e *echo.Echo) {
 	if len(a.CORSOrigins) > 0 {
 		e.Pre(a.cors()) // before routing: a preflight (OPTIONS) has no route of its own
 	}
+	e.Pre(noStore)
 	g := e.Group("", a.authenticate, a.writeLimit())
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc

@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
 	"github.com/owed/owed/api"
@@ -93,10 +92,13 @@ type App struct {
 	Notify *notify.Hub
 	API    *api.API
 
-	cron     *cron.Cron
-	server   *http.Server
-	served   chan error
-	timeouts ServerTimeouts
+	cron   *cron.Cron
+	server *http.Server
+	// metricsServer serves /metrics on OWED_METRICS_ADDR, when set, at metricsAddr.
+	metricsServer *http.Server
+	metricsAddr   string
+	served        chan error
+	timeouts      ServerTimeouts
 	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
 	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
 	// names the process that holds it.
@@ -111,6 +113,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
+	}
+	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
+		return nil, err
 	}
 	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
 		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget})
@@ -129,7 +134,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		store.Close()
 		return nil, err
 	}
-	a.Metrics = metrics.New(a.jobCounts)
+	// A scrape counts the job table at most once per metrics.CountsFresh (15 s).
+	a.Metrics = metrics.New(metrics.CacheCounts(a.jobCounts, metrics.CountsFresh, opts.Clock.Now))
 	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
 		Help: "Long polls and streams of authors' views waiting in this process."},
 		func() float64 { return float64(a.Notify.Watchers()) }))
@@ -322,7 +328,9 @@ func (a *App) newEcho() *echo.Echo {
 	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), int(a.Config.MaxStreams), a.Config.Origins()
 	a.API = h
 	h.Register(e)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
+	if a.Config.MetricsAddr == "" {
+		e.GET("/metrics", a.metricsHandler()) // else on a listener of its own (serveMetrics)
+	}
 	spa := echo.WrapHandler(frontend.Handler(a.Config.PluginsDir))
 	e.GET("/admin", spa)
 	e.GET("/admin/*", spa)
@@ -477,6 +485,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	ln = limitListener(ln, a.Config.MaxConnections)
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+	if err := a.serveMetrics(); err != nil {
+		return fmt.Errorf("OWED_METRICS_ADDR: %w", err)
+	}
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.server.Serve(ln) }()
 	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", BuildVersion())
@@ -495,6 +506,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	a.API.CloseStreams()
 	if a.server != nil {
 		errs = append(errs, a.server.Shutdown(ctx))
+	}
+	if a.metricsServer != nil {
+		errs = append(errs, a.metricsServer.Shutdown(ctx))
 	}
 	errs = append(errs, a.API.WaitStreams(ctx))
 	a.Notify.Stop()

@@ -82,6 +82,11 @@ type Config struct {
 	CORSOrigins    string
 	// WebhookSecretOverlap is how long after a rotation deliveries carry both signatures.
 	WebhookSecretOverlap time.Duration
+	// MetricsToken, when set, is the bearer token /metrics requires (OWED_METRICS_TOKEN).
+	MetricsToken string
+	// MetricsAddr, when set, is a listener of its own for /metrics, which OWED_ADDR then does
+	// not serve (OWED_METRICS_ADDR).
+	MetricsAddr string
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -245,6 +250,8 @@ var Settings = []Setting{
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
 	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
 	{Env: "OWED_IDEMPOTENCY_TTL", Default: shown(defaults.IdempotencyTTL), Usage: "how long an `Idempotency-Key`'s answer is kept for replay", set: duration(func(c *Config) *time.Duration { return &c.IdempotencyTTL }, time.Minute)},
+	{Env: "OWED_METRICS_TOKEN", Default: "none (`/metrics` is open)", Usage: "a bearer token `/metrics` requires (`Authorization: Bearer …`); 401 without it", set: text(func(c *Config) *string { return &c.MetricsToken })},
+	{Env: "OWED_METRICS_ADDR", Default: "none (`/metrics` on `OWED_ADDR`)", Usage: "a listen address of its own for `/metrics`, which `OWED_ADDR` then does not serve", set: text(func(c *Config) *string { return &c.MetricsAddr })},
 	{Env: "OWED_LOG_LEVEL", Default: shown(defaults.LogLevel), Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")

@@ -51,7 +51,7 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_IDEMPOTENCY_TTL": "2h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
 		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
 		// issue 23, faults-edge
-		"OWED_MODEL_PROXY": "http://proxy.internal:3128",
+		"OWED_MODEL_PROXY": "http://proxy.internal:3128", "OWED_METRICS_TOKEN": "metrics-secret", "OWED_METRICS_ADDR": "127.0.0.1:9090",
 	}
 	var args []string
 	for _, s := range app.Settings {

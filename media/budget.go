@@ -36,7 +36,9 @@ func decodeCost(data []byte, format string, cfg image.Config) int64 {
 		if len(data) > 28 && data[28] == 1 {
 			bpp *= 2 // Adam7: each pass is decoded into an image of its own, then copied
 		}
-		return px * bpp
+		// The decoder's two rows (this one and the last, for the filters) in the file's own
+		// form: small for a square image, 20 MB for one 3,352,410 pixels wide.
+		return px*bpp + 2*(w*pngRawBytes(data)+1)
 	case "gif":
 		return px // one paletted frame, within the logical screen
 	case "webp":
@@ -128,4 +130,17 @@ func jpegFrame(data []byte) (sof []byte, progressive, ok bool) {
 		i += 2 + n
 	}
 	return nil, false, false
+}
+
+// pngRawBytes is the bytes a PNG's pixel takes in its rows as stored (its channels times its
+// bit depth, rounded up to a byte), read from the header; 8, the most, when unreadable.
+func pngRawBytes(data []byte) int64 {
+	if len(data) < 26 {
+		return 8
+	}
+	channels := map[byte]int64{0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[data[25]]
+	if channels == 0 {
+		return 8
+	}
+	return max(1, (channels*int64(data[24])+7)/8)
 }

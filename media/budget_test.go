@@ -272,12 +272,22 @@ func TestDecodeBudgetPeakRSS(t *testing.T) {
 	}
 	if os.Getenv("OWED_MEDIA_RSS_UNBUDGETED") != "" {
 		t.Logf("the same without the budget: %d MB", peakRSS(t, path, strconv.FormatInt(1<<40, 10), Cached)/1000)
-		// The largest image the default budget admits: 4090 x 4090 at 8 bytes a pixel.
+		// The largest square 16-bit image the default budget admits (8 bytes a pixel, the
+		// decoder's rows and the thumbnailer's buffers counted): 4059 x 4059.
+		side := 1
+		for n := 4096; n > 0; n-- {
+			hdr := deepPNGHeader(n, n)
+			cfg, format, _ := image.DecodeConfig(bytes.NewReader(hdr))
+			if decodeCost(hdr, format, cfg)+thumbCost(n, n, DefaultThumbSize) <= DefaultMaxDecodeBytes {
+				side = n
+				break
+			}
+		}
 		big := filepath.Join(t.TempDir(), "big.png")
-		if err := os.WriteFile(big, deepPNG(t, 4090, 4090), 0o644); err != nil {
+		if err := os.WriteFile(big, deepPNG(t, side, side), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("peak RSS making the thumbnail of a 4090x4090 16-bit PNG (just within the budget): %d MB", peakRSS(t, big, "", Cached)/1000)
+		t.Logf("peak RSS making the thumbnail of a %dx%d 16-bit PNG (just within the budget): %d MB", side, side, peakRSS(t, big, "", Cached)/1000)
 	}
 }
 

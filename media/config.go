@@ -51,7 +51,9 @@ type Config struct {
 	// its header before any pixel is decoded: width × height × bytes per pixel of the form the
 	// decoder returns (1 for paletted and 8-bit gray, 1.5–3 for JPEG's YCbCr, 4 for RGBA, 8 for
 	// 16-bit RGBA), plus the decoder's own buffers of that order (a progressive JPEG's
-	// coefficients, an interlaced PNG's passes). A GIF costs its first frame, the only one read.
+	// coefficients, an interlaced PNG's passes, a PNG's two rows), and the thumbnailer's own
+	// buffers (the shrunk copy, its strip, the thumbnail). A GIF costs its first frame, the only
+	// one read.
 	MaxDecodeBytes int64
 	// ThumbSize is the longest side of a thumbnail, in pixels.
 	ThumbSize int

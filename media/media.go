@@ -154,7 +154,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.PreviewDir = filepath.Clean(cfg.PreviewDir)
-	if err := os.MkdirAll(cfg.PreviewDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.PreviewDir, 0o700); err != nil {
 		return nil, fmt.Errorf("media: preview dir: %w", err)
 	}
 	cfg.Outbound.AllowPrivate, cfg.Outbound.Redirects = cfg.AllowPrivate, outbound.MaxRedirects

@@ -265,7 +265,7 @@ func (e *Engine) store(ctx context.Context, item Item, resp *http.Response) Resu
 func (e *Engine) writePreview(id int64, data []byte) (err error) {
 	path := e.PreviewPath(id)
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, ".tmp-*.jpg")
@@ -285,7 +285,7 @@ func (e *Engine) writePreview(id int64, data []byte) (err error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+		err = os.Chmod(tmp, 0o600) // previews are served by owed alone, to bots and admins
 	}
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func TestBoxShrinkAverages(t *testing.T) {
 	}
 	// The top-left pixel of the top-right block is transparent: it adds no colour.
 	src.SetNRGBA(12, 20, color.NRGBA{})
-	got := boxShrink(src, 2)
+	got := boxShrink(src, 2, 2)
 	if got.Bounds() != image.Rect(0, 0, 2, 2) {
 		t.Fatalf("bounds %v", got.Bounds())
 	}

@@ -38,8 +38,8 @@ const readConns = 4
 
 func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
 	path := sqlitePath(opts)
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, nil, fmt.Errorf("data dir: %w", err)
+	if err := privateFiles(path); err != nil {
+		return nil, nil, err
 	}
 	// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
 	// pages too, so more would buy little and cost resident memory on every connection.
@@ -116,10 +116,14 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
-	os.Remove(tmpPath) // VACUUM INTO writes a new file; it refuses a non-empty one
+	// VACUUM INTO writes into the empty file CreateTemp made, which is the owner's alone (0600):
+	// a backup holds webhook secrets and token hashes. Chmod again in case SQLite made it anew.
 	defer os.Remove(tmpPath)
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmpPath); err != nil {
 		return fmt.Errorf("backup: copy: %w", err)
+	}
+	if err := os.Chmod(tmpPath, 0o600); err != nil {
+		return fmt.Errorf("backup: %w", err)
 	}
 	if err := os.Rename(tmpPath, dest); err != nil {
 		return fmt.Errorf("backup: %w", err)
@@ -203,3 +207,24 @@ func (sqliteDialect) txStatus(context.Context, *Store, int64) (outcome, error) {
 }
 
 func (sqliteDialect) commitMayLand() bool { return false }
+
+// privateFiles makes the database's folder (0700 when made here) and the database file the
+// owner's alone before SQLite opens it: SQLite creates a database 0644, and its WAL and SHM
+// files take the database file's mode, so a database made 0600 first keeps all three 0600. A
+// database (or WAL, or SHM) left more open by an older owed is made 0600 too.
+func privateFiles(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("open sqlite: %w", err)
+		}
+	}
+	return nil
+}

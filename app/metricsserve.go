@@ -1,0 +1,63 @@
+package app
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/owed/owed/api"
+)
+
+// metricsHandler serves the registry; with OWED_METRICS_TOKEN set, only to a request bearing
+// it (401 otherwise, in the API's error shape).
+func (a *App) metricsHandler() echo.HandlerFunc {
+	prom := echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
+	token := []byte(a.Config.MetricsToken)
+	return func(c echo.Context) error {
+		if len(token) > 0 {
+			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), token) != 1 {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="owed metrics"`)
+				return echo.NewHTTPError(http.StatusUnauthorized, "the metrics bearer token (OWED_METRICS_TOKEN) is required")
+			}
+		}
+		return prom(c)
+	}
+}
+
+// newMetricsEcho is the handler of OWED_METRICS_ADDR's listener: /metrics and nothing else.
+func (a *App) newMetricsEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{ContentTypeNosniff: "nosniff", XFrameOptions: "DENY", ReferrerPolicy: "same-origin"}))
+	e.GET("/metrics", a.metricsHandler())
+	return e
+}
+
+// serveMetrics opens OWED_METRICS_ADDR's listener, when set, and serves /metrics on it.
+func (a *App) serveMetrics() error {
+	if a.Config.MetricsAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.Config.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	t := a.timeouts
+	a.metricsServer = &http.Server{Handler: a.newMetricsEcho(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle}
+	a.metricsAddr = ln.Addr().String()
+	go a.metricsServer.Serve(ln)
+	a.Log.Info("owed metrics serving", "addr", a.metricsAddr)
+	return nil
+}
+
+// MetricsAddr is the address /metrics listens on when OWED_METRICS_ADDR is set (with the port
+// chosen when it asked for 0), once serving; "" otherwise.
+func (a *App) MetricsAddr() string { return a.metricsAddr }
