@@ -23,7 +23,7 @@ func TestRawSQLFromTheSQLiteCLI(t *testing.T) {
 		t.Skip("no sqlite3 command installed")
 	}
 	version, _ := exec.Command(cli, "--version").Output()
-	t.Logf("sqlite3 %s", strings.Fields(string(version)+" ?")[0])
+	t.Logf("sqlite3 %s", strings.Fields(string(version) + " ?")[0])
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "owed.db")
 	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
