@@ -211,7 +211,8 @@ func isClosed(c <-chan struct{}) bool {
 // runner's loop (the content sweep, the backfill queue and deletes, the webhook deliveries) or
 // running a chore itself (the retention pruner, the optimize). Periods are wall time whatever
 // clock decides what is due: they are how often a process looks, not when work falls due.
-// Work that is due now does not wait for an entry: the runners are woken at once as well.
+// Work made due now need not wait for an entry: the deliveries and the backfill are also
+// woken at once (Wake), and a write or an author's view claims its own content jobs.
 type Schedule struct {
 	cron   *cron.Cron
 	base   context.Context // chores run under it; cancelled when Stop's grace ends
