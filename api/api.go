@@ -41,6 +41,8 @@ type API struct {
 	Retention models.Retention
 	// BackfillSummary, when set, adds the backfill queue's summary to the overview.
 	BackfillSummary func(ctx context.Context) *scheduler.BackfillSummary
+	// Schedule, when set, is listed in the overview (each entry with its next run).
+	Schedule *scheduler.Schedule
 	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
 	Backfill *scheduler.Backfill
 	// Media is the media engine whose cached previews /api/media/{id}/preview serves.

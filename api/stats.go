@@ -18,6 +18,7 @@ type statsJSON struct {
 	Holds     holdsJSON             `json:"holds"`
 	Jobs      jobStatsJSON          `json:"jobs"`
 	Retention retentionJSON         `json:"retention"`
+	Schedule  []scheduleEntryJSON   `json:"schedule" description:"the periodic work (robfig/cron), each entry with its next run"`
 	Settled   []minuteJSON          `json:"settled" description:"what was settled each minute of the last hour"`
 	Version   string                `json:"version"`
 }
@@ -78,6 +79,7 @@ func (a *API) stats(c echo.Context) error {
 		Version: a.Version,
 		Retention: retentionJSON{Events: durationText(a.Retention.Events),
 			Deliveries: durationText(a.Retention.Deliveries)},
+		Schedule: scheduleOf(a.Schedule),
 	}
 	if a.BackfillSummary != nil {
 		sum := backfillSummaryOf(a.BackfillSummary(ctx))

@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/robfig/cron/v3"
 
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
@@ -91,8 +90,10 @@ type App struct {
 	// PostgreSQL); API is the HTTP API it serves them through.
 	Notify *notify.Hub
 	API    *api.API
+	// Schedule is the periodic work on robfig/cron: an entry per period, each waking a runner
+	// or running a chore (see newSchedule).
+	Schedule *scheduler.Schedule
 
-	cron   *cron.Cron
 	server *http.Server
 	// metricsServer serves /metrics on OWED_METRICS_ADDR, when set, at metricsAddr.
 	metricsServer *http.Server
@@ -153,12 +154,16 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
 		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
-		Every: cfg.SweepEvery, AfterSweep: a.Prune})
+		Every: cfg.SweepEvery})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		store.Close()
 		return nil, err
 	}
 	if err := a.newBackfill(cfg, opts); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if err := a.newSchedule(); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -326,6 +331,7 @@ func (a *App) newEcho() *echo.Echo {
 	}
 	h.Notify = a.Notify
 	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), int(a.Config.MaxStreams), a.Config.Origins()
+	h.Schedule = a.Schedule
 	a.API = h
 	h.Register(e)
 	if a.Config.MetricsAddr == "" {
@@ -398,25 +404,48 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler is the HTTP handler, for tests that serve it themselves.
 func (a *App) Handler() http.Handler { return a.Echo }
 
-// StartRunners starts the runners without serving HTTP: the content jobs' sweep, the webhook
-// deliveries and the backfill queue, each polling on its own period (and woken when work is
-// made due), and cron for the hourly chore.
-func (a *App) StartRunners(ctx context.Context) error {
-	a.cron = cron.New(cron.WithLogger(cronLog{a.Log}), cron.WithChain(cron.SkipIfStillRunning(cronLog{a.Log})))
+// optimizeEvery is the period of the optimize chore.
+const optimizeEvery = time.Hour
+
+// newSchedule puts the periodic work on robfig/cron, one entry per period: the content sweep
+// (OWED_SWEEP_EVERY), the backfill queue and its deletes (30 s, or the sweep's period when
+// shorter), the webhook deliveries (1 s), each waking its runner, which still drains and leases
+// as before and is also woken at once when work is made due; the retention pruner (on the
+// sweep's period) and the optimize (hourly), which run in the entry itself.
+func (a *App) newSchedule() error {
+	s := scheduler.NewSchedule(a.Log)
+	for _, r := range []interface {
+		ScheduleOn(*scheduler.Schedule) error
+	}{a.Content, a.Backfill, a.Webhooks} {
+		if err := r.ScheduleOn(s); err != nil {
+			return err
+		}
+	}
+	if err := s.Every("retention pruner", a.Config.SweepEvery, a.Prune); err != nil {
+		return err
+	}
 	// SQLite's planner statistics follow the tables as they grow (see Store.Optimize).
-	if _, err := a.cron.AddFunc("@hourly", func() {
-		if err := a.Store.Optimize(context.Background()); err != nil {
+	if err := s.Every("optimize", optimizeEvery, func(ctx context.Context) {
+		if err := a.Store.Optimize(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Warn("optimize", "err", err)
 		}
 	}); err != nil {
-		return fmt.Errorf("cron: %w", err)
+		return err
 	}
-	a.cron.Start()
+	a.Schedule = s
+	return nil
+}
+
+// StartRunners starts the runners without serving HTTP: the content jobs' sweep, the webhook
+// deliveries and the backfill queue (each makes its first pass at once), then the schedule
+// that wakes them and runs the chores.
+func (a *App) StartRunners(ctx context.Context) error {
 	for _, r := range []interface{ Start(context.Context) error }{a.Content, a.Webhooks, a.Backfill} {
 		if err := r.Start(ctx); err != nil {
 			return err
 		}
 	}
+	a.Schedule.Start()
 	return nil
 }
 
@@ -450,7 +479,7 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	return true, err
 }
 
-// Prune forgets what is no longer read, after each periodic sweep: budgets of past days and
+// Prune forgets what is no longer read, on its entry of the schedule: budgets of past days and
 // expired sessions on every replica, and history past its retention on the one replica that
 // holds the pruning lease (PruneOnce).
 func (a *App) Prune(ctx context.Context) {
@@ -495,7 +524,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Shutdown stops in order: HTTP (no new requests, in-flight ones finish; long polls and
-// streams end first), the notifier, cron, then the runners, which claim nothing more, let
+// streams end first), the notifier, cron (no entry runs any more; a chore under way finishes
+// within ctx, else is cancelled), then the runners, which claim nothing more, let
 // their running work finish within ctx (then cancel it) and release the leases still held
 // (content jobs and webhook deliveries; the backfill's batch is cut short and its lease
 // released), and last the database.
@@ -512,9 +542,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	errs = append(errs, a.API.WaitStreams(ctx))
 	a.Notify.Stop()
-	if a.cron != nil {
-		<-a.cron.Stop().Done()
-	}
+	errs = append(errs, a.Schedule.Stop(ctx))
 	errs = append(errs, a.Content.Stop(ctx), a.Backfill.Stop(ctx), a.Webhooks.Stop(ctx))
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)

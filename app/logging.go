@@ -59,13 +59,3 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
-
-// cronLog sends cron's messages to slog: its routine ones (each wake and run) at debug, its
-// errors (a job that panicked) at error.
-type cronLog struct{ log *slog.Logger }
-
-func (l cronLog) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
-
-func (l cronLog) Error(err error, msg string, kv ...any) {
-	l.log.Error("cron: "+msg, append(kv, "err", err)...)
-}

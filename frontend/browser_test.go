@@ -448,6 +448,8 @@ func testOverview(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "stat-backfill-pending", commas(num(bf["pending"])), "/min")
 	b.waitText(t, "stat-health", "ok", "database")
 	b.waitText(t, "retention", "keeps events 30d, deliveries 30d")
+	// The schedule (robfig/cron): the sweep's period; this test's process runs no runners.
+	b.waitText(t, "schedule", "cron: content sweep every 1m", "not running in this process")
 
 	// The model's breaker as GET /api/admin/model has it, with the calls in flight out of the cap.
 	model := w.api(t, "/api/admin/model")

@@ -51,9 +51,9 @@ type BackfillConfig struct {
 	// Owner names this process in the lease, the same for every runner of the process
 	// (default: a new one, host:pid:random).
 	Owner string
-	// Every is how often the queue and delete loops look again when not kicked (default
-	// DefaultBackfillEvery): a replica that does not run the queue learns this way that the
-	// queue's lease is free, and deletes resume.
+	// Every is the period of the queue's and the deletes' entries on the schedule (default
+	// DefaultBackfillEvery): how often the loops look again when not kicked, so a replica that
+	// does not run the queue learns that the queue's lease is free, and deletes resume.
 	Every time.Duration
 	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
 	// Tests pass one that moves a fake clock.
@@ -191,8 +191,8 @@ func NewBackfill(store *models.Store, engine *media.Engine, clk clock.Clock, log
 		bootMs: clk.Now().UnixMilli(), wakeC: make(chan struct{})}
 	// The queue lease is released by RunQueue itself as it returns.
 	b.runner = newRunner("backfill", log, nil)
-	b.queue = newLoop("backfill queue", cfg.Every, b.RunQueue)
-	b.deletes = newLoop("backfill deletes", cfg.Every, b.RunDeletes)
+	b.queue = newLoop("backfill queue", b.RunQueue)
+	b.deletes = newLoop("backfill deletes", b.RunDeletes)
 	return b
 }
 
@@ -202,8 +202,8 @@ func (b *Backfill) Config() BackfillConfig { return b.cfg }
 // Engine is the media engine the queue previews with.
 func (b *Backfill) Engine() *media.Engine { return b.engine }
 
-// Start starts the queue and delete loops, which run at once, on every kick and every
-// cfg.Every, and starts every job with pending rows when the settings say auto (a job the admin
+// Start starts the queue and delete loops, which run at once, on every kick and on their
+// entries on the schedule (ScheduleOn), and starts every job with pending rows when the settings say auto (a job the admin
 // paused stays paused), so running and queued jobs and unfinished deletes resume at once. The
 // loops end when ctx is done or Stop is called.
 func (b *Backfill) Start(ctx context.Context) error {
@@ -214,6 +214,15 @@ func (b *Backfill) Start(ctx context.Context) error {
 		b.log.Error("backfill auto-start", "err", err)
 	}
 	return nil
+}
+
+// ScheduleOn adds the queue's and the deletes' entries to s: "backfill queue" and "backfill
+// deletes", every BackfillConfig.Every, each waking its loop unless a pass is under way.
+func (b *Backfill) ScheduleOn(s *Schedule) error {
+	if err := s.Every("backfill queue", b.cfg.Every, b.queue.tick); err != nil {
+		return err
+	}
+	return s.Every("backfill deletes", b.cfg.Every, b.deletes.tick)
 }
 
 // Stop ends the loops: the batch under way is cut short at once (its unfinished rows stay

@@ -49,12 +49,9 @@ type ContentConfig struct {
 	// Owner is this process's lease owner name, the same for every runner of the process
 	// (default: a new one, host:pid:random).
 	Owner string
-	// Every is the period of the background sweep Start runs (default DefaultSweepEvery):
+	// Every is the period of the sweep's entry on the schedule (default DefaultSweepEvery):
 	// everyone's due jobs, whoever else claims them (OWED_SWEEP_EVERY).
 	Every time.Duration
-	// AfterSweep, when set, runs after each background sweep, under the same lifetime (the app
-	// prunes what is no longer read there, on the sweep's period).
-	AfterSweep func(ctx context.Context)
 	// ModelConcurrency caps the model calls in flight in this process, for every claimer
 	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
 	ModelConcurrency int
@@ -131,7 +128,7 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
 		return store.ReleaseLeases(ctx, cfg.Owner)
 	})
-	c.sweep = newLoop("sweep", cfg.Every, c.sweepAll)
+	c.sweep = newLoop("sweep", c.sweepAll)
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
 		m.ModelInFlight.Set(0)
@@ -455,14 +452,11 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 	}.drain(ctx)
 }
 
-// sweepAll is the periodic sweep's pass: everyone's due jobs, then AfterSweep.
+// sweepAll is the periodic sweep's pass: everyone's due jobs.
 func (c *Content) sweepAll(ctx context.Context) error {
 	n, err := c.Sweep(ctx, 0)
 	if n > 0 {
 		c.log.Debug("sweep", "ran", n)
-	}
-	if c.cfg.AfterSweep != nil && ctx.Err() == nil && !c.runner.quitting() {
-		c.cfg.AfterSweep(ctx)
 	}
 	return err
 }
@@ -488,11 +482,18 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 	return err
 }
 
-// Start runs the periodic sweep in the background (the first at once, so work owed from before
-// a restart does not wait a period) until ctx ends or Stop.
+// Start runs the sweep's loop in the background until ctx ends or Stop: a sweep at once (so
+// work owed from before a restart does not wait a period), then one each time it is woken
+// (Wake, or its entry on the schedule: ScheduleOn).
 func (c *Content) Start(ctx context.Context) error { return c.runner.start(ctx, c.sweep) }
 
-// Wake makes the periodic sweep run now instead of at its next period.
+// ScheduleOn adds the sweep's entry to s: "content sweep", every ContentConfig.Every
+// (OWED_SWEEP_EVERY), waking the sweep unless one is under way.
+func (c *Content) ScheduleOn(s *Schedule) error {
+	return s.Every("content sweep", c.cfg.Every, c.sweep.tick)
+}
+
+// Wake makes the sweep run now instead of at its next entry.
 func (c *Content) Wake() { c.sweep.Wake() }
 
 // Go runs fn in the background under the runner's lifetime, unless it is stopping.

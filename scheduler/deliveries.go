@@ -133,7 +133,7 @@ func NewDeliveries(store *models.Store, clk clock.Clock, log *slog.Logger, m *me
 	d.runner = newRunner("webhook deliveries", log, func(ctx context.Context) (int64, error) {
 		return store.ReleaseDeliveryLeases(ctx, cfg.Owner)
 	})
-	d.due = newLoop("webhook deliveries", cfg.Poll, func(ctx context.Context) error {
+	d.due = newLoop("webhook deliveries", func(ctx context.Context) error {
 		_, err := d.RunDue(ctx)
 		return err
 	})
@@ -147,9 +147,15 @@ func (d *Deliveries) Config() DeliveriesConfig { return d.cfg }
 func (d *Deliveries) Wake() { d.due.Wake() }
 
 // Start runs the delivery loop in the background until ctx ends or Stop: a pass over every
-// due delivery, then a wait for Wake or the poll period. The first pass runs at once, so what
-// was owed before a restart is not kept waiting.
+// due delivery, then a wait for Wake or its entry on the schedule (ScheduleOn). The first pass
+// runs at once, so what was owed before a restart is not kept waiting.
 func (d *Deliveries) Start(ctx context.Context) error { return d.runner.start(ctx, d.due) }
+
+// ScheduleOn adds the deliveries' entry to s: "webhook deliveries", every
+// DeliveriesConfig.Poll, waking the loop unless a pass is under way.
+func (d *Deliveries) ScheduleOn(s *Schedule) error {
+	return s.Every("webhook deliveries", d.cfg.Poll, d.due.tick)
+}
 
 // Stop claims nothing more, lets attempts in flight finish until ctx ends, then cancels them
 // (a cancelled attempt is not counted: its delivery is released as it was), and frees every

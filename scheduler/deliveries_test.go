@@ -498,6 +498,16 @@ func TestLoopDeliversAndStops(t *testing.T) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
 		rcv := newReceiver(t)
 		w := r.subscribe(rcv.URL, models.EventAll)
+		// The loop's entry on the schedule wakes it every Poll; nothing else does here.
+		sched := scheduler.NewSchedule(nil)
+		if err := r.d.ScheduleOn(sched); err != nil {
+			t.Fatal(err)
+		}
+		if e := sched.Entries(); len(e) != 1 || e[0].Name != "webhook deliveries" || e[0].Every != 20*time.Millisecond {
+			t.Fatalf("schedule = %+v, want the deliveries every 20ms", e)
+		}
+		sched.Start()
+		defer sched.Stop(r.ctx)
 		if err := r.d.Start(r.ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // DefaultLease is how long a claim holds a leased row (a content job, a webhook delivery, the
@@ -20,8 +23,9 @@ var errStarted = errors.New("already started or stopped")
 // runner is the lifecycle every background service of the scheduler shares (content jobs,
 // webhook deliveries, the backfill), after River's startstop services:
 //
-//   - start runs its loops; each makes a pass at once, then whenever woken and every period
-//     after its previous pass ended, until the start context ends or the runner stops;
+//   - start runs its loops; each makes a pass at once, then whenever woken (by work made due
+//     now, or by its entry on the process's Schedule: robfig/cron), until the start context
+//     ends or the runner stops;
 //   - Go runs work in the background under the runner's lifetime (tracked, so Stop waits for
 //     it);
 //   - Stop claims nothing more (quit is closed; passes and loops return once what they run has
@@ -100,16 +104,6 @@ func (r *runner) enter() bool {
 	return true
 }
 
-// quitting reports whether Stop was called: a pass claims nothing more.
-func (r *runner) quitting() bool {
-	select {
-	case <-r.quit:
-		return true
-	default:
-		return false
-	}
-}
-
 // cutShort cancels the work under way without waiting for it (a runner whose work resumes
 // anywhere from where its rows stand, as the backfill's batches do, stops this way).
 func (r *runner) cutShort() { r.cancel() }
@@ -146,20 +140,21 @@ func (r *runner) Stop(ctx context.Context) error {
 	return nil
 }
 
-// loop is one of a runner's polling loops.
+// loop is one of a runner's loops. It has no timer of its own: it passes when woken, by work
+// made due now (Wake) or by its entry on the process's Schedule (tick).
 type loop struct {
-	name  string
-	every time.Duration                   // the wait between passes when not woken (0: only when woken)
-	pass  func(ctx context.Context) error // looks for due work and runs it
-	wake  chan struct{}
+	name    string
+	pass    func(ctx context.Context) error // looks for due work and runs it
+	wake    chan struct{}
+	passing atomic.Bool // a pass is under way
 }
 
-func newLoop(name string, every time.Duration, pass func(ctx context.Context) error) *loop {
-	return &loop{name: name, every: every, pass: pass, wake: make(chan struct{}, 1)}
+func newLoop(name string, pass func(ctx context.Context) error) *loop {
+	return &loop{name: name, pass: pass, wake: make(chan struct{}, 1)}
 }
 
-// Wake makes the loop pass now instead of at its next period (or at its next start, when it
-// is not running yet). It never blocks.
+// Wake makes the loop pass now (or after the pass under way, or at its next start when it is
+// not running yet). It never blocks.
 func (l *loop) Wake() {
 	select {
 	case l.wake <- struct{}{}:
@@ -167,11 +162,23 @@ func (l *loop) Wake() {
 	}
 }
 
-// run passes at once, then whenever woken and every period after the previous pass ended,
-// until ctx ends or quit is closed.
+// tick is the loop's cron entry: it wakes the loop unless a pass is under way, so a pass that
+// outlasts its period is not followed by a pile of passes (cron's SkipIfStillRunning, applied
+// to the pass the entry wakes rather than to the wake itself, which returns at once). A pass
+// drains everything due, so a skipped tick loses nothing.
+func (l *loop) tick(context.Context) {
+	if !l.passing.Load() {
+		l.Wake()
+	}
+}
+
+// run passes at once, then whenever woken, until ctx ends or quit is closed.
 func (l *loop) run(ctx context.Context, quit <-chan struct{}, log *slog.Logger) {
 	for {
-		if err := l.pass(ctx); err != nil && ctx.Err() == nil {
+		l.passing.Store(true)
+		err := l.pass(ctx)
+		l.passing.Store(false)
+		if err != nil && ctx.Err() == nil {
 			log.Error(l.name, "err", err)
 		}
 		if !l.wait(ctx, quit) {
@@ -180,21 +187,13 @@ func (l *loop) run(ctx context.Context, quit <-chan struct{}, log *slog.Logger) 
 	}
 }
 
-// wait waits for a wake or the period, and reports whether to pass again (not when ctx ended
-// or quit was closed meanwhile). The period is wall time whatever clock decides what is due: it
-// is how often a process looks, not when work falls due.
+// wait waits for a wake, and reports whether to pass again (not when ctx ended or quit was
+// closed meanwhile).
 func (l *loop) wait(ctx context.Context, quit <-chan struct{}) bool {
-	var tick <-chan time.Time
-	if l.every > 0 {
-		timer := time.NewTimer(l.every)
-		defer timer.Stop()
-		tick = timer.C
-	}
 	select {
 	case <-ctx.Done():
 	case <-quit:
 	case <-l.wake:
-	case <-tick:
 	}
 	return ctx.Err() == nil && !isClosed(quit)
 }
@@ -206,6 +205,105 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// Schedule is the process's periodic work, on robfig/cron: one entry per period, each waking a
+// runner's loop (the content sweep, the backfill queue and deletes, the webhook deliveries) or
+// running a chore itself (the retention pruner, the optimize). Periods are wall time whatever
+// clock decides what is due: they are how often a process looks, not when work falls due.
+// Work made due now need not wait for an entry: the deliveries and the backfill are also
+// woken at once (Wake), and a write or an author's view claims its own content jobs.
+type Schedule struct {
+	cron   *cron.Cron
+	base   context.Context // chores run under it; cancelled when Stop's grace ends
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	entries []scheduled
+}
+
+type scheduled struct {
+	name  string
+	every time.Duration
+	id    cron.EntryID
+}
+
+// ScheduleEntry is one entry of a Schedule as it stands: its name and period, when it runs
+// next (zero until the schedule starts) and when it last ran (zero before its first run).
+type ScheduleEntry struct {
+	Name  string
+	Every time.Duration
+	Next  time.Time
+	Prev  time.Time
+}
+
+// every is a cron schedule of a fixed period, to the nanosecond (cron's own @every rounds to
+// whole seconds, and tests use shorter periods).
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
+
+// NewSchedule makes an empty schedule; entries run only after Start. A chore still running when
+// its next tick comes is skipped (cron's SkipIfStillRunning), and a panic in one is logged.
+func NewSchedule(log *slog.Logger) *Schedule {
+	if log == nil {
+		log = slog.Default()
+	}
+	cl := cronLog{log}
+	base, cancel := context.WithCancel(context.Background())
+	return &Schedule{cron: cron.New(cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl))),
+		base: base, cancel: cancel}
+}
+
+// Every adds an entry that runs job every period (the first one period after Start); job's
+// context is cancelled when Stop's grace ends.
+func (s *Schedule) Every(name string, period time.Duration, job func(ctx context.Context)) error {
+	if period <= 0 {
+		return fmt.Errorf("schedule %s: period %s is not positive", name, period)
+	}
+	id := s.cron.Schedule(every(period), cron.FuncJob(func() { job(s.base) }))
+	s.mu.Lock()
+	s.entries = append(s.entries, scheduled{name: name, every: period, id: id})
+	s.mu.Unlock()
+	return nil
+}
+
+// Start runs the entries in the background.
+func (s *Schedule) Start() { s.cron.Start() }
+
+// Stop runs no entry more and waits for the chores running until ctx ends, then cancels them
+// and waits for them to return. It may be called more than once, and without Start.
+func (s *Schedule) Stop(ctx context.Context) error {
+	done := s.cron.Stop().Done()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+	return nil
+}
+
+// Entries lists the entries in the order they were added, each with its next and last run.
+func (s *Schedule) Entries() []ScheduleEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ScheduleEntry, 0, len(s.entries))
+	for _, e := range s.entries {
+		ce := s.cron.Entry(e.id)
+		out = append(out, ScheduleEntry{Name: e.name, Every: e.every, Next: ce.Next, Prev: ce.Prev})
+	}
+	return out
+}
+
+// cronLog sends cron's own log lines to slog: its errors (a panic in a chore) as errors, the
+// rest (each tick, each skip) at debug.
+type cronLog struct{ log *slog.Logger }
+
+func (l cronLog) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+func (l cronLog) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "err", err)...)
 }
 
 // pool claims rows of one leased table into its free slots and runs each claimed row in its

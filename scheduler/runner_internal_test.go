@@ -5,15 +5,16 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// A loop passes at once, then only when woken while its period has not passed (an hour here),
+// A loop passes at once, then only when woken (it has no timer of its own),
 // and ends when its runner stops; Stop waits for it.
 func TestLoopPassesAtStartAndOnWake(t *testing.T) {
 	passes := make(chan struct{})
-	l := newLoop("test", time.Hour, func(ctx context.Context) error {
+	l := newLoop("test", func(ctx context.Context) error {
 		passes <- struct{}{}
 		return nil
 	})
@@ -189,5 +190,109 @@ func TestPoolQuitClaimsNothingMore(t *testing.T) {
 	close(finish)
 	if n := <-done; n != 2 || claims != 1 {
 		t.Errorf("ran %d rows in %d claims after quit, want 2 in 1", n, claims)
+	}
+}
+
+// A loop's entry on the schedule wakes it each period, and a tick while a pass is under way is
+// skipped (no pile of passes after a long one); the listing shows each entry's next run once
+// the schedule runs.
+func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
+	passes := make(chan struct{}, 16)
+	hold := make(chan struct{})
+	l := newLoop("test", func(ctx context.Context) error {
+		passes <- struct{}{}
+		<-hold
+		return nil
+	})
+	s := NewSchedule(slog.New(slog.DiscardHandler))
+	if err := s.Every("test loop", 20*time.Millisecond, l.tick); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Every("never", 0, l.tick); err == nil {
+		t.Error("an entry with no period was accepted")
+	}
+	if e := s.Entries(); len(e) != 1 || e[0].Name != "test loop" || e[0].Every != 20*time.Millisecond || !e[0].Next.IsZero() {
+		t.Errorf("entries before Start = %+v, want one, with no next run", e)
+	}
+	r := newRunner("test", slog.New(slog.DiscardHandler), nil)
+	if err := r.start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	<-passes // the first pass, at once; it holds
+	s.Start()
+	// Many periods pass while the first pass holds: every tick finds it under way.
+	ticks := map[time.Time]bool{}
+	waitFor(t, "three ticks while the pass holds", func() bool {
+		if prev := s.Entries()[0].Prev; !prev.IsZero() {
+			ticks[prev] = true
+		}
+		return len(ticks) >= 3
+	})
+	if len(l.wake) != 0 {
+		t.Fatal("a tick woke the loop while its pass was under way")
+	}
+	hold <- struct{}{} // the first pass ends; no wake is pending, so the next pass is a tick's
+	select {
+	case <-passes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tick woke the loop after its pass")
+	}
+	if e := s.Entries()[0]; e.Next.IsZero() || !e.Next.After(e.Prev) {
+		t.Errorf("entry after ticks = %+v, want its next run after its last", e)
+	}
+	close(hold)
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop runs no entry more, waits for a chore under way while its context lasts, then cancels
+// it and waits for it to return.
+func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
+	s := NewSchedule(slog.New(slog.DiscardHandler))
+	started := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	var runs atomic.Int64
+	if err := s.Every("chore", 10*time.Millisecond, func(ctx context.Context) {
+		if runs.Add(1) > 1 {
+			return
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("chore ended with %v, want cancelled", err)
+		}
+	default:
+		t.Fatal("Stop returned before the chore it cancelled")
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the chore ran %d times while the first held, want once (SkipIfStillRunning)", n)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -26,7 +26,7 @@ function Overview({ ctx }) {
       <${Stat} label="Oldest due" value=${jobs.oldestDueAt ? html`<${Rel} at=${jobs.oldestDueAt} />` : '—'} testid="stat-oldest-due" />
       <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
-      <${Health} health=${s.health} version=${s.version} retention=${s.retention} />
+      <${Health} health=${s.health} version=${s.version} retention=${s.retention} schedule=${s.schedule} />
       <${ModelStat} ctx=${ctx} />
     </div>
     <div class="cols">
@@ -53,7 +53,21 @@ function Overview({ ctx }) {
   </div>`;
 }
 
-function Health({ health, version, retention }) {
+/** The periodic work (robfig/cron): the sweep's period and next run; every entry in the title. */
+function Schedule({ schedule }) {
+  if (!Array.isArray(schedule) || schedule.length === 0) return null;
+  const sweep = schedule.find((e) => e.name === 'content sweep') || schedule[0];
+  const all = schedule
+    .map((e) => `${e.name}: every ${fmt.duration(e.everyMs)}${e.nextRunAt ? ', next ' + fmt.time(e.nextRunAt) : ''}`)
+    .join('\n');
+  return html`<div class="muted small" data-testid="schedule" title=${all}>
+    cron: ${sweep.name} every ${fmt.duration(sweep.everyMs)}${sweep.nextRunAt
+      ? html`, next <${Rel} at=${sweep.nextRunAt} />`
+      : ' · not running in this process'}
+  </div>`;
+}
+
+function Health({ health, version, retention, schedule }) {
   const entries = Object.entries(health || {});
   const bad = entries.filter(([, v]) => v !== 'ok');
   return html`<div class=${'stat' + (bad.length ? ' stat-err' : ' stat-ok')} data-testid="stat-health">
@@ -65,6 +79,7 @@ function Health({ health, version, retention }) {
       ${retention
         ? html`<div class="muted small" data-testid="retention">keeps events ${retention.events}, deliveries ${retention.deliveries}</div>`
         : null}
+      <${Schedule} schedule=${schedule} />
     </div>
   </div>`;
 }
