@@ -70,7 +70,7 @@ func (a *API) OpenAPI() map[string]any {
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "owed", "version": a.Version,
 			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC.",
-			"license":     map[string]any{"name": "Proprietary"}},
+			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"}},
 		"servers": []any{map[string]any{"url": "/", "description": "the owed that serves this document"}},
 		"paths":   paths,
 		"components": map[string]any{
