@@ -142,6 +142,12 @@ var routeMatrix = map[string]routeCase{
 	"GET /api/admin/webhooks/:id/deliveries": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/webhooks/%d/deliveries", w.webhook()), nil
 	}},
+	"GET /api/admin/deliveries/:id": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/deliveries/%d", w.delivery()), nil
+	}},
+	"POST /api/admin/deliveries/:id/redeliver": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/deliveries/%d/redeliver", w.delivery()), nil
+	}},
 	"GET /api/admin/webhooks/deliveries/:id": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/webhooks/deliveries/%d", w.delivery()), nil
 	}},

@@ -44,7 +44,7 @@ func (a *API) listBudgets(c echo.Context) error {
 type budgetRequest struct {
 	// DailyLimit is required: a number, or null for the default. Raw, so that a body without
 	// it is refused rather than read as null (which would quietly drop the user's own limit).
-	DailyLimit json.RawMessage `json:"dailyLimit" required:"true" minimum:"0" maximum:"1000000" description:"a whole number, or null for the default"`
+	DailyLimit json.RawMessage `json:"dailyLimit" required:"true" type:"integer|null" minimum:"0" maximum:"1000000" description:"a whole number, or null for the default"`
 }
 
 // setBudget sets a user's own daily limit; null returns them to the default.

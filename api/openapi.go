@@ -35,7 +35,7 @@ func (a *API) OpenAPI() map[string]any {
 			}
 			params = append(params, map[string]any{"name": p[1], "in": "path", "required": true, "schema": schema})
 		}
-		params = append(params, m.queryParams(r.query)...)
+		params = append(params, m.queryParams(r)...)
 		if params != nil {
 			op["parameters"] = params
 		}
@@ -56,6 +56,7 @@ func (a *API) OpenAPI() map[string]any {
 		}
 		responses := map[string]any{strconv.Itoa(r.status): ok, "default": map[string]any{
 			"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": errorSchema}}}}
+		traits(r, op, ok, responses)
 		op["responses"] = responses
 		if r.roles != nil {
 			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
@@ -68,9 +69,12 @@ func (a *API) OpenAPI() map[string]any {
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "owed", "version": a.Version,
-			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC."},
-		"paths": paths,
+			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC.",
+			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"}},
+		"servers": []any{map[string]any{"url": "/", "description": "the owed that serves this document"}},
+		"paths":   paths,
 		"components": map[string]any{
+			"responses": sharedResponses(errorSchema),
 			"securitySchemes": map[string]any{
 				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
 				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
@@ -80,20 +84,21 @@ func (a *API) OpenAPI() map[string]any {
 	}
 }
 
-// queryParams documents the query parameters of a route: the fields of its query struct q (nil
+// queryParams documents the query parameters of route r: the fields of its query struct (nil
 // for none), each named by its query tag.
-func (m *schemaMaker) queryParams(q any) []any {
-	if q == nil {
+func (m *schemaMaker) queryParams(r route) []any {
+	if r.query == nil {
 		return nil
 	}
 	var params []any
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(q)) {
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(r.query)) {
 		name := f.Tag.Get("query")
 		if name == "" {
 			continue
 		}
 		schema := m.request(f.Type)
 		applyTags(schema, f.Tag)
+		limitParam(r, name, schema)
 		params = append(params, map[string]any{"name": name, "in": "query", "required": false, "schema": schema})
 	}
 	return params

@@ -95,7 +95,6 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 		}
 	}
 
-	schemas := obj(obj(doc["components"])["schemas"])
 	var walk func(where string, v any)
 	walk = func(where string, v any) {
 		switch x := v.(type) {
@@ -103,8 +102,8 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 			for k, e := range x {
 				if k == "$ref" {
 					ref, _ := e.(string)
-					name, ok := strings.CutPrefix(ref, "#/components/schemas/")
-					if _, exists := schemas[name]; !ok || !exists {
+					kind, name, _ := strings.Cut(strings.TrimPrefix(ref, "#/components/"), "/")
+					if _, exists := obj(obj(doc["components"])[kind])[name]; !strings.HasPrefix(ref, "#/components/") || !exists {
 						t.Errorf("%s: $ref %q does not resolve", where, ref)
 					}
 					continue

@@ -77,8 +77,12 @@ func (a *API) routes() []route {
 		{http.MethodDelete, "/api/admin/webhooks/:id", a.deleteWebhook, admins, "Delete a webhook with its deliveries", nil, nil, 204, nil},
 		{http.MethodPost, "/api/admin/webhooks/:id/secret", a.rotateWebhookSecret, admins, "Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature", nil, webhookSecretJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/webhooks/:id/deliveries", a.listDeliveries, admins, "A webhook's deliveries, newest first, each with its latest attempts", nil, deliveryListJSON{}, 200, deliveriesQuery{}},
-		{http.MethodGet, "/api/admin/webhooks/deliveries/:id", a.getDelivery, admins, "One delivery with its payload and every attempt", nil, deliveryAnswerJSON{}, 200, nil},
-		{http.MethodPost, "/api/admin/webhooks/deliveries/:id/redeliver", a.redeliver, admins, "Make a delivery due now, pending again, with the same webhook-id", nil, deliveryAnswerJSON{}, 200, nil},
+		{http.MethodGet, "/api/admin/deliveries/:id", a.getDelivery, admins, "One delivery with its payload and every attempt", nil, deliveryAnswerJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/deliveries/:id/redeliver", a.redeliver, admins, "Make a delivery due now, pending again, with the same webhook-id", nil, deliveryAnswerJSON{}, 200, nil},
+		// The first paths of the two above, whose /api/admin/webhooks/deliveries/{id} a path
+		// template cannot tell from /api/admin/webhooks/{id}/deliveries: deprecated aliases.
+		{http.MethodGet, "/api/admin/webhooks/deliveries/:id", a.getDelivery, admins, "One delivery (deprecated: GET /api/admin/deliveries/{id})", nil, deliveryAnswerJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/webhooks/deliveries/:id/redeliver", a.redeliver, admins, "Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)", nil, deliveryAnswerJSON{}, 200, nil},
 
 		{http.MethodPost, "/api/scrapes", a.createScrape, bots, "Record a scrape the bot starts: active, it holds the walk lock", scrapeRequest{}, scrapeJSON{}, 201, nil},
 		{http.MethodGet, "/api/scrapes", a.listScrapes, bots, "Scrapes with their counts (deleted ones leave the list)", nil, scrapeListJSON{}, 200, scrapesQuery{}},

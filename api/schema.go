@@ -26,6 +26,7 @@ import (
 //	required:"true"      a request field that must be given (in answers every field not
 //	                     omitempty is required)
 //	nullable:"true"      a request field that may be null (in answers every pointer is nullable)
+//	type                 the JSON type of a field read raw (json.RawMessage): "integer|null"
 //
 // A named struct becomes a component, named after the type without a JSON suffix.
 
@@ -129,8 +130,10 @@ func (m *schemaMaker) of(t reflect.Type, request bool) map[string]any {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return map[string]any{"type": "integer"}
-	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number"}
+	case reflect.Float32:
+		return map[string]any{"type": "number", "format": "float"}
+	case reflect.Float64:
+		return map[string]any{"type": "number", "format": "double"} // not float: a generated client would lose digits
 	}
 	panic("openapi: no schema for " + t.String())
 }
@@ -152,9 +155,22 @@ func (m *schemaMaker) object(t reflect.Type, request bool) map[string]any {
 		if request && f.Tag.Get("nullable") == "true" {
 			s = nullable(s)
 		}
-		applyTags(s, f.Tag)
+		if list := f.Tag.Get("enum"); list != "" && isNullable(s) {
+			// A nullable enum is a named enum or null: null is not one of the values, so a
+			// generated client makes a pointer to the enum type, not a fake "<nil>" value.
+			s = nullable(m.enum(list))
+			if d := f.Tag.Get("description"); d != "" {
+				s["description"] = d
+			}
+		} else {
+			applyTags(s, f.Tag)
+		}
+		req := request && f.Tag.Get("required") == "true"
+		if _, has := s["minLength"]; req && s["type"] == "string" && !has {
+			s["minLength"] = 1 // a required string is never empty: the handlers refuse ""
+		}
 		props[name] = s
-		if request && f.Tag.Get("required") == "true" || !request && !omitempty {
+		if req || !request && !omitempty {
 			required = append(required, name)
 		}
 	}
@@ -192,14 +208,15 @@ func applyTags(s map[string]any, tag reflect.StructTag) {
 		if !ok {
 			panic("openapi: no list of values named " + list)
 		}
-		enum := make([]any, 0, len(values)+1)
-		for _, v := range values {
-			enum = append(enum, v)
+		target["enum"] = enumOf(values)
+	}
+	if v := tag.Get("type"); v != "" {
+		// The JSON type of a field read raw (json.RawMessage), "integer|null" for a union.
+		if types := strings.Split(v, "|"); len(types) > 1 {
+			target["type"] = types
+		} else {
+			target["type"] = v
 		}
-		if isNullable(target) {
-			enum = append(enum, nil)
-		}
-		target["enum"] = enum
 	}
 	if v := tag.Get("format"); v != "" {
 		target["format"] = v
@@ -223,6 +240,30 @@ func applyTags(s map[string]any, tag reflect.StructTag) {
 	if v := tag.Get("description"); v != "" {
 		s["description"] = v
 	}
+}
+
+func enumOf(values []string) []any {
+	enum := make([]any, 0, len(values))
+	for _, v := range values {
+		enum = append(enum, v)
+	}
+	return enum
+}
+
+// enum is a reference to the component of the list of values named list (its name, exported).
+func (m *schemaMaker) enum(list string) map[string]any {
+	values, ok := enumLists[list]
+	if !ok {
+		panic("openapi: no list of values named " + list)
+	}
+	r := []rune(list)
+	r[0] = unicode.ToUpper(r[0])
+	name := string(r)
+	if _, isStruct := m.named[name]; isStruct {
+		panic("openapi: the list " + list + " and a type share the component name " + name)
+	}
+	m.components[name] = map[string]any{"type": "string", "enum": enumOf(values)}
+	return ref(name)
 }
 
 func number(v string) any {

@@ -57,7 +57,7 @@ import (
 	"github.com/owed/owed/app"
 )
 
-const adminToken = "owed_eta_bench_admin"
+const adminToken = "owed_eta_bench_admin_0123456789abcdef" // OWED_ADMIN_TOKEN: 32 characters or more
 
 // The queue: three chats run in turn (smallest first, as Start all takes them) and a fourth is
 // paused right after the start; at the default 100 ms a request and a 200 ms pause every 20

@@ -43,7 +43,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-const adminToken = "owed_scale_admin_token"
+const adminToken = "owed_scale_admin_token_0123456789abcdef" // OWED_ADMIN_TOKEN: 32 characters or more
 
 func authorToken(i int) string { return "owed_scale_author_" + strconv.Itoa(i) }
 

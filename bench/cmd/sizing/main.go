@@ -66,7 +66,7 @@ func run(f *harness.Flags) error {
 	defer os.RemoveAll(dataDir)
 	cfg := app.Defaults()
 	cfg.DatabaseURL, cfg.DataDir, cfg.ModelURL = harness.OwedURL(f.DB, where), dataDir, model.Fake.URL()
-	cfg.AdminToken, cfg.WriteRate = "owed_sizing_admin", 0
+	cfg.AdminToken, cfg.WriteRate = "owed_sizing_admin_0123456789abcdef", 0
 	a, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err

@@ -1,0 +1,145 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOpenAPIForGeneratedClients: what a client generator needs is in the document, for every
+// route of its kind (issue 26): writes take Idempotency-Key and may answer 429 and 507, every
+// operation 503 and 4XX with the error schema, the answers to retry carry Retry-After; floats
+// are doubles; no enum lists null; every limit has its maximum and every required string its
+// minLength; the view's ETag, If-None-Match and 304 and the stream's Last-Event-ID and media
+// type are declared; servers and a license are given; deprecated aliases are marked.
+func TestOpenAPIForGeneratedClients(t *testing.T) {
+	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
+	var doc map[string]any
+	if err := json.Unmarshal(w.do(http.MethodGet, "/api/openapi.json", asAnon, nil).Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(list(doc["servers"])) == 0 {
+		t.Error("no servers")
+	}
+	if obj(obj(doc["info"])["license"])["name"] == nil {
+		t.Error("no license")
+	}
+	comps := obj(doc["components"])
+	resolve := func(v any) map[string]any {
+		m := obj(v)
+		if ref, ok := m["$ref"].(string); ok {
+			kind, name, _ := strings.Cut(strings.TrimPrefix(ref, "#/components/"), "/")
+			return obj(obj(comps[kind])[name])
+		}
+		return m
+	}
+	for path, item := range obj(doc["paths"]) {
+		for method, o := range obj(item) {
+			op, where := obj(o), strings.ToUpper(method)+" "+path
+			responses := obj(op["responses"])
+			params := map[string]map[string]any{}
+			for _, p := range list(op["parameters"]) {
+				params[obj(p)["in"].(string)+":"+obj(p)["name"].(string)] = obj(p)
+			}
+			want := []string{"4XX", "503"}
+			write := method != "get"
+			if write {
+				want = append(want, "429", "507")
+				if params["header:Idempotency-Key"] == nil {
+					t.Errorf("%s: no Idempotency-Key header", where)
+				}
+			}
+			for _, code := range want {
+				answer := resolve(responses[code])
+				if answer == nil {
+					t.Errorf("%s: no %s answer", where, code)
+					continue
+				}
+				if ref, _ := obj(obj(obj(answer["content"])["application/json"])["schema"])["$ref"].(string); ref != "#/components/schemas/Error" {
+					t.Errorf("%s: %s answer is not the error schema: %v", where, code, answer)
+				}
+				if code != "4XX" && obj(answer["headers"])["Retry-After"] == nil {
+					t.Errorf("%s: %s answer without Retry-After", where, code)
+				}
+			}
+			if p := params["query:limit"]; p != nil {
+				if max, ok := obj(p["schema"])["maximum"].(float64); !ok || max < 1 {
+					t.Errorf("%s: limit has no maximum", where)
+				} else {
+					// The server takes the maximum and refuses one more.
+					route := strings.NewReplacer("{id}", "1").Replace(path)
+					as := asAdmin
+					if strings.HasPrefix(path, "/api/listeners/") {
+						as = asAuthor
+					} else if strings.HasPrefix(path, "/api/scrapes") {
+						as = asBot
+					}
+					if strings.Contains(path, "{id}") || strings.HasSuffix(path, "/stream") {
+						continue // the id may not exist, a stream does not end; the other routes cover the rule
+					}
+					n := int(max)
+					if r := w.do(http.MethodGet, route+"?limit="+strconv.Itoa(n), as, nil); r.Status != http.StatusOK {
+						t.Errorf("%s: limit=%d (the documented maximum) answered %d %s", where, n, r.Status, r.Body)
+					}
+					checkError(t, w.do(http.MethodGet, route+"?"+url.Values{"limit": {strconv.Itoa(n + 1)}}.Encode(), as, nil), http.StatusBadRequest, "invalid", "limit")
+				}
+			}
+			if op["requestBody"] != nil {
+				schema := resolve(obj(obj(obj(op["requestBody"])["content"])["application/json"])["schema"])
+				props := obj(schema["properties"])
+				for _, name := range list(schema["required"]) {
+					p := obj(props[name.(string)])
+					if p["type"] == "string" && p["minLength"] == nil {
+						t.Errorf("%s: required string %s has no minLength", where, name)
+					}
+				}
+			}
+		}
+	}
+
+	mine := obj(obj(obj(doc["paths"])["/api/listeners/mine"])["get"])
+	if obj(obj(mine["responses"])["304"]) == nil || obj(obj(obj(mine["responses"])["200"])["headers"])["ETag"] == nil ||
+		!slices.ContainsFunc(list(mine["parameters"]), func(p any) bool { return obj(p)["name"] == "If-None-Match" }) {
+		t.Errorf("GET /api/listeners/mine does not declare If-None-Match, ETag and 304: %v", mine)
+	}
+	stream := obj(obj(obj(doc["paths"])["/api/listeners/mine/stream"])["get"])
+	if obj(obj(obj(stream["responses"])["200"])["content"])["text/event-stream"] == nil ||
+		!slices.ContainsFunc(list(stream["parameters"]), func(p any) bool { return obj(p)["name"] == "Last-Event-ID" }) {
+		t.Errorf("the stream does not declare text/event-stream and Last-Event-ID: %v", stream)
+	}
+	if obj(obj(obj(doc["paths"])["/api/admin/webhooks/deliveries/{id}"])["get"])["deprecated"] != true {
+		t.Error("the old delivery path is not marked deprecated")
+	}
+	if obj(obj(doc["paths"])["/api/admin/deliveries/{id}"])["get"] == nil {
+		t.Error("no /api/admin/deliveries/{id}")
+	}
+
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if slices.Contains(list(x["enum"]), nil) {
+				t.Errorf("%s: an enum lists null", where)
+			}
+			if x["type"] == "number" && x["format"] != "double" {
+				t.Errorf("%s: a number without format double", where)
+			}
+			for k, e := range x {
+				walk(where+"/"+k, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(where, e)
+			}
+		}
+	}
+	walk("#", doc)
+	daily := obj(obj(obj(obj(comps["schemas"])["BudgetRequest"])["properties"])["dailyLimit"])
+	if types, _ := daily["type"].([]any); len(types) != 2 || types[0] != "integer" || types[1] != "null" {
+		t.Errorf("dailyLimit is not typed integer or null: %v", daily)
+	}
+}
