@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
+	"golang.org/x/net/netutil"
 
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
@@ -293,7 +294,7 @@ func (a *App) newEcho() *echo.Echo {
 		return &s
 	}
 	h.Notify = a.Notify
-	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), int(a.Config.MaxStreams), a.Config.Origins()
+	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log), a.Config.Origins()
 	a.API = h
 	h.Register(e)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})))
@@ -447,7 +448,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	t := a.timeouts
-	ln = limitListener(ln, a.Config.MaxConnections)
+	ln = netutil.LimitListener(ln, int(maxConnections(a.Config.MaxConnections)))
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.served = make(chan error, 1)
