@@ -39,8 +39,11 @@ const (
 	// liveRetryFor is how long a waiter retries a re-read the database fails before it gives
 	// up: the stream ends with `event: error` (unavailable), the long poll answers 503.
 	liveRetryFor = 5 * time.Second
-	// liveRetryFirst is the first pause between those retries; each is twice the one before.
-	liveRetryFirst = 200 * time.Millisecond
+	// liveRetryFirst is the first pause between those retries; each is twice the one before,
+	// up to liveRetryMax. The first are short: after a failover each dead connection of the
+	// pool fails one read before the pool makes new ones.
+	liveRetryFirst = 25 * time.Millisecond
+	liveRetryMax   = time.Second
 	// liveRetryAfter is the Retry-After (and the stream's retry:) given with unavailable, and
 	// streamRetryAfter that of a refused stream or long poll (429 and 503 of the caps).
 	liveRetryAfter = 5 * time.Second
@@ -161,6 +164,15 @@ type flight struct {
 	err   error
 }
 
+func isDone(f *flight) bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // keepDone is how long a finished read stays to be shared with waiters that come late.
 const keepDone = 2 * time.Second
 
@@ -169,6 +181,9 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 	for {
 		co.mu.Lock()
 		f := co.flights[key]
+		if f != nil && f.err != nil && isDone(f) {
+			f = nil // a failed read is shared with those that waited for it, never kept
+		}
 		if f != nil && f.start > mark {
 			co.mu.Unlock()
 			<-f.done
@@ -187,10 +202,11 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 		nf := &flight{start: notify.Mark(), done: make(chan struct{})}
 		co.flights[key] = nf
 		co.mu.Unlock()
-		func() {
-			defer close(nf.done)
-			nf.val, nf.err = fn()
-		}()
+		val, err := fn()
+		co.mu.Lock() // f.err is read under mu once done
+		nf.val, nf.err = val, err
+		close(nf.done)
+		co.mu.Unlock()
 		time.AfterFunc(keepDone, func() {
 			co.mu.Lock()
 			if co.flights[key] == nf {
@@ -271,7 +287,7 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 func (a *API) LiveReads() int64 { return a.liveState().reads.Load() }
 
 // retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
-// server closes, pausing between tries (200 ms, doubling) on the API's clock; past liveRetryFor
+// server closes, pausing between tries (25 ms, doubling, at most 1 s) on the API's clock; past liveRetryFor
 // it gives up with errLiveUnavailable.
 func (a *API) retrying(ctx context.Context, read func() error) error {
 	giveUp := a.now().Add(liveRetryFor)
@@ -301,7 +317,7 @@ func (a *API) retrying(ctx context.Context, read func() error) error {
 			stop()
 			return errLiveUnavailable
 		}
-		pause *= 2
+		pause = min(2*pause, liveRetryMax)
 	}
 }
 
