@@ -32,6 +32,9 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if !ok || token == "" {
 				return errUnauthorized
 			}
+			if err := a.earlyRefusal(c, token); err != nil {
+				return err
+			}
 			u, err := a.Store.UserByToken(req.Context(), token)
 			if errors.Is(err, models.ErrNotFound) {
 				return errUnauthorized

@@ -546,6 +546,7 @@ func (a *API) liveState() *live {
 	a.liveOnce.Do(func() {
 		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
 		a.live.caps.byUser = map[int64]int{}
+		a.live.caps.full = map[string]int64{}
 		a.live.caps.open = a.liveGauge()
 		a.live.co.flights = map[string]*flight{}
 	})

@@ -96,6 +96,10 @@ type liveCaps struct {
 	byUser map[int64]int
 	total  int
 	open   *prometheus.GaugeVec
+	// full are the token hashes refused for their user's cap, until one of that user's slots
+	// frees: a client that retries at once is refused before its token is even looked up
+	// (earlyRefusal), so a storm of attempts costs the database nothing.
+	full map[string]int64
 }
 
 // holdSlot takes a slot for a held connection of u: released by the func it returns (once),
@@ -112,6 +116,9 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 	cp := &l.caps
 	cp.mu.Lock()
 	if cp.byUser[userID] >= perUser {
+		if cred := credOf(c); cred.Kind == models.CredToken && len(cp.full) < 100000 {
+			cp.full[cred.Hash] = userID
+		}
 		cp.mu.Unlock()
 		return nil, refuseHold(c, errTooManyStreams)
 	}
@@ -134,8 +141,46 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 			if cp.byUser[userID]--; cp.byUser[userID] <= 0 {
 				delete(cp.byUser, userID)
 			}
+			for h, id := range cp.full {
+				if id == userID {
+					delete(cp.full, h)
+				}
+			}
 		})
 	}, nil
+}
+
+// earlyRefusal answers 429 at once, before authentication, to a bearer token whose user was
+// refused for their cap and has not freed a slot since, on a request that would be held (a
+// stream, or a long poll with wait and If-None-Match).
+func (a *API) earlyRefusal(c echo.Context, token string) error {
+	req := c.Request()
+	if req.Method != http.MethodGet {
+		return nil
+	}
+	switch req.URL.Path {
+	case ticketPath:
+	case "/api/listeners/mine":
+		if req.URL.Query().Get("wait") == "" || req.Header.Get("If-None-Match") == "" {
+			return nil
+		}
+	default:
+		return nil
+	}
+	cp := &a.liveState().caps
+	h := models.HashToken(token)
+	cp.mu.Lock()
+	userID, full := cp.full[h]
+	perUser := a.StreamsPerUser
+	if perUser <= 0 {
+		perUser = DefaultStreamsPerUser
+	}
+	full = full && cp.byUser[userID] >= perUser
+	cp.mu.Unlock()
+	if full {
+		return refuseHold(c, errTooManyStreams)
+	}
+	return nil
 }
 
 // StreamsOpen is how many streams and held long polls this process holds (for tests).
