@@ -4,11 +4,13 @@
 //
 //   - storm: -attempts stream connections from one author's token, -conc at a time, while
 //     /healthz is asked every 10 ms; prints the answers and /healthz's latency percentiles;
+//
 //   - fanout: CPU of the owed process per change of one author with 0, 1, 8, 64 streams of
 //     that author open (each change written, then awaited on every stream);
+//
 //   - rss: the owed process's resident memory with -held streams open, per stream.
 //
-//	cd bench && go run ./cmd/edge -run storm,fanout,rss
+//     cd bench && go run ./cmd/edge -run storm,fanout,rss
 package main
 
 import (
