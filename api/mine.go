@@ -546,7 +546,7 @@ func (a *API) liveState() *live {
 	a.liveOnce.Do(func() {
 		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
 		a.live.caps.byUser = map[int64]int{}
-		a.live.caps.full = map[string]int64{}
+		a.live.caps.full, a.live.caps.fullOf = map[string]int64{}, map[int64][]string{}
 		a.live.caps.open = a.liveGauge()
 		a.live.co.flights = map[string]*flight{}
 	})

@@ -99,7 +99,8 @@ type liveCaps struct {
 	// full are the token hashes refused for their user's cap, until one of that user's slots
 	// frees: a client that retries at once is refused before its token is even looked up
 	// (earlyRefusal), so a storm of attempts costs the database nothing.
-	full map[string]int64
+	full   map[string]int64
+	fullOf map[int64][]string // the keys of full, by user
 }
 
 // holdSlot takes a slot for a held connection of u: released by the func it returns (once),
@@ -117,7 +118,10 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 	cp.mu.Lock()
 	if cp.byUser[userID] >= perUser {
 		if cred := credOf(c); cred.Kind == models.CredToken && len(cp.full) < 100000 {
-			cp.full[cred.Hash] = userID
+			if _, ok := cp.full[cred.Hash]; !ok {
+				cp.full[cred.Hash] = userID
+				cp.fullOf[userID] = append(cp.fullOf[userID], cred.Hash)
+			}
 		}
 		cp.mu.Unlock()
 		return nil, refuseHold(c, errTooManyStreams)
@@ -141,11 +145,10 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 			if cp.byUser[userID]--; cp.byUser[userID] <= 0 {
 				delete(cp.byUser, userID)
 			}
-			for h, id := range cp.full {
-				if id == userID {
-					delete(cp.full, h)
-				}
+			for _, h := range cp.fullOf[userID] {
+				delete(cp.full, h)
 			}
+			delete(cp.fullOf, userID)
 		})
 	}, nil
 }
