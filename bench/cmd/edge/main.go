@@ -346,14 +346,27 @@ func fanout(s *server, n, changes int) {
 		}
 		streams = append(streams, st)
 	}
+	// Screens and scores held: each write is exactly one change of the view, and nothing in the
+	// background changes it after (a sweep of the new jobs would).
+	req, _ := http.NewRequest(http.MethodPut, s.base+"/api/admin/holds", strings.NewReader(`{"screen":true,"score":true}`))
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	req.Header.Set("Content-Type", "application/json")
+	if res, err := s.client.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		log.Fatalf("hold: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
 	s.pitch(token) // warm
 	time.Sleep(200 * time.Millisecond)
 	c0, t0 := s.cpu(), time.Now()
 	for c := 0; c < changes; c++ {
 		s.pitch(token)
 		want := s.etag(token)
-		for _, st := range streams {
-			for st.last.Load().(string) != want {
+		for i, st := range streams {
+			for since := time.Now(); st.last.Load().(string) != want; {
+				if time.Since(since) > 10*time.Second {
+					log.Fatalf("fanout: stream %d is at %s after 10 s; the view is at %s (now %s)", i, st.last.Load(), want, s.etag(token))
+				}
 				time.Sleep(time.Millisecond)
 			}
 		}
