@@ -8,7 +8,10 @@
 //   - fanout: CPU of the owed process per change of one author with 0, 1, 8, 64 streams of
 //     that author open (each change written, then awaited on every stream);
 //
-//   - rss: the owed process's resident memory with -held streams open, per stream.
+//   - rss: the owed process's resident memory with -held streams open, per stream;
+//
+//   - failover (-db postgres://… only): two owed processes on one fresh schema, streams on
+//     both, every connection of both cut; when each stream has the next change.
 //
 //     cd bench && go run ./cmd/edge -run storm,fanout,rss
 package main
@@ -17,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,6 +28,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +38,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
 func main() {
@@ -60,6 +67,10 @@ func main() {
 		}
 	}
 	for _, sc := range strings.Split(*run, ",") {
+		if sc == "failover" {
+			failover(*bin, dir, *db)
+			continue
+		}
 		// Each scenario on a fresh server process, so one's memory and caches are not the next's.
 		s := start(*bin, dir, *db, sc)
 		switch sc {
@@ -217,9 +228,11 @@ func (s *server) rssKB() int64 {
 
 // stream is one held stream: the id of the last event it got.
 type stream struct {
-	last   atomic.Value
-	cancel context.CancelFunc
-	events atomic.Int64
+	last      atomic.Value
+	cancel    context.CancelFunc
+	events    atomic.Int64
+	ended     atomic.Bool  // the server closed it
+	lastEvent atomic.Value // the name of the last event
 }
 
 // open opens a stream with its own connection, and returns once its first event came.
@@ -241,6 +254,7 @@ func (s *server) open(token string) (*stream, int) {
 	}
 	st := &stream{cancel: cancel}
 	st.last.Store("")
+	st.lastEvent.Store("")
 	first := make(chan struct{})
 	go func() {
 		defer res.Body.Close()
@@ -248,12 +262,16 @@ func (s *server) open(token string) (*stream, int) {
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
 		once := sync.Once{}
 		for sc.Scan() {
+			if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				st.lastEvent.Store(ev)
+			}
 			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
 				st.last.Store(id)
 				st.events.Add(1)
 				once.Do(func() { close(first) })
 			}
 		}
+		st.ended.Store(true)
 		once.Do(func() { close(first) })
 	}()
 	<-first
@@ -401,5 +419,94 @@ func rss(s *server, held int) {
 		held, before, after, float64(after-before)/float64(held))
 	for _, st := range streams {
 		st.cancel()
+	}
+}
+
+// failover: two owed processes on one fresh PostgreSQL schema, streams of one author held on
+// both; every connection of both processes (pools and LISTEN) is cut with pg_terminate_backend,
+// as a failover does; a change is written through the first as soon as it answers; each stream
+// either gets it (the time from the cut is printed) or ends with event error and is reopened.
+func failover(bin, dir, base string) {
+	if !strings.HasPrefix(base, "postgres") {
+		log.Fatal("failover: -db postgres://… is required")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Close()
+	tag := fmt.Sprintf("owededge%d", time.Now().UnixNano())
+	if _, err := admin.Exec(`CREATE SCHEMA ` + tag); err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Exec(`DROP SCHEMA ` + tag + ` CASCADE`)
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", tag)
+	q.Set("application_name", tag)
+	u.RawQuery = q.Encode()
+	a := start(bin, dir, u.String(), "failover-a")
+	defer a.stop()
+	b := start(bin, dir, u.String(), "failover-b")
+	defer b.stop()
+	b.admin = a.admin
+	token := a.author()
+	type held struct {
+		on *server
+		st *stream
+	}
+	var all []held
+	for _, s := range []*server{a, b} {
+		for i := 0; i < 4; i++ {
+			st, code := s.open(token)
+			if st == nil {
+				log.Fatalf("failover: open: %d", code)
+			}
+			all = append(all, held{s, st})
+		}
+	}
+	var cut int
+	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, tag).Scan(&cut); err != nil {
+		log.Fatal(err)
+	}
+	t0 := time.Now()
+	for i := 0; ; i++ {
+		req, _ := http.NewRequest(http.MethodPost, a.base+"/api/listeners/pitches", strings.NewReader(`{"body":"after the cut"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := a.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusCreated {
+				break
+			}
+		}
+		if i > 500 {
+			log.Fatalf("failover: no write after 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	written := time.Since(t0)
+	want := a.etag(token)
+	fmt.Printf("failover: cut %d connections of two owed processes; the change written after %v\n", cut, written.Round(time.Millisecond))
+	for i, h := range all {
+		for h.st.last.Load().(string) != want {
+			if h.st.ended.Load() {
+				st, code := h.on.open(token)
+				if st == nil {
+					log.Fatalf("failover: stream %d's reopen: %d", i, code)
+				}
+				h.st = st
+				fmt.Printf("failover: stream %d ended (event %q) and was reopened after %v\n", i, all[i].st.lastEvent.Load(), time.Since(t0).Round(time.Millisecond))
+				continue
+			}
+			if time.Since(t0) > 20*time.Second {
+				log.Fatalf("failover: stream %d silent 20 s after the cut", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Printf("failover: stream %d (replica %s) has the change %v after the cut\n", i, map[bool]string{true: "a", false: "b"}[h.on == a], time.Since(t0).Round(time.Millisecond))
+		h.st.cancel()
 	}
 }
