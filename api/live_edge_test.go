@@ -247,8 +247,9 @@ func TestLiveRevocation(t *testing.T) {
 	})
 }
 
-// TestLiveRevocationReplicas: on PostgreSQL, a disable made through one replica ends the
-// streams and long polls held by another (the notifier carries it).
+// TestLiveRevocationReplicas: on PostgreSQL, a sign-out, a token rotation and a disable made
+// through one replica end the streams (and long polls) held by another (the triggers of
+// migration 0014 and the notifier carry them).
 func TestLiveRevocationReplicas(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		if !strings.HasPrefix(db, "postgres") {
@@ -256,7 +257,28 @@ func TestLiveRevocationReplicas(t *testing.T) {
 		}
 		w := newWorld(t, db).quiet()
 		w2 := &world{t: t, env: owedtest.NewEnv(t, db), tok: w.tok, uid: w.uid}
-		_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+
+		// Sign-out through replica 1 ends the session's stream on replica 2.
+		ck := w.signIn(t, w.tok[asAuthor])
+		cookie := "owed_session=" + ck.Value
+		_, events, _ := w2.rawStream("", "Cookie", cookie)
+		next(t, events, false)
+		w.env.Do(http.MethodDelete, "/api/session", "", nil, "Cookie", cookie, "X-Owed-Request", "1")
+		ends(t, events, "unauthorized", "signed out on the other replica")
+
+		// A rotation through replica 1 ends the token's stream on replica 2.
+		_, events, _ = w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, events, false)
+		r := w.do(http.MethodPost, fmt.Sprintf("/api/admin/users/%d/token", w.uid[asAuthor]), asAdmin, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("rotate: %d %s", r.Status, r.Body)
+		}
+		ends(t, events, "unauthorized", "token rotated on the other replica")
+		w.tok[asAuthor] = r.JSON()["token"].(string)
+		until(t, "replica 2's slots freed", func() bool { return w2.env.App.API.StreamsOpen() == 0 })
+
+		// A disable through replica 1 ends replica 2's stream and held long poll.
+		_, events, _ = w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, events, false)
 		m := w2.watchMine(asAuthor)
 		held := w2.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
