@@ -141,17 +141,6 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
-// reread is readMine after a wake: the user is read again too, since the admin may have
-// changed their daily limit.
-func (a *API) reread(ctx context.Context, u *models.User, q *mineQuery) (*models.User, mineState, error) {
-	fresh, err := a.Store.UserByID(ctx, u.ID)
-	if err != nil {
-		return u, mineState{}, err
-	}
-	st, err := a.readMine(ctx, &fresh, q)
-	return &fresh, st, err
-}
-
 // recheckAt is when the view must be read again although nobody wrote: the UTC day's end (a
 // new budget day), and the moment one of the author's jobs comes due or its lease runs out
 // (so its sweep starts then, as a poll at that moment would start it).
