@@ -315,7 +315,8 @@ func (a *API) mine(c echo.Context) error {
 // one each time the view changes; a ": ping" comment every 15 s keeps proxies from closing an
 // idle stream. The version is read again only when the notifier wakes the stream (or a job
 // comes due, or the day ends), so an idle stream costs the database nothing. It ends when the
-// client goes or the server shuts down.
+// client goes or the server shuts down, and with an `event: error` when its credential is
+// revoked or the database stays unreachable (mine_live.go).
 func (a *API) mineStream(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
