@@ -32,6 +32,12 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if !ok || token == "" {
 				return errUnauthorized
 			}
+			if req.URL.Path == ticketPath && req.URL.Query().Has("ticket") {
+				return invalid("ticket", "give a ticket or an Authorization header, not both")
+			}
+			if err := a.earlyRefusal(c, token); err != nil {
+				return err
+			}
 			u, err := a.Store.UserByToken(req.Context(), token)
 			if errors.Is(err, models.ErrNotFound) {
 				return errUnauthorized

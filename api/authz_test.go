@@ -86,6 +86,8 @@ var routeMatrix = map[string]routeCase{
 		return "/api/listeners/mine/stream", nil
 	}},
 
+	"POST /api/listeners/mine/ticket": {authors, false, []int{200}, static("/api/listeners/mine/ticket", nil)},
+
 	"GET /api/songs": {anyone, false, []int{200}, static("/api/songs", nil)},
 	"GET /api/songs/:id": {anyone, false, []int{200}, func(w *world) (string, any) {
 		song, _ := w.song(asAuthor, models.VerdictAllow)

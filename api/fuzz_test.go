@@ -183,7 +183,7 @@ var bodyRoutes = []fuzzRoute{
 var queryRoutes = []fuzzRoute{
 	{"GET", "/api/songs", "", asAnon, []string{"sort", "limit", "cursor"}},
 	{"GET", "/api/listeners/mine", "", asAuthor, []string{"state", "kind", "limit", "cursor", "wait"}},
-	{"GET", "/api/listeners/mine/stream", "", asAuthor, []string{"state", "kind", "limit", "cursor"}},
+	{"GET", "/api/listeners/mine/stream", "", asAuthor, []string{"state", "kind", "limit", "cursor", "ticket"}},
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/jobs", "", asAdmin, []string{"id", "task", "kind", "why", "userId", "author", "itemId", "state", "sort", "limit", "cursor"}},

@@ -247,8 +247,9 @@ func TestLiveRevocation(t *testing.T) {
 	})
 }
 
-// TestLiveRevocationReplicas: on PostgreSQL, a disable made through one replica ends the
-// streams and long polls held by another (the notifier carries it).
+// TestLiveRevocationReplicas: on PostgreSQL, a sign-out, a token rotation and a disable made
+// through one replica end the streams (and long polls) held by another (the triggers of
+// migration 0014 and the notifier carry them).
 func TestLiveRevocationReplicas(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		if !strings.HasPrefix(db, "postgres") {
@@ -256,7 +257,28 @@ func TestLiveRevocationReplicas(t *testing.T) {
 		}
 		w := newWorld(t, db).quiet()
 		w2 := &world{t: t, env: owedtest.NewEnv(t, db), tok: w.tok, uid: w.uid}
-		_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+
+		// Sign-out through replica 1 ends the session's stream on replica 2.
+		ck := w.signIn(t, w.tok[asAuthor])
+		cookie := "owed_session=" + ck.Value
+		_, events, _ := w2.rawStream("", "Cookie", cookie)
+		next(t, events, false)
+		w.env.Do(http.MethodDelete, "/api/session", "", nil, "Cookie", cookie, "X-Owed-Request", "1")
+		ends(t, events, "unauthorized", "signed out on the other replica")
+
+		// A rotation through replica 1 ends the token's stream on replica 2.
+		_, events, _ = w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+		next(t, events, false)
+		r := w.do(http.MethodPost, fmt.Sprintf("/api/admin/users/%d/token", w.uid[asAuthor]), asAdmin, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("rotate: %d %s", r.Status, r.Body)
+		}
+		ends(t, events, "unauthorized", "token rotated on the other replica")
+		w.tok[asAuthor] = r.JSON()["token"].(string)
+		until(t, "replica 2's slots freed", func() bool { return w2.env.App.API.StreamsOpen() == 0 })
+
+		// A disable through replica 1 ends replica 2's stream and held long poll.
+		_, events, _ = w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, events, false)
 		m := w2.watchMine(asAuthor)
 		held := w2.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
@@ -430,3 +452,129 @@ func TestLiveOneRead(t *testing.T) {
 
 // TestLiveGaugeMetric is in TestLiveCaps; the stream's OpenAPI row names ticket.
 var _ = models.CredToken
+
+// TestStreamTicket: an author asks for a ticket (bearer or session) and opens the stream with
+// it instead of a bearer; a ticket works once, for 60 s, and not after its credential is
+// rotated; only authors get one; on another route a ticket signs nothing in.
+func TestStreamTicket(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		ticket := func(headers ...string) string {
+			t.Helper()
+			r := w.env.Do(http.MethodPost, "/api/listeners/mine/ticket", "", nil, headers...)
+			m := r.JSON()
+			tk, _ := m["ticket"].(string)
+			exp, err := time.Parse(time.RFC3339, fmt.Sprint(m["expiresAt"]))
+			if r.Status != http.StatusOK || tk == "" || err != nil || !exp.Equal(w.env.Clock.Now().Add(time.Minute)) {
+				t.Fatalf("ticket: %d %s; want 200 with a ticket valid 60 s", r.Status, r.Body)
+			}
+			return tk
+		}
+		bearer := "Bearer " + w.tok[asAuthor]
+
+		// Once, instead of a bearer.
+		tk := ticket("Authorization", bearer)
+		res, events, _ := w.rawStream("?ticket=" + tk)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream with a ticket: %d", res.StatusCode)
+		}
+		w.isView(t, next(t, events, false), asAuthor, "", "the ticket's stream")
+		res, _, _ = w.rawStream("?ticket=" + tk)
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("the ticket again: %d; want 401", res.StatusCode)
+		}
+
+		// 60 s.
+		tk = ticket("Authorization", bearer)
+		w.env.Clock.Advance(61 * time.Second)
+		if res, _, _ = w.rawStream("?ticket=" + tk); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a ticket 61 s old: %d; want 401", res.StatusCode)
+		}
+
+		// From a session; signing out voids it, and ends the stream it opened.
+		ck := w.signIn(t, w.tok[asAuthor])
+		cookie := "owed_session=" + ck.Value
+		tk = ticket("Cookie", cookie, "X-Owed-Request", "1")
+		_, events, _ = w.rawStream("?ticket=" + tk)
+		next(t, events, false)
+		tk2 := ticket("Cookie", cookie, "X-Owed-Request", "1")
+		w.env.Do(http.MethodDelete, "/api/session", "", nil, "Cookie", cookie, "X-Owed-Request", "1")
+		ends(t, events, "unauthorized", "the session behind a ticket signed out")
+		if res, _, _ = w.rawStream("?ticket=" + tk2); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a ticket of a signed-out session: %d; want 401", res.StatusCode)
+		}
+
+		// A rotation voids the token's tickets.
+		tk = ticket("Authorization", bearer)
+		r := w.do(http.MethodPost, fmt.Sprintf("/api/admin/users/%d/token", w.uid[asAuthor]), asAdmin, nil)
+		w.tok[asAuthor] = r.JSON()["token"].(string)
+		if res, _, _ = w.rawStream("?ticket=" + tk); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a ticket of a rotated token: %d; want 401", res.StatusCode)
+		}
+
+		// Only authors; a ticket is not a bearer elsewhere.
+		for as, want := range map[role]int{asAnon: 401, asBot: 403, asAdmin: 403} {
+			if r := w.do(http.MethodPost, "/api/listeners/mine/ticket", as, nil); r.Status != want {
+				t.Errorf("ticket as %s: %d; want %d", as, r.Status, want)
+			}
+		}
+		tk = ticket("Authorization", "Bearer "+w.tok[asAuthor])
+		if r := w.env.Do(http.MethodGet, "/api/listeners/mine?ticket="+tk, "", nil); r.Status != http.StatusUnauthorized {
+			t.Errorf("mine with a ticket: %d; want 401", r.Status)
+		}
+		if r := w.env.Do(http.MethodGet, "/api/listeners/mine/stream?ticket=nonsense", "", nil); r.Status != http.StatusUnauthorized || r.ErrorCode() != "unauthorized" {
+			t.Errorf("a made-up ticket: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// TestCORS: with OWED_CORS_ORIGINS, a listed origin may call the listener and public routes
+// from a browser (preflight 204 with the allowed and exposed headers), an unlisted origin gets
+// no CORS headers, and the admin routes never do.
+func TestCORS(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const site = "https://site.example"
+		w := newWorld(t, db, func(c *app.Config) { c.CORSOrigins = site }).quiet()
+		preflight := func(path, origin string) *http.Response {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodOptions, w.env.Server.URL+path, nil)
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Access-Control-Request-Method", "GET")
+			req.Header.Set("Access-Control-Request-Headers", "authorization,if-none-match")
+			res, err := w.env.Server.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res
+		}
+		res := preflight("/api/listeners/mine", site)
+		allow := strings.ToLower(res.Header.Get("Access-Control-Allow-Headers"))
+		if res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != site ||
+			!strings.Contains(allow, "authorization") || !strings.Contains(allow, "if-none-match") || !strings.Contains(allow, "last-event-id") ||
+			!strings.Contains(allow, "idempotency-key") || res.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Fatalf("preflight: %d %v", res.StatusCode, res.Header)
+		}
+		r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "Origin", site)
+		expose := strings.ToLower(r.Header.Get("Access-Control-Expose-Headers"))
+		if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != site || !strings.Contains(expose, "etag") ||
+			!strings.Contains(expose, "retry-after") || !strings.Contains(expose, "location") {
+			t.Fatalf("GET from the site: %d %v", r.Status, r.Header)
+		}
+		if r := w.do(http.MethodGet, "/api/songs", asAnon, nil, "Origin", site); r.Header.Get("Access-Control-Allow-Origin") != site {
+			t.Errorf("a public route from the site: %v", r.Header)
+		}
+		for _, c := range []struct{ path, origin string }{
+			{"/api/listeners/mine", "https://evil.example"},
+			{"/api/admin/users", site},
+			{"/api/session", site},
+		} {
+			if res := preflight(c.path, c.origin); res.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("preflight of %s from %s allowed: %v", c.path, c.origin, res.Header)
+			}
+			if r := w.do(http.MethodGet, c.path, asAdmin, nil, "Origin", c.origin); r.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("GET %s from %s allowed: %v", c.path, c.origin, r.Header)
+			}
+		}
+	})
+}

@@ -141,17 +141,6 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
-// reread is readMine after a wake: the user is read again too, since the admin may have
-// changed their daily limit.
-func (a *API) reread(ctx context.Context, u *models.User, q *mineQuery) (*models.User, mineState, error) {
-	fresh, err := a.Store.UserByID(ctx, u.ID)
-	if err != nil {
-		return u, mineState{}, err
-	}
-	st, err := a.readMine(ctx, &fresh, q)
-	return &fresh, st, err
-}
-
 // recheckAt is when the view must be read again although nobody wrote: the UTC day's end (a
 // new budget day), and the moment one of the author's jobs comes due or its lease runs out
 // (so its sweep starts then, as a poll at that moment would start it).
@@ -326,7 +315,8 @@ func (a *API) mine(c echo.Context) error {
 // one each time the view changes; a ": ping" comment every 15 s keeps proxies from closing an
 // idle stream. The version is read again only when the notifier wakes the stream (or a job
 // comes due, or the day ends), so an idle stream costs the database nothing. It ends when the
-// client goes or the server shuts down.
+// client goes or the server shuts down, and with an `event: error` when its credential is
+// revoked or the database stays unreachable (mine_live.go).
 func (a *API) mineStream(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
@@ -546,6 +536,7 @@ func (a *API) liveState() *live {
 	a.liveOnce.Do(func() {
 		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
 		a.live.caps.byUser = map[int64]int{}
+		a.live.caps.full, a.live.caps.fullOf = map[string]int64{}, map[int64][]string{}
 		a.live.caps.open = a.liveGauge()
 		a.live.co.flights = map[string]*flight{}
 	})

@@ -39,8 +39,11 @@ const (
 	// liveRetryFor is how long a waiter retries a re-read the database fails before it gives
 	// up: the stream ends with `event: error` (unavailable), the long poll answers 503.
 	liveRetryFor = 5 * time.Second
-	// liveRetryFirst is the first pause between those retries; each is twice the one before.
-	liveRetryFirst = 200 * time.Millisecond
+	// liveRetryFirst is the first pause between those retries; each is twice the one before,
+	// up to liveRetryMax. The first are short: after a failover each dead connection of the
+	// pool fails one read before the pool makes new ones.
+	liveRetryFirst = 25 * time.Millisecond
+	liveRetryMax   = time.Second
 	// liveRetryAfter is the Retry-After (and the stream's retry:) given with unavailable, and
 	// streamRetryAfter that of a refused stream or long poll (429 and 503 of the caps).
 	liveRetryAfter = 5 * time.Second
@@ -93,6 +96,11 @@ type liveCaps struct {
 	byUser map[int64]int
 	total  int
 	open   *prometheus.GaugeVec
+	// full are the token hashes refused for their user's cap, until one of that user's slots
+	// frees: a client that retries at once is refused before its token is even looked up
+	// (earlyRefusal), so a storm of attempts costs the database nothing.
+	full   map[string]int64
+	fullOf map[int64][]string // the keys of full, by user
 }
 
 // holdSlot takes a slot for a held connection of u: released by the func it returns (once),
@@ -109,6 +117,12 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 	cp := &l.caps
 	cp.mu.Lock()
 	if cp.byUser[userID] >= perUser {
+		if cred := credOf(c); cred.Kind == models.CredToken && len(cp.full) < 100000 {
+			if _, ok := cp.full[cred.Hash]; !ok {
+				cp.full[cred.Hash] = userID
+				cp.fullOf[userID] = append(cp.fullOf[userID], cred.Hash)
+			}
+		}
 		cp.mu.Unlock()
 		return nil, refuseHold(c, errTooManyStreams)
 	}
@@ -131,8 +145,45 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 			if cp.byUser[userID]--; cp.byUser[userID] <= 0 {
 				delete(cp.byUser, userID)
 			}
+			for _, h := range cp.fullOf[userID] {
+				delete(cp.full, h)
+			}
+			delete(cp.fullOf, userID)
 		})
 	}, nil
+}
+
+// earlyRefusal answers 429 at once, before authentication, to a bearer token whose user was
+// refused for their cap and has not freed a slot since, on a request that would be held (a
+// stream, or a long poll with wait and If-None-Match).
+func (a *API) earlyRefusal(c echo.Context, token string) error {
+	req := c.Request()
+	if req.Method != http.MethodGet {
+		return nil
+	}
+	switch req.URL.Path {
+	case ticketPath:
+	case "/api/listeners/mine":
+		if req.URL.Query().Get("wait") == "" || req.Header.Get("If-None-Match") == "" {
+			return nil
+		}
+	default:
+		return nil
+	}
+	cp := &a.liveState().caps
+	h := models.HashToken(token)
+	cp.mu.Lock()
+	userID, full := cp.full[h]
+	perUser := a.StreamsPerUser
+	if perUser <= 0 {
+		perUser = DefaultStreamsPerUser
+	}
+	full = full && cp.byUser[userID] >= perUser
+	cp.mu.Unlock()
+	if full {
+		return refuseHold(c, errTooManyStreams)
+	}
+	return nil
 }
 
 // StreamsOpen is how many streams and held long polls this process holds (for tests).
@@ -161,6 +212,15 @@ type flight struct {
 	err   error
 }
 
+func isDone(f *flight) bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // keepDone is how long a finished read stays to be shared with waiters that come late.
 const keepDone = 2 * time.Second
 
@@ -169,6 +229,9 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 	for {
 		co.mu.Lock()
 		f := co.flights[key]
+		if f != nil && f.err != nil && isDone(f) {
+			f = nil // a failed read is shared with those that waited for it, never kept
+		}
 		if f != nil && f.start > mark {
 			co.mu.Unlock()
 			<-f.done
@@ -187,10 +250,11 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 		nf := &flight{start: notify.Mark(), done: make(chan struct{})}
 		co.flights[key] = nf
 		co.mu.Unlock()
-		func() {
-			defer close(nf.done)
-			nf.val, nf.err = fn()
-		}()
+		val, err := fn()
+		co.mu.Lock() // f.err is read under mu once done
+		nf.val, nf.err = val, err
+		close(nf.done)
+		co.mu.Unlock()
 		time.AfterFunc(keepDone, func() {
 			co.mu.Lock()
 			if co.flights[key] == nf {
@@ -271,7 +335,7 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 func (a *API) LiveReads() int64 { return a.liveState().reads.Load() }
 
 // retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
-// server closes, pausing between tries (200 ms, doubling) on the API's clock; past liveRetryFor
+// server closes, pausing between tries (25 ms, doubling, at most 1 s) on the API's clock; past liveRetryFor
 // it gives up with errLiveUnavailable.
 func (a *API) retrying(ctx context.Context, read func() error) error {
 	giveUp := a.now().Add(liveRetryFor)
@@ -301,7 +365,7 @@ func (a *API) retrying(ctx context.Context, read func() error) error {
 			stop()
 			return errLiveUnavailable
 		}
-		pause *= 2
+		pause = min(2*pause, liveRetryMax)
 	}
 }
 

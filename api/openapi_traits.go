@@ -14,7 +14,6 @@ import (
 // writeMethods are the methods of writes: each takes Idempotency-Key and the write limit.
 var writeMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-func isWrite(r route) bool { return slices.Contains(writeMethods, r.method) }
 
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
@@ -53,8 +52,8 @@ func holdsConnection(r route) bool {
 	return slices.Contains(queryNames(r.query), "wait")
 }
 
-// retryAfter is the Retry-After header of the answers a client should retry later.
-var retryAfter = map[string]any{"Retry-After": map[string]any{
+// retryAfterHeader is the Retry-After header of the answers a client should retry later.
+var retryAfterHeader = map[string]any{"Retry-After": map[string]any{
 	"description": "seconds to wait before trying again",
 	"schema":      map[string]any{"type": "integer", "minimum": 0}}}
 
@@ -65,11 +64,11 @@ func sharedResponses(errorSchema map[string]any) map[string]any {
 		"Error": map[string]any{"description": "An error: bad input (400, code invalid), no or a bad credential (401), not allowed (403), not found (404), a conflict (409), too large (413), not JSON (415), an Idempotency-Key reused with another body (422)",
 			"content": content},
 		"RateLimited": map[string]any{"description": "Too many requests (code rate_limited): the write limit, or too many streams and long polls of this user; retry after Retry-After",
-			"headers": retryAfter, "content": content},
+			"headers": retryAfterHeader, "content": content},
 		"Unavailable": map[string]any{"description": "Unavailable (code unavailable): the database does not answer, or too many streams in this process; retry after Retry-After",
-			"headers": retryAfter, "content": content},
+			"headers": retryAfterHeader, "content": content},
 		"InsufficientStorage": map[string]any{"description": "Insufficient storage (code insufficient_storage): the database's disk is full; nothing was written; retry after Retry-After",
-			"headers": retryAfter, "content": content},
+			"headers": retryAfterHeader, "content": content},
 	}
 }
 
@@ -85,7 +84,7 @@ func traits(r route, op map[string]any, ok map[string]any, responses map[string]
 	if p, has := op["parameters"].([]any); has {
 		params = p
 	}
-	if isWrite(r) {
+	if isWrite(r.method) {
 		params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
 			"description": "makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight",
 			"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}})

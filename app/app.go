@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
@@ -330,7 +331,7 @@ func (a *App) newEcho() *echo.Echo {
 		return &s
 	}
 	h.Notify = a.Notify
-	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), int(a.Config.MaxStreams), a.Config.Origins()
+	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log), a.Config.Origins()
 	h.Schedule = a.Schedule
 	a.API = h
 	h.Register(e)
@@ -511,7 +512,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	t := a.timeouts
-	ln = limitListener(ln, a.Config.MaxConnections)
+	ln = netutil.LimitListener(ln, int(maxConnections(a.Config.MaxConnections)))
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	if err := a.serveMetrics(); err != nil {

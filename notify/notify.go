@@ -269,7 +269,11 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notify: parse database URL: %w", err)
 	}
-	cfg.RuntimeParams["application_name"] = "owed-notify"
+	if cfg.RuntimeParams["application_name"] == "" {
+		// The URL's own name, when it gives one, names this connection too, so an operator
+		// (or a failover test) finds all of a replica's connections by it.
+		cfg.RuntimeParams["application_name"] = "owed-notify"
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("notify: connect: %w", err)
