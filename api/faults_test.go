@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -81,4 +82,54 @@ func TestFullDatabaseAnswers507AndRecovers(t *testing.T) {
 		AND NOT EXISTS (SELECT 1 FROM content_jobs j WHERE j.kind = 'pitch' AND j.item_id = p.id)`); n != 0 {
 		t.Fatalf("%d pitches neither screened nor owed", n)
 	}
+}
+
+// A write that committed never answers an error: when what runs after the commit fails (here
+// the read of the holds, whose table is moved away for the moment), the answer is 201 with the
+// screen pending and why, and the item's owed screen runs once the database answers again.
+func TestCommittedWriteAnswers201WhenItsScreenCannotBeRead(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		env := owedtest.NewEnv(t, db)
+		store := env.App.Store
+		_, ann := env.User("ann", models.RoleAuthor)
+		ctx := context.Background()
+		if _, err := store.RawExec(ctx, `ALTER TABLE holds RENAME TO holds_away`); err != nil {
+			t.Fatal(err)
+		}
+		r := env.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "after the commit"}, "Idempotency-Key", "p-1")
+		if r.Status != http.StatusCreated {
+			t.Fatalf("answer: %d %s", r.Status, r.Body)
+		}
+		var ans struct {
+			Pitch  struct{ ID int64 }
+			Screen struct {
+				State         string
+				Why           *string
+				NextAttemptAt *string
+			}
+		}
+		r.Decode(t, &ans)
+		if ans.Pitch.ID == 0 || ans.Screen.State != "pending" || ans.Screen.Why == nil || *ans.Screen.Why != "unavailable" || ans.Screen.NextAttemptAt == nil {
+			t.Fatalf("answer: %s", r.Body)
+		}
+		// A repeat with the key gets that answer, not a second item.
+		again := env.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "after the commit"}, "Idempotency-Key", "p-1")
+		if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(r.Body) {
+			t.Fatalf("repeat: %d %s", again.Status, again.Body)
+		}
+		if n := count(t, store, `SELECT COUNT(*) FROM pitches`); n != 1 {
+			t.Fatalf("%d pitches", n)
+		}
+		if n := count(t, store, `SELECT COUNT(*) FROM content_jobs WHERE kind = 'pitch' AND item_id = ?`, ans.Pitch.ID); n != 1 {
+			t.Fatalf("the pitch owes %d screens, want 1", n)
+		}
+		if _, err := store.RawExec(ctx, `ALTER TABLE holds_away RENAME TO holds`); err != nil {
+			t.Fatal(err)
+		}
+		env.Clock.Advance(time.Hour)
+		env.Sweep()
+		if n := count(t, store, `SELECT COUNT(*) FROM screens WHERE kind = 'pitch' AND item_id = ?`, ans.Pitch.ID); n != 1 {
+			t.Fatalf("the pitch was not screened once the database answered (%d verdicts)", n)
+		}
+	})
 }
