@@ -156,15 +156,14 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			status := c.Response().Status
 			switch {
 			case err != nil || status >= 500:
-				if r.HookRan() {
-					// Written, yet an error (a bug): repeats get what the transaction kept.
-					a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, nil))
-				} else {
-					a.logIdem(a.Store.IdemRelease(bg, u.ID, k, lease))
-				}
+				// The write committed (its transaction kept the answer: end the hold, so that
+				// repeats get it) or it did not (forget the key, so that a repeat runs). One of
+				// the two finds its row.
+				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, nil) })
+				a.settleKey(func() error { return a.Store.IdemRelease(bg, u.ID, k, lease) })
 			case secret || strings.Contains(c.Response().Header().Get(echo.HeaderCacheControl), "no-store"):
-				a.logIdem(a.Store.IdemKeep(bg, u.ID, k, lease, nil))
-				a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, nil))
+				a.settleKey(func() error { return a.Store.IdemKeep(bg, u.ID, k, lease, nil) })
+				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, nil) })
 			default:
 				ans := &models.IdemAnswer{Status: status, Body: rec.body.Bytes(), Headers: map[string]string{}}
 				for _, name := range keptHeaders {
@@ -172,16 +171,27 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 						ans.Headers[name] = v
 					}
 				}
-				a.logIdem(a.Store.IdemFinish(bg, u.ID, k, lease, ans))
+				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, ans) })
 			}
 			return err
 		}
 	}
 }
 
-func (a *API) logIdem(err error) {
-	if err != nil {
-		a.Log.Warn("idempotency key", "err", err)
+// settleKey runs one of the statements that end a request's hold on its key, trying again
+// while the database does not answer (a cut connection): a hold left behind would answer
+// repeats 409 until its lease ran out.
+func (a *API) settleKey(f func() error) {
+	for try := 1; ; try++ {
+		err := f()
+		if err == nil {
+			return
+		}
+		if models.FaultOf(err) != models.FaultTransient || try == 5 {
+			a.Log.Warn("idempotency key", "err", err)
+			return
+		}
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
 }
 

@@ -158,6 +158,7 @@ type JobStart struct {
 func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
 	var started []string
 	err := s.WithTx(ctx, func(tx *Store) error {
+		started = started[:0] // a transaction tried again starts over
 		now := tx.nowMs()
 		var last *int64
 		if err := tx.scan(ctx, tx.db, &last, `SELECT MAX(position) FROM backfill_jobs`); err != nil {

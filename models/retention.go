@@ -65,20 +65,23 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	if r.Deliveries > 0 {
 		cutoff := now.Add(-r.Deliveries).UnixMilli()
 		p.Deliveries, err = loop("webhook deliveries", func() (int64, error) {
-			var n int64
+			var n, attempts int64
 			err := s.WithTx(ctx, func(tx *Store) error {
 				// Every batch takes the same ids in both statements: the oldest settled ones
 				// (a delivered one by when it was delivered, which is never before it was made).
 				pick := `SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?
 					AND COALESCE(delivered_at, created_at) < ? ORDER BY created_at, id LIMIT ?`
-				attempts, err := tx.exec(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (`+pick+`)`, cutoff, cutoff, batch)
+				var err error
+				attempts, err = tx.exec(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (`+pick+`)`, cutoff, cutoff, batch)
 				if err != nil {
 					return err
 				}
-				p.Attempts += attempts
 				n, err = tx.exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (`+pick+`)`, cutoff, cutoff, batch)
 				return err
 			})
+			if err == nil {
+				p.Attempts += attempts // counted once its transaction committed (WithTx may try it again)
+			}
 			return n, err
 		})
 		if err != nil {

@@ -1,0 +1,87 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want models.Fault
+	}{
+		{&pgconn.PgError{Code: "57P01"}, models.FaultTransient},
+		{&pgconn.PgError{Code: "08006"}, models.FaultTransient},
+		{&pgconn.PgError{Code: "40001"}, models.FaultTransient},
+		{&pgconn.PgError{Code: "40P01"}, models.FaultTransient},
+		{&pgconn.PgError{Code: "53300"}, models.FaultTransient},
+		{&pgconn.PgError{Code: "53100"}, models.FaultStorage},
+		{&pgconn.PgError{Code: "23505"}, models.FaultNone}, // a unique violation is a bug or a conflict
+		{fmt.Errorf("create pitch: %w", sqlite3.Error{Code: sqlite3.ErrBusy}), models.FaultTransient},
+		{sqlite3.Error{Code: sqlite3.ErrLocked}, models.FaultTransient},
+		{sqlite3.Error{Code: sqlite3.ErrFull}, models.FaultStorage},
+		{sqlite3.Error{Code: sqlite3.ErrReadonly}, models.FaultStorage},
+		{sqlite3.Error{Code: sqlite3.ErrIoErr}, models.FaultStorage},
+		{sqlite3.Error{Code: sqlite3.ErrConstraint}, models.FaultNone},
+		{models.ErrNotFound, models.FaultNone},
+		{context.Canceled, models.FaultNone},
+		{errors.New("column 3: string is not an integer"), models.FaultNone},
+		{fmt.Errorf("x: %w", models.ErrCommitUnknown), models.FaultTransient},
+	} {
+		if got := models.FaultOf(c.err); got != c.want {
+			t.Errorf("FaultOf(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A transaction that failed on a transient fault before its commit runs again (3 tries in
+// all) and commits once; any other error is not tried again.
+func TestWithTxTriesATransientFaultAgain(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		ctx := context.Background()
+		u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := u.ID
+		tries := 0
+		err = s.WithTx(ctx, func(tx *models.Store) error {
+			tries++
+			if _, err := tx.RawExec(ctx, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', 0)`, uid); err != nil {
+				return err
+			}
+			if tries < 3 {
+				return &pgconn.PgError{Code: "40001"} // as a serialization failure would
+			}
+			return nil
+		})
+		if err != nil || tries != 3 {
+			t.Fatalf("err %v after %d tries, want success on the third", err, tries)
+		}
+		var n int
+		s.RawScan(ctx, &n, `SELECT COUNT(*) FROM pitches`)
+		if n != 1 {
+			t.Fatalf("%d pitches after three tries, want 1", n)
+		}
+		tries = 0
+		err = s.WithTx(ctx, func(tx *models.Store) error { tries++; return sqlite3.Error{Code: sqlite3.ErrBusy} })
+		if models.FaultOf(err) != models.FaultTransient || tries != models.MaxTxTries {
+			t.Fatalf("always busy: %v after %d tries", err, tries)
+		}
+		tries = 0
+		err = s.WithTx(ctx, func(tx *models.Store) error { tries++; return models.ErrNotFound })
+		if !errors.Is(err, models.ErrNotFound) || tries != 1 {
+			t.Fatalf("not found: %v after %d tries", err, tries)
+		}
+	})
+}
