@@ -295,6 +295,9 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	ctx, id := c.Request().Context(), job.ID
+	if err := inReview(job.Job); err != nil {
+		return err
+	}
 	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}

@@ -45,6 +45,7 @@ func (a *API) routes() []route {
 		{http.MethodDelete, "/api/listeners/revisions/:id", a.deleteItem(models.KindRevision), authors, "Delete your revision and its owed jobs", nil, nil, 204, nil},
 		{http.MethodDelete, "/api/listeners/comments/:id", a.deleteItem(models.KindComment), authors, "Delete your comment and its owed jobs", nil, nil, 204, nil},
 		{http.MethodDelete, "/api/listeners/pitches/:id", a.deleteItem(models.KindPitch), authors, "Delete your pitch and its owed jobs", nil, nil, 204, nil},
+		{http.MethodPost, "/api/listeners/items/:kind/:id/appeal", a.appeal, authors, "Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal", appealRequest{}, appealJSON{}, 201, nil},
 		{http.MethodGet, "/api/listeners/mine", a.mine, authors, "Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll", nil, mineJSON{}, 200, mineQueryParams{}},
 		{http.MethodGet, "/api/listeners/mine/stream", a.mineStream, authors, "Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s", nil, nil, 200, mineStreamQuery{}},
 
@@ -65,6 +66,9 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/holds", a.getHolds, admins, "What is held: screens, scores, webhook deliveries", nil, holdsJSON{}, 200, nil},
 		{http.MethodPut, "/api/admin/holds", a.putHolds, admins, "Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value", holdsRequest{}, holdsJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/items/:kind/:id/verdict", a.decide, admins, "Decide an item's verdict by hand: settles its screen job as the admin's verdict", verdictRequest{}, screenJSON{}, 200, nil},
+		{http.MethodGet, "/api/admin/review", a.listReview, admins, "The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route", nil, reviewListJSON{}, 200, reviewQuery{}},
+		{http.MethodGet, "/api/admin/review/measures", a.reviewMeasures, admins, "The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned", nil, reviewMeasuresJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/review/:kind/:id/claim", a.claimReview, admins, "Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed", nil, reviewEntryJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", nil, eventListJSON{}, 200, eventsQuery{}},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", nil, statsJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},

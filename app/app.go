@@ -133,6 +133,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
 		Help: "Long polls and streams of authors' views waiting in this process."},
 		func() float64 { return float64(a.Notify.Watchers()) }))
+	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // review_metrics.go
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
@@ -142,7 +143,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
 		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
-		Every: cfg.SweepEvery, AfterSweep: a.Prune})
+		Every: cfg.SweepEvery, AfterSweep: a.Prune, ReviewBelow: cfg.ReviewBand()})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		store.Close()
 		return nil, err

@@ -50,6 +50,7 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_WRITE_BURST": "7", "OWED_DATABASE_MAX_CONNS": "9", "OWED_SHUTDOWN_GRACE": "3s",
 		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
 		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
+		"OWED_REVIEW_BELOW": "0.6", "OWED_REVIEW_BELOW_REVISION": "0.7", "OWED_REVIEW_BELOW_COMMENT": "0", "OWED_REVIEW_BELOW_PITCH": "1",
 	}
 	var args []string
 	for _, s := range app.Settings {

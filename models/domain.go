@@ -54,10 +54,13 @@ const (
 	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
 	// while the hold lasts, whatever its row's why.
 	WhyHeld Why = "held"
+	// WhyReview: the model was unsure (its confidence below the review band), and the item
+	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
+	WhyReview Why = "review"
 )
 
 // Whys lists every reason a job can wait, in display order.
-var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
+var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld, WhyReview}
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string
