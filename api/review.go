@@ -146,6 +146,9 @@ func (a *API) listReview(c echo.Context) error {
 	if ok, err := decodeCursor(c, &cur); err != nil {
 		return err
 	} else if ok {
+		if cur.I <= 0 || cur.T < 0 {
+			return invalid("cursor", "cursor is not one this server gave out")
+		}
 		after = &models.ReviewCursor{EnteredAt: cur.T, ID: cur.I}
 	}
 	ctx := c.Request().Context()
