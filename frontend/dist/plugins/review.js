@@ -171,8 +171,7 @@ function Entry({ entry: e, now, pos, of, heldBy, sameModerator }) {
       <pre class="review-text" tabindex="0" aria-label="The item's content">${e.content.text}</pre>
     </div>
     <p class="small" data-testid="review-author">
-      By <span class="strong">${e.author.name || 'user #' + e.author.id}</span> <span class="muted num">#${e.author.id}</span>:
-      ${fmt.number(e.author.allowed)} allowed · ${fmt.number(e.author.blocked)} blocked
+      By <span class="strong">${e.author.name || 'user #' + e.author.id}</span> <span class="muted num">#${e.author.id}</span>${': '}${fmt.number(e.author.allowed)} allowed · ${fmt.number(e.author.blocked)} blocked
     </p>
   </article>`;
 }
