@@ -460,3 +460,43 @@ func TestReviewMeasuresAfterADay(t *testing.T) {
 		}
 	})
 }
+
+// Filing and deciding an appeal change the author's view: its ETag, and a held long poll
+// wakes with the outcome (on PostgreSQL through the reviews trigger's notification).
+func TestAppealWakesTheAuthorsView(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		p := w.pitch(asAuthor, models.VerdictBlock)
+		etag := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).Header.Get("ETag")
+		if r := w.do(http.MethodPost, fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", p), asAuthor, map[string]any{"note": "hear me"}); r.Status != 201 {
+			t.Fatalf("appeal: %d %s", r.Status, r.Body)
+		}
+		r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", etag)
+		if r.Status != 200 || obj(mineItem(t, w, asAuthor, models.KindPitch, p)["appeal"])["state"] != "pending" {
+			t.Fatalf("after the appeal: %d, want 200 with the appeal pending", r.Status)
+		}
+		etag = r.Header.Get("ETag")
+		got := make(chan owedtest.Response, 1)
+		go func() {
+			got <- w.do(http.MethodGet, "/api/listeners/mine?wait=30", asAuthor, nil, "If-None-Match", etag)
+		}()
+		eventually(t, "the long poll to wait", func() bool { return w.env.App.Notify.Watchers() > 0 })
+		if r := w.do(http.MethodPost, verdictPath(models.KindPitch, p), asAdmin, map[string]any{"verdict": "allow"}); r.Status != 200 {
+			t.Fatalf("decide: %d %s", r.Status, r.Body)
+		}
+		select {
+		case r := <-got:
+			var a map[string]any
+			for _, it := range list(r.JSON()["items"]) {
+				if num(obj(it)["id"]) == p {
+					a = obj(obj(it)["appeal"])
+				}
+			}
+			if r.Status != 200 || a["state"] != "granted" {
+				t.Errorf("the long poll answered %d with the appeal %v, want 200 and granted", r.Status, a)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the long poll was not woken by the appeal's decision")
+		}
+	})
+}
