@@ -50,7 +50,9 @@ func reviewQueue(t *testing.T, w *world, query string) map[string]any {
 // model's suggestion, and a moderator's verdict settles it.
 func TestReviewBand(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		w := newWorld(t, db, reviewBand)
+		w := newWorld(t, db, reviewBand, allowPrivate)
+		rcv := newHookReceiver(t)
+		subscribe(w, rcv.URL+"/hook", "item.screened")
 		w.env.Model.SetVerdict("block", 0.7)
 		songID, rev := w.song(asAuthor, "")
 		w.sweep()
@@ -157,6 +159,16 @@ func TestReviewBand(t *testing.T) {
 		}
 		if it := mineItem(t, w, asAuthor, models.KindPitch, p); it["state"] != "public" || len(list(it["jobs"])) != 0 {
 			t.Errorf("after the decision: %v", it)
+		}
+		deliver(w)
+		var screened []string
+		for _, req := range rcv.requests() {
+			screened = append(screened, string(req.body))
+		}
+		// The comment's verdict (the model's, no decider), then the moderator's.
+		if len(screened) != 2 || strings.Contains(screened[0], "decidedBy") ||
+			!strings.Contains(screened[1], fmt.Sprintf(`"id":%d,`, p)) || !strings.Contains(screened[1], fmt.Sprintf(`"decidedBy":%d`, w.uid[asAdmin])) {
+			t.Errorf("item.screened deliveries: %v, want the moderator's verdict with decidedBy", screened)
 		}
 		if q := reviewQueue(t, w, ""); len(list(q["entries"])) != 1 || num(obj(q["counts"])["unsure"]) != 1 {
 			t.Errorf("queue after the decision: %v", q)
