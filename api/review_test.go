@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,9 +166,10 @@ func TestReviewBand(t *testing.T) {
 		for _, req := range rcv.requests() {
 			screened = append(screened, string(req.body))
 		}
-		// The comment's verdict (the model's, no decider), then the moderator's.
-		if len(screened) != 2 || strings.Contains(screened[0], "decidedBy") ||
-			!strings.Contains(screened[1], fmt.Sprintf(`"id":%d,`, p)) || !strings.Contains(screened[1], fmt.Sprintf(`"decidedBy":%d`, w.uid[asAdmin])) {
+		// The comment's verdict (the model's, no decider) and the moderator's, in either order.
+		slices.Sort(screened) // by timestamp: the comment was screened a day before the decision
+		if len(screened) != 2 || strings.Contains(screened[0], "decidedBy") || !strings.Contains(screened[0], `"kind":"comment"`) ||
+			!strings.Contains(screened[1], fmt.Sprintf(`"kind":"pitch","id":%d,`, p)) || !strings.Contains(screened[1], fmt.Sprintf(`"decidedBy":%d`, w.uid[asAdmin])) {
 			t.Errorf("item.screened deliveries: %v, want the moderator's verdict with decidedBy", screened)
 		}
 		if q := reviewQueue(t, w, ""); len(list(q["entries"])) != 1 || num(obj(q["counts"])["unsure"]) != 1 {
