@@ -285,7 +285,7 @@ type jobBrief struct {
 	Task          models.Task `json:"task" enum:"task"`
 	Why           *models.Why `json:"why" enum:"why"`
 	Attempts      int         `json:"attempts"`
-	NextAttemptAt timestamp   `json:"nextAttemptAt"`
+	NextAttemptAt *timestamp  `json:"nextAttemptAt" description:"null while the job waits for a moderator (why review)"`
 }
 
 type mineItem struct {

@@ -204,7 +204,12 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			Jobs: make([]jobBrief, 0, len(it.Jobs)), Appeal: appeals[itemRef{it.Kind, it.ID}]}
 		for _, j := range it.Jobs {
 			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: timeStr(j.DueAt)})
+			b := jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts}
+			if j.Why == nil || *j.Why != models.WhyReview { // a moderator decides: no next attempt
+				next := timeStr(j.DueAt)
+				b.NextAttemptAt = &next
+			}
+			m.Jobs = append(m.Jobs, b)
 		}
 		out.Items = append(out.Items, m)
 	}

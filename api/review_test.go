@@ -78,7 +78,7 @@ func TestReviewBand(t *testing.T) {
 		}{{models.KindRevision, rev}, {models.KindPitch, p}} {
 			it := mineItem(t, w, asAuthor, item.kind, item.id)
 			jobs := list(it["jobs"])
-			if it["state"] != "pending" || it["verdict"] != nil || len(jobs) != 1 || obj(jobs[0])["why"] != "review" {
+			if it["state"] != "pending" || it["verdict"] != nil || len(jobs) != 1 || obj(jobs[0])["why"] != "review" || obj(jobs[0])["nextAttemptAt"] != nil {
 				t.Errorf("%s at 0.7 with band 0.8: %v, want pending with why review", item.kind, it)
 			}
 		}
