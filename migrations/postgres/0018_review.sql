@@ -32,6 +32,8 @@ CREATE TABLE reviews (
     UNIQUE (kind, item_id, reason)
 );
 CREATE INDEX reviews_open ON reviews (entered_at, id) WHERE decided_at IS NULL;
+-- The counts by reason (index only) and the queue filtered by reason.
+CREATE INDEX reviews_open_reason ON reviews (reason, entered_at, id) WHERE decided_at IS NULL;
 CREATE INDEX reviews_user ON reviews (user_id, id);
 CREATE INDEX reviews_decided ON reviews (decided_at) WHERE decided_at IS NOT NULL;
 
