@@ -3,10 +3,22 @@
 -- A screen job whose model verdict was less sure than the review band waits for a moderator:
 -- why 'review', due at the far future (so no claimer, sweep, breaker pass or retry by time
 -- touches it), and a reviews row keeps the model's suggestion. The CHECK on content_jobs.why
--- gains 'review'.
-ALTER TABLE content_jobs DROP CONSTRAINT IF EXISTS content_jobs_why_check;
-ALTER TABLE content_jobs ADD CONSTRAINT content_jobs_why_check
-    CHECK (why IN ('unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'review'));
+-- gains 'review': the check as it stands (whatever values earlier steps allowed) plus 'review'.
+DO $$
+DECLARE def text;
+BEGIN
+    SELECT pg_get_constraintdef(c.oid) INTO def FROM pg_constraint c
+    WHERE c.conrelid = 'content_jobs'::regclass AND c.conname = 'content_jobs_why_check';
+    IF def IS NULL OR position('''review''' IN def) > 0 THEN
+        RETURN;
+    END IF;
+    IF position('''budget-unavailable''::text' IN def) = 0 THEN
+        RAISE EXCEPTION 'content_jobs_why_check is not as expected: %', def;
+    END IF;
+    ALTER TABLE content_jobs DROP CONSTRAINT content_jobs_why_check;
+    EXECUTE 'ALTER TABLE content_jobs ADD CONSTRAINT content_jobs_why_check '
+        || replace(def, '''budget-unavailable''::text', '''budget-unavailable''::text, ''review''::text');
+END $$;
 
 -- The review queue: one row per item and reason. 'unsure': the model's verdict fell below the
 -- band (suggestion and confidence are the model's). 'appeal': the author appealed a block
