@@ -125,6 +125,19 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/admin/items/:kind/:id/verdict": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/items/pitch/%d/verdict", w.pitch(asAuthor, "")), map[string]any{"verdict": "allow", "note": "fine"}
 	}},
+	// The review queue (review.go).
+	"GET /api/admin/review":          {admins, false, []int{200}, static("/api/admin/review", nil)},
+	"GET /api/admin/review/measures": {admins, false, []int{200}, static("/api/admin/review/measures", nil)},
+	"POST /api/admin/review/:kind/:id/claim": {admins, false, []int{200}, func(w *world) (string, any) {
+		p := w.pitch(asAuthor, models.VerdictBlock)
+		if _, err := w.store().FileAppeal(context.Background(), models.KindPitch, p, w.uid[asAuthor], nil); err != nil {
+			w.t.Fatal(err)
+		}
+		return fmt.Sprintf("/api/admin/review/pitch/%d/claim", p), nil
+	}},
+	"POST /api/listeners/items/:kind/:id/appeal": {authors, true, []int{201}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", w.pitch(asAuthor, models.VerdictBlock)), map[string]any{"note": "please"}
+	}},
 	"GET /api/admin/stats":   {admins, false, []int{200}, static("/api/admin/stats", nil)},
 	"GET /api/admin/model":   {admins, false, []int{200}, static("/api/admin/model", nil)},
 	"GET /api/admin/plugins": {admins, false, []int{200}, static("/api/admin/plugins", nil)},

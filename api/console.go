@@ -126,6 +126,9 @@ func (a *API) decide(c echo.Context) error {
 	if !ok {
 		return notFound(string(kind))
 	}
+	if done, err := a.decideReview(c, kind, id, sub.UserID, body); done || err != nil {
+		return err // the review queue's claims and appeals (review.go)
+	}
 	before, err := a.Store.ScreenOf(ctx, kind, id)
 	if err != nil {
 		return err

@@ -177,6 +177,7 @@ var bodyRoutes = []fuzzRoute{
 	{"PUT", "/api/backfill/settings", "", asAdmin, nil},
 	{"PUT", "/api/admin/holds", "", asAdmin, nil},
 	{"POST", "/api/admin/items/:kind/:id/verdict", "pitch", asAdmin, nil},
+	{"POST", "/api/listeners/items/:kind/:id/appeal", "pitch", asAuthor, nil},
 }
 
 // queryRoutes are the routes that document query parameters.
@@ -187,6 +188,7 @@ var queryRoutes = []fuzzRoute{
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/jobs", "", asAdmin, []string{"id", "task", "kind", "why", "userId", "author", "itemId", "state", "sort", "limit", "cursor"}},
+	{"GET", "/api/admin/review", "", asAdmin, []string{"kind", "reason", "userId", "limit", "cursor"}},
 	{"GET", "/api/admin/events", "", asAdmin, []string{"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"}},
 	{"GET", "/api/admin/budgets", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/webhooks", "", asAdmin, []string{"limit", "cursor"}},

@@ -85,7 +85,7 @@ func (w *world) quiet() *world {
 	cfg := w.env.App.Config
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: cfg.ModelTimeout})
 	w.sweeper = scheduler.NewContent(w.store(), model, w.env.Clock, owedtest.Logger(w.t), w.env.App.Metrics,
-		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName})
+		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName, ReviewBelow: cfg.ReviewBand()})
 	return w
 }
 

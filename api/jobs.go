@@ -105,6 +105,9 @@ func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
 
 // heldWhy is a job's why as shown: held while its task is held and no lease holds it.
 func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *time.Time, now time.Time) *models.Why {
+	if why != nil && *why == models.WhyReview {
+		return why // a moderator decides it, held or not
+	}
 	if h.Task(task) && (leaseUntil == nil || !leaseUntil.After(now)) {
 		held := models.WhyHeld
 		return &held
@@ -295,6 +298,9 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	ctx, id := c.Request().Context(), job.ID
+	if err := inReview(job.Job); err != nil {
+		return err
+	}
 	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}

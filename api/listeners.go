@@ -44,8 +44,10 @@ func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
 		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now()), s.Job.Attempts
-		next := timeStr(s.Job.DueAt)
-		out.NextAttemptAt = &next
+		if s.Job.Why == nil || *s.Job.Why != models.WhyReview { // a moderator decides: no next attempt
+			next := timeStr(s.Job.DueAt)
+			out.NextAttemptAt = &next
+		}
 	}
 	return out
 }
@@ -306,7 +308,7 @@ type jobBrief struct {
 	Task          models.Task `json:"task" enum:"task"`
 	Why           *models.Why `json:"why" enum:"why"`
 	Attempts      int         `json:"attempts"`
-	NextAttemptAt timestamp   `json:"nextAttemptAt"`
+	NextAttemptAt *timestamp  `json:"nextAttemptAt" description:"null while the job waits for a moderator (why review)"`
 }
 
 type mineItem struct {
@@ -320,6 +322,7 @@ type mineItem struct {
 	Confidence *float64         `json:"confidence"`
 	Score      *scoreJSON       `json:"score"`
 	Jobs       []jobBrief       `json:"jobs"`
+	Appeal     *appealJSON      `json:"appeal" description:"your appeal of the item's block and its outcome; null when none"`
 }
 
 type scoreJSON struct {
@@ -343,7 +346,7 @@ func scoreOf(s *models.Score) *scoreJSON {
 // which the view does not show).
 func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 	b := make([]byte, 0, 128+len(v.Jobs)*48)
-	b = append(b, "mine/2"...) // a new shape of the answer must change this, or old ETags would match it
+	b = append(b, "mine/3"...) // a new shape of the answer must change this, or old ETags would match it
 	b = binary.AppendVarint(b, userID)
 	// The filters and the page: another page of one view is another answer.
 	b = appendString(b, string(q.state))
@@ -357,6 +360,10 @@ func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 		b = binary.AppendVarint(b, n.IDSum)
 	}
 	b = binary.AppendVarint(b, v.Spent)
+	if v.Appeals != 0 { // only then, so ETags made before appeals existed still match
+		b = append(b, 'a')
+		b = binary.AppendVarint(b, v.Appeals)
+	}
 	if v.Held.Screen || v.Held.Score { // only then, so ETags made before holds existed still match
 		b = append(b, 'h')
 		b = strconv.AppendBool(b, v.Held.Screen)

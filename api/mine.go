@@ -187,13 +187,26 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 		return nil, err
 	}
 	out := mineJSON{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
+	var appeals map[itemRef]*appealJSON
+	if st.v.Appeals != 0 {
+		list, err := a.Store.AppealsOf(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		appeals = appealsByItem(list)
+	}
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
-			Jobs: make([]jobBrief, 0, len(it.Jobs))}
+			Jobs: make([]jobBrief, 0, len(it.Jobs)), Appeal: appeals[itemRef{it.Kind, it.ID}]}
 		for _, j := range it.Jobs {
 			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
-			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: timeStr(j.DueAt)})
+			b := jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts}
+			if j.Why == nil || *j.Why != models.WhyReview { // a moderator decides: no next attempt
+				next := timeStr(j.DueAt)
+				b.NextAttemptAt = &next
+			}
+			m.Jobs = append(m.Jobs, b)
 		}
 		out.Items = append(out.Items, m)
 	}

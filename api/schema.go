@@ -57,6 +57,8 @@ var enumLists = map[string][]string{
 	"mediaState":     names(models.MediaStates),
 	"backfillState":  backfillStates,
 	"waitsFor":       scheduler.WaitReasons,
+	"reviewReason":   names(models.ReviewReasons),
+	"appealState":    appealStates,
 }
 
 // patterns are the regular expressions a pattern tag may name instead of spelling one out.

@@ -87,6 +87,43 @@ type Config struct {
 	// MetricsAddr, when set, is a listener of its own for /metrics, which OWED_ADDR then does
 	// not serve (OWED_METRICS_ADDR).
 	MetricsAddr string
+	// ReviewBelow is the review band (OWED_REVIEW_BELOW, 0 off): a model verdict less confident
+	// than it waits for a moderator. The per-kind values override it when set, i.e. not
+	// negative (OWED_REVIEW_BELOW_REVISION, _COMMENT, _PITCH; -1 by default: unset).
+	ReviewBelow         float64
+	ReviewBelowRevision float64
+	ReviewBelowComment  float64
+	ReviewBelowPitch    float64
+}
+
+// ReviewBand is the review band per kind of item: each kind's own value, else ReviewBelow.
+func (c Config) ReviewBand() map[models.Kind]float64 {
+	out := make(map[models.Kind]float64, len(models.Kinds))
+	for k, v := range map[models.Kind]float64{models.KindRevision: c.ReviewBelowRevision,
+		models.KindComment: c.ReviewBelowComment, models.KindPitch: c.ReviewBelowPitch} {
+		out[k] = c.ReviewBelow
+		if v >= 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// reviewBelow parses a review band: a confidence from 0 (off) to 1.
+func reviewBelow(dst func(c *Config, v float64)) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
+			return fmt.Errorf("want a confidence from 0 (off) to 1")
+		}
+		dst(c, f)
+		return nil
+	}
+}
+
+// reviewBelowKind parses one kind's review band.
+func reviewBelowKind(field func(c *Config) *float64) func(c *Config, v string) error {
+	return reviewBelow(func(c *Config, f float64) { *field(c) = f })
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -139,6 +176,7 @@ func Defaults() Config {
 		IdempotencyTTL: api.DefaultIdempotencyTTL,
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
 		WebhookSecretOverlap: webhooks.DefaultSecretOverlap,
+		ReviewBelowRevision:  -1, ReviewBelowComment: -1, ReviewBelowPitch: -1,
 	}
 }
 
@@ -259,6 +297,10 @@ var Settings = []Setting{
 		return nil
 	}},
 	{Env: "OWED_LOG_FORMAT", Default: "`json` (`text` on a terminal)", Usage: "`json` or `text`", set: oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
+	{Env: "OWED_REVIEW_BELOW", Default: "`0` (off)", Usage: "model verdicts less confident than this (0–1) wait for a moderator in the review queue (why `review`), asking and charging nothing more", set: reviewBelow(func(c *Config, f float64) { c.ReviewBelow = f })},
+	{Env: "OWED_REVIEW_BELOW_REVISION", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for revisions", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowRevision })},
+	{Env: "OWED_REVIEW_BELOW_COMMENT", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for comments", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowComment })},
+	{Env: "OWED_REVIEW_BELOW_PITCH", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for pitches", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowPitch })},
 }
 
 // FlagName is the setting's command-line flag: its own, or the variable's name in lower case

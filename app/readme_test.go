@@ -53,6 +53,7 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
 		// issue 23, faults-edge
 		"OWED_MODEL_PROXY": "http://proxy.internal:3128", "OWED_METRICS_TOKEN": "metrics-secret", "OWED_METRICS_ADDR": "127.0.0.1:9090",
+		"OWED_REVIEW_BELOW": "0.6", "OWED_REVIEW_BELOW_REVISION": "0.7", "OWED_REVIEW_BELOW_COMMENT": "0", "OWED_REVIEW_BELOW_PITCH": "1",
 	}
 	var args []string
 	for _, s := range app.Settings {

@@ -423,7 +423,7 @@ func testSignIn(t *testing.T, w *world, b *browser) {
 		t.Errorf("the session cookie is readable from the page: %q", c)
 	}
 	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
-	want := []string{"Overview", "Content jobs", "Backfill", "Budgets", "Events", "Webhooks"}
+	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks"}
 	if strings.Join(tabs, ",") != strings.Join(want, ",") {
 		t.Errorf("tabs %q, want %q", tabs, want)
 	}
@@ -1279,7 +1279,7 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	b.do(t, "desktop", chromedp.EmulateViewport(1280, 860))
 	b.tab(t, "jobs")
 	if eval[bool](t, b, jsVisible("tabs-more")) {
-		t.Errorf("at 1280 px six tabs need no More menu")
+		t.Errorf("at 1280 px seven tabs need no More menu")
 	}
 	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
 	defer b.do(t, "desktop again", chromedp.EmulateViewport(1280, 860))

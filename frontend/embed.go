@@ -42,6 +42,7 @@ type Plugin struct {
 var builtins = []Plugin{
 	{ID: "overview", Title: "Overview"},
 	{ID: "jobs", Title: "Content jobs"},
+	{ID: "review", Title: "Review"},
 	{ID: "backfill", Title: "Backfill"},
 	{ID: "budgets", Title: "Budgets"},
 	{ID: "events", Title: "Events"},

@@ -273,6 +273,7 @@ func TestPluginsListing(t *testing.T) {
 	want := []Plugin{
 		{"overview", "Overview", "/admin/plugins/overview.js"},
 		{"jobs", "Content jobs", "/admin/plugins/jobs.js"},
+		{"review", "Review", "/admin/plugins/review.js"},
 		{"backfill", "Backfill", "/admin/plugins/backfill.js"},
 		{"budgets", "Budgets", "/admin/plugins/budgets.js"},
 		{"events", "Events", "/admin/plugins/events.js"},

@@ -58,11 +58,14 @@ const (
 	// read after its write committed (the database was cut off meanwhile). The job is owed
 	// with the item and runs as any other.
 	WhyUnavailable Why = "unavailable"
+	// WhyReview: the model was unsure (its confidence below the review band), and the item
+	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
+	WhyReview Why = "review"
 )
 
 // Whys lists every reason a job can wait, in display order.
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
-	WhyUnavailable}
+	WhyUnavailable, WhyReview}
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string

@@ -324,6 +324,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 				if err != nil {
 					return err
 				}
+				d.DecidedBy = c.ev.AdminID // a verdict by hand names its moderator
 				if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
 					return err
 				}
@@ -654,7 +655,7 @@ func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	args = append([]any{now}, args...)
 	args = append(args, now, BudgetDay(s.Now()), s.dailyLimit)
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE `+where+
-		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`, args...)
+		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`+notInReview, args...)
 	if err != nil {
 		return 0, fmt.Errorf("retry jobs: %w", err)
 	}

@@ -55,6 +55,9 @@ type MineVersion struct {
 	Due bool
 	// Held is what is held (Holds): the view shows a held job's why as held.
 	Held Holds
+	// Appeals is the author's appeals (count plus the sum of their decision times, in the
+	// column of a job's due time in the statement's union): filing or deciding one changes it.
+	Appeals int64
 }
 
 // mineVersionQuery reads a MineVersion in one statement, so from one snapshot: a first row
@@ -68,7 +71,9 @@ const mineVersionQuery = `SELECT 0 AS k,
 		(SELECT COUNT(*) FROM comments WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM comments WHERE user_id = ?),
 		(SELECT COUNT(*) FROM pitches WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM pitches WHERE user_id = ?),
 		(SELECT spent FROM budgets WHERE user_id = ? AND day = ?),
-		(SELECT screen + 2 * score FROM holds WHERE id = 1), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+		(SELECT screen + 2 * score FROM holds WHERE id = 1), NULL, NULL, NULL, NULL,
+		(SELECT CAST(COUNT(*) + COALESCE(SUM(COALESCE(decided_at, 0)), 0) AS BIGINT) FROM reviews WHERE user_id = ? AND reason = 'appeal'),
+		NULL, NULL, NULL, NULL, NULL, NULL
 	UNION ALL
 	SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + jobColumns + ` FROM content_jobs WHERE user_id = ?`
 
@@ -77,7 +82,7 @@ const mineVersionQuery = `SELECT 0 AS k,
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	u := userID
-	rows, err := s.query(ctx, s.read, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u)
+	rows, err := s.query(ctx, s.read, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u, u)
 	if err != nil {
 		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
@@ -97,6 +102,9 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 			if r.vals[8] != nil {
 				held := r.int64(8)
 				v.Held.Screen, v.Held.Score = held&1 != 0, held&2 != 0
+			}
+			if r.vals[13] != nil {
+				v.Appeals = r.int64(13)
 			}
 		} else {
 			j := r.job(8)

@@ -18,11 +18,13 @@ const (
 	EventSongScored       = "song.scored"
 	EventBackfillFinished = "backfill.finished"
 	EventModelBreaker     = "model.breaker"
-	EventAll              = "*"
+	// EventItemAppealDecided: a moderator decided an author's appeal (see DecideAppeal).
+	EventItemAppealDecided = "item.appeal.decided"
+	EventAll               = "*"
 )
 
 // WebhookEvents lists the events a subscription may name, in display order.
-var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventAll}
+var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventItemAppealDecided, EventAll}
 
 // Why an inactive subscription stopped.
 const (
@@ -134,6 +136,8 @@ type ItemScreenedData struct {
 	SongID     *int64  `json:"songId,omitempty"`
 	Verdict    Verdict `json:"verdict"`
 	Confidence float64 `json:"confidence"`
+	// DecidedBy is the moderator's user id when the verdict was decided by hand.
+	DecidedBy *int64 `json:"decidedBy,omitempty"`
 }
 
 // SongScoredData is the data of a song.scored event.
@@ -189,7 +193,8 @@ func eventPattern(event string) string { return `%"` + event + `"%` }
 
 // ValidWebhookEvent reports whether event may be published (every event but "*").
 func ValidWebhookEvent(event string) bool {
-	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished || event == EventModelBreaker
+	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished || event == EventModelBreaker ||
+		event == EventItemAppealDecided
 }
 
 // EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,

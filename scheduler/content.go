@@ -58,6 +58,10 @@ type ContentConfig struct {
 	// ModelBreaker is how many consecutive model failures open the breaker
 	// (default DefaultModelBreaker; negative: no breaker).
 	ModelBreaker int
+	// ReviewBelow is the review band per kind of item: a model verdict less confident than the
+	// kind's value does not settle the item, which waits for a moderator (why review; see
+	// models.EnterReview). Zero or absent: every verdict settles (OWED_REVIEW_BELOW).
+	ReviewBelow map[models.Kind]float64
 }
 
 // The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
@@ -238,7 +242,7 @@ func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held i
 		ev.Error = errorText(lack)
 		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
 	}
-	if out == Done {
+	if out == Done || (ev.Why != nil && *ev.Why == models.WhyReview) {
 		c.note(ev)
 	}
 	return out, nil

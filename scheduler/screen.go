@@ -13,6 +13,7 @@ type screenTask struct {
 	store *models.Store
 	job   models.Job
 	req   modelclient.ScreenRequest // built by subject
+	below float64                   // the review band of the item's kind (0: off)
 }
 
 func (t *screenTask) calls() int { return 1 }
@@ -41,6 +42,15 @@ func (t *screenTask) record(ctx context.Context, reply modelclient.Reply, ev *mo
 		return Pending, "answer has no verdict", nil
 	}
 	ev.Outcome, ev.Confidence = models.EventOutcome(v.Verdict), &v.Confidence
+	if v.Confidence < t.below {
+		// Unsure: a moderator decides, with the model's verdict as a suggestion.
+		why := models.WhyReview
+		ev.Outcome, ev.Why = models.OutcomePending, &why
+		if _, err := t.store.EnterReview(ctx, t.job, models.Verdict(v.Verdict), v.Confidence, *ev); err != nil {
+			return Pending, "", fmt.Errorf("send %s %d to review: %w", t.job.Kind, t.job.ItemID, err)
+		}
+		return Pending, "", nil
+	}
 	recorded, err := t.store.RecordScreen(ctx, t.job.Kind, t.job.ItemID, models.Verdict(v.Verdict), v.Confidence, *ev)
 	if err != nil {
 		return Pending, "", fmt.Errorf("record screen of %s %d: %w", t.job.Kind, t.job.ItemID, err)

@@ -36,7 +36,7 @@ type task interface {
 // taskFor is the work of the job's task: a screen, else a score.
 func (c *Content) taskFor(job models.Job) task {
 	if job.Task == models.TaskScreen {
-		return &screenTask{store: c.store, job: job}
+		return &screenTask{store: c.store, job: job, below: c.cfg.ReviewBelow[job.Kind]}
 	}
 	return &scoreTask{store: c.store, job: job, model: c.cfg.ModelName}
 }

@@ -119,8 +119,9 @@ export const WHY = {
   budget: { label: 'budget', kind: 'info', short: 'waits for the daily reset', text: "the author's daily budget is spent — waits for the daily reset (00:00 UTC)" },
   'budget-unavailable': { label: 'budget-unavailable', kind: 'err', short: 'budget not countable — backoff', text: 'the budget could not be counted — retries with backoff' },
   held: { label: 'held', kind: 'info', short: 'held by an admin', text: 'an admin holds this work — nothing is claimed, charged or asked until the hold is lifted' },
+  review: { label: 'review', kind: 'info', short: 'waits for a moderator', text: 'the model was unsure — waits for a moderator in the Review panel; nothing is asked or charged meanwhile' },
 };
-export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held'];
+export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held', 'review'];
 
 export function whyInfo(why) {
   return WHY[why || 'none'] || { label: why, kind: 'neutral', text: why };

@@ -28,6 +28,7 @@ function Overview({ ctx }) {
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
       <${Health} health=${s.health} version=${s.version} retention=${s.retention} schedule=${s.schedule} />
       <${ModelStat} ctx=${ctx} />
+      <${ReviewStat} ctx=${ctx} />
     </div>
     <div class="cols">
       <section class="card" aria-labelledby="ov-why">
@@ -268,6 +269,26 @@ function niceMax(v) {
   const p = Math.pow(10, Math.floor(Math.log10(v)));
   for (const m of [1, 2, 5, 10]) if (v <= m * p) return Math.max(2, m * p);
   return v;
+}
+
+/** The review queue: unsure and appealed entries waiting, time to decision, overturns (7 days). */
+function ReviewStat({ ctx }) {
+  const live = useLive(ctx, () => ctx.api('/api/admin/review/measures'), 10000);
+  const m = live.data;
+  if (!m) return html`<${Stat} label="Review queue" value="—" testid="stat-review" />`;
+  const waiting = (m.open.unsure || 0) + (m.open.appeal || 0);
+  const secs = (v) => (v == null ? '—' : fmt.duration(v * 1000));
+  return html`<div class=${'stat' + (waiting ? ' stat-warn' : '')} data-testid="stat-review">
+    <div class="stat-label">Review queue</div>
+    <div class="stat-value"><a href="/admin/review" onClick=${(e) => {
+      e.preventDefault();
+      ctx.navigate('review', '');
+    }} data-testid="stat-review-open">${fmt.number(m.open.unsure)} unsure · ${fmt.number(m.open.appeal)} appealed</a></div>
+    <div class="stat-sub" data-testid="stat-review-measures">
+      <span title="time from entering review to the decision, last 7 days">decided in p50 ${secs(m.p50Seconds.unsure)} / p90 ${secs(m.p90Seconds.unsure)} (unsure), p50 ${secs(m.p50Seconds.appeal)} / p90 ${secs(m.p90Seconds.appeal)} (appeals)</span>
+      <span>${m.suggested ? `${Math.round(m.overturnedShare * 100)}% of ${fmt.number(m.suggested)} model suggestions overturned` : 'no model suggestion decided yet'}</span>
+    </div>
+  </div>`;
 }
 
 export default {

@@ -1,0 +1,186 @@
+// Review: the moderators' queue, one entry at a time, built for speed (issue 28). Each entry is
+// an item the model was unsure of (its verdict below the review band) or an author's appeal of
+// a block, with the item's whole content, the model's suggestion, the author's history and
+// the appeal's note. Showing an entry claims it for 5 minutes (POST …/claim), so two
+// moderators never decide the same entry; an entry another moderator holds says so and cannot
+// be decided here. Keys: A allow, B block, S skip (not shown again this visit), N next.
+// Data: GET /api/admin/review every 10 s; POST /api/admin/review/{kind}/{id}/claim;
+// POST /api/admin/items/{kind}/{id}/verdict {verdict, note?}.
+
+import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
+import { fmt } from '../lib/fmt.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty } from '../lib/ui.js';
+
+const REASONS = { unsure: 'model unsure', appeal: 'appeal' };
+const keyOf = (e) => e.kind + ':' + e.id;
+
+function Review({ ctx }) {
+  const [reason, setReason] = useState('');
+  const live = useLive(ctx, () => ctx.api('/api/admin/review', { query: { limit: 100, reason } }), 10000, [reason]);
+  const now = useNow(5000);
+  const [skipped, setSkipped] = useState(() => new Set());
+  const [done, setDone] = useState(() => new Set());
+  const [at, setAt] = useState(null); // key of the entry shown
+  const [busy, setBusy] = useState(false);
+  const [note, setNote] = useState('');
+  const [claims, setClaims] = useState({}); // key → claim answered by our own claim, or {error}
+  const noteRef = useRef(null);
+
+  const all = (live.data && live.data.entries) || [];
+  const queue = all.filter((e) => !skipped.has(keyOf(e)) && !done.has(keyOf(e)));
+  let i = queue.findIndex((e) => keyOf(e) === at);
+  if (i < 0) i = 0;
+  const entry = queue[i] || null;
+  const counts = (live.data && live.data.counts) || { unsure: 0, appeal: 0 };
+
+  // Show an entry: claim it, unless another moderator holds it.
+  useEffect(() => {
+    if (!entry) return;
+    const k = keyOf(entry);
+    if (at !== k) setAt(k);
+    setNote('');
+    if (entry.claim && !entry.claim.mine) return;
+    let alive = true;
+    ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'POST' }).then(
+      (r) => alive && setClaims((c) => ({ ...c, [k]: r.claim })),
+      (x) => alive && setClaims((c) => ({ ...c, [k]: { error: x.message } }))
+    );
+    return () => {
+      alive = false;
+    };
+  }, [entry && keyOf(entry)]);
+
+  const k = entry && keyOf(entry);
+  const own = entry && claims[k];
+  const heldBy = entry && ((own && own.error) ? { text: own.error } : entry.claim && !entry.claim.mine ? { text: `claimed by ${entry.claim.adminName || 'admin #' + entry.claim.adminId}`, until: entry.claim.until } : null);
+  const sameModerator = entry && entry.reason === 'appeal' && entry.blockedBy != null && ctx.user && ctx.user.id === entry.blockedBy;
+  const canDecide = entry && !heldBy && !sameModerator && !busy;
+
+  const move = (step) => {
+    if (!queue.length) return;
+    const next = queue[(i + step + queue.length) % queue.length];
+    setAt(keyOf(next));
+  };
+  const skip = () => {
+    if (!entry) return;
+    const next = queue[i + 1] || queue[0];
+    setSkipped((s) => new Set(s).add(k));
+    setAt(next && keyOf(next) !== k ? keyOf(next) : null);
+  };
+  const decide = async (verdict) => {
+    if (!canDecide) return;
+    setBusy(true);
+    try {
+      const body = { verdict };
+      if (note.trim()) body.note = note.trim();
+      await ctx.api(`/api/admin/items/${entry.kind}/${entry.id}/verdict`, { method: 'POST', body });
+      ctx.notify(`${verdict === 'allow' ? 'Allowed' : 'Blocked'} ${entry.kind} #${entry.id}.`, 'ok');
+      const next = queue[i + 1] || null;
+      setDone((d) => new Set(d).add(k));
+      setAt(next ? keyOf(next) : null);
+      live.refresh();
+    } catch (x) {
+      ctx.notify(x.message, 'error');
+      live.refresh();
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  // The keyboard: A allow, B block, S skip, N next (not while typing a note).
+  const keys = useRef(null);
+  keys.current = { decide, skip, move };
+  useEffect(() => {
+    const onKey = (e) => {
+      if (!ctx.isActive() || e.ctrlKey || e.metaKey || e.altKey) return;
+      const t = e.target;
+      if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+      if (document.querySelector('dialog[open]')) return;
+      const act = { a: () => keys.current.decide('allow'), b: () => keys.current.decide('block'), s: () => keys.current.skip(), n: () => keys.current.move(1) }[e.key.toLowerCase()];
+      if (act) {
+        e.preventDefault();
+        act();
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+
+  return html`<div class="stack review">
+    <section class="card card-flush" aria-labelledby="rev-h">
+      <header class="card-head card-pad">
+        <h2 id="rev-h">Review queue</h2>
+        <span class="muted small" data-testid="review-counts">${fmt.number(counts.unsure)} unsure · ${fmt.number(counts.appeal)} appealed</span>
+        <div class="field field-inline">
+          <label for="rev-reason">Show</label>
+          <select id="rev-reason" value=${reason} data-testid="review-reason" onChange=${(e) => setReason(e.currentTarget.value)}>
+            <option value="">all entries</option>
+            <option value="unsure">unsure verdicts</option>
+            <option value="appeal">appeals</option>
+          </select>
+        </div>
+      </header>
+      <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
+      ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
+      ${live.data && !entry
+        ? html`<div class="card-pad" data-testid="review-empty"><${Empty}>${skipped.size ? `Nothing left but the ${skipped.size} you skipped: reload to see them again.` : 'The queue is clear.'}<//></div>`
+        : null}
+      ${entry ? html`<${Entry} entry=${entry} now=${now} pos=${i + 1} of=${queue.length} heldBy=${heldBy} sameModerator=${sameModerator} />` : null}
+      ${entry
+        ? html`<div class="card-pad review-actions">
+            <label for="rev-note" class="small">Note <span class="muted">(optional, kept with the decision)</span></label>
+            <textarea id="rev-note" ref=${noteRef} rows="2" maxlength="500" value=${note} data-testid="review-note"
+              onInput=${(e) => setNote(e.currentTarget.value)}
+              onKeyDown=${(e) => e.key === 'Escape' && e.currentTarget.blur()}></textarea>
+            <div class="row">
+              <button type="button" class="btn btn-primary" disabled=${!canDecide} onClick=${() => decide('allow')} data-testid="review-allow"
+                aria-keyshortcuts="A">Allow <kbd>A</kbd></button>
+              <button type="button" class="btn btn-danger" disabled=${!canDecide} onClick=${() => decide('block')} data-testid="review-block"
+                aria-keyshortcuts="B">Block <kbd>B</kbd></button>
+              <button type="button" class="btn btn-quiet" onClick=${skip} data-testid="review-skip" aria-keyshortcuts="S">Skip <kbd>S</kbd></button>
+              <button type="button" class="btn btn-quiet" onClick=${() => move(1)} disabled=${queue.length < 2} data-testid="review-next"
+                aria-keyshortcuts="N">Next <kbd>N</kbd></button>
+            </div>
+          </div>`
+        : null}
+    </section>
+    <p class="muted small">Deciding here records the verdict as yours, like a verdict by hand on a job. An appeal of a block decided by hand is heard by another moderator. Skipped entries stay in the queue for everyone else.</p>
+  </div>`;
+}
+
+function Entry({ entry: e, now, pos, of, heldBy, sameModerator }) {
+  const conf = e.confidence == null ? null : Math.round(e.confidence * 100);
+  return html`<article class="card-pad review-entry" data-testid=${'review-entry-' + e.kind + '-' + e.id} aria-labelledby="rev-item">
+    <div class="row">
+      <h3 id="rev-item" class="review-title">${e.kind} #${e.id}</h3>
+      <${Badge} kind=${e.reason === 'appeal' ? 'warn' : 'info'} testid="review-reason-badge">${REASONS[e.reason] || e.reason}<//>
+      <span class="muted small">${pos} of ${of} · waiting since <${Rel} at=${e.enteredAt} now=${now} /></span>
+    </div>
+    ${heldBy
+      ? html`<p class="note note-warn" role="status" data-testid="review-claimed">This entry is ${heldBy.text}${heldBy.until ? html` until <${Rel} at=${heldBy.until} now=${now} />` : ''}: it cannot be decided here.</p>`
+      : null}
+    ${sameModerator ? html`<p class="note note-warn" role="status" data-testid="review-same">You blocked this item by hand: another moderator must hear its appeal.</p>` : null}
+    <p class="review-suggestion" data-testid="review-suggestion">
+      ${e.reason === 'appeal'
+        ? html`Blocked ${e.blockedBy != null ? html`by hand (admin #${e.blockedBy})` : html`by the model${conf != null ? ` at ${conf}% confidence` : ''}`}.`
+        : html`The model suggests <strong>${e.suggestion}</strong>${conf != null ? ` at ${conf}% confidence` : ''}.`}
+    </p>
+    ${e.note ? html`<blockquote class="review-note" data-testid="review-appeal-note"><span class="muted small">The author's note:</span> ${e.note}</blockquote>` : null}
+    <div class="review-content" data-testid="review-content">
+      ${e.content.title ? html`<div class="strong">${e.content.title}</div>` : null}
+      <pre class="review-text" tabindex="0" aria-label="The item's content">${e.content.text}</pre>
+    </div>
+    <p class="small" data-testid="review-author">
+      By <span class="strong">${e.author.name || 'user #' + e.author.id}</span> <span class="muted num">#${e.author.id}</span>${': '}${fmt.number(e.author.allowed)} allowed · ${fmt.number(e.author.blocked)} blocked
+    </p>
+  </article>`;
+}
+
+export default {
+  id: 'review',
+  title: 'Review',
+  mount(el, ctx) {
+    render(html`<${Review} ctx=${ctx} />`, el);
+    return () => render(null, el);
+  },
+};

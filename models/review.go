@@ -1,0 +1,503 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The review queue (issue 28): items a moderator decides. An entry is 'unsure' when the model's
+// verdict fell below the review band (the item stays pending, its screen job waits with why
+// review, asking and charging nothing), or 'appeal' when the author appealed a block. A verdict
+// by hand (an event with outcome decided) decides the item's open entries in the same
+// transaction (the events_decide_review trigger).
+
+// ReviewReason is why an item waits in the review queue.
+type ReviewReason string
+
+// Review reasons.
+const (
+	ReviewUnsure ReviewReason = "unsure" // the model's verdict was less sure than the band
+	ReviewAppeal ReviewReason = "appeal" // the author appealed a block
+)
+
+// ReviewReasons lists every reason an entry is in the review queue.
+var ReviewReasons = []ReviewReason{ReviewUnsure, ReviewAppeal}
+
+// ReviewDue is the due time of a job that waits for a moderator: never, as far as the claims,
+// the sweeps, the breaker's passes and the views' "due" are concerned (they all compare due_at
+// with now), and out of the due index's way.
+var ReviewDue = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// ReviewClaimFor is how long a moderator's claim on an entry lasts (renewed by claiming again).
+const ReviewClaimFor = 5 * time.Minute
+
+// Errors of the review queue.
+var (
+	// ErrNotBlocked refuses an appeal of an item that is not blocked.
+	ErrNotBlocked = errors.New("only a blocked item can be appealed")
+	// ErrAppealed refuses a second appeal of the same item.
+	ErrAppealed = errors.New("the item was already appealed")
+)
+
+// ErrClaimed refuses a claim, or a decision, while another moderator's claim holds the entry.
+type ErrClaimed struct {
+	AdminID int64
+	Until   time.Time
+}
+
+func (e *ErrClaimed) Error() string {
+	return fmt.Sprintf("moderator %d holds the entry until %s", e.AdminID, e.Until.UTC().Format(time.RFC3339))
+}
+
+// ReviewEntry is one entry of the review queue, open or decided.
+type ReviewEntry struct {
+	ID         int64
+	Kind       Kind
+	ItemID     int64
+	UserID     int64
+	Reason     ReviewReason
+	EnteredAt  time.Time
+	Suggestion *Verdict
+	Confidence *float64
+	Note       *string
+	BlockedBy  *int64
+	ClaimedBy  *int64
+	ClaimUntil *time.Time
+	DecidedAt  *time.Time
+	DecidedBy  *int64
+	Outcome    *Verdict
+}
+
+type reviewRow struct {
+	ID         int64    `gorm:"column:id"`
+	Kind       Kind     `gorm:"column:kind"`
+	ItemID     int64    `gorm:"column:item_id"`
+	UserID     int64    `gorm:"column:user_id"`
+	Reason     string   `gorm:"column:reason"`
+	EnteredAt  int64    `gorm:"column:entered_at"`
+	Suggestion *string  `gorm:"column:suggestion"`
+	Confidence *float64 `gorm:"column:confidence"`
+	Note       *string  `gorm:"column:note"`
+	BlockedBy  *int64   `gorm:"column:blocked_by"`
+	ClaimedBy  *int64   `gorm:"column:claimed_by"`
+	ClaimUntil *int64   `gorm:"column:claim_until"`
+	DecidedAt  *int64   `gorm:"column:decided_at"`
+	DecidedBy  *int64   `gorm:"column:decided_by"`
+	Outcome    *string  `gorm:"column:outcome"`
+}
+
+const reviewColumns = `id, kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by,
+	claimed_by, claim_until, decided_at, decided_by, outcome`
+
+func msTime(ms *int64) *time.Time {
+	if ms == nil {
+		return nil
+	}
+	t := fromMillis(*ms)
+	return &t
+}
+
+func verdictp(s *string) *Verdict {
+	if s == nil {
+		return nil
+	}
+	v := Verdict(*s)
+	return &v
+}
+
+func (r reviewRow) entry() ReviewEntry {
+	return ReviewEntry{ID: r.ID, Kind: r.Kind, ItemID: r.ItemID, UserID: r.UserID, Reason: ReviewReason(r.Reason),
+		EnteredAt: fromMillis(r.EnteredAt), Suggestion: verdictp(r.Suggestion), Confidence: r.Confidence, Note: r.Note,
+		BlockedBy: r.BlockedBy, ClaimedBy: r.ClaimedBy, ClaimUntil: msTime(r.ClaimUntil), DecidedAt: msTime(r.DecidedAt),
+		DecidedBy: r.DecidedBy, Outcome: verdictp(r.Outcome)}
+}
+
+func entries(rows []reviewRow) []ReviewEntry {
+	out := make([]ReviewEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.entry()
+	}
+	return out
+}
+
+// EnterReview sends a claimed screen job whose model verdict was unsure to the review queue:
+// the job waits with why review until a moderator decides (due ReviewDue, its lease freed, one
+// attempt added: the model was asked), the entry keeps the model's verdict and confidence as a
+// suggestion, and ev (the attempt's event) is kept, all in one transaction. ok is false when
+// the job is gone or another owner claimed it since.
+func (s *Store) EnterReview(ctx context.Context, job Job, verdict Verdict, confidence float64, ev Event) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		n, err := tx.exec(ctx, `UPDATE content_jobs SET due_at = ?, attempts = attempts + 1, why = ?, status = NULL,
+			last_error = NULL, lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`,
+			ReviewDue.UnixMilli(), WhyReview, job.ID, job.LeaseOwner)
+		if err != nil || n == 0 {
+			return err
+		}
+		ok = true
+		if _, err := tx.exec(ctx, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence)
+			VALUES (?, ?, ?, 'unsure', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING`,
+			job.Kind, job.ItemID, job.UserID, tx.nowMs(), verdict, confidence); err != nil {
+			return err
+		}
+		tx.changed(job.UserID)
+		return tx.insertEvent(ctx, &ev)
+	})
+	if err != nil {
+		return false, fmt.Errorf("send %s %d to review: %w", job.Kind, job.ItemID, err)
+	}
+	return ok, nil
+}
+
+// ReviewFilter selects open entries of the review queue.
+type ReviewFilter struct {
+	Kind   Kind
+	Reason ReviewReason
+	UserID int64
+}
+
+// ReviewCursor is where a page of the queue starts: after the entry ID that entered at
+// EnteredAt (ms).
+type ReviewCursor struct {
+	EnteredAt int64
+	ID        int64
+}
+
+// OpenReviews pages through the open entries of the review queue, oldest first.
+func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCursor, limit int) ([]ReviewEntry, error) {
+	q := `SELECT ` + reviewColumns + ` FROM reviews WHERE decided_at IS NULL`
+	var args []any
+	if f.Kind != "" {
+		q += ` AND kind = ?`
+		args = append(args, f.Kind)
+	}
+	if f.Reason != "" {
+		q += ` AND reason = ?`
+		args = append(args, f.Reason)
+	}
+	if f.UserID != 0 {
+		q += ` AND user_id = ?`
+		args = append(args, f.UserID)
+	}
+	if after != nil {
+		q += ` AND (entered_at > ? OR (entered_at = ? AND id > ?))`
+		args = append(args, after.EnteredAt, after.EnteredAt, after.ID)
+	}
+	q += ` ORDER BY entered_at, id LIMIT ?`
+	args = append(args, limit)
+	var rows []reviewRow
+	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("review queue: %w", err)
+	}
+	return entries(rows), nil
+}
+
+// ReviewCounts counts the open entries of the queue by reason.
+func (s *Store) ReviewCounts(ctx context.Context) (map[ReviewReason]int64, error) {
+	var rows []struct {
+		Reason string `gorm:"column:reason"`
+		N      int64  `gorm:"column:n"`
+	}
+	if err := s.scan(ctx, s.read, &rows, `SELECT reason, COUNT(*) AS n FROM reviews WHERE decided_at IS NULL GROUP BY reason`); err != nil {
+		return nil, fmt.Errorf("review counts: %w", err)
+	}
+	out := map[ReviewReason]int64{ReviewUnsure: 0, ReviewAppeal: 0}
+	for _, r := range rows {
+		out[ReviewReason(r.Reason)] = r.N
+	}
+	return out, nil
+}
+
+// ReviewsOf lists an item's entries, open and decided, from the writer.
+func (s *Store) ReviewsOf(ctx context.Context, kind Kind, itemID int64) ([]ReviewEntry, error) {
+	var rows []reviewRow
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID); err != nil {
+		return nil, fmt.Errorf("reviews of %s %d: %w", kind, itemID, err)
+	}
+	return entries(rows), nil
+}
+
+// AppealsOf lists an author's appeals.
+func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, error) {
+	var rows []reviewRow
+	if err := s.scan(ctx, s.read, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID); err != nil {
+		return nil, fmt.Errorf("appeals of user %d: %w", userID, err)
+	}
+	return entries(rows), nil
+}
+
+// ClaimReview gives adminID the item's open entries until until, unless another moderator's
+// claim still holds them (*ErrClaimed). ErrNotFound when the item has no open entry. One
+// statement: of two moderators (or replicas) claiming at once, one wins.
+func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int64, until time.Time) ([]ReviewEntry, error) {
+	now := s.nowMs()
+	var rows []reviewRow
+	if err := s.scan(ctx, s.db, &rows, `UPDATE reviews SET claimed_by = ?, claim_until = ?
+		WHERE kind = ? AND item_id = ? AND decided_at IS NULL
+			AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until <= ? OR claimed_by = ?)
+		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID); err != nil {
+		return nil, fmt.Errorf("claim the review of %s %d: %w", kind, itemID, err)
+	}
+	if len(rows) > 0 {
+		return entries(rows), nil
+	}
+	open, err := s.ReviewsOf(ctx, kind, itemID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range open {
+		if e.DecidedAt == nil && e.ClaimedBy != nil && e.ClaimUntil != nil {
+			return nil, &ErrClaimed{AdminID: *e.ClaimedBy, Until: *e.ClaimUntil}
+		}
+	}
+	return nil, fmt.Errorf("review of %s %d: %w", kind, itemID, ErrNotFound)
+}
+
+// HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
+func HeldBy(open []ReviewEntry, adminID int64, now time.Time) *ErrClaimed {
+	for _, e := range open {
+		if e.DecidedAt == nil && e.ClaimedBy != nil && *e.ClaimedBy != adminID && e.ClaimUntil != nil && e.ClaimUntil.After(now) {
+			return &ErrClaimed{AdminID: *e.ClaimedBy, Until: *e.ClaimUntil}
+		}
+	}
+	return nil
+}
+
+// FileAppeal records the author's appeal of their blocked item, with their note: ErrNotFound
+// when the item is missing or another author's, ErrNotBlocked unless it is blocked, ErrAppealed
+// when it was appealed before. The entry remembers who blocked it (the admin of the last verdict
+// by hand, none when the model did), so that another moderator hears the appeal.
+func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64, note *string) (ReviewEntry, error) {
+	table, err := itemTable(kind)
+	if err != nil {
+		return ReviewEntry{}, fmt.Errorf("appeal: %w", ErrNotFound)
+	}
+	var out ReviewEntry
+	err = s.WithTx(ctx, func(tx *Store) error {
+		var owner []int64
+		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID); err != nil {
+			return err
+		}
+		if len(owner) != 1 || owner[0] != userID {
+			return ErrNotFound
+		}
+		var screen []struct {
+			Verdict    string  `gorm:"column:verdict"`
+			Confidence float64 `gorm:"column:confidence"`
+		}
+		if err := tx.scan(ctx, tx.db, &screen, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID); err != nil {
+			return err
+		}
+		if len(screen) != 1 || screen[0].Verdict != string(VerdictBlock) {
+			return ErrNotBlocked
+		}
+		var by []struct {
+			AdminID *int64 `gorm:"column:admin_id"`
+		}
+		if err := tx.scan(ctx, tx.db, &by, `SELECT admin_id FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+			AND outcome <> 'pending' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
+			return err
+		}
+		var blockedBy *int64
+		if len(by) == 1 {
+			blockedBy = by[0].AdminID
+		}
+		var rows []reviewRow
+		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
+			VALUES (?, ?, ?, 'appeal', ?, 'block', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING RETURNING `+reviewColumns,
+			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return ErrAppealed
+		}
+		out = rows[0].entry()
+		tx.changed(userID)
+		return nil
+	})
+	if err != nil {
+		return ReviewEntry{}, fmt.Errorf("appeal of %s %d: %w", kind, itemID, err)
+	}
+	return out, nil
+}
+
+// ItemAppealDecidedData is the data of an item.appeal.decided event.
+type ItemAppealDecidedData struct {
+	Kind      Kind    `json:"kind"`
+	ID        int64   `json:"id"`
+	UserID    int64   `json:"userId"`
+	SongID    *int64  `json:"songId,omitempty"`
+	Outcome   Verdict `json:"outcome"`
+	DecidedBy int64   `json:"decidedBy"`
+	Note      *string `json:"note,omitempty"`
+}
+
+// DecideAppeal records a moderator's decision of an open appeal, in one transaction: allow
+// replaces the block by the moderator's allow (the verdict's triggers then make the item
+// public and owe an allowed revision's score, and item.screened is owed with the decider);
+// block lets the block stand. Either way ev (outcome decided) is kept, which decides the entry
+// (events_decide_review), and item.appeal.decided is owed.
+func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdict Verdict, ev Event) error {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if verdict == VerdictAllow {
+			if _, err := tx.exec(ctx, `DELETE FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID); err != nil {
+				return err
+			}
+			n, err := tx.exec(ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES (?, ?, 'allow', 1, ?)`,
+				kind, itemID, tx.nowMs())
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrNotFound
+			}
+			if err := tx.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
+				d, err := tx.screenedData(ctx, kind, itemID, VerdictAllow, 1)
+				d.DecidedBy = ev.AdminID
+				return d, err
+			}); err != nil {
+				return err
+			}
+		}
+		if err := tx.enqueueWebhook(ctx, EventItemAppealDecided, func() (any, error) {
+			d, err := tx.screenedData(ctx, kind, itemID, verdict, 1)
+			out := ItemAppealDecidedData{Kind: kind, ID: itemID, UserID: d.UserID, SongID: d.SongID, Outcome: verdict, Note: ev.Note}
+			if ev.AdminID != nil {
+				out.DecidedBy = *ev.AdminID
+			}
+			return out, err
+		}); err != nil {
+			return err
+		}
+		tx.changed(ev.UserID)
+		return tx.insertEvent(ctx, &ev)
+	})
+	if err != nil {
+		return fmt.Errorf("decide the appeal of %s %d: %w", kind, itemID, err)
+	}
+	return nil
+}
+
+// AuthorHistory is how an author's screened items ended.
+type AuthorHistory struct {
+	Allowed int64
+	Blocked int64
+}
+
+// AuthorHistories counts each author's allowed and blocked items (every kind).
+func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64]AuthorHistory, error) {
+	out := make(map[int64]AuthorHistory, len(userIDs))
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	ids := slices.Clone(userIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+	args := make([]any, 0, 3*len(ids))
+	for range 3 {
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	var rows []struct {
+		UserID  int64  `gorm:"column:user_id"`
+		Verdict string `gorm:"column:verdict"`
+		N       int64  `gorm:"column:n"`
+	}
+	// Driven from the authors' items (their user_id indexes), each item's verdict read by the
+	// screens key: the plan does not depend on how many verdicts the whole site has (a join
+	// from screens read every pitch's verdict when the statistics were stale).
+	verdictOf := func(kind string) string {
+		return `(SELECT s.verdict FROM screens s WHERE s.kind = '` + kind + `' AND s.item_id = i.id)`
+	}
+	q := `SELECT user_id, verdict, COUNT(*) AS n FROM (
+		SELECT i.user_id, ` + verdictOf("revision") + ` AS verdict FROM revisions i WHERE i.user_id IN (` + marks + `)
+		UNION ALL SELECT i.user_id, ` + verdictOf("comment") + ` FROM comments i WHERE i.user_id IN (` + marks + `)
+		UNION ALL SELECT i.user_id, ` + verdictOf("pitch") + ` FROM pitches i WHERE i.user_id IN (` + marks + `)
+	) x WHERE verdict IS NOT NULL GROUP BY user_id, verdict`
+	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("author histories: %w", err)
+	}
+	for _, r := range rows {
+		h := out[r.UserID]
+		if r.Verdict == string(VerdictAllow) {
+			h.Allowed += r.N
+		} else {
+			h.Blocked += r.N
+		}
+		out[r.UserID] = h
+	}
+	return out, nil
+}
+
+// ReviewMeasures are the review queue's measures over decisions since a time: how long entries
+// waited for their decision (per reason, p50 and p90 in seconds) and the share of the model's
+// suggestions (unsure entries, and appeals of the model's blocks) that moderators overturned.
+type ReviewMeasures struct {
+	Decided    map[ReviewReason]int64
+	P50        map[ReviewReason]float64
+	P90        map[ReviewReason]float64
+	Suggested  int64   // decisions of a model's suggestion
+	Overturned int64   // of which the moderator decided otherwise
+	Share      float64 // Overturned / Suggested (0 when none)
+}
+
+// maxMeasured bounds the decisions a measure reads (the newest).
+const maxMeasured = 20000
+
+// MeasureReviews computes ReviewMeasures over the decisions made since since.
+func (s *Store) MeasureReviews(ctx context.Context, since time.Time) (ReviewMeasures, error) {
+	var rows []struct {
+		Reason     string  `gorm:"column:reason"`
+		Waited     int64   `gorm:"column:waited"`
+		Suggestion *string `gorm:"column:suggestion"`
+		Outcome    *string `gorm:"column:outcome"`
+		BlockedBy  *int64  `gorm:"column:blocked_by"`
+	}
+	m := ReviewMeasures{Decided: map[ReviewReason]int64{}, P50: map[ReviewReason]float64{}, P90: map[ReviewReason]float64{}}
+	if err := s.scan(ctx, s.read, &rows, `SELECT reason, decided_at - entered_at AS waited, suggestion, outcome, blocked_by
+		FROM reviews WHERE decided_at IS NOT NULL AND decided_at >= ? ORDER BY decided_at DESC LIMIT ?`,
+		since.UnixMilli(), maxMeasured); err != nil {
+		return m, fmt.Errorf("review measures: %w", err)
+	}
+	waits := map[ReviewReason][]float64{}
+	for _, r := range rows {
+		reason := ReviewReason(r.Reason)
+		waits[reason] = append(waits[reason], float64(r.Waited)/1000)
+		if r.BlockedBy == nil && r.Suggestion != nil && r.Outcome != nil {
+			m.Suggested++
+			if *r.Suggestion != *r.Outcome {
+				m.Overturned++
+			}
+		}
+	}
+	for _, reason := range ReviewReasons {
+		w := waits[reason]
+		m.Decided[reason] = int64(len(w))
+		if len(w) == 0 {
+			continue
+		}
+		sort.Float64s(w)
+		m.P50[reason], m.P90[reason] = quantile(w, 0.5), quantile(w, 0.9)
+	}
+	if m.Suggested > 0 {
+		m.Share = float64(m.Overturned) / float64(m.Suggested)
+	}
+	return m, nil
+}
+
+// quantile is the q-quantile of sorted values (nearest rank).
+func quantile(sorted []float64, q float64) float64 {
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// notInReview is a condition RetryJobs adds: a job that waits for a moderator is decided in the
+// review queue, never retried (a retry would ask the model again).
+const notInReview = ` AND (why IS NULL OR why <> 'review')`
