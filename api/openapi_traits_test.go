@@ -68,7 +68,7 @@ func TestOpenAPIForGeneratedClients(t *testing.T) {
 			}
 			if p := params["query:limit"]; p != nil {
 				if max, ok := obj(p["schema"])["maximum"].(float64); !ok || max < 1 {
-					t.Errorf("%s: limit has no maximum", where)
+					t.Errorf("%s: limit has no maximum: add the route and its handler's maximum to limitMaxima (api/openapi_traits.go)", where)
 				} else {
 					// The server takes the maximum and refuses one more.
 					route := strings.NewReplacer("{id}", "1").Replace(path)
