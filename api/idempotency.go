@@ -178,20 +178,11 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 	}
 }
 
-// settleKey runs one of the statements that end a request's hold on its key, trying again
-// while the database does not answer (a cut connection): a hold left behind would answer
-// repeats 409 until its lease ran out.
+// settleKey ends a request's hold on its key (models.IdemSettle tries again while the database
+// does not answer).
 func (a *API) settleKey(f func() error) {
-	for try := 1; ; try++ {
-		err := f()
-		if err == nil {
-			return
-		}
-		if models.FaultOf(err) != models.FaultTransient || try == 5 {
-			a.Log.Warn("idempotency key", "err", err)
-			return
-		}
-		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+	if err := models.IdemSettle(f); err != nil {
+		a.Log.Warn("idempotency key", "err", err)
 	}
 }
 

@@ -63,7 +63,7 @@ func (s *Store) IdemBegin(ctx context.Context, userID int64, key, fp string, now
 		n, err := s.exec(ctx, `INSERT INTO idempotency_keys (user_id, idem_key, fingerprint, created_at, locked_until)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, idem_key) DO NOTHING`, userID, key, fp, nowMs, lease)
 		if err != nil {
-			return 0, 0, IdemAnswer{}, fmt.Errorf("idempotency key: %w", err)
+			return 0, 0, IdemAnswer{}, s.idemUndo(ctx, userID, key, lease, err)
 		}
 		if n == 1 {
 			return IdemRun, lease, IdemAnswer{}, nil
@@ -86,7 +86,7 @@ func (s *Store) IdemBegin(ctx context.Context, userID int64, key, fp string, now
 				WHERE user_id = ? AND idem_key = ? AND created_at = ? AND locked_until = ?`,
 				fp, nowMs, lease, userID, key, r.CreatedAt, r.LockedUntil)
 			if err != nil {
-				return 0, 0, IdemAnswer{}, fmt.Errorf("idempotency key: %w", err)
+				return 0, 0, IdemAnswer{}, s.idemUndo(ctx, userID, key, lease, err)
 			}
 			if n == 1 {
 				return IdemRun, lease, IdemAnswer{}, nil
@@ -155,6 +155,32 @@ func (s *Store) IdemRelease(ctx context.Context, userID int64, key string, lease
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
+}
+
+// idemUndo follows a take of a key that failed on a transient fault: the take may have
+// committed with its answer lost, which would leave the key held by nobody (every repeat 409
+// until the lease ran out), so it is released, by its lease, trying a few times.
+func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease int64, cause error) error {
+	if FaultOf(cause) == FaultTransient {
+		ctx = context.WithoutCancel(ctx)
+		IdemSettle(func() error { return s.IdemRelease(ctx, userID, key, lease) })
+	}
+	return fmt.Errorf("idempotency key: %w", cause)
+}
+
+// IdemSettle runs one of the statements that end a request's hold on its key, trying again
+// while the database does not answer (up to 10 tries over about a second): each try may meet
+// another connection the cut left dead in the pool, and a hold left behind would answer every
+// repeat 409 until its lease ran out.
+func IdemSettle(f func() error) error {
+	var err error
+	for try := 1; try <= 10; try++ {
+		if err = f(); err == nil || FaultOf(err) != FaultTransient {
+			return err
+		}
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+	}
+	return err
 }
 
 func idemColumns(a *IdemAnswer) (status int, headers *string, body []byte, err error) {

@@ -249,3 +249,16 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 		return err
 	})
 }
+
+// retryRead runs a read (outside any transaction) again after a transient fault, up to
+// MaxTxTries in all: a read is always safe to repeat, and a pool whose connections were cut
+// drops each dead one as it meets it.
+// Every request reads its caller, so this spares clients a 503 for a connection that died
+// idle.
+func (s *Store) retryRead(ctx context.Context, f func() error) error {
+	err := f()
+	for try := 1; try < MaxTxTries && err != nil && !s.inTx && FaultOf(err) == FaultTransient && ctx.Err() == nil; try++ {
+		err = f()
+	}
+	return err
+}

@@ -86,7 +86,11 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role,
 // UserByToken finds the enabled user a bearer token belongs to: a disabled user's token is
 // not found.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	u, err := s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+	var u User
+	err := s.retryRead(ctx, func() (err error) {
+		u, err = s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+		return err
+	})
 	if err != nil {
 		return User{}, fmt.Errorf("user by token: %w", err)
 	}
