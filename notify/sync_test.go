@@ -76,4 +76,3 @@ func TestSyncHearsEveryCommittedNotification(t *testing.T) {
 		t.Fatal("a fresh mark reads as changed")
 	}
 }
-
