@@ -227,7 +227,19 @@ func (a *API) mine(c echo.Context) error {
 		w = a.notifier().Watch(u.ID)
 		defer func() { w.Close() }()
 	}
-	st, err := a.readMine(ctx, u, &q)
+	read := a.readMine
+	if w == nil {
+		if inm != "" {
+			if st, ok := a.mineFromMemory(ctx, u, &q); ok && etagMatches(inm, st.etag) {
+				// Unchanged since the version in memory was read (mine_memory.go).
+				c.Response().Header().Set("ETag", st.etag)
+				c.Response().Header().Set("Cache-Control", "private, no-cache")
+				return c.NoContent(http.StatusNotModified)
+			}
+		}
+		read = a.readMineKept
+	}
+	st, err := read(ctx, u, &q)
 	if err != nil {
 		return err
 	}
