@@ -303,36 +303,36 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 	return items, next, nil
 }
 
-// pageJobs reads the owed jobs of the page's items alone, by their (task, kind, item_id) keys,
-// so a page costs the same whatever the author's backlog.
+// pageJobs reads the owed jobs of the page's items alone, in one statement by their
+// (task, kind, item_id) keys (content_jobs' unique index), so a page costs the same whatever
+// the author's backlog. The keys are the product of the tasks, the page's kinds and its ids;
+// the few that name no item of the page are left out here.
 func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
 	at := make(map[jobKey]int, len(items))
-	for rank := range mineQueries {
-		kind := mineQueries[rank].kind
-		var ids []any
-		for i := range items {
-			if items[i].Kind == kind {
-				at[jobKey{kind, items[i].ID}] = i
-				ids = append(ids, items[i].ID)
-			}
+	var kinds, ids []any
+	seen := map[Kind]bool{}
+	for i := range items {
+		at[jobKey{items[i].Kind, items[i].ID}] = i
+		ids = append(ids, items[i].ID)
+		if !seen[items[i].Kind] {
+			seen[items[i].Kind] = true
+			kinds = append(kinds, items[i].Kind)
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs
-			WHERE task IN ('screen', 'score') AND kind = ? AND user_id = ? AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`,
-			append([]any{kind, userID}, ids...)...)
-		if err != nil {
-			return err
-		}
-		jobs, err := scanJobs(rows, 0)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if i, ok := at[jobKey{j.Kind, j.ItemID}]; ok {
-				items[i].Jobs = append(items[i].Jobs, j)
-			}
+	}
+	args := append(append([]any{userID}, kinds...), ids...)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs
+		WHERE user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
+		AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`, args...)
+	if err != nil {
+		return err
+	}
+	jobs, err := scanJobs(rows, 0)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if i, ok := at[jobKey{j.Kind, j.ItemID}]; ok {
+			items[i].Jobs = append(items[i].Jobs, j)
 		}
 	}
 	return nil
