@@ -306,7 +306,8 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 // pageJobs reads the owed jobs of the page's items alone, in one statement by their
 // (task, kind, item_id) keys (content_jobs' unique index), so a page costs the same whatever
 // the author's backlog. The keys are the product of the tasks, the page's kinds and its ids;
-// the few that name no item of the page are left out here.
+// the few that name no item of the page are left out here. The author is a filter only
+// (+user_id): by content_jobs_user_due a page would read every job of the author.
 func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
 	at := make(map[jobKey]int, len(items))
 	var kinds, ids []any
@@ -321,7 +322,7 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 	}
 	args := append(append([]any{userID}, kinds...), ids...)
 	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs
-		WHERE user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
+		WHERE +user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
 		AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`, args...)
 	if err != nil {
 		return err
