@@ -32,9 +32,14 @@ INSERT INTO mine_versions (user_id, version) SELECT id, 1 FROM users ON CONFLICT
 INSERT INTO mine_versions (user_id, version) VALUES (0, 1) ON CONFLICT (user_id) DO NOTHING;
 INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), COUNT(*) FROM content_jobs GROUP BY task, COALESCE(why, 'none');
 
+-- A row that this transaction has written already has a new version (every write bumps it),
+-- so it is not written again: PostgreSQL keeps every version a transaction writes of one row
+-- until it ends, and finding the row costs a step per version (a statement writing a thousand
+-- items of one author would cost a million steps).
 CREATE FUNCTION owed_mine_bump(p_user bigint) RETURNS void LANGUAGE sql AS $$
     INSERT INTO mine_versions AS v (user_id, version) SELECT p_user, 1 WHERE p_user IS NOT NULL
-    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1;
+    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1
+    WHERE v.xmin::text::bigint <> txid_current() % 4294967296;
 $$;
 
 -- The author of an item (NULL once it is gone: its own deletion bumped them).
