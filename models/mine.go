@@ -43,7 +43,8 @@ type MineVersion struct {
 	Shared  int64  // the counter of what every view shares (the holds)
 	Spent   int64  // spent on Day
 	Jobs    int64  // the author's owed jobs
-	// NextDueAt is the earliest due time of the author's jobs (nil: none).
+	// NextDueAt is no later than the earliest due time of the author's jobs (nil: none): the
+	// kept bound, or, once it has passed with nothing due, the earliest itself.
 	NextDueAt *time.Time
 	// Due reports whether one of the author's jobs is due at now: due_at passed, no lease holds
 	// it and its task is not held (the same test a claim makes), i.e. whether a sweep of the
@@ -140,6 +141,18 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	}
 	if err := errors.Join(rows.Err(), rows.Close(), r.err); err != nil {
 		return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
+	}
+	if n == 0 {
+		// The kept bound has passed, yet nothing is due: the earliest job comes later.
+		var next []int64
+		if err := s.scan(ctx, s.read, &next, `SELECT MIN(due_at) FROM content_jobs WHERE user_id = ? AND due_at > ?`, userID, now); err != nil {
+			return v, fmt.Errorf("mine version of user %d: next due job: %w", userID, err)
+		}
+		if len(next) > 0 && next[0] > 0 {
+			t := fromMillis(next[0])
+			v.NextDueAt, v.WakeAt = &t, t
+		}
+		return v, nil
 	}
 	if !v.Due && n == mineDueProbe {
 		// More are due than were read, all of these leased or held: look again soon.

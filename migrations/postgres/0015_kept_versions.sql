@@ -110,31 +110,28 @@ BEGIN
 END $$;
 CREATE TRIGGER scores_version AFTER INSERT OR UPDATE OR DELETE ON scores FOR EACH ROW EXECUTE FUNCTION owed_version_score();
 
--- Owed jobs: the author's version, number of jobs and earliest due time, and the counts. One
--- trigger per statement, over its transition tables: a statement that changes many authors'
--- jobs (putting every due job off, a retry, a batch of verdicts) bumps each author once, and
--- locks their rows in author order, so that two such statements never deadlock on them (a
--- trigger per row would lock them in the order the rows happen to be visited).
-CREATE FUNCTION owed_version_jobs_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Owed jobs: the author's version and number of jobs, a bound on their earliest due time
+-- (next_due_at: no later than the earliest, lowered as jobs come, never searched for as they
+-- go, which would walk the index over every job deleted since the last vacuum; the store
+-- looks further only when the bound has passed), and the counts.
+--
+-- A row's insert and delete update its author's row at once. An update runs once per
+-- statement, over its transition tables, and locks the authors' rows in author order, so that
+-- statements changing many authors' jobs (putting every due job off, a retry) never deadlock
+-- on them; a claim changes only leases and leaves at the first check.
+CREATE FUNCTION owed_version_job() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM 1 FROM mine_versions WHERE user_id IN (SELECT user_id FROM n) ORDER BY user_id FOR UPDATE;
-    INSERT INTO mine_versions AS v (user_id, version, jobs, next_due_at)
-    SELECT user_id, 1, COUNT(*), MIN(due_at) FROM n GROUP BY user_id ORDER BY user_id
-    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1, jobs = v.jobs + EXCLUDED.jobs,
-        next_due_at = LEAST(v.next_due_at, EXCLUDED.next_due_at);
-    INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), COUNT(*) FROM n GROUP BY 1, 2;
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION owed_version_jobs_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM 1 FROM mine_versions WHERE user_id IN (SELECT user_id FROM o) ORDER BY user_id FOR UPDATE;
-    UPDATE mine_versions v SET version = v.version + 1, jobs = v.jobs - d.n,
-        next_due_at = CASE WHEN v.next_due_at IS NULL OR d.min_due <= v.next_due_at
-            THEN (SELECT MIN(due_at) FROM content_jobs j WHERE j.user_id = v.user_id) ELSE v.next_due_at END
-    FROM (SELECT user_id, COUNT(*) AS n, MIN(due_at) AS min_due FROM o GROUP BY user_id) d
-    WHERE v.user_id = d.user_id;
-    INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), -COUNT(*) FROM o GROUP BY 1, 2;
+    IF TG_OP = 'DELETE' THEN
+        UPDATE mine_versions SET version = version + 1, jobs = jobs - 1,
+            next_due_at = CASE WHEN jobs = 1 THEN NULL ELSE next_due_at END
+        WHERE user_id = OLD.user_id;
+        INSERT INTO job_counts (task, why, n) VALUES (OLD.task, COALESCE(OLD.why, 'none'), -1);
+    ELSE
+        INSERT INTO mine_versions AS v (user_id, version, jobs, next_due_at) VALUES (NEW.user_id, 1, 1, NEW.due_at)
+        ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1, jobs = v.jobs + 1,
+            next_due_at = LEAST(v.next_due_at, EXCLUDED.next_due_at);
+        INSERT INTO job_counts (task, why, n) VALUES (NEW.task, COALESCE(NEW.why, 'none'), 1);
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -150,7 +147,7 @@ BEGIN
     PERFORM 1 FROM mine_versions WHERE user_id IN (SELECT o.user_id FROM o UNION SELECT n.user_id FROM n)
         ORDER BY user_id FOR UPDATE;
     WITH c AS (SELECT o.user_id AS old_user, n.user_id AS new_user, o.task AS old_task, COALESCE(o.why, 'none') AS old_why,
-            n.task AS new_task, COALESCE(n.why, 'none') AS new_why
+            n.task AS new_task, COALESCE(n.why, 'none') AS new_why, n.due_at AS new_due
         FROM o JOIN n ON n.id = o.id
         WHERE o.due_at IS DISTINCT FROM n.due_at OR o.attempts IS DISTINCT FROM n.attempts
            OR o.why IS DISTINCT FROM n.why OR o.user_id IS DISTINCT FROM n.user_id
@@ -162,16 +159,14 @@ BEGIN
             SELECT new_task, new_why, 1 FROM c WHERE old_task <> new_task OR old_why <> new_why) x
         GROUP BY task, why HAVING SUM(d) <> 0)
     INSERT INTO mine_versions AS v (user_id, version, jobs, next_due_at)
-    SELECT u, 1, SUM(d), (SELECT MIN(due_at) FROM content_jobs j WHERE j.user_id = u)
-    FROM (SELECT old_user AS u, -1 AS d FROM c UNION ALL SELECT new_user, 1 FROM c) x
+    SELECT u, 1, SUM(d), MIN(due)
+    FROM (SELECT old_user AS u, -1 AS d, NULL::bigint AS due FROM c UNION ALL SELECT new_user, 1, new_due FROM c) x
     GROUP BY u ORDER BY u
-    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1, jobs = v.jobs + EXCLUDED.jobs, next_due_at = EXCLUDED.next_due_at;
+    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1, jobs = v.jobs + EXCLUDED.jobs,
+        next_due_at = CASE WHEN v.jobs + EXCLUDED.jobs = 0 THEN NULL ELSE LEAST(v.next_due_at, EXCLUDED.next_due_at) END;
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER content_jobs_version_insert AFTER INSERT ON content_jobs REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION owed_version_jobs_insert();
-CREATE TRIGGER content_jobs_version_delete AFTER DELETE ON content_jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT EXECUTE FUNCTION owed_version_jobs_delete();
+CREATE TRIGGER content_jobs_version AFTER INSERT OR DELETE ON content_jobs FOR EACH ROW EXECUTE FUNCTION owed_version_job();
 CREATE TRIGGER content_jobs_version_update AFTER UPDATE ON content_jobs REFERENCING OLD TABLE AS o NEW TABLE AS n
     FOR EACH STATEMENT EXECUTE FUNCTION owed_version_jobs_update();

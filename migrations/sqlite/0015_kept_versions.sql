@@ -1,4 +1,5 @@
--- Kept versions and counts (issue 25): see migrations/postgres/0015_kept_versions.sql. On
+-- Kept versions and counts (issue 25): see migrations/postgres/0015_kept_versions.sql
+-- (next_due_at is a bound: no later than the author's earliest due time). On
 -- SQLite job_counts keeps one row per (task, why), updated in place (one writer: nobody waits).
 CREATE TABLE mine_versions (
     user_id     INTEGER PRIMARY KEY, -- 0: what every author's view shares (the holds)
@@ -118,8 +119,7 @@ CREATE TRIGGER content_jobs_version AFTER INSERT ON content_jobs BEGIN
 END;
 CREATE TRIGGER content_jobs_version_delete AFTER DELETE ON content_jobs BEGIN
     UPDATE mine_versions SET version = version + 1, jobs = jobs - 1,
-        next_due_at = CASE WHEN next_due_at IS NULL OR OLD.due_at <= next_due_at
-            THEN (SELECT MIN(due_at) FROM content_jobs WHERE user_id = OLD.user_id) ELSE next_due_at END
+        next_due_at = CASE WHEN jobs = 1 THEN NULL ELSE next_due_at END
     WHERE user_id = OLD.user_id;
     UPDATE job_counts SET n = n - 1 WHERE task = OLD.task AND why = COALESCE(OLD.why, 'none');
 END;
@@ -127,8 +127,7 @@ CREATE TRIGGER content_jobs_version_update AFTER UPDATE ON content_jobs
     WHEN OLD.due_at IS NOT NEW.due_at OR OLD.attempts IS NOT NEW.attempts OR OLD.why IS NOT NEW.why
       OR OLD.user_id IS NOT NEW.user_id OR OLD.task IS NOT NEW.task OR OLD.kind IS NOT NEW.kind OR OLD.item_id IS NOT NEW.item_id BEGIN
     UPDATE mine_versions SET version = version + 1, jobs = jobs - 1,
-        next_due_at = CASE WHEN next_due_at IS NULL OR OLD.due_at <= next_due_at
-            THEN (SELECT MIN(due_at) FROM content_jobs WHERE user_id = OLD.user_id) ELSE next_due_at END
+        next_due_at = CASE WHEN jobs = 1 THEN NULL ELSE next_due_at END
     WHERE user_id = OLD.user_id;
     INSERT INTO mine_versions (user_id, version, jobs, next_due_at) VALUES (NEW.user_id, 1, 1, NEW.due_at)
     ON CONFLICT (user_id) DO UPDATE SET version = version + 1, jobs = jobs + 1,
