@@ -36,19 +36,28 @@ INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), COUNT(
 -- so it is not written again: PostgreSQL keeps every version a transaction writes of one row
 -- until it ends, and finding the row costs a step per version (a statement writing a thousand
 -- items of one author would cost a million steps).
-CREATE FUNCTION owed_mine_bump(p_user bigint) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO mine_versions AS v (user_id, version) SELECT p_user, 1 WHERE p_user IS NOT NULL
-    ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1
-    WHERE v.xmin::text::bigint <> txid_current() % 4294967296;
-$$;
+CREATE FUNCTION owed_mine_bump(p_user bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    -- plpgsql, not sql: its statements are planned once per session, not at every call.
+    IF p_user IS NOT NULL THEN
+        INSERT INTO mine_versions AS v (user_id, version) VALUES (p_user, 1)
+        ON CONFLICT (user_id) DO UPDATE SET version = v.version + 1
+        WHERE v.xmin::text::bigint <> txid_current() % 4294967296;
+    END IF;
+END $$;
 
 -- The author of an item (NULL once it is gone: its own deletion bumped them).
-CREATE FUNCTION owed_item_author(p_kind text, p_id bigint) RETURNS bigint LANGUAGE sql STABLE AS $$
-    SELECT CASE p_kind
-        WHEN 'revision' THEN (SELECT user_id FROM revisions WHERE id = p_id)
-        WHEN 'comment' THEN (SELECT user_id FROM comments WHERE id = p_id)
-        WHEN 'pitch' THEN (SELECT user_id FROM pitches WHERE id = p_id) END;
-$$;
+CREATE FUNCTION owed_item_author(p_kind text, p_id bigint) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_kind = 'revision' THEN
+        RETURN (SELECT user_id FROM revisions WHERE id = p_id);
+    ELSIF p_kind = 'comment' THEN
+        RETURN (SELECT user_id FROM comments WHERE id = p_id);
+    ELSIF p_kind = 'pitch' THEN
+        RETURN (SELECT user_id FROM pitches WHERE id = p_id);
+    END IF;
+    RETURN NULL;
+END $$;
 
 -- Rows with a user_id: items and budgets.
 CREATE FUNCTION owed_version_user_row() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -115,10 +124,10 @@ CREATE TRIGGER scores_version AFTER INSERT OR UPDATE OR DELETE ON scores FOR EAC
 -- go, which would walk the index over every job deleted since the last vacuum; the store
 -- looks further only when the bound has passed), and the counts.
 --
--- A row's insert and delete update its author's row at once. An update runs once per
--- statement, over its transition tables, and locks the authors' rows in author order, so that
--- statements changing many authors' jobs (putting every due job off, a retry) never deadlock
--- on them; a claim changes only leases and leaves at the first check.
+-- An insert updates its author's row at once. Deletes and updates run once per statement,
+-- over their transition tables, and lock the authors' rows in author order, so that statements
+-- changing many authors' jobs (putting every due job off, a retry, a bulk delete) never
+-- deadlock on them; a claim changes only leases and leaves at the first check.
 CREATE FUNCTION owed_version_job() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
@@ -167,6 +176,19 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER content_jobs_version AFTER INSERT OR DELETE ON content_jobs FOR EACH ROW EXECUTE FUNCTION owed_version_job();
+CREATE FUNCTION owed_version_jobs_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM mine_versions WHERE user_id IN (SELECT user_id FROM o) ORDER BY user_id FOR UPDATE;
+    UPDATE mine_versions v SET version = v.version + 1, jobs = v.jobs - d.n,
+        next_due_at = CASE WHEN v.jobs = d.n THEN NULL ELSE v.next_due_at END
+    FROM (SELECT user_id, COUNT(*) AS n FROM o GROUP BY user_id) d
+    WHERE v.user_id = d.user_id;
+    INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), -COUNT(*) FROM o GROUP BY 1, 2;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER content_jobs_version AFTER INSERT ON content_jobs FOR EACH ROW EXECUTE FUNCTION owed_version_job();
+CREATE TRIGGER content_jobs_version_delete AFTER DELETE ON content_jobs REFERENCING OLD TABLE AS o
+    FOR EACH STATEMENT EXECUTE FUNCTION owed_version_jobs_delete();
 CREATE TRIGGER content_jobs_version_update AFTER UPDATE ON content_jobs REFERENCING OLD TABLE AS o NEW TABLE AS n
     FOR EACH STATEMENT EXECUTE FUNCTION owed_version_jobs_update();
