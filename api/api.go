@@ -76,6 +76,8 @@ type API struct {
 
 	liveOnce sync.Once
 	live     *live
+	memOnce  sync.Once   // mine_memory.go
+	memory   *mineMemory // mine_memory.go
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

@@ -146,18 +146,8 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 // (so its sweep starts then, as a poll at that moment would start it).
 func (st *mineState) recheckAt() time.Time {
 	at := models.BudgetReset(st.now)
-	for i := range st.v.Jobs {
-		j := &st.v.Jobs[i]
-		t := j.DueAt
-		if j.LeaseUntil != nil && j.LeaseUntil.After(t) {
-			t = *j.LeaseUntil
-		}
-		if t.UnixMilli() <= st.now.UnixMilli() {
-			continue // due now: its sweep was started
-		}
-		if t.Before(at) {
-			at = t
-		}
+	if w := st.v.WakeAt; !w.IsZero() && w.After(st.now) && w.Before(at) {
+		at = w
 	}
 	if floor := st.now.Add(minRecheck); at.Before(floor) {
 		at = floor
@@ -182,7 +172,7 @@ func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mi
 
 // buildMine reads and encodes the view's answer at st.
 func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
-	items, next, err := a.Store.MinePage(ctx, u.ID, st.v.Jobs, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after})
+	items, next, err := a.Store.MinePage(ctx, u.ID, nil, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after})
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +240,19 @@ func (a *API) mine(c echo.Context) error {
 		w = a.notifier().Watch(u.ID)
 		defer func() { w.Close() }()
 	}
-	st, err := a.readMine(ctx, u, &q)
+	read := a.readMine
+	if w == nil {
+		if inm != "" {
+			if st, ok := a.mineFromMemory(ctx, u, &q); ok && etagMatches(inm, st.etag) {
+				// Unchanged since the version in memory was read (mine_memory.go).
+				c.Response().Header().Set("ETag", st.etag)
+				c.Response().Header().Set("Cache-Control", "private, no-cache")
+				return c.NoContent(http.StatusNotModified)
+			}
+		}
+		read = a.readMineKept
+	}
+	st, err := read(ctx, u, &q)
 	if err != nil {
 		return err
 	}

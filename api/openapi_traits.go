@@ -14,7 +14,6 @@ import (
 // writeMethods are the methods of writes: each takes Idempotency-Key and the write limit.
 var writeMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
 	"GET /api/listeners/mine": true,

@@ -263,12 +263,12 @@ func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 }
 
 func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
-	st, err := a.Store.Stats(ctx)
+	// The kept counts (no count of the job table) and one index read for the oldest due job.
+	oldest, err := a.Store.OldestDue(ctx, a.Clock.Now())
 	if err != nil {
 		return metrics.JobCounts{}, err
 	}
 	out := metrics.JobCounts{ByTaskWhy: map[[2]string]int64{}}
-	// Stats counts by task and by why separately; the per-pair counts come from the same rows.
 	pairs, err := a.Store.JobsByTaskWhy(ctx)
 	if err != nil {
 		return out, err
@@ -276,8 +276,8 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 	for k, n := range pairs {
 		out.ByTaskWhy[k] = n
 	}
-	if st.OldestDueAt != nil {
-		out.OldestDueAge = a.Clock.Now().Sub(*st.OldestDueAt)
+	if oldest != nil {
+		out.OldestDueAge = a.Clock.Now().Sub(*oldest)
 		out.HasOldestDueAge = true
 	}
 	return out, nil

@@ -1,12 +1,14 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,7 +263,12 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	for i, c := range calls {
 		rows[i] = newScreenRow(c, now)
 	}
-	param, err := jsonParam(rows)
+	// Written in author order: each verdict bumps its author's kept version (migration 0015),
+	// and batches that lock those rows in one order never deadlock with each other or with
+	// the budget's charges (also in author order).
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.EvUserID, b.EvUserID) })
+	param, err := jsonParam(sorted)
 	if err != nil {
 		return nil, err
 	}
@@ -608,7 +615,13 @@ func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, afte
 }
 
 // CountJobs counts the jobs the filter selects.
+// By task, why and author alone it reads the kept counts (keptCount).
 func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
+	if n, ok, err := s.keptCount(ctx, f); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
+	} else if ok {
+		return n, nil
+	}
 	where, args := f.where(s.nowMs())
 	var n int64
 	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...); err != nil {

@@ -3,9 +3,11 @@ package models
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,37 +24,35 @@ type MineItem struct {
 	Jobs       []Job
 }
 
-// ItemCount is how many items of one kind an author has, and the sum of their ids.
-type ItemCount struct {
-	N     int64
-	IDSum int64
-}
-
-// MineVersion is what an author's own view (Mine, and their budget) is made of, read from keys
-// and indexes alone, so that the view's ETag is known before the view is built:
+// MineVersion is what an author's own view (Mine, and their budget) is made of, kept by the
+// database (migration 0015) so that the view's ETag is known before the view is built, from one
+// row read by key whatever the author's backlog:
 //
-//   - for each kind of item (revisions, comments, pitches, in that order) the count and the sum
-//     of the ids (index-only on revisions_user and the like). Ids are never reused
-//     (AUTOINCREMENT on SQLite, identity on PostgreSQL) and every new id is above every older
-//     one, so the pair changes with any insert or delete, in any combination;
-//   - the author's owed jobs (content_jobs_user_due), whole. A verdict or a score is only ever
-//     recorded with its job's deletion (the screens_settle and scores_settle triggers), and an
-//     allowed revision's verdict owes a new score job, so the jobs change with every verdict and
-//     score; a reschedule changes a job's due_at, attempts and why, a retry its due_at;
-//   - the spend on the budget day of now.
+//   - Version, the author's change counter (mine_versions): the triggers on every table the
+//     view shows — items, owed jobs, verdicts, scores, budget charges, the daily limit — bump it
+//     in the transaction that changes the view, so it differs after every change, by the store
+//     or by raw SQL, and never comes back (it only grows);
+//   - Shared, the counter of what every view shares (mine_versions row 0: the holds);
+//   - the spend on the budget day of now (the budget day is in the ETag).
 //
-// Items are never updated in place, so nothing else of the view can change. What the version
-// leaves to the caller is what the caller knows: the user, their effective daily limit, and the
-// budget day (Day).
+// The same row keeps the author's number of owed jobs and their earliest due time, so the view
+// knows whether to wake the author's jobs, and when to look again, without reading them.
 type MineVersion struct {
-	Day   string       // the budget day of now
-	Items [3]ItemCount // revisions, comments, pitches
-	Spent int64        // spent on Day
-	Jobs  []Job        // the author's owed jobs, by id
-	// Due reports whether one of Jobs is due at now: due_at passed, no lease holds it and its
-	// task is not held (the same test a claim makes), i.e. whether a sweep of the author would
-	// find anything.
+	Day     string // the budget day of now
+	Version int64  // the author's change counter (0: never changed)
+	Shared  int64  // the counter of what every view shares (the holds)
+	Spent   int64  // spent on Day
+	Jobs    int64  // the author's owed jobs
+	// NextDueAt is no later than the earliest due time of the author's jobs (nil: none): the
+	// kept bound, or, once it has passed with nothing due, the earliest itself.
+	NextDueAt *time.Time
+	// Due reports whether one of the author's jobs is due at now: due_at passed, no lease holds
+	// it and its task is not held (the same test a claim makes), i.e. whether a sweep of the
+	// author would find anything.
 	Due bool
+	// WakeAt is when one of the author's jobs that is not due at now may come due (its due
+	// time, or the end of its lease); zero when none will without a change.
+	WakeAt time.Time
 	// Held is what is held (Holds): the view shows a held job's why as held.
 	Held Holds
 	// Appeals is the author's appeals (count plus the sum of their decision times, in the
@@ -60,73 +60,113 @@ type MineVersion struct {
 	Appeals int64
 }
 
-// mineVersionQuery reads a MineVersion in one statement, so from one snapshot: a first row
-// (k = 0) of uncorrelated scalar subqueries (each evaluated once: counts and id sums from the
-// (user_id, id) indexes alone, today's spend from its key), then one row (k = 1) per owed job of
-// the author, by content_jobs_user_due. No ORDER BY: at a million items SQLite's sorter, even
-// for ten rows, cost as much again as the rest of the statement (measured), so the caller tells
-// the rows apart by k and sorts the jobs itself.
-const mineVersionQuery = `SELECT 0 AS k,
-		(SELECT COUNT(*) FROM revisions WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM revisions WHERE user_id = ?),
-		(SELECT COUNT(*) FROM comments WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM comments WHERE user_id = ?),
-		(SELECT COUNT(*) FROM pitches WHERE user_id = ?), (SELECT CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM pitches WHERE user_id = ?),
-		(SELECT spent FROM budgets WHERE user_id = ? AND day = ?),
-		(SELECT screen + 2 * score FROM holds WHERE id = 1), NULL, NULL, NULL, NULL,
-		(SELECT CAST(COUNT(*) + COALESCE(SUM(COALESCE(decided_at, 0)), 0) AS BIGINT) FROM reviews WHERE user_id = ? AND reason = 'appeal'),
-		NULL, NULL, NULL, NULL, NULL, NULL
-	UNION ALL
-	SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + jobColumns + ` FROM content_jobs WHERE user_id = ?`
+// mineVersionQuery reads a MineVersion's kept rows in one statement: the author's and the
+// shared row of mine_versions, today's spend and the holds, each by its key; and the author's
+// appeals (count plus the sum of their decision times: filing or deciding one changes it), which
+// the kept counter does not follow.
+const mineVersionQuery = `SELECT v.version, v.jobs, v.next_due_at, g.version, b.spent, h.screen + 2 * h.score,
+		(SELECT CAST(COUNT(*) + COALESCE(SUM(COALESCE(decided_at, 0)), 0) AS BIGINT) FROM reviews WHERE user_id = ? AND reason = 'appeal')
+	FROM holds h
+	LEFT JOIN mine_versions v ON v.user_id = ?
+	LEFT JOIN mine_versions g ON g.user_id = 0
+	LEFT JOIN budgets b ON b.user_id = ? AND b.day = ?
+	WHERE h.id = 1`
+
+// mineDueProbe bounds how many of the author's jobs due by now MineVersion reads to tell
+// whether one of them is free to claim (the others are leased or held).
+const mineDueProbe = 64
 
 // MineVersion reads the version of the author's own view at now (see MineVersion), on the
-// read pool, without reading any item.
+// read pool, without reading any item: one row by key, and, only when the author's earliest
+// job is due by now, at most mineDueProbe of their due jobs (by content_jobs_user_due), to tell
+// a job free to claim from one leased or held.
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
-	u := userID
-	rows, err := s.query(ctx, s.read, mineVersionQuery, u, u, u, u, u, u, u, v.Day, u, u)
+	rows, err := s.query(ctx, s.read, mineVersionQuery, userID, userID, userID, v.Day)
 	if err != nil {
 		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
-	defer rows.Close()
-	r := newRow(8 + jobColumnCount)
+	r := newRow(7)
+	found := false
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
+			rows.Close()
 			return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 		}
-		if r.int64(0) == 0 {
-			for k := range v.Items {
-				v.Items[k] = ItemCount{N: r.int64(1 + 2*k), IDSum: r.int64(2 + 2*k)}
-			}
-			if r.vals[7] != nil {
-				v.Spent = r.int64(7)
-			}
-			if r.vals[8] != nil {
-				held := r.int64(8)
-				v.Held.Screen, v.Held.Score = held&1 != 0, held&2 != 0
-			}
-			if r.vals[13] != nil {
-				v.Appeals = r.int64(13)
-			}
-		} else {
-			j := r.job(8)
-			if j.DueBy(now) {
-				v.Due = true
-			}
-			v.Jobs = append(v.Jobs, j)
+		found = true
+		if r.vals[0] != nil {
+			v.Version, v.Jobs = r.int64(0), r.int64(1)
+			v.NextDueAt = r.timep(2)
 		}
-		if r.err != nil {
-			return v, fmt.Errorf("mine version of user %d: %w", userID, r.err)
+		if r.vals[3] != nil {
+			v.Shared = r.int64(3)
+		}
+		if r.vals[4] != nil {
+			v.Spent = r.int64(4)
+		}
+		held := r.int64(5)
+		v.Held.Screen, v.Held.Score = held&1 != 0, held&2 != 0
+		if r.vals[6] != nil {
+			v.Appeals = r.int64(6)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	err = errors.Join(rows.Err(), rows.Close(), r.err)
+	if err == nil && !found {
+		err = errors.New("no holds row")
+	}
+	if err != nil {
 		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
-	slices.SortFunc(v.Jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
-	if v.Due && (v.Held.Screen || v.Held.Score) {
-		v.Due = false
-		for _, j := range v.Jobs {
-			if !v.Held.Task(j.Task) && j.DueBy(now) {
-				v.Due = true
-			}
+	if v.NextDueAt == nil {
+		return v, nil
+	}
+	if v.NextDueAt.After(now) {
+		v.WakeAt = *v.NextDueAt
+		return v, nil
+	}
+	// The earliest job is due by now: is one free to claim?
+	rows, err = s.query(ctx, s.read, `SELECT due_at, lease_until, task FROM content_jobs
+		WHERE user_id = ? AND due_at <= ? ORDER BY due_at LIMIT ?`, userID, now, mineDueProbe)
+	if err != nil {
+		return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
+	}
+	r = newRow(3)
+	n := 0
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			rows.Close()
+			return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
+		}
+		n++
+		lease, task := r.timep(1), Task(r.str(2))
+		switch {
+		case v.Held.Task(task):
+			// lifting the hold changes the shared version
+		case lease == nil || !lease.After(now):
+			v.Due = true
+		case v.WakeAt.IsZero() || lease.Before(v.WakeAt):
+			v.WakeAt = *lease
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close(), r.err); err != nil {
+		return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
+	}
+	if n == 0 {
+		// The kept bound has passed, yet nothing is due: the earliest job comes later.
+		var next []int64
+		if err := s.scan(ctx, s.read, &next, `SELECT MIN(due_at) FROM content_jobs WHERE user_id = ? AND due_at > ?`, userID, now); err != nil {
+			return v, fmt.Errorf("mine version of user %d: next due job: %w", userID, err)
+		}
+		if len(next) > 0 && next[0] > 0 {
+			t := fromMillis(next[0])
+			v.NextDueAt, v.WakeAt = &t, t
+		}
+		return v, nil
+	}
+	if !v.Due && n == mineDueProbe {
+		// More are due than were read, all of these leased or held: look again soon.
+		if soon := now.Add(time.Minute); v.WakeAt.IsZero() || soon.Before(v.WakeAt) {
+			v.WakeAt = soon
 		}
 	}
 	return v, nil
@@ -277,7 +317,48 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		last := items[len(items)-1]
 		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
+	if jobs == nil && len(items) > 0 {
+		if err := s.pageJobs(ctx, userID, items); err != nil {
+			return nil, nil, fmt.Errorf("mine page: jobs: %w", err)
+		}
+	}
 	return items, next, nil
+}
+
+// pageJobs reads the owed jobs of the page's items alone, in one statement by their
+// (task, kind, item_id) keys (content_jobs' unique index), so a page costs the same whatever
+// the author's backlog. The keys are the product of the tasks, the page's kinds and its ids;
+// the few that name no item of the page are left out here. The author is a filter only
+// (+user_id): by content_jobs_user_due a page would read every job of the author.
+func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
+	at := make(map[jobKey]int, len(items))
+	var kinds, ids []any
+	seen := map[Kind]bool{}
+	for i := range items {
+		at[jobKey{items[i].Kind, items[i].ID}] = i
+		ids = append(ids, items[i].ID)
+		if !seen[items[i].Kind] {
+			seen[items[i].Kind] = true
+			kinds = append(kinds, items[i].Kind)
+		}
+	}
+	args := append(append([]any{userID}, kinds...), ids...)
+	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs
+		WHERE +user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
+		AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`, args...)
+	if err != nil {
+		return err
+	}
+	jobs, err := scanJobs(rows, 0)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if i, ok := at[jobKey{j.Kind, j.ItemID}]; ok {
+			items[i].Jobs = append(items[i].Jobs, j)
+		}
+	}
+	return nil
 }
 
 // mineKind appends to items the page's candidates of one kind (mineQueries[rank]): at most

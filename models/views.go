@@ -268,24 +268,3 @@ func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, 
 	}
 	return out, nil
 }
-
-// JobsByTaskWhy counts owed jobs by task and why ("none" when a job has no why).
-func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) {
-	var groups []struct {
-		Task string  `gorm:"column:task"`
-		Why  *string `gorm:"column:why"`
-		N    int64   `gorm:"column:n"`
-	}
-	if err := s.scan(ctx, s.read, &groups, `SELECT task, why, COUNT(*) AS n FROM content_jobs GROUP BY task, why`); err != nil {
-		return nil, fmt.Errorf("jobs by task and why: %w", err)
-	}
-	out := map[[2]string]int64{}
-	for _, g := range groups {
-		w := "none"
-		if g.Why != nil {
-			w = *g.Why
-		}
-		out[[2]string{g.Task, w}] += g.N
-	}
-	return out, nil
-}

@@ -21,7 +21,6 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -31,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // Channel is the PostgreSQL notification channel; payloads are "<schema>:<author id>", or
@@ -51,6 +52,7 @@ type Hub struct {
 	done    chan struct{}
 	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
 	watches int // open watches
+	sync    syncState
 }
 
 // signal is one change of an author: c closes at it, and next is the change after it.
@@ -246,6 +248,7 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.mu.Lock()
 	h.stop, h.done = cancel, make(chan struct{})
 	h.mu.Unlock()
+	h.setUp(true)
 	go h.run(lctx, conn)
 	return nil
 }
@@ -260,6 +263,7 @@ func (h *Hub) Stop() {
 		stop()
 		<-done
 	}
+	h.setUp(false)
 	h.WakeAll()
 }
 
@@ -273,6 +277,11 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 		// The URL's own name, when it gives one, names this connection too, so an operator
 		// (or a failover test) finds all of a replica's connections by it.
 		cfg.RuntimeParams["application_name"] = "owed-notify"
+	}
+	// A Sync interrupts the wait for notifications by a deadline on the socket, which leaves
+	// the connection usable (the default sends the server a cancel request, a new connection).
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -303,6 +312,7 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 	defer close(h.done)
 	for {
 		err := h.receive(ctx, conn)
+		h.setUp(false)
 		conn.Close(context.Background())
 		if ctx.Err() != nil {
 			return
@@ -335,30 +345,59 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 		// Whatever changed while the connection was down was not heard: every waiter looks.
 		h.log.Info("notify: listening again")
 		h.WakeAll()
+		h.setUp(true)
 	}
 }
 
-// receive hands each notification to Changed until the connection fails or ctx ends.
+// receive hands each notification to Changed until the connection fails or ctx ends, and
+// makes the round trips that Syncs ask for.
 func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
 	h.mu.Lock()
 	prefix := h.schema + ":"
 	h.mu.Unlock()
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	handle := func(n *pgconn.Notification) {
 		rest, ok := strings.CutPrefix(n.Payload, prefix)
 		if !ok {
-			continue // another schema's owed, in the same database
+			return // another schema's owed, in the same database
 		}
 		if rest == "*" { // every author's view (a hold: migration 0010)
 			h.WakeAll()
 		} else if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
 			h.Changed(id)
+		}
+	}
+	drain := func(conn *pgx.Conn) error {
+		for {
+			n, _ := conn.WaitForNotification(drained)
+			if n == nil {
+				return nil
+			}
+			handle(n)
+		}
+	}
+	for {
+		waiting, wctx, cancel := h.armWait(ctx)
+		if waiting != nil {
+			if err := h.barrier(ctx, conn, waiting, drain); err != nil {
+				return err
+			}
+			continue
+		}
+		n, err := conn.WaitForNotification(wctx)
+		h.disarm()
+		interrupted := wctx.Err() != nil
+		cancel()
+		if n != nil {
+			handle(n)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if interrupted && !conn.IsClosed() {
+				continue // a Sync: its round trip is next
+			}
+			return err
 		}
 	}
 }

@@ -52,7 +52,7 @@ func scaleAuthor(i int) string { return "owed_scale_author_" + strconv.Itoa(i) }
 func main() {
 	var (
 		target   = flag.String("target", "http://127.0.0.1:8080", "owed's base URL")
-		runs     = flag.String("run", "mine,304,jobs-why,jobs-user", "what to load: mine, 304, jobs-why, jobs-user, streams")
+		runs     = flag.String("run", "mine,304,jobs-why,jobs-user", "what to load: healthz, mine, 304, jobs-why, jobs-user, streams")
 		rate     = flag.Int("rate", 0, "requests a second, open loop; 0 saturates with -workers in flight")
 		workers  = flag.Uint64("workers", 32, "requests in flight when saturating")
 		duration = flag.Duration("duration", 10*time.Second, "each run's length")
@@ -130,6 +130,12 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 			h := hs[pick(len(hs))]
 			t.Method, t.URL, t.Header = http.MethodGet, target+"/api/listeners/mine", bearer(h.tok)
 			t.Header.Set("If-None-Match", h.etag)
+			return nil
+		}
+	case "healthz":
+		// The reference: owed's cheapest answer, in the same run.
+		targeter = func(t *vegeta.Target) error {
+			t.Method, t.URL = http.MethodGet, target+"/healthz"
 			return nil
 		}
 	case "jobs-why":

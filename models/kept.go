@@ -1,0 +1,126 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kept counts (migration 0015): the owed jobs per (task, why) in job_counts and per author in
+// mine_versions, maintained by the triggers on content_jobs in the transaction of each change,
+// so no request or scrape counts the job table.
+
+// jobCountsFold is how many rows of job_counts a read may sum before it folds them into one
+// row per (task, why). Only PostgreSQL appends rows (one per change, so that writers never wait
+// on a shared counter); SQLite keeps one row per pair, so it never gets there.
+const jobCountsFold = 256
+
+// JobsByTaskWhy counts owed jobs by task and why ("none" when a job has no why), from the kept
+// counts.
+func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) {
+	rows, err := s.query(ctx, s.read, `SELECT task, why, CAST(SUM(n) AS BIGINT), COUNT(*) FROM job_counts GROUP BY task, why`)
+	if err != nil {
+		return nil, fmt.Errorf("jobs by task and why: %w", err)
+	}
+	out := map[[2]string]int64{}
+	r := newRow(4)
+	var kept int64
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("jobs by task and why: %w", err)
+		}
+		if n := r.int64(2); n != 0 {
+			out[[2]string{r.str(0), r.str(1)}] = n
+		}
+		kept += r.int64(3)
+	}
+	if err := errors.Join(rows.Err(), rows.Close(), r.err); err != nil {
+		return nil, fmt.Errorf("jobs by task and why: %w", err)
+	}
+	if kept > jobCountsFold {
+		if err := s.foldJobCounts(ctx); err != nil {
+			return nil, fmt.Errorf("jobs by task and why: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// foldJobCounts replaces the rows of job_counts by one row per (task, why), in one statement
+// (one snapshot: rows appended meanwhile stay as they are). PostgreSQL only: see jobCountsFold.
+func (s *Store) foldJobCounts(ctx context.Context) error {
+	if _, err := s.exec(ctx, `WITH d AS (DELETE FROM job_counts RETURNING task, why, n)
+		INSERT INTO job_counts (task, why, n) SELECT task, why, SUM(n) FROM d GROUP BY task, why HAVING SUM(n) <> 0`); err != nil {
+		return fmt.Errorf("fold job counts: %w", err)
+	}
+	return nil
+}
+
+// keptCount answers CountJobs from the kept counts when the filter selects by task, why and
+// author alone (the admin's lists by why, by task, by author, and all of them); ok is false
+// for any other filter.
+func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
+	if f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" {
+		return 0, false, nil
+	}
+	if f.UserID != 0 {
+		if f.Task != "" || f.Why != "" {
+			return 0, false, nil
+		}
+		var jobs []int64
+		if err := s.scan(ctx, s.read, &jobs, `SELECT jobs FROM mine_versions WHERE user_id = ?`, f.UserID); err != nil {
+			return 0, false, err
+		}
+		if len(jobs) > 0 {
+			n = jobs[0]
+		}
+		return n, true, nil
+	}
+	pairs, err := s.JobsByTaskWhy(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	held := f.Held
+	if held == nil && f.Why != "" {
+		h, err := s.Holds(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		held = &h
+	}
+	for k, c := range pairs {
+		task, why := Task(k[0]), Why(k[1])
+		if f.Task != "" && task != f.Task {
+			continue
+		}
+		switch f.Why {
+		case "":
+		case WhyHeld:
+			if !held.Task(task) {
+				continue
+			}
+		default:
+			if held.Task(task) || why != f.Why {
+				continue
+			}
+		}
+		n += c
+	}
+	return n, true, nil
+}
+
+// OldestDue is the due time of the job that has waited longest among those due at now and
+// free to claim (nil: none), read by content_jobs_due from its start.
+func (s *Store) OldestDue(ctx context.Context, now time.Time) (*time.Time, error) {
+	var at []int64
+	if err := s.scan(ctx, s.read, &at, `SELECT due_at FROM content_jobs
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at, id LIMIT 1`, now, now); err != nil {
+		return nil, fmt.Errorf("oldest due job: %w", err)
+	}
+	if len(at) == 0 {
+		return nil, nil
+	}
+	t := fromMillis(at[0])
+	return &t, nil
+}
