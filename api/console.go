@@ -63,7 +63,12 @@ func (a *API) putHolds(c echo.Context) error {
 			*f.dst = *f.v
 		}
 	}
-	if err := a.Store.SetHolds(ctx, h, caller(c).ID); err != nil {
+	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		if err := tx.SetHolds(ctx, h, caller(c).ID); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditHolds, "holds", holdsOf(was), holdsOf(h))
+	}); err != nil {
 		return err
 	}
 	a.Log.Info("holds", "screen", h.Screen, "score", h.Score, "deliveries", h.Deliveries, "by", caller(c).ID)

@@ -189,6 +189,10 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if err != nil {
 		return nil, err
 	}
+	deferred, err := a.deferral(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := mineJSON{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
@@ -196,6 +200,10 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
 			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
+			if why == j.Why && deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) {
+				b := models.WhyBreaker // put off by the open breaker until its probe (a park moves due_at: a new ETag)
+				why = &b
+			}
 			m.Jobs = append(m.Jobs, jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts, NextAttemptAt: timeStr(j.DueAt)})
 		}
 		out.Items = append(out.Items, m)

@@ -68,6 +68,8 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", nil, eventListJSON{}, 200, eventsQuery{}},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", nil, statsJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/model/probe", a.probeModel, admins, "One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found", nil, modelStateJSON{}, 200, nil},
+		{http.MethodGet, "/api/admin/audit", a.listAudit, admins, "The audit trail: every operator action, who, when, on what and what changed; newest first", nil, auditListJSON{}, 200, auditQuery{}},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", nil, pluginsJSON{}, 200, nil},
 
 		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", webhookRequest{}, webhookCreatedJSON{}, 201, nil},

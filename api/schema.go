@@ -56,6 +56,7 @@ var enumLists = map[string][]string{
 	"mediaState":     names(models.MediaStates),
 	"backfillState":  backfillStates,
 	"waitsFor":       scheduler.WaitReasons,
+	"auditAction":    auditActions,
 }
 
 // patterns are the regular expressions a pattern tag may name instead of spelling one out.

@@ -54,25 +54,29 @@ const (
 	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
 	// while the hold lasts, whatever its row's why.
 	WhyHeld Why = "held"
+	// WhyBreaker: not asked: the model is failing (its breaker is open) and owed waits for its
+	// probe. No attempt was made; the job keeps its last real error and status.
+	WhyBreaker Why = "breaker"
 )
 
 // Whys lists every reason a job can wait, in display order.
-var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld}
+var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld, WhyBreaker}
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string
 
 // Event outcomes.
 const (
-	OutcomeAllow   EventOutcome = EventOutcome(VerdictAllow) // a screen's verdict
-	OutcomeBlock   EventOutcome = EventOutcome(VerdictBlock) // a screen's verdict
-	OutcomeScored  EventOutcome = "scored"                   // a score was recorded
-	OutcomePending EventOutcome = "pending"                  // the job was rescheduled with a why
-	OutcomeDecided EventOutcome = "decided"                  // a verdict recorded by hand
+	OutcomeAllow      EventOutcome = EventOutcome(VerdictAllow) // a screen's verdict
+	OutcomeBlock      EventOutcome = EventOutcome(VerdictBlock) // a screen's verdict
+	OutcomeScored     EventOutcome = "scored"                   // a score was recorded
+	OutcomePending    EventOutcome = "pending"                  // the job was rescheduled with a why
+	OutcomeDecided    EventOutcome = "decided"                  // a verdict recorded by hand
+	OutcomeOverturned EventOutcome = "overturned"               // a verdict changed by hand
 )
 
 // EventOutcomes lists every outcome of an event.
-var EventOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomePending, OutcomeDecided}
+var EventOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomePending, OutcomeDecided, OutcomeOverturned}
 
 // Role is what a user may do.
 type Role string
