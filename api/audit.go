@@ -103,3 +103,17 @@ func (a *API) listAudit(c echo.Context) error {
 	out, next := pageOf(entries, limit, auditEntryOf, func(e models.AuditEntry) any { return idCursor{e.ID} })
 	return c.JSON(http.StatusOK, auditListJSON{out, next})
 }
+
+// auditAfter records an action whose own writes are not the store's to join in one
+// transaction (the backfill queue's): it is written just after the action succeeded.
+func (a *API) auditAfter(c echo.Context, action, target string, after any) error {
+	return audit(c, a.Store, action, target, nil, after)
+}
+
+// backfillAuditTarget names the backfill queue, or one chat's job, in the audit trail.
+func backfillAuditTarget(chat string) string {
+	if chat == "" || !auditTarget.MatchString("backfill:"+chat) {
+		return "backfill"
+	}
+	return "backfill:" + chat
+}

@@ -53,6 +53,7 @@ type Config struct {
 	LogFormat       string
 	RetainEvents    time.Duration
 	RetainDelivered time.Duration
+	RetainAudit     time.Duration // how long the audit trail is kept (0: for ever)
 	// PublicURL is the URL people reach owed at; when it is https, session cookies are Secure
 	// and HSTS is sent.
 	PublicURL string
@@ -112,7 +113,7 @@ func Defaults() Config {
 		DailyBudget: models.DefaultDailyLimit, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
 		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: models.DefaultMaxConns, LogLevel: slog.LevelInfo,
-		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
+		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, RetainAudit: 8760 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
 		ModelBreaker: scheduler.DefaultModelBreaker,
 	}
 }
@@ -212,6 +213,7 @@ var Settings = []Setting{
 	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
 	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
+	{Env: "OWED_RETAIN_AUDIT", Default: shown(defaults.RetainAudit), Usage: "how long the audit trail of operator actions is kept", set: duration(func(c *Config) *time.Duration { return &c.RetainAudit }, time.Hour)},
 	{Env: "OWED_LOG_LEVEL", Default: shown(defaults.LogLevel), Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")

@@ -48,7 +48,7 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_MEDIA_MIN_GAP_MS": "0", "OWED_MEDIA_MAX_GAP_MS": "100", "OWED_WALK_IDLE": "1h",
 		"OWED_PLUGINS_DIR": "/etc/owed/plugins", "OWED_WEBHOOKS_ALLOW_PRIVATE": "yes", "OWED_MEDIA_ALLOW_PRIVATE": "on", "OWED_WRITE_RATE": "2.5",
 		"OWED_WRITE_BURST": "7", "OWED_DATABASE_MAX_CONNS": "9", "OWED_SHUTDOWN_GRACE": "3s",
-		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
+		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_RETAIN_AUDIT": "240h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
 		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
 	}
 	var args []string
