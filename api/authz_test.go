@@ -121,11 +121,12 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/admin/items/:kind/:id/verdict": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/items/pitch/%d/verdict", w.pitch(asAuthor, "")), map[string]any{"verdict": "allow", "note": "fine"}
 	}},
-	"GET /api/admin/stats":        {admins, false, []int{200}, static("/api/admin/stats", nil)},
-	"GET /api/admin/model":        {admins, false, []int{200}, static("/api/admin/model", nil)},
-	"POST /api/admin/model/probe": {admins, false, []int{200, 429}, static("/api/admin/model/probe", nil)},
-	"GET /api/admin/audit":        {admins, false, []int{200}, static("/api/admin/audit", nil)},
-	"GET /api/admin/plugins":      {admins, false, []int{200}, static("/api/admin/plugins", nil)},
+	"GET /api/admin/stats":                  {admins, false, []int{200}, static("/api/admin/stats", nil)},
+	"GET /api/admin/model":                  {admins, false, []int{200}, static("/api/admin/model", nil)},
+	"POST /api/admin/model/probe":           {admins, false, []int{200, 429}, static("/api/admin/model/probe", nil)},
+	"GET /api/admin/audit":                  {admins, false, []int{200}, static("/api/admin/audit", nil)},
+	"POST /api/admin/backfill/walk/release": {admins, false, []int{200}, static("/api/admin/backfill/walk/release", nil)},
+	"GET /api/admin/plugins":                {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
 	// Webhook subscriptions and their deliveries (admin).
 	"POST /api/admin/webhooks": {admins, false, []int{201}, static("/api/admin/webhooks", webhookBody())},

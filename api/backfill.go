@@ -301,3 +301,21 @@ func (a *API) putBackfillSettings(c echo.Context) error {
 	}
 	return a.backfillStatus(c)
 }
+
+// releaseWalk ends the walk lock an active scrape holds (POST /api/admin/backfill/walk/release),
+// audited, and answers the status: the queue goes on at once.
+func (a *API) releaseWalk(c echo.Context) error {
+	if a.Backfill == nil {
+		return errNoBackfill
+	}
+	_, err := a.Backfill.ReleaseWalk(c.Request().Context(), func(tx *models.Store, chats []string) error {
+		if len(chats) == 0 {
+			return nil // no walk held it: nothing changed
+		}
+		return audit(c, tx, models.AuditWalkRelease, "backfill", map[string]any{"walking": chats}, map[string]any{"walking": []string{}})
+	})
+	if err != nil {
+		return err
+	}
+	return a.backfillStatus(c)
+}

@@ -265,3 +265,49 @@ func TestAuditRetention(t *testing.T) {
 		}
 	})
 }
+
+// The job detail shows the item's whole content (the title is cut at 80 characters).
+func TestJobDetailShowsTheWholeContent(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		body := strings.Repeat("a long pitch body, ", 10) + "the end"
+		p, err := w.store().CreatePitch(t.Context(), w.uid[asAuthor], body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := w.job(models.TaskScreen, models.KindPitch, p.ID)
+		d := w.do(http.MethodGet, fmt.Sprintf("/api/admin/jobs/%d", job.ID), asAdmin, nil).JSON()
+		if it := obj(d["item"]); it["content"] != body || len(fmt.Sprint(it["title"])) != 80 {
+			t.Errorf("item = %v, want the whole body as content", it)
+		}
+	})
+}
+
+// An admin ends the walk lock an active scrape holds; the trail records it. Without a walk
+// there is nothing to release and nothing recorded.
+func TestReleaseTheWalkLock(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db)
+		r := w.do(http.MethodPost, "/api/scrapes", asBot, map[string]any{"chatId": "c1", "guildId": "g1", "backend": "puppet", "mode": "history"})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("scrape: %d %s", r.Status, r.Body)
+		}
+		if st := w.do(http.MethodGet, "/api/backfill", asAdmin, nil).JSON(); st["walkingChat"] != "c1" {
+			t.Fatalf("status before = %v, want c1 walking", st)
+		}
+		checkError(t, w.do(http.MethodPost, "/api/admin/backfill/walk/release", asBot, nil), 403, "forbidden", "")
+		r = w.do(http.MethodPost, "/api/admin/backfill/walk/release", asAdmin, nil)
+		if st := r.JSON(); r.Status != 200 || st["walkingChat"] != nil || st["walkingUntil"] != nil {
+			t.Errorf("release: %d %s, want no walk", r.Status, r.Body)
+		}
+		es := list(w.do(http.MethodGet, "/api/admin/audit?action=backfill.walk.release", asAdmin, nil).JSON()["entries"])
+		if len(es) != 1 || fmt.Sprint(obj(obj(es[0])["before"])["walking"]) != "[c1]" {
+			t.Errorf("release entries %v", es)
+		}
+		before := w.snapshot()
+		if r := w.do(http.MethodPost, "/api/admin/backfill/walk/release", asAdmin, nil); r.Status != 200 {
+			t.Errorf("a second release: %d %s", r.Status, r.Body)
+		}
+		w.unchanged(t, before, "releasing no walk")
+	})
+}

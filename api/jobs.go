@@ -60,6 +60,9 @@ type jobItem struct {
 	Kind   models.Kind `json:"kind" enum:"kind"`
 	SongID *int64      `json:"songId"`
 	Title  *string     `json:"title"`
+	// Content is the item's whole content, as the model is asked about it (a revision's song
+	// code, a comment's or pitch's body): an admin decides by hand seeing what they decide on.
+	Content *string `json:"content" description:"the item's whole content (a revision's code, a comment's or pitch's body); null when the item is gone"`
 }
 
 // jobFilterRequest selects jobs: in GET /api/admin/jobs's query and POST
@@ -297,8 +300,14 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 	if err != nil {
 		return err
 	}
+	item := jobItem{Kind: job.Kind, ID: job.ItemID, Title: job.ItemTitle, SongID: job.SongID}
+	if sub, ok, err := a.Store.ScreenSubject(ctx, job.Kind, job.ItemID); err != nil {
+		return err
+	} else if ok {
+		item.Content = &sub.Text
+	}
 	return c.JSON(http.StatusOK, jobDetailJSON{Job: a.jobOf(holds, deferred)(job),
-		Item:   jobItem{Kind: job.Kind, ID: job.ItemID, Title: job.ItemTitle, SongID: job.SongID},
+		Item:   item,
 		Author: jobAuthor{ID: job.UserID, Name: job.UserName}, Events: out})
 }
 

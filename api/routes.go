@@ -91,6 +91,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/backfill", a.getBackfill, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", nil, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/start", a.startBackfill, admins, "Start every job with pending rows, smallest first, or one chat's; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/pause", a.pauseBackfill, admins, "Pause every job, or one chat's, after its current batch; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/backfill/walk/release", a.releaseWalk, admins, "End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited", nil, backfillStatusJSON{}, 200, nil},
 		{http.MethodGet, "/api/backfill/settings", a.getBackfillSettings, admins, "The backfill queue's settings", nil, backfillSettingsJSON{}, 200, nil},
 		{http.MethodPut, "/api/backfill/settings", a.putBackfillSettings, admins, "Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)", backfillSettingsRequest{}, backfillStatusJSON{}, 200, nil},
 	}

@@ -93,3 +93,29 @@ func (c *Content) Deferral(ctx context.Context) (*time.Time, error) {
 	}
 	return row.DeferredUntil(), nil
 }
+
+// ReleaseWalk ends the walk lock an active scrape holds, for an admin (the bot's walk may have
+// died without saying so): the queue goes on at once instead of waiting WalkIdle; a push from
+// the bot takes the lock again. record runs in the same transaction (the audit trail). It
+// answers the chats whose walk held the lock.
+func (b *Backfill) ReleaseWalk(ctx context.Context, record func(tx *models.Store, chats []string) error) ([]string, error) {
+	var chats []string
+	err := b.store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if chats, err = tx.ReleaseWalk(ctx, b.cfg.WalkIdle); err != nil {
+			return err
+		}
+		if record != nil {
+			return record(tx, chats)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(chats) > 0 {
+		b.log.Info("walk lock released by an admin", "chats", chats)
+		b.wake()
+	}
+	return chats, nil
+}
