@@ -423,7 +423,7 @@ func testSignIn(t *testing.T, w *world, b *browser) {
 		t.Errorf("the session cookie is readable from the page: %q", c)
 	}
 	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
-	want := []string{"Overview", "Content jobs", "Backfill", "Budgets", "Events", "Webhooks"}
+	want := []string{"Overview", "Content jobs", "Backfill", "Budgets", "Events", "Webhooks", "Audit"}
 	if strings.Join(tabs, ",") != strings.Join(want, ",") {
 		t.Errorf("tabs %q, want %q", tabs, want)
 	}
@@ -524,7 +524,7 @@ func testJobs(t *testing.T, w *world, b *browser) {
 	if err != nil || due.After(w.env.Clock.Now()) {
 		t.Errorf("after retry the job is due at %v (now %v)", j["dueAt"], w.env.Clock.Now())
 	}
-	b.waitJS(t, "the retry toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+up+` is due now'))`)
+	b.waitJS(t, "the retry toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+up+` runs now'))`)
 	b.choose(t, "jobs-filter-why", "")
 	b.waitJS(t, "the filter cleared", `location.search === ''`)
 }
@@ -1104,9 +1104,20 @@ func testConsoleJobs(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "job-events", "answer is not JSON")
 
 	// Decide by hand: the garbage-answered pitch is blocked with a note; the job is settled.
+	// The item's whole content is shown; the verdict asks for confirmation (Esc cancels), then
+	// shows what was decided, by whom, with the note.
+	b.waitText(t, "job-detail-content", "new sample pack out")
 	b.fill(t, "job-decide-note", "spam, decided by hand")
 	b.click(t, "job-decide-block")
-	b.waitText(t, "job-detail-gone", "no longer owed")
+	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("job-decide-confirm-ok"))
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc cancels the confirmation", `!`+jsEl("job-decide-confirm")+` && !!`+jsEl("job-detail"))
+	if n := len(list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=decided&itemId=%d", num(unanswered["itemId"])))["events"])); n != 0 {
+		t.Errorf("a cancelled verdict was recorded")
+	}
+	b.click(t, "job-decide-block")
+	b.click(t, "job-decide-confirm-ok")
+	b.waitText(t, "job-decided", "Decided: block", "admin", "spam, decided by hand")
 	b.waitJS(t, "the row gone", `!`+jsEl("job-row-"+uid))
 	evs := list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=decided&itemId=%d", num(unanswered["itemId"])))["events"])
 	if len(evs) != 1 || obj(evs[0])["note"] != "spam, decided by hand" || obj(evs[0])["verdict"] != "block" {

@@ -265,9 +265,19 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 // owner has claimed it since.
 func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error) {
 	// A breaker closed meanwhile (the read that sent the job here is older than the close)
-	// puts nothing off: the job is let go at its own due time, for the next claim.
-	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
-		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
+	// puts nothing off: the job is let go at its own due time, for the next claim. The
+	// breaker's row is locked first, so a close either comes after (and releases the job) or
+	// is seen.
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockBreaker(ctx); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
+			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("put job %d off: %w", job.ID, err)
 	}
@@ -275,6 +285,13 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error
 		s.changed(job.UserID)
 	}
 	return n > 0, nil
+}
+
+// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL; SQLite's one
+// writer already serialises), so a park and a close never interleave.
+func (s *Store) lockBreaker(ctx context.Context) error {
+	var state []string
+	return s.scan(ctx, s.db, &state, `SELECT state FROM model_breaker WHERE id = 1`+s.dialect.forUpdate())
 }
 
 // breakerNotClosed is true in SQL while the breaker is open or probing.
@@ -292,7 +309,15 @@ func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64,
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
-	n, err := s.exec(ctx, q, args...)
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockBreaker(ctx); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, q, args...)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("put due jobs off: %w", err)
 	}

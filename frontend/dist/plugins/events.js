@@ -120,7 +120,7 @@ function Events({ ctx }) {
         <label for="ef-outcome">Outcome</label>
         <select id="ef-outcome" value=${filters.outcome} onChange=${set('outcome')}>
           <option value="">any</option>
-          ${['allow', 'block', 'scored', 'pending', 'decided'].map((o) => html`<option value=${o}>${o}</option>`)}
+          ${['allow', 'block', 'scored', 'pending', 'decided', 'overturned'].map((o) => html`<option value=${o}>${o}</option>`)}
         </select>
       </div>
       <div class="field">
@@ -178,7 +178,7 @@ function Events({ ctx }) {
                 <td><${Author} id=${e.userId} names=${names} /></td>
                 <td><${OutcomeBadge} outcome=${e.outcome} /></td>
                 <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
-                <td class="cell-error">${e.outcome === 'decided'
+                <td class="cell-error">${e.outcome === 'decided' || e.outcome === 'overturned'
                   ? html`<span class="small">${e.verdict} by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
                   : html`<${ErrorText} text=${e.error} testid=${'event-error-' + e.id} />`}</td>
                 <td class="num">${e.status ?? '—'}</td>
