@@ -398,6 +398,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
 	t.Run("console: typing in the events filter", func(t *testing.T) { testEventsFilterTyping(t, w, b) })
 	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
+	t.Run("incident: model down, hold, probe, decide, overturn, lift, retry", func(t *testing.T) { testIncident(t, w, b) })
 	t.Run("accessibility: axe-core on every panel, light and dark", func(t *testing.T) { testAccessibility(t, w, b) })
 	t.Run("layout: one row of tabs, 360 px", func(t *testing.T) { testLayout(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
@@ -1248,6 +1249,7 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 	panels := []struct{ id, ready string }{
 		{"overview", "overview-settled"}, {"jobs", "jobs-table"}, {"backfill", "backfill-state-memes"},
 		{"budgets", fmt.Sprintf("budget-row-%d", w.users["bo"])}, {"events", "events-table"}, {"webhooks", "webhook-row-" + fmt.Sprint(w.hooks["all"])},
+		{"audit", "audit-table"},
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{

@@ -91,6 +91,11 @@ function ModelStat({ ctx }) {
   const now = useNow(1000);
   const [busy, setBusy] = useState(false);
   const btn = useRef(null);
+  useEffect(() => {
+    const on = () => live.refresh(); // a hold changes what happens next
+    addEventListener('owed:holds', on);
+    return () => removeEventListener('owed:holds', on);
+  }, []);
   const m = live.data;
   if (!m) return html`<${Stat} label="Model" value="—" testid="stat-model" />`;
   const b = BREAKER[m.state] || { kind: 'warn', text: m.state };
