@@ -766,12 +766,27 @@ func testUsers(t *testing.T, w *world, b *browser) {
 		t.Errorf("the token the dialog showed: %d, want 200", r.Status)
 	}
 	w.toks["archiver"] = fresh
+	// Esc with the token shown warns before closing; Back returns to the token.
+	b.key(t, kb.Escape)
+	b.waitText(t, "rotate-leave", "Close without storing the token?")
+	b.waitJS(t, "the dialog still open", jsEl("rotate-dialog")+`.open`)
+	b.click(t, "rotate-leave-back")
+	b.waitJS(t, "the warning gone", `!`+jsEl("rotate-leave"))
 	b.click(t, "rotate-done")
 	b.waitJS(t, "the dialog to close", `!`+jsEl("rotate-dialog"))
 	b.waitJS(t, "focus back on the Rotate button", `document.activeElement === `+jsEl("user-rotate-"+bot))
 
 	dee := fmt.Sprint(w.users["dee"])
+	// Disable asks first (Esc cancels); the focus goes to the confirmation, then back.
 	b.click(t, "user-toggle-"+dee)
+	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("user-disable-confirm-ok"))
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc cancels", `!`+jsEl("user-disable-confirm")+` && document.activeElement === `+jsEl("user-toggle-"+dee))
+	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusOK {
+		t.Errorf("a cancelled Disable disabled the user: %d", r.Status)
+	}
+	b.click(t, "user-toggle-"+dee)
+	b.click(t, "user-disable-confirm-ok")
 	b.waitText(t, "user-state-"+dee, "disabled")
 	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("a disabled user's token: %d, want 401", r.Status)
@@ -790,6 +805,7 @@ func testUsers(t *testing.T, w *world, b *browser) {
 		}
 	}
 	b.click(t, "user-toggle-"+admin)
+	b.click(t, "user-disable-confirm-ok")
 	b.waitJS(t, "the last-admin refusal", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('last enabled admin'))`)
 	b.waitText(t, "user-state-"+admin, "enabled")
 }
@@ -1347,6 +1363,20 @@ func testEventsFilterTyping(t *testing.T, w *world, b *browser) {
 	}
 	b.key(t, kb.Enter)
 	b.waitJS(t, "the author filter", `location.search === '?userId=`+id+`' && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	b.click(t, "events-filter-user")
+	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(t, "no filter", `location.search === ''`)
+
+	// By the author's name, in any case; an event links to its job.
+	b.fill(t, "events-filter-user", "CY")
+	b.key(t, kb.Enter)
+	b.waitJS(t, "the author filter by name", `location.search === '?userId=`+id+`'`)
+	b.waitJS(t, "cy's events", `!!document.querySelector('[data-testid^="event-job-"]') && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	first := eval[string](t, b, `document.querySelector('[data-testid^="event-job-"]').dataset.testid`)
+	item := eval[string](t, b, jsEl(first)+`.textContent.trim()`)
+	b.click(t, first)
+	b.waitJS(t, "the jobs of the event's item", `location.pathname === '/admin/jobs' && location.search.includes('itemId=`+item+`')`)
+	b.tab(t, "events")
 	b.click(t, "events-filter-user")
 	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
 	b.waitJS(t, "no filter", `location.search === ''`)

@@ -101,8 +101,9 @@ func testIncident(t *testing.T, w *world, b *browser) {
 
 	// A bulk retry during the hold says what it skipped.
 	b.choose(t, "jobs-filter-why", "held")
-	b.waitJS(t, "the held jobs", `!!document.querySelector('[data-testid^="job-row-"]')`)
+	b.waitJS(t, "the held jobs", `location.search.includes('why=held') && !!document.querySelector('[data-testid^="job-row-"]') && [...document.querySelectorAll('[data-testid^="job-row-"]')].every((r) => r.textContent.includes('held'))`)
 	b.click(t, "jobs-bulk-retry")
+	b.waitJS(t, "the confirmation open", jsVisible("jobs-bulk-confirm"))
 	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("jobs-bulk-confirm"))
 	b.click(t, "jobs-bulk-confirm")
 	b.waitJS(t, "the bulk toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => /0 jobs run now\. Skipped: [0-9,]+ held/.test(e.textContent))`)
