@@ -1306,7 +1306,15 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	b.do(t, "desktop", chromedp.EmulateViewport(1280, 860))
 	b.tab(t, "jobs")
 	if eval[bool](t, b, jsVisible("tabs-more")) {
-		t.Errorf("at 1280 px six tabs need no More menu")
+		t.Errorf("at 1280 px seven tabs need no More menu")
+	}
+	// At 1280 px the job table does not overflow: errors wrap, each row's Retry is on screen.
+	b.waitJS(t, "the jobs table", jsVisible("jobs-table"))
+	if over := eval[int](t, b, `(() => { const w = document.querySelector('[data-testid="jobs-table"]').closest('.table-wrap'); return w.scrollWidth - w.clientWidth; })()`); over > 1 {
+		t.Errorf("at 1280 px the job table overflows by %d px", over)
+	}
+	if !eval[bool](t, b, `[...document.querySelectorAll('[data-testid^="job-retry-"]')].every((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right <= innerWidth; })`) {
+		t.Errorf("at 1280 px a Retry button is cut off")
 	}
 	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
 	defer b.do(t, "desktop again", chromedp.EmulateViewport(1280, 860))
@@ -1347,6 +1355,16 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("the page is %d px wide at 360 px", w)
 	}
+	// A job's attempts are cards at 360 px: each attempt's error is on screen, first.
+	b.click(t, "job-detail-"+up)
+	b.waitJS(t, "the attempts", jsVisible("job-events"))
+	if !eval[bool](t, b, onScreen(`[data-testid="job-events"] tbody tr .c-err`)) {
+		t.Errorf("at 360 px an attempt's error is off screen")
+	}
+	if !eval[bool](t, b, `(() => { const c = document.querySelector('[data-testid="job-events"] tbody tr .c-err'); const top = c.getBoundingClientRect().top; return [...c.parentElement.children].every((d) => d === c || d.getBoundingClientRect().top >= top); })()`) {
+		t.Errorf("at 360 px an attempt's error is not first")
+	}
+	b.click(t, "job-detail-close")
 }
 
 // testEventsFilterTyping: the Events panel's text filters survive its live refresh and apply
