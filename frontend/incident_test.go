@@ -109,6 +109,28 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the bulk toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => /0 jobs run now\. Skipped: [0-9,]+ held/.test(e.textContent))`)
 	b.choose(t, "jobs-filter-why", "")
 
+	// Bulk verdicts: two selected items blocked at once, confirmed.
+	var picks []string
+	for _, j := range list(w.api(t, "/api/admin/jobs?task=screen&why=held")["jobs"]) {
+		if id := num(obj(j)["id"]); id != w.upstreamJob && len(picks) < 2 {
+			picks = append(picks, fmt.Sprint(id))
+		}
+	}
+	for _, id := range picks {
+		b.waitJS(t, "the row", jsVisible("job-pick-"+id))
+		b.click(t, "job-pick-"+id)
+	}
+	b.waitText(t, "jobs-picked-count", fmt.Sprintf("%d selected", len(picks)))
+	b.click(t, "jobs-picked-block")
+	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("jobs-picked-confirm-ok"))
+	b.click(t, "jobs-picked-confirm-ok")
+	b.waitJS(t, "the bulk verdict toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Blocked `+fmt.Sprint(len(picks))+` items'))`)
+	for _, id := range picks {
+		if r := w.env.Do(http.MethodGet, "/api/admin/jobs/"+id, owedtest.AdminToken, nil); r.Status != http.StatusNotFound {
+			t.Errorf("job %s after its item was blocked: %d, want settled (404)", id, r.Status)
+		}
+	}
+
 	// Lift the hold; a retry runs now.
 	w.ok(w.env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": false}), http.StatusOK, "lift")
 	b.do(t, "tell the banner", chromedp.Evaluate[chromedp.Void](`dispatchEvent(new CustomEvent('owed:holds', {detail: {screen: false, score: false, deliveries: false}}))`))

@@ -75,6 +75,9 @@ function Jobs({ ctx }) {
   const [selected, setSelected] = useState(() => ctx.params().get('job') || null);
   const opener = useRef(null); // what opened the detail: focus goes back to it on close
   const [bulk, setBulk] = useState(null); // null | {phase:'counting'} | {phase:'confirm', count, atLeast} | {phase:'running'}
+  const [picked, setPicked] = useState({}); // job id → {kind, itemId}: screen jobs selected for a verdict
+  const [bulkVerdict, setBulkVerdict] = useState(null); // the verdict awaiting confirmation
+  const [deciding, setDeciding] = useState(false);
   const now = useNow(5000);
   const names = useAuthors(ctx);
   const key = JSON.stringify(filters);
@@ -93,6 +96,7 @@ function Jobs({ ctx }) {
   }, [key, selected]);
   useEffect(() => {
     setBulk(null);
+    setPicked({});
   }, [key]);
 
   const open = (id, from) => {
@@ -170,6 +174,34 @@ function Jobs({ ctx }) {
     return () => removeEventListener('keydown', onKey);
   }, [bulk && bulk.phase]);
 
+  const pickedIds = Object.keys(picked);
+  const togglePick = (j) =>
+    setPicked((p) => {
+      const n = { ...p };
+      if (n[j.id]) delete n[j.id];
+      else n[j.id] = { kind: j.kind, itemId: j.itemId };
+      return n;
+    });
+  const decideSelected = async () => {
+    const verdict = bulkVerdict;
+    setDeciding(true);
+    let ok = 0;
+    const failed = [];
+    for (const [id, it] of Object.entries(picked)) {
+      try {
+        await sendVerdict(ctx, it.kind, it.itemId, verdict, null, false);
+        ok++;
+      } catch (e) {
+        failed.push(`job ${id}: ${e.message}`);
+      }
+    }
+    ctx.notify(`${verdict === 'allow' ? 'Allowed' : 'Blocked'} ${fmt.number(ok)} ${ok === 1 ? 'item' : 'items'}.` + (failed.length ? ` Not decided: ${failed.join('; ')}.` : ''), failed.length ? 'error' : 'ok');
+    setDeciding(false);
+    setBulkVerdict(null);
+    setPicked({});
+    live.refresh();
+  };
+
   const set = (k) => (e) => setFilters((f) => ({ ...f, [k]: e.currentTarget.value.trim() }));
   const apply = (k) => (v) => setFilters((f) => ({ ...f, [k]: v, ...(k === 'author' ? { userId: '' } : {}) }));
   const active = FILTER_KEYS.some((k) => filters[k] !== '');
@@ -242,6 +274,21 @@ function Jobs({ ctx }) {
         </div>`
       : null}
 
+    ${pickedIds.length
+      ? html`<div class="card" data-testid="jobs-picked">
+          ${bulkVerdict
+            ? html`<${Confirm} text=${`${bulkVerdict === 'allow' ? 'Allow' : 'Block'} the ${fmt.number(pickedIds.length)} selected ${pickedIds.length === 1 ? 'item' : 'items'}?`}
+                confirmLabel=${deciding ? 'Deciding…' : bulkVerdict === 'allow' ? 'Yes, allow them' : 'Yes, block them'} danger=${bulkVerdict === 'block'} busy=${deciding}
+                onConfirm=${decideSelected} onCancel=${() => setBulkVerdict(null)} testid="jobs-picked-confirm" />`
+            : html`<div class="row">
+                <span data-testid="jobs-picked-count">${fmt.number(pickedIds.length)} selected</span>
+                <button type="button" class="btn btn-small" onClick=${() => setBulkVerdict('allow')} data-testid="jobs-picked-allow">Allow selected…</button>
+                <button type="button" class="btn btn-small btn-danger" onClick=${() => setBulkVerdict('block')} data-testid="jobs-picked-block">Block selected…</button>
+                <button type="button" class="btn btn-small btn-quiet" onClick=${() => setPicked({})} data-testid="jobs-picked-clear">Clear selection</button>
+              </div>`}
+        </div>`
+      : null}
+
     ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} names=${names} onClose=${close} onRetry=${retry} onSettled=${() => live.refresh()} />` : null}
 
     <section class="card card-flush" aria-label="Owed jobs">
@@ -258,7 +305,7 @@ function Jobs({ ctx }) {
         ? html`<${TableWrap} label="Owed jobs table">
             <table class="table table-cards" data-testid="jobs-table">
               <thead><tr>
-                <th scope="col" class="num">ID</th><th scope="col" class="opt">Task</th><th scope="col">Item</th>
+                <th scope="col" class="opt"><span class="sr-only">Select</span></th><th scope="col" class="num">ID</th><th scope="col" class="opt">Task</th><th scope="col">Item</th>
                 <th scope="col" class="opt">Author</th><th scope="col" class="opt">State</th><th scope="col">Why and last error</th><th scope="col" class="num opt">Attempts</th>
                 <th scope="col" class="num opt">Status</th><th scope="col">Next attempt</th><th scope="col" class="opt">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
               </tr></thead>
@@ -267,6 +314,9 @@ function Jobs({ ctx }) {
                   const st = jobState(j, now);
                   const w = whyInfo(j.why);
                   return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${String(selected) === String(j.id) ? 'row-selected' : ''}>
+                    <td class="opt">${j.task === 'screen'
+                      ? html`<input type="checkbox" checked=${!!picked[j.id]} onChange=${() => togglePick(j)} aria-label=${'Select job ' + j.id + ' for a verdict'} data-testid=${'job-pick-' + j.id} />`
+                      : null}</td>
                     <td class="num c-id">${j.id}</td>
                     <td class="opt"><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
                     <td class="item-cell"><${ItemLink} j=${j} onOpen=${open} /></td>
