@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,10 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "hold-banner", "On hold")
 	b.waitJS(t, "the focus back on the hold box", `document.activeElement === `+jsEl("hold-screen"))
 	b.waitText(t, "model-next", "no probes while screens are held", "test the model")
+	b.waitJS(t, "held counted", `Number(`+jsEl("stat-jobs-held")+`.querySelector('.stat-value').textContent.replace(/,/g, '')) > 0`)
+	if os.Getenv("OWED_SCREENSHOTS") != "" {
+		b.shot(t, "incident-held")
+	}
 	b.waitJS(t, "held counted apart", `Number(`+jsEl("stat-jobs-held")+`.querySelector('.stat-value').textContent.replace(/,/g, '')) > 0`)
 
 	// A test call during the hold: the model is still down.
@@ -89,6 +94,9 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	b.click(t, "job-decide-allow")
 	b.click(t, "job-decide-confirm-ok")
 	b.waitText(t, "job-decided", "Decided: allow", "admin", "allowed during the incident")
+	if os.Getenv("OWED_SCREENSHOTS") != "" {
+		b.shot(t, "incident-decided")
+	}
 	b.click(t, "job-overturn")
 	b.waitJS(t, "the overturn's confirmation focused", `document.activeElement === `+jsEl("job-overturn-confirm-ok"))
 	b.click(t, "job-overturn-confirm-ok")
@@ -116,9 +124,16 @@ func testIncident(t *testing.T, w *world, b *browser) {
 			picks = append(picks, fmt.Sprint(id))
 		}
 	}
+	b.waitJS(t, "the filter cleared", `location.search === ''`)
 	for _, id := range picks {
 		b.waitJS(t, "the row", jsVisible("job-pick-"+id))
-		b.click(t, "job-pick-"+id)
+		for range 3 { // a live refresh may land between the click and its render
+			if eval[bool](t, b, jsEl("job-pick-"+id)+`.checked`) {
+				break
+			}
+			b.click(t, "job-pick-"+id)
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 	b.waitText(t, "jobs-picked-count", fmt.Sprintf("%d selected", len(picks)))
 	b.click(t, "jobs-picked-block")
