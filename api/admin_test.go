@@ -154,14 +154,14 @@ func TestAdminRetry(t *testing.T) {
 		j.unchanged(t, before, "retrying a leased job")
 
 		r = j.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{"state": "leased"})
-		if r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != `{"retried":0}` {
-			t.Errorf("bulk retry of leased jobs: %d %s, want {\"retried\":0}", r.Status, r.Body)
+		if r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != `{"retried":0,"skipped":{"budget":0,"held":0}}` {
+			t.Errorf("bulk retry of leased jobs: %d %s, want {\"retried\":0,…}", r.Status, r.Body)
 		}
 		j.unchanged(t, before, "bulk-retrying leased jobs")
 
 		r = j.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{"why": "unanswered", "userId": j.uid[asOther]})
-		if r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != `{"retried":1}` {
-			t.Errorf("bulk retry: %d %s, want {\"retried\":1}", r.Status, r.Body)
+		if r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != `{"retried":1,"skipped":{"budget":0,"held":0}}` {
+			t.Errorf("bulk retry: %d %s, want {\"retried\":1,…}", r.Status, r.Body)
 		}
 		if got := j.listedJobs(t, "?state=waiting"); len(got) != 0 {
 			t.Errorf("still waiting after the retries: %v", got)
@@ -169,7 +169,7 @@ func TestAdminRetry(t *testing.T) {
 
 		// Everything not leased: four jobs, now due; the leased one keeps its lease.
 		r = j.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{})
-		if strings.TrimSpace(string(r.Body)) != `{"retried":4}` {
+		if strings.TrimSpace(string(r.Body)) != `{"retried":4,"skipped":{"budget":0,"held":0}}` {
 			t.Errorf("retry everything: %s, want {\"retried\":4}", r.Body)
 		}
 		if got := j.listedJobs(t, "?state=leased"); !slices.Equal(got, jobIDs(j.p3)) {

@@ -138,9 +138,12 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/listeners/items/:kind/:id/appeal": {authors, true, []int{201}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", w.pitch(asAuthor, models.VerdictBlock)), map[string]any{"note": "please"}
 	}},
-	"GET /api/admin/stats":   {admins, false, []int{200}, static("/api/admin/stats", nil)},
-	"GET /api/admin/model":   {admins, false, []int{200}, static("/api/admin/model", nil)},
-	"GET /api/admin/plugins": {admins, false, []int{200}, static("/api/admin/plugins", nil)},
+	"GET /api/admin/stats":                  {admins, false, []int{200}, static("/api/admin/stats", nil)},
+	"GET /api/admin/model":                  {admins, false, []int{200}, static("/api/admin/model", nil)},
+	"POST /api/admin/model/probe":           {admins, false, []int{200, 429}, static("/api/admin/model/probe", nil)},
+	"GET /api/admin/audit":                  {admins, false, []int{200}, static("/api/admin/audit", nil)},
+	"POST /api/admin/backfill/walk/release": {admins, false, []int{200}, static("/api/admin/backfill/walk/release", nil)},
+	"GET /api/admin/plugins":                {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
 	// Webhook subscriptions and their deliveries (admin).
 	"POST /api/admin/webhooks": {admins, false, []int{201}, static("/api/admin/webhooks", webhookBody())},

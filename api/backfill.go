@@ -226,6 +226,9 @@ func (a *API) startBackfill(c echo.Context) error {
 	if err := a.Backfill.StartJobs(c.Request().Context(), chat); err != nil {
 		return err
 	}
+	if err := a.auditAfter(c, models.AuditBackfillStart, backfillAuditTarget(chat), map[string]any{"chatId": chat}); err != nil {
+		return err
+	}
 	return a.backfillStatus(c)
 }
 
@@ -240,6 +243,9 @@ func (a *API) pauseBackfill(c echo.Context) error {
 		return errNoBackfill
 	}
 	if err := a.Backfill.PauseJobs(c.Request().Context(), chat); err != nil {
+		return err
+	}
+	if err := a.auditAfter(c, models.AuditBackfillPause, backfillAuditTarget(chat), map[string]any{"chatId": chat}); err != nil {
 		return err
 	}
 	return a.backfillStatus(c)
@@ -287,6 +293,28 @@ func (a *API) putBackfillSettings(c echo.Context) error {
 	}
 	if err := a.Backfill.SetSettings(c.Request().Context(), scheduler.BackfillSettings{
 		BatchSize: *req.BatchSize, BatchPauseMs: *req.BatchPauseMs, Auto: *req.Auto}); err != nil {
+		return err
+	}
+	if err := a.auditAfter(c, models.AuditBackfillSet, "backfill", map[string]any{"batchSize": *req.BatchSize,
+		"batchPauseMs": *req.BatchPauseMs, "auto": *req.Auto}); err != nil {
+		return err
+	}
+	return a.backfillStatus(c)
+}
+
+// releaseWalk ends the walk lock an active scrape holds (POST /api/admin/backfill/walk/release),
+// audited, and answers the status: the queue goes on at once.
+func (a *API) releaseWalk(c echo.Context) error {
+	if a.Backfill == nil {
+		return errNoBackfill
+	}
+	_, err := a.Backfill.ReleaseWalk(c.Request().Context(), func(tx *models.Store, chats []string) error {
+		if len(chats) == 0 {
+			return nil // no walk held it: nothing changed
+		}
+		return audit(c, tx, models.AuditWalkRelease, "backfill", map[string]any{"walking": chats}, map[string]any{"walking": []string{}})
+	})
+	if err != nil {
 		return err
 	}
 	return a.backfillStatus(c)

@@ -66,9 +66,28 @@ func (a *API) setBudget(c echo.Context) error {
 		return invalid("dailyLimit", msg)
 	}
 	ctx := c.Request().Context()
-	u, err := a.Store.SetDailyLimit(ctx, id, limit)
+	var u models.User
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		was, err := tx.UserByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if u, err = tx.SetDailyLimit(ctx, id, limit); err != nil {
+			return err
+		}
+		// Raising the limit lets the author's jobs waiting for their budget run now, if today's
+		// rest now covers them: they are made due at once rather than at the next reset.
+		if _, err := tx.RetryJobs(ctx, models.JobFilter{UserID: id, Why: models.WhyBudget}); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditBudget, userTarget(id), map[string]any{"dailyLimit": was.OwnLimit, "effective": was.DailyLimit},
+			map[string]any{"dailyLimit": u.OwnLimit, "effective": u.DailyLimit})
+	})
 	if err != nil {
 		return err
+	}
+	if a.Content != nil {
+		a.Content.Wake()
 	}
 	now := a.now()
 	spent, err := a.Store.Spent(ctx, u.ID, now)

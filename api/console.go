@@ -31,6 +31,8 @@ type holdsRequest struct {
 type verdictRequest struct {
 	Verdict models.Verdict `json:"verdict" required:"true" enum:"verdict"`
 	Note    *string        `json:"note" nullable:"true" maxLength:"500"`
+	// Overturn changes a verdict already given (the model's or an admin's): see overturn.go.
+	Overturn bool `json:"overturn" description:"change a verdict already given (event outcome overturned; the webhook is sent again)"`
 }
 
 // getHolds answers what is held.
@@ -63,7 +65,12 @@ func (a *API) putHolds(c echo.Context) error {
 			*f.dst = *f.v
 		}
 	}
-	if err := a.Store.SetHolds(ctx, h, caller(c).ID); err != nil {
+	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		if err := tx.SetHolds(ctx, h, caller(c).ID); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditHolds, "holds", holdsOf(was), holdsOf(h))
+	}); err != nil {
 		return err
 	}
 	a.Log.Info("holds", "screen", h.Screen, "score", h.Score, "deliveries", h.Deliveries, "by", caller(c).ID)
@@ -134,7 +141,11 @@ func (a *API) decide(c echo.Context) error {
 		return err
 	}
 	if before.Verdict != nil {
-		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has its verdict: " + string(*before.Verdict)}
+		if body.Overturn {
+			return a.overturn(c, kind, id, sub.UserID, body, *before.Verdict)
+		}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has its verdict: " + string(*before.Verdict) +
+			" (send \"overturn\": true to change it)"}
 	}
 	adminID := caller(c).ID
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: sub.UserID, Outcome: models.OutcomeDecided,
@@ -144,7 +155,14 @@ func (a *API) decide(c echo.Context) error {
 	}
 	confidence := 1.0
 	ev.Confidence = &confidence
-	recorded, err := a.Store.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev)
+	var recorded bool
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if recorded, err = tx.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev); err != nil || !recorded {
+			return err
+		}
+		return audit(c, tx, models.AuditVerdict, itemTarget(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note})
+	})
 	if err != nil {
 		return err
 	}

@@ -384,8 +384,8 @@ func TestRetryWaitingForBudget(t *testing.T) {
 
 		// The bulk retry leaves it waiting, and retries the others.
 		r = w.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{})
-		if strings.TrimSpace(string(r.Body)) != `{"retried":1}` {
-			t.Errorf("bulk retry: %s, want only the other author's job retried", r.Body)
+		if strings.TrimSpace(string(r.Body)) != `{"retried":1,"skipped":{"budget":1,"held":0}}` {
+			t.Errorf("bulk retry: %s, want only the other author's job retried, the budget-bound one skipped", r.Body)
 		}
 		if j := w.job(models.TaskScreen, models.KindPitch, p); !j.DueAt.Equal(job.DueAt) || j.Attempts != 1 {
 			t.Errorf("the bulk retry moved the budget-bound job: %+v", j)

@@ -191,6 +191,7 @@ var queryRoutes = []fuzzRoute{
 	{"GET", "/api/admin/review", "", asAdmin, []string{"kind", "reason", "userId", "limit", "cursor"}},
 	{"GET", "/api/admin/events", "", asAdmin, []string{"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"}},
 	{"GET", "/api/admin/budgets", "", asAdmin, []string{"limit", "cursor"}},
+	{"GET", "/api/admin/audit", "", asAdmin, []string{"action", "adminId", "target", "since", "until", "limit", "cursor"}},
 	{"GET", "/api/admin/webhooks", "", asAdmin, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/webhooks/:id/deliveries", "webhook", asAdmin, []string{"status", "limit", "cursor"}},
 	{"GET", "/api/scrapes", "", asBot, []string{"chatId", "state", "limit", "cursor"}},

@@ -39,6 +39,8 @@ func (a *API) readyz(c echo.Context) error {
 	out := map[string]string{"status": "ready", "model": "configured"}
 	if p := a.modelProblem(); p != "" {
 		out["model"] = p
+	} else if d := a.modelDegraded(ctx); d != "" {
+		out["model"] = d
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -49,4 +51,23 @@ func (a *API) modelProblem() string {
 		return ""
 	}
 	return a.Content.ModelProblem()
+}
+
+// modelDegraded says, while the model's breaker is open or probing, that the model is degraded
+// and why (its last real error); "" while it is closed.
+func (a *API) modelDegraded(ctx context.Context) string {
+	if a.Content == nil {
+		return ""
+	}
+	st, err := a.Content.ModelState(ctx)
+	if err != nil || st.State == "closed" {
+		return ""
+	}
+	out := "degraded: the breaker is " + st.State
+	if st.LastError != nil && *st.LastError != "" {
+		out += " (" + *st.LastError + ")"
+	} else if st.Why != nil {
+		out += " (" + string(*st.Why) + ")"
+	}
+	return out
 }

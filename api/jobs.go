@@ -60,6 +60,9 @@ type jobItem struct {
 	Kind   models.Kind `json:"kind" enum:"kind"`
 	SongID *int64      `json:"songId"`
 	Title  *string     `json:"title"`
+	// Content is the item's whole content, as the model is asked about it (a revision's song
+	// code, a comment's or pitch's body): an admin decides by hand seeing what they decide on.
+	Content *string `json:"content" description:"the item's whole content (a revision's code, a comment's or pitch's body); null when the item is gone"`
 }
 
 // jobFilterRequest selects jobs: in GET /api/admin/jobs's query and POST
@@ -87,20 +90,49 @@ type jobsQuery struct {
 }
 
 type retriedJSON struct {
-	Retried int64 `json:"retried"`
+	Retried int64       `json:"retried" description:"jobs made due now"`
+	Skipped skippedJSON `json:"skipped" description:"jobs the filter selected but left as they were, by reason"`
+}
+
+type skippedJSON struct {
+	Budget int64 `json:"budget" description:"waiting for a budget that still cannot cover them"`
+	Held   int64 `json:"held" description:"their task is held: lift the hold to run them"`
 }
 
 // jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
-// says why held, whatever its row's why.
-func (a *API) jobOf(h models.Holds) func(j models.JobRow) jobJSON {
+// says why held, whatever its row's why; one the open breaker puts off (deferred: until when)
+// says why breaker.
+func (a *API) jobOf(h models.Holds, deferred *time.Time) func(j models.JobRow) jobJSON {
 	now := a.now()
 	return func(j models.JobRow) jobJSON {
 		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: timeStr(j.DueAt),
 			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: timePtr(j.LeaseUntil), LastError: j.LastError,
 			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
-		out.Why = heldWhy(h, j.Task, j.Why, j.LeaseUntil, now)
+		out.Why = shownWhy(h, deferred, j.Job, now)
 		return out
 	}
+}
+
+// shownWhy is a job's why as shown: held while its task is held and no lease holds it; breaker
+// while the breaker puts it off (it is due by deferred, the breaker's next probe, or was put
+// off untried, and no lease holds it); else its row's why (its last real failure, if any).
+func shownWhy(h models.Holds, deferred *time.Time, j models.Job, now time.Time) *models.Why {
+	if w := heldWhy(h, j.Task, j.Why, j.LeaseUntil, now); w != j.Why {
+		return w
+	}
+	if deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now)) {
+		b := models.WhyBreaker
+		return &b
+	}
+	return j.Why
+}
+
+// deferral is when the jobs the open breaker puts off are asked again; nil while it is closed.
+func (a *API) deferral(ctx context.Context) (*time.Time, error) {
+	if a.Content == nil {
+		return nil, nil
+	}
+	return a.Content.Deferral(ctx)
 }
 
 // heldWhy is a job's why as shown: held while its task is held and no lease holds it.
@@ -219,6 +251,11 @@ func (a *API) listJobs(c echo.Context) error {
 		return err
 	}
 	f.Held = &holds
+	deferred, err := a.deferral(ctx)
+	if err != nil {
+		return err
+	}
+	f.Deferred = deferred
 	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
 	if err != nil {
 		return err
@@ -227,7 +264,7 @@ func (a *API) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	show := a.jobOf(holds)
+	show := a.jobOf(holds, deferred)
 	out := make([]jobJSON, 0, len(jobs))
 	for _, j := range jobs {
 		out = append(out, show(j))
@@ -262,8 +299,18 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, jobDetailJSON{Job: a.jobOf(holds)(job),
-		Item:   jobItem{Kind: job.Kind, ID: job.ItemID, Title: job.ItemTitle, SongID: job.SongID},
+	deferred, err := a.deferral(ctx)
+	if err != nil {
+		return err
+	}
+	item := jobItem{Kind: job.Kind, ID: job.ItemID, Title: job.ItemTitle, SongID: job.SongID}
+	if sub, ok, err := a.Store.ScreenSubject(ctx, job.Kind, job.ItemID); err != nil {
+		return err
+	} else if ok {
+		item.Content = &sub.Text
+	}
+	return c.JSON(http.StatusOK, jobDetailJSON{Job: a.jobOf(holds, deferred)(job),
+		Item:   item,
 		Author: jobAuthor{ID: job.UserID, Name: job.UserName}, Events: out})
 }
 
@@ -304,9 +351,29 @@ func (a *API) retryJob(c echo.Context) error {
 	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
 		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 	}
-	n, err := a.Store.RetryJobs(ctx, models.JobFilter{ID: id, UserID: job.UserID}) // the author: whose views to wake
+	holds, err := a.Store.Holds(ctx)
 	if err != nil {
 		return err
+	}
+	if holds.Task(job.Task) {
+		return &Error{Status: http.StatusConflict, Code: "held",
+			Message: "the " + string(job.Task) + " jobs are held: nothing held runs; lift the hold to run it"}
+	}
+	var n int64
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		r, err := tx.RetryJobsReport(ctx, models.JobFilter{ID: id, UserID: job.UserID}) // the author: whose views to wake
+		if err != nil || r.Retried == 0 {
+			return err // nothing changed: nothing to record
+		}
+		n = r.Retried
+		return audit(c, tx, models.AuditRetry, jobTarget(id), map[string]any{"dueAt": timeStr(job.DueAt), "why": job.Why},
+			map[string]any{"dueAt": a.now().Format(timeFormat)})
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 && a.Content != nil {
+		a.Content.Wake() // it runs now, not at the next sweep
 	}
 	job, err = a.Store.JobByID(ctx, id)
 	if errors.Is(err, models.ErrNotFound) {
@@ -338,9 +405,23 @@ func (a *API) retryJobs(c echo.Context) error {
 	if err := checkJobFilter(f); err != nil {
 		return err
 	}
-	n, err := a.Store.RetryJobs(c.Request().Context(), f)
+	var r models.RetryReport
+	err := a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		var err error
+		if r, err = tx.RetryJobsReport(c.Request().Context(), f); err != nil || r.Retried == 0 {
+			return err // nothing changed: nothing to record
+		}
+		return audit(c, tx, models.AuditRetryBulk, "jobs", req, map[string]any{"retried": r.Retried,
+			"skipped": skippedJSON{Budget: r.SkippedBudget, Held: r.SkippedHeld}})
+	})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, retriedJSON{n})
+	if r.Retried > 0 && a.Content != nil {
+		a.Content.Wake()
+	}
+	return c.JSON(http.StatusOK, retriedJSON{r.Retried, skippedJSON{Budget: r.SkippedBudget, Held: r.SkippedHeld}})
 }
+
+// jobTarget names a job in the audit trail.
+func jobTarget(id int64) string { return "job:" + strconv.FormatInt(id, 10) }

@@ -44,6 +44,12 @@ func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
 		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now()), s.Job.Attempts
+		if out.Why == s.Job.Why {
+			// Put off by the open breaker: why breaker. (The breaker's row is cached while closed.)
+			if d, err := a.deferral(context.TODO()); err == nil {
+				out.Why = shownWhy(h, d, *s.Job, a.now())
+			}
+		}
 		if s.Job.Why == nil || *s.Job.Why != models.WhyReview { // a moderator decides: no next attempt
 			next := timeStr(s.Job.DueAt)
 			out.NextAttemptAt = &next

@@ -176,6 +176,10 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if err != nil {
 		return nil, err
 	}
+	deferred, err := a.deferral(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := mineJSON{Items: make([]mineItem, 0, len(items)), Budget: budgetJSON{Limit: st.limit, Spent: st.v.Spent, ResetsAt: timeStr(models.BudgetReset(st.now))}}
 	var appeals map[itemRef]*appealJSON
 	if st.v.Appeals != 0 {
@@ -191,6 +195,10 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			Jobs: make([]jobBrief, 0, len(it.Jobs)), Appeal: appeals[itemRef{it.Kind, it.ID}]}
 		for _, j := range it.Jobs {
 			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
+			if why == j.Why && deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) {
+				b := models.WhyBreaker // put off by the open breaker until its probe (a park moves due_at: a new ETag)
+				why = &b
+			}
 			b := jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts}
 			if j.Why == nil || *j.Why != models.WhyReview { // a moderator decides: no next attempt
 				next := timeStr(j.DueAt)

@@ -70,7 +70,7 @@ func TestModelBreakerIsVisible(t *testing.T) {
 				t.Fatalf("write: %d %s", r.Status, r.Body)
 			}
 			if i == 5 {
-				// Put off until the probe: the why of the failure that opened the breaker, no attempt.
+				// Put off until the probe: why breaker (never tried: no error of its own), no attempt.
 				var w struct {
 					Screen struct {
 						State, NextAttemptAt string
@@ -79,7 +79,7 @@ func TestModelBreakerIsVisible(t *testing.T) {
 					}
 				}
 				r.Decode(t, &w)
-				if s := w.Screen; s.State != "pending" || s.Why == nil || *s.Why != "upstream" || s.Attempts != 0 ||
+				if s := w.Screen; s.State != "pending" || s.Why == nil || *s.Why != "breaker" || s.Attempts != 0 ||
 					s.NextAttemptAt != owedtest.Start.Add(5*time.Second).Format("2006-01-02T15:04:05.000Z") {
 					t.Errorf("a write with the breaker open answered %s", r.Body)
 				}

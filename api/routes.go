@@ -73,6 +73,8 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", nil, eventListJSON{}, 200, eventsQuery{}},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", nil, statsJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/model/probe", a.probeModel, admins, "One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found", nil, modelStateJSON{}, 200, nil},
+		{http.MethodGet, "/api/admin/audit", a.listAudit, admins, "The audit trail: every operator action, who, when, on what and what changed; newest first", nil, auditListJSON{}, 200, auditQuery{}},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", nil, pluginsJSON{}, 200, nil},
 
 		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", webhookRequest{}, webhookCreatedJSON{}, 201, nil},
@@ -99,6 +101,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/backfill", a.getBackfill, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", nil, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/start", a.startBackfill, admins, "Start every job with pending rows, smallest first, or one chat's; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/pause", a.pauseBackfill, admins, "Pause every job, or one chat's, after its current batch; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/backfill/walk/release", a.releaseWalk, admins, "End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited", nil, backfillStatusJSON{}, 200, nil},
 		{http.MethodGet, "/api/backfill/settings", a.getBackfillSettings, admins, "The backfill queue's settings", nil, backfillSettingsJSON{}, 200, nil},
 		{http.MethodPut, "/api/backfill/settings", a.putBackfillSettings, admins, "Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)", backfillSettingsRequest{}, backfillStatusJSON{}, 200, nil},
 	}

@@ -59,6 +59,7 @@ var enumLists = map[string][]string{
 	"waitsFor":       scheduler.WaitReasons,
 	"reviewReason":   names(models.ReviewReasons),
 	"appealState":    appealStates,
+	"auditAction":    auditActions,
 }
 
 // patterns are the regular expressions a pattern tag may name instead of spelling one out.

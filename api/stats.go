@@ -26,8 +26,9 @@ type statsJSON struct {
 // jobStatsJSON counts the owed jobs (keys in the order a map of them had).
 type jobStatsJSON struct {
 	ByTask      map[models.Task]int64 `json:"byTask"`
-	ByWhy       map[models.Why]int64  `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's"`
-	Due         int64                 `json:"due"`
+	ByWhy       map[models.Why]int64  `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's, breaker for those the open breaker puts off"`
+	Due         int64                 `json:"due" description:"due now and not held"`
+	Held        int64                 `json:"held" description:"of a held task: claimed by no one until the hold is lifted"`
 	Leased      int64                 `json:"leased"`
 	OldestDueAt *timestamp            `json:"oldestDueAt"`
 	Total       int64                 `json:"total"`
@@ -54,6 +55,18 @@ func (a *API) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if deferred, err := a.deferral(ctx); err != nil {
+		return err
+	} else if deferred != nil {
+		byWhy, err := a.Store.DeferredByWhy(ctx, *deferred)
+		if err != nil {
+			return err
+		}
+		for w, n := range byWhy {
+			st.ByWhy[w] -= n
+			st.ByWhy[models.WhyBreaker] += n
+		}
+	}
 	settled, err := a.Store.SettledPerMinute(ctx, 60)
 	if err != nil {
 		return err
@@ -65,13 +78,15 @@ func (a *API) stats(c echo.Context) error {
 	health := map[string]string{"database": "ok", "model": "ok"}
 	if p := a.modelProblem(); p != "" {
 		health["model"] = p
+	} else if d := a.modelDegraded(ctx); d != "" {
+		health["model"] = d
 	}
 	holds, err := a.Store.Holds(ctx)
 	if err != nil {
 		return err
 	}
 	out := statsJSON{
-		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Leased: st.Leased, ByWhy: st.ByWhy,
+		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Held: st.Held, Leased: st.Leased, ByWhy: st.ByWhy,
 			ByTask: st.ByTask, OldestDueAt: timePtr(st.OldestDueAt)},
 		Settled: ms,
 		Health:  health,

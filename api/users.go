@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -45,7 +46,15 @@ func (a *API) createUser(c echo.Context) error {
 	if !models.ValidRole(req.Role) {
 		return invalid("role", "role must be author, bot or admin")
 	}
-	u, token, err := a.Store.CreateUser(c.Request().Context(), req.Name, req.Role)
+	var u models.User
+	var token string
+	err := a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		var err error
+		if u, token, err = tx.CreateUser(c.Request().Context(), req.Name, req.Role); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditUserCreate, userTarget(u.ID), nil, map[string]any{"name": u.Name, "role": u.Role})
+	})
 	if errors.Is(err, models.ErrNameTaken) {
 		return &Error{Status: http.StatusConflict, Code: "conflict", Field: "name",
 			Message: "another user has this name (names are unique regardless of case)"}
@@ -96,7 +105,15 @@ func (a *API) rotateToken(c echo.Context) error {
 			keep = models.HashToken(ck.Value)
 		}
 	}
-	u, token, err := a.Store.RotateToken(c.Request().Context(), id, keep)
+	var u models.User
+	var token string
+	err = a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		var err error
+		if u, token, err = tx.RotateToken(c.Request().Context(), id, keep); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditTokenRotate, userTarget(id), nil, map[string]any{"name": u.Name, "sessionsEnded": true})
+	})
 	if errors.Is(err, models.ErrNotFound) {
 		return notFound("user")
 	} else if err != nil {
@@ -128,7 +145,22 @@ func (a *API) patchUser(c echo.Context) error {
 	if req.Disabled == nil {
 		return invalid("disabled", "disabled is required: true or false")
 	}
-	u, err := a.Store.SetDisabled(c.Request().Context(), id, *req.Disabled)
+	var u models.User
+	err = a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		was, err := tx.UserByID(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		if u, err = tx.SetDisabled(c.Request().Context(), id, *req.Disabled); err != nil {
+			return err
+		}
+		action := models.AuditUserEnable
+		if u.Disabled {
+			action = models.AuditUserDisable
+		}
+		return audit(c, tx, action, userTarget(id), map[string]any{"name": was.Name, "disabled": was.Disabled},
+			map[string]any{"name": u.Name, "disabled": u.Disabled})
+	})
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return notFound("user")
@@ -140,3 +172,6 @@ func (a *API) patchUser(c echo.Context) error {
 	a.Log.Info("user disabled", "userId", u.ID, "disabled", u.Disabled, "by", caller(c).ID)
 	return c.JSON(http.StatusOK, userAdminOf(u))
 }
+
+// userTarget names a user in the audit trail.
+func userTarget(id int64) string { return "user:" + strconv.FormatInt(id, 10) }

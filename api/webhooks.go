@@ -154,7 +154,14 @@ func (a *API) createWebhook(c echo.Context) error {
 		return err
 	}
 	secret := models.NewWebhookSecret()
-	w, err := a.Store.CreateWebhook(ctx, url, events, secret)
+	var w models.Webhook
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if w, err = tx.CreateWebhook(ctx, url, events, secret); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditWebhookCreate, "webhook:"+strconv.FormatInt(w.ID, 10), nil, map[string]any{"url": w.URL, "events": events})
+	})
 	if err != nil {
 		return err
 	}
@@ -208,7 +215,14 @@ func (a *API) updateWebhook(c echo.Context) error {
 	if req.Active == nil {
 		return invalid("active", "active is required: true or false")
 	}
-	w, err := a.Store.SetWebhookActive(c.Request().Context(), id, *req.Active, models.DisabledByAdmin)
+	var w models.Webhook
+	err = a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		var err error
+		if w, err = tx.SetWebhookActive(c.Request().Context(), id, *req.Active, models.DisabledByAdmin); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditWebhookUpdate, "webhook:"+strconv.FormatInt(id, 10), nil, map[string]any{"active": *req.Active})
+	})
 	if err != nil {
 		return err
 	}
@@ -221,7 +235,12 @@ func (a *API) deleteWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.Store.DeleteWebhook(c.Request().Context(), id); err != nil {
+	if err := a.Store.WithTx(c.Request().Context(), func(tx *models.Store) error {
+		if err := tx.DeleteWebhook(c.Request().Context(), id); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditWebhookDelete, "webhook:"+strconv.FormatInt(id, 10), nil, nil)
+	}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

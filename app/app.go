@@ -464,6 +464,11 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	}
 	p, err := a.Store.Prune(ctx, now, models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered,
 		Idempotency: a.Config.IdempotencyTTL}, 0)
+	if err == nil {
+		var n int64
+		n, err = a.Store.PruneAudit(ctx, now, a.Config.RetainAudit, 0)
+		a.Metrics.Pruned.WithLabelValues("audit").Add(float64(n))
+	}
 	for table, n := range map[string]int64{"events": p.Events, "webhook_deliveries": p.Deliveries,
 		"webhook_attempts": p.Attempts} {
 		a.Metrics.Pruned.WithLabelValues(table).Add(float64(n))

@@ -57,6 +57,7 @@ type Config struct {
 	RetainDelivered time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key's answer is kept for replay.
 	IdempotencyTTL time.Duration
+	RetainAudit    time.Duration // how long the audit trail is kept (0: for ever)
 	// PublicURL is the URL people reach owed at; when it is https, session cookies are Secure
 	// and HSTS is sent.
 	PublicURL string
@@ -177,6 +178,7 @@ func Defaults() Config {
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
 		WebhookSecretOverlap: webhooks.DefaultSecretOverlap,
 		ReviewBelowRevision:  -1, ReviewBelowComment: -1, ReviewBelowPitch: -1,
+		RetainAudit: 8760 * time.Hour,
 	}
 }
 
@@ -290,6 +292,7 @@ var Settings = []Setting{
 	{Env: "OWED_IDEMPOTENCY_TTL", Default: shown(defaults.IdempotencyTTL), Usage: "how long an `Idempotency-Key`'s answer is kept for replay", set: duration(func(c *Config) *time.Duration { return &c.IdempotencyTTL }, time.Minute)},
 	{Env: "OWED_METRICS_TOKEN", Default: "none (`/metrics` is open)", Usage: "a bearer token `/metrics` requires (`Authorization: Bearer …`); 401 without it", set: text(func(c *Config) *string { return &c.MetricsToken })},
 	{Env: "OWED_METRICS_ADDR", Default: "none (`/metrics` on `OWED_ADDR`)", Usage: "a listen address of its own for `/metrics`, which `OWED_ADDR` then does not serve", set: text(func(c *Config) *string { return &c.MetricsAddr })},
+	{Env: "OWED_RETAIN_AUDIT", Default: shown(defaults.RetainAudit), Usage: "how long the audit trail of operator actions is kept", set: duration(func(c *Config) *time.Duration { return &c.RetainAudit }, time.Hour)},
 	{Env: "OWED_LOG_LEVEL", Default: shown(defaults.LogLevel), Usage: "`debug`, `info`, `warn` or `error`", set: func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("want debug, info, warn or error")

@@ -398,6 +398,7 @@ func TestAdminSPAInChromium(t *testing.T) {
 	t.Run("console: holds", func(t *testing.T) { testConsoleHolds(t, w, b) })
 	t.Run("console: typing in the events filter", func(t *testing.T) { testEventsFilterTyping(t, w, b) })
 	t.Run("console: a truthful overview", func(t *testing.T) { testTruthfulOverview(t, w, b) })
+	t.Run("incident: model down, hold, probe, decide, overturn, lift, retry", func(t *testing.T) { testIncident(t, w, b) })
 	t.Run("accessibility: axe-core on every panel, light and dark", func(t *testing.T) { testAccessibility(t, w, b) })
 	t.Run("layout: one row of tabs, 360 px", func(t *testing.T) { testLayout(t, w, b) })
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
@@ -423,7 +424,7 @@ func testSignIn(t *testing.T, w *world, b *browser) {
 		t.Errorf("the session cookie is readable from the page: %q", c)
 	}
 	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
-	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks"}
+	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks", "Audit"}
 	if strings.Join(tabs, ",") != strings.Join(want, ",") {
 		t.Errorf("tabs %q, want %q", tabs, want)
 	}
@@ -526,7 +527,7 @@ func testJobs(t *testing.T, w *world, b *browser) {
 	if err != nil || due.After(w.env.Clock.Now()) {
 		t.Errorf("after retry the job is due at %v (now %v)", j["dueAt"], w.env.Clock.Now())
 	}
-	b.waitJS(t, "the retry toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+up+` is due now'))`)
+	b.waitJS(t, "the retry toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Job `+up+` runs now'))`)
 	b.choose(t, "jobs-filter-why", "")
 	b.waitJS(t, "the filter cleared", `location.search === ''`)
 }
@@ -767,12 +768,27 @@ func testUsers(t *testing.T, w *world, b *browser) {
 		t.Errorf("the token the dialog showed: %d, want 200", r.Status)
 	}
 	w.toks["archiver"] = fresh
+	// Esc with the token shown warns before closing; Back returns to the token.
+	b.key(t, kb.Escape)
+	b.waitText(t, "rotate-leave", "Close without storing the token?")
+	b.waitJS(t, "the dialog still open", jsEl("rotate-dialog")+`.open`)
+	b.click(t, "rotate-leave-back")
+	b.waitJS(t, "the warning gone", `!`+jsEl("rotate-leave"))
 	b.click(t, "rotate-done")
 	b.waitJS(t, "the dialog to close", `!`+jsEl("rotate-dialog"))
 	b.waitJS(t, "focus back on the Rotate button", `document.activeElement === `+jsEl("user-rotate-"+bot))
 
 	dee := fmt.Sprint(w.users["dee"])
+	// Disable asks first (Esc cancels); the focus goes to the confirmation, then back.
 	b.click(t, "user-toggle-"+dee)
+	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("user-disable-confirm-ok"))
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc cancels", `!`+jsEl("user-disable-confirm")+` && document.activeElement === `+jsEl("user-toggle-"+dee))
+	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusOK {
+		t.Errorf("a cancelled Disable disabled the user: %d", r.Status)
+	}
+	b.click(t, "user-toggle-"+dee)
+	b.click(t, "user-disable-confirm-ok")
 	b.waitText(t, "user-state-"+dee, "disabled")
 	if r := w.env.Do(http.MethodGet, "/api/listeners/mine", w.toks["dee"], nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("a disabled user's token: %d, want 401", r.Status)
@@ -791,6 +807,7 @@ func testUsers(t *testing.T, w *world, b *browser) {
 		}
 	}
 	b.click(t, "user-toggle-"+admin)
+	b.click(t, "user-disable-confirm-ok")
 	b.waitJS(t, "the last-admin refusal", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('last enabled admin'))`)
 	b.waitText(t, "user-state-"+admin, "enabled")
 }
@@ -1106,9 +1123,20 @@ func testConsoleJobs(t *testing.T, w *world, b *browser) {
 	b.waitText(t, "job-events", "answer is not JSON")
 
 	// Decide by hand: the garbage-answered pitch is blocked with a note; the job is settled.
+	// The item's whole content is shown; the verdict asks for confirmation (Esc cancels), then
+	// shows what was decided, by whom, with the note.
+	b.waitText(t, "job-detail-content", "new sample pack out")
 	b.fill(t, "job-decide-note", "spam, decided by hand")
 	b.click(t, "job-decide-block")
-	b.waitText(t, "job-detail-gone", "no longer owed")
+	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("job-decide-confirm-ok"))
+	b.key(t, kb.Escape)
+	b.waitJS(t, "Esc cancels the confirmation", `!`+jsEl("job-decide-confirm")+` && !!`+jsEl("job-detail"))
+	if n := len(list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=decided&itemId=%d", num(unanswered["itemId"])))["events"])); n != 0 {
+		t.Errorf("a cancelled verdict was recorded")
+	}
+	b.click(t, "job-decide-block")
+	b.click(t, "job-decide-confirm-ok")
+	b.waitText(t, "job-decided", "Decided: block", "admin", "spam, decided by hand")
 	b.waitJS(t, "the row gone", `!`+jsEl("job-row-"+uid))
 	evs := list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=decided&itemId=%d", num(unanswered["itemId"])))["events"])
 	if len(evs) != 1 || obj(evs[0])["note"] != "spam, decided by hand" || obj(evs[0])["verdict"] != "block" {
@@ -1239,6 +1267,7 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 	panels := []struct{ id, ready string }{
 		{"overview", "overview-settled"}, {"jobs", "jobs-table"}, {"backfill", "backfill-state-memes"},
 		{"budgets", fmt.Sprintf("budget-row-%d", w.users["bo"])}, {"events", "events-table"}, {"webhooks", "webhook-row-" + fmt.Sprint(w.hooks["all"])},
+		{"audit", "audit-table"},
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
@@ -1281,6 +1310,14 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	if eval[bool](t, b, jsVisible("tabs-more")) {
 		t.Errorf("at 1280 px seven tabs need no More menu")
 	}
+	// At 1280 px the job table does not overflow: errors wrap, each row's Retry is on screen.
+	b.waitJS(t, "the jobs table", jsVisible("jobs-table"))
+	if over := eval[int](t, b, `(() => { const w = document.querySelector('[data-testid="jobs-table"]').closest('.table-wrap'); return w.scrollWidth - w.clientWidth; })()`); over > 1 {
+		t.Errorf("at 1280 px the job table overflows by %d px", over)
+	}
+	if !eval[bool](t, b, `[...document.querySelectorAll('[data-testid^="job-retry-"]')].every((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right <= innerWidth; })`) {
+		t.Errorf("at 1280 px a Retry button is cut off")
+	}
 	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
 	defer b.do(t, "desktop again", chromedp.EmulateViewport(1280, 860))
 	b.waitJS(t, "the More menu", jsVisible("tabs-more"))
@@ -1320,6 +1357,16 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("the page is %d px wide at 360 px", w)
 	}
+	// A job's attempts are cards at 360 px: each attempt's error is on screen, first.
+	b.click(t, "job-detail-"+up)
+	b.waitJS(t, "the attempts", jsVisible("job-events"))
+	if !eval[bool](t, b, onScreen(`[data-testid="job-events"] tbody tr .c-err`)) {
+		t.Errorf("at 360 px an attempt's error is off screen")
+	}
+	if !eval[bool](t, b, `(() => { const c = document.querySelector('[data-testid="job-events"] tbody tr .c-err'); const top = c.getBoundingClientRect().top; return [...c.parentElement.children].every((d) => d === c || d.getBoundingClientRect().top >= top); })()`) {
+		t.Errorf("at 360 px an attempt's error is not first")
+	}
+	b.click(t, "job-detail-close")
 }
 
 // testEventsFilterTyping: the Events panel's text filters survive its live refresh and apply
@@ -1336,6 +1383,20 @@ func testEventsFilterTyping(t *testing.T, w *world, b *browser) {
 	}
 	b.key(t, kb.Enter)
 	b.waitJS(t, "the author filter", `location.search === '?userId=`+id+`' && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	b.click(t, "events-filter-user")
+	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(t, "no filter", `location.search === ''`)
+
+	// By the author's name, in any case; an event links to its job.
+	b.fill(t, "events-filter-user", "CY")
+	b.key(t, kb.Enter)
+	b.waitJS(t, "the author filter by name", `location.search === '?userId=`+id+`'`)
+	b.waitJS(t, "cy's events", `!!document.querySelector('[data-testid^="event-job-"]') && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	first := eval[string](t, b, `document.querySelector('[data-testid^="event-job-"]').dataset.testid`)
+	item := eval[string](t, b, jsEl(first)+`.textContent.trim()`)
+	b.click(t, first)
+	b.waitJS(t, "the jobs of the event's item", `location.pathname === '/admin/jobs' && location.search.includes('itemId=`+item+`')`)
+	b.tab(t, "events")
 	b.click(t, "events-filter-user")
 	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
 	b.waitJS(t, "no filter", `location.search === ''`)

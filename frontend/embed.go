@@ -47,6 +47,7 @@ var builtins = []Plugin{
 	{ID: "budgets", Title: "Budgets"},
 	{ID: "events", Title: "Events"},
 	{ID: "webhooks", Title: "Webhooks"},
+	{ID: "audit", Title: "Audit"},
 }
 
 // pluginFile is the only shape of name served from the plugins folder: one path element,

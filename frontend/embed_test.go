@@ -278,6 +278,7 @@ func TestPluginsListing(t *testing.T) {
 		{"budgets", "Budgets", "/admin/plugins/budgets.js"},
 		{"events", "Events", "/admin/plugins/events.js"},
 		{"webhooks", "Webhooks", "/admin/plugins/webhooks.js"},
+		{"audit", "Audit", "/admin/plugins/audit.js"},
 	}
 	if got := Plugins(""); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Plugins(\"\") = %v", got)

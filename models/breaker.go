@@ -25,9 +25,12 @@ type Breaker struct {
 	NextProbeAt *time.Time `gorm:"column:next_probe_at;serializer:unixms"`
 	ProbeOwner  *string    `gorm:"column:probe_owner"`
 	ProbeUntil  *time.Time `gorm:"column:probe_until;serializer:unixms"`
+	// LastError is the last real failure in words (the one that opened it, or the last failed
+	// probe's); kept after closing, so an operator can see what the outage was.
+	LastError *string `gorm:"column:last_error"`
 }
 
-const breakerColumns = `state, since, failures, probes, why, status, next_probe_at, probe_owner, probe_until`
+const breakerColumns = `state, since, failures, probes, why, status, next_probe_at, probe_owner, probe_until, last_error`
 
 // ModelBreakerData is the data of a model.breaker event: the state the breaker entered, when,
 // and (opening) the failures and the failure that opened it and when it is tested next.
@@ -38,6 +41,19 @@ type ModelBreakerData struct {
 	Why         *Why       `json:"why"`
 	Status      *int       `json:"status"`
 	NextProbeAt *time.Time `json:"nextProbeAt"`
+}
+
+// DeferredUntil is when the jobs the breaker puts off are asked again: while open its next
+// probe, while probing the end of the probe under way; nil while closed. A job due by then
+// (and not leased) is not asked before it: it shows why breaker.
+func (b Breaker) DeferredUntil() *time.Time {
+	switch b.State {
+	case BreakerOpen:
+		return b.NextProbeAt
+	case BreakerProbing:
+		return b.ProbeUntil
+	}
+	return nil
 }
 
 // ReadBreaker reads the breaker's row.
@@ -65,9 +81,9 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	}
 	var b Breaker
 	var since, next, until sql.NullInt64
-	var why, owner sql.NullString
+	var why, owner, lastErr sql.NullString
 	var status sql.NullInt32
-	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until); err != nil {
+	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until, &lastErr); err != nil {
 		return Breaker{}, false, err
 	}
 	b.Since, b.NextProbeAt, b.ProbeUntil = nullTime(since), nullTime(next), nullTime(until)
@@ -77,6 +93,9 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	}
 	if owner.Valid {
 		b.ProbeOwner = &owner.String
+	}
+	if lastErr.Valid {
+		b.LastError = &lastErr.String
 	}
 	if status.Valid {
 		st := int(status.Int32)
@@ -97,15 +116,15 @@ func nullTime(n sql.NullInt64) *time.Time {
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them
 // why (and status), with its first probe at nextProbe, and owes the model.breaker event in the
 // same transaction. ok is false when it was not closed (another replica opened it first).
-func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *int, nextProbe time.Time) (Breaker, bool, error) {
+func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *int, lastError *string, nextProbe time.Time) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var err error
 		now := tx.nowMs()
 		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', since = ?, failures = ?, probes = 0,
-			why = ?, status = ?, next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'closed'`,
-			now, failures, why, status, nextProbe.UnixMilli())
+			why = ?, status = ?, last_error = ?, next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'closed'`,
+			now, failures, why, status, lastError, nextProbe.UnixMilli())
 		if err != nil || !ok {
 			return err
 		}
@@ -145,14 +164,15 @@ func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (
 // ProbeFailed opens the breaker again after owner's probe failed, with the next probe at
 // next, and moves the jobs put off until the probe's end (parkedUntil) to it, in one
 // transaction. The why it keeps is still that of the failure that opened it.
-func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil time.Time) (Breaker, bool, error) {
+func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil time.Time, lastError *string) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var err error
 		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'open', failures = failures + 1, probes = probes + 1,
-			next_probe_at = ?, probe_owner = NULL, probe_until = NULL WHERE id = 1 AND state = 'probing' AND probe_owner = ?`,
-			next.UnixMilli(), owner)
+			next_probe_at = ?, probe_owner = NULL, probe_until = NULL, last_error = COALESCE(?, last_error)
+			WHERE id = 1 AND state = 'probing' AND probe_owner = ?`,
+			next.UnixMilli(), lastError, owner)
 		if err != nil || !ok {
 			return err
 		}
@@ -165,18 +185,33 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 }
 
 // moveParked makes the jobs put off until a probe's end (parkedUntil) due at instead. They
-// wait with the why of a model failure; a job waiting its own backoff for one within the
-// window moves with them, which only tries it when the model is tried anyway.
+// wait with no why (never tried) or the why of a model failure; a job waiting its own backoff
+// for one within the window moves with them, which only tries it when the model is tried anyway.
 func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
-		AND why IN ('unreachable', 'upstream') AND (lease_until IS NULL OR lease_until <= ?)`,
+		AND (why IS NULL OR why IN ('unreachable', 'upstream')) AND (lease_until IS NULL OR lease_until <= ?)`,
 		at.UnixMilli(), now, parkedUntil.UnixMilli(), now)
 	if err != nil {
 		return fmt.Errorf("move parked jobs: %w", err)
 	}
 	if n > 0 {
 		s.changedAll() // every author whose jobs moved sees a new next attempt
+	}
+	return nil
+}
+
+// releaseUntried makes every job put off untried (no why of its own, due later) due now, as the
+// breaker closes: whatever probe's end it was put off to, nothing else puts such a job off.
+func (s *Store) releaseUntried(ctx context.Context) error {
+	now := s.nowMs()
+	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE why IS NULL AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)`,
+		now, now, now)
+	if err != nil {
+		return fmt.Errorf("release untried jobs: %w", err)
+	}
+	if n > 0 {
+		s.changedAll()
 	}
 	return nil
 }
@@ -212,6 +247,9 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 		if err := tx.moveParked(ctx, time.UnixMilli(now), parkedUntil); err != nil {
 			return err
 		}
+		if err := tx.releaseUntried(ctx); err != nil {
+			return err
+		}
 		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
 	})
 	if err != nil {
@@ -221,11 +259,25 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 }
 
 // ParkJob puts a claimed job off until at while the breaker is open: no attempt is added and
-// nothing is charged; it takes why and status (the failure that opened the breaker) and frees
-// the lease. It does nothing when the job is gone or another owner has claimed it since.
-func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why Why, status *int) (bool, error) {
-	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), why, status, job.ID, job.LeaseOwner)
+// nothing is charged; it keeps its own why, status and last error (those of its last real
+// attempt, if any: the job shows why breaker while it waits for the probe, see
+// Breaker.DeferredUntil) and frees the lease. It does nothing when the job is gone or another
+// owner has claimed it since.
+func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error) {
+	// A breaker closed meanwhile (the read that sent the job here is older than the close)
+	// puts nothing off: the job is let go at its own due time, for the next claim. The
+	// breaker's row is locked first, so a close either comes after (and releases the job) or
+	// is seen.
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockBreaker(ctx); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
+			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("put job %d off: %w", job.ID, err)
 	}
@@ -235,19 +287,37 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time, why Why, sta
 	return n > 0, nil
 }
 
+// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL; SQLite's one
+// writer already serialises), so a park and a close never interleave.
+func (s *Store) lockBreaker(ctx context.Context) error {
+	var state []string
+	return s.scan(ctx, s.db, &state, `SELECT state FROM model_breaker WHERE id = 1`+s.dialect.forUpdate())
+}
+
+// breakerNotClosed is true in SQL while the breaker is open or probing.
+const breakerNotClosed = `EXISTS (SELECT 1 FROM model_breaker WHERE id = 1 AND state <> 'closed')`
+
 // ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
 // ParkJob does, in one statement: a sweep meeting an open breaker claims nothing. Held work is
 // left as it is: it is not claimed either way, and lifting the hold makes it due at its own time.
-func (s *Store) ParkDue(ctx context.Context, at time.Time, why Why, status *int, userID int64) (int64, error) {
+func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64, error) {
 	now := s.nowMs()
-	q := `UPDATE content_jobs SET due_at = ?, why = ?, status = ?, lease_until = NULL, lease_owner = NULL
-		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + heldTasks
-	args := []any{at.UnixMilli(), why, status, now, now}
+	q := `UPDATE content_jobs SET due_at = ?, lease_until = NULL, lease_owner = NULL
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) AND ` + breakerNotClosed + heldTasks
+	args := []any{at.UnixMilli(), now, now}
 	if userID != 0 {
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
-	n, err := s.exec(ctx, q, args...)
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockBreaker(ctx); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, q, args...)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("put due jobs off: %w", err)
 	}

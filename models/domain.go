@@ -61,26 +61,30 @@ const (
 	// WhyReview: the model was unsure (its confidence below the review band), and the item
 	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
 	WhyReview Why = "review"
+	// WhyBreaker: not asked: the model is failing (its breaker is open) and owed waits for its
+	// probe. No attempt was made; the job keeps its last real error and status.
+	WhyBreaker Why = "breaker"
 )
 
 // Whys lists every reason a job can wait, in display order.
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
-	WhyUnavailable, WhyReview}
+	WhyBreaker, WhyReview, WhyUnavailable}
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string
 
 // Event outcomes.
 const (
-	OutcomeAllow   EventOutcome = EventOutcome(VerdictAllow) // a screen's verdict
-	OutcomeBlock   EventOutcome = EventOutcome(VerdictBlock) // a screen's verdict
-	OutcomeScored  EventOutcome = "scored"                   // a score was recorded
-	OutcomePending EventOutcome = "pending"                  // the job was rescheduled with a why
-	OutcomeDecided EventOutcome = "decided"                  // a verdict recorded by hand
+	OutcomeAllow      EventOutcome = EventOutcome(VerdictAllow) // a screen's verdict
+	OutcomeBlock      EventOutcome = EventOutcome(VerdictBlock) // a screen's verdict
+	OutcomeScored     EventOutcome = "scored"                   // a score was recorded
+	OutcomePending    EventOutcome = "pending"                  // the job was rescheduled with a why
+	OutcomeDecided    EventOutcome = "decided"                  // a verdict recorded by hand
+	OutcomeOverturned EventOutcome = "overturned"               // a verdict changed by hand
 )
 
 // EventOutcomes lists every outcome of an event.
-var EventOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomePending, OutcomeDecided}
+var EventOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomePending, OutcomeDecided, OutcomeOverturned}
 
 // Role is what a user may do.
 type Role string

@@ -94,9 +94,12 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 		if err := f.store.SetHolds(f.ctx, models.Holds{Screen: true}, 1); err != nil {
 			t.Fatal(err)
 		}
-		status := 503
 		probe := f.clk.Now().Add(5 * time.Minute)
-		n, err := f.store.ParkDue(f.ctx, probe, models.WhyUpstream, &status, 0)
+		status := 503
+		if _, ok, err := f.store.OpenBreaker(f.ctx, 10, models.WhyUpstream, &status, nil, probe); err != nil || !ok {
+			t.Fatalf("open the breaker: %v %v", ok, err)
+		}
+		n, err := f.store.ParkDue(f.ctx, probe, 0)
 		if err != nil || n != 1 {
 			t.Fatalf("ParkDue moved %d jobs (%v), want the score alone", n, err)
 		}
@@ -105,8 +108,8 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 			t.Errorf("held screen after the breaker parked = %+v, want its row untouched", screen)
 		}
 		score := f.jobsOf(models.KindRevision, rev)
-		if len(score) != 1 || score[0].DueAt.UnixMilli() != probe.UnixMilli() || score[0].Why == nil || *score[0].Why != models.WhyUpstream {
-			t.Errorf("score after the breaker parked = %+v, want it put off to the probe as upstream", score)
+		if len(score) != 1 || score[0].DueAt.UnixMilli() != probe.UnixMilli() || score[0].Why != nil || score[0].Attempts != 0 {
+			t.Errorf("score after the breaker parked = %+v, want it put off to the probe, untried, its why its own", score)
 		}
 	})
 }

@@ -426,6 +426,12 @@ type JobFilter struct {
 	// why reads only the why index (a count of 50,000 budget jobs: one index range, not 50,000
 	// row lookups). Nil reads the holds in the statement, as a write in a transaction needs.
 	Held *Holds
+
+	// Deferred, when set, is when the jobs the open breaker puts off are asked again
+	// (Breaker.DeferredUntil): a job due by then (or put off untried, with no why of its own)
+	// and not leased shows why breaker, so
+	// why=breaker selects those and any other why leaves them out.
+	Deferred *time.Time
 }
 
 // heldTask is true in SQL when the job's task is held (see heldTasks).
@@ -462,14 +468,26 @@ func (f JobFilter) where(now int64) (string, []any) {
 			held, notHeld = "task IN ("+list+")", " AND task NOT IN ("+list+")"
 		}
 	}
+	notDeferred := ""
+	var deferArgs []any
+	if f.Deferred != nil && f.Why != "" && f.Why != WhyHeld {
+		notDeferred = " AND NOT ((due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?))"
+		deferArgs = []any{f.Deferred.UnixMilli(), now}
+	}
 	switch f.Why {
 	case "":
 	case WhyHeld:
 		add(held)
+	case WhyBreaker:
+		if f.Deferred == nil {
+			add("1 = 0")
+		} else {
+			add("(due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?)"+notHeld, f.Deferred.UnixMilli(), now)
+		}
 	case "none":
-		add("why IS NULL" + notHeld)
+		add("why IS NULL"+notHeld+notDeferred, deferArgs...)
 	default:
-		add("why = ?"+notHeld, f.Why)
+		add("why = ?"+notHeld+notDeferred, append([]any{f.Why}, deferArgs...)...)
 	}
 	if f.UserID != 0 {
 		add("user_id = ?", f.UserID)
@@ -658,28 +676,11 @@ const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_
 	+ CASE task WHEN 'score' THEN 3 ELSE 1 END
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
-// RetryJobs makes the filtered jobs due now and counts them. It leaves out jobs that a lease
-// holds, and jobs waiting for a budget that still cannot cover them (against the author's
-// effective limit): retrying those would only spend an attempt on the same refusal. A retry
-// changes no attempt count.
+// RetryJobs makes the filtered jobs due now and counts them (RetryJobsReport, without what
+// it skipped).
 func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
-	now := s.nowMs()
-	where, args := f.where(now)
-	args = append([]any{now}, args...)
-	args = append(args, now, BudgetDay(s.Now()), s.dailyLimit)
-	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE `+where+
-		` AND (lease_until IS NULL OR lease_until <= ?) AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`+notInReview, args...)
-	if err != nil {
-		return 0, fmt.Errorf("retry jobs: %w", err)
-	}
-	if n > 0 {
-		if f.UserID != 0 {
-			s.changed(f.UserID)
-		} else {
-			s.changedAll()
-		}
-	}
-	return n, nil
+	r, err := s.RetryJobsReport(ctx, f)
+	return r.Retried, err
 }
 
 // JobsOfUser lists an author's owed jobs.

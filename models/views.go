@@ -142,7 +142,8 @@ func (s *Store) PublicPitches(ctx context.Context, beforeID int64, limit int) ([
 // JobStats summarises the owed work for the admin overview.
 type JobStats struct {
 	Total       int64
-	Due         int64
+	Due         int64 // due now and not held (held work is claimed by no one: it is not due)
+	Held        int64 // of a held task and not leased
 	Leased      int64
 	ByWhy       map[Why]int64 // "none" for jobs that are simply due or new; "held" for a held task's
 	ByTask      map[Task]int64
@@ -154,7 +155,9 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
 	st := JobStats{ByWhy: map[Why]int64{"none": 0}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
-		st.ByWhy[w] = 0
+		if w != WhyUnavailable { // shown in a write's answer only; no job waits with it
+			st.ByWhy[w] = 0
+		}
 	}
 	pairs, err := s.JobsByTaskWhy(ctx)
 	if err != nil {
@@ -175,18 +178,20 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	}
 	var agg struct {
 		Due    int64  `gorm:"column:due"`
+		Held   int64  `gorm:"column:held"`
 		Leased int64  `gorm:"column:leased"`
 		Oldest *int64 `gorm:"column:oldest"`
 	}
 	err = s.scan(ctx, s.read, &agg, `SELECT
-		(SELECT COUNT(*) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)) AS due,
+		(SELECT COUNT(*) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`) AS due,
+		(SELECT COUNT(*) FROM content_jobs WHERE (lease_until IS NULL OR lease_until <= ?) AND `+heldTask+`) AS held,
 		(SELECT COUNT(*) FROM content_jobs WHERE lease_until > ?) AS leased,
-		(SELECT MIN(due_at) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)) AS oldest`,
-		now, now, now, now, now)
+		(SELECT MIN(due_at) FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`) AS oldest`,
+		now, now, now, now, now, now)
 	if err != nil {
 		return st, fmt.Errorf("job stats: %w", err)
 	}
-	st.Due, st.Leased = agg.Due, agg.Leased
+	st.Due, st.Held, st.Leased = agg.Due, agg.Held, agg.Leased
 	if agg.Oldest != nil {
 		oldest := fromMillis(*agg.Oldest)
 		st.OldestDueAt = &oldest

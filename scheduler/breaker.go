@@ -206,7 +206,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if p.probe != "" {
 		if failed {
 			next := now.Add(max(probeBackoff(p.probes+1), wait))
-			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil)
+			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil, replyError(r))
 			if err != nil {
 				b.log.Error("model breaker", "op", "probe failed", "err", err)
 			} else if ok {
@@ -243,7 +243,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 		status = &st
 	}
 	next := now.Add(max(probeFirst, wait))
-	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, next)
+	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, replyError(r), next)
 	if err != nil {
 		b.log.Error("model breaker", "op", "open", "err", err)
 		return
@@ -255,6 +255,11 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	b.remember(row)
 	b.log.Warn("model breaker opened: the model is not asked until a probe gets an answer",
 		"failures", n, "why", r.Why, "status", r.Status, "nextProbeAt", next)
+}
+
+// replyError is a failed reply's error in words, or nil.
+func replyError(r modelclient.Reply) *string {
+	return errorText(r.Error)
 }
 
 // giveUp releases a probe that made no call.
@@ -277,6 +282,11 @@ type ModelState struct {
 	NextProbeAt *time.Time // open: the next probe; probing: the end of the probe under way
 	InFlight    int
 	Cap         int
+	// Why, Status and LastError are the failure that opened it (the last real error, kept
+	// after it closes); nil when none is known.
+	Why       *models.Why
+	Status    *int
+	LastError *string
 }
 
 // ModelState reads the breaker's shared state, with this process's calls in flight and cap.
@@ -291,7 +301,8 @@ func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
 		}
 		c.breaker.remember(row)
 	}
-	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap()}
+	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap(),
+		Why: row.Why, Status: row.Status, LastError: row.LastError}
 	switch row.State {
 	case models.BreakerClosed:
 		st.Failures = c.breaker.localFailures()

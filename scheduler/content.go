@@ -316,7 +316,7 @@ func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priori
 	if adm.park {
 		c.gate.Release(*held)
 		*held = 0
-		if _, err := c.store.ParkJob(ctx, job, adm.at, adm.why, adm.status); err != nil {
+		if _, err := c.store.ParkJob(ctx, job, adm.at); err != nil {
 			return nil, Pending, err
 		}
 		c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
@@ -369,7 +369,7 @@ func (c *Content) recheck(ctx context.Context, job models.Job, held *int, p *pas
 	}
 	c.gate.Release(*held)
 	*held = 0
-	if _, err := c.store.ParkJob(ctx, job, adm.at, adm.why, adm.status); err != nil {
+	if _, err := c.store.ParkJob(ctx, job, adm.at); err != nil {
 		return true, err
 	}
 	c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
@@ -479,7 +479,7 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 		(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now)) {
 		return nil
 	}
-	n, err := c.store.ParkDue(ctx, a.at, a.why, a.status, userID)
+	n, err := c.store.ParkDue(ctx, a.at, userID)
 	if n > 0 {
 		c.log.Debug("put off until the model's probe", "jobs", n, "nextAttemptAt", a.at)
 	}

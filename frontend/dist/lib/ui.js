@@ -119,9 +119,10 @@ export const WHY = {
   budget: { label: 'budget', kind: 'info', short: 'waits for the daily reset', text: "the author's daily budget is spent — waits for the daily reset (00:00 UTC)" },
   'budget-unavailable': { label: 'budget-unavailable', kind: 'err', short: 'budget not countable — backoff', text: 'the budget could not be counted — retries with backoff' },
   held: { label: 'held', kind: 'info', short: 'held by an admin', text: 'an admin holds this work — nothing is claimed, charged or asked until the hold is lifted' },
+  breaker: { label: 'breaker', kind: 'info', short: 'not asked: waits for the model\'s probe', text: 'not asked: the model is failing; owed waits for its probe (no attempt, nothing charged)' },
   review: { label: 'review', kind: 'info', short: 'waits for a moderator', text: 'the model was unsure — waits for a moderator in the Review panel; nothing is asked or charged meanwhile' },
 };
-export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held', 'review'];
+export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held', 'breaker', 'review'];
 
 export function whyInfo(why) {
   return WHY[why || 'none'] || { label: why, kind: 'neutral', text: why };
@@ -198,7 +199,7 @@ export function useFormError() {
 
 /** The outcome of one attempt event: allow, block, scored, pending, gone. */
 export function OutcomeBadge({ outcome }) {
-  const kind = { allow: 'ok', scored: 'ok', block: 'err', pending: 'warn', gone: 'neutral', decided: 'accent' }[outcome] || 'neutral';
+  const kind = { allow: 'ok', scored: 'ok', block: 'err', pending: 'warn', gone: 'neutral', decided: 'accent', overturned: 'accent' }[outcome] || 'neutral';
   return html`<${Badge} kind=${kind}>${outcome || '—'}<//>`;
 }
 

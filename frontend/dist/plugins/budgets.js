@@ -62,9 +62,25 @@ function Users({ ctx }) {
   const live = useLive(ctx, () => ctx.api('/api/admin/users?limit=1000'), 10000);
   const [rotating, setRotating] = useState(null); // {user, opener}
   const [busy, setBusy] = useState(null); // userId being changed
+  const [confirming, setConfirming] = useState(null); // the user whose Disable awaits confirmation
   const users = (live.data && live.data.users) || [];
+  const focusToggle = (id) => requestAnimationFrame(() => document.querySelector(`[data-testid="user-toggle-${id}"]`)?.focus());
+  useEffect(() => {
+    if (!confirming) return;
+    requestAnimationFrame(() => document.querySelector('[data-testid="user-disable-confirm-ok"]')?.focus());
+    const onKey = (e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) {
+        e.preventDefault();
+        setConfirming(null);
+        focusToggle(confirming.id);
+      }
+    };
+    addEventListener('keydown', onKey, true);
+    return () => removeEventListener('keydown', onKey, true);
+  }, [confirming && confirming.id]);
 
   const toggle = async (u) => {
+    setConfirming(null);
     setBusy(u.id);
     try {
       const r = await ctx.api(`/api/admin/users/${encodeURIComponent(u.id)}`, { method: 'PATCH', body: { disabled: !u.disabled } });
@@ -74,10 +90,24 @@ function Users({ ctx }) {
       ctx.notify(x.message, 'error');
     } finally {
       setBusy(null);
+      focusToggle(u.id);
     }
   };
 
   return html`<section class="card card-flush" aria-labelledby="users-h">
+    ${confirming
+      ? html`<div class="card-pad confirm" role="alertdialog" aria-labelledby="user-disable-q" data-testid="user-disable-confirm">
+          <p id="user-disable-q">Disable ${confirming.name}? Their token and every browser session stop working at once; their items and owed work stay. <span class="muted small">(Esc cancels)</span></p>
+          <div class="row">
+            <button type="button" class="btn btn-danger" onClick=${() => toggle(confirming)} data-testid="user-disable-confirm-ok">Yes, disable ${confirming.name}</button>
+            <button type="button" class="btn btn-quiet" onClick=${() => {
+              const id = confirming.id;
+              setConfirming(null);
+              focusToggle(id);
+            }} data-testid="user-disable-confirm-cancel">Cancel</button>
+          </div>
+        </div>`
+      : null}
     <header class="card-head card-pad">
       <h2 id="users-h">Users and tokens</h2>
       <span class="muted small">${live.data ? `${users.length} users · ${users.filter((u) => u.disabled).length} disabled` : ''}</span>
@@ -97,7 +127,7 @@ function Users({ ctx }) {
                   aria-label=${'Rotate token of ' + u.name} onClick=${(e) => setRotating({ user: u, opener: e.currentTarget })}>Rotate token</button>
                 <button type="button" class=${'btn btn-small ' + (u.disabled ? 'btn-quiet' : 'btn-danger-quiet')} disabled=${busy === u.id}
                   data-testid=${'user-toggle-' + u.id} aria-label=${(u.disabled ? 'Enable ' : 'Disable ') + u.name}
-                  onClick=${() => toggle(u)}>${u.disabled ? 'Enable' : 'Disable'}</button>
+                  onClick=${() => (u.disabled ? toggle(u) : setConfirming(u))}>${u.disabled ? 'Enable' : 'Disable…'}</button>
               </td>
             </tr>`)}</tbody>
           </table>
@@ -122,6 +152,7 @@ function RotateDialog({ ctx, user, onClose }) {
   const [token, setToken] = useState(null);
   const [err, setErr] = useState(null);
   const [busy, setBusy] = useState(false);
+  const [leaving, setLeaving] = useState(false); // Esc with the token shown: warn first
 
   useEffect(() => {
     const d = dlg.current;
@@ -160,8 +191,15 @@ function RotateDialog({ ctx, user, onClose }) {
   const close = () => {
     if (dlg.current && dlg.current.open) dlg.current.close();
   };
+  // Esc while the token is shown does not close at once: the token cannot be shown again.
+  const onCancel = (e) => {
+    if (!token) return;
+    e.preventDefault();
+    setLeaving(true);
+    requestAnimationFrame(() => document.querySelector('[data-testid="rotate-leave-back"]')?.focus());
+  };
 
-  return html`<dialog ref=${dlg} class="dialog" aria-labelledby="rot-h" aria-describedby="rot-d" data-testid="rotate-dialog" onClose=${onClose}>
+  return html`<dialog ref=${dlg} class="dialog" aria-labelledby="rot-h" aria-describedby="rot-d" data-testid="rotate-dialog" onClose=${onClose} onCancel=${onCancel}>
     <h2 id="rot-h">${token ? `New token for ${user.name}` : `Rotate the token of ${user.name}?`}</h2>
     ${token
       ? html`<p id="rot-d">Store it now: <strong>it is shown only once</strong>. The old token and ${user.name}'s sessions no longer work.</p>
@@ -169,6 +207,18 @@ function RotateDialog({ ctx, user, onClose }) {
             <code ref=${tokenBox} tabindex="-1" class="secret-value" data-testid="rotate-token">${token}</code>
             <button type="button" class="btn btn-small" onClick=${copy} data-testid="rotate-copy">Copy</button>
           </div>
+          ${leaving
+            ? html`<div class="confirm" role="alert" data-testid="rotate-leave">
+                <p><strong>Close without storing the token?</strong> It cannot be shown again; you would have to rotate it once more.</p>
+                <div class="row">
+                  <button type="button" class="btn btn-quiet" onClick=${() => {
+                    setLeaving(false);
+                    tokenBox.current && tokenBox.current.focus();
+                  }} data-testid="rotate-leave-back">Back to the token</button>
+                  <button type="button" class="btn btn-danger" onClick=${close} data-testid="rotate-leave-ok">Close anyway</button>
+                </div>
+              </div>`
+            : null}
           <div class="row"><button type="button" class="btn btn-primary" onClick=${close} data-testid="rotate-done">I have stored it</button></div>`
       : html`<p id="rot-d">A new token is made and shown once. The old token and every browser session of ${user.name} stop working at once.</p>
           ${err ? html`<p class="field-error" role="alert" data-testid="rotate-error">${err}</p>` : null}

@@ -105,6 +105,22 @@ function Events({ ctx }) {
 
   const set = (k) => (e) => setFilters((f) => ({ ...f, [k]: e.currentTarget.value.trim() }));
   const apply = (k) => (v) => setFilters((f) => ({ ...f, [k]: v }));
+  // The author: an id (#12 or 12), or a name (any case; the one that matches exactly, else the
+  // only one that contains it).
+  const applyAuthor = (v) => {
+    const text = String(v || '').trim();
+    if (text === '' || /^#?\d+$/.test(text)) return setFilters((f) => ({ ...f, userId: text.replace('#', '') }));
+    const low = text.toLowerCase();
+    const all = Object.entries(names || {});
+    const exact = all.filter(([, n]) => String(n).toLowerCase() === low);
+    const part = all.filter(([, n]) => String(n).toLowerCase().includes(low));
+    const hit = exact.length === 1 ? exact[0] : part.length === 1 ? part[0] : null;
+    if (!hit) {
+      ctx.notify(part.length > 1 ? `Several authors match “${text}”: type more of the name.` : `No author is named “${text}”.`, 'error');
+      return;
+    }
+    setFilters((f) => ({ ...f, userId: String(hit[0]) }));
+  };
   const any = KEYS.some((k) => filters[k] !== '');
   const rows = view.rows;
 
@@ -120,7 +136,7 @@ function Events({ ctx }) {
         <label for="ef-outcome">Outcome</label>
         <select id="ef-outcome" value=${filters.outcome} onChange=${set('outcome')}>
           <option value="">any</option>
-          ${['allow', 'block', 'scored', 'pending', 'decided'].map((o) => html`<option value=${o}>${o}</option>`)}
+          ${['allow', 'block', 'scored', 'pending', 'decided', 'overturned'].map((o) => html`<option value=${o}>${o}</option>`)}
         </select>
       </div>
       <div class="field">
@@ -137,8 +153,9 @@ function Events({ ctx }) {
         </select>
       </div>
       <div class="field field-narrow">
-        <label for="ef-user">Author id</label>
-        <${FilterInput} id="ef-user" inputmode="numeric" value=${filters.userId} onApply=${apply('userId')} testid="events-filter-user" />
+        <label for="ef-user">Author</label>
+        <${FilterInput} id="ef-user" value=${filters.userId ? (names && names[filters.userId]) || filters.userId : ''} onApply=${applyAuthor}
+          placeholder="name or id" testid="events-filter-user" />
       </div>
       <div class="field field-narrow">
         <label for="ef-item">Item id</label>
@@ -174,11 +191,16 @@ function Events({ ctx }) {
                 <td><${Rel} at=${e.at} now=${now} /></td>
                 <td><${Badge} kind=${e.event === 'score' ? 'accent' : 'neutral'}>${e.event}<//></td>
                 <td>${e.kind}</td>
-                <td class="num">${e.itemId}</td>
+                <td class="num"><a href=${`/admin/jobs?task=${e.event}&kind=${e.kind}&itemId=${e.itemId}`} title=${`The ${e.event} job of ${e.kind} ${e.itemId}, if still owed`}
+                  data-testid=${'event-job-' + e.id} onClick=${(ev) => {
+                    if (ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.button === 1) return;
+                    ev.preventDefault();
+                    ctx.navigate('jobs', `?task=${e.event}&kind=${e.kind}&itemId=${e.itemId}`);
+                  }}>${e.itemId}</a></td>
                 <td><${Author} id=${e.userId} names=${names} /></td>
                 <td><${OutcomeBadge} outcome=${e.outcome} /></td>
                 <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
-                <td class="cell-error">${e.outcome === 'decided'
+                <td class="cell-error">${e.outcome === 'decided' || e.outcome === 'overturned'
                   ? html`<span class="small">${e.verdict} by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
                   : html`<${ErrorText} text=${e.error} testid=${'event-error-' + e.id} />`}</td>
                 <td class="num">${e.status ?? '—'}</td>

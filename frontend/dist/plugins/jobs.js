@@ -60,10 +60,12 @@ function ItemLink({ j, onOpen }) {
 function jobState(j, tick) {
   const now = Math.max(tick, Date.now());
   if (j.leaseUntil && Date.parse(j.leaseUntil) > now) return 'leased';
+  if (j.why === 'held') return 'held'; // claimed by no one: not due, whatever its time
+  if (j.why === 'breaker') return 'waiting'; // not asked before the model's probe
   if (!j.dueAt || Date.parse(j.dueAt) <= now) return 'due';
   return 'waiting';
 }
-const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral' };
+const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
 
 function Jobs({ ctx }) {
   const [filters, setFilters] = useState(() => fromParams(ctx.params()));
@@ -73,6 +75,9 @@ function Jobs({ ctx }) {
   const [selected, setSelected] = useState(() => ctx.params().get('job') || null);
   const opener = useRef(null); // what opened the detail: focus goes back to it on close
   const [bulk, setBulk] = useState(null); // null | {phase:'counting'} | {phase:'confirm', count, atLeast} | {phase:'running'}
+  const [picked, setPicked] = useState({}); // job id → {kind, itemId}: screen jobs selected for a verdict
+  const [bulkVerdict, setBulkVerdict] = useState(null); // the verdict awaiting confirmation
+  const [deciding, setDeciding] = useState(false);
   const now = useNow(5000);
   const names = useAuthors(ctx);
   const key = JSON.stringify(filters);
@@ -91,6 +96,7 @@ function Jobs({ ctx }) {
   }, [key, selected]);
   useEffect(() => {
     setBulk(null);
+    setPicked({});
   }, [key]);
 
   const open = (id, from) => {
@@ -128,7 +134,7 @@ function Jobs({ ctx }) {
     try {
       const r = await ctx.api(`/api/admin/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST' });
       replaceJob(r && r.job);
-      ctx.notify(`Job ${id} is due now.`, 'ok');
+      ctx.notify(`Job ${id} runs now.`, 'ok');
       live.refresh();
     } catch (e) {
       ctx.notify(`Job ${id} was not retried: ${e.message}`, 'error');
@@ -142,11 +148,57 @@ function Jobs({ ctx }) {
     setBulk({ phase: 'running' });
     try {
       const r = await ctx.api('/api/admin/jobs/retry', { method: 'POST', body: filterBody(filters) });
-      ctx.notify(`${fmt.number(r ? r.retried : 0)} jobs are due now.`, 'ok');
+      ctx.notify(retriedText(r), r && r.retried > 0 ? 'ok' : 'info');
     } catch (e) {
       ctx.notify('Bulk retry failed: ' + e.message, 'error');
     }
     setBulk(null);
+    live.refresh();
+    requestAnimationFrame(() => document.querySelector('[data-testid="jobs-bulk-retry"]')?.focus());
+  };
+  const cancelBulk = () => {
+    setBulk(null);
+    requestAnimationFrame(() => document.querySelector('[data-testid="jobs-bulk-retry"]')?.focus());
+  };
+  // The confirmation takes the focus when it opens; Esc cancels it.
+  useEffect(() => {
+    if (!bulk || bulk.phase !== 'confirm') return;
+    requestAnimationFrame(() => document.querySelector('[data-testid="jobs-bulk-confirm"]')?.focus());
+    const onKey = (e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) {
+        e.preventDefault();
+        cancelBulk();
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [bulk && bulk.phase]);
+
+  const pickedIds = Object.keys(picked);
+  const togglePick = (j) =>
+    setPicked((p) => {
+      const n = { ...p };
+      if (n[j.id]) delete n[j.id];
+      else n[j.id] = { kind: j.kind, itemId: j.itemId };
+      return n;
+    });
+  const decideSelected = async () => {
+    const verdict = bulkVerdict;
+    setDeciding(true);
+    let ok = 0;
+    const failed = [];
+    for (const [id, it] of Object.entries(picked)) {
+      try {
+        await sendVerdict(ctx, it.kind, it.itemId, verdict, null, false);
+        ok++;
+      } catch (e) {
+        failed.push(`job ${id}: ${e.message}`);
+      }
+    }
+    ctx.notify(`${verdict === 'allow' ? 'Allowed' : 'Blocked'} ${fmt.number(ok)} ${ok === 1 ? 'item' : 'items'}.` + (failed.length ? ` Not decided: ${failed.join('; ')}.` : ''), failed.length ? 'error' : 'ok');
+    setDeciding(false);
+    setBulkVerdict(null);
+    setPicked({});
     live.refresh();
   };
 
@@ -201,7 +253,10 @@ function Jobs({ ctx }) {
         </select>
       </div>
       <div class="field field-actions">
-        <button type="button" class="btn btn-quiet" disabled=${!active && !filters.sort} onClick=${() => setFilters({ ...EMPTY })}>Clear</button>
+        <button type="button" class="btn btn-quiet" disabled=${!active && !filters.sort} onClick=${() => {
+          setFilters({ ...EMPTY });
+          requestAnimationFrame(() => document.getElementById('jf-task')?.focus());
+        }} data-testid="jobs-clear">Clear</button>
         <button type="button" class="btn" onClick=${startBulk} disabled=${!!bulk || !rows.length} data-testid="jobs-bulk-retry"
           title="Make every job matching this filter due now">${bulk && bulk.phase === 'counting' ? 'Counting…' : 'Retry all matching…'}</button>
       </div>
@@ -210,12 +265,27 @@ function Jobs({ ctx }) {
     ${bulk && bulk.phase !== 'counting'
       ? html`<div class="card confirm" role="alertdialog" aria-labelledby="bulk-q" data-testid="jobs-bulk-confirm-box">
           <p id="bulk-q">Retry <strong data-testid="jobs-bulk-count">${bulk.atLeast ? 'at least ' : ''}${fmt.number(bulk.count)}</strong> ${bulk.count === 1 ? 'job' : 'jobs'} matching${' '}
-            ${describe(filters)}? They become due now and run on the next sweep.</p>
+            ${describe(filters)}? They run now; held jobs and jobs whose budget cannot cover them are skipped. (Esc cancels.)</p>
           <div class="row">
             <button type="button" class="btn btn-primary" disabled=${bulk.phase === 'running'} onClick=${runBulk} data-testid="jobs-bulk-confirm">
               ${bulk.phase === 'running' ? 'Retrying…' : `Retry ${bulk.atLeast ? '' : fmt.number(bulk.count) + ' '}${bulk.count === 1 ? 'job' : 'jobs'}`}</button>
-            <button type="button" class="btn btn-quiet" disabled=${bulk.phase === 'running'} onClick=${() => setBulk(null)} data-testid="jobs-bulk-cancel">Cancel</button>
+            <button type="button" class="btn btn-quiet" disabled=${bulk.phase === 'running'} onClick=${cancelBulk} data-testid="jobs-bulk-cancel">Cancel</button>
           </div>
+        </div>`
+      : null}
+
+    ${pickedIds.length
+      ? html`<div class="card" data-testid="jobs-picked">
+          ${bulkVerdict
+            ? html`<${Confirm} text=${`${bulkVerdict === 'allow' ? 'Allow' : 'Block'} the ${fmt.number(pickedIds.length)} selected ${pickedIds.length === 1 ? 'item' : 'items'}?`}
+                confirmLabel=${deciding ? 'Deciding…' : bulkVerdict === 'allow' ? 'Yes, allow them' : 'Yes, block them'} danger=${bulkVerdict === 'block'} busy=${deciding}
+                onConfirm=${decideSelected} onCancel=${() => setBulkVerdict(null)} testid="jobs-picked-confirm" />`
+            : html`<div class="row">
+                <span data-testid="jobs-picked-count">${fmt.number(pickedIds.length)} selected</span>
+                <button type="button" class="btn btn-small" onClick=${() => setBulkVerdict('allow')} data-testid="jobs-picked-allow">Allow selected…</button>
+                <button type="button" class="btn btn-small btn-danger" onClick=${() => setBulkVerdict('block')} data-testid="jobs-picked-block">Block selected…</button>
+                <button type="button" class="btn btn-small btn-quiet" onClick=${() => setPicked({})} data-testid="jobs-picked-clear">Clear selection</button>
+              </div>`}
         </div>`
       : null}
 
@@ -235,7 +305,7 @@ function Jobs({ ctx }) {
         ? html`<${TableWrap} label="Owed jobs table">
             <table class="table table-cards" data-testid="jobs-table">
               <thead><tr>
-                <th scope="col" class="num">ID</th><th scope="col" class="opt">Task</th><th scope="col">Item</th>
+                <th scope="col" class="opt"><span class="sr-only">Select</span></th><th scope="col" class="num">ID</th><th scope="col" class="opt">Task</th><th scope="col">Item</th>
                 <th scope="col" class="opt">Author</th><th scope="col" class="opt">State</th><th scope="col">Why and last error</th><th scope="col" class="num opt">Attempts</th>
                 <th scope="col" class="num opt">Status</th><th scope="col">Next attempt</th><th scope="col" class="opt">Lease</th><th scope="col"><span class="sr-only">Actions</span></th>
               </tr></thead>
@@ -244,13 +314,16 @@ function Jobs({ ctx }) {
                   const st = jobState(j, now);
                   const w = whyInfo(j.why);
                   return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${String(selected) === String(j.id) ? 'row-selected' : ''}>
+                    <td class="opt">${j.task === 'screen'
+                      ? html`<input type="checkbox" checked=${!!picked[j.id]} onChange=${() => togglePick(j)} aria-label=${'Select job ' + j.id + ' for a verdict'} data-testid=${'job-pick-' + j.id} />`
+                      : null}</td>
                     <td class="num c-id">${j.id}</td>
                     <td class="opt"><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
                     <td class="item-cell"><${ItemLink} j=${j} onOpen=${open} /></td>
                     <td class="opt"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
                     <td class="opt"><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
                     <td class="why-cell c-why" title=${w.text}><${WhyBadge} why=${j.why} />
-                      ${j.lastError && j.why !== 'held' ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
+                      ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
                     <td class="num opt">${j.attempts}</td>
                     <td class="num opt">${j.status ?? html`<span class="muted">—</span>`}</td>
                     <td class="c-next"><${Rel} at=${j.dueAt} now=${now} /></td>
@@ -278,7 +351,11 @@ function Jobs({ ctx }) {
 
 function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
   const [gone, setGone] = useState(false);
-  useEffect(() => setGone(false), [id]);
+  const [decided, setDecided] = useState(null); // {kind, itemId, verdict, note, by} once decided here
+  useEffect(() => {
+    setGone(false);
+    setDecided(null);
+  }, [id]);
   const live = useLive(
     ctx,
     async () => {
@@ -320,11 +397,16 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
         <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close" aria-label="Close the job's details (Esc)">Close</button>
       </div>
     </header>
-    ${gone ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>` : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
+    ${decided
+      ? html`<${Decided} ctx=${ctx} d=${decided} onChange=${setDecided} onSettled=${onSettled} />`
+      : gone
+        ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>`
+        : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
     ${!j && !live.error ? html`<${Loading} />` : null}
-    ${j && !gone
+    ${j && !gone && !decided
       ? html`<dl class="kv kv-wide" data-testid="job-detail-facts">
           <dt>Task</dt><dd>${j.task} of ${item.kind} <span class="num">#${item.id}</span></dd>
+          <dt>Content</dt><dd data-testid="job-detail-content">${item.content != null ? html`<pre class="item-content">${item.content}</pre>` : html`<span class="muted">(gone)</span>`}</dd>
           <dt>Item</dt><dd data-testid="job-detail-item">${item.title ? html`<q>${item.title}</q>` : html`<span class="muted">(gone)</span>`}${item.songId ? html` <span class="muted small">song #${item.songId}</span>` : null}</dd>
           <dt>Author</dt><dd data-testid="job-detail-author"><${Author} id=${author.id} names=${author.name ? { ...names, [author.id]: author.name } : names} /></dd>
           <dt>Why</dt><dd><${WhyBadge} why=${j.why} long /></dd>
@@ -334,7 +416,8 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
           <dt>Next attempt</dt><dd><${Rel} at=${j.dueAt} /> <span class="muted small">${fmt.time(j.dueAt)}</span></dd>
           <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
         </dl>
-        ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${() => {
+        ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {
+          setDecided(d);
           live.refresh();
           onSettled && onSettled();
         }} />` : null}`
@@ -343,22 +426,22 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
     ${d && !events.length ? html`<${Empty}>No attempt yet.<//>` : null}
     ${events.length
       ? html`<${TableWrap} label="Attempt history">
-          <table class="table table-compact" data-testid="job-events">
+          <table class="table table-compact table-attempts" data-testid="job-events">
             <thead><tr><th scope="col">When</th><th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
               <th scope="col">Error or note</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th></tr></thead>
             <tbody>${events.map((e) => html`<tr key=${e.id}>
-              <td><${Rel} at=${e.at} /></td>
-              <td class="num">${attemptNo(e)}</td>
+              <td data-label="when"><${Rel} at=${e.at} /></td>
+              <td class="num" data-label="attempt">${attemptNo(e)}</td>
               <td><${OutcomeBadge} outcome=${e.outcome} />${e.verdict ? html` <span class="small">${e.verdict}</span>` : null}</td>
               <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
-              <td>${e.outcome === 'decided'
+              <td class="c-err">${e.outcome === 'decided' || e.outcome === 'overturned'
                 ? html`<span class="small">by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
                 : html`<${ErrorText} text=${e.error} />`}</td>
-              <td class="num">${e.status ?? '—'}</td>
-              <td class="num">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
-              <td class="num">${resultOf(e)}</td>
-              <td class="num">${fmt.bytes(e.requestBytes)}</td>
-              <td class="num">${e.runs ?? '—'}</td>
+              <td class="num" data-label="status">${e.status ?? '—'}</td>
+              <td class="num" data-label="upstream">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
+              <td class="num" data-label="result">${resultOf(e)}</td>
+              <td class="num" data-label="request">${fmt.bytes(e.requestBytes)}</td>
+              <td class="num" data-label="runs">${e.runs ?? '—'}</td>
             </tr>`)}</tbody>
           </table>
         <//>`
@@ -366,40 +449,122 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
   </section>`;
 }
 
-/** Decide by hand: allow or block the item, with a note, as the admin's verdict. */
+/** The bulk retry's answer in words: what it did, and what it skipped and why. */
+function retriedText(r) {
+  const n = (r && r.retried) || 0;
+  const sk = (r && r.skipped) || {};
+  const skipped = [];
+  if (sk.held) skipped.push(`${fmt.number(sk.held)} held (lift the hold to run them)`);
+  if (sk.budget) skipped.push(`${fmt.number(sk.budget)} waiting for a budget that still cannot cover them`);
+  return `${fmt.number(n)} ${n === 1 ? 'job runs' : 'jobs run'} now.` + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
+}
+
+/** Send a verdict by hand (overturn: change one already given). */
+async function sendVerdict(ctx, kind, itemId, verdict, note, overturn) {
+  const body = { verdict };
+  if (note) body.note = note;
+  if (overturn) body.overturn = true;
+  return ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, { method: 'POST', body });
+}
+
+/** A confirmation: focus on its confirm button, Esc cancels. */
+function Confirm({ text, confirmLabel, danger, busy, onConfirm, onCancel, testid }) {
+  const ok = useRef(null);
+  useEffect(() => {
+    ok.current && ok.current.focus();
+    const onKey = (e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) {
+        e.preventDefault();
+        onCancel();
+      }
+    };
+    // Capture: before the detail's own Esc (which closes it) sees the key.
+    addEventListener('keydown', onKey, true);
+    return () => removeEventListener('keydown', onKey, true);
+  }, []);
+  return html`<div class="confirm" role="alertdialog" aria-label=${text} data-testid=${testid}>
+    <p>${text} <span class="muted small">(Esc cancels)</span></p>
+    <div class="row">
+      <button type="button" ref=${ok} class=${'btn ' + (danger ? 'btn-danger' : 'btn-primary')} disabled=${busy} onClick=${onConfirm} data-testid=${testid + '-ok'}>${confirmLabel}</button>
+      <button type="button" class="btn btn-quiet" disabled=${busy} onClick=${onCancel} data-testid=${testid + '-cancel'}>Cancel</button>
+    </div>
+  </div>`;
+}
+
+/** Decide by hand: allow or block the item, with a note, as the admin's verdict, once confirmed. */
 function Decide({ ctx, kind, itemId, onDone }) {
   const [note, setNote] = useState('');
-  const [busy, setBusy] = useState(null);
+  const [asking, setAsking] = useState(null); // the verdict awaiting confirmation
+  const [busy, setBusy] = useState(false);
   const [err, setErr] = useState(null);
-  const send = async (verdict) => {
-    setBusy(verdict);
+  const send = async () => {
+    const verdict = asking;
+    setBusy(true);
     setErr(null);
     try {
-      const r = await ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, {
-        method: 'POST',
-        body: note.trim() ? { verdict, note: note.trim() } : { verdict },
-      });
+      const r = await sendVerdict(ctx, kind, itemId, verdict, note.trim(), false);
       ctx.notify(`The ${kind} is ${r && r.state === 'public' ? 'allowed' : 'blocked'}: your verdict settled its screen.`, 'ok');
-      setNote('');
-      onDone();
+      onDone({ kind, itemId, verdict, note: note.trim() || null, by: ctx.user && ctx.user.name });
     } catch (e) {
       setErr(e);
     }
-    setBusy(null);
+    setBusy(false);
+    setAsking(null);
+  };
+  const cancel = () => {
+    setAsking(null);
+    requestAnimationFrame(() => document.querySelector('[data-testid="job-decide-allow"]')?.focus());
   };
   return html`<form class="decide" onSubmit=${(e) => e.preventDefault()} aria-labelledby="decide-h" data-testid="job-decide">
     <h3 id="decide-h">Decide by hand</h3>
-    <p class="muted small">Records your verdict instead of the model's; an allowed revision then owes its score.</p>
+    <p class="muted small">Records your verdict instead of the model's; an allowed revision then owes its score. Read the content above first.</p>
     <div class="field">
       <label for="decide-note">Note (optional)</label>
       <input id="decide-note" type="text" maxlength="500" value=${note} onInput=${(e) => setNote(e.currentTarget.value)} data-testid="job-decide-note" />
     </div>
     ${err ? html`<p class="field-error" role="alert" data-testid="job-decide-error">${err.message}</p>` : null}
-    <div class="row">
-      <button type="button" class="btn" disabled=${!!busy} onClick=${() => send('allow')} data-testid="job-decide-allow">${busy === 'allow' ? 'Allowing…' : 'Allow'}</button>
-      <button type="button" class="btn btn-danger" disabled=${!!busy} onClick=${() => send('block')} data-testid="job-decide-block">${busy === 'block' ? 'Blocking…' : 'Block'}</button>
-    </div>
+    ${asking
+      ? html`<${Confirm} text=${`${asking === 'allow' ? 'Allow' : 'Block'} this ${kind}${note.trim() ? ` with the note “${note.trim()}”` : ''}?`}
+          confirmLabel=${busy ? 'Deciding…' : asking === 'allow' ? 'Yes, allow' : 'Yes, block'} danger=${asking === 'block'} busy=${busy}
+          onConfirm=${send} onCancel=${cancel} testid="job-decide-confirm" />`
+      : html`<div class="row">
+          <button type="button" class="btn" onClick=${() => setAsking('allow')} data-testid="job-decide-allow">Allow…</button>
+          <button type="button" class="btn btn-danger" onClick=${() => setAsking('block')} data-testid="job-decide-block">Block…</button>
+        </div>`}
   </form>`;
+}
+
+/** What was decided here, by whom, with the note; and the way to overturn it. */
+function Decided({ ctx, d, onChange, onSettled }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const head = useRef(null);
+  useEffect(() => {
+    head.current && head.current.focus();
+  }, [d.verdict]);
+  const other = d.verdict === 'allow' ? 'block' : 'allow';
+  const overturn = async () => {
+    setBusy(true);
+    try {
+      await sendVerdict(ctx, d.kind, d.itemId, other, d.note, true);
+      ctx.notify(`Overturned: the ${d.kind} is ${other === 'allow' ? 'allowed' : 'blocked'} now.`, 'ok');
+      onChange({ ...d, verdict: other, by: ctx.user && ctx.user.name, overturned: true });
+      onSettled && onSettled();
+    } catch (e) {
+      ctx.notify('Could not overturn: ' + e.message, 'error');
+    }
+    setBusy(false);
+    setAsking(false);
+  };
+  return html`<div class="note note-info" role="status" data-testid="job-decided">
+    <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>
+      by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
+      The job is no longer owed.</p>
+    ${asking
+      ? html`<${Confirm} text=${`Overturn: ${other} this ${d.kind} instead? Its webhook is sent again.`} confirmLabel=${busy ? 'Overturning…' : `Yes, ${other}`}
+          danger=${other === 'block'} busy=${busy} onConfirm=${overturn} onCancel=${() => setAsking(false)} testid="job-overturn-confirm" />`
+      : html`<button type="button" class="btn btn-small" onClick=${() => setAsking(true)} data-testid="job-overturn">Overturn (${other})…</button>`}
+  </div>`;
 }
 
 export default {

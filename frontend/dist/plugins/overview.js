@@ -2,7 +2,7 @@
 // per minute over the last hour, and a backfill summary. Data: GET /api/admin/stats and
 // GET /api/admin/model every 5 s.
 
-import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
+import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
 import { useLive, useNow, Rel, Badge, LoadError, Loading, Stat, HBar, WHYS, whyInfo } from '../lib/ui.js';
 
@@ -19,15 +19,16 @@ function Overview({ ctx }) {
   return html`<div class="stack">
     <${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />
     <div class="stats" data-testid="overview-stats">
+      <${ModelStat} ctx=${ctx} />
       <${Stat} label="Owed jobs" value=${fmt.number(jobs.total)} testid="stat-jobs-total"
         sub=${`screen ${fmt.number(jobs.byTask && jobs.byTask.screen)} · score ${fmt.number(jobs.byTask && jobs.byTask.score)}`} />
-      <${Stat} label="Due now" value=${fmt.number(jobs.due)} testid="stat-jobs-due" kind=${jobs.due > 0 ? 'warn' : null} />
+      <${Stat} label="Due now" value=${fmt.number(jobs.due)} testid="stat-jobs-due" kind=${jobs.due > 0 ? 'warn' : null} sub="held work is not due" />
+      <${Stat} label="Held" value=${fmt.number(jobs.held || 0)} testid="stat-jobs-held" kind=${jobs.held > 0 ? 'info' : null} sub="claimed by no one until lifted" />
       <${Stat} label="Leased" value=${fmt.number(jobs.leased)} testid="stat-jobs-leased" sub="being worked on" />
       <${Stat} label="Oldest due" value=${jobs.oldestDueAt ? html`<${Rel} at=${jobs.oldestDueAt} />` : '—'} testid="stat-oldest-due" />
       <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
       <${Health} health=${s.health} version=${s.version} retention=${s.retention} schedule=${s.schedule} />
-      <${ModelStat} ctx=${ctx} />
       <${ReviewStat} ctx=${ctx} />
     </div>
     <div class="cols">
@@ -91,20 +92,60 @@ const BREAKER = {
   probing: { kind: 'warn', text: 'one call is testing the model' },
 };
 
-/** The model's breaker (closed, open, probing) and the calls in flight out of the cap. */
+/** What happens next, in words: when the next probe comes, or that none will while screens are held. */
+function nextInWords(m, left) {
+  if (m.state === 'closed') return 'the model is asked as usual';
+  if (m.screensHeld) return 'no probes while screens are held — test the model';
+  if (m.state === 'probing') return 'one call is testing the model now';
+  if (left !== null && left > 0) return `next probe in ${fmt.countdown(left)}`;
+  return 'the next job probes the model';
+}
+
+/** The model's breaker (closed, open, probing) in words, its last error, and a test call. */
 function ModelStat({ ctx }) {
   const live = useLive(ctx, () => ctx.api('/api/admin/model'), 5000);
   const now = useNow(1000);
+  const [busy, setBusy] = useState(false);
+  const btn = useRef(null);
+  useEffect(() => {
+    const on = () => live.refresh(); // a hold changes what happens next
+    addEventListener('owed:holds', on);
+    return () => removeEventListener('owed:holds', on);
+  }, []);
   const m = live.data;
   if (!m) return html`<${Stat} label="Model" value="—" testid="stat-model" />`;
   const b = BREAKER[m.state] || { kind: 'warn', text: m.state };
   const left = m.nextProbeAt ? fmt.until(m.nextProbeAt, now) : null;
-  return html`<div class=${'stat stat-' + b.kind} data-testid="stat-model" title=${b.text}>
+  const probe = async () => {
+    setBusy(true);
+    try {
+      const r = await ctx.api('/api/admin/model/probe', { method: 'POST' });
+      live.setData(r);
+      const p = r.probe || {};
+      ctx.notify(
+        p.answered
+          ? p.closed
+            ? 'The model answered: the breaker is closed and the waiting jobs run now.'
+            : 'The model answered.'
+          : `The model did not answer: ${p.error || p.why || 'failed'}.`,
+        p.answered ? 'ok' : 'error'
+      );
+    } catch (e) {
+      ctx.notify('Could not test the model: ' + e.message, 'error');
+    }
+    setBusy(false);
+    requestAnimationFrame(() => btn.current && btn.current.focus());
+  };
+  return html`<div class=${'stat stat-model stat-' + b.kind} data-testid="stat-model">
     <div class="stat-label">Model</div>
     <div class="stat-value" data-testid="model-state">${m.state}</div>
     <div class="stat-sub">
-      <span class="num" data-testid="model-inflight">${fmt.number(m.inFlight)} of ${fmt.number(m.cap)} in flight</span>
-      ${m.state !== 'closed' ? html` · ${fmt.number(m.failures)} failures · probe ${left !== null && left > 0 ? html`in <strong class="num">${fmt.countdown(left)}</strong>` : 'now'}` : null}
+      <div data-testid="model-next">${b.text}: <strong>${nextInWords(m, left)}</strong></div>
+      ${m.state !== 'closed' ? html`<div class="small">${fmt.number(m.failures)} failures</div>` : null}
+      ${m.lastError && m.state !== 'closed' ? html`<div class="small err-text" data-testid="model-last-error">last error: ${m.lastError}</div>` : null}
+      <span class="num small" data-testid="model-inflight">${fmt.number(m.inFlight)} of ${fmt.number(m.cap)} in flight</span>
+      <div><button type="button" class="btn btn-small" ref=${btn} disabled=${busy} onClick=${probe} data-testid="model-probe"
+        title="One test call now, charged to nobody (at most one every 5 s)">${busy ? 'Testing…' : 'Test the model'}</button></div>
     </div>
   </div>`;
 }
@@ -128,6 +169,7 @@ function HoldsCard({ ctx, holds, onChange }) {
     return () => removeEventListener('owed:holds', on);
   }, []);
   const toggle = async (k, v) => {
+    const el = document.activeElement;
     setBusy(k);
     try {
       const h = await ctx.api('/api/admin/holds', { method: 'PUT', body: { [k]: v } });
@@ -139,6 +181,8 @@ function HoldsCard({ ctx, holds, onChange }) {
       ctx.notify('Could not change the hold: ' + e.message, 'error');
     }
     setBusy(null);
+    // The box was disabled while busy (which drops focus): give it back.
+    requestAnimationFrame(() => el && el.isConnected && el.focus());
   };
   return html`<section class="card" aria-labelledby="ov-holds" data-testid="overview-holds">
     <header class="card-head"><h2 id="ov-holds">Holds</h2><span class="muted small">pause work during an outage; nothing held is charged</span></header>

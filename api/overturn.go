@@ -1,0 +1,63 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
+)
+
+// itemTarget names an item in the audit trail.
+func itemTarget(kind models.Kind, id int64) string {
+	return string(kind) + ":" + strconv.FormatInt(id, 10)
+}
+
+// overturn changes an item's verdict by hand (the verdict route with "overturn": true): the
+// new verdict is recorded with an event of outcome overturned (the admin, their note, the
+// verdict), the item.screened webhook is owed again, and the audit trail keeps before and
+// after, all in one transaction. The same verdict again is 409 decided: nothing to change.
+func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body verdictRequest, was models.Verdict) error {
+	ctx := c.Request().Context()
+	if was == body.Verdict {
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has this verdict: " + string(was)}
+	}
+	adminID := caller(c).ID
+	confidence := 1.0
+	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: userID, Outcome: models.OutcomeOverturned,
+		AdminID: &adminID, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
+	var changed bool
+	var before *models.Verdict
+	err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if before, changed, err = tx.OverturnScreen(ctx, kind, id, body.Verdict, ev); err != nil || !changed {
+			return err
+		}
+		return audit(c, tx, models.AuditOverturn, itemTarget(kind, id), map[string]any{"verdict": before},
+			map[string]any{"verdict": body.Verdict, "note": body.Note})
+	})
+	if err != nil {
+		return err
+	}
+	if !changed {
+		if before == nil {
+			return notFound(string(kind))
+		}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has this verdict: " + string(*before)}
+	}
+	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", userID, "outcome", models.OutcomeOverturned,
+		"verdict", body.Verdict, "was", was, "adminId", adminID)
+	if kind == models.KindRevision && body.Verdict == models.VerdictAllow && a.Content != nil {
+		a.Content.RunItem(models.TaskScore, models.KindRevision, id)
+	}
+	after, err := a.Store.ScreenOf(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	h, err := a.Store.Holds(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a.screenOf(after, h))
+}

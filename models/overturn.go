@@ -1,0 +1,57 @@
+package models
+
+import (
+	"context"
+	"fmt"
+)
+
+// OverturnScreen changes an item's verdict by hand to verdict, with ev (outcome
+// OutcomeOverturned) as its event: the old verdict is removed and the new one recorded as a
+// verdict is, so the same trigger refreshes the song (public, title) and an allowed revision
+// owes its score; a revision blocked now loses the score job it owed. The item.screened webhook
+// is owed again. was is the verdict it had; changed is false when the item is gone or already
+// had verdict (nothing was written).
+func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, verdict Verdict, ev Event) (was *Verdict, changed bool, err error) {
+	if _, err := itemTable(kind); err != nil {
+		return nil, false, fmt.Errorf("overturn: %w", err)
+	}
+	err = s.WithTx(ctx, func(tx *Store) error {
+		var old []struct {
+			Verdict Verdict `gorm:"column:verdict"`
+		}
+		if err := tx.scan(ctx, tx.db, &old, `DELETE FROM screens WHERE kind = ? AND item_id = ? RETURNING verdict`, kind, itemID); err != nil {
+			return err
+		}
+		if len(old) == 0 {
+			return nil
+		}
+		v := old[0].Verdict
+		was = &v
+		if v == verdict {
+			return errSameVerdict
+		}
+		if kind == KindRevision && verdict == VerdictBlock {
+			if _, err := tx.exec(ctx, `DELETE FROM content_jobs WHERE task = 'score' AND kind = 'revision' AND item_id = ?`, itemID); err != nil {
+				return err
+			}
+		}
+		ok, err := tx.RecordScreen(ctx, kind, itemID, verdict, 1, ev)
+		if err != nil {
+			return err
+		}
+		changed = ok
+		if ok {
+			tx.changedAll() // a song's listeners and the author alike
+		}
+		return nil
+	})
+	if err == errSameVerdict {
+		return was, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("overturn the verdict of %s %d: %w", kind, itemID, err)
+	}
+	return was, changed, nil
+}
+
+var errSameVerdict = fmt.Errorf("the item already has this verdict")

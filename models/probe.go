@@ -1,0 +1,115 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// TakeManualProbe records that an admin probes the model now, unless one did less than gap
+// ago (on any replica: one conditional UPDATE of the one breaker row). ok is false then, and
+// wait is how long until the next one is allowed.
+func (s *Store) TakeManualProbe(ctx context.Context, gap time.Duration) (ok bool, wait time.Duration, err error) {
+	now := s.nowMs()
+	n, err := s.exec(ctx, `UPDATE model_breaker SET manual_probe_at = ?
+		WHERE id = 1 AND (manual_probe_at IS NULL OR manual_probe_at <= ? OR manual_probe_at > ?)`, now, now-gap.Milliseconds(), now)
+	if err != nil {
+		return false, 0, fmt.Errorf("take the manual model probe: %w", err)
+	}
+	if n == 1 {
+		return true, 0, nil
+	}
+	var last *int64
+	if err := s.scan(ctx, s.db, &last, `SELECT manual_probe_at FROM model_breaker WHERE id = 1`); err != nil {
+		return false, 0, fmt.Errorf("take the manual model probe: %w", err)
+	}
+	wait = gap
+	if last != nil {
+		wait = time.Duration(*last+gap.Milliseconds()-now) * time.Millisecond
+	}
+	return false, max(wait, time.Millisecond), nil
+}
+
+// ManualProbeAnswered closes an open (or probing) breaker because an admin's test call got an
+// answer: the model.breaker webhook is owed and the jobs it put off are due now, as a job's
+// successful probe does. A closed breaker is left as it is. closed says whether it acted.
+func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) {
+	var b Breaker
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		cur, err := tx.readBreakerTx(ctx)
+		if err != nil || cur.State == BreakerClosed {
+			b = cur
+			return err
+		}
+		until := time.UnixMilli(tx.nowMs())
+		if d := cur.DeferredUntil(); d != nil && d.After(until) {
+			until = *d
+		}
+		now := tx.nowMs()
+		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'closed', since = ?, failures = 0, probes = 0,
+			why = NULL, status = NULL, next_probe_at = NULL, probe_owner = NULL, probe_until = NULL
+			WHERE id = 1 AND state <> 'closed'`, now)
+		if err != nil || !ok {
+			return err
+		}
+		if err := tx.moveParked(ctx, time.UnixMilli(now), until); err != nil {
+			return err
+		}
+		if err := tx.releaseUntried(ctx); err != nil {
+			return err
+		}
+		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
+	})
+	if err != nil {
+		return Breaker{}, false, fmt.Errorf("close the model breaker after a manual probe: %w", err)
+	}
+	return b, ok, nil
+}
+
+// ManualProbeFailed keeps a failed admin's test call's error on the breaker row (its state does
+// not change: only the probes of owed's own jobs open and reopen it).
+func (s *Store) ManualProbeFailed(ctx context.Context, lastError *string) error {
+	if lastError == nil {
+		return nil
+	}
+	if _, err := s.exec(ctx, `UPDATE model_breaker SET last_error = ? WHERE id = 1`, lastError); err != nil {
+		return fmt.Errorf("record a failed manual model probe: %w", err)
+	}
+	return nil
+}
+
+// readBreakerTx reads the breaker's row on the store's own connection (in a transaction: its own).
+func (s *Store) readBreakerTx(ctx context.Context) (Breaker, error) {
+	var rows []Breaker
+	if err := s.scan(ctx, s.db, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
+		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
+	}
+	if len(rows) == 0 {
+		return Breaker{State: BreakerClosed}, nil
+	}
+	return rows[0], nil
+}
+
+// DeferredByWhy counts, by their own why ("none" for none), the jobs the open breaker puts off
+// until until: due by then (or untried: no why of their own), not leased, not held. The overview shows them as why breaker.
+func (s *Store) DeferredByWhy(ctx context.Context, until time.Time) (map[Why]int64, error) {
+	now := s.nowMs()
+	var groups []struct {
+		Why *string `gorm:"column:why"`
+		N   int64   `gorm:"column:n"`
+	}
+	if err := s.scan(ctx, s.read, &groups, `SELECT why, COUNT(*) AS n FROM content_jobs
+		WHERE (due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+` GROUP BY why`, until.UnixMilli(), now); err != nil {
+		return nil, fmt.Errorf("jobs put off by the breaker: %w", err)
+	}
+	out := map[Why]int64{}
+	for _, g := range groups {
+		w := Why("none")
+		if g.Why != nil {
+			w = Why(*g.Why)
+		}
+		out[w] += g.N
+	}
+	return out, nil
+}

@@ -1,0 +1,59 @@
+package models
+
+import (
+	"context"
+	"fmt"
+)
+
+// RetryReport is what a retry did: the jobs it made due now, and those it left as they were
+// with why: waiting for a budget that still cannot cover them, or held (a held task's job is
+// claimed by no one, so making it due would promise a run that does not come).
+type RetryReport struct {
+	Retried       int64
+	SkippedBudget int64
+	SkippedHeld   int64
+}
+
+// RetryJobsReport makes the filtered jobs due now, in one transaction with the counts of what it
+// skipped. It leaves out jobs that a lease holds (they run now), jobs of a held task, and jobs
+// waiting for a budget that still cannot cover them (against the author's effective limit):
+// retrying those would only spend an attempt on the same refusal. A retry changes no attempt
+// count, and keeps the job's why and last error.
+func (s *Store) RetryJobsReport(ctx context.Context, f JobFilter) (RetryReport, error) {
+	var r RetryReport
+	err := s.WithTx(ctx, func(tx *Store) error {
+		now := tx.nowMs()
+		where, args := f.where(now)
+		free := ` AND (lease_until IS NULL OR lease_until <= ?)`
+		day, limit := BudgetDay(tx.Now()), tx.dailyLimit
+		count := func(dst *int64, cond string, extra ...any) error {
+			a := append(append(append([]any{}, args...), now), extra...)
+			return tx.scan(ctx, tx.db, dst, `SELECT COUNT(*) FROM content_jobs WHERE `+where+free+cond, a...)
+		}
+		if err := count(&r.SkippedHeld, ` AND `+heldTask); err != nil {
+			return err
+		}
+		if err := count(&r.SkippedBudget, ` AND NOT `+heldTask+` AND why = 'budget' AND NOT (`+budgetRoom+`)`, day, limit); err != nil {
+			return err
+		}
+		a := append(append(append([]any{now}, args...), now), day, limit)
+		n, err := tx.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE `+where+free+` AND NOT `+heldTask+
+			` AND (why IS NULL OR why <> 'budget' OR `+budgetRoom+`)`+notInReview, a...)
+		if err != nil {
+			return err
+		}
+		r.Retried = n
+		if n > 0 {
+			if f.UserID != 0 {
+				tx.changed(f.UserID)
+			} else {
+				tx.changedAll()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return RetryReport{}, fmt.Errorf("retry jobs: %w", err)
+	}
+	return r, nil
+}
