@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"slices"
 	"strconv"
 )
@@ -11,8 +10,6 @@ import (
 // declarations as its like: every write documents Idempotency-Key, 429, 507; every route 503
 // and the error schema for its 4xx answers; a list its limit's maximum.
 
-// writeMethods are the methods of writes: each takes Idempotency-Key and the write limit.
-var writeMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
