@@ -10,7 +10,6 @@ import (
 // declarations as its like: every write documents Idempotency-Key, 429, 507; every route 503
 // and the error schema for its 4xx answers; a list its limit's maximum.
 
-
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
 	"GET /api/listeners/mine": true,
@@ -27,6 +26,7 @@ var limitMaxima = map[string]int{
 	"GET /api/admin/budgets":                 1000,
 	"GET /api/admin/jobs":                    500,
 	"GET /api/admin/events":                  500,
+	"GET /api/admin/audit":                   500,
 	"GET /api/admin/webhooks":                500,
 	"GET /api/admin/webhooks/:id/deliveries": 200,
 	"GET /api/scrapes":                       500,

@@ -254,7 +254,9 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				}
 				j := claimed[0]
 				claimed = claimed[1:]
-				why := models.Whys[rng.IntN(len(models.Whys))]
+				// the whys an attempt stores (held, breaker and unavailable are only shown)
+				stored := []models.Why{models.WhyUnreachable, models.WhyUpstream, models.WhyUnanswered, models.WhyBudget, models.WhyBudgetUnavailable}
+				why := stored[rng.IntN(len(stored))]
 				_, err := f.store.Reschedule(f.ctx, j, f.clk.Now().Add(time.Duration(rng.IntN(120))*time.Minute), why, nil, ev(string(j.Task), "pending"))
 				return err
 			}},

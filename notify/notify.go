@@ -46,6 +46,7 @@ type Hub struct {
 	mu      sync.Mutex
 	waits   map[int64]*signal // per author, the signal of their next change
 	refs    map[int64]int     // per author, open watches
+	marks   map[int64]int     // per author, open version marks (not waiters: see MarkVersion)
 	schema  string            // the schema whose notifications count (the listening connection's)
 	pid     uint32            // the listening connection's backend
 	stop    context.CancelFunc
@@ -92,7 +93,7 @@ func New(databaseURL string, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Hub{log: log, waits: map[int64]*signal{}, refs: map[int64]int{}}
+	h := &Hub{log: log, waits: map[int64]*signal{}, refs: map[int64]int{}, marks: map[int64]int{}}
 	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
 		h.url = databaseURL
 	}
@@ -141,7 +142,9 @@ func (w *Watch) Close() {
 	h.watches--
 	if h.refs[w.userID]--; h.refs[w.userID] <= 0 {
 		delete(h.refs, w.userID)
-		delete(h.waits, w.userID)
+		if h.marks[w.userID] == 0 {
+			delete(h.waits, w.userID)
+		}
 	}
 }
 
@@ -208,7 +211,7 @@ func (h *Hub) WakeAll() {
 func (h *Hub) Waiting() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.waits)
+	return len(h.refs)
 }
 
 // Watchers is how many watches are open: the long polls and streams waiting in this process.

@@ -30,7 +30,7 @@ func (h *Hub) MarkVersion(userID int64) VersionMark {
 		s = &signal{c: make(chan struct{})}
 		h.waits[userID] = s
 	}
-	h.refs[userID]++
+	h.marks[userID]++
 	return VersionMark{h: h, userID: userID, s: s}
 }
 
@@ -49,9 +49,11 @@ func (m VersionMark) Release() {
 	h := m.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.refs[m.userID]--; h.refs[m.userID] <= 0 {
-		delete(h.refs, m.userID)
-		delete(h.waits, m.userID)
+	if h.marks[m.userID]--; h.marks[m.userID] <= 0 {
+		delete(h.marks, m.userID)
+		if h.refs[m.userID] == 0 {
+			delete(h.waits, m.userID)
+		}
 	}
 }
 
