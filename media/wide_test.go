@@ -115,6 +115,9 @@ func TestWidePNGPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a process")
 	}
+	if raceDetector {
+		t.Skip("the race detector multiplies resident memory: run without -race (as .ci/run does)")
+	}
 	for _, c := range []struct {
 		w    int
 		want Outcome
