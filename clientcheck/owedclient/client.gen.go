@@ -17,6 +17,93 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AppealState.
+const (
+	AppealStateDenied  AppealState = "denied"
+	AppealStateGranted AppealState = "granted"
+	AppealStatePending AppealState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AppealState enum.
+func (e AppealState) Valid() bool {
+	switch e {
+	case AppealStateDenied:
+		return true
+	case AppealStateGranted:
+		return true
+	case AppealStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEntryAction.
+const (
+	AuditEntryActionBackfillPause       AuditEntryAction = "backfill.pause"
+	AuditEntryActionBackfillSettings    AuditEntryAction = "backfill.settings"
+	AuditEntryActionBackfillStart       AuditEntryAction = "backfill.start"
+	AuditEntryActionBackfillWalkRelease AuditEntryAction = "backfill.walk.release"
+	AuditEntryActionHoldsSet            AuditEntryAction = "holds.set"
+	AuditEntryActionJobRetry            AuditEntryAction = "job.retry"
+	AuditEntryActionJobsRetry           AuditEntryAction = "jobs.retry"
+	AuditEntryActionModelProbe          AuditEntryAction = "model.probe"
+	AuditEntryActionUserBudget          AuditEntryAction = "user.budget"
+	AuditEntryActionUserCreate          AuditEntryAction = "user.create"
+	AuditEntryActionUserDisable         AuditEntryAction = "user.disable"
+	AuditEntryActionUserEnable          AuditEntryAction = "user.enable"
+	AuditEntryActionUserTokenRotate     AuditEntryAction = "user.token.rotate"
+	AuditEntryActionVerdictDecide       AuditEntryAction = "verdict.decide"
+	AuditEntryActionVerdictOverturn     AuditEntryAction = "verdict.overturn"
+	AuditEntryActionWebhookCreate       AuditEntryAction = "webhook.create"
+	AuditEntryActionWebhookDelete       AuditEntryAction = "webhook.delete"
+	AuditEntryActionWebhookUpdate       AuditEntryAction = "webhook.update"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryAction enum.
+func (e AuditEntryAction) Valid() bool {
+	switch e {
+	case AuditEntryActionBackfillPause:
+		return true
+	case AuditEntryActionBackfillSettings:
+		return true
+	case AuditEntryActionBackfillStart:
+		return true
+	case AuditEntryActionBackfillWalkRelease:
+		return true
+	case AuditEntryActionHoldsSet:
+		return true
+	case AuditEntryActionJobRetry:
+		return true
+	case AuditEntryActionJobsRetry:
+		return true
+	case AuditEntryActionModelProbe:
+		return true
+	case AuditEntryActionUserBudget:
+		return true
+	case AuditEntryActionUserCreate:
+		return true
+	case AuditEntryActionUserDisable:
+		return true
+	case AuditEntryActionUserEnable:
+		return true
+	case AuditEntryActionUserTokenRotate:
+		return true
+	case AuditEntryActionVerdictDecide:
+		return true
+	case AuditEntryActionVerdictOverturn:
+		return true
+	case AuditEntryActionWebhookCreate:
+		return true
+	case AuditEntryActionWebhookDelete:
+		return true
+	case AuditEntryActionWebhookUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BackfillJobState.
 const (
 	BackfillJobStateDone    BackfillJobState = "done"
@@ -79,11 +166,12 @@ func (e BackfillMemberState) Valid() bool {
 
 // Defines values for DeliveryEvent.
 const (
-	DeliveryEventAsterisk         DeliveryEvent = "*"
-	DeliveryEventBackfillFinished DeliveryEvent = "backfill.finished"
-	DeliveryEventItemScreened     DeliveryEvent = "item.screened"
-	DeliveryEventModelBreaker     DeliveryEvent = "model.breaker"
-	DeliveryEventSongScored       DeliveryEvent = "song.scored"
+	DeliveryEventAsterisk          DeliveryEvent = "*"
+	DeliveryEventBackfillFinished  DeliveryEvent = "backfill.finished"
+	DeliveryEventItemAppealDecided DeliveryEvent = "item.appeal.decided"
+	DeliveryEventItemScreened      DeliveryEvent = "item.screened"
+	DeliveryEventModelBreaker      DeliveryEvent = "model.breaker"
+	DeliveryEventSongScored        DeliveryEvent = "song.scored"
 )
 
 // Valid indicates whether the value is a known member of the DeliveryEvent enum.
@@ -92,6 +180,8 @@ func (e DeliveryEvent) Valid() bool {
 	case DeliveryEventAsterisk:
 		return true
 	case DeliveryEventBackfillFinished:
+		return true
+	case DeliveryEventItemAppealDecided:
 		return true
 	case DeliveryEventItemScreened:
 		return true
@@ -184,11 +274,12 @@ func (e EventKind) Valid() bool {
 
 // Defines values for EventOutcome.
 const (
-	EventOutcomeAllow   EventOutcome = "allow"
-	EventOutcomeBlock   EventOutcome = "block"
-	EventOutcomeDecided EventOutcome = "decided"
-	EventOutcomePending EventOutcome = "pending"
-	EventOutcomeScored  EventOutcome = "scored"
+	EventOutcomeAllow      EventOutcome = "allow"
+	EventOutcomeBlock      EventOutcome = "block"
+	EventOutcomeDecided    EventOutcome = "decided"
+	EventOutcomeOverturned EventOutcome = "overturned"
+	EventOutcomePending    EventOutcome = "pending"
+	EventOutcomeScored     EventOutcome = "scored"
 )
 
 // Valid indicates whether the value is a known member of the EventOutcome enum.
@@ -199,6 +290,8 @@ func (e EventOutcome) Valid() bool {
 	case EventOutcomeBlock:
 		return true
 	case EventOutcomeDecided:
+		return true
+	case EventOutcomeOverturned:
 		return true
 	case EventOutcomePending:
 		return true
@@ -328,11 +421,14 @@ func (e JobFilterRequestTask) Valid() bool {
 
 // Defines values for JobFilterRequestWhy.
 const (
+	JobFilterRequestWhyBreaker           JobFilterRequestWhy = "breaker"
 	JobFilterRequestWhyBudget            JobFilterRequestWhy = "budget"
 	JobFilterRequestWhyBudgetUnavailable JobFilterRequestWhy = "budget-unavailable"
 	JobFilterRequestWhyHeld              JobFilterRequestWhy = "held"
 	JobFilterRequestWhyNone              JobFilterRequestWhy = "none"
+	JobFilterRequestWhyReview            JobFilterRequestWhy = "review"
 	JobFilterRequestWhyUnanswered        JobFilterRequestWhy = "unanswered"
+	JobFilterRequestWhyUnavailable       JobFilterRequestWhy = "unavailable"
 	JobFilterRequestWhyUnreachable       JobFilterRequestWhy = "unreachable"
 	JobFilterRequestWhyUpstream          JobFilterRequestWhy = "upstream"
 )
@@ -340,6 +436,8 @@ const (
 // Valid indicates whether the value is a known member of the JobFilterRequestWhy enum.
 func (e JobFilterRequestWhy) Valid() bool {
 	switch e {
+	case JobFilterRequestWhyBreaker:
+		return true
 	case JobFilterRequestWhyBudget:
 		return true
 	case JobFilterRequestWhyBudgetUnavailable:
@@ -348,7 +446,11 @@ func (e JobFilterRequestWhy) Valid() bool {
 		return true
 	case JobFilterRequestWhyNone:
 		return true
+	case JobFilterRequestWhyReview:
+		return true
 	case JobFilterRequestWhyUnanswered:
+		return true
+	case JobFilterRequestWhyUnavailable:
 		return true
 	case JobFilterRequestWhyUnreachable:
 		return true
@@ -515,6 +617,45 @@ func (e ModelStateState) Valid() bool {
 	case Open:
 		return true
 	case Probing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReviewEntryKind.
+const (
+	ReviewEntryKindComment  ReviewEntryKind = "comment"
+	ReviewEntryKindPitch    ReviewEntryKind = "pitch"
+	ReviewEntryKindRevision ReviewEntryKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ReviewEntryKind enum.
+func (e ReviewEntryKind) Valid() bool {
+	switch e {
+	case ReviewEntryKindComment:
+		return true
+	case ReviewEntryKindPitch:
+		return true
+	case ReviewEntryKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReviewEntryReason.
+const (
+	ReviewEntryReasonAppeal ReviewEntryReason = "appeal"
+	ReviewEntryReasonUnsure ReviewEntryReason = "unsure"
+)
+
+// Valid indicates whether the value is a known member of the ReviewEntryReason enum.
+func (e ReviewEntryReason) Valid() bool {
+	switch e {
+	case ReviewEntryReasonAppeal:
+		return true
+	case ReviewEntryReasonUnsure:
 		return true
 	default:
 		return false
@@ -742,11 +883,12 @@ func (e WaitsFor) Valid() bool {
 
 // Defines values for WebhookEvents.
 const (
-	WebhookEventsAsterisk         WebhookEvents = "*"
-	WebhookEventsBackfillFinished WebhookEvents = "backfill.finished"
-	WebhookEventsItemScreened     WebhookEvents = "item.screened"
-	WebhookEventsModelBreaker     WebhookEvents = "model.breaker"
-	WebhookEventsSongScored       WebhookEvents = "song.scored"
+	WebhookEventsAsterisk          WebhookEvents = "*"
+	WebhookEventsBackfillFinished  WebhookEvents = "backfill.finished"
+	WebhookEventsItemAppealDecided WebhookEvents = "item.appeal.decided"
+	WebhookEventsItemScreened      WebhookEvents = "item.screened"
+	WebhookEventsModelBreaker      WebhookEvents = "model.breaker"
+	WebhookEventsSongScored        WebhookEvents = "song.scored"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEvents enum.
@@ -755,6 +897,8 @@ func (e WebhookEvents) Valid() bool {
 	case WebhookEventsAsterisk:
 		return true
 	case WebhookEventsBackfillFinished:
+		return true
+	case WebhookEventsItemAppealDecided:
 		return true
 	case WebhookEventsItemScreened:
 		return true
@@ -769,11 +913,12 @@ func (e WebhookEvents) Valid() bool {
 
 // Defines values for WebhookRequestEvents.
 const (
-	WebhookRequestEventsAsterisk         WebhookRequestEvents = "*"
-	WebhookRequestEventsBackfillFinished WebhookRequestEvents = "backfill.finished"
-	WebhookRequestEventsItemScreened     WebhookRequestEvents = "item.screened"
-	WebhookRequestEventsModelBreaker     WebhookRequestEvents = "model.breaker"
-	WebhookRequestEventsSongScored       WebhookRequestEvents = "song.scored"
+	WebhookRequestEventsAsterisk          WebhookRequestEvents = "*"
+	WebhookRequestEventsBackfillFinished  WebhookRequestEvents = "backfill.finished"
+	WebhookRequestEventsItemAppealDecided WebhookRequestEvents = "item.appeal.decided"
+	WebhookRequestEventsItemScreened      WebhookRequestEvents = "item.screened"
+	WebhookRequestEventsModelBreaker      WebhookRequestEvents = "model.breaker"
+	WebhookRequestEventsSongScored        WebhookRequestEvents = "song.scored"
 )
 
 // Valid indicates whether the value is a known member of the WebhookRequestEvents enum.
@@ -782,6 +927,8 @@ func (e WebhookRequestEvents) Valid() bool {
 	case WebhookRequestEventsAsterisk:
 		return true
 	case WebhookRequestEventsBackfillFinished:
+		return true
+	case WebhookRequestEventsItemAppealDecided:
 		return true
 	case WebhookRequestEventsItemScreened:
 		return true
@@ -796,10 +943,13 @@ func (e WebhookRequestEvents) Valid() bool {
 
 // Defines values for Why.
 const (
+	WhyBreaker           Why = "breaker"
 	WhyBudget            Why = "budget"
 	WhyBudgetUnavailable Why = "budget-unavailable"
 	WhyHeld              Why = "held"
+	WhyReview            Why = "review"
 	WhyUnanswered        Why = "unanswered"
+	WhyUnavailable       Why = "unavailable"
 	WhyUnreachable       Why = "unreachable"
 	WhyUpstream          Why = "upstream"
 )
@@ -807,17 +957,89 @@ const (
 // Valid indicates whether the value is a known member of the Why enum.
 func (e Why) Valid() bool {
 	switch e {
+	case WhyBreaker:
+		return true
 	case WhyBudget:
 		return true
 	case WhyBudgetUnavailable:
 		return true
 	case WhyHeld:
 		return true
+	case WhyReview:
+		return true
 	case WhyUnanswered:
+		return true
+	case WhyUnavailable:
 		return true
 	case WhyUnreachable:
 		return true
 	case WhyUpstream:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminAuditParamsAction.
+const (
+	GetAdminAuditParamsActionBackfillPause       GetAdminAuditParamsAction = "backfill.pause"
+	GetAdminAuditParamsActionBackfillSettings    GetAdminAuditParamsAction = "backfill.settings"
+	GetAdminAuditParamsActionBackfillStart       GetAdminAuditParamsAction = "backfill.start"
+	GetAdminAuditParamsActionBackfillWalkRelease GetAdminAuditParamsAction = "backfill.walk.release"
+	GetAdminAuditParamsActionHoldsSet            GetAdminAuditParamsAction = "holds.set"
+	GetAdminAuditParamsActionJobRetry            GetAdminAuditParamsAction = "job.retry"
+	GetAdminAuditParamsActionJobsRetry           GetAdminAuditParamsAction = "jobs.retry"
+	GetAdminAuditParamsActionModelProbe          GetAdminAuditParamsAction = "model.probe"
+	GetAdminAuditParamsActionUserBudget          GetAdminAuditParamsAction = "user.budget"
+	GetAdminAuditParamsActionUserCreate          GetAdminAuditParamsAction = "user.create"
+	GetAdminAuditParamsActionUserDisable         GetAdminAuditParamsAction = "user.disable"
+	GetAdminAuditParamsActionUserEnable          GetAdminAuditParamsAction = "user.enable"
+	GetAdminAuditParamsActionUserTokenRotate     GetAdminAuditParamsAction = "user.token.rotate"
+	GetAdminAuditParamsActionVerdictDecide       GetAdminAuditParamsAction = "verdict.decide"
+	GetAdminAuditParamsActionVerdictOverturn     GetAdminAuditParamsAction = "verdict.overturn"
+	GetAdminAuditParamsActionWebhookCreate       GetAdminAuditParamsAction = "webhook.create"
+	GetAdminAuditParamsActionWebhookDelete       GetAdminAuditParamsAction = "webhook.delete"
+	GetAdminAuditParamsActionWebhookUpdate       GetAdminAuditParamsAction = "webhook.update"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminAuditParamsAction enum.
+func (e GetAdminAuditParamsAction) Valid() bool {
+	switch e {
+	case GetAdminAuditParamsActionBackfillPause:
+		return true
+	case GetAdminAuditParamsActionBackfillSettings:
+		return true
+	case GetAdminAuditParamsActionBackfillStart:
+		return true
+	case GetAdminAuditParamsActionBackfillWalkRelease:
+		return true
+	case GetAdminAuditParamsActionHoldsSet:
+		return true
+	case GetAdminAuditParamsActionJobRetry:
+		return true
+	case GetAdminAuditParamsActionJobsRetry:
+		return true
+	case GetAdminAuditParamsActionModelProbe:
+		return true
+	case GetAdminAuditParamsActionUserBudget:
+		return true
+	case GetAdminAuditParamsActionUserCreate:
+		return true
+	case GetAdminAuditParamsActionUserDisable:
+		return true
+	case GetAdminAuditParamsActionUserEnable:
+		return true
+	case GetAdminAuditParamsActionUserTokenRotate:
+		return true
+	case GetAdminAuditParamsActionVerdictDecide:
+		return true
+	case GetAdminAuditParamsActionVerdictOverturn:
+		return true
+	case GetAdminAuditParamsActionWebhookCreate:
+		return true
+	case GetAdminAuditParamsActionWebhookDelete:
+		return true
+	case GetAdminAuditParamsActionWebhookUpdate:
 		return true
 	default:
 		return false
@@ -844,11 +1066,14 @@ func (e GetAdminEventsParamsEvent) Valid() bool {
 
 // Defines values for GetAdminEventsParamsWhy.
 const (
+	GetAdminEventsParamsWhyBreaker           GetAdminEventsParamsWhy = "breaker"
 	GetAdminEventsParamsWhyBudget            GetAdminEventsParamsWhy = "budget"
 	GetAdminEventsParamsWhyBudgetUnavailable GetAdminEventsParamsWhy = "budget-unavailable"
 	GetAdminEventsParamsWhyHeld              GetAdminEventsParamsWhy = "held"
 	GetAdminEventsParamsWhyNone              GetAdminEventsParamsWhy = "none"
+	GetAdminEventsParamsWhyReview            GetAdminEventsParamsWhy = "review"
 	GetAdminEventsParamsWhyUnanswered        GetAdminEventsParamsWhy = "unanswered"
+	GetAdminEventsParamsWhyUnavailable       GetAdminEventsParamsWhy = "unavailable"
 	GetAdminEventsParamsWhyUnreachable       GetAdminEventsParamsWhy = "unreachable"
 	GetAdminEventsParamsWhyUpstream          GetAdminEventsParamsWhy = "upstream"
 )
@@ -856,6 +1081,8 @@ const (
 // Valid indicates whether the value is a known member of the GetAdminEventsParamsWhy enum.
 func (e GetAdminEventsParamsWhy) Valid() bool {
 	switch e {
+	case GetAdminEventsParamsWhyBreaker:
+		return true
 	case GetAdminEventsParamsWhyBudget:
 		return true
 	case GetAdminEventsParamsWhyBudgetUnavailable:
@@ -864,7 +1091,11 @@ func (e GetAdminEventsParamsWhy) Valid() bool {
 		return true
 	case GetAdminEventsParamsWhyNone:
 		return true
+	case GetAdminEventsParamsWhyReview:
+		return true
 	case GetAdminEventsParamsWhyUnanswered:
+		return true
+	case GetAdminEventsParamsWhyUnavailable:
 		return true
 	case GetAdminEventsParamsWhyUnreachable:
 		return true
@@ -898,11 +1129,12 @@ func (e GetAdminEventsParamsKind) Valid() bool {
 
 // Defines values for GetAdminEventsParamsOutcome.
 const (
-	GetAdminEventsParamsOutcomeAllow   GetAdminEventsParamsOutcome = "allow"
-	GetAdminEventsParamsOutcomeBlock   GetAdminEventsParamsOutcome = "block"
-	GetAdminEventsParamsOutcomeDecided GetAdminEventsParamsOutcome = "decided"
-	GetAdminEventsParamsOutcomePending GetAdminEventsParamsOutcome = "pending"
-	GetAdminEventsParamsOutcomeScored  GetAdminEventsParamsOutcome = "scored"
+	GetAdminEventsParamsOutcomeAllow      GetAdminEventsParamsOutcome = "allow"
+	GetAdminEventsParamsOutcomeBlock      GetAdminEventsParamsOutcome = "block"
+	GetAdminEventsParamsOutcomeDecided    GetAdminEventsParamsOutcome = "decided"
+	GetAdminEventsParamsOutcomeOverturned GetAdminEventsParamsOutcome = "overturned"
+	GetAdminEventsParamsOutcomePending    GetAdminEventsParamsOutcome = "pending"
+	GetAdminEventsParamsOutcomeScored     GetAdminEventsParamsOutcome = "scored"
 )
 
 // Valid indicates whether the value is a known member of the GetAdminEventsParamsOutcome enum.
@@ -913,6 +1145,8 @@ func (e GetAdminEventsParamsOutcome) Valid() bool {
 	case GetAdminEventsParamsOutcomeBlock:
 		return true
 	case GetAdminEventsParamsOutcomeDecided:
+		return true
+	case GetAdminEventsParamsOutcomeOverturned:
 		return true
 	case GetAdminEventsParamsOutcomePending:
 		return true
@@ -985,11 +1219,14 @@ func (e GetAdminJobsParamsKind) Valid() bool {
 
 // Defines values for GetAdminJobsParamsWhy.
 const (
+	GetAdminJobsParamsWhyBreaker           GetAdminJobsParamsWhy = "breaker"
 	GetAdminJobsParamsWhyBudget            GetAdminJobsParamsWhy = "budget"
 	GetAdminJobsParamsWhyBudgetUnavailable GetAdminJobsParamsWhy = "budget-unavailable"
 	GetAdminJobsParamsWhyHeld              GetAdminJobsParamsWhy = "held"
 	GetAdminJobsParamsWhyNone              GetAdminJobsParamsWhy = "none"
+	GetAdminJobsParamsWhyReview            GetAdminJobsParamsWhy = "review"
 	GetAdminJobsParamsWhyUnanswered        GetAdminJobsParamsWhy = "unanswered"
+	GetAdminJobsParamsWhyUnavailable       GetAdminJobsParamsWhy = "unavailable"
 	GetAdminJobsParamsWhyUnreachable       GetAdminJobsParamsWhy = "unreachable"
 	GetAdminJobsParamsWhyUpstream          GetAdminJobsParamsWhy = "upstream"
 )
@@ -997,6 +1234,8 @@ const (
 // Valid indicates whether the value is a known member of the GetAdminJobsParamsWhy enum.
 func (e GetAdminJobsParamsWhy) Valid() bool {
 	switch e {
+	case GetAdminJobsParamsWhyBreaker:
+		return true
 	case GetAdminJobsParamsWhyBudget:
 		return true
 	case GetAdminJobsParamsWhyBudgetUnavailable:
@@ -1005,7 +1244,11 @@ func (e GetAdminJobsParamsWhy) Valid() bool {
 		return true
 	case GetAdminJobsParamsWhyNone:
 		return true
+	case GetAdminJobsParamsWhyReview:
+		return true
 	case GetAdminJobsParamsWhyUnanswered:
+		return true
+	case GetAdminJobsParamsWhyUnavailable:
 		return true
 	case GetAdminJobsParamsWhyUnreachable:
 		return true
@@ -1058,6 +1301,66 @@ func (e GetAdminJobsParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for GetAdminReviewParamsKind.
+const (
+	GetAdminReviewParamsKindComment  GetAdminReviewParamsKind = "comment"
+	GetAdminReviewParamsKindPitch    GetAdminReviewParamsKind = "pitch"
+	GetAdminReviewParamsKindRevision GetAdminReviewParamsKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminReviewParamsKind enum.
+func (e GetAdminReviewParamsKind) Valid() bool {
+	switch e {
+	case GetAdminReviewParamsKindComment:
+		return true
+	case GetAdminReviewParamsKindPitch:
+		return true
+	case GetAdminReviewParamsKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminReviewParamsReason.
+const (
+	GetAdminReviewParamsReasonAppeal GetAdminReviewParamsReason = "appeal"
+	GetAdminReviewParamsReasonUnsure GetAdminReviewParamsReason = "unsure"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminReviewParamsReason enum.
+func (e GetAdminReviewParamsReason) Valid() bool {
+	switch e {
+	case GetAdminReviewParamsReasonAppeal:
+		return true
+	case GetAdminReviewParamsReasonUnsure:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PostAdminReviewKindIdClaimParamsKind.
+const (
+	PostAdminReviewKindIdClaimParamsKindComment  PostAdminReviewKindIdClaimParamsKind = "comment"
+	PostAdminReviewKindIdClaimParamsKindPitch    PostAdminReviewKindIdClaimParamsKind = "pitch"
+	PostAdminReviewKindIdClaimParamsKindRevision PostAdminReviewKindIdClaimParamsKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the PostAdminReviewKindIdClaimParamsKind enum.
+func (e PostAdminReviewKindIdClaimParamsKind) Valid() bool {
+	switch e {
+	case PostAdminReviewKindIdClaimParamsKindComment:
+		return true
+	case PostAdminReviewKindIdClaimParamsKindPitch:
+		return true
+	case PostAdminReviewKindIdClaimParamsKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAdminWebhooksIdDeliveriesParamsStatus.
 const (
 	GetAdminWebhooksIdDeliveriesParamsStatusCancelled GetAdminWebhooksIdDeliveriesParamsStatus = "cancelled"
@@ -1073,6 +1376,27 @@ func (e GetAdminWebhooksIdDeliveriesParamsStatus) Valid() bool {
 	case GetAdminWebhooksIdDeliveriesParamsStatusDelivered:
 		return true
 	case GetAdminWebhooksIdDeliveriesParamsStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PostListenersItemsKindIdAppealParamsKind.
+const (
+	PostListenersItemsKindIdAppealParamsKindComment  PostListenersItemsKindIdAppealParamsKind = "comment"
+	PostListenersItemsKindIdAppealParamsKindPitch    PostListenersItemsKindIdAppealParamsKind = "pitch"
+	PostListenersItemsKindIdAppealParamsKindRevision PostListenersItemsKindIdAppealParamsKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the PostListenersItemsKindIdAppealParamsKind enum.
+func (e PostListenersItemsKindIdAppealParamsKind) Valid() bool {
+	switch e {
+	case PostListenersItemsKindIdAppealParamsKindComment:
+		return true
+	case PostListenersItemsKindIdAppealParamsKindPitch:
+		return true
+	case PostListenersItemsKindIdAppealParamsKindRevision:
 		return true
 	default:
 		return false
@@ -1244,6 +1568,55 @@ func (e GetSongsParamsSort) Valid() bool {
 // Accepted defines model for Accepted.
 type Accepted struct {
 	Accepted int `json:"accepted"`
+}
+
+// Appeal defines model for Appeal.
+type Appeal struct {
+	At        time.Time  `json:"at"`
+	DecidedAt *time.Time `json:"decidedAt"`
+	Note      *string    `json:"note"`
+
+	// State pending, granted (the item is public) or denied (the block stands)
+	State AppealState `json:"state"`
+}
+
+// AppealState pending, granted (the item is public) or denied (the block stands)
+type AppealState string
+
+// AppealRequest defines model for AppealRequest.
+type AppealRequest struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	Action AuditEntryAction `json:"action"`
+
+	// AdminId who acted; null for owed itself
+	AdminId *int `json:"adminId"`
+
+	// AdminName their name as it was then
+	AdminName string `json:"adminName"`
+
+	// After what it became
+	After interface{} `json:"after"`
+	At    time.Time   `json:"at"`
+
+	// Before what it was (null: nothing, or not known)
+	Before interface{} `json:"before"`
+	Id     int         `json:"id"`
+
+	// Target what was acted on, e.g. job:12, user:3, revision:7, holds, model
+	Target string `json:"target"`
+}
+
+// AuditEntryAction defines model for AuditEntry.Action.
+type AuditEntryAction string
+
+// AuditList defines model for AuditList.
+type AuditList struct {
+	Entries    []AuditEntry `json:"entries"`
+	NextCursor *string      `json:"nextCursor"`
 }
 
 // BackendTotals defines model for BackendTotals.
@@ -1617,8 +1990,10 @@ type JobAuthor struct {
 
 // JobBrief defines model for JobBrief.
 type JobBrief struct {
-	Attempts      int          `json:"attempts"`
-	NextAttemptAt time.Time    `json:"nextAttemptAt"`
+	Attempts int `json:"attempts"`
+
+	// NextAttemptAt null while the job waits for a moderator (why review)
+	NextAttemptAt *time.Time   `json:"nextAttemptAt"`
 	Task          JobBriefTask `json:"task"`
 	Why           *Why         `json:"why"`
 }
@@ -1667,10 +2042,12 @@ type JobFilterRequestWhy string
 
 // JobItem defines model for JobItem.
 type JobItem struct {
-	Id     int         `json:"id"`
-	Kind   JobItemKind `json:"kind"`
-	SongId *int        `json:"songId"`
-	Title  *string     `json:"title"`
+	// Content the item's whole content (a revision's code, a comment's or pitch's body); null when the item is gone
+	Content *string     `json:"content"`
+	Id      int         `json:"id"`
+	Kind    JobItemKind `json:"kind"`
+	SongId  *int        `json:"songId"`
+	Title   *string     `json:"title"`
 }
 
 // JobItemKind defines model for JobItem.Kind.
@@ -1689,12 +2066,17 @@ type JobList struct {
 type JobStats struct {
 	ByTask map[string]int `json:"byTask"`
 
-	// ByWhy by why: none for jobs simply due or new, held for a held task's
-	ByWhy       map[string]int `json:"byWhy"`
-	Due         int            `json:"due"`
-	Leased      int            `json:"leased"`
-	OldestDueAt *time.Time     `json:"oldestDueAt"`
-	Total       int            `json:"total"`
+	// ByWhy by why: none for jobs simply due or new, held for a held task's, breaker for those the open breaker puts off
+	ByWhy map[string]int `json:"byWhy"`
+
+	// Due due now and not held
+	Due int `json:"due"`
+
+	// Held of a held task: claimed by no one until the hold is lifted
+	Held        int        `json:"held"`
+	Leased      int        `json:"leased"`
+	OldestDueAt *time.Time `json:"oldestDueAt"`
+	Total       int        `json:"total"`
 }
 
 // KindCounts defines model for KindCounts.
@@ -1757,6 +2139,8 @@ type Mine struct {
 
 // MineItem defines model for MineItem.
 type MineItem struct {
+	// Appeal your appeal of the item's block and its outcome; null when none
+	Appeal     *Appeal       `json:"appeal"`
 	Confidence *float64      `json:"confidence"`
 	CreatedAt  time.Time     `json:"createdAt"`
 	Id         int           `json:"id"`
@@ -1785,12 +2169,27 @@ type Minute struct {
 
 // ModelState defines model for ModelState.
 type ModelState struct {
-	Cap         int             `json:"cap"`
-	Failures    int             `json:"failures"`
-	InFlight    int             `json:"inFlight"`
-	NextProbeAt *time.Time      `json:"nextProbeAt"`
+	Cap      int `json:"cap"`
+	Failures int `json:"failures"`
+	InFlight int `json:"inFlight"`
+
+	// LastError the last real failure in words (kept after the breaker closes)
+	LastError   *string    `json:"lastError"`
+	NextProbeAt *time.Time `json:"nextProbeAt"`
+
+	// Probe POST /api/admin/model/probe only: what the test call found
+	Probe *Probe `json:"probe,omitempty"`
+
+	// ScreensHeld screens are held: no job probes the model, so only a test call (POST /api/admin/model/probe) can close the breaker
+	ScreensHeld bool            `json:"screensHeld"`
 	Since       *time.Time      `json:"since"`
 	State       ModelStateState `json:"state"`
+
+	// Status its HTTP status, if any
+	Status *int `json:"status"`
+
+	// Why the failure that opened the breaker; null while closed
+	Why *Why `json:"why"`
 }
 
 // ModelStateState defines model for ModelState.State.
@@ -1833,6 +2232,18 @@ type Plugins struct {
 	Plugins []Plugin `json:"plugins"`
 }
 
+// Probe defines model for Probe.
+type Probe struct {
+	Answered bool `json:"answered"`
+
+	// Closed the answer closed the breaker
+	Closed     bool    `json:"closed"`
+	Error      *string `json:"error"`
+	Status     *int    `json:"status"`
+	UpstreamMs int     `json:"upstreamMs"`
+	Why        *Why    `json:"why"`
+}
+
 // Retention defines model for Retention.
 type Retention struct {
 	// Deliveries e.g. 30d, or forever
@@ -1844,7 +2255,108 @@ type Retention struct {
 
 // Retried defines model for Retried.
 type Retried struct {
+	// Retried jobs made due now
 	Retried int `json:"retried"`
+
+	// Skipped jobs the filter selected but left as they were, by reason
+	Skipped Skipped `json:"skipped"`
+}
+
+// ReviewAuthor defines model for ReviewAuthor.
+type ReviewAuthor struct {
+	// Allowed the author's items allowed
+	Allowed int `json:"allowed"`
+
+	// Blocked the author's items blocked
+	Blocked int    `json:"blocked"`
+	Id      int    `json:"id"`
+	Name    string `json:"name"`
+}
+
+// ReviewClaim defines model for ReviewClaim.
+type ReviewClaim struct {
+	AdminId   int    `json:"adminId"`
+	AdminName string `json:"adminName"`
+
+	// Mine whether the caller holds the claim
+	Mine  bool      `json:"mine"`
+	Until time.Time `json:"until"`
+}
+
+// ReviewContent defines model for ReviewContent.
+type ReviewContent struct {
+	Text  string `json:"text"`
+	Title string `json:"title"`
+}
+
+// ReviewCounts defines model for ReviewCounts.
+type ReviewCounts struct {
+	Appeal int `json:"appeal"`
+	Unsure int `json:"unsure"`
+}
+
+// ReviewEntry defines model for ReviewEntry.
+type ReviewEntry struct {
+	Author ReviewAuthor `json:"author"`
+
+	// BlockedBy an appeal of a block by hand: the admin who blocked (another admin must decide)
+	BlockedBy *int `json:"blockedBy"`
+
+	// Claim a moderator's live claim; null when none
+	Claim      *ReviewClaim  `json:"claim"`
+	Confidence *float64      `json:"confidence"`
+	Content    ReviewContent `json:"content"`
+	EnteredAt  time.Time     `json:"enteredAt"`
+
+	// Id the item's id
+	Id   int             `json:"id"`
+	Kind ReviewEntryKind `json:"kind"`
+
+	// Note the author's note of an appeal
+	Note   *string           `json:"note"`
+	Reason ReviewEntryReason `json:"reason"`
+
+	// Suggestion the model's verdict (unsure), or the block appealed
+	Suggestion *Verdict `json:"suggestion"`
+}
+
+// ReviewEntryKind defines model for ReviewEntry.Kind.
+type ReviewEntryKind string
+
+// ReviewEntryReason defines model for ReviewEntry.Reason.
+type ReviewEntryReason string
+
+// ReviewList defines model for ReviewList.
+type ReviewList struct {
+	// Counts open entries by reason, whatever the filter
+	Counts     ReviewCounts  `json:"counts"`
+	Entries    []ReviewEntry `json:"entries"`
+	NextCursor *string       `json:"nextCursor"`
+}
+
+// ReviewMeasures defines model for ReviewMeasures.
+type ReviewMeasures struct {
+	// Decided decisions in the last 7 days
+	Decided ReviewCounts `json:"decided"`
+	Open    ReviewCounts `json:"open"`
+
+	// Overturned of which the moderator decided otherwise
+	Overturned      int     `json:"overturned"`
+	OverturnedShare float64 `json:"overturnedShare"`
+
+	// P50Seconds median time from entering review to the decision
+	P50Seconds ReviewSeconds `json:"p50Seconds"`
+	P90Seconds ReviewSeconds `json:"p90Seconds"`
+	Since      time.Time     `json:"since"`
+
+	// Suggested decisions of a model's suggestion (unsure entries, appeals of the model's blocks)
+	Suggested int `json:"suggested"`
+}
+
+// ReviewSeconds defines model for ReviewSeconds.
+type ReviewSeconds struct {
+	Appeal *float64 `json:"appeal"`
+	Unsure *float64 `json:"unsure"`
 }
 
 // Revision defines model for Revision.
@@ -1874,6 +2386,21 @@ type RevisionRequest struct {
 	// Code at most 64 KiB
 	Code  string  `json:"code"`
 	Title *string `json:"title,omitempty"`
+}
+
+// ScheduleEntry defines model for ScheduleEntry.
+type ScheduleEntry struct {
+	// EveryMs its period, in milliseconds
+	EveryMs int `json:"everyMs"`
+
+	// LastRunAt when it last ran; null before its first run
+	LastRunAt *time.Time `json:"lastRunAt"`
+
+	// Name what the entry runs: content sweep, backfill queue, backfill deletes, webhook deliveries, retention pruner, optimize
+	Name string `json:"name"`
+
+	// NextRunAt when it runs next; null while this process runs no schedule
+	NextRunAt *time.Time `json:"nextRunAt"`
 }
 
 // Score defines model for Score.
@@ -1963,6 +2490,15 @@ type SessionRequest struct {
 	Token string `json:"token"`
 }
 
+// Skipped defines model for Skipped.
+type Skipped struct {
+	// Budget waiting for a budget that still cannot cover them
+	Budget int `json:"budget"`
+
+	// Held their task is held: lift the hold to run them
+	Held int `json:"held"`
+}
+
 // Song defines model for Song.
 type Song struct {
 	Art       *float64  `json:"art"`
@@ -2015,9 +2551,20 @@ type Stats struct {
 	Jobs      JobStats          `json:"jobs"`
 	Retention Retention         `json:"retention"`
 
+	// Schedule the periodic work (robfig/cron), each entry with its next run
+	Schedule []ScheduleEntry `json:"schedule"`
+
 	// Settled what was settled each minute of the last hour
 	Settled []Minute `json:"settled"`
 	Version string   `json:"version"`
+}
+
+// Ticket defines model for Ticket.
+type Ticket struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Ticket for GET /api/listeners/mine/stream?ticket=…: valid until expiresAt, once
+	Ticket string `json:"ticket"`
 }
 
 // User defines model for User.
@@ -2080,8 +2627,11 @@ type Verdict string
 
 // VerdictRequest defines model for VerdictRequest.
 type VerdictRequest struct {
-	Note    *string               `json:"note,omitempty"`
-	Verdict VerdictRequestVerdict `json:"verdict"`
+	Note *string `json:"note,omitempty"`
+
+	// Overturn change a verdict already given (event outcome overturned; the webhook is sent again)
+	Overturn *bool                 `json:"overturn,omitempty"`
+	Verdict  VerdictRequestVerdict `json:"verdict"`
 }
 
 // VerdictRequestVerdict defines model for VerdictRequest.Verdict.
@@ -2163,6 +2713,26 @@ type RateLimited = Error
 
 // Unavailable defines model for Unavailable.
 type Unavailable = Error
+
+// GetAdminAuditParams defines parameters for GetAdminAudit.
+type GetAdminAuditParams struct {
+	Action  *GetAdminAuditParamsAction `form:"action,omitempty" json:"action,omitempty"`
+	AdminId *int                       `form:"adminId,omitempty" json:"adminId,omitempty"`
+	Target  *string                    `form:"target,omitempty" json:"target,omitempty"`
+	Since   *time.Time                 `form:"since,omitempty" json:"since,omitempty"`
+	Until   *time.Time                 `form:"until,omitempty" json:"until,omitempty"`
+	Limit   *int                       `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor  *string                    `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetAdminAuditParamsAction defines parameters for GetAdminAudit.
+type GetAdminAuditParamsAction string
+
+// PostAdminBackfillWalkReleaseParams defines parameters for PostAdminBackfillWalkRelease.
+type PostAdminBackfillWalkReleaseParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // GetAdminBudgetsParams defines parameters for GetAdminBudgets.
 type GetAdminBudgetsParams struct {
@@ -2256,6 +2826,36 @@ type PostAdminJobsIdRetryParams struct {
 	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// PostAdminModelProbeParams defines parameters for PostAdminModelProbe.
+type PostAdminModelProbeParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// GetAdminReviewParams defines parameters for GetAdminReview.
+type GetAdminReviewParams struct {
+	Kind   *GetAdminReviewParamsKind   `form:"kind,omitempty" json:"kind,omitempty"`
+	Reason *GetAdminReviewParamsReason `form:"reason,omitempty" json:"reason,omitempty"`
+	UserId *int                        `form:"userId,omitempty" json:"userId,omitempty"`
+	Limit  *int                        `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor *string                     `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetAdminReviewParamsKind defines parameters for GetAdminReview.
+type GetAdminReviewParamsKind string
+
+// GetAdminReviewParamsReason defines parameters for GetAdminReview.
+type GetAdminReviewParamsReason string
+
+// PostAdminReviewKindIdClaimParams defines parameters for PostAdminReviewKindIdClaim.
+type PostAdminReviewKindIdClaimParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// PostAdminReviewKindIdClaimParamsKind defines parameters for PostAdminReviewKindIdClaim.
+type PostAdminReviewKindIdClaimParamsKind string
 
 // GetAdminUsersParams defines parameters for GetAdminUsers.
 type GetAdminUsersParams struct {
@@ -2357,6 +2957,15 @@ type DeleteListenersCommentsIdParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// PostListenersItemsKindIdAppealParams defines parameters for PostListenersItemsKindIdAppeal.
+type PostListenersItemsKindIdAppealParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// PostListenersItemsKindIdAppealParamsKind defines parameters for PostListenersItemsKindIdAppeal.
+type PostListenersItemsKindIdAppealParamsKind string
+
 // GetListenersMineParams defines parameters for GetListenersMine.
 type GetListenersMineParams struct {
 	State  *GetListenersMineParamsState `form:"state,omitempty" json:"state,omitempty"`
@@ -2381,6 +2990,7 @@ type GetListenersMineStreamParams struct {
 	Kind   *GetListenersMineStreamParamsKind  `form:"kind,omitempty" json:"kind,omitempty"`
 	Limit  *int                               `form:"limit,omitempty" json:"limit,omitempty"`
 	Cursor *string                            `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Ticket *string                            `form:"ticket,omitempty" json:"ticket,omitempty"`
 
 	// LastEventID the id of the last event you hold, quotes included (an ETag): the first event is skipped while the view is still that one
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
@@ -2391,6 +3001,12 @@ type GetListenersMineStreamParamsState string
 
 // GetListenersMineStreamParamsKind defines parameters for GetListenersMineStream.
 type GetListenersMineStreamParamsKind string
+
+// PostListenersMineTicketParams defines parameters for PostListenersMineTicket.
+type PostListenersMineTicketParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // PostListenersPitchesParams defines parameters for PostListenersPitches.
 type PostListenersPitchesParams struct {
@@ -2540,6 +3156,9 @@ type PutBackfillSettingsJSONRequestBody = BackfillSettingsRequest
 // PostBackfillStartJSONRequestBody defines body for PostBackfillStart for application/json ContentType.
 type PostBackfillStartJSONRequestBody = BackfillTarget
 
+// PostListenersItemsKindIdAppealJSONRequestBody defines body for PostListenersItemsKindIdAppeal for application/json ContentType.
+type PostListenersItemsKindIdAppealJSONRequestBody = AppealRequest
+
 // PostListenersPitchesJSONRequestBody defines body for PostListenersPitches for application/json ContentType.
 type PostListenersPitchesJSONRequestBody = BodyRequest
 
@@ -2638,6 +3257,16 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
+	//
+	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
+	GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
+	PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAdminBudgets Each author's spend today and limit
 	//
 	// Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
@@ -2725,10 +3354,30 @@ type ClientInterface interface {
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModel(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
+	PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAdminPlugins The admin SPA's plugin manifest
 	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
+	GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
+	//
+	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
+	GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
+	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
@@ -2910,15 +3559,34 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 	DeleteListenersCommentsId(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+	PostListenersItemsKindIdAppealWithBody(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+	PostListenersItemsKindIdAppeal(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, body PostListenersItemsKindIdAppealJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMine(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s
+	// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 	//
 	// Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 	GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
+	//
+	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
+	PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersPitchesWithBody Pitch; screened inline
 	//
@@ -3101,6 +3769,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 	GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
+//
+// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
+func (c *Client) GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+//
+// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
+func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminBackfillWalkReleaseRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetAdminBudgets Each author's spend today and limit
@@ -3340,11 +4038,71 @@ func (c *Client) GetAdminModel(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
+// PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
+func (c *Client) PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminModelProbeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAdminPlugins The admin SPA's plugin manifest
 //
 // Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 func (c *Client) GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminPluginsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
+func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminReviewRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
+//
+// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
+func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminReviewMeasuresRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
+func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminReviewKindIdClaimRequest(c.Server, kind, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3813,6 +4571,40 @@ func (c *Client) DeleteListenersCommentsId(ctx context.Context, id int, params *
 	return c.Client.Do(req)
 }
 
+// PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+func (c *Client) PostListenersItemsKindIdAppealWithBody(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostListenersItemsKindIdAppealRequestWithBody(c.Server, kind, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+func (c *Client) PostListenersItemsKindIdAppeal(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, body PostListenersItemsKindIdAppealJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostListenersItemsKindIdAppealRequest(c.Server, kind, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
 // Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
@@ -3828,11 +4620,26 @@ func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineP
 	return c.Client.Do(req)
 }
 
-// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s
+// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 //
 // Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetListenersMineStreamRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
+//
+// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
+func (c *Client) PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostListenersMineTicketRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4323,6 +5130,174 @@ func (c *Client) GetSongsId(ctx context.Context, id int, reqEditors ...RequestEd
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetAdminAuditRequest constructs an http.Request for the GetAdminAudit method
+func NewGetAdminAuditRequest(server string, params *GetAdminAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AdminId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "adminId", *params.AdminId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Target != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target", *params.Target, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostAdminBackfillWalkReleaseRequest constructs an http.Request for the PostAdminBackfillWalkRelease method
+func NewPostAdminBackfillWalkReleaseRequest(server string, params *PostAdminBackfillWalkReleaseParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/backfill/walk/release")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewGetAdminBudgetsRequest constructs an http.Request for the GetAdminBudgets method
@@ -5102,6 +6077,48 @@ func NewGetAdminModelRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPostAdminModelProbeRequest constructs an http.Request for the PostAdminModelProbe method
+func NewPostAdminModelProbeRequest(server string, params *PostAdminModelProbeParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/model/probe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetAdminPluginsRequest constructs an http.Request for the GetAdminPlugins method
 func NewGetAdminPluginsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5124,6 +6141,191 @@ func NewGetAdminPluginsRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAdminReviewRequest constructs an http.Request for the GetAdminReview method
+func NewGetAdminReviewRequest(server string, params *GetAdminReviewParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/review")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "userId", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAdminReviewMeasuresRequest constructs an http.Request for the GetAdminReviewMeasures method
+func NewGetAdminReviewMeasuresRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/review/measures")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostAdminReviewKindIdClaimRequest constructs an http.Request for the PostAdminReviewKindIdClaim method
+func NewPostAdminReviewKindIdClaimRequest(server string, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/review/%s/%s/claim", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6167,6 +7369,75 @@ func NewDeleteListenersCommentsIdRequest(server string, id int, params *DeleteLi
 	return req, nil
 }
 
+// NewPostListenersItemsKindIdAppealRequest calls the generic PostListenersItemsKindIdAppeal builder with application/json body
+func NewPostListenersItemsKindIdAppealRequest(server string, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, body PostListenersItemsKindIdAppealJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostListenersItemsKindIdAppealRequestWithBody(server, kind, id, params, "application/json", bodyReader)
+}
+
+// NewPostListenersItemsKindIdAppealRequestWithBody constructs an http.Request for the PostListenersItemsKindIdAppeal method, with any body, and a specified content type
+func NewPostListenersItemsKindIdAppealRequestWithBody(server string, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/listeners/items/%s/%s/appeal", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetListenersMineRequest constructs an http.Request for the GetListenersMine method
 func NewGetListenersMineRequest(server string, params *GetListenersMineParams) (*http.Request, error) {
 	var err error
@@ -6360,6 +7631,18 @@ func NewGetListenersMineStreamRequest(server string, params *GetListenersMineStr
 
 		}
 
+		if params.Ticket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ticket", *params.Ticket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6382,6 +7665,48 @@ func NewGetListenersMineStreamRequest(server string, params *GetListenersMineStr
 			}
 
 			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostListenersMineTicketRequest constructs an http.Request for the PostListenersMineTicket method
+func NewPostListenersMineTicketRequest(server string, params *PostListenersMineTicketParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/listeners/mine/ticket")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
 	}
@@ -7614,6 +8939,20 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
+	GetAdminAuditWithResponse(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*GetAdminAuditResponse, error)
+
+	// PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
+	PostAdminBackfillWalkReleaseWithResponse(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*PostAdminBackfillWalkReleaseResponse, error)
+
 	// GetAdminBudgetsWithResponse Each author's spend today and limit
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7719,12 +9058,40 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModelWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminModelResponse, error)
 
+	// PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
+	PostAdminModelProbeWithResponse(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*PostAdminModelProbeResponse, error)
+
 	// GetAdminPluginsWithResponse The admin SPA's plugin manifest
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPluginsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminPluginsResponse, error)
+
+	// GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
+	GetAdminReviewWithResponse(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*GetAdminReviewResponse, error)
+
+	// GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
+	GetAdminReviewMeasuresWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminReviewMeasuresResponse, error)
+
+	// PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
+	PostAdminReviewKindIdClaimWithResponse(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*PostAdminReviewKindIdClaimResponse, error)
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
@@ -7930,6 +9297,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 	DeleteListenersCommentsIdWithResponse(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*DeleteListenersCommentsIdResponse, error)
 
+	// PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+	PostListenersItemsKindIdAppealWithBodyWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error)
+
+	// PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+	PostListenersItemsKindIdAppealWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, body PostListenersItemsKindIdAppealJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error)
+
 	// GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7937,12 +9318,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMineWithResponse(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*GetListenersMineResponse, error)
 
-	// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s
+	// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 	GetListenersMineStreamWithResponse(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*GetListenersMineStreamResponse, error)
+
+	// PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
+	PostListenersMineTicketWithResponse(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*PostListenersMineTicketResponse, error)
 
 	// PostListenersPitchesWithBodyWithResponse Pitch; screened inline
 	//
@@ -8153,6 +9541,179 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 	GetSongsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetSongsIdResponse, error)
+}
+
+// GetAdminAuditResponse503Headers the declared response headers of an HTTP 503 response for GetAdminAudit
+type GetAdminAuditResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditList
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminAuditResponse) GetJSON200() *AuditList {
+	return r.JSON200
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r GetAdminAuditResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminAuditResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminAuditResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminBackfillWalkReleaseResponse200Headers the declared response headers of an HTTP 200 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminBackfillWalkReleaseResponse429Headers the declared response headers of an HTTP 429 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminBackfillWalkReleaseResponse503Headers the declared response headers of an HTTP 503 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminBackfillWalkReleaseResponse507Headers the declared response headers of an HTTP 507 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminBackfillWalkReleaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BackfillStatus
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminBackfillWalkReleaseResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminBackfillWalkReleaseResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminBackfillWalkReleaseResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminBackfillWalkReleaseResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON200() *BackfillStatus {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminBackfillWalkReleaseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminBackfillWalkReleaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminBackfillWalkReleaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminBackfillWalkReleaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetAdminBudgetsResponse503Headers the declared response headers of an HTTP 503 response for GetAdminBudgets
@@ -9158,6 +10719,110 @@ func (r GetAdminModelResponse) ContentType() string {
 	return ""
 }
 
+// PostAdminModelProbeResponse200Headers the declared response headers of an HTTP 200 response for PostAdminModelProbe
+type PostAdminModelProbeResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminModelProbeResponse429Headers the declared response headers of an HTTP 429 response for PostAdminModelProbe
+type PostAdminModelProbeResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminModelProbeResponse503Headers the declared response headers of an HTTP 503 response for PostAdminModelProbe
+type PostAdminModelProbeResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminModelProbeResponse507Headers the declared response headers of an HTTP 507 response for PostAdminModelProbe
+type PostAdminModelProbeResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminModelProbeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelState
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminModelProbeResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminModelProbeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminModelProbeResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminModelProbeResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON200() *ModelState {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminModelProbeResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminModelProbeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminModelProbeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminModelProbeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminModelProbeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAdminPluginsResponse503Headers the declared response headers of an HTTP 503 response for GetAdminPlugins
 type GetAdminPluginsResponse503Headers struct {
 	RetryAfter *int
@@ -9221,6 +10886,248 @@ func (r GetAdminPluginsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAdminPluginsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAdminReviewResponse503Headers the declared response headers of an HTTP 503 response for GetAdminReview
+type GetAdminReviewResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminReviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReviewList
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminReviewResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminReviewResponse) GetJSON200() *ReviewList {
+	return r.JSON200
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r GetAdminReviewResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminReviewResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminReviewResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminReviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminReviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminReviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminReviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAdminReviewMeasuresResponse503Headers the declared response headers of an HTTP 503 response for GetAdminReviewMeasures
+type GetAdminReviewMeasuresResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminReviewMeasuresResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReviewMeasures
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminReviewMeasuresResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON200() *ReviewMeasures {
+	return r.JSON200
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminReviewMeasuresResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminReviewMeasuresResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminReviewMeasuresResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminReviewMeasuresResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminReviewKindIdClaimResponse200Headers the declared response headers of an HTTP 200 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminReviewKindIdClaimResponse429Headers the declared response headers of an HTTP 429 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminReviewKindIdClaimResponse503Headers the declared response headers of an HTTP 503 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminReviewKindIdClaimResponse507Headers the declared response headers of an HTTP 507 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminReviewKindIdClaimResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReviewEntry
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminReviewKindIdClaimResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminReviewKindIdClaimResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminReviewKindIdClaimResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminReviewKindIdClaimResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON200() *ReviewEntry {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminReviewKindIdClaimResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminReviewKindIdClaimResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminReviewKindIdClaimResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminReviewKindIdClaimResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11048,6 +12955,110 @@ func (r DeleteListenersCommentsIdResponse) ContentType() string {
 	return ""
 }
 
+// PostListenersItemsKindIdAppealResponse201Headers the declared response headers of an HTTP 201 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse201Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostListenersItemsKindIdAppealResponse429Headers the declared response headers of an HTTP 429 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostListenersItemsKindIdAppealResponse503Headers the declared response headers of an HTTP 503 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostListenersItemsKindIdAppealResponse507Headers the declared response headers of an HTTP 507 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostListenersItemsKindIdAppealResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Appeal
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PostListenersItemsKindIdAppealResponse201Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostListenersItemsKindIdAppealResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostListenersItemsKindIdAppealResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostListenersItemsKindIdAppealResponse507Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON201() *Appeal {
+	return r.JSON201
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostListenersItemsKindIdAppealResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostListenersItemsKindIdAppealResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostListenersItemsKindIdAppealResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostListenersItemsKindIdAppealResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetListenersMineResponse200Headers the declared response headers of an HTTP 200 response for GetListenersMine
 type GetListenersMineResponse200Headers struct {
 	ETag *string
@@ -11215,6 +13226,110 @@ func (r GetListenersMineStreamResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetListenersMineStreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostListenersMineTicketResponse200Headers the declared response headers of an HTTP 200 response for PostListenersMineTicket
+type PostListenersMineTicketResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostListenersMineTicketResponse429Headers the declared response headers of an HTTP 429 response for PostListenersMineTicket
+type PostListenersMineTicketResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostListenersMineTicketResponse503Headers the declared response headers of an HTTP 503 response for PostListenersMineTicket
+type PostListenersMineTicketResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostListenersMineTicketResponse507Headers the declared response headers of an HTTP 507 response for PostListenersMineTicket
+type PostListenersMineTicketResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostListenersMineTicketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Ticket
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON4XX the response for an HTTP 4XX `application/json` response
+	JSON4XX *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostListenersMineTicketResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostListenersMineTicketResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostListenersMineTicketResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostListenersMineTicketResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON200() *Ticket {
+	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON4XX() *Error {
+	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostListenersMineTicketResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostListenersMineTicketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostListenersMineTicketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostListenersMineTicketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostListenersMineTicketResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13152,6 +15267,32 @@ func (r GetSongsIdResponse) ContentType() string {
 	return ""
 }
 
+// GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
+func (c *ClientWithResponses) GetAdminAuditWithResponse(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*GetAdminAuditResponse, error) {
+	rsp, err := c.GetAdminAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminAuditResponse(rsp)
+}
+
+// PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
+func (c *ClientWithResponses) PostAdminBackfillWalkReleaseWithResponse(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*PostAdminBackfillWalkReleaseResponse, error) {
+	rsp, err := c.PostAdminBackfillWalkRelease(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminBackfillWalkReleaseResponse(rsp)
+}
+
 // GetAdminBudgetsWithResponse Each author's spend today and limit
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13347,6 +15488,19 @@ func (c *ClientWithResponses) GetAdminModelWithResponse(ctx context.Context, req
 	return ParseGetAdminModelResponse(rsp)
 }
 
+// PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
+func (c *ClientWithResponses) PostAdminModelProbeWithResponse(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*PostAdminModelProbeResponse, error) {
+	rsp, err := c.PostAdminModelProbe(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminModelProbeResponse(rsp)
+}
+
 // GetAdminPluginsWithResponse The admin SPA's plugin manifest
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13358,6 +15512,45 @@ func (c *ClientWithResponses) GetAdminPluginsWithResponse(ctx context.Context, r
 		return nil, err
 	}
 	return ParseGetAdminPluginsResponse(rsp)
+}
+
+// GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
+func (c *ClientWithResponses) GetAdminReviewWithResponse(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*GetAdminReviewResponse, error) {
+	rsp, err := c.GetAdminReview(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminReviewResponse(rsp)
+}
+
+// GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
+func (c *ClientWithResponses) GetAdminReviewMeasuresWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminReviewMeasuresResponse, error) {
+	rsp, err := c.GetAdminReviewMeasures(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminReviewMeasuresResponse(rsp)
+}
+
+// PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
+func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*PostAdminReviewKindIdClaimResponse, error) {
+	rsp, err := c.PostAdminReviewKindIdClaim(ctx, kind, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminReviewKindIdClaimResponse(rsp)
 }
 
 // GetAdminStatsWithResponse The overview's summary
@@ -13732,6 +15925,32 @@ func (c *ClientWithResponses) DeleteListenersCommentsIdWithResponse(ctx context.
 	return ParseDeleteListenersCommentsIdResponse(rsp)
 }
 
+// PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithBodyWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error) {
+	rsp, err := c.PostListenersItemsKindIdAppealWithBody(ctx, kind, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostListenersItemsKindIdAppealResponse(rsp)
+}
+
+// PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
+func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, body PostListenersItemsKindIdAppealJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error) {
+	rsp, err := c.PostListenersItemsKindIdAppeal(ctx, kind, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostListenersItemsKindIdAppealResponse(rsp)
+}
+
 // GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13745,7 +15964,7 @@ func (c *ClientWithResponses) GetListenersMineWithResponse(ctx context.Context, 
 	return ParseGetListenersMineResponse(rsp)
 }
 
-// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s
+// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13756,6 +15975,19 @@ func (c *ClientWithResponses) GetListenersMineStreamWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseGetListenersMineStreamResponse(rsp)
+}
+
+// PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
+func (c *ClientWithResponses) PostListenersMineTicketWithResponse(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*PostListenersMineTicketResponse, error) {
+	rsp, err := c.PostListenersMineTicket(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostListenersMineTicketResponse(rsp)
 }
 
 // PostListenersPitchesWithBodyWithResponse Pitch; screened inline
@@ -14146,6 +16378,170 @@ func (c *ClientWithResponses) GetSongsIdWithResponse(ctx context.Context, id int
 		return nil, err
 	}
 	return ParseGetSongsIdResponse(rsp)
+}
+
+// ParseGetAdminAuditResponse parses an HTTP response from a GetAdminAuditWithResponse call
+func ParseGetAdminAuditResponse(rsp *http.Response) (*GetAdminAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminBackfillWalkReleaseResponse parses an HTTP response from a PostAdminBackfillWalkReleaseWithResponse call
+func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBackfillWalkReleaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminBackfillWalkReleaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BackfillStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminBackfillWalkReleaseResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminBackfillWalkReleaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminBackfillWalkReleaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminBackfillWalkReleaseResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetAdminBudgetsResponse parses an HTTP response from a GetAdminBudgetsWithResponse call
@@ -15088,6 +17484,110 @@ func ParseGetAdminModelResponse(rsp *http.Response) (*GetAdminModelResponse, err
 	return response, nil
 }
 
+// ParsePostAdminModelProbeResponse parses an HTTP response from a PostAdminModelProbeWithResponse call
+func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminModelProbeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminModelProbeResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminModelProbeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminModelProbeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminModelProbeResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetAdminPluginsResponse parses an HTTP response from a GetAdminPluginsWithResponse call
 func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15143,6 +17643,230 @@ func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAdminReviewResponse parses an HTTP response from a GetAdminReviewWithResponse call
+func ParseGetAdminReviewResponse(rsp *http.Response) (*GetAdminReviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminReviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReviewList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminReviewResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAdminReviewMeasuresResponse parses an HTTP response from a GetAdminReviewMeasuresWithResponse call
+func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMeasuresResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminReviewMeasuresResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReviewMeasures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminReviewMeasuresResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminReviewKindIdClaimResponse parses an HTTP response from a PostAdminReviewKindIdClaimWithResponse call
+func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminReviewKindIdClaimResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminReviewKindIdClaimResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReviewEntry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminReviewKindIdClaimResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminReviewKindIdClaimResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminReviewKindIdClaimResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminReviewKindIdClaimResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
@@ -16912,6 +19636,110 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 	return response, nil
 }
 
+// ParsePostListenersItemsKindIdAppealResponse parses an HTTP response from a PostListenersItemsKindIdAppealWithResponse call
+func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListenersItemsKindIdAppealResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostListenersItemsKindIdAppealResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Appeal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PostListenersItemsKindIdAppealResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostListenersItemsKindIdAppealResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostListenersItemsKindIdAppealResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostListenersItemsKindIdAppealResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetListenersMineResponse parses an HTTP response from a GetListenersMineWithResponse call
 func ParseGetListenersMineResponse(rsp *http.Response) (*GetListenersMineResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17077,6 +19905,110 @@ func ParseGetListenersMineStreamResponse(rsp *http.Response) (*GetListenersMineS
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostListenersMineTicketResponse parses an HTTP response from a PostListenersMineTicketWithResponse call
+func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMineTicketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostListenersMineTicketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Ticket
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostListenersMineTicketResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostListenersMineTicketResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostListenersMineTicketResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostListenersMineTicketResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
