@@ -2,9 +2,6 @@ package api
 
 import (
 	"net/http"
-	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -88,21 +85,9 @@ func (body *verdictRequest) check() error {
 	if body.Verdict != models.VerdictAllow && body.Verdict != models.VerdictBlock {
 		return invalid("verdict", "verdict must be allow or block")
 	}
-	if body.Note == nil {
-		return nil
-	}
-	n := strings.TrimSpace(*body.Note)
-	if strings.ContainsRune(n, 0) {
-		return invalid("note", "note must be text without NUL bytes")
-	}
-	if utf8.RuneCountInString(n) > maxNoteChars {
-		return invalid("note", "note is longer than 500 characters")
-	}
-	body.Note = &n
-	if n == "" {
-		body.Note = nil
-	}
-	return nil
+	note, err := checkNote(body.Note)
+	body.Note = note
+	return err
 }
 
 // decide records an admin's verdict on an item as if the model had answered it (confidence 1):
@@ -110,11 +95,7 @@ func (body *verdictRequest) check() error {
 // event says the admin decided, with their id and note. An item that already has a verdict
 // keeps it (409): a verdict is recorded exactly once.
 func (a *API) decide(c echo.Context) error {
-	kind := models.Kind(c.Param("kind"))
-	if !slices.Contains(models.Kinds, kind) {
-		return notFound("item")
-	}
-	id, err := pathID(c, "id")
+	kind, id, err := itemPath(c, "item")
 	if err != nil {
 		return err
 	}

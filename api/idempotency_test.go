@@ -138,10 +138,9 @@ func TestIdempotencyKeyOnTwoReplicas(t *testing.T) {
 			defer wg.Done()
 			slow = a.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "slow"}, "Idempotency-Key", "k-3")
 		}()
-		deadline := time.Now().Add(5 * time.Second)
-		for count(t, store, `SELECT COUNT(*) FROM pitches WHERE body = 'slow'`) == 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually(t, "the first request's write", func() bool {
+			return count(t, store, `SELECT COUNT(*) FROM pitches WHERE body = 'slow'`) > 0
+		})
 		r = b.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "slow"}, "Idempotency-Key", "k-3")
 		if r.Status != http.StatusConflict || r.ErrorCode() != "idempotency_in_flight" || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("in flight: %d %s", r.Status, r.Body)

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
 )
 
 // bind decodes a JSON body strictly into v: the right media type, an object whose keys name
@@ -204,4 +206,15 @@ func readIDCursor(c echo.Context) (int64, error) {
 		return 0, invalid("cursor", "cursor is not one this server gave out")
 	}
 	return cur.ID, nil
+}
+
+// itemPath reads an item's {kind} and {id} from the path; an unknown kind, or an id that is
+// not one, is not found (what names the missing thing: "item", "entry").
+func itemPath(c echo.Context, what string) (models.Kind, int64, error) {
+	kind := models.Kind(c.Param("kind"))
+	if !slices.Contains(models.Kinds, kind) {
+		return "", 0, notFound(what)
+	}
+	id, err := pathID(c, "id")
+	return kind, id, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -234,11 +233,7 @@ func claimedError(held *models.ErrClaimed) *Error {
 
 // claimReview gives the caller an item's open entries for models.ReviewClaimFor (again: renews).
 func (a *API) claimReview(c echo.Context) error {
-	kind := models.Kind(c.Param("kind"))
-	if !slices.Contains(models.Kinds, kind) {
-		return notFound("entry")
-	}
-	id, err := pathID(c, "id")
+	kind, id, err := itemPath(c, "entry")
 	if err != nil {
 		return err
 	}
@@ -313,11 +308,7 @@ func checkNote(note *string) (*string, error) {
 
 // appeal files the author's appeal of their blocked item: it enters the review queue.
 func (a *API) appeal(c echo.Context) error {
-	kind := models.Kind(c.Param("kind"))
-	if !slices.Contains(models.Kinds, kind) {
-		return notFound("item")
-	}
-	id, err := pathID(c, "id")
+	kind, id, err := itemPath(c, "item")
 	if err != nil {
 		return err
 	}
