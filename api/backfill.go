@@ -60,11 +60,12 @@ type backfillJobJSON struct {
 	State   string               `json:"state" enum:"backfillState"`
 	Members []backfillMemberJSON `json:"members"`
 	backfillCountsJSON
-	Processed    int64      `json:"processed" description:"the rows handled since this run started"`
-	StartedAt    *timestamp `json:"startedAt"`
+	Processed    int64      `json:"processed" minimum:"0" description:"the rows this run settled (cached, skipped, failed or unverified), each once: never more than the chat's rows"`
+	StartedAt    *timestamp `json:"startedAt" description:"when this run's first batch began; null while it has not run (queued, or waiting before its first batch)"`
 	FinishedAt   *timestamp `json:"finishedAt"`
-	PerMinute    float64    `json:"perMinute"`
+	PerMinute    float64    `json:"perMinute" description:"rows a minute: the run's measured rate (over running time, and the rate-limit waits once they recur: waitedMs), else the queue's latest measured rate, else the estimate"`
 	RateMeasured bool       `json:"rateMeasured"`
+	WaitedMs     int64      `json:"waitedMs" minimum:"0" description:"the rate-limit waits (Retry-After) of this run that its measured rate counts: all of them from the second on, 0 before"`
 	EtaMs        *int64     `json:"etaMs" description:"the time to clear the pending rows; null when nothing is pending"`
 	EtaStartMs   *int64     `json:"etaStartMs" description:"the wait until the job starts; null when not scheduled"`
 	EtaRunMs     *int64     `json:"etaRunMs" description:"the time the job needs once it runs, waits aside"`
@@ -138,7 +139,7 @@ func backfillStatusOf(st scheduler.BackfillStatus) backfillStatusJSON {
 		}
 		out.Jobs = append(out.Jobs, backfillJobJSON{ChatID: j.ChatID, GuildID: j.GuildID, State: j.State, Members: members,
 			backfillCountsJSON: backfillCountsJSON(j.BackfillCounts), Processed: j.Processed,
-			StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt), PerMinute: j.PerMinute, RateMeasured: j.RateMeasured,
+			StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt), PerMinute: j.PerMinute, RateMeasured: j.RateMeasured, WaitedMs: j.WaitedMs,
 			EtaMs: msOf(j.Eta), EtaStartMs: msOf(j.EtaStart), EtaRunMs: msOf(j.EtaRun), EtaTotalMs: msOf(j.EtaTotal),
 			Position: j.Position, WaitMs: msOf(j.Wait), WaitsFor: j.WaitsFor})
 	}

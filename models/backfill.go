@@ -119,10 +119,30 @@ type BackfillJob struct {
 	RunRows int64 `gorm:"column:run_rows"`
 	// RecentPerMinute is the smoothed recent rate over running time, kept from the first batch.
 	RecentPerMinute *float64 `gorm:"column:recent_per_minute"`
+	// RunWaitMs is the rate-limit waits (Retry-After) this run sat out, and RunWaits how many:
+	// the measured rate counts them once there were WaitsCountFrom of them (CountedWaitMs).
+	RunWaitMs int64 `gorm:"column:run_wait_ms"`
+	RunWaits  int64 `gorm:"column:run_waits"`
+}
+
+// WaitsCountFrom is how many rate-limit waits a run must have sat out before its measured rate
+// counts them: one 429 is an incident (the status adds the wait in hand to the ETAs while it
+// lasts, and spreading it over the rest of the run would predict 429s at a pace that is not
+// there); two or more are a pace, and a rate without them would promise more than pending
+// really falls by.
+const WaitsCountFrom = 2
+
+// CountedWaitMs is the rate-limit wait the job's measured rate counts: all of the run's waits
+// once there were WaitsCountFrom of them, none before.
+func (j BackfillJob) CountedWaitMs() int64 {
+	if j.RunWaits >= WaitsCountFrom {
+		return j.RunWaitMs
+	}
+	return 0
 }
 
 const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_minute, started_at, finished_at, cooldown_ms, stalled, active_at,
-	run_ms, run_rows, recent_per_minute`
+	run_ms, run_rows, recent_per_minute, run_wait_ms, run_waits`
 
 // BackfillJobs lists every job row in execution order.
 func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
@@ -153,8 +173,9 @@ type JobStart struct {
 
 // StartBackfillJobs starts the chats' jobs in the given order and returns the chats it
 // started. A running job is left as it is; any other is reset for a new run (processed, the
-// running time and the measured rates cleared, started now, the cooldown back to the settings') and keeps its
-// place in the execution order; a chat never started before joins the end of it.
+// running time, the waits and the measured rates cleared, not started yet — startedAt is set
+// when its first batch begins, MarkBackfillJobStarted —, the cooldown back to the settings')
+// and keeps its place in the execution order; a chat never started before joins the end of it.
 func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
 	var started []string
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -176,9 +197,9 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 			switch {
 			case len(states) == 0:
 				if _, err := tx.exec(ctx, `INSERT INTO backfill_jobs (chat_id, guild_id, state, position, processed, per_minute,
-					started_at, finished_at, cooldown_ms, stalled, active_at, run_ms, run_rows, recent_per_minute)
-					VALUES (?, ?, 'running', ?, 0, NULL, ?, NULL, NULL, 0, ?, 0, 0, NULL)`,
-					st.ChatID, st.GuildID, next, now, now); err != nil {
+					started_at, finished_at, cooldown_ms, stalled, active_at, run_ms, run_rows, recent_per_minute, run_wait_ms, run_waits)
+					VALUES (?, ?, 'running', ?, 0, NULL, NULL, NULL, NULL, 0, ?, 0, 0, NULL, 0, 0)`,
+					st.ChatID, st.GuildID, next, now); err != nil {
 					return err
 				}
 				next++
@@ -186,9 +207,9 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 				continue
 			default:
 				if _, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = 'running', guild_id = COALESCE(guild_id, ?), processed = 0,
-					per_minute = NULL, started_at = ?, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?,
-					run_ms = 0, run_rows = 0, recent_per_minute = NULL
-					WHERE chat_id = ?`, st.GuildID, now, now, st.ChatID); err != nil {
+					per_minute = NULL, started_at = NULL, finished_at = NULL, cooldown_ms = NULL, stalled = 0, active_at = ?,
+					run_ms = 0, run_rows = 0, recent_per_minute = NULL, run_wait_ms = 0, run_waits = 0
+					WHERE chat_id = ?`, st.GuildID, now, st.ChatID); err != nil {
 					return err
 				}
 			}
@@ -231,21 +252,32 @@ func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) 
 	return jobs[0], true, nil
 }
 
+// MarkBackfillJobStarted records that the run of chatID's job began its first batch now
+// (startedAt), unless it already has: a job queued, or waiting out a rate limit or a walk
+// before its first batch, has not started.
+func (s *Store) MarkBackfillJobStarted(ctx context.Context, chatID string) error {
+	if _, err := s.exec(ctx, `UPDATE backfill_jobs SET started_at = ? WHERE chat_id = ? AND started_at IS NULL`, s.nowMs(), chatID); err != nil {
+		return fmt.Errorf("mark the backfill job of %s started: %w", chatID, err)
+	}
+	return nil
+}
+
 // measuredAfter is how much running time a run needs before its measured rate is reported:
 // earlier it is noise.
 const measuredAfter = 30 * time.Second
 
-// BatchRecord is what one batch (or retry pass) adds to its job's run.
+// BatchRecord is what one batch (or retry pass) adds to its job's run. Processed is not in
+// it: each row adds itself as it settles (RecordBackfillPreview).
 type BatchRecord struct {
-	// Handled is added to processed: cached, skipped and failed rows, plus a rate-limited one
-	// (as the seed counts it).
-	Handled int64
 	// Settled is the rows the batch took off pending (cached, skipped, failed, suspect): the
 	// rate's numerator, since the ETAs divide pending rows by it.
 	Settled int64
 	// RunMs is the running time since the previous record (the cooldown and suspect retry after
 	// the previous batch, and this batch), rate-limit and walk waits left out.
 	RunMs int64
+	// WaitMs is the rate-limit wait the runner sat out before this batch (0: none); walks are
+	// never counted.
+	WaitMs int64
 	// Stalled and CooldownMs are the stall count and raised cooldown the runner carries on.
 	Stalled    int
 	CooldownMs *int64
@@ -257,11 +289,12 @@ type BatchRecord struct {
 	Smoothed bool
 }
 
-// RecordBackfillBatch adds a batch to the job's run: handled rows to processed, settled rows
-// and running time to the run, the smoothed recent rate moved towards this batch's own; the
-// measured rate is reported once the run has 30 s of running time. It keeps the stall count
-// and cooldown the runner carries from batch to batch. It changes a job of any state: a job
-// paused during its batch still did that work.
+// RecordBackfillBatch adds a batch to the job's run: settled rows, running time and the
+// rate-limit wait before it to the run, the smoothed recent rate moved towards this batch's
+// own; the measured rate — settled rows over running time plus the counted waits
+// (CountedWaitMs) — is reported once the run has 30 s of running time. It keeps the stall
+// count and cooldown the runner carries from batch to batch. It changes a job of any state: a
+// job paused during its batch still did that work.
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -273,14 +306,22 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			return ErrNotFound
 		}
 		j := jobs[0]
-		j.Processed += rec.Handled
 		j.RunMs += max(0, rec.RunMs)
 		j.RunRows += rec.Settled
+		if rec.WaitMs > 0 {
+			j.RunWaitMs += rec.WaitMs
+			j.RunWaits++
+		}
 		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, fromMillis(tx.nowMs())
 		// The smoothed rate starts at the first batch's own rate, then moves towards each
-		// batch's by its weight: an exponentially weighted mean over running time.
-		if rec.RunMs > 0 && rec.RecentWeight > 0 {
-			own := float64(rec.Settled) * 60000 / float64(rec.RunMs)
+		// batch's by its weight: an exponentially weighted mean over running time (and the
+		// batch's wait, once the run counts waits).
+		batchMs := rec.RunMs
+		if j.RunWaits >= WaitsCountFrom {
+			batchMs += max(0, rec.WaitMs)
+		}
+		if batchMs > 0 && rec.RecentWeight > 0 {
+			own := float64(rec.Settled) * 60000 / float64(batchMs)
 			if j.RecentPerMinute == nil {
 				j.RecentPerMinute = &own
 			} else {
@@ -294,12 +335,12 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 		case rec.Smoothed && j.RecentPerMinute != nil:
 			j.PerMinute = ptrTo(*j.RecentPerMinute)
 		default:
-			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs))
+			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs+j.CountedWaitMs()))
 		}
 		out = j
-		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET processed = ?, run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
-			stalled = ?, cooldown_ms = ?, active_at = ? WHERE chat_id = ?`,
-			j.Processed, j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), chatID)
+		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
+			stalled = ?, cooldown_ms = ?, active_at = ?, run_wait_ms = ?, run_waits = ? WHERE chat_id = ?`,
+			j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), j.RunWaitMs, j.RunWaits, chatID)
 		return err
 	})
 	if err != nil {
@@ -326,42 +367,89 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 	var ended bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
-		var finished *int64
 		if state == BackfillDone {
-			finished = &now
-		}
-		n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = ?, finished_at = ?, active_at = ?
-			WHERE chat_id = ? AND state = 'running'`, state, finished, now, chatID)
-		if err != nil || n == 0 {
+			var err error
+			ended, err = tx.finishBackfillJob(ctx, chatID, BackfillRunning, now)
 			return err
 		}
-		ended = true
-		if state != BackfillDone {
-			return nil
-		}
-		job, err := tx.BackfillJobOf(ctx, chatID)
-		if err != nil {
-			return err
-		}
-		var sums struct {
-			Cached int64 `gorm:"column:cached"`
-			Failed int64 `gorm:"column:failed"`
-			Total  int64 `gorm:"column:total"`
-		}
-		if err := tx.scan(ctx, tx.db, &sums, `SELECT COALESCE(SUM(t.cached), 0) AS cached,
-			COALESCE(SUM(t.failed), 0) AS failed, COALESCE(SUM(t.total), 0) AS total
-			FROM scrape_totals t JOIN scrapes s ON s.id = t.scrape_id
-			WHERE s.chat_id = ? AND s.state IN ('paused', 'done', 'failed')`, chatID); err != nil {
-			return err
-		}
-		data := BackfillFinishedData{ChatID: chatID, GuildID: job.GuildID, Processed: job.Processed, Cached: sums.Cached,
-			Failed: sums.Failed, Total: sums.Total, FinishedAt: fromMillis(now), StartedAt: job.StartedAt}
-		return tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
+		n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = ?, finished_at = NULL, active_at = ? WHERE chat_id = ? AND state = 'running'`, state, now, chatID)
+		ended = n > 0
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("end the backfill job of %s: %w", chatID, err)
 	}
 	return ended, nil
+}
+
+// SettleBackfillJobs moves every paused job (or chatID's, when it is paused) that has nothing
+// left — member scrapes, none of them with pending rows or suspect rows still owed their retry
+// — to done, each with the backfill.finished webhook owed in the same transaction, and returns
+// the chats it settled. A job paused during its last batch is thus not left "paused, 100 %"
+// for ever: the runner settles it after that batch, and pause, start and the queue's periodic
+// pass settle any that were left so (rows of an older owed too).
+func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
+	var settled []string
+	err := s.WithTx(ctx, func(tx *Store) error {
+		settled = settled[:0] // a transaction tried again starts over
+		q := `SELECT j.chat_id FROM backfill_jobs j WHERE j.state = 'paused'
+			AND EXISTS (SELECT 1 FROM scrapes s WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed'))
+			AND NOT EXISTS (SELECT 1 FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
+				WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed') AND (t.pending > 0 OR t.suspect > 0))`
+		var args []any
+		if chatID != "" {
+			q += ` AND j.chat_id = ?`
+			args = append(args, chatID)
+		}
+		var chats []string
+		if err := tx.scan(ctx, tx.db, &chats, q+` ORDER BY j.position, j.chat_id`, args...); err != nil {
+			return err
+		}
+		now := tx.nowMs()
+		for _, c := range chats {
+			ok, err := tx.finishBackfillJob(ctx, c, BackfillPaused, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				settled = append(settled, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settle backfill jobs: %w", err)
+	}
+	return settled, nil
+}
+
+// finishBackfillJob moves chatID's job from state from to done at now and owes the
+// backfill.finished webhook; ok is false (and nothing is owed) when the job was not in that
+// state. tx is a transaction.
+func (tx *Store) finishBackfillJob(ctx context.Context, chatID, from string, now int64) (bool, error) {
+	n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = 'done', finished_at = ?, active_at = ?
+		WHERE chat_id = ? AND state = ?`, now, now, chatID, from)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	job, err := tx.BackfillJobOf(ctx, chatID)
+	if err != nil {
+		return false, err
+	}
+	var sums struct {
+		Cached int64 `gorm:"column:cached"`
+		Failed int64 `gorm:"column:failed"`
+		Total  int64 `gorm:"column:total"`
+	}
+	if err := tx.scan(ctx, tx.db, &sums, `SELECT COALESCE(SUM(t.cached), 0) AS cached,
+		COALESCE(SUM(t.failed), 0) AS failed, COALESCE(SUM(t.total), 0) AS total
+		FROM scrape_totals t JOIN scrapes s ON s.id = t.scrape_id
+		WHERE s.chat_id = ? AND s.state IN ('paused', 'done', 'failed')`, chatID); err != nil {
+		return false, err
+	}
+	data := BackfillFinishedData{ChatID: chatID, GuildID: job.GuildID, Processed: job.Processed, Cached: sums.Cached,
+		Failed: sums.Failed, Total: sums.Total, FinishedAt: fromMillis(now), StartedAt: job.StartedAt}
+	return true, tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
 }
 
 // BackfillRunner is the queue runner's row: who holds the lease, the job it runs and the rate

@@ -189,3 +189,13 @@ const (
 
 // MediaStates lists every preview state of media.
 var MediaStates = []MediaState{MediaPending, MediaCached, MediaFailed, MediaSuspect, MediaUnverified, MediaSkipped}
+
+// Settled reports whether a row in this state is done with for good: cached, skipped, failed or
+// unverified (the backfill never takes it again), not pending nor suspect (owed its retry).
+func (m MediaState) Settled() bool {
+	switch m {
+	case MediaCached, MediaSkipped, MediaFailed, MediaUnverified:
+		return true
+	}
+	return false
+}

@@ -406,6 +406,28 @@ func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, s
 	return n > 0, nil
 }
 
+// RecordBackfillPreview records a preview outcome of the backfill of chatID as RecordPreview
+// does and, in the same transaction, adds the row to the job's processed when it moved to a
+// state it never leaves (cached, skipped, failed, unverified). So processed counts each row
+// once per run, when it settles: not a rate-limited row (left pending, fetched again), not a
+// suspect one until its retry, not a row another process recorded first, and not less after a
+// batch cut short by a stop. ok is RecordPreview's.
+func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int64, state MediaState, storedBytes int64) (bool, error) {
+	var ok bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		if ok, err = tx.RecordPreview(ctx, id, state, storedBytes); err != nil || !ok || !state.Settled() {
+			return err
+		}
+		_, err = tx.exec(ctx, `UPDATE backfill_jobs SET processed = processed + 1 WHERE chat_id = ?`, chatID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("record the backfill preview of media %d: %w", id, err)
+	}
+	return ok, nil
+}
+
 // WalkUntil is when the walk lock lapses: the newest push of an active scrape plus idle.
 // ok is false when no active scrape exists.
 func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {

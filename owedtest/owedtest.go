@@ -122,6 +122,18 @@ const AdminToken = "owed_test_admin_token_0123456789abcdef"
 // changes to the configuration. The periodic sweep is not started: tests sweep when they choose.
 func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
 	t.Helper()
+	return newEnv(t, databaseURL, false, configure...)
+}
+
+// NewEnvFakeSleep is NewEnv whose backfill queue and media engine wait by moving the fake clock
+// instead of sleeping: rate limits, gaps and cooldowns pass at once, in fake time.
+func NewEnvFakeSleep(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
+	t.Helper()
+	return newEnv(t, databaseURL, true, configure...)
+}
+
+func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(*app.Config)) *Env {
+	t.Helper()
 	model := modeltest.New(t)
 	cfg := app.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -135,7 +147,16 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 		f(&cfg)
 	}
 	clk := clock.NewFake(Start)
-	a, err := app.New(context.Background(), cfg, app.Options{Clock: clk, Log: Logger(t)})
+	opts := app.Options{Clock: clk, Log: Logger(t)}
+	if fakeSleep {
+		opts.Sleep = func(ctx context.Context, d time.Duration) error {
+			if d > 0 {
+				clk.Advance(d)
+			}
+			return ctx.Err()
+		}
+	}
+	a, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}

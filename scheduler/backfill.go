@@ -295,6 +295,10 @@ func (b *Backfill) AutoStart(ctx context.Context) error {
 }
 
 func (b *Backfill) start(ctx context.Context, chatID string, keepPaused bool) error {
+	// A paused job with nothing left is done, not one to resume.
+	if err := b.settle(ctx, chatID); err != nil {
+		return err
+	}
 	st, err := b.Status(ctx)
 	if err != nil {
 		return err
@@ -327,7 +331,8 @@ func (b *Backfill) start(ctx context.Context, chatID string, keepPaused bool) er
 }
 
 // PauseJobs pauses every running or queued job, or only chatID's: each stops after its
-// current batch (a wait for a rate limit, a walk or a cooldown ends at once).
+// current batch (a wait for a rate limit, a walk or a cooldown ends at once). A paused job
+// with nothing left settles done at once (settle).
 func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
 	paused, err := b.store.PauseBackfillJobs(ctx, chatID)
 	if err != nil {
@@ -338,6 +343,22 @@ func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
 	}
 	if len(paused) > 0 {
 		b.wake()
+	}
+	return b.settle(ctx, chatID)
+}
+
+// settle moves paused jobs with nothing left (every paused job, or chatID's) to done: a job
+// paused during its last batch, or left so by an older owed, is finished, whatever paused it.
+func (b *Backfill) settle(ctx context.Context, chatID string) error {
+	settled, err := b.store.SettleBackfillJobs(ctx, chatID)
+	if err != nil {
+		return err
+	}
+	for _, c := range settled {
+		b.log.Info("backfill finished", "chatId", c, "paused", true)
+	}
+	if len(settled) > 0 {
+		b.updateGauges(ctx)
 	}
 	return nil
 }
@@ -363,6 +384,11 @@ func (b *Backfill) RunQueue(ctx context.Context) error {
 		}
 		b.updateGauges(bg)
 	}()
+	// Every pass (on the schedule too) settles paused jobs with nothing left, so a row left
+	// "paused, 100 %" by an older owed finishes without anyone pressing a button.
+	if err := b.settle(ctx, ""); err != nil {
+		return err
+	}
 	for ctx.Err() == nil {
 		job, ok, err := b.store.NextBackfillJob(ctx)
 		if err != nil || !ok {
@@ -504,6 +530,9 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	chat := job.ChatID
 	rc := newRunClock(b.clock)
 	for {
+		if ctx.Err() != nil {
+			return nil // stopping: the job stays as it is for the next process
+		}
 		cur, err := b.store.BackfillJobOf(ctx, chat)
 		if errors.Is(err, models.ErrNotFound) {
 			return nil
@@ -512,6 +541,16 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 			return err
 		}
 		if cur.State != models.BackfillRunning {
+			// Paused during its last batch: nothing left makes it done, not paused for ever.
+			if cur.State == models.BackfillPaused {
+				if settled, err := b.store.SettleBackfillJobs(ctx, chat); err != nil || len(settled) > 0 {
+					if err == nil {
+						b.log.Info("backfill finished", "chatId", chat, "processed", cur.Processed, "paused", true)
+						b.updateGauges(ctx)
+					}
+					return err
+				}
+			}
 			b.log.Info("backfill paused", "chatId", chat, "processed", cur.Processed)
 			return nil
 		}
@@ -533,16 +572,20 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		}
 
 		// Waits for a rate limit or a walk are not running time: the status adds the wait in
-		// hand to the ETAs it holds up, so counting it in the rate too would count it twice.
+		// hand to the ETAs it holds up. A rate-limit wait is kept apart (waited), and the
+		// measured rate counts the run's waits once they recur (models.WaitsCountFrom).
 		rc.stop()
+		var waited time.Duration
 		if lim := b.engine.RateLimit(); lim.Active {
 			if err := b.setLimited(ctx, chat, lim.Until); err != nil {
 				return err
 			}
 			b.log.Info("backfill waiting out a rate limit", "chatId", chat, "ms", lim.Remaining.Milliseconds())
+			from := b.clock.Now()
 			if stopped, err := b.wait(ctx, chat, lim.Remaining); err != nil || stopped {
 				return err
 			}
+			waited = b.clock.Now().Sub(from)
 		} else if err := b.setLimited(ctx, chat, time.Time{}); err != nil {
 			return err
 		}
@@ -550,6 +593,12 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 			return err
 		}
 		rc.start()
+		// The run starts with its first batch, not when it was queued or while it waited.
+		if cur.StartedAt == nil {
+			if err := b.store.MarkBackfillJobStarted(ctx, chat); err != nil {
+				return err
+			}
+		}
 
 		settings, err := b.store.BackfillSettings(ctx)
 		if err != nil {
@@ -562,33 +611,35 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		if cur.CooldownMs != nil {
 			pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
 		}
-		var stop bool
+		// Whether the job stopped meanwhile (paused by an admin or a stall, or ctx ended) or
+		// not, the top of the loop re-reads it: it goes on, ends, or settles a job paused
+		// during its last batch.
 		if retryOnly {
-			stop, err = b.retryPass(ctx, cur, rc, member.ID, size, pause)
+			err = b.retryPass(ctx, cur, rc, member.ID, size, pause, waited)
 		} else {
-			stop, err = b.batch(ctx, cur, rc, member.ID, size, pause)
+			err = b.batch(ctx, cur, rc, member.ID, size, pause, waited)
 		}
-		if err != nil || stop {
+		if err != nil {
 			return err
 		}
 	}
 }
 
-// batch previews one batch of a member's pending rows, keeps the run's progress, and then
-// cools down and retries suspects; stop reports that the job stopped (paused, stalled, or ctx
-// ended).
-func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+// batch previews one batch of a member's pending rows, keeps the run's progress (with waited,
+// the rate-limit wait before it), and then cools down and retries suspects. It returns early
+// when the job stops (paused, stalled, or ctx ended); the caller re-reads the job either way.
+func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause, waited time.Duration) error {
 	chat := cur.ChatID
 	items, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaPending, size)
 	if err != nil {
-		return true, err
+		return err
 	}
-	res, berr := b.engine.Batch(ctx, mediaItems(items, false), b.recorder(ctx))
+	res, berr := b.engine.Batch(ctx, mediaItems(items, false), b.recorder(ctx, chat))
 	if ctx.Err() != nil {
-		return true, nil
+		return nil
 	}
 	if errors.Is(berr, errLeaseLost) {
-		return true, berr
+		return berr
 	}
 	if berr != nil {
 		// A row that could not be handled (a preview that could not be stored, the database
@@ -599,7 +650,7 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 	progressed := res.Cached + res.Skipped + res.Failed
 	if after := b.engine.RateLimit(); after.Active {
 		if err := b.setLimited(ctx, chat, after.Until); err != nil {
-			return true, err
+			return err
 		}
 	}
 	stalled := 0
@@ -614,11 +665,11 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 		cooldown, raised = &ms, true
 	}
 	ran := rc.take()
-	done, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{Handled: int64(progressed + res.RateLimited),
-		Settled: int64(progressed + res.Suspect), RunMs: ran.Milliseconds(), Stalled: stalled, CooldownMs: cooldown,
+	done, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{
+		Settled: int64(progressed + res.Suspect), RunMs: ran.Milliseconds(), WaitMs: waited.Milliseconds(), Stalled: stalled, CooldownMs: cooldown,
 		RecentWeight: b.cfg.recentWeight(ran), Smoothed: b.cfg.smoothed()})
 	if err != nil {
-		return true, err
+		return err
 	}
 	attrs := []any{"chatId", chat, "scrapeId", scrapeID, "rows", len(items), "cached", res.Cached,
 		"skipped", res.Skipped, "failed", res.Failed, "suspect", res.Suspect, "ratelimited", res.RateLimited,
@@ -629,7 +680,7 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 	b.log.Info("backfill batch", attrs...)
 	b.updateGauges(ctx)
 	if stalled >= stallLimit {
-		return true, b.pauseStalled(ctx, chat)
+		return b.pauseStalled(ctx, chat)
 	}
 	if raised {
 		b.log.Warn("backfill suspect failures raised the cooldown", "chatId", chat, "suspect", res.Suspect, "cooldownMs", pause.Milliseconds())
@@ -637,43 +688,44 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 
 	if pause > 0 && (progressed > 0 || res.Suspect > 0) {
 		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
-			return true, err
+			return err
 		}
 	}
 	if res.Suspect > 0 || res.Unverified > 0 {
 		if _, err := b.retrySuspects(ctx, chat, scrapeID, SuspectRetrySize(size)); err != nil {
-			return true, err
+			return err
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // retryPass gives suspect rows still owed their retry (when nothing is pending) that retry,
-// after the cooldown; a pass that settles none counts as a stall.
-func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause time.Duration) (stop bool, err error) {
+// after the cooldown; a pass that settles none counts as a stall. It returns early when the job
+// stops, as batch does.
+func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause, waited time.Duration) error {
 	chat := cur.ChatID
 	if pause > 0 {
 		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
-			return true, err
+			return err
 		}
 	}
 	res, err := b.retrySuspects(ctx, chat, scrapeID, SuspectRetrySize(size))
 	if err != nil {
-		return true, err
+		return err
 	}
 	stalled := 0
 	if res.Cached+res.Failed+res.Skipped+res.Unverified == 0 {
 		stalled = cur.Stalled + 1
 	}
 	ran := rc.take()
-	if _, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{RunMs: ran.Milliseconds(), Stalled: stalled,
+	if _, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{RunMs: ran.Milliseconds(), WaitMs: waited.Milliseconds(), Stalled: stalled,
 		CooldownMs: cur.CooldownMs, Smoothed: b.cfg.smoothed()}); err != nil {
-		return true, err
+		return err
 	}
 	if stalled >= stallLimit {
-		return true, b.pauseStalled(ctx, chat)
+		return b.pauseStalled(ctx, chat)
 	}
-	return false, nil
+	return nil
 }
 
 // pickMember is the first member with pending rows; failing that, the first with suspect rows
@@ -713,7 +765,7 @@ func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int6
 	if err != nil || len(rows) == 0 {
 		return media.BatchResult{}, err
 	}
-	res, err := b.engine.Batch(ctx, mediaItems(rows, true), b.recorder(ctx))
+	res, err := b.engine.Batch(ctx, mediaItems(rows, true), b.recorder(ctx, chat))
 	if ctx.Err() != nil {
 		return res, nil
 	}
@@ -736,9 +788,10 @@ func mediaItems(rows []models.Media, retry bool) []media.Item {
 	return items
 }
 
-// recorder keeps each preview's outcome on its row. RateLimited and Pending leave the row as
-// it is. The write outlives a cancelled ctx: the fetch already happened.
-func (b *Backfill) recorder(ctx context.Context) func(media.Item, media.Result) error {
+// recorder keeps each preview's outcome on its row, and counts a row that settles in chat's
+// processed in the same transaction. RateLimited and Pending leave the row as it is. The write
+// outlives a cancelled ctx: the fetch already happened.
+func (b *Backfill) recorder(ctx context.Context, chat string) func(media.Item, media.Result) error {
 	return func(item media.Item, res media.Result) error {
 		if err := b.renew(ctx); err != nil {
 			return err
@@ -751,7 +804,7 @@ func (b *Backfill) recorder(ctx context.Context) func(media.Item, media.Result) 
 			// The row keeps only its state; the reason (never the URL) is for operators.
 			b.log.Info("backfill media failed", "mediaId", item.ID, "status", res.Status, "reason", res.Err)
 		}
-		ok, err := b.store.RecordPreview(context.WithoutCancel(ctx), item.ID, models.MediaState(state), res.Bytes)
+		ok, err := b.store.RecordBackfillPreview(context.WithoutCancel(ctx), chat, item.ID, models.MediaState(state), res.Bytes)
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,8 @@ import (
 //	/slow/N           answers after the engine's timeout → suspect (timeout)
 //	/429h/S/N         429 with Retry-After: S once, then a PNG
 //	/429j/S/N         429 with a JSON {"retry_after": S} once, then a PNG
+//	/steady/N.png     a PNG, but every limitEvery-th request to /steady/ answers 429 with
+//	                  Retry-After: retryAfter (steady rate limiting, as a chat platform does)
 type bfCDN struct {
 	srv *httptest.Server
 
@@ -46,6 +48,10 @@ type bfCDN struct {
 	onHit func(path string) // called before answering, outside the lock
 	// hang, when it says so for a path, holds the answer until the request is given up.
 	hang func(path string) bool
+	// limitEvery and retryAfter shape the /steady/ rows' rate limiting; steadyHits counts them.
+	limitEvery int
+	retryAfter string
+	steadyHits int
 }
 
 var (
@@ -93,6 +99,12 @@ func (c *bfCDN) serve(w http.ResponseWriter, r *http.Request) {
 	n := c.hits[r.URL.Path]
 	c.order = append(c.order, r.URL.Path)
 	hook, hang := c.onHit, c.hang
+	limit := false
+	if strings.HasPrefix(r.URL.Path, "/steady/") {
+		c.steadyHits++
+		limit = c.limitEvery > 0 && c.steadyHits%c.limitEvery == 0
+	}
+	retryAfter := c.retryAfter
 	c.mu.Unlock()
 	if hook != nil {
 		hook(r.URL.Path)
@@ -131,6 +143,14 @@ func (c *bfCDN) serve(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
+		w.Write(pngBytes)
+	case "steady":
+		if limit {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
 		w.Write(pngBytes)
 	case "429j":
 		if n == 1 {

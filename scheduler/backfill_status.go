@@ -49,15 +49,21 @@ type BackfillJobStatus struct {
 	State   string
 	Members []BackfillMember
 	BackfillCounts
-	// Processed is the rows handled since this run started.
-	Processed  int64
+	// Processed is the rows this run settled (cached, skipped, failed or unverified), each once;
+	// never more than the job's settled rows (a member that left took its rows along).
+	Processed int64
+	// StartedAt is when this run's first batch began; nil while it has not run (queued, or
+	// waiting out a rate limit or a walk before its first batch).
 	StartedAt  *time.Time
 	FinishedAt *time.Time
-	// PerMinute is the run's measured rate (rows taken off pending over running time) once it
-	// has run 30 s; else the running job's measured rate (the same engine serves every job);
-	// else the settings' estimate.
+	// PerMinute is the run's measured rate (rows taken off pending over running time and,
+	// once they recur, the rate-limit waits: WaitedMs) once it has run 30 s; else the running
+	// job's measured rate (the same engine serves every job); else the settings' estimate.
 	PerMinute    float64
 	RateMeasured bool
+	// WaitedMs is the rate-limit waits of this run that its measured rate counts, ms: all of
+	// them once there were models.WaitsCountFrom, 0 before.
+	WaitedMs int64
 	// Eta is the time to clear the pending rows at PerMinute (for the running job, from now,
 	// the wait in hand included), in whole ms; nil when nothing is pending.
 	Eta *time.Duration
@@ -339,7 +345,11 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 		}
 		if t != nil {
 			j.State = t.State
-			j.Processed = t.Processed
+			// Processed counts each row once as it settles, so it is never more than the
+			// members' settled rows, unless a member left the job (set active again, or
+			// deleted) with rows this run settled: then it is shown as what the job holds.
+			j.Processed = min(t.Processed, settledRows(g.members))
+			j.WaitedMs = t.CountedWaitMs()
 			j.StartedAt = t.StartedAt
 			j.FinishedAt = t.FinishedAt
 			if t.PerMinute != nil {
@@ -352,6 +362,15 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 	order = runOrder(jobs, in.jobs)
 	markQueued(jobs, order, in)
 	return jobs, order
+}
+
+// settledRows is the members' rows settled for good: cached, skipped, failed, unverified.
+func settledRows(members []BackfillMember) int64 {
+	var n int64
+	for _, m := range members {
+		n += m.Cached + m.Skipped + m.Failed + m.Unverified
+	}
+	return n
 }
 
 // runOrder is the indexes of jobs in run order: the started ones in the order they were first
