@@ -532,6 +532,15 @@ func testJobs(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the filter cleared", `location.search === ''`)
 }
 
+// exec changes the seeded database behind the server's back (a state the seed cannot reach
+// in a few steps).
+func (w *world) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	if _, err := w.env.App.Store.RawExec(context.Background(), q, args...); err != nil {
+		t.Fatalf("exec %s: %v", q, err)
+	}
+}
+
 // backfillJob is one chat's job in GET /api/backfill.
 func (w *world) backfillJob(t *testing.T, chat string) map[string]any {
 	t.Helper()
@@ -560,6 +569,25 @@ func testBackfill(t *testing.T, w *world, b *browser) {
 		t.Errorf("#general's rate is not measured: %v", gen)
 	}
 	b.waitText(t, "backfill-job-general", "measured", "100%", commas(num(gen["cached"])))
+	// processed counts each row once as it settles: never more than the chat's rows.
+	for _, j := range list(w.api(t, "/api/backfill")["jobs"]) {
+		if j := obj(j); num(j["processed"]) > num(j["total"]) {
+			t.Errorf("%v: processed %v of %v rows", j["chatId"], j["processed"], j["total"])
+		}
+	}
+	b.waitExact(t, "backfill-processed-general", commas(num(gen["processed"])))
+	// A rate that counts rate-limit waits says so (the seed's CDN gives one 429, which is not
+	// counted: the run's row is given two waits here, as steady 429s leave it).
+	if gen["waitedMs"] != 0.0 {
+		t.Errorf("#general waitedMs = %v, want 0 (it had no 429)", gen["waitedMs"])
+	}
+	b.waitText(t, "backfill-rate-general", "measured")
+	w.exec(t, `UPDATE backfill_jobs SET run_waits = 2, run_wait_ms = 42000 WHERE chat_id = 'general'`)
+	b.waitText(t, "backfill-rate-general", "measured, waits included", "42s of rate-limit waits counted")
+	if got := w.backfillJob(t, "general")["waitedMs"]; got != 42000.0 {
+		t.Errorf("#general waitedMs = %v after two waits of 21 s, want 42000", got)
+	}
+	w.exec(t, `UPDATE backfill_jobs SET run_waits = 0, run_wait_ms = 0 WHERE chat_id = 'general'`)
 	for _, m := range list(gen["members"]) {
 		id := fmt.Sprint(num(obj(m)["scrapeId"]))
 		b.waitText(t, "backfill-member-"+id, obj(m)["backend"].(string), obj(m)["mode"].(string), commas(num(obj(m)["total"])))
@@ -638,6 +666,17 @@ func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the cards in run order "+want+" (reads "+eval[string](t, b, cards)+")", cards+` === `+jsq(want))
 	b.waitExact(t, "backfill-starts-memes", "running now")
 	b.waitText(t, "backfill-waits-memes", "the rate limit")
+	// Nothing of the new runs has run yet (the rate limit and the walk hold the queue): no job
+	// says it started; the queued ones say so, the running one that it waits to run.
+	for _, chat := range append([]string{"memes"}, queue...) {
+		if at := w.backfillJob(t, chat)["startedAt"]; at != nil {
+			t.Errorf("%s has startedAt %v before its run's first batch; want null", chat, at)
+		}
+	}
+	b.waitExact(t, "backfill-started-memes", "waiting to run")
+	b.waitExact(t, "backfill-started-"+queue[0], "queued")
+	b.waitExact(t, "backfill-started-"+queue[1], "queued")
+	b.waitJS(t, "general's start as a time", jsEl("backfill-started-general")+`.querySelector('time') !== null`)
 	b.waitText(t, "backfill-position-"+queue[0], "#1 in the queue")
 	b.waitText(t, "backfill-waits-"+queue[0], "after chat memes", "the rate limit")
 	b.waitText(t, "backfill-waits-"+queue[1], "after chat "+queue[0])

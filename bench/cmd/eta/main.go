@@ -14,6 +14,8 @@
 //	slowing   the CDN's service time grows by half (its rate falls by a third)
 //	429       the CDN answers one 429 with Retry-After: 10
 //	walk      the bot starts a walk in another chat; it holds the media lock for OWED_WALK_IDLE (15 s)
+//	steady429 steady 429s, from the first request to the last: every 30th request answers 429
+//	          with Retry-After: 1 (about a fifth of the time goes on waiting), no event
 //
 // For etaStartMs (queued jobs), etaMs (the running job: to its finish; a queued job: its run
 // time), etaTotalMs (every scheduled job's finish) and the totals' etaTotalMs (the end of the
@@ -80,11 +82,15 @@ const (
 	minActual    = 10 * time.Second
 	walkIdle     = 15 * time.Second
 	limitSeconds = 10
+	// The steady429 scenario: every steadyEvery-th request answers 429 with Retry-After
+	// steadySeconds.
+	steadyEvery   = 30
+	steadySeconds = 1
 )
 
 func main() {
 	var (
-		scenarios = flag.String("scenario", "steady,slowing,429,walk", "scenarios to run, comma-separated")
+		scenarios = flag.String("scenario", "steady,slowing,429,walk,steady429", "scenarios to run, comma-separated")
 		rate      = flag.String("rate", "default", "rate model: default (owed's choice), plain, ewma")
 		window    = flag.Duration("window", time.Minute, "the ewma model's time constant")
 		service   = flag.Duration("service", 100*time.Millisecond, "the CDN's service time per request")
@@ -192,12 +198,15 @@ type scenarioTrace struct {
 }
 
 // cdn is the media CDN stand-in: every request takes the service time, then answers a PNG
-// (or, once when asked, a 429). It records each chat's first request.
+// (or, once when asked, a 429; or, when every is set, a 429 every so many requests). It
+// records each chat's first request.
 type cdn struct {
-	srv     *httptest.Server
-	service atomic.Int64 // ns a request takes
-	limit   atomic.Bool  // the next request answers 429
-	png     []byte
+	srv      *httptest.Server
+	service  atomic.Int64 // ns a request takes
+	limit    atomic.Bool  // the next request answers 429
+	every    atomic.Int64 // when > 0, every every-th request answers 429 with Retry-After: steadySeconds
+	requests atomic.Int64
+	png      []byte
 
 	mu    sync.Mutex
 	first map[string]time.Time
@@ -231,6 +240,11 @@ func (c *cdn) serve(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(time.Duration(c.service.Load()))
 	if c.limit.CompareAndSwap(true, false) {
 		w.Header().Set("Retry-After", strconv.Itoa(limitSeconds))
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if every := c.every.Load(); c.requests.Add(1)%max(every, 1) == 0 && every > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(steadySeconds))
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
@@ -288,7 +302,7 @@ func (c *client) do(method, path, token string, body, out any) error {
 func runScenario(name, rate string, window, service time.Duration) (scenarioTrace, error) {
 	tr := scenarioTrace{Scenario: name, Start: map[string]int64{}, Finish: map[string]int64{}}
 	switch name {
-	case "steady", "slowing", "429", "walk":
+	case "steady", "slowing", "429", "walk", "steady429":
 	default:
 		return tr, fmt.Errorf("unknown scenario %q", name)
 	}
@@ -302,6 +316,9 @@ func runScenario(name, rate string, window, service time.Duration) (scenarioTrac
 
 	c := newCDN(service)
 	defer c.srv.Close()
+	if name == "steady429" {
+		c.every.Store(steadyEvery)
+	}
 	env := map[string]string{
 		"OWED_DATA_DIR": dir, "OWED_DATABASE_URL": "sqlite:" + filepath.Join(dir, "owed.db"), "OWED_ADMIN_TOKEN": adminToken,
 		"OWED_MEDIA_MIN_GAP_MS": "0", "OWED_MEDIA_MAX_GAP_MS": "0", "OWED_WALK_IDLE": walkIdle.String(),

@@ -123,6 +123,7 @@ function Backfill({ ctx }) {
   const anyActive = jobs.some(active);
   const anyStartable = jobs.some((j) => !active(j) && (j.pending || 0) > 0);
   const totalMeasured = jobs.some((j) => j.state === 'running' && measured(j, s));
+  const totalWaited = (jobs.find((j) => j.state === 'running' && measured(j, s)) || {}).waitedMs || 0;
   const allMembers = jobs.flatMap((j) => j.members || []);
   const tp = progressOf(t, sum(allMembers, 'suspect'));
   const walkLeft = s.walkingUntil ? fmt.until(s.walkingUntil, now) : null;
@@ -163,7 +164,7 @@ function Backfill({ ctx }) {
             <${Stat} label="Cached" value=${fmt.number(t.cached)} />
             <${Stat} label="Failed" value=${fmt.number(t.failed)} kind=${t.failed ? 'warn' : null} />
             <${Stat} label="Total" value=${fmt.number(t.total)} sub=${fmt.percent(tp.done, tp.total) + ' settled'} />
-            <${Stat} label="Rate" value=${fmt.rate(t.perMinute)} sub=${html`<${RateLabel} measured=${totalMeasured} />`} testid="backfill-rate" />
+            <${Stat} label="Rate" value=${fmt.rate(t.perMinute)} sub=${html`<${RateLabel} measured=${totalMeasured} waitedMs=${totalWaited} />`} testid="backfill-rate" />
             <${Stat} label="ETA" value=${fmt.eta(t.etaTotalMs ?? t.etaMs)} testid="backfill-eta"
               sub=${!t.pending ? 'nothing to do'
                 : t.etaTotalMs != null ? (limited ? 'until the started jobs are done, after the rate limit' : walking ? 'until the started jobs are done, after the walk' : 'until the started jobs are done')
@@ -187,10 +188,21 @@ function Backfill({ ctx }) {
   </div>`;
 }
 
-function RateLabel({ measured: m }) {
-  return m
-    ? html`<span class="rate-label rate-measured" title="measured from the running job">measured</span>`
-    : html`<span class="rate-label" title="not this run's own yet (measured once it has run 30 s): the queue's latest measured rate, or what the current settings allow">estimated</span>`;
+function RateLabel({ measured: m, waitedMs }) {
+  if (!m) {
+    return html`<span class="rate-label" title="not this run's own yet (measured once it has run 30 s): the queue's latest measured rate, or what the current settings allow">estimated</span>`;
+  }
+  return waitedMs > 0
+    ? html`<span class="rate-label rate-measured" title=${'measured from the running job, counting ' + fmt.duration(waitedMs) + ' of rate-limit waits (Retry-After): rows over the time spent fetching and waiting'}>measured, waits included</span>`
+    : html`<span class="rate-label rate-measured" title="measured from the running job over its running time; rate-limit waits count from the second one on (one 429 is shown as the wait in hand)">measured</span>`;
+}
+
+/** When a job's run started, or why it has not: the API sets startedAt at its first batch. */
+function startedText(j, now) {
+  if (j.startedAt) return html`<${Rel} at=${j.startedAt} now=${now} />`;
+  if (j.state === 'queued') return html`<span class="muted" title="started, but it has not run yet: it waits for its turn">queued</span>`;
+  if (j.state === 'running') return html`<span class="muted" title="its first batch waits for the rate limit or the walk">waiting to run</span>`;
+  return html`<span class="muted" title="this run never ran a batch">—</span>`;
 }
 
 function Kinds({ counts, label }) {
@@ -239,15 +251,16 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) 
       <div><dt>Pending</dt><dd class="num">${fmt.number(j.pending)}</dd></div>
       <div><dt>Cached</dt><dd class="num">${fmt.number(j.cached)}</dd></div>
       <div><dt>Failed</dt><dd class="num">${fmt.number(j.failed)}</dd></div>
-      <div><dt>Processed</dt><dd class="num" title="rows handled since this run started">${fmt.number(j.processed)}</dd></div>
-      <div><dt>Rate</dt><dd class="num">${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} /></dd></div>
+      <div><dt>Processed</dt><dd class="num" title="rows this run settled (cached, skipped, failed or unverified), each once" data-testid=${'backfill-processed-' + id}>${fmt.number(j.processed)}</dd></div>
+      <div><dt>Rate</dt><dd class="num" data-testid=${'backfill-rate-' + id}>${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} waitedMs=${j.waitedMs || 0} />${
+        m && j.waitedMs > 0 ? html`<span class="muted small"> · ${fmt.duration(j.waitedMs)} of rate-limit waits counted</span>` : null}</dd></div>
       <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it and the wait in hand" data-testid=${'backfill-starts-' + id}>${
         j.state === 'running' ? 'running now' : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
       <div><dt>Runs for</dt><dd class="num">${(j.pending || 0) > 0 ? fmt.eta(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
       <div><dt>Done in</dt><dd class="num" data-testid=${'backfill-done-in-' + id}>${fmt.eta(j.etaTotalMs)}</dd></div>
       <div class="fig-wide"><dt>Waits for</dt><dd data-testid=${'backfill-waits-' + id}>${waitText(j, ordered || [], status,
         { limited: limitedLeft !== null, limitedLeft, walking, now })}</dd></div>
-      <div><dt>Started</dt><dd><${Rel} at=${j.startedAt} now=${now} /></dd></div>
+      <div><dt>Started</dt><dd data-testid=${'backfill-started-' + id}>${startedText(j, now)}</dd></div>
       ${j.finishedAt ? html`<div><dt>Finished</dt><dd><${Rel} at=${j.finishedAt} now=${now} /></dd></div>` : null}
       <div><dt>Stored</dt><dd class="num">${fmt.bytes(j.bytes)}</dd></div>
     </dl>
