@@ -296,7 +296,7 @@ func (b *Backfill) AutoStart(ctx context.Context) error {
 
 func (b *Backfill) start(ctx context.Context, chatID string, keepPaused bool) error {
 	// A paused job with nothing left is done, not one to resume.
-	if err := b.settle(ctx, chatID); err != nil {
+	if _, err := b.settle(ctx, chatID); err != nil {
 		return err
 	}
 	st, err := b.Status(ctx)
@@ -344,15 +344,17 @@ func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
 	if len(paused) > 0 {
 		b.wake()
 	}
-	return b.settle(ctx, chatID)
+	_, err = b.settle(ctx, chatID)
+	return err
 }
 
-// settle moves paused jobs with nothing left (every paused job, or chatID's) to done: a job
-// paused during its last batch, or left so by an older owed, is finished, whatever paused it.
-func (b *Backfill) settle(ctx context.Context, chatID string) error {
+// settle moves paused jobs with nothing left (every paused job, or chatID's) to done, and
+// answers the chats it settled: a job paused during its last batch, or left so by an older
+// owed, is finished, whatever paused it.
+func (b *Backfill) settle(ctx context.Context, chatID string) ([]string, error) {
 	settled, err := b.store.SettleBackfillJobs(ctx, chatID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, c := range settled {
 		b.log.Info("backfill finished", "chatId", c, "paused", true)
@@ -360,7 +362,7 @@ func (b *Backfill) settle(ctx context.Context, chatID string) error {
 	if len(settled) > 0 {
 		b.updateGauges(ctx)
 	}
-	return nil
+	return settled, nil
 }
 
 // RunQueue runs the queue until no job is running, if this process gets the queue lease (it
@@ -386,7 +388,7 @@ func (b *Backfill) RunQueue(ctx context.Context) error {
 	}()
 	// Every pass (on the schedule too) settles paused jobs with nothing left, so a row left
 	// "paused, 100 %" by an older owed finishes without anyone pressing a button.
-	if err := b.settle(ctx, ""); err != nil {
+	if _, err := b.settle(ctx, ""); err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
@@ -543,11 +545,7 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		if cur.State != models.BackfillRunning {
 			// Paused during its last batch: nothing left makes it done, not paused for ever.
 			if cur.State == models.BackfillPaused {
-				if settled, err := b.store.SettleBackfillJobs(ctx, chat); err != nil || len(settled) > 0 {
-					if err == nil {
-						b.log.Info("backfill finished", "chatId", chat, "processed", cur.Processed, "paused", true)
-						b.updateGauges(ctx)
-					}
+				if settled, err := b.settle(ctx, chat); err != nil || len(settled) > 0 {
 					return err
 				}
 			}
