@@ -570,24 +570,10 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		}
 
 		// Waits for a rate limit or a walk are not running time: the status adds the wait in
-		// hand to the ETAs it holds up. A rate-limit wait is kept apart (waited), and the
-		// measured rate counts the run's waits once they recur (models.WaitsCountFrom).
+		// hand to the ETAs it holds up.
 		rc.stop()
-		var waited time.Duration
-		if lim := b.engine.RateLimit(); lim.Active {
-			if err := b.setLimited(ctx, chat, lim.Until); err != nil {
-				return err
-			}
-			b.log.Info("backfill waiting out a rate limit", "chatId", chat, "ms", lim.Remaining.Milliseconds())
-			from := b.clock.Now()
-			if stopped, err := b.wait(ctx, chat, lim.Remaining); err != nil || stopped {
-				return err
-			}
-			waited = b.clock.Now().Sub(from)
-		} else if err := b.setLimited(ctx, chat, time.Time{}); err != nil {
-			return err
-		}
-		if stopped, err := b.waitWalk(ctx, chat); err != nil || stopped {
+		waited, stopped, err := b.waitOut(ctx, chat)
+		if err != nil || stopped {
 			return err
 		}
 		rc.start()
@@ -621,6 +607,28 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 			return err
 		}
 	}
+}
+
+// waitOut waits out the engine's rate limit, then a walk, before chat's next batch; waited is
+// how long the rate limit held it (kept apart: the measured rate counts a run's rate-limit
+// waits once they recur, models.WaitsCountFrom; a walk never counts), stopped that the job
+// stopped meanwhile.
+func (b *Backfill) waitOut(ctx context.Context, chat string) (waited time.Duration, stopped bool, err error) {
+	if lim := b.engine.RateLimit(); lim.Active {
+		if err := b.setLimited(ctx, chat, lim.Until); err != nil {
+			return 0, true, err
+		}
+		b.log.Info("backfill waiting out a rate limit", "chatId", chat, "ms", lim.Remaining.Milliseconds())
+		from := b.clock.Now()
+		if stopped, err := b.wait(ctx, chat, lim.Remaining); err != nil || stopped {
+			return 0, true, err
+		}
+		waited = b.clock.Now().Sub(from)
+	} else if err := b.setLimited(ctx, chat, time.Time{}); err != nil {
+		return 0, true, err
+	}
+	stopped, err = b.waitWalk(ctx, chat)
+	return waited, stopped, err
 }
 
 // batch previews one batch of a member's pending rows, keeps the run's progress (with waited,
