@@ -3,7 +3,6 @@ package models
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,7 +273,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	}
 	with := `WITH v AS (SELECT * FROM ` + s.dialect.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
-	scanKeys := func(rows *sql.Rows) error {
+	scanKeys := func(rows *queryRows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k itemKey
@@ -557,7 +556,7 @@ const jobRowColumns = jobColumns + `, last_error,
 	CASE kind WHEN 'revision' THEN (SELECT song_id FROM revisions WHERE id = content_jobs.item_id)
 		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = content_jobs.item_id) END`
 
-func scanJobRows(rows *sql.Rows, sizeHint int) ([]JobRow, error) {
+func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	defer rows.Close()
 	r := newRow(jobColumnCount + 4)
 	out := make([]JobRow, 0, sizeHint)

@@ -315,7 +315,11 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.exec(ctx, `DELETE FROM media WHERE id IN ?`, ids); err != nil {
+	param, err := jsonParam(ids)
+	if err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param); err != nil {
 		return fmt.Errorf("delete media: %w", err)
 	}
 	return nil

@@ -37,6 +37,9 @@ type Options struct {
 	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
 	// against it, and users and budget rows come back with it as their effective limit.
 	DailyLimit int64
+	// SlowStatement is how long a statement may take before it is logged at warn (0:
+	// DefaultSlowStatement).
+	SlowStatement time.Duration
 }
 
 // DefaultDailyLimit is Options.DailyLimit when none is set.
@@ -67,8 +70,8 @@ type Store struct {
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 }
 
-// SlowStatement is how long a statement may take before it is logged at warn.
-const SlowStatement = 200 * time.Millisecond
+// DefaultSlowStatement is Options.SlowStatement when none is set.
+const DefaultSlowStatement = 200 * time.Millisecond
 
 // Open connects, applies pending migrations and returns the store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -77,11 +80,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
 	// GORM's own messages go to the store's logger: failed statements at error, and statements
-	// slower than 200 ms at warn, without their parameters (they can hold content and token
-	// hashes).
+	// slower than opts.SlowStatement at warn, without their parameters (they can hold content
+	// and token hashes). query logs its statements through the same logger (rows.go).
+	if opts.SlowStatement <= 0 {
+		opts.SlowStatement = DefaultSlowStatement
+	}
 	gormLog := logger.Discard
 	if opts.Logger != nil {
-		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: SlowStatement, LogLevel: logger.Warn,
+		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: opts.SlowStatement, LogLevel: logger.Warn,
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
