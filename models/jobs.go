@@ -433,9 +433,6 @@ type JobFilter struct {
 	Deferred *time.Time
 }
 
-// heldTask is true in SQL when the job's task is held (see heldTasks).
-const heldTask = `task IN (SELECT 'screen' FROM holds WHERE screen = 1 UNION ALL SELECT 'score' FROM holds WHERE score = 1)`
-
 // where builds the filter's SQL condition and arguments. A held job's why is held whatever its
 // row says, so why=held selects the held tasks' jobs and any other why leaves them out.
 func (f JobFilter) where(now int64) (string, []any) {
@@ -671,8 +668,8 @@ var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the 
 // budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
 // (the day and the default limit are its two arguments): a retry of a job waiting for its
 // budget makes sense only then.
-const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
-	+ CASE task WHEN 'score' THEN 3 ELSE 1 END
+var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
+	+ ` + taskCallsSQL + `
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
 // RetryJobs makes the filtered jobs due now and counts them (RetryJobsReport, without what

@@ -17,8 +17,9 @@ import (
 )
 
 // ScoreRuns is how many times the critic is asked per score: one run moves by up to 0.06 on
-// unchanged code, which would reorder a list sorted by art, so the mean of three is kept.
-const ScoreRuns = 3
+// unchanged code, which would reorder a list sorted by art, so the mean of three is kept. It
+// is a score's calls (models.ScoreCalls), which the budget's SQL charges too.
+const ScoreRuns = models.ScoreCalls
 
 // Backoff is how long a job waits after attempts failed attempts: a minute, doubling, at most
 // an hour.

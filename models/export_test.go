@@ -1,0 +1,9 @@
+package models
+
+// The SQL written from the held rule and the calls a task costs, for the tests that check it
+// agrees with the Go rule.
+var (
+	HeldTasksSQL = heldTasks
+	HeldTaskSQL  = heldTask
+	TaskCallsSQL = taskCallsSQL
+)
