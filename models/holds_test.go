@@ -7,6 +7,7 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
 
 // Held work is claimed by no claimer on any replica: a second store on the same database (a
@@ -24,7 +25,7 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
 			t.Fatalf("record: %v %v", ok, err)
 		}
-		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, models.NewWebhookSecret()); err != nil {
+		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, webhooks.NewSecret()); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.store.EnqueueWebhook(f.ctx, models.EventItemScreened, map[string]any{"x": 1}); err != nil {

@@ -1,6 +1,9 @@
-// Package models is owed's storage: the rows it keeps (users, listener items, verdicts, scores,
-// owed jobs, budgets, events, scrapes) and the queries that read and change them, on SQLite or
-// PostgreSQL through GORM.
+// Package models is owed's storage: the rows it keeps (users and their credentials, listener
+// items, verdicts, scores, owed jobs, budgets, events, holds, reviews, the model's breaker,
+// webhooks and their deliveries, scrapes and media) and the queries that read and change them,
+// on SQLite or PostgreSQL through GORM; domain.go holds the domain's typed values and their
+// lists. Every statement is SQL written here and run by exec, scan or query (rows.go), with
+// one rule for its arguments; what differs between the dialects is in one file per dialect.
 package models
 
 import (

@@ -1,5 +1,7 @@
-// Package scheduler runs owed's work: the content jobs (screen and score) claimed by writes,
-// by authors' views and by the periodic sweep, and the backfill queue.
+// Package scheduler runs owed's work, each kind by a runner on one lifecycle (runner.go): the
+// content jobs (screen and score, behind the model's cap and breaker) claimed by writes, by
+// authors' views and by the periodic sweep; the webhook deliveries (deliveries.go); and the
+// backfill queue. Schedule holds the cron entries that wake them.
 package scheduler
 
 import (
