@@ -7,3 +7,6 @@ var (
 	HeldTaskSQL  = heldTask
 	TaskCallsSQL = taskCallsSQL
 )
+
+// EventColumns are the events table's columns as the store writes them (eventFields).
+var EventColumns = eventColumns

@@ -185,10 +185,7 @@ func TestHeldRuleInSQLAgreesWithGo(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
-		for _, task := range models.Tasks {
-			f.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
-				task, 1000+len(task), ann, f.nowMs(), f.nowMs())
-		}
+		f.jobOfEachTask(ann)
 		for bits := range 1 << len(models.Tasks) {
 			h := models.Holds{Screen: bits&1 != 0, Score: bits&2 != 0}
 			if err := f.store.SetHolds(f.ctx, h, 1); err != nil {
@@ -229,9 +226,8 @@ func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
+		f.jobOfEachTask(ann)
 		for _, task := range models.Tasks {
-			f.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
-				task, 1000+len(task), ann, f.nowMs(), f.nowMs())
 			var calls []int64
 			if err := f.store.RawScan(f.ctx, &calls, `SELECT `+models.TaskCallsSQL+` FROM content_jobs WHERE task = ?`, task); err != nil {
 				t.Fatal(err)
@@ -241,4 +237,14 @@ func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
 			}
 		}
 	})
+}
+
+// jobOfEachTask owes one due job of each task, of the author's pitch 1000+i (rows no trigger
+// made: the jobs are what the test reads).
+func (f *fixture) jobOfEachTask(userID int64) {
+	f.t.Helper()
+	for i, task := range models.Tasks {
+		f.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
+			task, 1000+i, userID, f.nowMs(), f.nowMs())
+	}
 }
