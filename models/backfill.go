@@ -140,7 +140,7 @@ func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, 
 		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, err)
 	}
 	if len(jobs) == 0 {
-		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, ErrNotFound)
+		return BackfillJob{}, missing("backfill job of chat", chatID)
 	}
 	return jobs[0], nil
 }
@@ -270,7 +270,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			return err
 		}
 		if len(jobs) == 0 {
-			return ErrNotFound
+			return missing("backfill job of chat", chatID)
 		}
 		j := jobs[0]
 		j.Processed += rec.Handled

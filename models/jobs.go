@@ -589,7 +589,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
 	if len(jobs) == 0 {
-		return JobRow{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return JobRow{}, missing("job", id)
 	}
 	return jobs[0], nil
 }

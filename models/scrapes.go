@@ -131,7 +131,7 @@ func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
 		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Scrape{}, fmt.Errorf("scrape %d: %w", id, ErrNotFound)
+		return Scrape{}, missing("scrape", id)
 	}
 	if err := s.withCounts(ctx, rows); err != nil {
 		return Scrape{}, fmt.Errorf("scrape %d: counts: %w", id, err)
@@ -180,7 +180,7 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, 
 			return err
 		}
 		if len(cur) == 0 {
-			return ErrNotFound
+			return missing("scrape", id)
 		}
 		if strings.Contains(deletingStates, "'"+string(cur[0].State)+"'") {
 			return ErrConflict
@@ -239,7 +239,7 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 				return err
 			}
 			if n == 0 {
-				return ErrNotFound
+				return missing("scrape", scrapeID)
 			}
 			return ErrConflict
 		}
@@ -379,7 +379,7 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 		return Media{}, fmt.Errorf("media %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Media{}, fmt.Errorf("media %d: %w", id, ErrNotFound)
+		return Media{}, missing("media", id)
 	}
 	return rows[0], nil
 }

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -90,6 +91,31 @@ func TestQuestionMarkBindsOneValue(t *testing.T) {
 		f.user("cy")
 		if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM users WHERE `+f.store.IDIn("id"), fmt.Sprintf("[%d,%d]", a, b)); err != nil || n != 2 {
 			t.Errorf("scan with a JSON list: n = %d, err = %v; want 2", n, err)
+		}
+	})
+}
+
+// "Not found" is said one way: ErrNotFound by errors.Is, naming what was missing, through
+// whatever the method wraps around it.
+func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		for _, c := range []struct {
+			what string
+			err  error
+		}{
+			{"job", func() error { _, err := f.store.JobByID(f.ctx, 999); return err }()},
+			{"song", func() error { _, err := f.store.SongByID(f.ctx, 999); return err }()},
+			{"user", func() error { _, err := f.store.UserByID(f.ctx, 999); return err }()},
+			{"webhook", f.store.DeleteWebhook(f.ctx, 999)},
+			{"scrape", func() error { _, err := f.store.ScrapeByID(f.ctx, 999); return err }()},
+		} {
+			if !errors.Is(c.err, models.ErrNotFound) || models.NotFoundWhat(c.err) != c.what {
+				t.Errorf("%s: err %v names %q; want ErrNotFound naming %q", c.what, c.err, models.NotFoundWhat(c.err), c.what)
+			}
+		}
+		if w := models.NotFoundWhat(fmt.Errorf("x: %w", models.ErrForbidden)); w != "" {
+			t.Errorf("another error names %q", w)
 		}
 	})
 }

@@ -21,7 +21,37 @@ import (
 )
 
 // ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker).
+// The store says it one way (missing): the error is ErrNotFound by errors.Is, names what was
+// asked for (NotFoundWhat), and the API's error handler answers it 404 with that name.
 var ErrNotFound = errors.New("not found")
+
+// notFoundError is missing's error.
+type notFoundError struct {
+	what string
+	id   any
+}
+
+func (e *notFoundError) Error() string {
+	if e.id == nil {
+		return e.what + ": not found"
+	}
+	return fmt.Sprintf("%s %v: not found", e.what, e.id)
+}
+
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// missing is the one way the store says that what (a "song", a "job" …) of id is not there,
+// or not for the asker; id is nil when the asker gave none (a credential).
+func missing(what string, id any) error { return &notFoundError{what: what, id: id} }
+
+// NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
+func NotFoundWhat(err error) string {
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		return nf.what
+	}
+	return ""
+}
 
 // ErrForbidden is returned when a row exists but belongs to someone else.
 var ErrForbidden = errors.New("forbidden")

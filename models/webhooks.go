@@ -297,7 +297,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string
 		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, ErrNotFound)
+		return Webhook{}, missing("webhook", id)
 	}
 	return rows[0].webhook(), nil
 }
@@ -324,7 +324,7 @@ func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 	}
 	w, ok := ws[id]
 	if !ok {
-		return Webhook{}, fmt.Errorf("webhook %d: %w", id, ErrNotFound)
+		return Webhook{}, missing("webhook", id)
 	}
 	return w, nil
 }
@@ -365,7 +365,7 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 			return err
 		}
 		if n == 0 {
-			return ErrNotFound
+			return missing("webhook", id)
 		}
 		if !active {
 			if err := tx.cancelDeliveries(ctx, id); err != nil {
@@ -398,7 +398,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 		return fmt.Errorf("delete webhook %d: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("delete webhook %d: %w", id, ErrNotFound)
+		return missing("webhook", id)
 	}
 	return nil
 }
@@ -559,7 +559,7 @@ func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("delivery %d: %w", id, err)
 	}
 	if len(ds) == 0 {
-		return Delivery{}, fmt.Errorf("delivery %d: %w", id, ErrNotFound)
+		return Delivery{}, missing("delivery", id)
 	}
 	return ds[0], nil
 }
