@@ -52,6 +52,16 @@ func tooLarge(field, msg string) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: msg, Field: field}
 }
 
+// notFoundOf answers the store's not-found (models.ErrNotFound): "<what> not found", what
+// the store says was missing ("song", "job" …).
+func notFoundOf(err error) *Error {
+	what := models.NotFoundWhat(err)
+	if what == "" {
+		what = "resource"
+	}
+	return notFound(what)
+}
+
 func notFound(what string) *Error {
 	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
 }
@@ -105,9 +115,9 @@ func codeOf(status int) string {
 
 // ErrorHandler answers every error in the SPEC's shape; it is the one place errors become
 // answers. Errors meant for clients (*Error, Echo's own) say what they say; the store's
-// not-found and forbidden map to 404 and 403; a database fault (models.FaultOf) to 503
-// `unavailable` (transient) or 507 `insufficient_storage`, both with Retry-After; anything
-// else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
+// not-found (named by what the store says was missing) and forbidden map to 404 and 403; a
+// database fault (models.FaultOf) to 503 `unavailable` (transient) or 507
+// `insufficient_storage`, both with Retry-After; anything else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -118,7 +128,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch {
 		case errors.As(err, &out):
 		case errors.Is(err, models.ErrNotFound):
-			out = notFound("resource")
+			out = notFoundOf(err)
 		case errors.Is(err, models.ErrForbidden):
 			out = errForbidden
 		case models.FaultOf(err) == models.FaultTransient:

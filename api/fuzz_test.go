@@ -20,6 +20,7 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
 
 // Fuzzing every decoder of what callers send: request bodies (the strict JSON bind and each
@@ -106,7 +107,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	if _, err := s.AddMedia(ctx, sc.ID, []models.NewMedia{{Kind: "image", URL: "https://cdn.example/1.png"}}); err != nil {
 		f.Fatal(err)
 	}
-	w, err := s.CreateWebhook(ctx, "https://93.184.215.14/hook", []string{"*"}, models.NewWebhookSecret())
+	w, err := s.CreateWebhook(ctx, "https://93.184.215.14/hook", []string{"*"}, webhooks.NewSecret())
 	if err != nil {
 		f.Fatal(err)
 	}

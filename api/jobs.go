@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -329,11 +328,7 @@ func (a *API) jobInPath(c echo.Context) (models.JobRow, error) {
 	if err != nil {
 		return models.JobRow{}, err
 	}
-	job, err := a.Store.JobByID(c.Request().Context(), id)
-	if errors.Is(err, models.ErrNotFound) {
-		return models.JobRow{}, notFound("job")
-	}
-	return job, err
+	return a.Store.JobByID(c.Request().Context(), id)
 }
 
 // retryJob makes one job due now. A job that a lease holds is running (409 leased); a job that
@@ -376,9 +371,7 @@ func (a *API) retryJob(c echo.Context) error {
 		a.Content.Wake() // it runs now, not at the next sweep
 	}
 	job, err = a.Store.JobByID(ctx, id)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("job") // settled or deleted meanwhile
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	if n == 0 {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -231,9 +230,7 @@ func (a *API) createRevision(c echo.Context) error {
 			Screen: pendingScreen(rev.CreatedAt, "")}
 	})
 	rev, err := a.Store.CreateRevision(ctx, caller(c).ID, songID, strings.TrimSpace(req.Title), req.Code)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("song")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	screen := a.screenInline(ctx, models.KindRevision, rev.ID, rev.CreatedAt)
@@ -262,9 +259,7 @@ func (a *API) createComment(c echo.Context) error {
 		return http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: pendingScreen(cm.CreatedAt, "")}
 	})
 	cm, err := a.Store.CreateComment(ctx, caller(c).ID, songID, req.Body)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("song")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	screen := a.screenInline(ctx, models.KindComment, cm.ID, cm.CreatedAt)
@@ -301,9 +296,7 @@ func (a *API) deleteItem(kind models.Kind) echo.HandlerFunc {
 		}
 		provisional(c, func([]any) (int, any) { return http.StatusNoContent, nil })
 		err = a.Store.DeleteItem(c.Request().Context(), caller(c).ID, kind, id)
-		if errors.Is(err, models.ErrNotFound) {
-			return notFound(string(kind))
-		} else if err != nil {
+		if err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusNoContent)

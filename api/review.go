@@ -243,8 +243,6 @@ func (a *API) claimReview(c echo.Context) error {
 	switch {
 	case errors.As(err, &held):
 		return claimedError(held)
-	case errors.Is(err, models.ErrNotFound):
-		return notFound("review entry")
 	case err != nil:
 		return err
 	}
@@ -323,8 +321,6 @@ func (a *API) appeal(c echo.Context) error {
 	u := caller(c)
 	e, err := a.Store.FileAppeal(c.Request().Context(), kind, id, u.ID, note)
 	switch {
-	case errors.Is(err, models.ErrNotFound):
-		return notFound(string(kind))
 	case errors.Is(err, models.ErrNotBlocked):
 		return &Error{Status: http.StatusConflict, Code: "not_blocked", Message: "only a blocked " + string(kind) + " can be appealed"}
 	case errors.Is(err, models.ErrAppealed):

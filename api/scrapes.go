@@ -200,9 +200,7 @@ func (a *API) getScrape(c echo.Context) error {
 		return err
 	}
 	sc, err := a.Store.ScrapeByID(c.Request().Context(), id)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("scrape")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, scrapeOf(sc))
@@ -303,8 +301,6 @@ func (a *API) pushMedia(c echo.Context) error {
 	}
 	n, err := a.Store.AddMedia(c.Request().Context(), id, items)
 	switch {
-	case errors.Is(err, models.ErrNotFound):
-		return notFound("scrape")
 	case errors.Is(err, models.ErrConflict):
 		return errScrapeDeleting
 	case err != nil:
@@ -344,8 +340,6 @@ func (a *API) patchScrape(c echo.Context) error {
 	}
 	sc, err := a.Store.UpdateScrape(c.Request().Context(), id, req.State, req.Downloaded)
 	switch {
-	case errors.Is(err, models.ErrNotFound):
-		return notFound("scrape")
 	case errors.Is(err, models.ErrConflict):
 		return errScrapeDeleting
 	case err != nil:
@@ -366,9 +360,7 @@ func (a *API) deleteScrape(c echo.Context) error {
 		return err
 	}
 	sc, err := a.Store.RequestScrapeDelete(c.Request().Context(), id)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("scrape")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	if a.Backfill != nil {
@@ -392,9 +384,7 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := a.Store.ScrapeByID(ctx, id); errors.Is(err, models.ErrNotFound) {
-		return notFound("scrape")
-	} else if err != nil {
+	if _, err := a.Store.ScrapeByID(ctx, id); err != nil {
 		return err
 	}
 	rows, err := a.Store.ListMedia(ctx, id, state, after, limit)

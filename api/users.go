@@ -114,9 +114,7 @@ func (a *API) rotateToken(c echo.Context) error {
 		}
 		return audit(c, tx, models.AuditTokenRotate, userTarget(id), nil, map[string]any{"name": u.Name, "sessionsEnded": true})
 	})
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("user")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	a.Log.Info("token rotated", "userId", u.ID, "by", caller(c).ID)
@@ -162,8 +160,6 @@ func (a *API) patchUser(c echo.Context) error {
 			map[string]any{"name": u.Name, "disabled": u.Disabled})
 	})
 	switch {
-	case errors.Is(err, models.ErrNotFound):
-		return notFound("user")
 	case errors.Is(err, models.ErrConflict):
 		return errLastAdmin
 	case err != nil:

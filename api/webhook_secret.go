@@ -1,13 +1,12 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/owed/owed/models"
+	"github.com/owed/owed/webhooks"
 )
 
 // webhookSecretJSON is a rotated subscription with its new secret, shown only in this answer.
@@ -27,11 +26,9 @@ func (a *API) rotateWebhookSecret(c echo.Context) error {
 		return err
 	}
 	until := a.Clock.Now().Add(a.WebhookSecretOverlap).Truncate(time.Millisecond)
-	secret := models.NewWebhookSecret()
+	secret := webhooks.NewSecret()
 	w, err := a.Store.RotateWebhookSecret(c.Request().Context(), id, secret, until)
-	if errors.Is(err, models.ErrNotFound) {
-		return notFound("webhook")
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	a.Log.Info("webhook secret rotated", "webhookId", w.ID, "previousSecretUntil", until, "by", caller(c).ID)

@@ -153,7 +153,7 @@ func (a *API) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	secret := models.NewWebhookSecret()
+	secret := webhooks.NewSecret()
 	var w models.Webhook
 	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
 		var err error

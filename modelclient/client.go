@@ -3,7 +3,9 @@
 //
 // The client never returns an error for a failed call. Every call ends in a
 // Reply that is either answered (Why == "") or says why the job must wait
-// (Why is one of the Why* constants), because the job runner turns exactly
+// (Why is models.WhyUnreachable: a network failure, a timeout or no URL;
+// models.WhyUpstream: a non-2xx answer; or models.WhyUnanswered: a 2xx that is
+// not the expected JSON), because the job runner turns exactly
 // that into a reschedule and nothing owed is ever dropped.
 //
 // Two wire dialects are spoken: "relay" (the default, owed's own JSON
@@ -22,15 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/owed/owed/models"
 	"github.com/owed/owed/outbound"
-)
-
-// Why values: the reason an ask did not produce an answer. They are stored
-// in the database as they are.
-const (
-	WhyUnreachable = "unreachable" // network failure, timeout, no URL configured
-	WhyUpstream    = "upstream"    // non-2xx answer
-	WhyUnanswered  = "unanswered"  // 2xx but not the expected JSON
 )
 
 // Dialects accepted in Config.API.
@@ -97,7 +92,7 @@ func (c Config) Validate() error {
 // Reply is the outcome of one ask: answered (Why == "", and Verdict or Runs
 // set) or a reason to wait (Why set, Verdict and Runs nil).
 type Reply struct {
-	Why          string        // "" when answered, else one of the Why* constants
+	Why          models.Why    // "" when answered, else why the job waits (see the package doc)
 	Status       int           // HTTP status of the deciding answer (the failed one for upstream); 0 when none was received
 	UpstreamMs   int64         // wall time of the call(s), all runs together
 	RetryAfter   time.Duration // >0 when an upstream failure asked for a wait (see outbound.RetryAfter)
@@ -111,7 +106,7 @@ type Reply struct {
 
 	// Err is set only when the request was refused before sending (a
 	// *LimitError from CheckScreen or CheckScore); Why is then
-	// WhyUnanswered so a caller that only looks at Why still waits instead
+	// models.WhyUnanswered so a caller that only looks at Why still waits instead
 	// of recording a missing answer. Callers are expected to check first:
 	// reaching this is a bug on their side.
 	Err error
@@ -151,7 +146,7 @@ var sharedHTTP = sync.OnceValue(func() *http.Client { return guarded(nil) })
 
 // New returns a client for cfg. It never fails: without a URL, or with a
 // configuration Validate rejects, Configured is false and every ask answers
-// WhyUnreachable without a request.
+// models.WhyUnreachable without a request.
 func New(cfg Config) *Client {
 	c := &Client{
 		url:     cfg.URL,
@@ -198,10 +193,10 @@ func (c *Client) Unconfigured() string {
 // CheckScreen first and not sent when refused (see Reply.Err).
 func (c *Client) Screen(ctx context.Context, req ScreenRequest) Reply {
 	if err := CheckScreen(req); err != nil {
-		return Reply{Why: WhyUnanswered, Err: err}
+		return Reply{Why: models.WhyUnanswered, Err: err}
 	}
 	if !c.Configured() {
-		return Reply{Why: WhyUnreachable, Error: c.Unconfigured()}
+		return Reply{Why: models.WhyUnreachable, Error: c.Unconfigured()}
 	}
 	body := c.screenBody(req)
 	var v Verdict
@@ -228,10 +223,10 @@ func (c *Client) Screen(ctx context.Context, req ScreenRequest) Reply {
 // unanswered. Only when every run answered is Runs set.
 func (c *Client) Score(ctx context.Context, req ScoreRequest, runs int) Reply {
 	if err := CheckScore(req); err != nil {
-		return Reply{Why: WhyUnanswered, Err: err}
+		return Reply{Why: models.WhyUnanswered, Err: err}
 	}
 	if !c.Configured() {
-		return Reply{Why: WhyUnreachable, Error: c.Unconfigured()}
+		return Reply{Why: models.WhyUnreachable, Error: c.Unconfigured()}
 	}
 	if runs < 1 {
 		runs = 1
@@ -255,7 +250,7 @@ var errSibling = errors.New("modelclient: another run failed")
 
 // result is one HTTP call's outcome.
 type result struct {
-	why     string
+	why     models.Why
 	status  int
 	retry   time.Duration
 	raw     []byte // the 2xx body, when why == ""
@@ -288,20 +283,20 @@ func (c *Client) ask(ctx context.Context, body []byte, runs int, decode func(run
 	// the wait: no connection at all, then the model refusing, then the
 	// model answering nonsense.
 	for _, r := range results {
-		if r.why == WhyUnreachable && !r.aborted {
-			reply.Why, reply.Error = WhyUnreachable, c.redact(r.err)
+		if r.why == models.WhyUnreachable && !r.aborted {
+			reply.Why, reply.Error = models.WhyUnreachable, c.redact(r.err)
 			return reply
 		}
 	}
 	for _, r := range results {
-		if r.why == WhyUpstream {
-			reply.Why, reply.Status, reply.RetryAfter, reply.Error = WhyUpstream, r.status, r.retry, Truncate(c.redact(r.err), MaxStatusErrorChars)
+		if r.why == models.WhyUpstream {
+			reply.Why, reply.Status, reply.RetryAfter, reply.Error = models.WhyUpstream, r.status, r.retry, Truncate(c.redact(r.err), MaxStatusErrorChars)
 			return reply
 		}
 	}
 	for _, r := range results {
-		if r.why == WhyUnanswered {
-			reply.Why, reply.Status, reply.Error = WhyUnanswered, r.status, c.redact(r.err)
+		if r.why == models.WhyUnanswered {
+			reply.Why, reply.Status, reply.Error = models.WhyUnanswered, r.status, c.redact(r.err)
 			return reply
 		}
 	}
@@ -317,12 +312,12 @@ func (c *Client) run(parent, group context.Context, body []byte, i int, decode f
 	r := c.call(group, body)
 	if r.why == "" {
 		if err := decode(i, r.raw); err != nil {
-			r.why, r.err = WhyUnanswered, err.Error()
+			r.why, r.err = models.WhyUnanswered, err.Error()
 		}
 		r.raw = nil
 	}
-	if cancel != nil && (r.why == WhyUnreachable || r.why == WhyUpstream) {
-		if r.why == WhyUnreachable && parent.Err() == nil && errors.Is(context.Cause(group), errSibling) {
+	if cancel != nil && (r.why == models.WhyUnreachable || r.why == models.WhyUpstream) {
+		if r.why == models.WhyUnreachable && parent.Err() == nil && errors.Is(context.Cause(group), errSibling) {
 			r.aborted = true
 		} else {
 			cancel(errSibling)
@@ -339,7 +334,7 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return result{why: WhyUnreachable, err: "the request could not be made: " + netError(err, c.timeout)}
+		return result{why: models.WhyUnreachable, err: "the request could not be made: " + netError(err, c.timeout)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -349,29 +344,29 @@ func (c *Client) call(ctx context.Context, body []byte) result {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return result{why: WhyUnreachable, err: netError(err, c.timeout)}
+		return result{why: models.WhyUnreachable, err: netError(err, c.timeout)}
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 300 && res.StatusCode <= 399 {
 		// A redirect the client did not follow: to another origin (or one without a Location).
 		// Neither its body nor where it points is kept.
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
-		return result{why: WhyUpstream, status: res.StatusCode, err: fmt.Sprintf("HTTP %d: a redirect to another origin, not followed", res.StatusCode)}
+		return result{why: models.WhyUpstream, status: res.StatusCode, err: fmt.Sprintf("HTTP %d: a redirect to another origin, not followed", res.StatusCode)}
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		retry, _ := outbound.RetryAfter(res.Header, time.Now())
 		head, _ := io.ReadAll(io.LimitReader(res.Body, 2048))
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
-		return result{why: WhyUpstream, status: res.StatusCode, retry: retry, err: statusError(res.StatusCode, head)}
+		return result{why: models.WhyUpstream, status: res.StatusCode, retry: retry, err: statusError(res.StatusCode, head)}
 	}
 	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes+1))
 	if err != nil {
 		// The answer broke off (reset, deadline): a network failure, not a
 		// malformed answer.
-		return result{why: WhyUnreachable, err: "the answer broke off: " + netError(err, c.timeout)}
+		return result{why: models.WhyUnreachable, err: "the answer broke off: " + netError(err, c.timeout)}
 	}
 	if len(raw) > maxAnswerBytes {
-		return result{why: WhyUnanswered, status: res.StatusCode, err: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
+		return result{why: models.WhyUnanswered, status: res.StatusCode, err: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
 	}
 	return result{status: res.StatusCode, raw: raw}
 }

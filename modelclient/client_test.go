@@ -15,6 +15,7 @@ import (
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/models"
 )
 
 var (
@@ -80,11 +81,11 @@ func TestBearerKey(t *testing.T) {
 	f.RequireKey("right")
 	cfg := f.Config()
 	cfg.Key = "wrong"
-	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != modelclient.WhyUpstream || r.Status != 401 {
+	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != models.WhyUpstream || r.Status != 401 {
 		t.Errorf("wrong key: %+v", r)
 	}
 	cfg.Key = ""
-	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != modelclient.WhyUpstream || r.Status != 401 {
+	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != models.WhyUpstream || r.Status != 401 {
 		t.Errorf("no key: %+v", r)
 	}
 	f.RequireKey("")
@@ -223,7 +224,7 @@ func TestUpstream(t *testing.T) {
 			f := modeltest.New(t)
 			f.Fail(tc.status, tc.headers)
 			r := client(f).Screen(t.Context(), song)
-			want := modelclient.Reply{Why: modelclient.WhyUpstream, Status: tc.status, RetryAfter: tc.retry, RequestBytes: r.RequestBytes, UpstreamMs: r.UpstreamMs}
+			want := modelclient.Reply{Why: models.WhyUpstream, Status: tc.status, RetryAfter: tc.retry, RequestBytes: r.RequestBytes, UpstreamMs: r.UpstreamMs}
 			if r.Verdict != nil || r.Err != nil || r.RequestBytes == 0 || r.Why != want.Why || r.Status != want.Status || r.RetryAfter != want.RetryAfter {
 				t.Errorf("screen reply = %+v, want %+v", r, want)
 			}
@@ -258,7 +259,7 @@ func TestScoreOneRunFails(t *testing.T) {
 	})
 	start := time.Now()
 	r := client(f).Score(t.Context(), critic, 3)
-	if r.Why != modelclient.WhyUpstream || r.Status != 429 || r.RetryAfter != 3*time.Second || r.Runs != nil {
+	if r.Why != models.WhyUpstream || r.Status != 429 || r.RetryAfter != 3*time.Second || r.Runs != nil {
 		t.Fatalf("reply = %+v", r)
 	}
 	if time.Since(start) > 2*time.Second {
@@ -281,7 +282,7 @@ func TestScoreOneRunUnanswered(t *testing.T) {
 		return false
 	})
 	r := client(f).Score(t.Context(), critic, 3)
-	if r.Why != modelclient.WhyUnanswered || r.Status != 200 || r.Runs != nil {
+	if r.Why != models.WhyUnanswered || r.Status != 200 || r.Runs != nil {
 		t.Fatalf("reply = %+v", r)
 	}
 }
@@ -340,7 +341,7 @@ func TestUnanswered(t *testing.T) {
 			} else {
 				r = c.Screen(t.Context(), song)
 			}
-			if r.Why != modelclient.WhyUnanswered || r.Status != 200 || r.Verdict != nil || r.Runs != nil || r.Err != nil {
+			if r.Why != models.WhyUnanswered || r.Status != 200 || r.Verdict != nil || r.Runs != nil || r.Err != nil {
 				t.Errorf("reply = %+v", r)
 			}
 		})
@@ -351,10 +352,10 @@ func TestGarbage(t *testing.T) {
 	t.Parallel()
 	f := modeltest.New(t)
 	f.Garbage()
-	if r := client(f).Screen(t.Context(), song); r.Why != modelclient.WhyUnanswered || r.Status != 200 {
+	if r := client(f).Screen(t.Context(), song); r.Why != models.WhyUnanswered || r.Status != 200 {
 		t.Errorf("screen = %+v", r)
 	}
-	if r := client(f).Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnanswered || r.Status != 200 {
+	if r := client(f).Score(t.Context(), critic, 3); r.Why != models.WhyUnanswered || r.Status != 200 {
 		t.Errorf("score = %+v", r)
 	}
 }
@@ -380,13 +381,13 @@ func TestTimeout(t *testing.T) {
 	c := modelclient.New(cfg)
 	start := time.Now()
 	r := c.Screen(t.Context(), song)
-	if r.Why != modelclient.WhyUnreachable || r.Status != 0 || r.Verdict != nil {
+	if r.Why != models.WhyUnreachable || r.Status != 0 || r.Verdict != nil {
 		t.Errorf("screen = %+v", r)
 	}
 	if r.UpstreamMs < 50 || time.Since(start) > 2*time.Second {
 		t.Errorf("UpstreamMs = %d, took %v", r.UpstreamMs, time.Since(start))
 	}
-	if r := c.Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnreachable || r.Status != 0 || r.Runs != nil {
+	if r := c.Score(t.Context(), critic, 3); r.Why != models.WhyUnreachable || r.Status != 0 || r.Runs != nil {
 		t.Errorf("score = %+v", r)
 	}
 }
@@ -403,7 +404,7 @@ func TestTimeoutInBody(t *testing.T) {
 	})
 	cfg := f.Config()
 	cfg.Timeout = 50 * time.Millisecond
-	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != modelclient.WhyUnreachable || r.Status != 0 {
+	if r := modelclient.New(cfg).Screen(t.Context(), song); r.Why != models.WhyUnreachable || r.Status != 0 {
 		t.Errorf("reply = %+v", r)
 	}
 }
@@ -414,7 +415,7 @@ func TestCallerCancels(t *testing.T) {
 	f.Hang()
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if r := client(f).Score(ctx, critic, 3); r.Why != modelclient.WhyUnreachable {
+	if r := client(f).Score(ctx, critic, 3); r.Why != models.WhyUnreachable {
 		t.Errorf("reply = %+v", r)
 	}
 }
@@ -428,10 +429,10 @@ func TestConnectionRefused(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	c := modelclient.New(modelclient.Config{URL: "http://" + addr + "/relay", Timeout: 5 * time.Second})
-	if r := c.Screen(t.Context(), song); r.Why != modelclient.WhyUnreachable || r.Status != 0 || r.RequestBytes == 0 {
+	if r := c.Screen(t.Context(), song); r.Why != models.WhyUnreachable || r.Status != 0 || r.RequestBytes == 0 {
 		t.Errorf("screen = %+v", r)
 	}
-	if r := c.Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnreachable || r.Status != 0 {
+	if r := c.Score(t.Context(), critic, 3); r.Why != models.WhyUnreachable || r.Status != 0 {
 		t.Errorf("score = %+v", r)
 	}
 }
@@ -440,10 +441,10 @@ func TestDroppedConnection(t *testing.T) {
 	t.Parallel()
 	f := modeltest.New(t)
 	f.DropConnections()
-	if r := client(f).Screen(t.Context(), song); r.Why != modelclient.WhyUnreachable || r.Status != 0 {
+	if r := client(f).Screen(t.Context(), song); r.Why != models.WhyUnreachable || r.Status != 0 {
 		t.Errorf("screen = %+v", r)
 	}
-	if r := client(f).Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnreachable || r.Status != 0 {
+	if r := client(f).Score(t.Context(), critic, 3); r.Why != models.WhyUnreachable || r.Status != 0 {
 		t.Errorf("score = %+v", r)
 	}
 }
@@ -464,7 +465,7 @@ func TestScoreUnreachableWins(t *testing.T) {
 		w.WriteHeader(503)
 		return true
 	})
-	if r := client(f).Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnreachable {
+	if r := client(f).Score(t.Context(), critic, 3); r.Why != models.WhyUnreachable {
 		t.Errorf("reply = %+v", r)
 	}
 }
@@ -479,7 +480,7 @@ func TestNotConfigured(t *testing.T) {
 		if c.Configured() {
 			t.Errorf("%+v: Configured", cfg)
 		}
-		want := modelclient.Reply{Why: modelclient.WhyUnreachable}
+		want := modelclient.Reply{Why: models.WhyUnreachable}
 		if r := c.Screen(t.Context(), song); !replyEqual(r, want) {
 			t.Errorf("screen = %+v", r)
 		}
@@ -504,7 +505,7 @@ func TestInvalidConfig(t *testing.T) {
 		if c.Configured() {
 			t.Errorf("%+v: Configured", cfg)
 		}
-		if r := c.Screen(t.Context(), song); r.Why != modelclient.WhyUnreachable {
+		if r := c.Screen(t.Context(), song); r.Why != models.WhyUnreachable {
 			t.Errorf("%+v: screen = %+v", cfg, r)
 		}
 	}
@@ -529,11 +530,11 @@ func TestRefusedNotSent(t *testing.T) {
 	c := client(f)
 	r := c.Screen(t.Context(), modelclient.ScreenRequest{Kind: modelclient.KindPitch, Subject: modelclient.Subject{Text: strings.Repeat("a", modelclient.MaxTextBytes+1)}})
 	var le *modelclient.LimitError
-	if r.Why != modelclient.WhyUnanswered || !errors.As(r.Err, &le) || le.Field != "body" {
+	if r.Why != models.WhyUnanswered || !errors.As(r.Err, &le) || le.Field != "body" {
 		t.Errorf("screen = %+v", r)
 	}
 	r = c.Score(t.Context(), modelclient.ScoreRequest{Title: strings.Repeat("t", modelclient.MaxTitleChars+1)}, 3)
-	if r.Why != modelclient.WhyUnanswered || !errors.As(r.Err, &le) || le.Field != "title" {
+	if r.Why != models.WhyUnanswered || !errors.As(r.Err, &le) || le.Field != "title" {
 		t.Errorf("score = %+v", r)
 	}
 	if f.Calls() != 0 {
@@ -657,7 +658,7 @@ func TestOpenAIContent(t *testing.T) {
 				return true
 			})
 			r := modelclient.New(f.OpenAIConfig()).Screen(t.Context(), song)
-			if tc.ok != (r.Why == "") || (!tc.ok && (r.Why != modelclient.WhyUnanswered || r.Status != 200)) {
+			if tc.ok != (r.Why == "") || (!tc.ok && (r.Why != models.WhyUnanswered || r.Status != 200)) {
 				t.Errorf("reply = %+v", r)
 			}
 			if tc.ok && *r.Verdict != (modelclient.Verdict{Verdict: "allow", Confidence: 0.8}) {
@@ -681,7 +682,7 @@ func TestOpenAIEnvelope(t *testing.T) {
 			w.Write([]byte(body))
 			return true
 		})
-		if r := modelclient.New(f.OpenAIConfig()).Screen(t.Context(), song); r.Why != modelclient.WhyUnanswered {
+		if r := modelclient.New(f.OpenAIConfig()).Screen(t.Context(), song); r.Why != models.WhyUnanswered {
 			t.Errorf("%s: reply = %+v", body, r)
 		}
 	}
@@ -692,10 +693,10 @@ func TestOpenAIGarbage(t *testing.T) {
 	f := modeltest.New(t)
 	f.Garbage()
 	c := modelclient.New(f.OpenAIConfig())
-	if r := c.Screen(t.Context(), song); r.Why != modelclient.WhyUnanswered || r.Status != 200 {
+	if r := c.Screen(t.Context(), song); r.Why != models.WhyUnanswered || r.Status != 200 {
 		t.Errorf("screen = %+v", r)
 	}
-	if r := c.Score(t.Context(), critic, 3); r.Why != modelclient.WhyUnanswered || r.Status != 200 {
+	if r := c.Score(t.Context(), critic, 3); r.Why != models.WhyUnanswered || r.Status != 200 {
 		t.Errorf("score = %+v", r)
 	}
 }

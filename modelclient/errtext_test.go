@@ -9,6 +9,7 @@ import (
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/models"
 )
 
 // Every reason to wait comes with what went wrong, in words, from real faults: a refused
@@ -25,12 +26,12 @@ func TestErrorText(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(f *modeltest.Fake) modelclient.Config
-		why   string
+		why   models.Why
 		want  string // the error, or its start when it ends in …
 	}{
 		{"refused", func(f *modeltest.Fake) modelclient.Config {
 			return modelclient.Config{URL: refused, Key: key}
-		}, modelclient.WhyUnreachable, "dial tcp " + strings.TrimPrefix(strings.TrimSuffix(refused, "/relay"), "http://") + ": connect: connection refused"},
+		}, models.WhyUnreachable, "dial tcp " + strings.TrimPrefix(strings.TrimSuffix(refused, "/relay"), "http://") + ": connect: connection refused"},
 		{"503 json", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.Header().Set("Content-Type", "application/json")
@@ -39,7 +40,7 @@ func TestErrorText(t *testing.T) {
 				return true
 			})
 			return f.Config()
-		}, modelclient.WhyUpstream, "HTTP 503: upstream overloaded"},
+		}, models.WhyUpstream, "HTTP 503: upstream overloaded"},
 		{"502 text", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(502)
@@ -47,7 +48,7 @@ func TestErrorText(t *testing.T) {
 				return true
 			})
 			return f.Config()
-		}, modelclient.WhyUpstream, "HTTP 502: Bad Gateway"}, // a text body is never kept
+		}, models.WhyUpstream, "HTTP 502: Bad Gateway"}, // a text body is never kept
 		{"500 html", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(500)
@@ -55,7 +56,7 @@ func TestErrorText(t *testing.T) {
 				return true
 			})
 			return f.Config()
-		}, modelclient.WhyUpstream, "HTTP 500: Internal Server Error"},
+		}, models.WhyUpstream, "HTTP 500: Internal Server Error"},
 		{"echoes the key", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(401)
@@ -65,7 +66,7 @@ func TestErrorText(t *testing.T) {
 			cfg := f.Config()
 			cfg.Key = key
 			return cfg
-		}, modelclient.WhyUpstream, "HTTP 401: bad key: Bearer [redacted]"},
+		}, models.WhyUpstream, "HTTP 401: bad key: Bearer [redacted]"},
 		{"long body", func(f *modeltest.Fake) modelclient.Config {
 			f.Handle(func(w http.ResponseWriter, r *http.Request) bool {
 				w.WriteHeader(503)
@@ -73,25 +74,25 @@ func TestErrorText(t *testing.T) {
 				return true
 			})
 			return f.Config()
-		}, modelclient.WhyUpstream, "HTTP 503: overloaded overloaded…"},
+		}, models.WhyUpstream, "HTTP 503: overloaded overloaded…"},
 		{"garbage", func(f *modeltest.Fake) modelclient.Config { f.Garbage(); return f.Config() },
-			modelclient.WhyUnanswered, "answer is not JSON"},
+			models.WhyUnanswered, "answer is not JSON"},
 		{"no verdict", func(f *modeltest.Fake) modelclient.Config {
 			f.SetAnswer(map[string]any{"confidence": 0.5})
 			return f.Config()
-		}, modelclient.WhyUnanswered, "answer has no verdict"},
+		}, models.WhyUnanswered, "answer has no verdict"},
 		{"maybe", func(f *modeltest.Fake) modelclient.Config {
 			f.SetAnswer(map[string]any{"verdict": "maybe", "confidence": 0.5})
 			return f.Config()
-		}, modelclient.WhyUnanswered, `answer's verdict "maybe" is neither allow nor block`},
+		}, models.WhyUnanswered, `answer's verdict "maybe" is neither allow nor block`},
 		{"not configured", func(f *modeltest.Fake) modelclient.Config { return modelclient.Config{} },
-			modelclient.WhyUnreachable, "no model configured"},
+			models.WhyUnreachable, "no model configured"},
 		{"timeout", func(f *modeltest.Fake) modelclient.Config {
 			f.Hang()
 			cfg := f.Config()
 			cfg.Timeout = 50 * time.Millisecond
 			return cfg
-		}, modelclient.WhyUnreachable, "no answer within 50ms"},
+		}, models.WhyUnreachable, "no answer within 50ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := modeltest.New(t)

@@ -160,7 +160,7 @@ func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, 
 		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, err)
 	}
 	if len(jobs) == 0 {
-		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, ErrNotFound)
+		return BackfillJob{}, missing("backfill job of chat", chatID)
 	}
 	return jobs[0], nil
 }
@@ -303,7 +303,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			return err
 		}
 		if len(jobs) == 0 {
-			return ErrNotFound
+			return missing("backfill job of chat", chatID)
 		}
 		j := jobs[0]
 		j.RunMs += max(0, rec.RunMs)

@@ -134,7 +134,7 @@ func (b *batcher[In, Out, K]) run(batch []*batchCall[In, Out]) {
 	}
 }
 
-// jsonParam is rows encoded for fromJSON.
+// jsonParam is rows encoded for fromJSON, or a list of ids for idIn.
 func jsonParam(rows any) (string, error) {
 	b, err := json.Marshal(rows)
 	return string(b), err

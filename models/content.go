@@ -125,7 +125,7 @@ func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
 		return Song{}, fmt.Errorf("song %d: %w", id, err)
 	}
 	if song.ID == 0 {
-		return Song{}, fmt.Errorf("song %d: %w", id, ErrNotFound)
+		return Song{}, missing("song", id)
 	}
 	return song, nil
 }
@@ -141,7 +141,7 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 		}
 		if song.UserID != userID {
 			// Another author's song answers as a missing one would: no existence oracle.
-			return ErrNotFound
+			return missing("song", songID)
 		}
 		if title == "" {
 			title = song.Title
@@ -170,7 +170,7 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 			return err
 		}
 		if song.Public == 0 && song.UserID != userID {
-			return ErrNotFound
+			return missing("song", songID)
 		}
 		c = Comment{SongID: songID, UserID: userID, Body: body, CreatedAt: fromMillis(tx.nowMs())}
 		tx.changed(userID)
@@ -223,11 +223,8 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, id); err != nil {
 			return err
 		}
-		if len(owner) == 0 {
-			return ErrNotFound
-		}
-		if owner[0] != userID {
-			return ErrNotFound // as if missing: another author learns nothing of the item
+		if len(owner) == 0 || owner[0] != userID {
+			return missing(string(kind), id) // another author's too: they learn nothing of the item
 		}
 		var songID int64
 		switch kind {

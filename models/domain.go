@@ -1,5 +1,10 @@
 package models
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The domain's values, as stored and as the API names them. Each is a string type with its
 // constants and the list of every value, so that a value of one kind cannot be passed for
 // another, and validators and documents have one list to read.
@@ -28,6 +33,36 @@ const (
 
 // Tasks lists every task.
 var Tasks = []Task{TaskScreen, TaskScore}
+
+// The model calls one run of each task makes: the model slots it holds and what its author is
+// charged. Task.Calls reads them, and the SQL that judges a budget's room (taskCallsSQL) is
+// written from them.
+const (
+	ScreenCalls = 1
+	ScoreCalls  = 3 // the critic is asked three times; the mean is kept
+)
+
+// Calls is how many model calls one run of the task makes (0 for an unknown task).
+func (t Task) Calls() int {
+	switch t {
+	case TaskScreen:
+		return ScreenCalls
+	case TaskScore:
+		return ScoreCalls
+	}
+	return 0
+}
+
+// taskCallsSQL is Task.Calls of a content_jobs row's task, in SQL.
+var taskCallsSQL = func() string {
+	var b strings.Builder
+	b.WriteString("CASE task")
+	for _, t := range Tasks {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", t, t.Calls())
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
+}()
 
 // Verdict is a screen's decision on an item.
 type Verdict string
@@ -66,9 +101,16 @@ const (
 	WhyBreaker Why = "breaker"
 )
 
-// Whys lists every reason a job can wait, in display order.
+// Whys lists every reason a job can wait, in display order: the one list of why values (the
+// model client's replies, the API's validation and OpenAPI enum read it). A new why is a
+// constant here and its place in this list; one a job's row keeps (Stored) also widens the
+// CHECK on content_jobs.why in a migration, which TestStoredWhysMatchTheCheck holds to this.
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
 	WhyBreaker, WhyReview, WhyUnavailable}
+
+// Stored reports whether a job's row may keep the why; the others are only shown, worked out
+// when the job is read (held, breaker, unavailable).
+func (w Why) Stored() bool { return w != WhyHeld && w != WhyBreaker && w != WhyUnavailable }
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string

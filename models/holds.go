@@ -3,6 +3,8 @@ package models
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Holds says which work an admin holds: held work is claimed by no claimer on any replica
@@ -18,21 +20,78 @@ type Holds struct {
 // Any reports whether anything is held.
 func (h Holds) Any() bool { return h.Screen || h.Score || h.Deliveries }
 
-// Task reports whether a content task (TaskScreen, TaskScore) is held.
+// taskHolds is the held rule's one home: each content task an admin can hold, with the
+// column of its flag in the holds row and its field of Holds, in the order of its bit (1, 2,
+// 4 …). Holds.Task reads it in Go, and the SQL that must decide the same (heldTasks,
+// heldTask, holdBits, taskBit) is written from it, so the claims, the counts and the view's
+// version hold exactly what Holds.Task holds. A new task that can be held is one row here.
+var taskHolds = []struct {
+	task   Task
+	column string
+	field  func(*Holds) *bool
+}{
+	{TaskScreen, "screen", func(h *Holds) *bool { return &h.Screen }},
+	{TaskScore, "score", func(h *Holds) *bool { return &h.Score }},
+}
+
+// Task reports whether a content task (TaskScreen, TaskScore) is held; an unknown task never is.
 func (h Holds) Task(task Task) bool {
-	switch task {
-	case TaskScreen:
-		return h.Screen
-	case TaskScore:
-		return h.Score
+	for _, th := range taskHolds {
+		if th.task == task {
+			return *th.field(&h)
+		}
 	}
 	return false
 }
 
+// holdBits is SQL for the held tasks of the holds row (its columns prefixed by prefix, "" or
+// "h.") as a bit set, each task's flag times its bit: screen + 2 * score.
+func holdBits(prefix string) string {
+	terms := make([]string, len(taskHolds))
+	for i, th := range taskHolds {
+		terms[i] = prefix + th.column
+		if i > 0 {
+			terms[i] = strconv.Itoa(1<<i) + " * " + terms[i]
+		}
+	}
+	return strings.Join(terms, " + ")
+}
+
+// holdsOfBits are the task holds a holdBits value says.
+func holdsOfBits(bits int64) Holds {
+	var h Holds
+	for i, th := range taskHolds {
+		*th.field(&h) = bits&(1<<i) != 0
+	}
+	return h
+}
+
+// taskBit is SQL for a content_jobs row's task as its bit in holdBits (0 for a task that
+// cannot be held).
+var taskBit = func() string {
+	var b strings.Builder
+	b.WriteString("CASE task")
+	for i, th := range taskHolds {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", th.task, 1<<i)
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
+}()
+
 // heldTasks is a condition a claim adds: the job's task is not held. The holds row is read by
 // an uncorrelated scalar subquery (once per statement: SQLite caches it, PostgreSQL makes it
-// an InitPlan) as a bit set, screen 1 and score 2, so each candidate row costs a bit test.
-const heldTasks = ` AND (CASE task WHEN 'screen' THEN 1 ELSE 2 END & (SELECT screen + 2 * score FROM holds WHERE id = 1)) = 0`
+// an InitPlan) as a bit set, so each candidate row costs a bit test.
+var heldTasks = ` AND (` + taskBit + ` & (SELECT ` + holdBits("") + ` FROM holds WHERE id = 1)) = 0`
+
+// heldTask is true in SQL when the job's task is held: its task is in the list of held tasks
+// the holds row makes, which a planner can match against an index on task.
+var heldTask = func() string {
+	selects := make([]string, len(taskHolds))
+	for i, th := range taskHolds {
+		selects[i] = "SELECT '" + string(th.task) + "' FROM holds WHERE " + th.column + " = 1"
+	}
+	return "task IN (" + strings.Join(selects, " UNION ALL ") + ")"
+}()
 
 // deliveriesHeld is true in SQL while webhook deliveries are held.
 const deliveriesHeld = `EXISTS (SELECT 1 FROM holds WHERE deliveries = 1)`

@@ -1,11 +1,13 @@
 package models_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
 
 // Held work is claimed by no claimer on any replica: a second store on the same database (a
@@ -23,7 +25,7 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
 			t.Fatalf("record: %v %v", ok, err)
 		}
-		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, models.NewWebhookSecret()); err != nil {
+		if _, err := f.store.CreateWebhook(f.ctx, "https://93.184.215.14/hook", []string{"*"}, webhooks.NewSecret()); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.store.EnqueueWebhook(f.ctx, models.EventItemScreened, map[string]any{"x": 1}); err != nil {
@@ -174,4 +176,75 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The held rule has one home (Holds.Task): the SQL written from it holds the same tasks for
+// every combination of holds, in a claim's condition, in the counts' condition and in the
+// author's view's version.
+func TestHeldRuleInSQLAgreesWithGo(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		f.jobOfEachTask(ann)
+		for bits := range 1 << len(models.Tasks) {
+			h := models.Holds{Screen: bits&1 != 0, Score: bits&2 != 0}
+			if err := f.store.SetHolds(f.ctx, h, 1); err != nil {
+				t.Fatal(err)
+			}
+			var free, held []string
+			if err := f.store.RawScan(f.ctx, &free, `SELECT task FROM content_jobs WHERE 1 = 1`+models.HeldTasksSQL+` ORDER BY task`); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.store.RawScan(f.ctx, &held, `SELECT task FROM content_jobs WHERE `+models.HeldTaskSQL+` ORDER BY task`); err != nil {
+				t.Fatal(err)
+			}
+			var wantFree, wantHeld []string
+			for _, task := range []models.Task{models.TaskScore, models.TaskScreen} { // by name, as ORDER BY task
+				if h.Task(task) {
+					wantHeld = append(wantHeld, string(task))
+				} else {
+					wantFree = append(wantFree, string(task))
+				}
+			}
+			if !slices.Equal(free, wantFree) || !slices.Equal(held, wantHeld) {
+				t.Errorf("holds %+v: SQL leaves %v free and holds %v; Holds.Task: %v and %v", h, free, held, wantFree, wantHeld)
+			}
+			v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Held != h {
+				t.Errorf("holds %+v: the view's version reads %+v", h, v.Held)
+			}
+		}
+	})
+}
+
+// The calls a task costs have one home (Task.Calls): the SQL that judges a budget's room
+// charges the same.
+func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		f.jobOfEachTask(ann)
+		for _, task := range models.Tasks {
+			var calls []int64
+			if err := f.store.RawScan(f.ctx, &calls, `SELECT `+models.TaskCallsSQL+` FROM content_jobs WHERE task = ?`, task); err != nil {
+				t.Fatal(err)
+			}
+			if len(calls) != 1 || calls[0] != int64(task.Calls()) || task.Calls() < 1 {
+				t.Errorf("%s: SQL charges %v calls, Task.Calls %d", task, calls, task.Calls())
+			}
+		}
+	})
+}
+
+// jobOfEachTask owes one due job of each task, of the author's pitch 1000+i (rows no trigger
+// made: the jobs are what the test reads).
+func (f *fixture) jobOfEachTask(userID int64) {
+	f.t.Helper()
+	for i, task := range models.Tasks {
+		f.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
+			task, 1000+i, userID, f.nowMs(), f.nowMs())
+	}
 }

@@ -3,7 +3,6 @@ package models
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,44 +35,33 @@ type Job struct {
 
 const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, status, lease_until, lease_owner, created_at`
 
-// Event is one attempt at a job, as kept for the admin and the log.
+// Event is one attempt at a job, as kept for the admin and the log. Its columns, and how each
+// is written and read, are eventFields (events.go).
 type Event struct {
-	ID           int64        `gorm:"column:id"`
-	At           time.Time    `gorm:"column:at;serializer:unixms"`
-	Event        Task         `gorm:"column:event"`
-	Kind         Kind         `gorm:"column:kind"`
-	ItemID       int64        `gorm:"column:item_id"`
-	UserID       int64        `gorm:"column:user_id"`
-	Outcome      EventOutcome `gorm:"column:outcome"`
-	Why          *Why         `gorm:"column:why"`
-	Status       *int         `gorm:"column:status"`
-	UpstreamMs   *int64       `gorm:"column:upstream_ms"`
-	Attempt      int          `gorm:"column:attempt"`
-	Confidence   *float64     `gorm:"column:confidence"`
-	Art          *float64     `gorm:"column:art"`
-	RequestBytes *int64       `gorm:"column:request_bytes"`
-	Runs         *int         `gorm:"column:runs"`
-	Error        *string      `gorm:"column:error"`    // what went wrong, in words (at most 500 characters, no secret)
-	AdminID      *int64       `gorm:"column:admin_id"` // a verdict by hand: who decided
-	Note         *string      `gorm:"column:note"`     // a verdict by hand: the admin's note
-	Verdict      *Verdict     `gorm:"column:verdict"`  // a verdict by hand: what was decided
+	ID           int64
+	At           time.Time
+	Event        Task
+	Kind         Kind
+	ItemID       int64
+	UserID       int64
+	Outcome      EventOutcome
+	Why          *Why
+	Status       *int
+	UpstreamMs   *int64
+	Attempt      int
+	Confidence   *float64
+	Art          *float64
+	RequestBytes *int64
+	Runs         *int
+	Error        *string  // what went wrong, in words (at most 500 characters, no secret)
+	AdminID      *int64   // a verdict by hand: who decided
+	Note         *string  // a verdict by hand: the admin's note
+	Verdict      *Verdict // a verdict by hand: what was decided
 }
 
 // DueBy reports whether the job is due at now: its due time has come and no lease holds it.
 func (j Job) DueBy(now time.Time) bool {
 	return !j.DueAt.After(now) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
-}
-
-func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
-	if ev.At.IsZero() {
-		ev.At = fromMillis(s.nowMs())
-	}
-	if err := s.scan(ctx, s.db, &ev.ID, `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		ev.At.UnixMilli(), ev.Event, ev.Kind, ev.ItemID, ev.UserID, ev.Outcome, ev.Why, ev.Status, ev.UpstreamMs, ev.Attempt,
-		ev.Confidence, ev.Art, ev.RequestBytes, ev.Runs, ev.Error, ev.AdminID, ev.Note, ev.Verdict); err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	return nil
 }
 
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
@@ -189,53 +177,6 @@ type itemKey struct {
 
 func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 
-// screenRow is a verdict and its event as passed to the database in a batch (see fromJSON).
-type screenRow struct {
-	Kind         Kind         `json:"kind"`
-	ItemID       int64        `json:"item_id"`
-	Verdict      Verdict      `json:"verdict"`
-	Confidence   float64      `json:"confidence"`
-	At           int64        `json:"at"`
-	EvAt         int64        `json:"e_at"`
-	EvEvent      Task         `json:"e_event"`
-	EvKind       Kind         `json:"e_kind"`
-	EvItemID     int64        `json:"e_item_id"`
-	EvUserID     int64        `json:"e_user_id"`
-	EvOutcome    EventOutcome `json:"e_outcome"`
-	EvWhy        *Why         `json:"e_why"`
-	EvStatus     *int         `json:"e_status"`
-	EvUpstreamMs *int64       `json:"e_upstream_ms"`
-	EvAttempt    int          `json:"e_attempt"`
-	EvConfidence *float64     `json:"e_confidence"`
-	EvArt        *float64     `json:"e_art"`
-	EvBytes      *int64       `json:"e_request_bytes"`
-	EvRuns       *int         `json:"e_runs"`
-	EvError      *string      `json:"e_error"`
-	EvAdminID    *int64       `json:"e_admin_id"`
-	EvNote       *string      `json:"e_note"`
-	EvVerdict    *Verdict     `json:"e_verdict"`
-}
-
-// screenColumns are screenRow's columns; the event's are e_ and the events table's own name.
-var screenColumns = []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict", "text"}, {"confidence", "double precision"},
-	{"at", "bigint"}, {"e_at", "bigint"}, {"e_event", "text"}, {"e_kind", "text"}, {"e_item_id", "bigint"},
-	{"e_user_id", "bigint"}, {"e_outcome", "text"}, {"e_why", "text"}, {"e_status", "integer"}, {"e_upstream_ms", "bigint"},
-	{"e_attempt", "integer"}, {"e_confidence", "double precision"}, {"e_art", "double precision"},
-	{"e_request_bytes", "bigint"}, {"e_runs", "integer"}, {"e_error", "text"}, {"e_admin_id", "bigint"}, {"e_note", "text"},
-	{"e_verdict", "text"}}
-
-func newScreenRow(c screenCall, now int64) screenRow {
-	ev := c.ev
-	if ev.At.IsZero() {
-		ev.At = fromMillis(now)
-	}
-	return screenRow{Kind: c.kind, ItemID: c.itemID, Verdict: c.verdict, Confidence: c.confidence, At: now,
-		EvAt: ev.At.UnixMilli(), EvEvent: ev.Event, EvKind: ev.Kind, EvItemID: ev.ItemID, EvUserID: ev.UserID, EvOutcome: ev.Outcome,
-		EvWhy: ev.Why, EvStatus: ev.Status, EvUpstreamMs: ev.UpstreamMs, EvAttempt: ev.Attempt, EvConfidence: ev.Confidence,
-		EvArt: ev.Art, EvBytes: ev.RequestBytes, EvRuns: ev.Runs, EvError: ev.Error, EvAdminID: ev.AdminID, EvNote: ev.Note,
-		EvVerdict: ev.Verdict}
-}
-
 // insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
 const insertScreens = `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
 	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at FROM v
@@ -243,15 +184,6 @@ const insertScreens = `INSERT INTO screens (kind, item_id, verdict, confidence, 
 		OR (v.kind = 'comment' AND EXISTS (SELECT 1 FROM comments WHERE id = v.item_id))
 		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id))
 	ON CONFLICT (kind, item_id) DO NOTHING`
-
-// insertScreenEvents inserts the events of v's rows (those joined to s, on PostgreSQL).
-const insertScreenEvents = `INSERT INTO events (` + eventColumns + `)
-	SELECT v.e_at, v.e_event, v.e_kind, v.e_item_id, v.e_user_id, v.e_outcome, v.e_why, v.e_status, v.e_upstream_ms,
-		v.e_attempt, v.e_confidence, v.e_art, v.e_request_bytes, v.e_runs, v.e_error, v.e_admin_id, v.e_note, v.e_verdict FROM v`
-
-// eventColumns are the events table's columns as written.
-const eventColumns = `at, event, kind, item_id, user_id, outcome, why, status, upstream_ms, attempt, confidence, art, request_bytes, runs,
-	error, admin_id, note, verdict`
 
 // recordScreens records the verdicts of calls (of distinct items) and their events, and says
 // which were recorded. On PostgreSQL with no webhook to owe it is one statement (every
@@ -267,14 +199,14 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	// and batches that lock those rows in one order never deadlock with each other or with
 	// the budget's charges (also in author order).
 	sorted := slices.Clone(rows)
-	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.EvUserID, b.EvUserID) })
+	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
 	param, err := jsonParam(sorted)
 	if err != nil {
 		return nil, err
 	}
 	with := `WITH v AS (SELECT * FROM ` + s.dialect.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
-	scanKeys := func(rows *sql.Rows) error {
+	scanKeys := func(rows *queryRows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k itemKey
@@ -434,9 +366,6 @@ type JobFilter struct {
 	Deferred *time.Time
 }
 
-// heldTask is true in SQL when the job's task is held (see heldTasks).
-const heldTask = `task IN (SELECT 'screen' FROM holds WHERE screen = 1 UNION ALL SELECT 'score' FROM holds WHERE score = 1)`
-
 // where builds the filter's SQL condition and arguments. A held job's why is held whatever its
 // row says, so why=held selects the held tasks' jobs and any other why leaves them out.
 func (f JobFilter) where(now int64) (string, []any) {
@@ -557,7 +486,7 @@ const jobRowColumns = jobColumns + `, last_error,
 	CASE kind WHEN 'revision' THEN (SELECT song_id FROM revisions WHERE id = content_jobs.item_id)
 		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = content_jobs.item_id) END`
 
-func scanJobRows(rows *sql.Rows, sizeHint int) ([]JobRow, error) {
+func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	defer rows.Close()
 	r := newRow(jobColumnCount + 4)
 	out := make([]JobRow, 0, sizeHint)
@@ -660,7 +589,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 		return JobRow{}, fmt.Errorf("job %d: %w", id, err)
 	}
 	if len(jobs) == 0 {
-		return JobRow{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return JobRow{}, missing("job", id)
 	}
 	return jobs[0], nil
 }
@@ -672,8 +601,8 @@ var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the 
 // budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
 // (the day and the default limit are its two arguments): a retry of a job waiting for its
 // budget makes sense only then.
-const budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
-	+ CASE task WHEN 'score' THEN 3 ELSE 1 END
+var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
+	+ ` + taskCallsSQL + `
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
 // RetryJobs makes the filtered jobs due now and counts them (RetryJobsReport, without what
@@ -708,7 +637,7 @@ type EventFilter struct {
 
 // ListEvents pages through events newest first, before the id beforeID (0: from the newest).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, limit int) ([]Event, error) {
-	q := `SELECT * FROM events WHERE 1 = 1`
+	q := `SELECT id, ` + eventColumns + ` FROM events WHERE 1 = 1`
 	var args []any
 	add := func(cond string, a ...any) { q += ` AND ` + cond; args = append(args, a...) }
 	if f.Event != "" {
@@ -738,8 +667,12 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, l
 	if limit >= 0 {
 		q += ` LIMIT ` + strconv.Itoa(limit) // a literal, as GORM's Limit wrote it: PostgreSQL plans for it
 	}
-	evs := []Event{} // an empty page is an empty list, not nil
-	if err := s.scan(ctx, s.read, &evs, q, args...); err != nil {
+	rows, err := s.query(ctx, s.read, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	evs, err := scanEvents(rows, max(limit, 0))
+	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return evs, nil

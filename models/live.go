@@ -39,7 +39,7 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, err)
 		}
 		if exp == 0 {
-			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, ErrNotFound)
+			return User{}, time.Time{}, missing("session of user", userID)
 		}
 		u, err := s.UserByID(ctx, userID)
 		if err != nil {
@@ -47,7 +47,7 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 		}
 		return u, fromMillis(exp), nil
 	}
-	return User{}, time.Time{}, fmt.Errorf("check credential of kind %q: %w", cred.Kind, ErrNotFound)
+	return User{}, time.Time{}, missing(cred.Kind+" credential", nil)
 }
 
 // SessionExpiry is when the live session whose hash is given ends; ErrNotFound when it has
@@ -59,7 +59,7 @@ func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, er
 		return time.Time{}, fmt.Errorf("session expiry: %w", err)
 	}
 	if exp == 0 {
-		return time.Time{}, fmt.Errorf("session expiry: %w", ErrNotFound)
+		return time.Time{}, missing("session", nil)
 	}
 	return fromMillis(exp), nil
 }
@@ -99,7 +99,7 @@ func (s *Store) TakeStreamTicket(ctx context.Context, ticket string) (int64, Cre
 		return 0, Credential{}, fmt.Errorf("take stream ticket: %w", err)
 	}
 	if row.UserID == 0 || row.ExpiresAt <= s.nowMs() {
-		return 0, Credential{}, fmt.Errorf("take stream ticket: %w", ErrNotFound)
+		return 0, Credential{}, missing("stream ticket", nil)
 	}
 	return row.UserID, Credential{Kind: row.CredKind, Hash: row.CredHash}, nil
 }

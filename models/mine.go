@@ -64,7 +64,7 @@ type MineVersion struct {
 // shared row of mine_versions, today's spend and the holds, each by its key; and the author's
 // appeals (count plus the sum of their decision times: filing or deciding one changes it), which
 // the kept counter does not follow.
-const mineVersionQuery = `SELECT v.version, v.jobs, v.next_due_at, g.version, b.spent, h.screen + 2 * h.score,
+var mineVersionQuery = `SELECT v.version, v.jobs, v.next_due_at, g.version, b.spent, ` + holdBits("h.") + `,
 		(SELECT CAST(COUNT(*) + COALESCE(SUM(COALESCE(decided_at, 0)), 0) AS BIGINT) FROM reviews WHERE user_id = ? AND reason = 'appeal')
 	FROM holds h
 	LEFT JOIN mine_versions v ON v.user_id = ?
@@ -104,8 +104,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		if r.vals[4] != nil {
 			v.Spent = r.int64(4)
 		}
-		held := r.int64(5)
-		v.Held.Screen, v.Held.Score = held&1 != 0, held&2 != 0
+		v.Held = holdsOfBits(r.int64(5))
 		if r.vals[6] != nil {
 			v.Appeals = r.int64(6)
 		}

@@ -9,7 +9,8 @@ import (
 // RawExec runs a statement on the store's writer (inside WithTx, on the transaction) and says
 // how many rows it changed. It is for tests and benchmarks, which set up or break rows in ways
 // no method of the store would; owed's own code reads and writes through the store's methods.
-// Placeholders are ? on both dialects, and a slice argument fills an IN ? list (as GORM's).
+// Placeholders are ? on both dialects, each bound to one value as in every statement of the
+// store: a list is one JSON parameter, tested with IDIn.
 func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, error) {
 	n, err := s.exec(ctx, q, args...)
 	if err != nil {
@@ -28,6 +29,10 @@ func (s *Store) RawScan(ctx context.Context, dest any, q string, args ...any) er
 	}
 	return nil
 }
+
+// IDIn is a condition, for RawExec and RawScan, that col is one of the ids passed as its one
+// parameter, a JSON array of integers (the dialect's own, as the store's statements use).
+func (s *Store) IDIn(col string) string { return s.dialect.idIn(col) }
 
 // RawPools are the store's writer and reader pools (the same pool on PostgreSQL), for
 // benchmarks that measure statements of their own against owed's. Closing the store closes

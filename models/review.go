@@ -255,7 +255,7 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 			return nil, &ErrClaimed{AdminID: *e.ClaimedBy, Until: *e.ClaimUntil}
 		}
 	}
-	return nil, fmt.Errorf("review of %s %d: %w", kind, itemID, ErrNotFound)
+	return nil, missing("review entry", fmt.Sprint("of ", kind, " ", itemID))
 }
 
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
@@ -275,7 +275,7 @@ func HeldBy(open []ReviewEntry, adminID int64, now time.Time) *ErrClaimed {
 func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64, note *string) (ReviewEntry, error) {
 	table, err := itemTable(kind)
 	if err != nil {
-		return ReviewEntry{}, fmt.Errorf("appeal: %w", ErrNotFound)
+		return ReviewEntry{}, missing(string(kind), itemID)
 	}
 	var out ReviewEntry
 	err = s.WithTx(ctx, func(tx *Store) error {
@@ -284,7 +284,7 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 			return err
 		}
 		if len(owner) != 1 || owner[0] != userID {
-			return ErrNotFound
+			return missing(string(kind), itemID)
 		}
 		var screen []struct {
 			Verdict    string  `gorm:"column:verdict"`
@@ -354,7 +354,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 				return err
 			}
 			if n == 0 {
-				return ErrNotFound
+				return missing(string(kind), itemID)
 			}
 			if err := tx.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
 				d, err := tx.screenedData(ctx, kind, itemID, VerdictAllow, 1)

@@ -4,23 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // The store runs every statement through three helpers: exec for writes, scan for reads and
 // RETURNING into GORM-tagged rows or plain values, and query for the hot reads (an author's
 // view, the public song list, the admin's job list, the claims), whose rows are read by hand
 // (row) instead of through GORM's reflective Scan, which cost as much CPU as SQLite's own
-// stepping on those paths at a million items. Each takes ? placeholders on both dialects.
-// Inside WithTx all three run on the transaction.
+// stepping on those paths at a million items. Inside WithTx all three run on the transaction.
+//
+// One rule binds their arguments (statementArgs): a ? is one value on both dialects, in all
+// three. A list is never spread over an IN ? (GORM's exec and scan would, query could not);
+// it travels as one JSON parameter (jsonParam, read by the dialect's idIn or fromJSON), so a
+// statement's text is the same for any length of list. And all three log a failed statement
+// at error and one slower than SlowStatement at warn, with its placeholders and never its
+// arguments (GORM's logger for exec and scan, the same logger by hand for query's rows).
 
 // exec runs a write on the writer and says how many rows it changed.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(q, columnArgs(args)...)
+	args, err := statementArgs(args)
+	if err != nil {
+		return 0, err
+	}
+	res := s.db.WithContext(ctx).Exec(q, args...)
 	s.noteWrite(res.Error)
 	return res.RowsAffected, res.Error
 }
@@ -35,7 +47,11 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) 
 // reach it), so a failed or slow INSERT … RETURNING would log a pitch's whole body. Rows goes
 // through the store's logger, which logs the statement with its placeholders only.
 func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, args ...any) (err error) {
-	tx := pool.WithContext(ctx).Raw(q, columnArgs(args)...)
+	args, err = statementArgs(args)
+	if err != nil {
+		return err
+	}
+	tx := pool.WithContext(ctx).Raw(q, args...)
 	rows, err := tx.Rows()
 	if err != nil {
 		return err
@@ -55,9 +71,74 @@ func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, arg
 
 // query runs q on pool (as scan) straight through the connections GORM holds: no callbacks,
 // no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
-// cache of prepared statements. The caller reads the rows (row) and closes them.
-func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), columnArgs(args)...)
+// cache of prepared statements. The caller reads the rows (row) and closes them; closing
+// them logs the statement if it failed or was slow, timed from the start to the close, so
+// the time spent stepping through the rows counts.
+func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*queryRows, error) {
+	args, err := statementArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	q = s.dialect.bind(q)
+	begin := time.Now() // wall time, as GORM's logger times exec and scan
+	rows, err := pool.Statement.ConnPool.QueryContext(ctx, q, args...)
+	if err != nil {
+		pool.Logger.Trace(ctx, begin, func() (string, int64) { return q, -1 }, err)
+		return nil, err
+	}
+	return &queryRows{Rows: rows, ctx: ctx, log: pool.Logger, q: q, begin: begin}, nil
+}
+
+// queryRows are query's rows: database/sql's, counted, and logged once when closed.
+type queryRows struct {
+	*sql.Rows
+	ctx    context.Context
+	log    logger.Interface
+	q      string
+	begin  time.Time
+	n      int64
+	logged bool
+}
+
+// Next advances as sql.Rows.Next does, counting the rows read.
+func (r *queryRows) Next() bool {
+	if r.Rows.Next() {
+		r.n++
+		return true
+	}
+	return false
+}
+
+// Close closes the rows and, the first time, hands the statement to the store's logger, which
+// keeps it when it failed or was slow.
+func (r *queryRows) Close() error {
+	err := r.Rows.Close()
+	if !r.logged {
+		r.logged = true
+		failed := r.Rows.Err()
+		if failed == nil {
+			failed = err
+		}
+		r.log.Trace(r.ctx, r.begin, func() (string, int64) { return r.q, r.n }, failed)
+	}
+	return err
+}
+
+// statementArgs are args as the three helpers bind them: one value for each ?, with times
+// as the columns keep them (columnArgs). A slice or array (other than bytes) is refused
+// rather than spread over the statement: see the rule above.
+func statementArgs(args []any) ([]any, error) {
+	for i, a := range args {
+		switch a.(type) {
+		case nil, string, int64, int, bool, float64, []byte, time.Time, *time.Time:
+			continue // the common cases, without reflection
+		}
+		t := reflect.TypeOf(a)
+		if (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 {
+			return nil, fmt.Errorf("statement argument %d is a %T: a ? binds one value; pass a list as one JSON parameter (jsonParam)", i+1, a)
+		}
+	}
+	return columnArgs(args), nil
 }
 
 // columnArgs are a statement's arguments as the columns keep them: a time (time.Time or
@@ -102,7 +183,7 @@ func newRow(columns int) *row {
 }
 
 // scan reads the current row of rows.
-func (r *row) scan(rows *sql.Rows) error {
+func (r *row) scan(rows *queryRows) error {
 	if err := rows.Scan(r.ptrs...); err != nil {
 		return err
 	}
@@ -216,7 +297,7 @@ func (r *row) job(at int) Job {
 }
 
 // scanJobs reads rows of jobColumns and closes rows.
-func scanJobs(rows *sql.Rows, sizeHint int) ([]Job, error) {
+func scanJobs(rows *queryRows, sizeHint int) ([]Job, error) {
 	defer rows.Close()
 	r := newRow(jobColumnCount)
 	jobs := make([]Job, 0, sizeHint)

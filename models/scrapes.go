@@ -131,7 +131,7 @@ func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
 		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Scrape{}, fmt.Errorf("scrape %d: %w", id, ErrNotFound)
+		return Scrape{}, missing("scrape", id)
 	}
 	if err := s.withCounts(ctx, rows); err != nil {
 		return Scrape{}, fmt.Errorf("scrape %d: counts: %w", id, err)
@@ -180,7 +180,7 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, 
 			return err
 		}
 		if len(cur) == 0 {
-			return ErrNotFound
+			return missing("scrape", id)
 		}
 		if strings.Contains(deletingStates, "'"+string(cur[0].State)+"'") {
 			return ErrConflict
@@ -239,7 +239,7 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 				return err
 			}
 			if n == 0 {
-				return ErrNotFound
+				return missing("scrape", scrapeID)
 			}
 			return ErrConflict
 		}
@@ -315,7 +315,11 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.exec(ctx, `DELETE FROM media WHERE id IN ?`, ids); err != nil {
+	param, err := jsonParam(ids)
+	if err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param); err != nil {
 		return fmt.Errorf("delete media: %w", err)
 	}
 	return nil
@@ -375,7 +379,7 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 		return Media{}, fmt.Errorf("media %d: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Media{}, fmt.Errorf("media %d: %w", id, ErrNotFound)
+		return Media{}, missing("media", id)
 	}
 	return rows[0], nil
 }

@@ -1,6 +1,9 @@
-// Package models is owed's storage: the rows it keeps (users, listener items, verdicts, scores,
-// owed jobs, budgets, events, scrapes) and the queries that read and change them, on SQLite or
-// PostgreSQL through GORM.
+// Package models is owed's storage: the rows it keeps (users and their credentials, listener
+// items, verdicts, scores, owed jobs, budgets, events, holds, reviews, the model's breaker,
+// webhooks and their deliveries, scrapes and media) and the queries that read and change them,
+// on SQLite or PostgreSQL through GORM; domain.go holds the domain's typed values and their
+// lists. Every statement is SQL written here and run by exec, scan or query (rows.go), with
+// one rule for its arguments; what differs between the dialects is in one file per dialect.
 package models
 
 import (
@@ -18,7 +21,37 @@ import (
 )
 
 // ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker).
+// The store says it one way (missing): the error is ErrNotFound by errors.Is, names what was
+// asked for (NotFoundWhat), and the API's error handler answers it 404 with that name.
 var ErrNotFound = errors.New("not found")
+
+// notFoundError is missing's error.
+type notFoundError struct {
+	what string
+	id   any
+}
+
+func (e *notFoundError) Error() string {
+	if e.id == nil {
+		return e.what + ": not found"
+	}
+	return fmt.Sprintf("%s %v: not found", e.what, e.id)
+}
+
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// missing is the one way the store says that what (a "song", a "job" …) of id is not there,
+// or not for the asker; id is nil when the asker gave none (a credential).
+func missing(what string, id any) error { return &notFoundError{what: what, id: id} }
+
+// NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
+func NotFoundWhat(err error) string {
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		return nf.what
+	}
+	return ""
+}
 
 // ErrForbidden is returned when a row exists but belongs to someone else.
 var ErrForbidden = errors.New("forbidden")
@@ -37,6 +70,9 @@ type Options struct {
 	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
 	// against it, and users and budget rows come back with it as their effective limit.
 	DailyLimit int64
+	// SlowStatement is how long a statement may take before it is logged at warn (0:
+	// DefaultSlowStatement).
+	SlowStatement time.Duration
 }
 
 // DefaultDailyLimit is Options.DailyLimit when none is set.
@@ -67,8 +103,8 @@ type Store struct {
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 }
 
-// SlowStatement is how long a statement may take before it is logged at warn.
-const SlowStatement = 200 * time.Millisecond
+// DefaultSlowStatement is Options.SlowStatement when none is set.
+const DefaultSlowStatement = 200 * time.Millisecond
 
 // Open connects, applies pending migrations and returns the store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -77,11 +113,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
 	// GORM's own messages go to the store's logger: failed statements at error, and statements
-	// slower than 200 ms at warn, without their parameters (they can hold content and token
-	// hashes).
+	// slower than opts.SlowStatement at warn, without their parameters (they can hold content
+	// and token hashes). query logs its statements through the same logger (rows.go).
+	if opts.SlowStatement <= 0 {
+		opts.SlowStatement = DefaultSlowStatement
+	}
 	gormLog := logger.Discard
 	if opts.Logger != nil {
-		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: SlowStatement, LogLevel: logger.Warn,
+		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: opts.SlowStatement, LogLevel: logger.Warn,
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }

@@ -122,7 +122,7 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 		if err := rows.Err(); err != nil {
 			return User{}, err
 		}
-		return User{}, ErrNotFound
+		return User{}, missing("user", nil)
 	}
 	r := newRow(6)
 	if err := r.scan(rows); err != nil {
@@ -143,7 +143,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 		return User{}, fmt.Errorf("user %d: %w", id, err)
 	}
 	if u.ID == 0 {
-		return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
+		return User{}, missing("user", id)
 	}
 	u.DailyLimit = s.effectiveLimit(u.OwnLimit)
 	return u, nil
@@ -170,7 +170,7 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 		return User{}, fmt.Errorf("set the daily limit of user %d: %w", userID, err)
 	}
 	if n == 0 {
-		return User{}, fmt.Errorf("set the daily limit of user %d: %w", userID, ErrNotFound)
+		return User{}, missing("user", userID)
 	}
 	s.changed(userID)
 	u, err := s.UserByID(ctx, userID)
@@ -252,7 +252,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 			return err
 		}
 		if n == 0 {
-			return ErrNotFound
+			return missing("user", userID)
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession); err != nil {
 			return fmt.Errorf("end sessions: %w", err)

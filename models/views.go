@@ -89,7 +89,7 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	if song.Public == 0 {
-		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, ErrNotFound)
+		return Song{}, nil, nil, missing("song", id)
 	}
 	var revs []PublicRevision
 	if err := s.scan(ctx, s.read, &revs, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r

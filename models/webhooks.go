@@ -2,14 +2,13 @@ package models
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/owed/owed/webhooks"
 )
 
 // Webhook events. EventAll subscribes to every event, including ones added later.
@@ -165,36 +164,13 @@ type BackfillFinishedData struct {
 	FinishedAt time.Time  `json:"finishedAt"`
 }
 
-// webhookPayload is the body of every delivery, as the Standard Webhooks scheme shapes it.
-type webhookPayload struct {
-	Type      string `json:"type"`
-	Timestamp string `json:"timestamp"`
-	Data      any    `json:"data"`
-}
-
-// NewWebhookSecret makes a fresh signing secret: "whsec_" and the base64 of 24 random bytes.
-func NewWebhookSecret() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return "whsec_" + base64.StdEncoding.EncodeToString(b)
-}
-
-// newMsgID makes a message id: "msg_" and 24 random base32 characters. One event gets one id,
-// shared by its deliveries to every subscription.
-func newMsgID() string {
-	b := make([]byte, 15)
-	rand.Read(b)
-	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
-
 // eventPattern is the LIKE pattern that finds a subscription to event in the JSON array of
 // its events. Event names hold no LIKE wildcards.
 func eventPattern(event string) string { return `%"` + event + `"%` }
 
 // ValidWebhookEvent reports whether event may be published (every event but "*").
 func ValidWebhookEvent(event string) bool {
-	return event == EventItemScreened || event == EventSongScored || event == EventBackfillFinished || event == EventModelBreaker ||
-		event == EventItemAppealDecided
+	return event != EventAll && slices.Contains(WebhookEvents, event)
 }
 
 // EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,
@@ -236,14 +212,14 @@ func (s *Store) enqueueWebhook(ctx context.Context, event string, data func() (a
 // insertDeliveries owes event, with data d, to every active subscription to it.
 func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error {
 	now := s.clock.Now()
-	body, err := json.Marshal(webhookPayload{Type: event, Timestamp: now.UTC().Format(TimeFormat), Data: d})
+	body, err := webhooks.Payload(event, now.UTC().Format(TimeFormat), d)
 	if err != nil {
 		return fmt.Errorf("webhook %s payload: %w", event, err)
 	}
 	ms := now.UnixMilli()
 	if _, err := s.exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
 		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`,
-		newMsgID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)); err != nil {
+		webhooks.NewMessageID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)); err != nil {
 		return fmt.Errorf("insert %s deliveries: %w", event, err)
 	}
 	return nil
@@ -321,7 +297,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string
 		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, ErrNotFound)
+		return Webhook{}, missing("webhook", id)
 	}
 	return rows[0].webhook(), nil
 }
@@ -348,7 +324,7 @@ func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 	}
 	w, ok := ws[id]
 	if !ok {
-		return Webhook{}, fmt.Errorf("webhook %d: %w", id, ErrNotFound)
+		return Webhook{}, missing("webhook", id)
 	}
 	return w, nil
 }
@@ -389,7 +365,7 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 			return err
 		}
 		if n == 0 {
-			return ErrNotFound
+			return missing("webhook", id)
 		}
 		if !active {
 			if err := tx.cancelDeliveries(ctx, id); err != nil {
@@ -422,7 +398,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 		return fmt.Errorf("delete webhook %d: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("delete webhook %d: %w", id, ErrNotFound)
+		return missing("webhook", id)
 	}
 	return nil
 }
@@ -583,7 +559,7 @@ func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("delivery %d: %w", id, err)
 	}
 	if len(ds) == 0 {
-		return Delivery{}, fmt.Errorf("delivery %d: %w", id, ErrNotFound)
+		return Delivery{}, missing("delivery", id)
 	}
 	return ds[0], nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/webhooks"
 )
 
 // hookRig is a store with webhook subscriptions to look at.
@@ -23,7 +24,7 @@ func newHookRig(t *testing.T, db string) *hookRig {
 
 func (h *hookRig) subscribe(events ...string) int64 {
 	h.t.Helper()
-	w, err := h.store.CreateWebhook(h.ctx, "https://hooks.example/owed", events, models.NewWebhookSecret())
+	w, err := h.store.CreateWebhook(h.ctx, "https://hooks.example/owed", events, webhooks.NewSecret())
 	if err != nil {
 		h.t.Fatal(err)
 	}

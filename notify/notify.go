@@ -17,6 +17,11 @@
 //
 // A wake is a hint, never a promise of change: a waiter re-reads the version and waits again
 // if it is the same.
+//
+// The versions the API keeps in memory ask the Hub too: a VersionMark (MarkVersion) tells
+// whether an author changed since it was taken without counting as a waiter, Sync is a
+// barrier after which every notification committed before it has been heard (PostgreSQL), and
+// Mark orders wakes and reads so that waiters woken by one change can share a read.
 package notify
 
 import (

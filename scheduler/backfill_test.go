@@ -18,6 +18,7 @@ import (
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
+	"github.com/owed/owed/webhooks"
 )
 
 func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -962,7 +963,7 @@ func TestBackfillFinishedOwesTheWebhook(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
-		if _, err := b.store.CreateWebhook(b.ctx, "https://hooks.example/owed", []string{models.EventBackfillFinished}, models.NewWebhookSecret()); err != nil {
+		if _, err := b.store.CreateWebhook(b.ctx, "https://hooks.example/owed", []string{models.EventBackfillFinished}, webhooks.NewSecret()); err != nil {
 			t.Fatal(err)
 		}
 		b.scrape("chat-w", "puppet", models.ScrapeDone, "/img/1.png", "/video/2", "/garbage/3")

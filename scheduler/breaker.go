@@ -58,7 +58,7 @@ type breaker struct {
 // failure says whether a reply counts against the model: no connection, a 5xx, or a 429. An
 // answer that is not the expected JSON is the item's problem, not the model's.
 func failure(r modelclient.Reply) bool {
-	return r.Why == modelclient.WhyUnreachable || (r.Why == modelclient.WhyUpstream && (r.Status >= 500 || r.Status == 429))
+	return r.Why == models.WhyUnreachable || (r.Why == models.WhyUpstream && (r.Status >= 500 || r.Status == 429))
 }
 
 // state is the breaker's row, from the cache while it is closed and fresh.

@@ -1,5 +1,7 @@
-// Package scheduler runs owed's work: the content jobs (screen and score) claimed by writes,
-// by authors' views and by the periodic sweep, and the backfill queue.
+// Package scheduler runs owed's work, each kind by a runner on one lifecycle (runner.go): the
+// content jobs (screen and score, behind the model's cap and breaker) claimed by writes, by
+// authors' views and by the periodic sweep; the webhook deliveries (deliveries.go); and the
+// backfill queue. Schedule holds the cron entries that wake them.
 package scheduler
 
 import (
@@ -17,8 +19,9 @@ import (
 )
 
 // ScoreRuns is how many times the critic is asked per score: one run moves by up to 0.06 on
-// unchanged code, which would reorder a list sorted by art, so the mean of three is kept.
-const ScoreRuns = 3
+// unchanged code, which would reorder a list sorted by art, so the mean of three is kept. It
+// is a score's calls (models.ScoreCalls), which the budget's SQL charges too.
+const ScoreRuns = models.ScoreCalls
 
 // Backoff is how long a job waits after attempts failed attempts: a minute, doubling, at most
 // an hour.

@@ -102,7 +102,7 @@ func newDeliveryRig(t *testing.T, db string, cfg scheduler.DeliveriesConfig) *de
 // subscribe adds a webhook of url to events and returns it with its secret.
 func (r *deliveryRig) subscribe(url string, events ...string) models.Webhook {
 	r.t.Helper()
-	w, err := r.store.CreateWebhook(r.ctx, url, events, models.NewWebhookSecret())
+	w, err := r.store.CreateWebhook(r.ctx, url, events, webhooks.NewSecret())
 	if err != nil {
 		r.t.Fatal(err)
 	}

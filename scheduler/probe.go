@@ -52,7 +52,7 @@ func (c *Content) ProbeModel(ctx context.Context, record func(tx *models.Store, 
 		return ProbeResult{}, &TooSoonError{Wait: wait}
 	}
 	reply := c.model.Screen(ctx, probeSubject)
-	r := ProbeResult{Answered: reply.Why == "" || !failure(reply), Why: reply.Why, Status: reply.Status, Error: reply.Error,
+	r := ProbeResult{Answered: reply.Why == "" || !failure(reply), Why: string(reply.Why), Status: reply.Status, Error: reply.Error,
 		UpstreamMs: reply.UpstreamMs}
 	if r.Answered {
 		r.Why, r.Error = "", ""

@@ -16,7 +16,7 @@ type screenTask struct {
 	below float64                   // the review band of the item's kind (0: off)
 }
 
-func (t *screenTask) calls() int { return 1 }
+func (t *screenTask) calls() int { return models.ScreenCalls }
 
 func (t *screenTask) event() models.Event { return attemptEvent(t.job, models.TaskScreen) }
 

@@ -1,7 +1,10 @@
-// Package webhooks delivers owed's webhooks: each delivery is an owed job (a row written with
-// the result it reports, see models.EnqueueWebhook) that a Deliverer claims with a lease, signs
-// by the Standard Webhooks scheme, POSTs, and retries on the scheme's schedule until the
-// receiver answers 2xx or the subscription is disabled.
+// Package webhooks is what owed's webhooks are, apart from their rows: a delivery's body
+// (Payload) and message id (NewMessageID), signing secrets (NewSecret, Key) and signatures by
+// the Standard Webhooks scheme (Sign, SignAll; Verify for receivers and tests), and the checks
+// of a subscription's URL (CheckURL). The store owes a delivery in the transaction that writes
+// the result it reports (models.EnqueueWebhook, which builds its body here), and the
+// scheduler's deliveries runner claims it with a lease, signs it, POSTs it and retries it on
+// the scheme's schedule until the receiver answers 2xx or the subscription is disabled.
 package webhooks
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
+	"github.com/owed/owed/models"
 )
 
 var pitch = modelclient.ScreenRequest{Kind: modelclient.KindPitch, Subject: modelclient.Subject{Text: "a song about rain"}}
@@ -18,7 +19,7 @@ func TestFailNextThenRecover(t *testing.T) {
 	f := modeltest.New(t)
 	c := f.Client()
 	f.FailNext(2, 503, map[string]string{"Retry-After": "4"})
-	for i, want := range []string{modelclient.WhyUpstream, modelclient.WhyUpstream, ""} {
+	for i, want := range []models.Why{models.WhyUpstream, models.WhyUpstream, ""} {
 		r := c.Screen(t.Context(), pitch)
 		if r.Why != want {
 			t.Fatalf("call %d: %+v, want why %q", i, r, want)
@@ -94,7 +95,7 @@ func TestHangReleasedAtCleanup(t *testing.T) {
 	})
 	select {
 	case r := <-done:
-		if r.Why != modelclient.WhyUnreachable {
+		if r.Why != models.WhyUnreachable {
 			t.Errorf("reply = %+v", r)
 		}
 	case <-time.After(5 * time.Second):

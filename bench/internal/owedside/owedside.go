@@ -5,6 +5,7 @@ package owedside
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	neturl "net/url"
@@ -214,7 +215,11 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 				for i, j := range jobs {
 					ids[i] = j.ID
 				}
-				if _, err := store.RawExec(ctx, `DELETE FROM content_jobs WHERE id IN ? AND lease_owner = ?`, ids, owner); err != nil {
+				list, err := json.Marshal(ids)
+				if err != nil {
+					return ran, err
+				}
+				if _, err := store.RawExec(ctx, `DELETE FROM content_jobs WHERE `+store.IDIn("id")+` AND lease_owner = ?`, string(list), owner); err != nil {
 					return ran, err
 				}
 				ran += len(jobs)

@@ -1,0 +1,194 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// eventFields are the events table's columns as the store writes them (every one but id), in
+// order: the one list of them. insertEvent, the batched verdicts' events (screenRow,
+// screenColumns, insertScreenEvents), eventColumns and the reads of events (scanEvents) are
+// made from it, so a new column is one row here (and its migration, in both dialects).
+// value is the column's value in an Event as a statement binds it (int64, float64, string or
+// nil for NULL); set reads it back from a row's column i.
+var eventFields = []struct {
+	name, sqlType string
+	value         func(e *Event) any
+	set           func(e *Event, r *row, i int)
+}{
+	{"at", "bigint", func(e *Event) any { return e.At.UnixMilli() }, func(e *Event, r *row, i int) { e.At = r.time(i) }},
+	{"event", "text", func(e *Event) any { return string(e.Event) }, func(e *Event, r *row, i int) { e.Event = Task(r.str(i)) }},
+	{"kind", "text", func(e *Event) any { return string(e.Kind) }, func(e *Event, r *row, i int) { e.Kind = Kind(r.str(i)) }},
+	{"item_id", "bigint", func(e *Event) any { return e.ItemID }, func(e *Event, r *row, i int) { e.ItemID = r.int64(i) }},
+	{"user_id", "bigint", func(e *Event) any { return e.UserID }, func(e *Event, r *row, i int) { e.UserID = r.int64(i) }},
+	{"outcome", "text", func(e *Event) any { return string(e.Outcome) },
+		func(e *Event, r *row, i int) { e.Outcome = EventOutcome(r.str(i)) }},
+	{"why", "text", func(e *Event) any { return nullable(e.Why, func(w Why) any { return string(w) }) },
+		func(e *Event, r *row, i int) { e.Why = textp[Why](r, i) }},
+	{"status", "integer", func(e *Event) any { return nullable(e.Status, func(n int) any { return int64(n) }) },
+		func(e *Event, r *row, i int) { e.Status = r.intp(i) }},
+	{"upstream_ms", "bigint", func(e *Event) any { return nullable(e.UpstreamMs, func(n int64) any { return n }) },
+		func(e *Event, r *row, i int) { e.UpstreamMs = r.int64p(i) }},
+	{"attempt", "integer", func(e *Event) any { return int64(e.Attempt) }, func(e *Event, r *row, i int) { e.Attempt = int(r.int64(i)) }},
+	{"confidence", "double precision", func(e *Event) any { return nullable(e.Confidence, func(f float64) any { return f }) },
+		func(e *Event, r *row, i int) { e.Confidence = r.floatp(i) }},
+	{"art", "double precision", func(e *Event) any { return nullable(e.Art, func(f float64) any { return f }) },
+		func(e *Event, r *row, i int) { e.Art = r.floatp(i) }},
+	{"request_bytes", "bigint", func(e *Event) any { return nullable(e.RequestBytes, func(n int64) any { return n }) },
+		func(e *Event, r *row, i int) { e.RequestBytes = r.int64p(i) }},
+	{"runs", "integer", func(e *Event) any { return nullable(e.Runs, func(n int) any { return int64(n) }) },
+		func(e *Event, r *row, i int) { e.Runs = r.intp(i) }},
+	{"error", "text", func(e *Event) any { return nullable(e.Error, func(s string) any { return s }) },
+		func(e *Event, r *row, i int) { e.Error = r.strp(i) }},
+	{"admin_id", "bigint", func(e *Event) any { return nullable(e.AdminID, func(n int64) any { return n }) },
+		func(e *Event, r *row, i int) { e.AdminID = r.int64p(i) }},
+	{"note", "text", func(e *Event) any { return nullable(e.Note, func(s string) any { return s }) },
+		func(e *Event, r *row, i int) { e.Note = r.strp(i) }},
+	{"verdict", "text", func(e *Event) any { return nullable(e.Verdict, func(v Verdict) any { return string(v) }) },
+		func(e *Event, r *row, i int) { e.Verdict = textp[Verdict](r, i) }},
+}
+
+// nullable is f(*p), or nil (NULL) when p is nil.
+func nullable[T any](p *T, f func(T) any) any {
+	if p == nil {
+		return nil
+	}
+	return f(*p)
+}
+
+// eventColumns are the events table's columns as written, eventFields' names in order.
+var eventColumns = func() string {
+	names := make([]string, len(eventFields))
+	for i, f := range eventFields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}()
+
+// insertEventSQL inserts one event, an argument for each of eventFields.
+var insertEventSQL = `INSERT INTO events (` + eventColumns + `) VALUES (?` + strings.Repeat(", ?", len(eventFields)-1) + `) RETURNING id`
+
+func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
+	if ev.At.IsZero() {
+		ev.At = fromMillis(s.nowMs())
+	}
+	args := make([]any, len(eventFields))
+	for i, f := range eventFields {
+		args[i] = f.value(ev)
+	}
+	if err := s.scan(ctx, s.db, &ev.ID, insertEventSQL, args...); err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	return nil
+}
+
+// scanEvents reads rows of id and eventColumns, and closes rows. An empty page is an empty
+// list, not nil.
+func scanEvents(rows *queryRows, sizeHint int) ([]Event, error) {
+	defer rows.Close()
+	r := newRow(1 + len(eventFields))
+	evs := make([]Event, 0, sizeHint)
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return nil, err
+		}
+		e := Event{ID: r.int64(0)}
+		for i, f := range eventFields {
+			f.set(&e, r, i+1)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		evs = append(evs, e)
+	}
+	return evs, rows.Err()
+}
+
+// screenRow is a verdict and its event as passed to the database in a batch (see fromJSON):
+// a JSON object of screenColumns, the event's columns named e_ and the events table's name.
+type screenRow struct {
+	kind       Kind
+	itemID     int64
+	verdict    Verdict
+	confidence float64
+	at         int64
+	ev         Event
+}
+
+// screenColumns are screenRow's columns: the verdict's, then the event's (eventFields).
+var screenColumns = func() []column {
+	cols := []column{{"kind", "text"}, {"item_id", "bigint"}, {"verdict", "text"}, {"confidence", "double precision"}, {"at", "bigint"}}
+	for _, f := range eventFields {
+		cols = append(cols, column{"e_" + f.name, f.sqlType})
+	}
+	return cols
+}()
+
+// insertScreenEvents inserts the events of v's rows (those joined to s, on PostgreSQL).
+var insertScreenEvents = func() string {
+	vals := make([]string, len(eventFields))
+	for i, f := range eventFields {
+		vals[i] = "v.e_" + f.name
+	}
+	return `INSERT INTO events (` + eventColumns + `)
+	SELECT ` + strings.Join(vals, ", ") + ` FROM v`
+}()
+
+func newScreenRow(c screenCall, now int64) screenRow {
+	ev := c.ev
+	if ev.At.IsZero() {
+		ev.At = fromMillis(now)
+	}
+	return screenRow{kind: c.kind, itemID: c.itemID, verdict: c.verdict, confidence: c.confidence, at: now, ev: ev}
+}
+
+// MarshalJSON writes the row as screenColumns name it, by hand: a batch of verdicts is
+// encoded on the hot path, and the values are only integers, numbers, text and NULL.
+func (r screenRow) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 512)
+	var err error
+	for i, v := range []any{string(r.kind), r.itemID, string(r.verdict), r.confidence, r.at} {
+		if i == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, screenColumns[i].name) // plain ASCII names: Go's quoting is JSON's
+		b = append(b, ':')
+		if b, err = appendJSONValue(b, v); err != nil {
+			return nil, fmt.Errorf("column %s: %w", screenColumns[i].name, err)
+		}
+	}
+	for _, f := range eventFields {
+		b = append(b, `,"e_`...)
+		b = append(b, f.name...)
+		b = append(b, `":`...)
+		if b, err = appendJSONValue(b, f.value(&r.ev)); err != nil {
+			return nil, fmt.Errorf("event column %s: %w", f.name, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONValue appends v (as eventFields' value gives it) as JSON.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%v is not a JSON number", v)
+		}
+		return strconv.AppendFloat(b, v, 'g', -1, 64), nil
+	case string:
+		s, err := json.Marshal(v)
+		return append(b, s...), err
+	}
+	return nil, fmt.Errorf("%T is not a column value", v)
+}

@@ -1,0 +1,121 @@
+package models_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// Every way a statement runs (exec, scan, and query's hand-read rows) logs a slow statement
+// at warn through the store's logger, with its placeholders and never its arguments.
+func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		// The log goes to a file, read back whole: the store may log from its own goroutines.
+		path := filepath.Join(t.TempDir(), "log")
+		file, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		logged := func() string {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		log := slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start), func(o *models.Options) {
+			o.Logger = log
+			o.SlowStatement = time.Nanosecond // every statement is slow
+		})
+		f := &fixture{t: t, ctx: t.Context(), store: store}
+		const secret = "an-argument-that-must-not-be-logged"
+		for _, step := range []struct {
+			name string
+			run  func() error
+			want string // in the logged statement
+		}{
+			{"exec", func() error {
+				_, err := store.RawExec(f.ctx, `UPDATE users SET name = name WHERE name = ?`, secret)
+				return err
+			}, "UPDATE users SET name = name"},
+			{"scan", func() error {
+				var n int64
+				return store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM users WHERE name <> ?`, secret)
+			}, "SELECT COUNT(*) FROM users"},
+			{"query", func() error {
+				_, err := store.PublicSongs(f.ctx, false, nil, 10)
+				return err
+			}, "FROM songs"},
+		} {
+			before := len(logged())
+			if err := step.run(); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			out := logged()[before:]
+			if !strings.Contains(out, "level=WARN") || !strings.Contains(out, step.want) {
+				t.Errorf("%s: the slow statement was not logged at warn; log:\n%s", step.name, out)
+			}
+			if strings.Contains(out, secret) {
+				t.Errorf("%s: an argument was logged:\n%s", step.name, out)
+			}
+		}
+	})
+}
+
+// A ? binds one value in every statement: a list given for one is refused, not spread over
+// the statement (GORM would spread it in exec and scan, and could not in query).
+func TestQuestionMarkBindsOneValue(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		ids := []int64{1, 2}
+		if _, err := f.store.RawExec(f.ctx, `DELETE FROM users WHERE id IN ?`, ids); err == nil || !strings.Contains(err.Error(), "binds one value") {
+			t.Errorf("exec with a list: err = %v, want the one-value rule", err)
+		}
+		var n int64
+		if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM users WHERE id IN ?`, ids); err == nil || !strings.Contains(err.Error(), "binds one value") {
+			t.Errorf("scan with a list: err = %v, want the one-value rule", err)
+		}
+		// A list travels as one JSON parameter.
+		a, b := f.user("ann"), f.user("bob")
+		f.user("cy")
+		if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM users WHERE `+f.store.IDIn("id"), fmt.Sprintf("[%d,%d]", a, b)); err != nil || n != 2 {
+			t.Errorf("scan with a JSON list: n = %d, err = %v; want 2", n, err)
+		}
+	})
+}
+
+// "Not found" is said one way: ErrNotFound by errors.Is, naming what was missing, through
+// whatever the method wraps around it.
+func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		for _, c := range []struct {
+			what string
+			err  error
+		}{
+			{"job", func() error { _, err := f.store.JobByID(f.ctx, 999); return err }()},
+			{"song", func() error { _, err := f.store.SongByID(f.ctx, 999); return err }()},
+			{"user", func() error { _, err := f.store.UserByID(f.ctx, 999); return err }()},
+			{"webhook", f.store.DeleteWebhook(f.ctx, 999)},
+			{"scrape", func() error { _, err := f.store.ScrapeByID(f.ctx, 999); return err }()},
+		} {
+			if !errors.Is(c.err, models.ErrNotFound) || models.NotFoundWhat(c.err) != c.what {
+				t.Errorf("%s: err %v names %q; want ErrNotFound naming %q", c.what, c.err, models.NotFoundWhat(c.err), c.what)
+			}
+		}
+		if w := models.NotFoundWhat(fmt.Errorf("x: %w", models.ErrForbidden)); w != "" {
+			t.Errorf("another error names %q", w)
+		}
+	})
+}
