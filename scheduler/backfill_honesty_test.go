@@ -11,6 +11,7 @@ import (
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
+	"github.com/owed/owed/webhooks"
 )
 
 // finishedDeliveries is the backfill.finished payloads owed so far.
@@ -31,7 +32,7 @@ func (b *bf) finishedDeliveries() []string {
 
 func (b *bf) hook() {
 	b.t.Helper()
-	if _, err := b.store.CreateWebhook(b.ctx, "https://hooks.example/owed", []string{models.EventBackfillFinished}, models.NewWebhookSecret()); err != nil {
+	if _, err := b.store.CreateWebhook(b.ctx, "https://hooks.example/owed", []string{models.EventBackfillFinished}, webhooks.NewSecret()); err != nil {
 		b.t.Fatal(err)
 	}
 }
