@@ -425,8 +425,10 @@ func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilt
 			sql += ` AND ` + a + `.created_at < ?`
 			args = append(args, c.CreatedAt)
 		case rank == afterRank:
-			sql += ` AND (` + a + `.created_at < ? OR (` + a + `.created_at = ? AND ` + a + `.id < ?))`
-			args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+			// A row value, so that the index is entered at the cursor: written as an OR, SQLite
+			// 3.54 reads every older item of the author by each branch and sorts them all.
+			sql += ` AND (` + a + `.created_at, ` + a + `.id) < (?, ?)`
+			args = append(args, c.CreatedAt, c.ID)
 		default:
 			sql += ` AND ` + a + `.created_at <= ?`
 			args = append(args, c.CreatedAt)
