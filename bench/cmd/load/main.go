@@ -120,15 +120,7 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 		hs := make([]held, 1000)
 		for i := range hs {
 			tok := scaleAuthor(pick(authors))
-			req, _ := http.NewRequest(http.MethodGet, target+"/api/listeners/mine", nil)
-			req.Header = bearer(tok)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				fail(err)
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			hs[i] = held{tok, res.Header.Get("ETag")}
+			hs[i] = held{tok, etagOf(target+"/api/listeners/mine", tok)}
 		}
 		want = http.StatusNotModified
 		targeter = func(t *vegeta.Target) error {
@@ -141,17 +133,9 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 		// One author with 100,000 owed jobs (cmd/scale -phase heavy): the first page of their
 		// view, or its 304.
 		url := target + "/api/listeners/mine?limit=100"
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		req.Header = bearer(scaleHeavy)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			fail(err)
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		etag := res.Header.Get("ETag")
+		etag := etagOf(url, scaleHeavy)
 		if etag == "" {
-			fail(fmt.Errorf("heavy: %s answered %d without an ETag (run cmd/scale -phase heavy)", url, res.StatusCode))
+			fail(fmt.Errorf("heavy: %s answered without an ETag (run cmd/scale -phase heavy)", url))
 		}
 		if what == "heavy-304" {
 			want = http.StatusNotModified
@@ -248,6 +232,19 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 	}
 	fmt.Printf("| %s | %s | %.0f/s | %s | %s | %s | %s | %d of %d not %d | %s |\n", what, mode, m.Throughput, ms(m.Latencies.P50), ms(m.Latencies.P99),
 		ms(m.Latencies.Max), cpu, bad, m.Requests, want, rss(pid))
+}
+
+// etagOf is the ETag of url's answer to tok's GET.
+func etagOf(url, tok string) string {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.Header.Get("ETag")
 }
 
 // procCPU is the CPU time the server's process has used (user and system), from /proc: with

@@ -562,6 +562,16 @@ func procStatus(key string) int64 {
 	return 0
 }
 
+// openSeeded opens a seeded file for more bulk writes, on one connection of its own.
+func openSeeded(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF&_cache_size=-400000")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
 // heavyToken is the token of the author -phase heavy adds.
 const heavyToken = "owed_scale_heavy"
 
@@ -570,12 +580,11 @@ const heavyToken = "owed_scale_heavy"
 // 52,250), due in 1 to 25 hours (issue 25: an author with 100,000
 // owed jobs). The pitches go through owed's triggers (their jobs, the kept version and counts).
 func seedHeavy(ctx context.Context, path string, n int) error {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF&_cache_size=-400000")
+	db, err := openSeeded(path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	now := time.Now().UnixMilli()
 	t := time.Now()
 	tx, err := db.BeginTx(ctx, nil)
@@ -609,12 +618,11 @@ func seedHeavy(ctx context.Context, path string, n int) error {
 // seedOwed owes settled items a screen again (as an overturned policy would) until n jobs are
 // owed in all, due in 1 to 25 hours, through owed's triggers (the kept counts).
 func seedOwed(ctx context.Context, path string, n int) error {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF&_cache_size=-400000")
+	db, err := openSeeded(path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	t := time.Now()
 	var have int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM content_jobs`).Scan(&have); err != nil {
