@@ -13,6 +13,14 @@
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run mine,jobs-why,jobs-user -rate 1000
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run 304 -rate 5000
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run streams -streams 10000 -writers 1000 -pid PID
+//	go run ./cmd/load -target http://127.0.0.1:8080 -run heavy,heavy-304,heavy-page -rate 100   # after scale -phase heavy
+//
+// heavy, heavy-304 and heavy-page load the one author of cmd/scale -phase heavy (100,000 owed
+// jobs): their first page (mine?limit=100), its 304, and pages at random cursors (each built:
+// the first page asked again unchanged is answered from the server's kept answers). metrics
+// scrapes /metrics. With -stream-authors, the streams run spreads -streams over that many
+// authors (issue 25: 10,000 streams over 2,000 authors), and prints the server's CPU (cores)
+// while the writes go on.
 //
 // The streams run opens -streams server-sent event streams of distinct authors, waits until
 // the server counts them all (owed_mine_waiters), reads the server's resident memory (-pid),
