@@ -77,9 +77,10 @@ const mineVersionQuery = `SELECT v.version, v.jobs, v.next_due_at, g.version, b.
 const mineDueProbe = 64
 
 // MineVersion reads the version of the author's own view at now (see MineVersion), on the
-// read pool, without reading any item: one row by key, and, only when the author's earliest
-// job is due by now, at most mineDueProbe of their due jobs (by content_jobs_user_due), to tell
-// a job free to claim from one leased or held.
+// read pool, without reading any item: one row by key, and, only when the kept bound of the
+// author's earliest due time has passed, their first jobs in due order (by
+// content_jobs_user_due, at most mineDueProbe+1): those due by now, to tell a job free to claim
+// from one leased or held, and the first due later, the view's next wake.
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	rows, err := s.query(ctx, s.read, mineVersionQuery, userID, userID, userID, v.Day)
