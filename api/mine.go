@@ -172,7 +172,7 @@ func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mi
 
 // buildMine reads and encodes the view's answer at st.
 func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
-	items, next, err := a.Store.MinePage(ctx, u.ID, nil, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after})
+	items, next, err := a.Store.MinePage(ctx, u.ID, nil, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -98,15 +99,25 @@ const deliveriesHeld = `EXISTS (SELECT 1 FROM holds WHERE deliveries = 1)`
 
 // Holds reads what is held, from the writer, so that a hold just set is seen at once.
 func (s *Store) Holds(ctx context.Context) (Holds, error) {
-	var row struct {
-		Screen     int `gorm:"column:screen"`
-		Score      int `gorm:"column:score"`
-		Deliveries int `gorm:"column:deliveries"`
-	}
-	if err := s.scan(ctx, s.db, &row, `SELECT screen, score, deliveries FROM holds WHERE id = 1`); err != nil {
+	// Read by hand (row): every admin job list reads it first, and GORM's reflective scan cost
+	// more than the read.
+	rows, err := s.query(ctx, s.db, `SELECT screen, score, deliveries FROM holds WHERE id = 1`)
+	if err != nil {
 		return Holds{}, fmt.Errorf("read holds: %w", err)
 	}
-	return Holds{Screen: row.Screen == 1, Score: row.Score == 1, Deliveries: row.Deliveries == 1}, nil
+	r := newRow(3)
+	var h Holds
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			rows.Close()
+			return Holds{}, fmt.Errorf("read holds: %w", err)
+		}
+		h = Holds{Screen: r.int64(0) == 1, Score: r.int64(1) == 1, Deliveries: r.int64(2) == 1}
+	}
+	if err := errors.Join(rows.Err(), rows.Close(), r.err); err != nil {
+		return Holds{}, fmt.Errorf("read holds: %w", err)
+	}
+	return h, nil
 }
 
 // SetHolds replaces what is held; by is the admin's user id.

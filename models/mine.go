@@ -77,9 +77,10 @@ var mineVersionQuery = `SELECT v.version, v.jobs, v.next_due_at, g.version, b.sp
 const mineDueProbe = 64
 
 // MineVersion reads the version of the author's own view at now (see MineVersion), on the
-// read pool, without reading any item: one row by key, and, only when the author's earliest
-// job is due by now, at most mineDueProbe of their due jobs (by content_jobs_user_due), to tell
-// a job free to claim from one leased or held.
+// read pool, without reading any item: one row by key, and, only when the kept bound of the
+// author's earliest due time has passed, their first jobs in due order (by
+// content_jobs_user_due, at most mineDueProbe+1): those due by now, to tell a job free to claim
+// from one leased or held, and the first due later, the view's next wake.
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	rows, err := s.query(ctx, s.read, mineVersionQuery, userID, userID, userID, v.Day)
@@ -123,21 +124,28 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		v.WakeAt = *v.NextDueAt
 		return v, nil
 	}
-	// The earliest job is due by now: is one free to claim?
+	// The earliest job is due by now: is one free to claim? One statement reads the author's
+	// jobs in due order: those due by now (at most mineDueProbe), and the first that is not,
+	// which is when the author's jobs next come due.
 	rows, err = s.query(ctx, s.read, `SELECT due_at, lease_until, task FROM content_jobs
-		WHERE user_id = ? AND due_at <= ? ORDER BY due_at LIMIT ?`, userID, now, mineDueProbe)
+		WHERE user_id = ? ORDER BY due_at LIMIT ?`, userID, mineDueProbe+1)
 	if err != nil {
 		return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
 	}
 	r = newRow(3)
 	n := 0
+	var later *time.Time // the earliest due time after now
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			rows.Close()
 			return v, fmt.Errorf("mine version of user %d: due jobs: %w", userID, err)
 		}
+		due, lease, task := r.time(0), r.timep(1), Task(r.str(2))
+		if due.After(now) {
+			later = &due
+			break
+		}
 		n++
-		lease, task := r.timep(1), Task(r.str(2))
 		switch {
 		case v.Held.Task(task):
 			// lifting the hold changes the shared version
@@ -152,17 +160,16 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	}
 	if n == 0 {
 		// The kept bound has passed, yet nothing is due: the earliest job comes later.
-		var next []int64
-		if err := s.scan(ctx, s.read, &next, `SELECT MIN(due_at) FROM content_jobs WHERE user_id = ? AND due_at > ?`, userID, now); err != nil {
-			return v, fmt.Errorf("mine version of user %d: next due job: %w", userID, err)
-		}
-		if len(next) > 0 && next[0] > 0 {
-			t := fromMillis(next[0])
-			v.NextDueAt, v.WakeAt = &t, t
+		v.NextDueAt = later
+		if later != nil {
+			v.WakeAt = *later
 		}
 		return v, nil
 	}
-	if !v.Due && n == mineDueProbe {
+	if later != nil && !v.Due && (v.WakeAt.IsZero() || later.Before(v.WakeAt)) {
+		v.WakeAt = *later // the jobs due now are leased or held; the next comes due first
+	}
+	if !v.Due && n > mineDueProbe {
 		// More are due than were read, all of these leased or held: look again soon.
 		if soon := now.Add(time.Minute); v.WakeAt.IsZero() || soon.Before(v.WakeAt) {
 			v.WakeAt = soon
@@ -198,7 +205,17 @@ type MineFilter struct {
 	Limit int       // at most this many items (> 0)
 	// After, when set, starts the page after this item (see MineCursor).
 	After *MineCursor
+	// OwedJobs is the author's number of owed jobs as MineVersion read it (its Jobs), or nil
+	// when not known. It only chooses how the page's jobs are read: an author with few jobs
+	// has them read whole by their author (one short range of content_jobs_user_due), one with
+	// many, or an unknown number, by the page's items (see pageJobs).
+	OwedJobs *int64
 }
+
+// mineJobsByAuthor is the most owed jobs of an author that MinePage reads whole, by author,
+// rather than by the page's items (up to two tasks for each kind and id of the page: hundreds
+// of index probes for a page of 100).
+const mineJobsByAuthor = 256
 
 // MineCursor is a place in an author's items, which are ordered newest first across kinds:
 // by created_at descending, then kind (revision, comment, pitch), then id descending. That is
@@ -317,11 +334,49 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
 	if jobs == nil && len(items) > 0 {
-		if err := s.pageJobs(ctx, userID, items); err != nil {
+		few := f.OwedJobs != nil && *f.OwedJobs <= mineJobsByAuthor
+		if few {
+			few, err = s.authorJobs(ctx, userID, items)
+		}
+		if err == nil && !few {
+			err = s.pageJobs(ctx, userID, items)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("mine page: jobs: %w", err)
 		}
 	}
 	return items, next, nil
+}
+
+// authorJobs gives the page's items their owed jobs out of all of the author's, read by
+// content_jobs_user_due, when the author has at most 2 × mineJobsByAuthor of them; else it
+// reports false and gives none (the author's jobs grew since their number was read).
+func (s *Store) authorJobs(ctx context.Context, userID int64, items []MineItem) (bool, error) {
+	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? LIMIT ?`, userID, 2*mineJobsByAuthor+1)
+	if err != nil {
+		return false, err
+	}
+	jobs, err := scanJobs(rows, 16)
+	if err != nil || len(jobs) > 2*mineJobsByAuthor {
+		return false, err
+	}
+	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	giveJobs(items, jobs)
+	return true, nil
+}
+
+// giveJobs appends to each item its jobs out of jobs (in their order); jobs for other items
+// are left out.
+func giveJobs(items []MineItem, jobs []Job) {
+	at := make(map[jobKey]int, len(items))
+	for i := range items {
+		at[jobKey{items[i].Kind, items[i].ID}] = i
+	}
+	for _, j := range jobs {
+		if i, ok := at[jobKey{j.Kind, j.ItemID}]; ok {
+			items[i].Jobs = append(items[i].Jobs, j)
+		}
+	}
 }
 
 // pageJobs reads the owed jobs of the page's items alone, in one statement by their
@@ -330,11 +385,9 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 // the few that name no item of the page are left out here. The author is a filter only
 // (+user_id): by content_jobs_user_due a page would read every job of the author.
 func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
-	at := make(map[jobKey]int, len(items))
 	var kinds, ids []any
 	seen := map[Kind]bool{}
 	for i := range items {
-		at[jobKey{items[i].Kind, items[i].ID}] = i
 		ids = append(ids, items[i].ID)
 		if !seen[items[i].Kind] {
 			seen[items[i].Kind] = true
@@ -352,11 +405,7 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 	if err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		if i, ok := at[jobKey{j.Kind, j.ItemID}]; ok {
-			items[i].Jobs = append(items[i].Jobs, j)
-		}
-	}
+	giveJobs(items, jobs)
 	return nil
 }
 
@@ -376,8 +425,10 @@ func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilt
 			sql += ` AND ` + a + `.created_at < ?`
 			args = append(args, c.CreatedAt)
 		case rank == afterRank:
-			sql += ` AND (` + a + `.created_at < ? OR (` + a + `.created_at = ? AND ` + a + `.id < ?))`
-			args = append(args, c.CreatedAt, c.CreatedAt, c.ID)
+			// A row value, so that the index is entered at the cursor: written as an OR, SQLite
+			// 3.54 reads every older item of the author by each branch and sorts them all.
+			sql += ` AND (` + a + `.created_at, ` + a + `.id) < (?, ?)`
+			args = append(args, c.CreatedAt, c.ID)
 		default:
 			sql += ` AND ` + a + `.created_at <= ?`
 			args = append(args, c.CreatedAt)

@@ -107,3 +107,87 @@ func TestMineVersion(t *testing.T) {
 		}
 	})
 }
+
+// When the author's due jobs are all leased, the view wakes at the first of the leases' ends
+// and the next job's due time, read in the same statement as the due ones.
+func TestMineVersionWakesAtNextDue(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		f.store.CreatePitch(f.ctx, ann, "one")
+		f.store.CreatePitch(f.ctx, ann, "two")
+		claimed, err := f.store.ClaimDue(f.ctx, 10, lease, "w", ann)
+		if err != nil || len(claimed) != 2 {
+			t.Fatalf("claim: %d %v", len(claimed), err)
+		}
+		next := f.clk.Now().Add(time.Minute) // before the other's lease runs out (2 minutes)
+		if ok, err := f.store.Reschedule(f.ctx, claimed[1], next, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
+			t.Fatalf("reschedule: %v %v", ok, err)
+		}
+		v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Due || !v.WakeAt.Equal(next) {
+			t.Errorf("one job leased, one due in a minute: %+v; want to wake at %v", v, next)
+		}
+		// Past the bound, nothing due: the next due time is found, not the passed bound.
+		if ok, err := f.store.Reschedule(f.ctx, claimed[0], f.clk.Now().Add(time.Hour), models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
+			t.Fatalf("reschedule: %v %v", ok, err)
+		}
+		now := f.clk.Now().Add(30 * time.Second)
+		if v, err := f.store.MineVersion(f.ctx, ann, now); err != nil || v.Due || v.NextDueAt == nil || !v.NextDueAt.Equal(next) || !v.WakeAt.Equal(next) {
+			t.Errorf("nothing due until %v: %+v, %v", next, v, err)
+		}
+	})
+}
+
+// The page's jobs are the same whether they are read by the page's items or, for an author
+// with few of them, all of the author's at once; and an author whose jobs grew past what the
+// version said is read by items again.
+func TestMinePageJobsEitherWay(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.user("ann"), f.user("bob")
+		song, _, _ := f.store.CreateSong(f.ctx, ann, "S", "v1")
+		rev, _ := f.store.CreateRevision(f.ctx, ann, song.ID, "", "v2")
+		f.store.CreateComment(f.ctx, ann, song.ID, "hi")
+		p, _ := f.store.CreatePitch(f.ctx, ann, "one")
+		f.store.CreatePitch(f.ctx, ann, "two")
+		f.store.CreatePitch(f.ctx, bob, "bob's")
+		f.store.RecordScreen(f.ctx, models.KindPitch, p.ID, models.VerdictAllow, 0.9, models.Event{Event: "screen", Outcome: "allow"})
+		f.store.RecordScreen(f.ctx, models.KindRevision, rev.ID, models.VerdictAllow, 0.9, models.Event{Event: "screen", Outcome: "allow"})
+		page := func(user int64, owed *int64, limit int) []models.MineItem {
+			t.Helper()
+			items, _, err := f.store.MinePage(f.ctx, user, nil, models.MineFilter{Limit: limit, OwedJobs: owed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return items
+		}
+		byItems := page(ann, nil, 100)
+		jobs := 0
+		for _, it := range byItems {
+			jobs += len(it.Jobs)
+		}
+		if jobs != 4 { // screens of the first revision, the comment and the second pitch; the score
+			t.Fatalf("ann's page has %d jobs, want 4: %+v", jobs, byItems)
+		}
+		for _, n := range []int64{0, 4, 256} {
+			if got := page(ann, &n, 100); !reflect.DeepEqual(got, byItems) {
+				t.Errorf("jobs read by author (owed %d) = %+v, by items = %+v", n, got, byItems)
+			}
+		}
+		if got, want := page(ann, ptr(int64(4)), 2), page(ann, nil, 2); !reflect.DeepEqual(got, want) {
+			t.Errorf("a page of 2: by author %+v, by items %+v", got, want)
+		}
+
+		// Bob has more jobs than are read by author: the page is read by items though the
+		// version (stale here) said few.
+		f.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'bulk', ? FROM n`, bob, f.nowMs())
+		if got, want := page(bob, ptr(int64(1)), 50), page(bob, nil, 50); !reflect.DeepEqual(got, want) || len(got) != 50 || len(got[0].Jobs) != 1 {
+			t.Errorf("bob's page by a stale count: %+v, by items %+v", got, want)
+		}
+	})
+}

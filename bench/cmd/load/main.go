@@ -13,6 +13,14 @@
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run mine,jobs-why,jobs-user -rate 1000
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run 304 -rate 5000
 //	go run ./cmd/load -target http://127.0.0.1:8080 -run streams -streams 10000 -writers 1000 -pid PID
+//	go run ./cmd/load -target http://127.0.0.1:8080 -run heavy,heavy-304,heavy-page -rate 100   # after scale -phase heavy
+//
+// heavy, heavy-304 and heavy-page load the one author of cmd/scale -phase heavy (100,000 owed
+// jobs): their first page (mine?limit=100), its 304, and pages at random cursors (each built:
+// the first page asked again unchanged is answered from the server's kept answers). metrics
+// scrapes /metrics. With -stream-authors, the streams run spreads -streams over that many
+// authors (issue 25: 10,000 streams over 2,000 authors), and prints the server's CPU (cores)
+// while the writes go on.
 //
 // The streams run opens -streams server-sent event streams of distinct authors, waits until
 // the server counts them all (owed_mine_waiters), reads the server's resident memory (-pid),
@@ -27,6 +35,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -45,14 +54,17 @@ import (
 )
 
 // The seeded tokens of cmd/scale.
-const scaleAdmin = "owed_scale_admin_token"
+const scaleAdmin = "owed_scale_admin_token_0123456789abcdef"
+
+// The author cmd/scale -phase heavy adds (issue 25: 100,000 owed jobs).
+const scaleHeavy = "owed_scale_heavy"
 
 func scaleAuthor(i int) string { return "owed_scale_author_" + strconv.Itoa(i) }
 
 func main() {
 	var (
 		target   = flag.String("target", "http://127.0.0.1:8080", "owed's base URL")
-		runs     = flag.String("run", "mine,304,jobs-why,jobs-user", "what to load: healthz, mine, 304, jobs-why, jobs-user, streams")
+		runs     = flag.String("run", "mine,304,jobs-why,jobs-user", "what to load: healthz, mine, 304, jobs-why, jobs-user, heavy, heavy-304, heavy-page, metrics, streams")
 		rate     = flag.Int("rate", 0, "requests a second, open loop; 0 saturates with -workers in flight")
 		workers  = flag.Uint64("workers", 32, "requests in flight when saturating")
 		duration = flag.Duration("duration", 10*time.Second, "each run's length")
@@ -65,6 +77,7 @@ func main() {
 		create   = flag.Bool("create", false, "streams run: make the authors through the admin API")
 		pid      = flag.Int("pid", 0, "the server's process id, for its resident memory")
 		limit    = flag.Int("stream-limit", 5, "streams run: the page size each stream shows")
+		sauthors = flag.Int("stream-authors", 0, "streams run: the authors the streams are spread over (0: one stream each)")
 	)
 	flag.Parse()
 	fmt.Printf("owed load: %s, %s, %d CPUs, %s\n", *target, runtime.Version(), runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
@@ -75,7 +88,7 @@ func main() {
 			if w == "" {
 				w = *target
 			}
-			runStreams(*target, w, *admin, *authors, *streams, *writers, *wrate, *limit, *create, *pid)
+			runStreams(*target, w, *admin, *authors, *streams, *sauthors, *writers, *wrate, *limit, *create, *pid)
 		default:
 			attack(r, *target, *admin, *authors, *rate, *workers, *duration, *pid)
 		}
@@ -115,21 +128,71 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 		hs := make([]held, 1000)
 		for i := range hs {
 			tok := scaleAuthor(pick(authors))
-			req, _ := http.NewRequest(http.MethodGet, target+"/api/listeners/mine", nil)
-			req.Header = bearer(tok)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				fail(err)
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			hs[i] = held{tok, res.Header.Get("ETag")}
+			hs[i] = held{tok, etagOf(target+"/api/listeners/mine", tok)}
 		}
 		want = http.StatusNotModified
 		targeter = func(t *vegeta.Target) error {
 			h := hs[pick(len(hs))]
 			t.Method, t.URL, t.Header = http.MethodGet, target+"/api/listeners/mine", bearer(h.tok)
 			t.Header.Set("If-None-Match", h.etag)
+			return nil
+		}
+	case "heavy", "heavy-304":
+		// One author with 100,000 owed jobs (cmd/scale -phase heavy): the first page of their
+		// view, or its 304.
+		url := target + "/api/listeners/mine?limit=100"
+		etag := etagOf(url, scaleHeavy)
+		if etag == "" {
+			fail(fmt.Errorf("heavy: %s answered without an ETag (run cmd/scale -phase heavy)", url))
+		}
+		if what == "heavy-304" {
+			want = http.StatusNotModified
+		}
+		targeter = func(t *vegeta.Target) error {
+			t.Method, t.URL, t.Header = http.MethodGet, url, bearer(scaleHeavy)
+			if what == "heavy-304" {
+				t.Header.Set("If-None-Match", etag)
+			}
+			return nil
+		}
+	case "heavy-page":
+		// The same author's pages further back, each at a random place (cursor): every one is
+		// built, where the first page, asked again unchanged, is answered from the server's
+		// kept answers.
+		req, _ := http.NewRequest(http.MethodGet, target+"/api/listeners/mine?limit=100", nil)
+		req.Header = bearer(scaleHeavy)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fail(err)
+		}
+		var first struct {
+			NextCursor *string `json:"nextCursor"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&first)
+		res.Body.Close()
+		var cur struct {
+			T int64  `json:"t"`
+			K string `json:"k"`
+			I int64  `json:"i"`
+		}
+		if err == nil && first.NextCursor != nil {
+			var b []byte
+			if b, err = base64.RawURLEncoding.DecodeString(*first.NextCursor); err == nil {
+				err = json.Unmarshal(b, &cur)
+			}
+		}
+		if err != nil || cur.I < 1000 {
+			fail(fmt.Errorf("heavy-page: no cursor to start from (%v; run cmd/scale -phase heavy)", err))
+		}
+		targeter = func(t *vegeta.Target) error {
+			d := int64(pick(int(cur.I - 200)))
+			b, _ := json.Marshal(map[string]any{"t": cur.T - d, "k": cur.K, "i": cur.I - d})
+			t.Method, t.URL, t.Header = http.MethodGet, target+"/api/listeners/mine?limit=100&cursor="+base64.RawURLEncoding.EncodeToString(b), bearer(scaleHeavy)
+			return nil
+		}
+	case "metrics":
+		targeter = func(t *vegeta.Target) error {
+			t.Method, t.URL = http.MethodGet, target+"/metrics"
 			return nil
 		}
 	case "healthz":
@@ -177,6 +240,19 @@ func attack(what, target, admin string, authors, rate int, workers uint64, dur t
 	}
 	fmt.Printf("| %s | %s | %.0f/s | %s | %s | %s | %s | %d of %d not %d | %s |\n", what, mode, m.Throughput, ms(m.Latencies.P50), ms(m.Latencies.P99),
 		ms(m.Latencies.Max), cpu, bad, m.Requests, want, rss(pid))
+}
+
+// etagOf is the ETag of url's answer to tok's GET.
+func etagOf(url, tok string) string {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.Header.Get("ETag")
 }
 
 // procCPU is the CPU time the server's process has used (user and system), from /proc: with
@@ -227,7 +303,10 @@ type seen struct {
 	data string
 }
 
-func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, limit int, create bool, pid int) {
+func runStreams(target, writeTarget, admin string, authors, n, spread, writers, wrate, limit int, create bool, pid int) {
+	if spread <= 0 || spread > n {
+		spread = n
+	}
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 2000, DisableCompression: true}}
 	post := func(base, path, tok string, body any) (map[string]any, error) {
 		b, _ := json.Marshal(body)
@@ -245,7 +324,7 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 		}
 		return out, nil
 	}
-	toks := make([]string, n)
+	toks := make([]string, spread) // stream i is author i % spread's
 	for i := range toks {
 		if create {
 			u, err := post(target, "/api/admin/users", admin, map[string]string{"name": "load" + strconv.Itoa(i), "role": "author"})
@@ -255,7 +334,7 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 			toks[i] = u["token"].(string)
 		} else {
 			if i >= authors {
-				fail(fmt.Errorf("%d streams need %d seeded authors", n, n))
+				fail(fmt.Errorf("%d streams need %d seeded authors", n, spread))
 			}
 			toks[i] = scaleAuthor(i)
 		}
@@ -274,7 +353,7 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 		go func() {
 			defer wg.Done()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target+"/api/listeners/mine/stream?limit="+strconv.Itoa(limit), nil)
-			req.Header.Set("Authorization", "Bearer "+toks[i])
+			req.Header.Set("Authorization", "Bearer "+toks[i%spread])
 			res, err := client.Do(req)
 			<-sem
 			if err != nil || res.StatusCode != http.StatusOK {
@@ -297,7 +376,7 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 	for waiters(target)-base < n {
 		time.Sleep(100 * time.Millisecond)
 	}
-	fmt.Printf("streams: %d open in %s; server RSS %s\n", n, time.Since(opened).Round(100*time.Millisecond), rss(pid))
+	fmt.Printf("streams: %d over %d authors open in %s; server RSS %s\n", n, spread, time.Since(opened).Round(100*time.Millisecond), rss(pid))
 
 	// Writes: one pitch by each of the first -writers authors, at -write-rate a second.
 	type write struct {
@@ -308,14 +387,14 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 	ws := make([]write, writers)
 	tick := time.NewTicker(time.Second / time.Duration(wrate))
 	var wwg sync.WaitGroup
-	started := time.Now()
+	started, cpu0 := time.Now(), procCPU(pid)
 	for i := range ws {
 		<-tick.C
-		ws[i] = write{author: i, sent: time.Now()}
+		ws[i] = write{author: i % spread, sent: time.Now()}
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
-			out, err := post(writeTarget, "/api/listeners/pitches", toks[i], map[string]string{"body": "load " + strconv.Itoa(i)})
+			out, err := post(writeTarget, "/api/listeners/pitches", toks[i%spread], map[string]string{"body": "load " + strconv.Itoa(i)})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "load: write:", err)
 				return
@@ -325,7 +404,9 @@ func runStreams(target, writeTarget, admin string, authors, n, writers, wrate, l
 	}
 	tick.Stop()
 	wwg.Wait()
-	fmt.Printf("writes: %d in %s; server RSS %s\n", writers, time.Since(started).Round(100*time.Millisecond), rss(pid))
+	wall := time.Since(started)
+	fmt.Printf("writes: %d in %s; server RSS %s; server CPU %.2f cores\n", writers, wall.Round(100*time.Millisecond), rss(pid),
+		float64(procCPU(pid)-cpu0)/float64(wall))
 	deadline := time.Now().Add(30 * time.Second)
 	var lat []time.Duration
 	missing := 0

@@ -53,7 +53,7 @@ type sizes struct {
 
 func main() {
 	var (
-		phase    = flag.String("phase", "all", "all; seed (seed the -file and exit); serve (serve the seeded -file on -addr until SIGINT, for cmd/load)")
+		phase    = flag.String("phase", "all", "all; seed (seed the -file and exit); serve (serve the seeded -file on -addr until SIGINT, for cmd/load); heavy (add one author with -heavy owed jobs); owe (owe settled items again until -owe jobs are owed); metrics (time the database reads of a /metrics scrape -sweeps times)")
 		addr     = flag.String("addr", "127.0.0.1:8080", "-phase serve: the address to serve on")
 		file     = flag.String("file", "", "SQLite file (default: a temp file, removed afterwards)")
 		keep     = flag.Bool("keep", false, "keep the database file")
@@ -63,6 +63,8 @@ func main() {
 		duration = flag.Duration("duration", 10*time.Second, "each load run's length")
 		sweeps   = flag.Int("sweeps", 100, "sweeps with nothing due to time")
 		analyze  = flag.Bool("analyze", false, "run ANALYZE after seeding (owed itself never does; without it SQLite plans without statistics)")
+		heavy    = flag.Int("heavy", 100000, "-phase heavy: owed jobs of the one heavy author (token owed_scale_heavy)")
+		owe      = flag.Int("owe", 1000000, "-phase owe: owed jobs in all, made by owing settled items a screen again")
 		cpuprof  = flag.String("cpuprofile", "", "write CPU profiles of the process during each load run to PREFIX-mine.prof, PREFIX-304.prof, PREFIX-songs.prof, PREFIX-jobs-why.prof, PREFIX-jobs-user.prof")
 	)
 	flag.Parse()
@@ -75,6 +77,21 @@ func main() {
 		if err := seed(ctx, *file, sz, *analyze); err != nil {
 			fail(err)
 		}
+		return
+	}
+	switch *phase {
+	case "heavy":
+		if err := seedHeavy(ctx, *file, *heavy); err != nil {
+			fail(err)
+		}
+		return
+	case "owe":
+		if err := seedOwed(ctx, *file, *owe); err != nil {
+			fail(err)
+		}
+		return
+	case "metrics":
+		timeMetrics(ctx, *file, *sweeps)
 		return
 	}
 	if *phase == "serve" {
@@ -543,4 +560,117 @@ func procStatus(key string) int64 {
 		}
 	}
 	return 0
+}
+
+// openSeeded opens a seeded file for more bulk writes, on one connection of its own.
+func openSeeded(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=OFF&_cache_size=-400000")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// heavyToken is the token of the author -phase heavy adds.
+const heavyToken = "owed_scale_heavy"
+
+// seedHeavy adds to a seeded file one author (token heavyToken) with n pitches, each owing a
+// screen that waits for an unreachable model (not budget: the job list by why=budget keeps its
+// 52,250), due in 1 to 25 hours (issue 25: an author with 100,000
+// owed jobs). The pitches go through owed's triggers (their jobs, the kept version and counts).
+func seedHeavy(ctx context.Context, path string, n int) error {
+	db, err := openSeeded(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	now := time.Now().UnixMilli()
+	t := time.Now()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO users (name, role, token_hash, created_at) VALUES ('heavy', 'author', ?, ?) RETURNING id`,
+		models.HashToken(heavyToken), now).Scan(&id); err != nil {
+		return fmt.Errorf("heavy author: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'heavy pitch ' || i, ? - ? + i FROM n`, n-1, id, now, n); err != nil {
+		return fmt.Errorf("heavy pitches: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE content_jobs SET due_at = ? + 3600000 + (id * 7919) % 86400000, attempts = 1, why = 'unreachable'
+		WHERE user_id = ?`, now, id); err != nil {
+		return fmt.Errorf("heavy jobs: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	var jobs int64
+	db.QueryRowContext(ctx, `SELECT count(*) FROM content_jobs WHERE user_id = ?`, id).Scan(&jobs)
+	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	fmt.Printf("heavy author %d: %d owed jobs, %.1fs\n", id, jobs, time.Since(t).Seconds())
+	return err
+}
+
+// seedOwed owes settled items a screen again (as an overturned policy would) until n jobs are
+// owed in all, due in 1 to 25 hours, through owed's triggers (the kept counts).
+func seedOwed(ctx context.Context, path string, n int) error {
+	db, err := openSeeded(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	t := time.Now()
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM content_jobs`).Scan(&have); err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	if _, err := db.ExecContext(ctx, `INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, attempts, why)
+		SELECT 'screen', s.kind, s.item_id, COALESCE(r.user_id, c.user_id, p.user_id), ? + 3600000 + (s.item_id * 7919) % 86400000, 1,
+			CASE s.item_id % 4 WHEN 0 THEN 'upstream' WHEN 1 THEN 'unreachable' ELSE NULL END
+		FROM screens s LEFT JOIN revisions r ON s.kind = 'revision' AND r.id = s.item_id
+		LEFT JOIN comments c ON s.kind = 'comment' AND c.id = s.item_id
+		LEFT JOIN pitches p ON s.kind = 'pitch' AND p.id = s.item_id
+		ORDER BY s.kind, s.item_id LIMIT ? ON CONFLICT (task, kind, item_id) DO NOTHING`, now, max(0, n-have)); err != nil {
+		return fmt.Errorf("owe: %w", err)
+	}
+	var jobs int64
+	db.QueryRowContext(ctx, `SELECT count(*) FROM content_jobs`).Scan(&jobs)
+	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	fmt.Printf("owed jobs: %d, %.1fs\n", jobs, time.Since(t).Seconds())
+	return err
+}
+
+// timeMetrics times, n times on owed's store, the database reads a /metrics scrape makes for
+// the job gauges (app.jobCounts: the oldest due job and the kept counts by task and why).
+func timeMetrics(ctx context.Context, path string, n int) {
+	st, err := models.Open(ctx, models.Options{URL: "sqlite:" + path})
+	if err != nil {
+		fail(err)
+	}
+	defer st.Close()
+	var total int64
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if _, err := st.OldestDue(ctx, time.Now()); err != nil {
+			fail(err)
+		}
+		pairs, err := st.JobsByTaskWhy(ctx)
+		if err != nil {
+			fail(err)
+		}
+		ds = append(ds, time.Since(t))
+		total = 0
+		for _, c := range pairs {
+			total += c
+		}
+	}
+	slices.Sort(ds)
+	fmt.Printf("| /metrics job gauges' database reads, %d jobs | %d scrapes | p50 %s | p99 %s | max %s |\n", total, n,
+		ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100]), ms(ds[len(ds)-1]))
 }
