@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -55,9 +56,21 @@ func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, arg
 
 // query runs q on pool (as scan) straight through the connections GORM holds: no callbacks,
 // no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
-// cache of prepared statements. The caller reads the rows (row) and closes them.
+// cache of prepared statements (on PostgreSQL, pgx's per-connection cache). The caller reads
+// the rows (row) and closes them. A statement slower than SlowStatement to answer is logged
+// at warn, as GORM logs the others: its text with placeholders, never its arguments.
 func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	return pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), columnArgs(args)...)
+	start := time.Now()
+	rows, err := pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), columnArgs(args)...)
+	if took := time.Since(start); took > SlowStatement && s.log != nil {
+		s.log.WarnContext(ctx, "slow statement", "took", took.Round(time.Millisecond), "sql", compactSQL(q))
+	}
+	return rows, err
+}
+
+// compactSQL is q on one line, its runs of white space made one space, for the log.
+func compactSQL(q string) string {
+	return strings.Join(strings.Fields(q), " ")
 }
 
 // columnArgs are a statement's arguments as the columns keep them: a time (time.Time or

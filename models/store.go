@@ -48,6 +48,7 @@ type Store struct {
 	read    *gorm.DB // reads (SQLite: a pool of read-only connections)
 	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
+	log     *slog.Logger // slow statements of query (GORM's logger has the others); nil: none
 	inTx    bool
 	// health is whether the database takes writes (see StorageProblem), shared by every
 	// transaction's store.
@@ -88,7 +89,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DailyLimit <= 0 {
 		opts.DailyLimit = DefaultDailyLimit
 	}
-	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}}
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{},
+		log: opts.Logger}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
