@@ -77,3 +77,20 @@ CREATE TRIGGER scores_version AFTER UPDATE OR DELETE ON scores FOR EACH ROW EXEC
 
 DROP FUNCTION owed_screen_settled();
 DROP FUNCTION owed_score_settled();
+
+-- Deleted jobs notify their authors (0011) from the jobs' statement-level delete trigger,
+-- once per author, instead of once per row: a batch of verdicts sent 128 identical-or-not
+-- notifications that the transaction then folded together.
+CREATE OR REPLACE FUNCTION owed_version_jobs_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM mine_versions WHERE user_id IN (SELECT user_id FROM o) ORDER BY user_id FOR UPDATE;
+    UPDATE mine_versions v SET version = v.version + 1, jobs = v.jobs - d.n,
+        next_due_at = CASE WHEN v.jobs = d.n THEN NULL ELSE v.next_due_at END
+    FROM (SELECT user_id, COUNT(*) AS n FROM o GROUP BY user_id) d
+    WHERE v.user_id = d.user_id;
+    INSERT INTO job_counts (task, why, n) SELECT task, COALESCE(why, 'none'), -COUNT(*) FROM o GROUP BY 1, 2;
+    PERFORM pg_notify('owed_mine', TG_TABLE_SCHEMA || ':' || d.user_id) FROM (SELECT DISTINCT user_id FROM o) d;
+    RETURN NULL;
+END $$;
+DROP TRIGGER content_jobs_mine_notify ON content_jobs;
+CREATE TRIGGER content_jobs_mine_notify AFTER INSERT ON content_jobs FOR EACH ROW EXECUTE FUNCTION owed_mine_notify();
