@@ -58,11 +58,12 @@ func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, arg
 // no reflection, and on SQLite's reader the statement still comes from GORM's per-connection
 // cache of prepared statements (on PostgreSQL, pgx's per-connection cache). The caller reads
 // the rows (row) and closes them. A statement slower than SlowStatement to answer is logged
-// at warn, as GORM logs the others: its text with placeholders, never its arguments.
+// at warn (Options.SlowStatement), as GORM logs the others: its text with placeholders, never
+// its arguments.
 func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any) (*sql.Rows, error) {
 	start := time.Now()
 	rows, err := pool.Statement.ConnPool.QueryContext(ctx, s.dialect.bind(q), columnArgs(args)...)
-	if took := time.Since(start); took > SlowStatement && s.log != nil {
+	if took := time.Since(start); took > s.slow && s.log != nil {
 		s.log.WarnContext(ctx, "slow statement", "took", took.Round(time.Millisecond), "sql", compactSQL(q))
 	}
 	return rows, err

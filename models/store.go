@@ -33,6 +33,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
+	// SlowStatement is how long a statement may take before Logger hears of it at warn
+	// (0: SlowStatement).
+	SlowStatement time.Duration
 	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
 	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
 	// against it, and users and budget rows come back with it as their effective limit.
@@ -49,6 +52,7 @@ type Store struct {
 	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
 	log     *slog.Logger // slow statements of query (GORM's logger has the others); nil: none
+	slow    time.Duration
 	inTx    bool
 	// health is whether the database takes writes (see StorageProblem), shared by every
 	// transaction's store.
@@ -68,7 +72,8 @@ type Store struct {
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 }
 
-// SlowStatement is how long a statement may take before it is logged at warn.
+// SlowStatement is how long a statement may take before it is logged at warn, unless
+// Options.SlowStatement says otherwise.
 const SlowStatement = 200 * time.Millisecond
 
 // Open connects, applies pending migrations and returns the store.
@@ -80,9 +85,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// GORM's own messages go to the store's logger: failed statements at error, and statements
 	// slower than 200 ms at warn, without their parameters (they can hold content and token
 	// hashes).
+	if opts.SlowStatement <= 0 {
+		opts.SlowStatement = SlowStatement
+	}
 	gormLog := logger.Discard
 	if opts.Logger != nil {
-		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: SlowStatement, LogLevel: logger.Warn,
+		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: opts.SlowStatement, LogLevel: logger.Warn,
 			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
@@ -90,7 +98,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.DailyLimit = DefaultDailyLimit
 	}
 	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{},
-		log: opts.Logger}
+		log: opts.Logger, slow: opts.SlowStatement}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err

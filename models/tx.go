@@ -54,7 +54,7 @@ func (s *Store) txOnce(ctx context.Context, req *Request, fn func(tx *Store) err
 	if db.Error != nil {
 		return true, db.Error
 	}
-	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, log: s.log, inTx: true, pending: pending,
+	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, log: s.log, slow: s.slow, inTx: true, pending: pending,
 		dailyLimit: s.dailyLimit, health: s.health}
 	committed := false
 	defer func() {
