@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -315,7 +314,7 @@ func TestListAndRetryJobs(t *testing.T) {
 // never its arguments (here every statement counts as slow).
 func TestClaimsAreLoggedWhenSlow(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		var logs syncBuffer
+		var logs owedtest.LogBuffer
 		f := newFixture(t, db, func(o *models.Options) {
 			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			o.SlowStatement = time.Nanosecond
@@ -350,22 +349,4 @@ func TestClaimsAreLoggedWhenSlow(t *testing.T) {
 			t.Errorf("an argument reached the log:\n%s", out)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
