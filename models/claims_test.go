@@ -2,7 +2,9 @@ package models_test
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,6 +306,47 @@ func TestListAndRetryJobs(t *testing.T) {
 		}
 		if got := f.mustJob(models.TaskScreen, models.KindPitch, pb.ID); got.LeaseOwner == nil {
 			t.Errorf("retry touched a leased job: %+v", got)
+		}
+	})
+}
+
+// Both claims are one statement, and a slow one is logged at warn with its placeholders and
+// never its arguments (here every statement counts as slow).
+func TestClaimsAreLoggedWhenSlow(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		var logs owedtest.LogBuffer
+		f := newFixture(t, db, func(o *models.Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			o.SlowStatement = time.Nanosecond
+		})
+		u := f.user("ann")
+		f.bulkPitches(u, 2)
+		const owner = "owner-secret-7f3a"
+		jobs, err := f.store.ClaimDue(f.ctx, 1, lease, owner, 0)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("ClaimDue: %v, %d jobs", err, len(jobs))
+		}
+		second, err := f.store.ClaimDue(f.ctx, 1, lease, "other", 0)
+		if err != nil || len(second) != 1 {
+			t.Fatalf("ClaimDue: %v, %d jobs", err, len(second))
+		}
+		if _, ok, err := f.store.ClaimItem(f.ctx, second[0].Task, second[0].Kind, second[0].ItemID, lease, owner); err != nil || ok {
+			t.Fatalf("ClaimItem of a leased job: ok %v, %v", ok, err)
+		}
+		f.clk.Advance(lease)
+		job, ok, err := f.store.ClaimItem(f.ctx, jobs[0].Task, jobs[0].Kind, jobs[0].ItemID, lease, owner)
+		if err != nil || !ok || job.ID != jobs[0].ID || job.LeaseOwner == nil || *job.LeaseOwner != owner {
+			t.Fatalf("ClaimItem after the lease: %+v, ok %v, %v", job, ok, err)
+		}
+		out := logs.String()
+		if n := strings.Count(out, "level=WARN"); n < 4 {
+			t.Fatalf("%d slow-statement lines for 4 claims:\n%s", n, out)
+		}
+		if !strings.Contains(out, "UPDATE content_jobs SET lease_until =") {
+			t.Errorf("the claim's text is not logged:\n%s", out)
+		}
+		if strings.Contains(out, owner) {
+			t.Errorf("an argument reached the log:\n%s", out)
 		}
 	})
 }

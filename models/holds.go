@@ -79,10 +79,14 @@ var taskBit = func() string {
 	return b.String()
 }()
 
-// heldTasks is a condition a claim adds: the job's task is not held. The holds row is read by
-// an uncorrelated scalar subquery (once per statement: SQLite caches it, PostgreSQL makes it
-// an InitPlan) as a bit set, so each candidate row costs a bit test.
-var heldTasks = ` AND (` + taskBit + ` & (SELECT ` + holdBits("") + ` FROM holds WHERE id = 1)) = 0`
+// heldTasks is a condition a claim adds: the job's task is not held (heldTask). The held
+// tasks are read by an uncorrelated subquery, once per statement (SQLite keeps it as an
+// ephemeral table, PostgreSQL as a hashed subplan), so each candidate row costs one lookup.
+// Written so, PostgreSQL's planner counts it as passing most rows, as it does: the bit test
+// on the holds row it replaced was guessed to pass 0.5% of them, so a claim of 256 planned a
+// scan and sort of the whole table instead of reading the due index's first rows (50–100 ms
+// instead of under one at 30,000 due jobs, for a connection's first five claims at least).
+var heldTasks = ` AND NOT (` + heldTask + `)`
 
 // heldTask is true in SQL when the job's task is held: its task is in the list of held tasks
 // the holds row makes, which a planner can match against an index on task.

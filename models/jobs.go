@@ -69,21 +69,13 @@ func (j Job) DueBy(now time.Time) bool {
 // has run out, and its task is not held (Holds); two claimers never get the same job while its
 // lease holds.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, owner string, userID int64) ([]Job, error) {
-	now := s.nowMs()
-	until := now + lease.Milliseconds()
-	filter := ""
-	args := []any{now, now}
+	var jobs []Job
+	var err error
 	if userID != 0 {
-		filter = " AND user_id = ?"
-		args = append(args, userID)
+		jobs, err = s.claim(ctx, limit, lease, owner, " AND user_id = ?", userID)
+	} else {
+		jobs, err = s.claim(ctx, limit, lease, owner, "")
 	}
-	args = append(args, limit)
-	args = append([]any{until, owner}, args...)
-	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter), args...)
-	if err != nil {
-		return nil, fmt.Errorf("claim content jobs: %w", err)
-	}
-	jobs, err := scanJobs(rows, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim content jobs: %w", err)
 	}
@@ -91,16 +83,9 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 }
 
 // ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
-// otherwise.
+// otherwise. It is ClaimDue's statement narrowed to one job by its key.
 func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
-	now := s.nowMs()
-	rows, err := s.query(ctx, s.db, `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
-		WHERE task = ? AND kind = ? AND item_id = ? AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
-		RETURNING `+jobColumns, now+lease.Milliseconds(), owner, task, kind, itemID, now, now)
-	if err != nil {
-		return Job{}, false, fmt.Errorf("claim the %s job of %s %d: %w", task, kind, itemID, err)
-	}
-	jobs, err := scanJobs(rows, 1)
+	jobs, err := s.claim(ctx, 1, lease, owner, " AND task = ? AND kind = ? AND item_id = ?", task, kind, itemID)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("claim the %s job of %s %d: %w", task, kind, itemID, err)
 	}
@@ -108,6 +93,22 @@ func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int6
 		return Job{}, false, nil
 	}
 	return jobs[0], true, nil
+}
+
+// claim is both claims' one statement (the dialect's claimDue): up to limit due, free jobs
+// that are not held and match filter (a condition on content_jobs' columns, taking
+// filterArgs), leased to owner until now + lease, oldest due first.
+func (s *Store) claim(ctx context.Context, limit int, lease time.Duration, owner, filter string, filterArgs ...any) ([]Job, error) {
+	now := s.nowMs()
+	args := make([]any, 0, 5+len(filterArgs))
+	args = append(args, now+lease.Milliseconds(), owner, now, now)
+	args = append(args, filterArgs...)
+	args = append(args, limit)
+	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter), args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows, limit)
 }
 
 // Reschedule puts a claimed job off until at, adding an attempt, recording why (and the

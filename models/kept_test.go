@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,6 +222,58 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				}
 				return nil
 			}},
+			{"record screens at once", func(u int64) error {
+				// Concurrent verdicts share a batch: one statement records many items of
+				// several authors and kinds (the screens_settle trigger runs once for them).
+				var jobs []struct {
+					Kind   models.Kind `gorm:"column:kind"`
+					ItemID int64       `gorm:"column:item_id"`
+				}
+				if err := f.store.RawScan(f.ctx, &jobs, `SELECT kind, item_id FROM content_jobs WHERE task = 'screen'`); err != nil {
+					return err
+				}
+				errs := make([]error, len(jobs))
+				var wg sync.WaitGroup
+				for i, j := range jobs {
+					v := []models.Verdict{models.VerdictAllow, models.VerdictBlock}[rng.IntN(2)]
+					wg.Go(func() {
+						_, errs[i] = f.store.RecordScreen(f.ctx, j.Kind, j.ItemID, v, 0.7, ev("screen", string(v)))
+					})
+				}
+				wg.Wait()
+				return errors.Join(errs...)
+			}},
+			{"raw screens in one statement", func(u int64) error {
+				// Every pending screen of several authors and kinds settled by one INSERT,
+				// half of them allowed revisions, which owe their scores.
+				_, err := f.store.RawExec(f.ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
+					SELECT kind, item_id, CASE WHEN item_id % 2 = 0 THEN 'allow' ELSE 'block' END, 0.6, ? FROM content_jobs
+					WHERE task = 'screen' ON CONFLICT (kind, item_id) DO NOTHING`, f.nowMs())
+				return err
+			}},
+			{"record scores at once", func(u int64) error {
+				var ids []int64
+				if err := f.store.RawScan(f.ctx, &ids, `SELECT item_id FROM content_jobs WHERE task = 'score'`); err != nil {
+					return err
+				}
+				errs := make([]error, len(ids))
+				var wg sync.WaitGroup
+				for i, id := range ids {
+					art := rng.Float64()
+					wg.Go(func() {
+						_, errs[i] = f.store.RecordScore(f.ctx, models.Score{RevisionID: id, Art: art, ArtRuns: []float64{0.1, 0.2, 0.3},
+							Criteria: map[string]float64{"x": 1}, Model: "m", Rubric: "r"}, ev("score", "scored"))
+					})
+				}
+				wg.Wait()
+				return errors.Join(errs...)
+			}},
+			{"raw scores in one statement", func(u int64) error {
+				_, err := f.store.RawExec(f.ctx, `INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
+					SELECT r.id, r.song_id, 0.5, '[0.5]', '{}', 'm', 'r', ? FROM content_jobs j JOIN revisions r ON r.id = j.item_id
+					WHERE j.task = 'score' ON CONFLICT (revision_id) DO NOTHING`, f.nowMs())
+				return err
+			}},
 			{"record score", func(u int64) error {
 				if id, ok := one(`SELECT item_id FROM content_jobs WHERE task = 'score'`); ok {
 					_, err := f.store.RecordScore(f.ctx, models.Score{RevisionID: id, Art: rng.Float64(), ArtRuns: []float64{0.1, 0.2, 0.3},
@@ -392,6 +445,11 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 			}
 			if after.held != before.held && afterKept[0].Version == beforeKept[0].Version {
 				t.Fatalf("step %d %s: holds changed, shared version stayed", step, o.name)
+			}
+			// A verdict or a score settles its job, however many one statement records.
+			if left := ids(`SELECT j.id FROM content_jobs j WHERE (j.task = 'screen' AND EXISTS (SELECT 1 FROM screens s
+				WHERE s.kind = j.kind AND s.item_id = j.item_id)) OR (j.task = 'score' AND EXISTS (SELECT 1 FROM scores s WHERE s.revision_id = j.item_id))`); len(left) > 0 {
+				t.Fatalf("step %d %s: jobs %v stayed owed after their verdicts or scores", step, o.name, left)
 			}
 			counts, err := f.store.JobsByTaskWhy(f.ctx)
 			if err != nil {
