@@ -116,6 +116,8 @@ type Content struct {
 
 	mu      sync.Mutex
 	authors map[int64]bool // authors whose background sweep is running
+	holds   models.Holds   // the last read of the holds (see held)
+	holdsAt time.Time      // when it was read (real time); zero: never
 }
 
 // NewContent makes the content-jobs runner.
@@ -161,19 +163,19 @@ func (c *Content) Config() ContentConfig { return c.cfg }
 func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
 	n := callsOf(job.Task)
 	if n == 0 {
-		out, _, err := c.run(ctx, job, nil) // refused before any call: no slot needed
+		out, _, err := c.run(ctx, leased{job: job}) // refused before any call: no slot needed
 		return out, err
 	}
+	ev := attemptEvent(job, job.Task)
 	waitCtx, cancel, ok := c.withinLease(ctx, job)
 	defer cancel()
-	if ok {
-		ok = c.gate.Acquire(waitCtx, PrioritySweep, n) == nil
-	}
 	if !ok {
-		ev := attemptEvent(job, job.Task)
+		return c.finish(ctx, job, &ev, release(errLeaseOver))
+	}
+	if err := c.gate.Acquire(waitCtx, PrioritySweep, n); err != nil {
 		return c.finish(ctx, job, &ev, release(fmt.Errorf("job %d: %w", job.ID, errNoSlot)))
 	}
-	out, _, err := c.run(ctx, job, c.gate.hold(n))
+	out, _, err := c.run(ctx, leased{job: job, slots: c.gate.hold(n)})
 	return out, err
 }
 
@@ -238,16 +240,18 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
 }
 
-// leased is a claimed job with the model slots its task needs, taken before the claim.
+// leased is a claimed job with the model slots its task needs, taken before the claim, and
+// when it was claimed (real time, for held; zero when not known).
 type leased struct {
-	job   models.Job
-	slots *slots
+	job     models.Job
+	slots   *slots
+	claimed time.Time
 }
 
 // runClaimed runs a claimed job, logging an error instead of returning it: a job whose ending
 // could not be recorded keeps its lease until it runs out and is then due again.
 func (c *Content) runClaimed(ctx context.Context, l leased) (Outcome, models.Event) {
-	out, ev, err := c.run(ctx, l.job, l.slots)
+	out, ev, err := c.run(ctx, l)
 	if err != nil && ctx.Err() == nil {
 		c.log.Error("content job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "jobId", l.job.ID, "err", err)
 	}
@@ -282,11 +286,12 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 			}
 			room := c.gate.hold(got)
 			defer room.release() // what no claimed job took
+			claimed := time.Now()
 			jobs, err := c.store.ClaimDue(ctx, min(free, got), c.cfg.Lease, c.cfg.Owner, userID)
 			if err != nil {
 				return nil, 0, fmt.Errorf("claim content jobs: %w", err)
 			}
-			return c.fit(ctx, jobs, room, &least), len(jobs), nil
+			return c.fit(ctx, jobs, claimed, room, &least), len(jobs), nil
 		},
 		run: func(ctx context.Context, l leased) { c.runClaimed(ctx, l) },
 	}.drain(ctx)
@@ -295,12 +300,12 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 // fit gives each claimed job, in order, its task's model slots out of room; a job room cannot
 // cover is let go unrun (no attempt), and *least becomes its count, for the next claim to wait
 // for.
-func (c *Content) fit(ctx context.Context, jobs []models.Job, room *slots, least *int) []leased {
+func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time, room *slots, least *int) []leased {
 	run := make([]leased, 0, len(jobs))
 	*least = 1
 	for _, j := range jobs {
 		if s, ok := room.take(callsOf(j.Task)); ok {
-			run = append(run, leased{job: j, slots: s})
+			run = append(run, leased{job: j, slots: s, claimed: claimed})
 			continue
 		}
 		*least = max(*least, callsOf(j.Task))
@@ -413,6 +418,7 @@ func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio
 			return // stopping
 		}
 		s := c.gate.hold(n)
+		claimed := time.Now()
 		job, ok, err := c.store.ClaimItem(ctx, task, kind, itemID, c.cfg.Lease, c.cfg.Owner)
 		if err != nil || !ok {
 			s.release()
@@ -421,7 +427,7 @@ func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio
 			}
 			return
 		}
-		out, ev := c.runClaimed(ctx, leased{job: job, slots: s})
+		out, ev := c.runClaimed(ctx, leased{job: job, slots: s, claimed: claimed})
 		done <- out
 		if task == models.TaskScreen && kind == models.KindRevision && out == Done && ev.Outcome == models.OutcomeAllow {
 			// An allowed revision now owes its score; it follows in the background.

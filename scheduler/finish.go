@@ -29,7 +29,9 @@ const (
 	// process is stopping, or the job's lease ran out before it could be asked.
 	endRelease
 	// endPutOff: the job is put off without an attempt or a charge: the model's breaker is open
-	// and the job waits for its probe.
+	// and the job waits for its probe (due at it), or an admin held its task after it was
+	// claimed (its lease freed, its due time kept: no claim takes held work, and lifting the
+	// hold makes it due at its own time).
 	endPutOff
 )
 
@@ -45,7 +47,7 @@ type ending struct {
 	upstreamMs *int64 // the model's time, when it was asked
 	text       string // the attempt's error in words, kept with the job and its event
 
-	at time.Time // endPutOff: until when
+	at time.Time // endPutOff: until when; zero for a held task
 
 	cause error // what went wrong, for the log (never shown: text is what is kept)
 }
@@ -76,20 +78,21 @@ func (c *Content) failed(ctx context.Context, job models.Job, what string, err e
 	return e
 }
 
-// run runs a claimed job that holds its model slots (s, given back whatever happens) to its
+// run runs a claimed job that holds its model slots (given back whatever happens) to its
 // ending, and records it (finish). ev is the attempt's event as recorded (its outcome says
 // whether a screen allowed its item).
-func (c *Content) run(ctx context.Context, job models.Job, s *slots) (Outcome, models.Event, error) {
-	defer s.release()
+func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, error) {
+	defer l.slots.release()
+	job := l.job
 	ev := attemptEvent(job, job.Task)
-	e := c.steps(ctx, job, s, &ev)
+	e := c.steps(ctx, job, l.claimed, l.slots, &ev)
 	out, err := c.finish(ctx, job, &ev, e)
 	return out, ev, err
 }
 
 // steps does a claimed job's work up to its ending: the item, the breaker (once, the slots
 // being held already), the charge, the ask and the task's record.
-func (c *Content) steps(ctx context.Context, job models.Job, s *slots, ev *models.Event) ending {
+func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, s *slots, ev *models.Event) ending {
 	t, err := c.taskFor(job)
 	if err != nil {
 		return c.failed(ctx, job, "", err)
@@ -113,6 +116,13 @@ func (c *Content) steps(ctx context.Context, job models.Job, s *slots, ev *model
 	defer cancelAsk()
 	if !ok {
 		return release(errLeaseOver)
+	}
+
+	// A hold set since the claim: the job is not charged or asked while it lasts.
+	if held, err := c.held(ctx, job.Task, claimed); err != nil {
+		return c.failed(ctx, job, "read the holds", err)
+	} else if held {
+		return ending{kind: endPutOff, why: models.WhyHeld}
 	}
 
 	// The breaker, once, now that the job holds its slots: it may have opened while they were
@@ -206,6 +216,9 @@ func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, 
 		}
 		return c.reschedule(ctx, job, ev, e)
 	case endPutOff:
+		if e.at.IsZero() {
+			return Pending, c.store.ReleaseJob(ctx, job) // held: due at its own time once lifted
+		}
 		if _, err := c.store.ParkJob(ctx, job, e.at); err != nil {
 			return Pending, err
 		}
@@ -247,3 +260,29 @@ func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Eve
 // errLeaseOver is the cause of a job let go unasked because its lease had run out (or had too
 // little left to ask within) by the time it was to be asked.
 var errLeaseOver = errors.New("the job's lease ran out before it was asked")
+
+// holdsFresh is how long a process trusts its last read of the holds, as the breaker's closed
+// state is trusted (breakerFresh): a job claimed just before a hold is put off within this long.
+const holdsFresh = time.Second
+
+// held reports whether an admin holds task, for a job claimed at claimed (real time; zero when
+// not known): from the last read of the holds when that read is younger than holdsFresh and
+// came after the claim, else from a new read. A read from before the claim is never trusted:
+// the claim itself saw the holds later (a hold lifted in between would otherwise put off, again
+// and again, the jobs each claim takes).
+func (c *Content) held(ctx context.Context, task models.Task, claimed time.Time) (bool, error) {
+	c.mu.Lock()
+	h, at := c.holds, c.holdsAt
+	c.mu.Unlock()
+	if claimed.IsZero() || at.IsZero() || !at.After(claimed) || time.Since(at) >= holdsFresh {
+		now := time.Now()
+		var err error
+		if h, err = c.store.Holds(ctx); err != nil {
+			return false, err
+		}
+		c.mu.Lock()
+		c.holds, c.holdsAt = h, now
+		c.mu.Unlock()
+	}
+	return h.Task(task), nil
+}

@@ -228,6 +228,39 @@ func TestRunBreakerOpenIsPutOff(t *testing.T) {
 	})
 }
 
+// A hold set after a job was claimed puts it off: not charged, not asked, no attempt; its
+// lease freed and its due time kept, so no claim takes it while the hold lasts and it is due
+// at its own time once lifted.
+func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		ann := r.user("ann")
+		p := r.pitch(ann, "p")
+		due := r.clk.Now()
+		j := r.claim(models.TaskScreen, models.KindPitch, p)
+		if err := r.store.SetHolds(r.ctx, models.Holds{Screen: true}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := r.content.Run(r.ctx, j); out != scheduler.Pending || err != nil {
+			t.Fatalf("Run = %s, %v; want pending", out, err)
+		}
+		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), due, nil)
+		if r.model.Calls() != 0 || r.spent(ann) != 0 || len(r.events(models.KindPitch, p)) != 0 {
+			t.Fatalf("calls %d, spent %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(ann))
+		}
+		if n, err := r.content.Sweep(r.ctx, 0); n != 0 || err != nil {
+			t.Fatalf("sweep while held ran %d, %v; want none", n, err)
+		}
+		if err := r.store.SetHolds(r.ctx, models.Holds{}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := r.content.Sweep(r.ctx, 0); n != 1 || err != nil {
+			t.Fatalf("sweep after the hold ran %d, %v; want the job", n, err)
+		}
+		r.noJob(models.TaskScreen, models.KindPitch, p)
+	})
+}
+
 // A revision's screen is followed by its score only when it allowed the revision: a blocked
 // revision's follow-up would run a score job it happens to owe (one written by hand here),
 // and none runs. Stop waits for every follow-up before the counts are read.
