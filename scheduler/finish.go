@@ -142,22 +142,8 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		}
 	}()
 
-	// Charged first, as the model's relay charges: a call that then fails is still spent.
-	runs := callsOf(job.Task)
-	now := c.clock.Now()
-	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now); err != nil {
-		if ctx.Err() != nil {
-			return release(errors.Join(ctx.Err(), err))
-		}
-		e := attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted")
-		e.cause = err
+	if e, ok := c.charge(ctx, job); !ok {
 		return e
-	} else if !ok {
-		if c.metrics != nil {
-			c.metrics.BudgetRefusals.Inc()
-		}
-		return attempt(models.WhyBudget, models.BudgetReset(now).Sub(now),
-			fmt.Sprintf("the author's budget for today cannot cover %d more model call(s); it resets at 00:00 UTC", runs))
 	}
 
 	asked = true
@@ -196,6 +182,30 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		return e
 	}
 	return recorded(out)
+}
+
+// charge spends the job's model calls of its author's budget for today, first, as the model's
+// relay charges: a call that then fails is still spent. When the charge is refused, or cannot
+// be counted, ok is false and e is how the run ends.
+func (c *Content) charge(ctx context.Context, job models.Job) (e ending, ok bool) {
+	runs := callsOf(job.Task)
+	now := c.clock.Now()
+	_, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return release(errors.Join(ctx.Err(), err)), false
+	case err != nil:
+		e := attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted")
+		e.cause = err
+		return e, false
+	case !ok:
+		if c.metrics != nil {
+			c.metrics.BudgetRefusals.Inc()
+		}
+		return attempt(models.WhyBudget, models.BudgetReset(now).Sub(now),
+			fmt.Sprintf("the author's budget for today cannot cover %d more model call(s); it resets at 00:00 UTC", runs)), false
+	}
+	return ending{}, true
 }
 
 // finish records how a run ended, e, and nothing else: the one completion path of a job (see

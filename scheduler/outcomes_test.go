@@ -28,6 +28,19 @@ func wantUntouched(t testing.TB, j models.Job, dueAt time.Time, leaseOwner *stri
 	}
 }
 
+// wantNothingAsked checks that no model call was made, nothing charged to userID and no
+// event kept for the pitches.
+func (r *rig) wantNothingAsked(t testing.TB, userID int64, pitches ...int64) {
+	t.Helper()
+	evs := 0
+	for _, p := range pitches {
+		evs += len(r.events(models.KindPitch, p))
+	}
+	if r.model.Calls() != 0 || r.spent(userID) != 0 || evs != 0 {
+		t.Fatalf("calls %d, spent %d, events %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(userID), evs)
+	}
+}
+
 // A database error while the item is read is an attempt with why unavailable and the backoff
 // (not a lease left to run out): nothing asked or charged; the error is logged, not kept in
 // words the console would show. Once the database answers, the job runs after its backoff.
@@ -149,9 +162,7 @@ func TestRunLeaseOverIsReleasedWithoutAttempt(t *testing.T) {
 		if !got.LeaseUntil.Equal(*other.LeaseUntil) {
 			t.Errorf("the other worker's lease until %v, want %v", got.LeaseUntil, other.LeaseUntil)
 		}
-		if r.model.Calls() != 0 || r.spent(ann) != 0 || len(r.events(models.KindPitch, p))+len(r.events(models.KindPitch, p2)) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(ann))
-		}
+		r.wantNothingAsked(t, ann, p, p2)
 	})
 }
 
@@ -222,9 +233,7 @@ func TestRunBreakerOpenIsPutOff(t *testing.T) {
 			t.Fatalf("outcome %s, want pending", out)
 		}
 		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), probe, nil)
-		if r.model.Calls() != 0 || r.spent(ann) != 0 || len(r.events(models.KindPitch, p)) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(ann))
-		}
+		r.wantNothingAsked(t, ann, p)
 	})
 }
 
@@ -245,9 +254,7 @@ func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
 		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), due, nil)
-		if r.model.Calls() != 0 || r.spent(ann) != 0 || len(r.events(models.KindPitch, p)) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(ann))
-		}
+		r.wantNothingAsked(t, ann, p)
 		if n, err := r.content.Sweep(r.ctx, 0); n != 0 || err != nil {
 			t.Fatalf("sweep while held ran %d, %v; want none", n, err)
 		}
