@@ -89,10 +89,16 @@ const (
 	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
 	// while the hold lasts, whatever its row's why.
 	WhyHeld Why = "held"
-	// WhyUnavailable is shown, never stored: the answer to a new item whose screen could not be
-	// read after its write committed (the database was cut off meanwhile). The job is owed
-	// with the item and runs as any other.
+	// WhyUnavailable: the database failed while the job ran (its item could not be read, or
+	// its answer recorded), an attempt with the backoff; also shown, not stored, as the answer
+	// to a new item whose screen could not be read after its write committed (the database
+	// was cut off meanwhile): that job is owed with the item and runs as any other.
 	WhyUnavailable Why = "unavailable"
+	// WhyRefused: the request was refused before sending (the model client would not send it,
+	// e.g. an item past its size limits written by raw SQL, or a task this process does not
+	// run): an attempt with the backoff, nothing asked or charged, until the item is fixed or
+	// deleted.
+	WhyRefused Why = "refused"
 	// WhyReview: the model was unsure (its confidence below the review band), and the item
 	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
 	WhyReview Why = "review"
@@ -106,7 +112,7 @@ const (
 // constant here and its place in this list; one a job's row keeps (Stored) also widens the
 // CHECK on content_jobs.why in a migration, which TestStoredWhysMatchTheCheck holds to this.
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
-	WhyBreaker, WhyReview, WhyUnavailable}
+	WhyBreaker, WhyReview, WhyUnavailable, WhyRefused}
 
 // Stored reports whether a job's row may keep the why; the others are only shown, worked out
 // when the job is read (held, breaker, unavailable).

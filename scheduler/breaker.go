@@ -114,9 +114,8 @@ func (b *breaker) localFailures() int {
 	return b.failures
 }
 
-// pass is a job's leave to ask the model: the slots it holds, and the probe it owns, if any.
+// pass is a job's leave to ask the model: the probe it owns, if any.
 type pass struct {
-	slots      int
 	probe      string // the probe's owner name; "" when not the probe
 	probeUntil time.Time
 	probes     int // failed probes before this one

@@ -6,7 +6,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -120,6 +119,8 @@ type Content struct {
 
 	mu      sync.Mutex
 	authors map[int64]bool // authors whose background sweep is running
+	holds   models.Holds   // the last read of the holds (see held)
+	holdsAt time.Time      // when it was read (real time); zero: never
 }
 
 // NewContent makes the content-jobs runner.
@@ -158,131 +159,27 @@ func (c *Content) ModelProblem() string {
 // Config is the runner's configuration with defaults applied.
 func (c *Content) Config() ContentConfig { return c.cfg }
 
-// Run runs one claimed job to its end or its next attempt, waiting for its model slots as the
-// periodic sweep does. An error means the job could not be run at all (a request the model client
-// would refuse, or the database failing): the job keeps its lease until it runs out and is
-// then due again.
+// Run runs one claimed job to its ending and records it (see finish), waiting first for its
+// model slots at the periodic sweep's priority, within the job's lease (a job that gets none
+// in time is let go unasked). An error means nothing could be recorded (the database
+// failing): the job keeps its lease until it runs out, and is then due again.
 func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
-	return c.run(ctx, job, PrioritySweep, 0)
-}
-
-// run is Run for a claimer of priority prio that already holds held model slots for the job
-// (given back, or kept for the call, whatever the outcome).
-func (c *Content) run(ctx context.Context, job models.Job, prio Priority, held int) (Outcome, error) {
-	defer func() { c.gate.Release(held) }()
-	t := c.taskFor(job)
-	runs := t.calls()
-	ev := t.event()
-	later := func(why models.Why, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
-		return c.reschedule(ctx, job, &ev, why, wait, status, upstreamMs)
-	}
-
-	// What to ask: the item as it is now.
-	if ok, err := t.subject(ctx); err != nil {
-		return Pending, err
-	} else if !ok {
-		return Gone, nil // deleted since; its trigger took the job too
-	}
-
-	if problem := c.ModelProblem(); problem != "" {
-		ev.Error = errorText(problem)
-		return later(models.WhyUnreachable, Backoff(job.Attempts), 0, nil)
-	}
-
-	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
-	// other worker can claim the job while this one still waits for the model.
-	askCtx, cancelAsk := c.withinLease(ctx, job)
-	defer cancelAsk()
-
-	// The breaker and the cap come before the charge: a job that is not asked is not charged.
-	p, out, err := c.enter(askCtx, ctx, job, prio, &held, runs)
-	if p == nil {
+	n := callsOf(job.Task)
+	if n == 0 {
+		out, _, err := c.run(ctx, leased{job: job}) // refused before any call: no slot needed
 		return out, err
 	}
-
-	// Charged first, as the model's relay charges: a call that then fails is still spent.
-	now := c.clock.Now()
-	if _, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now); err != nil {
-		c.breaker.giveUp(ctx, *p)
-		c.log.Error("budget", "op", "charge", "userId", job.UserID, "err", err)
-		ev.Error = errorText("the author's budget could not be counted")
-		return later(models.WhyBudgetUnavailable, Backoff(job.Attempts), 0, nil)
-	} else if !ok {
-		c.breaker.giveUp(ctx, *p)
-		if c.metrics != nil {
-			c.metrics.BudgetRefusals.Inc()
-		}
-		ev.Error = errorText(fmt.Sprintf("the author's budget for today cannot cover %d more model call(s); it resets at 00:00 UTC", runs))
-		return later(models.WhyBudget, models.BudgetReset(now).Sub(now), 0, nil)
+	ev := attemptEvent(job, job.Task)
+	waitCtx, cancel, ok := c.withinLease(ctx, job)
+	defer cancel()
+	if !ok {
+		return c.finish(ctx, job, &ev, release(errLeaseOver))
 	}
-
-	reply := t.ask(askCtx, c.model)
-	// The breaker hears of the reply while the job still holds its slots: a job that takes a
-	// freed slot then consults a breaker that already counts this failure, so the calls made
-	// before it opens stay within its threshold and the cap.
-	stopping := reply.Why != "" && ctx.Err() != nil
-	if !stopping {
-		c.breaker.report(ctx, *p, reply)
+	if err := c.gate.Acquire(waitCtx, PrioritySweep, n); err != nil {
+		return c.finish(ctx, job, &ev, release(fmt.Errorf("job %d: %w", job.ID, errNoSlot)))
 	}
-	c.gate.Release(held) // the call is over: its slots go to the next job before this one records
-	held = 0
-	if c.metrics != nil {
-		c.metrics.ModelLatency.WithLabelValues(string(ev.Event)).Observe(float64(reply.UpstreamMs) / 1000)
-	}
-	if reply.Why != "" {
-		return c.unanswered(ctx, job, &ev, *p, reply)
-	}
-	status := reply.Status
-	upstreamMs := reply.UpstreamMs
-	bytes := int64(reply.RequestBytes)
-	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
-
-	out, lack, err := t.record(ctx, reply, &ev)
-	if err != nil {
-		return Pending, err
-	}
-	if lack != "" {
-		ev.Error = errorText(lack)
-		return later(models.WhyUnanswered, Backoff(job.Attempts), status, &upstreamMs)
-	}
-	if out == Done || (ev.Why != nil && *ev.Why == models.WhyReview) {
-		c.note(ev)
-	}
-	return out, nil
-}
-
-// reschedule puts the job off by wait with ev, the attempt's event, as pending for why (with
-// the model's status, when not 0, and its time, when known).
-func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, why models.Why, wait time.Duration, status int, upstreamMs *int64) (Outcome, error) {
-	ev.Outcome, ev.Why, ev.UpstreamMs = models.OutcomePending, &why, upstreamMs
-	var st *int
-	if status != 0 {
-		st = &status
-		ev.Status = st
-	}
-	at := c.clock.Now().Add(wait)
-	ok, err := c.store.Reschedule(ctx, job, at, why, st, *ev)
-	if err != nil {
-		return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
-	}
-	if ok {
-		c.note(*ev, slog.Time("nextAttemptAt", at))
-	}
-	return Pending, nil
-}
-
-// unanswered ends an ask the model did not answer (reply.Why is set). Stopping, not failing,
-// lets the job go for another worker without an attempt; otherwise (the breaker has heard of
-// the failure) the job is put off by its backoff, or longer when the model asked for it.
-func (c *Content) unanswered(ctx context.Context, job models.Job, ev *models.Event, p pass, reply modelclient.Reply) (Outcome, error) {
-	if ctx.Err() != nil {
-		c.breaker.giveUp(ctx, p)
-		return Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
-	}
-	// run has reported the reply to the breaker already, while the job held its slots.
-	ev.Error = errorText(reply.Error)
-	upstreamMs := reply.UpstreamMs
-	return c.reschedule(ctx, job, ev, models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Status, &upstreamMs)
+	out, _, err := c.run(ctx, leased{job: job, slots: c.gate.hold(n)})
+	return out, err
 }
 
 // errorText is an attempt's error as kept: nil when empty, else at most
@@ -296,87 +193,18 @@ func errorText(s string) *string {
 }
 
 // withinLease bounds ctx to the end of the job's lease less a tenth of the lease, which is kept
-// for recording the outcome: past it, the ask is given up on as unreachable.
-func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Context, context.CancelFunc) {
+// for recording the outcome: past it, the ask is given up on as unreachable. ok is false when
+// no time is left at all: the lease has run out (or is about to) before the ask.
+func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Context, context.CancelFunc, bool) {
 	if job.LeaseUntil == nil {
-		return ctx, func() {}
+		return ctx, func() {}, true
 	}
 	left := job.LeaseUntil.Sub(c.clock.Now()) - c.cfg.Lease/10
-	return context.WithTimeout(ctx, max(left, 0))
-}
-
-// enter is the gate before the charge: the breaker's leave to ask (else the job is put off
-// until the next probe, neither charged nor counted as an attempt) and then the job's model
-// slots at its claimer's priority, waited for within the lease (askCtx; else the job is let go
-// unasked, for any worker to take again). *held is the slots the claimer took for the job;
-// enter keeps them for the call or gives them back. A nil pass means the job is not asked, and
-// out and err are run's result.
-func (c *Content) enter(askCtx, ctx context.Context, job models.Job, prio Priority, held *int, runs int) (*pass, Outcome, error) {
-	adm, err := c.breaker.admit(ctx, job)
-	if err != nil {
-		return nil, Pending, fmt.Errorf("model breaker, job %d: %w", job.ID, err)
+	if left <= 0 {
+		return ctx, func() {}, false
 	}
-	if adm.park {
-		c.gate.Release(*held)
-		*held = 0
-		if _, err := c.store.ParkJob(ctx, job, adm.at); err != nil {
-			return nil, Pending, err
-		}
-		c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
-		return nil, Pending, nil
-	}
-	p := adm.pass
-	if *held < runs {
-		// Never wait holding part of a job's slots: two scores each holding one of the last
-		// slots would wait for each other for ever.
-		c.gate.Release(*held)
-		*held = 0
-		if err := c.gate.Acquire(askCtx, prio, runs); err != nil {
-			c.breaker.giveUp(ctx, p)
-			if ctx.Err() != nil {
-				return nil, Pending, errors.Join(ctx.Err(), c.store.ReleaseJob(context.WithoutCancel(ctx), job))
-			}
-			return nil, Pending, errors.Join(fmt.Errorf("job %d: %w", job.ID, errNoSlot), c.store.ReleaseJob(ctx, job))
-		}
-		*held = runs
-		if p.probe == "" {
-			// The breaker again, now that the slots are held: it may have opened while this job
-			// waited for them (the calls that held them failing), and a job admitted while it
-			// was closed must not call after it opened.
-			if parked, err := c.recheck(ctx, job, held, &p); parked {
-				return nil, Pending, err
-			}
-		}
-	} else if *held > runs {
-		c.gate.Release(*held - runs)
-		*held = runs
-	}
-	p.slots = runs
-	return &p, Pending, nil
-}
-
-// recheck consults the breaker once more for a job that holds its slots and was admitted while
-// the breaker was closed. Still closed, or now with its probe due and claimed by this job
-// (*p becomes the probe's pass), the job asks; otherwise it gives its slots back and is put
-// off until the next probe, and it answers true.
-func (c *Content) recheck(ctx context.Context, job models.Job, held *int, p *pass) (bool, error) {
-	adm, err := c.breaker.admit(ctx, job)
-	if err != nil {
-		c.gate.Release(*held)
-		*held = 0
-		return true, fmt.Errorf("model breaker, job %d: %w", job.ID, err)
-	}
-	if !adm.park {
-		*p = adm.pass
-		return false, nil
-	}
-	c.gate.Release(*held)
-	*held = 0
-	if _, err := c.store.ParkJob(ctx, job, adm.at); err != nil {
-		return true, err
-	}
-	c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", adm.why, "nextAttemptAt", adm.at)
-	return true, nil
+	ctx, cancel := context.WithTimeout(ctx, left)
+	return ctx, cancel, true
 }
 
 // note logs an attempt as one structured line and counts it.
@@ -415,14 +243,22 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
 }
 
-// runClaimed runs a claimed job, logging an error instead of returning it: a job that errors
-// keeps its lease until it runs out and is then due again.
-func (c *Content) runClaimed(ctx context.Context, job models.Job, prio Priority, held int) Outcome {
-	out, err := c.run(ctx, job, prio, held)
+// leased is a claimed job with the model slots its task needs, taken before the claim, and
+// when it was claimed (real time, for held; zero when not known).
+type leased struct {
+	job     models.Job
+	slots   *slots
+	claimed time.Time
+}
+
+// runClaimed runs a claimed job, logging an error instead of returning it: a job whose ending
+// could not be recorded keeps its lease until it runs out and is then due again.
+func (c *Content) runClaimed(ctx context.Context, l leased) (Outcome, models.Event) {
+	out, ev, err := c.run(ctx, l)
 	if err != nil && ctx.Err() == nil {
-		c.log.Error("content job", "task", job.Task, "kind", job.Kind, "itemId", job.ItemID, "jobId", job.ID, "err", err)
+		c.log.Error("content job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "jobId", l.job.ID, "err", err)
 	}
-	return out
+	return out, ev
 }
 
 // Sweep claims and runs due jobs (one author's when userID is non-zero) until none is due,
@@ -430,33 +266,57 @@ func (c *Content) runClaimed(ctx context.Context, job models.Job, prio Priority,
 // due again within the same sweep, so it ends; jobs its own work makes due (an allowed
 // revision's score) are run by it too.
 //
-// It claims no more jobs than there are model slots free for it (an author's sweep before the
-// periodic sweep's): a job that would only wait for a slot is left unclaimed, for a replica with
-// room to take, instead of waiting out its lease here. While the model's breaker is open it
-// puts every due job off until the next probe in one statement.
+// Each claim first takes the model slots of the jobs it may claim (room for the costliest
+// task, for each, as far as slots are free), then gives every job it claimed its task's full
+// count, in the claim's order, and the rest back: a job never waits for a slot while its lease
+// runs. A job the slots taken cannot cover (a score meeting one free slot) is let go at once,
+// unrun, and the next claim waits until its count is free. While the model's breaker is open
+// it puts every due job off until the next probe in one statement.
 func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 	prio := PrioritySweep
 	if userID != 0 {
 		prio = PriorityAuthor
 	}
-	return pool[models.Job]{slots: c.cfg.Concurrency, quit: c.runner.quit,
-		claim: func(ctx context.Context, free int) ([]models.Job, int, error) {
+	least := 1 // slots the next claim waits for: the count of the last job that did not fit
+	return pool[leased]{slots: c.cfg.Concurrency, quit: c.runner.quit,
+		claim: func(ctx context.Context, free int) ([]leased, int, error) {
 			if err := c.parkDue(ctx, userID); err != nil {
 				return nil, 0, err
 			}
-			slots, err := c.gate.AcquireUpTo(ctx, prio, free)
+			got, err := c.gate.acquire(ctx, prio, min(least, c.gate.Cap()), min(free*maxCalls, c.gate.Cap()))
 			if err != nil {
 				return nil, 0, err
 			}
-			jobs, err := c.store.ClaimDue(ctx, slots, c.cfg.Lease, c.cfg.Owner, userID)
-			c.gate.Release(slots - len(jobs))
+			room := c.gate.hold(got)
+			defer room.release() // what no claimed job took
+			claimed := time.Now()
+			jobs, err := c.store.ClaimDue(ctx, min(free, got), c.cfg.Lease, c.cfg.Owner, userID)
 			if err != nil {
 				return nil, 0, fmt.Errorf("claim content jobs: %w", err)
 			}
-			return jobs, len(jobs), nil
+			return c.fit(ctx, jobs, claimed, room, &least), len(jobs), nil
 		},
-		run: func(ctx context.Context, job models.Job) { c.runClaimed(ctx, job, prio, 1) },
+		run: func(ctx context.Context, l leased) { c.runClaimed(ctx, l) },
 	}.drain(ctx)
+}
+
+// fit gives each claimed job, in order, its task's model slots out of room; a job room cannot
+// cover is let go unrun (no attempt), and *least becomes its count, for the next claim to wait
+// for.
+func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time, room *slots, least *int) []leased {
+	run := make([]leased, 0, len(jobs))
+	*least = 1
+	for _, j := range jobs {
+		if s, ok := room.take(callsOf(j.Task)); ok {
+			run = append(run, leased{job: j, slots: s, claimed: claimed})
+			continue
+		}
+		*least = max(*least, callsOf(j.Task))
+		if err := c.store.ReleaseJob(context.WithoutCancel(ctx), j); err != nil {
+			c.log.Error("content job", "op", "let go unrun", "jobId", j.ID, "err", err)
+		}
+	}
+	return run
 }
 
 // sweepAll is the periodic sweep's pass: everyone's due jobs.
@@ -535,24 +395,46 @@ func (c *Content) SweepAuthor(userID int64) {
 
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).
-// The job goes on after the caller stops waiting.
+// The job goes on after the caller stops waiting. A screen runs at the inline priority (its
+// write waits for it); a score at the sweep's, since nobody waits for one.
 func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-chan Outcome {
+	prio := PriorityInline
+	if task != models.TaskScreen {
+		prio = PrioritySweep
+	}
+	return c.runItem(task, kind, itemID, prio)
+}
+
+// runItem is RunItem at priority prio: the task's model slots first, then the claim, so the job
+// never waits for a slot while its lease runs. A revision's screen that allowed it is followed
+// by its score, at the sweep's priority.
+func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio Priority) <-chan Outcome {
 	done := make(chan Outcome, 1)
 	started := c.Go(func(ctx context.Context) {
 		defer close(done)
+		n := callsOf(task)
+		if n == 0 {
+			c.log.Error("claim item", "task", task, "kind", kind, "itemId", itemID, "err", fmt.Errorf("owed does not run %q jobs", task))
+			return
+		}
+		if err := c.gate.Acquire(ctx, prio, n); err != nil {
+			return // stopping
+		}
+		s := c.gate.hold(n)
+		claimed := time.Now()
 		job, ok, err := c.store.ClaimItem(ctx, task, kind, itemID, c.cfg.Lease, c.cfg.Owner)
-		if err != nil {
-			c.log.Error("claim item", "task", task, "kind", kind, "itemId", itemID, "err", err)
+		if err != nil || !ok {
+			s.release()
+			if err != nil {
+				c.log.Error("claim item", "task", task, "kind", kind, "itemId", itemID, "err", err)
+			}
 			return
 		}
-		if !ok {
-			return
-		}
-		out := c.runClaimed(ctx, job, PriorityInline, 0)
+		out, ev := c.runClaimed(ctx, leased{job: job, slots: s, claimed: claimed})
 		done <- out
-		if task == models.TaskScreen && kind == models.KindRevision && out == Done {
+		if task == models.TaskScreen && kind == models.KindRevision && out == Done && ev.Outcome == models.OutcomeAllow {
 			// An allowed revision now owes its score; it follows in the background.
-			c.RunItem(models.TaskScore, models.KindRevision, itemID)
+			c.runItem(models.TaskScore, models.KindRevision, itemID, PrioritySweep)
 		}
 	})
 	if !started {

@@ -214,9 +214,11 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 	})
 }
 
-// A request the model client would refuse is a bug: Run errors, nothing is asked or charged,
-// and the job keeps its lease until it runs out, then is due again.
-func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
+// Poison work: a request the model client would refuse (an item past its limits, written by
+// raw SQL) is an attempt with why refused and the backoff, nothing asked or charged, its lease
+// freed. Sweep after sweep it is tried again only when its backoff has passed, the backoff
+// growing with each attempt: never dropped, never looping unseen, never asked.
+func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -230,37 +232,40 @@ func TestRunTooLargeErrorsAndKeepsLease(t *testing.T) {
 		bigScored := r.insertID(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, 'S', ?, ?)`,
 			song, ann, strings.Repeat("y", modelclient.MaxCodeBytes+1), now)
 		r.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, bigScored, now)
-
-		lease := r.content.Config().Lease
-		for _, it := range []struct {
+		items := []struct {
 			task models.Task
 			kind models.Kind
 			id   int64
-		}{{models.TaskScreen, models.KindPitch, bigPitch}, {models.TaskScreen, models.KindRevision, bigRev}, {models.TaskScore, models.KindRevision, bigScored}} {
-			j := r.claim(it.task, it.kind, it.id)
-			out, err := r.content.Run(r.ctx, j)
-			var limit *modelclient.LimitError
-			if err == nil || !errors.As(err, &limit) || !limit.TooLarge() {
-				t.Errorf("%s %s: Run = %s, %v; want a too-large error", it.task, it.kind, out, err)
+		}{{models.TaskScreen, models.KindPitch, bigPitch}, {models.TaskScreen, models.KindRevision, bigRev}, {models.TaskScore, models.KindRevision, bigScored}}
+
+		for attempt := range 4 {
+			if n, err := r.content.Sweep(r.ctx, 0); n != len(items) || err != nil {
+				t.Fatalf("sweep %d ran %d, %v; want the %d refused jobs", attempt, n, err, len(items))
 			}
-			got := r.mustJob(it.task, it.kind, it.id)
-			if got.LeaseUntil == nil || got.LeaseUntil.UnixMilli() != now+lease.Milliseconds() || got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" ||
-				got.Attempts != 0 || got.Why != nil || got.DueAt.UnixMilli() != now {
-				t.Errorf("%s %s job after the error = %+v, want its lease kept and no attempt", it.task, it.kind, got)
+			for _, it := range items {
+				j := r.mustJob(it.task, it.kind, it.id)
+				wantPending(t, j, models.WhyRefused, attempt+1, r.clk.Now().Add(scheduler.Backoff(attempt)), nil)
+				if j.LastError == nil || !strings.Contains(*j.LastError, "refused before sending") {
+					t.Errorf("%s %s: last error %v, want what was refused", it.task, it.kind, str(j.LastError))
+				}
+				ev := r.lastEvent(it.kind, it.id)
+				if ev.Event != it.task || ev.Outcome != models.OutcomePending || str(ev.Why) != "refused" || ev.Attempt != attempt || ev.Error == nil {
+					t.Errorf("%s %s: event %s, want a refused attempt %d", it.task, it.kind, fmtEvent(ev), attempt)
+				}
 			}
+			// Not due again until the backoff has passed: a sweep a moment before runs nothing.
+			r.clk.Advance(scheduler.Backoff(attempt) - time.Millisecond)
+			if n, err := r.content.Sweep(r.ctx, 0); n != 0 || err != nil {
+				t.Fatalf("sweep before the backoff ran %d, %v; want none", n, err)
+			}
+			r.clk.Advance(time.Millisecond)
 		}
 		if r.model.Calls() != 0 || r.spent(ann) != 0 {
 			t.Errorf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.spent(ann))
 		}
-		if evs, _ := r.store.ListEvents(r.ctx, models.EventFilter{}, 0, 10); len(evs) != 0 {
-			t.Errorf("events = %+v, want none", evs)
-		}
-		if due, _ := r.store.ClaimDue(r.ctx, 10, lease, "other", 0); len(due) != 0 {
-			t.Errorf("claimed while the lease holds: %+v", due)
-		}
-		r.clk.Advance(lease)
-		if due, _ := r.store.ClaimDue(r.ctx, 10, lease, "other", 0); len(due) != 3 {
-			t.Errorf("after the lease ran out, %d claimable, want 3", len(due))
+		// The admin's count by why shows them.
+		if n, err := r.store.CountJobs(r.ctx, models.JobFilter{Why: models.WhyRefused}); err != nil || n != int64(len(items)) {
+			t.Errorf("jobs with why refused = %d, %v; want %d", n, err, len(items))
 		}
 	})
 }

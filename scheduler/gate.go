@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Priority orders the claimers that wait for a model slot: a lower value is served first.
@@ -167,5 +168,44 @@ func (g *Gate) remove(p Priority, w *waiter) {
 			g.waiters[p] = append(q[:i:i], q[i+1:]...)
 			return
 		}
+	}
+}
+
+// slots is model slots held from a Gate as a lease: taken whole before the job they are for is
+// claimed, and given back once. release may be called any number of times (after the call,
+// and again by the run's deferred cleanup); only the first gives the slots back.
+type slots struct {
+	gate *Gate
+	n    atomic.Int64
+}
+
+// hold makes a lease of n slots the caller already took from g.
+func (g *Gate) hold(n int) *slots {
+	s := &slots{gate: g}
+	s.n.Store(int64(n))
+	return s
+}
+
+// take moves n of the lease's slots into a lease of their own; ok is false, and nothing
+// moves, when the lease holds fewer than n.
+func (s *slots) take(n int) (*slots, bool) {
+	for {
+		have := s.n.Load()
+		if have < int64(n) {
+			return nil, false
+		}
+		if s.n.CompareAndSwap(have, have-int64(n)) {
+			return s.gate.hold(n), true
+		}
+	}
+}
+
+// release gives the lease's slots back to the gate, the first time it is called.
+func (s *slots) release() {
+	if s == nil {
+		return
+	}
+	if n := s.n.Swap(0); n > 0 {
+		s.gate.Release(int(n))
 	}
 }

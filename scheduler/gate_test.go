@@ -167,3 +167,38 @@ func TestGateNeverOverCap(t *testing.T) {
 		t.Errorf("%d slots still in use", g.InUse())
 	}
 }
+
+// A lease of slots gives them back once however many times it is released (a run releases
+// after its call and again when it returns), and take carves a job's count out of a claim's
+// slots only when they cover it.
+func TestSlotsReleaseOnce(t *testing.T) {
+	g := NewGate(4)
+	if err := g.Acquire(context.Background(), PrioritySweep, 4); err != nil {
+		t.Fatal(err)
+	}
+	room := g.hold(4)
+	score, ok := room.take(3)
+	if !ok {
+		t.Fatal("3 of 4 slots not taken")
+	}
+	if _, ok := room.take(3); ok {
+		t.Fatal("3 slots taken out of the 1 left")
+	}
+	screen, ok := room.take(1)
+	if !ok {
+		t.Fatal("the last slot not taken")
+	}
+	score.release()
+	score.release()
+	room.release() // empty: nothing to give back
+	if g.InUse() != 1 {
+		t.Fatalf("in use %d after the score's double release, want the screen's 1", g.InUse())
+	}
+	screen.release()
+	screen.release()
+	var none *slots
+	none.release()
+	if g.InUse() != 0 {
+		t.Fatalf("in use %d, want 0", g.InUse())
+	}
+}

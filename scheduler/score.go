@@ -17,8 +17,6 @@ type scoreTask struct {
 	songID int64                    // the revision's song, for errors
 }
 
-func (t *scoreTask) calls() int { return ScoreRuns }
-
 func (t *scoreTask) event() models.Event {
 	ev := attemptEvent(t.job, models.TaskScore)
 	runs := ScoreRuns
@@ -34,7 +32,7 @@ func (t *scoreTask) subject(ctx context.Context) (bool, error) {
 	t.songID = rev.SongID
 	t.req = modelclient.ScoreRequest{Model: t.model, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
 	if err := modelclient.CheckScore(t.req); err != nil {
-		return false, fmt.Errorf("a score request the model client would refuse (job %d): %w", t.job.ID, err)
+		return false, &refusal{err}
 	}
 	return true, nil
 }

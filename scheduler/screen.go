@@ -16,8 +16,6 @@ type screenTask struct {
 	below float64                   // the review band of the item's kind (0: off)
 }
 
-func (t *screenTask) calls() int { return models.ScreenCalls }
-
 func (t *screenTask) event() models.Event { return attemptEvent(t.job, models.TaskScreen) }
 
 func (t *screenTask) subject(ctx context.Context) (bool, error) {
@@ -27,7 +25,7 @@ func (t *screenTask) subject(ctx context.Context) (bool, error) {
 	}
 	t.req = modelclient.ScreenRequest{Kind: string(t.job.Kind), Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
 	if err := modelclient.CheckScreen(t.req); err != nil {
-		return false, fmt.Errorf("a screen request the model client would refuse (job %d): %w", t.job.ID, err)
+		return false, &refusal{err}
 	}
 	return true, nil
 }

@@ -426,6 +426,7 @@ const (
 	JobFilterRequestWhyBudgetUnavailable JobFilterRequestWhy = "budget-unavailable"
 	JobFilterRequestWhyHeld              JobFilterRequestWhy = "held"
 	JobFilterRequestWhyNone              JobFilterRequestWhy = "none"
+	JobFilterRequestWhyRefused           JobFilterRequestWhy = "refused"
 	JobFilterRequestWhyReview            JobFilterRequestWhy = "review"
 	JobFilterRequestWhyUnanswered        JobFilterRequestWhy = "unanswered"
 	JobFilterRequestWhyUnavailable       JobFilterRequestWhy = "unavailable"
@@ -445,6 +446,8 @@ func (e JobFilterRequestWhy) Valid() bool {
 	case JobFilterRequestWhyHeld:
 		return true
 	case JobFilterRequestWhyNone:
+		return true
+	case JobFilterRequestWhyRefused:
 		return true
 	case JobFilterRequestWhyReview:
 		return true
@@ -947,6 +950,7 @@ const (
 	WhyBudget            Why = "budget"
 	WhyBudgetUnavailable Why = "budget-unavailable"
 	WhyHeld              Why = "held"
+	WhyRefused           Why = "refused"
 	WhyReview            Why = "review"
 	WhyUnanswered        Why = "unanswered"
 	WhyUnavailable       Why = "unavailable"
@@ -964,6 +968,8 @@ func (e Why) Valid() bool {
 	case WhyBudgetUnavailable:
 		return true
 	case WhyHeld:
+		return true
+	case WhyRefused:
 		return true
 	case WhyReview:
 		return true
@@ -1071,6 +1077,7 @@ const (
 	GetAdminEventsParamsWhyBudgetUnavailable GetAdminEventsParamsWhy = "budget-unavailable"
 	GetAdminEventsParamsWhyHeld              GetAdminEventsParamsWhy = "held"
 	GetAdminEventsParamsWhyNone              GetAdminEventsParamsWhy = "none"
+	GetAdminEventsParamsWhyRefused           GetAdminEventsParamsWhy = "refused"
 	GetAdminEventsParamsWhyReview            GetAdminEventsParamsWhy = "review"
 	GetAdminEventsParamsWhyUnanswered        GetAdminEventsParamsWhy = "unanswered"
 	GetAdminEventsParamsWhyUnavailable       GetAdminEventsParamsWhy = "unavailable"
@@ -1090,6 +1097,8 @@ func (e GetAdminEventsParamsWhy) Valid() bool {
 	case GetAdminEventsParamsWhyHeld:
 		return true
 	case GetAdminEventsParamsWhyNone:
+		return true
+	case GetAdminEventsParamsWhyRefused:
 		return true
 	case GetAdminEventsParamsWhyReview:
 		return true
@@ -1224,6 +1233,7 @@ const (
 	GetAdminJobsParamsWhyBudgetUnavailable GetAdminJobsParamsWhy = "budget-unavailable"
 	GetAdminJobsParamsWhyHeld              GetAdminJobsParamsWhy = "held"
 	GetAdminJobsParamsWhyNone              GetAdminJobsParamsWhy = "none"
+	GetAdminJobsParamsWhyRefused           GetAdminJobsParamsWhy = "refused"
 	GetAdminJobsParamsWhyReview            GetAdminJobsParamsWhy = "review"
 	GetAdminJobsParamsWhyUnanswered        GetAdminJobsParamsWhy = "unanswered"
 	GetAdminJobsParamsWhyUnavailable       GetAdminJobsParamsWhy = "unavailable"
@@ -1243,6 +1253,8 @@ func (e GetAdminJobsParamsWhy) Valid() bool {
 	case GetAdminJobsParamsWhyHeld:
 		return true
 	case GetAdminJobsParamsWhyNone:
+		return true
+	case GetAdminJobsParamsWhyRefused:
 		return true
 	case GetAdminJobsParamsWhyReview:
 		return true

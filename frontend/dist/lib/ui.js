@@ -121,8 +121,10 @@ export const WHY = {
   held: { label: 'held', kind: 'info', short: 'held by an admin', text: 'an admin holds this work — nothing is claimed, charged or asked until the hold is lifted' },
   breaker: { label: 'breaker', kind: 'info', short: 'not asked: waits for the model\'s probe', text: 'not asked: the model is failing; owed waits for its probe (no attempt, nothing charged)' },
   review: { label: 'review', kind: 'info', short: 'waits for a moderator', text: 'the model was unsure — waits for a moderator in the Review panel; nothing is asked or charged meanwhile' },
+  refused: { label: 'refused', kind: 'err', short: 'refused before sending — backoff', text: 'the request was refused before sending (e.g. the item is past the model\'s size limits) — nothing asked or charged; retries with backoff until the item is fixed or deleted' },
+  unavailable: { label: 'unavailable', kind: 'err', short: 'database failed — backoff', text: 'the database failed while the job ran — retries with backoff' },
 };
-export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'held', 'breaker', 'review'];
+export const WHYS = ['none', 'unreachable', 'upstream', 'unanswered', 'budget', 'budget-unavailable', 'refused', 'unavailable', 'held', 'breaker', 'review'];
 
 export function whyInfo(why) {
   return WHY[why || 'none'] || { label: why, kind: 'neutral', text: why };

@@ -1,0 +1,298 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/owed/owed/models"
+)
+
+// A run of a claimed job ends in one of four ways, and Content.finish is the one place that
+// records it (River's interpretError is the model): every exit of a run, an answer, a model
+// error, a request refused before sending, a database error, a deadline, a shutdown, a lease
+// lost, is an ending, and finish writes exactly one thing for it. docs/architecture.md ("How a
+// job ends") has the table of every way a run ends and what is recorded.
+type endKind int
+
+const (
+	// endRecorded: the task recorded the answer itself, in the transaction that settles the job
+	// (the verdict or the score, or the review entry), or found the item gone. Nothing more is
+	// written.
+	endRecorded endKind = iota
+	// endAttempt: an attempt that leaves the job owed, with its why and its wait (the backoff,
+	// or longer when the model asked for it or the budget resets later): attempts + 1, an event.
+	endAttempt
+	// endRelease: the job is let go without an attempt, due again at once for any worker: this
+	// process is stopping, or the job's lease ran out before it could be asked.
+	endRelease
+	// endPutOff: the job is put off without an attempt or a charge: the model's breaker is open
+	// and the job waits for its probe (due at it), or an admin held its task after it was
+	// claimed (its lease freed, its due time kept: no claim takes held work, and lifting the
+	// hold makes it due at its own time).
+	endPutOff
+)
+
+// ending is how one run ended: what finish records.
+type ending struct {
+	kind endKind
+	out  Outcome // endRecorded: Done or Gone (Pending for a review entry)
+
+	// endAttempt
+	why        models.Why
+	wait       time.Duration
+	status     int    // the model's HTTP status, 0 when none
+	upstreamMs *int64 // the model's time, when it was asked
+	text       string // the attempt's error in words, kept with the job and its event
+
+	at time.Time // endPutOff: until when; zero for a held task
+
+	cause error // what went wrong, for the log (never shown: text is what is kept)
+}
+
+func recorded(out Outcome) ending { return ending{kind: endRecorded, out: out} }
+
+func attempt(why models.Why, wait time.Duration, text string) ending {
+	return ending{kind: endAttempt, why: why, wait: wait, text: text}
+}
+
+func release(cause error) ending { return ending{kind: endRelease, cause: cause} }
+
+// failed is the ending of a step that returned err: a shutdown is a release, a refusal an
+// attempt with why refused, anything else the database failing (an attempt with why
+// unavailable, the error logged but not kept, since it is an internal one).
+func (c *Content) failed(ctx context.Context, job models.Job, what string, err error) ending {
+	if ctx.Err() != nil {
+		return release(errors.Join(ctx.Err(), err))
+	}
+	var r *refusal
+	if errors.As(err, &r) {
+		e := attempt(models.WhyRefused, Backoff(job.Attempts), "refused before sending: "+r.Error())
+		e.cause = err
+		return e
+	}
+	e := attempt(models.WhyUnavailable, Backoff(job.Attempts), "the database failed: "+what)
+	e.cause = fmt.Errorf("%s: %w", what, err)
+	return e
+}
+
+// run runs a claimed job that holds its model slots (given back whatever happens) to its
+// ending, and records it (finish). ev is the attempt's event as recorded (its outcome says
+// whether a screen allowed its item).
+func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, error) {
+	defer l.slots.release()
+	job := l.job
+	ev := attemptEvent(job, job.Task)
+	e := c.steps(ctx, job, l.claimed, l.slots, &ev)
+	out, err := c.finish(ctx, job, &ev, e)
+	return out, ev, err
+}
+
+// steps does a claimed job's work up to its ending: the item, the breaker (once, the slots
+// being held already), the charge, the ask and the task's record.
+func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, s *slots, ev *models.Event) ending {
+	t, err := c.taskFor(job)
+	if err != nil {
+		return c.failed(ctx, job, "", err)
+	}
+	*ev = t.event()
+
+	// What to ask: the item as it is now.
+	if ok, err := t.subject(ctx); err != nil {
+		return c.failed(ctx, job, "read the item", err)
+	} else if !ok {
+		return recorded(Gone) // deleted since; its trigger took the job too
+	}
+
+	if problem := c.ModelProblem(); problem != "" {
+		return attempt(models.WhyUnreachable, Backoff(job.Attempts), problem)
+	}
+
+	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
+	// other worker can claim the job while this one still waits for the model.
+	askCtx, cancelAsk, ok := c.withinLease(ctx, job)
+	defer cancelAsk()
+	if !ok {
+		return release(errLeaseOver)
+	}
+
+	// A hold set since the claim: the job is not charged or asked while it lasts.
+	if held, err := c.held(ctx, job.Task, claimed); err != nil {
+		return c.failed(ctx, job, "read the holds", err)
+	} else if held {
+		return ending{kind: endPutOff, why: models.WhyHeld}
+	}
+
+	// The breaker, once, now that the job holds its slots: it may have opened while they were
+	// waited for (the calls that held them failing), and a job must not call after it opened.
+	adm, err := c.breaker.admit(ctx, job)
+	if err != nil {
+		return c.failed(ctx, job, "read the model's breaker", err)
+	}
+	if adm.park {
+		return ending{kind: endPutOff, at: adm.at, why: adm.why}
+	}
+	p := adm.pass
+	asked := false
+	defer func() {
+		if !asked {
+			c.breaker.giveUp(ctx, p) // a probe that made no call
+		}
+	}()
+
+	if e, ok := c.charge(ctx, job); !ok {
+		return e
+	}
+
+	asked = true
+	reply := t.ask(askCtx, c.model)
+	// The breaker hears of the reply while the job still holds its slots: a job that takes a
+	// freed slot then consults a breaker that already counts this failure, so the calls made
+	// before it opens stay within its threshold and the cap.
+	if reply.Why != "" && ctx.Err() != nil {
+		c.breaker.giveUp(ctx, p) // stopping, not failing: the model is not to blame
+		return release(ctx.Err())
+	}
+	c.breaker.report(ctx, p, reply)
+	s.release() // the call is over: its slots go to the next job before this one records
+	if c.metrics != nil {
+		c.metrics.ModelLatency.WithLabelValues(string(ev.Event)).Observe(float64(reply.UpstreamMs) / 1000)
+	}
+	upstreamMs := reply.UpstreamMs
+	if reply.Why != "" {
+		e := attempt(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Error)
+		e.status, e.upstreamMs = reply.Status, &upstreamMs
+		return e
+	}
+	status := reply.Status
+	bytes := int64(reply.RequestBytes)
+	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
+
+	out, lack, err := t.record(ctx, reply, ev)
+	if err != nil {
+		e := c.failed(ctx, job, "record the answer", err)
+		e.status, e.upstreamMs = status, &upstreamMs
+		return e
+	}
+	if lack != "" {
+		e := attempt(models.WhyUnanswered, Backoff(job.Attempts), lack)
+		e.status, e.upstreamMs = status, &upstreamMs
+		return e
+	}
+	return recorded(out)
+}
+
+// charge spends the job's model calls of its author's budget for today, first, as the model's
+// relay charges: a call that then fails is still spent. When the charge is refused, or cannot
+// be counted, ok is false and e is how the run ends.
+func (c *Content) charge(ctx context.Context, job models.Job) (e ending, ok bool) {
+	runs := callsOf(job.Task)
+	now := c.clock.Now()
+	_, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return release(errors.Join(ctx.Err(), err)), false
+	case err != nil:
+		e := attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted")
+		e.cause = err
+		return e, false
+	case !ok:
+		if c.metrics != nil {
+			c.metrics.BudgetRefusals.Inc()
+		}
+		return attempt(models.WhyBudget, models.BudgetReset(now).Sub(now),
+			fmt.Sprintf("the author's budget for today cannot cover %d more model call(s); it resets at 00:00 UTC", runs)), false
+	}
+	return ending{}, true
+}
+
+// finish records how a run ended, e, and nothing else: the one completion path of a job (see
+// endKind). ev is the attempt's event as the run left it. An error means nothing could be
+// recorded (the database failing): the job keeps its lease until it runs out, then is due
+// again.
+func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, e ending) (Outcome, error) {
+	switch e.kind {
+	case endRecorded:
+		if e.out == Done || (ev.Why != nil && *ev.Why == models.WhyReview) {
+			c.note(*ev)
+		}
+		return e.out, nil
+	case endAttempt:
+		if e.cause != nil {
+			c.log.Error("content job", "task", job.Task, "kind", job.Kind, "itemId", job.ItemID, "jobId", job.ID,
+				"why", e.why, "err", e.cause)
+		}
+		return c.reschedule(ctx, job, ev, e)
+	case endPutOff:
+		if e.at.IsZero() {
+			return Pending, c.store.ReleaseJob(ctx, job) // held: due at its own time once lifted
+		}
+		if _, err := c.store.ParkJob(ctx, job, e.at); err != nil {
+			return Pending, err
+		}
+		c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", e.why, "nextAttemptAt", e.at)
+		return Pending, nil
+	default: // endRelease
+		err := c.store.ReleaseJob(context.WithoutCancel(ctx), job)
+		if ctx.Err() == nil {
+			c.log.Info("content job let go unasked", "task", job.Task, "jobId", job.ID, "cause", e.cause)
+		}
+		return Pending, err
+	}
+}
+
+// reschedule records an attempt that leaves the job owed: ev, the attempt's event, as pending
+// for e.why, the job due again after e.wait, with the model's status (when not 0) and time
+// (when known). A job another worker holds by now (its lease ran out meanwhile) is left to it.
+func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, e ending) (Outcome, error) {
+	why := e.why
+	ev.Outcome, ev.Why, ev.UpstreamMs, ev.Error = models.OutcomePending, &why, e.upstreamMs, errorText(e.text)
+	var st *int
+	if e.status != 0 {
+		st = &e.status
+	}
+	ev.Status = st
+	at := c.clock.Now().Add(e.wait)
+	ok, err := c.store.Reschedule(ctx, job, at, why, st, *ev)
+	if err != nil {
+		return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
+	}
+	if ok {
+		c.note(*ev, slog.Time("nextAttemptAt", at))
+	} else {
+		c.log.Info("content job lost its lease before its attempt was recorded", "task", job.Task, "jobId", job.ID, "why", why)
+	}
+	return Pending, nil
+}
+
+// errLeaseOver is the cause of a job let go unasked because its lease had run out (or had too
+// little left to ask within) by the time it was to be asked.
+var errLeaseOver = errors.New("the job's lease ran out before it was asked")
+
+// holdsFresh is how long a process trusts its last read of the holds, as the breaker's closed
+// state is trusted (breakerFresh): a job claimed just before a hold is put off within this long.
+const holdsFresh = time.Second
+
+// held reports whether an admin holds task, for a job claimed at claimed (real time; zero when
+// not known): from the last read of the holds when that read is younger than holdsFresh and
+// came after the claim, else from a new read. A read from before the claim is never trusted:
+// the claim itself saw the holds later (a hold lifted in between would otherwise put off, again
+// and again, the jobs each claim takes).
+func (c *Content) held(ctx context.Context, task models.Task, claimed time.Time) (bool, error) {
+	c.mu.Lock()
+	h, at := c.holds, c.holdsAt
+	c.mu.Unlock()
+	if claimed.IsZero() || at.IsZero() || !at.After(claimed) || time.Since(at) >= holdsFresh {
+		now := time.Now()
+		var err error
+		if h, err = c.store.Holds(ctx); err != nil {
+			return false, err
+		}
+		c.mu.Lock()
+		c.holds, c.holdsAt = h, now
+		c.mu.Unlock()
+	}
+	return h.Task(task), nil
+}
