@@ -115,8 +115,8 @@ var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudge
 	WhyBreaker, WhyReview, WhyUnavailable, WhyRefused}
 
 // Stored reports whether a job's row may keep the why; the others are only shown, worked out
-// when the job is read (held, breaker, unavailable).
-func (w Why) Stored() bool { return w != WhyHeld && w != WhyBreaker && w != WhyUnavailable }
+// when the job is read (held, breaker).
+func (w Why) Stored() bool { return w != WhyHeld && w != WhyBreaker }
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string

@@ -155,9 +155,7 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
 	st := JobStats{ByWhy: map[Why]int64{"none": 0}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
-		if w != WhyUnavailable { // shown in a write's answer only; no job waits with it
-			st.ByWhy[w] = 0
-		}
+		st.ByWhy[w] = 0
 	}
 	pairs, err := s.JobsByTaskWhy(ctx)
 	if err != nil {
