@@ -38,9 +38,6 @@ type Options struct {
 	HTTPClient *http.Client
 	// Out receives the first admin token when one is made (stdout in production).
 	Out io.Writer
-	// Sleep is the backfill's and the media engine's wait (default: a timer); tests pass one
-	// that moves their fake clock.
-	Sleep func(ctx context.Context, d time.Duration) error
 	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
 	// defaults (tests of slow clients make them short).
 	ServerTimeouts ServerTimeouts
@@ -202,7 +199,7 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
-		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Now: opts.Clock.Now, Sleep: opts.Sleep})
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock})
 	if err != nil {
 		return err
 	}
@@ -214,7 +211,7 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
 		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
-		Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
+		RateWindow: opts.BackfillRateWindow})
 	return nil
 }
 

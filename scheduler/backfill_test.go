@@ -801,8 +801,8 @@ func TestBackfillResumesAfterACrash(t *testing.T) {
 func TestBackfillOnlyTheLeaseHolderRuns(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
-		other := scheduler.NewBackfill(b.store, b.engine, b.clk, slog.New(b.logs), nil,
-			scheduler.BackfillConfig{Owner: "proc-b", Lease: 2 * time.Minute, Sleep: b.sleep})
+		other := scheduler.NewBackfill(b.store, b.engine, b.stepping(), slog.New(b.logs), nil,
+			scheduler.BackfillConfig{Owner: "proc-b", Lease: 2 * time.Minute})
 		b.settings(2, 0)
 		b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 4)...)
 		b.scrape("chat-w", "puppet", models.ScrapeActive) // a walk: the queue waits 10 min
