@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -36,16 +35,26 @@ const PostgresEnv = "OWED_TEST_POSTGRES_URL"
 var Start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 // Dialects runs fn once per database: "sqlite" always, "postgres" when OWED_TEST_POSTGRES_URL
-// is set. fn gets a fresh, empty database URL ("" means SQLite in a new temporary directory).
+// is set. fn gets a database URL of its own holding only what the migrations put there: a new
+// SQLite file in a temporary directory, or a migrated PostgreSQL schema from the pool
+// (MigratedPostgresURL).
 func Dialects(t *testing.T, fn func(t *testing.T, databaseURL string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite:"+t.TempDir()+"/owed.db") })
+	if base := os.Getenv(PostgresEnv); base != "" {
+		t.Run("postgres", func(t *testing.T) { fn(t, MigratedPostgresURL(t, base)) })
+	}
+}
+
+// EmptyDialects is Dialects on empty databases, not yet migrated (tests of the migrations).
+func EmptyDialects(t *testing.T, fn func(t *testing.T, databaseURL string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite:"+t.TempDir()+"/owed.db") })
 	if base := os.Getenv(PostgresEnv); base != "" {
 		t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t, base)) })
 	}
 }
 
-// PostgresURL makes a fresh schema in the database at base, dropped when the test ends, and
-// returns a URL whose connections use it.
+// PostgresURL makes a fresh, empty schema in the database at base, dropped when the test ends,
+// and returns a URL whose connections use it.
 func PostgresURL(t testing.TB, base string) string {
 	t.Helper()
 	b := make([]byte, 6)
@@ -63,14 +72,7 @@ func PostgresURL(t testing.TB, base string) string {
 		db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
 		db.Close()
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("postgres url: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return schemaURL(t, base, schema)
 }
 
 // Logger is a quiet logger for tests (errors only), or verbose with OWED_TEST_LOG=1.

@@ -131,7 +131,7 @@ func TestUsersAdd(t *testing.T) {
 
 // TestMigrate: `owed migrate` makes the schema on an empty database and is idempotent.
 func TestMigrate(t *testing.T) {
-	owedtest.Dialects(t, func(t *testing.T, db string) {
+	owedtest.EmptyDialects(t, func(t *testing.T, db string) {
 		dir := cliEnv(t, db)
 		for range 2 {
 			out, _, err := runCLI(t, "migrate")
