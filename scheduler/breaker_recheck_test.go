@@ -17,6 +17,7 @@ import (
 // breaker again and is put off until the
 // probe: it does not call the model, nor is it charged or given an attempt.
 func TestBreakerConsultedOnceSlotsHeld(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const slots = 3
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) {

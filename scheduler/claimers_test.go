@@ -74,6 +74,7 @@ func stop(t *testing.T, env *owedtest.Env, d time.Duration) {
 // The write is the first claimer: the answer carries the verdict, and a song's score follows in
 // the background.
 func TestWriteScreensInlineAndScoreFollows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		_, tok := env.User("ann", "author")
@@ -151,6 +152,7 @@ func sameTime(s string, want time.Time) bool {
 // With a slow model the write answers pending when its inline wait runs out; the screen goes
 // on in the background and is recorded.
 func TestWriteSlowModelAnswersPendingAndScreensInBackground(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.InlineWait = 50 * time.Millisecond })
 		annID, tok := env.User("ann", "author")
@@ -195,6 +197,7 @@ func TestWriteSlowModelAnswersPendingAndScreensInBackground(t *testing.T) {
 // The author's view runs their due jobs in the background: it never waits for them, runs the
 // author's jobs only, and never runs two sweeps at once for one author.
 func TestMineSweepsTheAuthorsJobsInBackground(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		annID, ann := env.User("ann", "author")
@@ -234,6 +237,7 @@ func TestMineSweepsTheAuthorsJobsInBackground(t *testing.T) {
 }
 
 func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.SweepConcurrency = 1 })
 		annID, ann := env.User("ann", "author")
@@ -288,6 +292,7 @@ func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
 
 // After an author's sweep ends, their next view starts another.
 func TestMineSweepsAgainAfterTheLastSweepEnded(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		annID, ann := env.User("ann", "author")
@@ -313,6 +318,7 @@ func TestMineSweepsAgainAfterTheLastSweepEnded(t *testing.T) {
 
 // The global sweep (the cron's) settles everyone's jobs, including the scores its screens make.
 func TestGlobalSweepSettlesEveryone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.SweepConcurrency = 4 })
 		ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // A loop passes at once, then only when woken (it has no timer of its own),
 // and ends when its runner stops; Stop waits for it.
 func TestLoopPassesAtStartAndOnWake(t *testing.T) {
+	t.Parallel()
 	passes := make(chan struct{})
 	l := newLoop("test", func(ctx context.Context) error {
 		passes <- struct{}{}
@@ -61,6 +62,7 @@ func TestLoopPassesAtStartAndOnWake(t *testing.T) {
 // Stop waits for work in flight while its context lasts, then cancels it and waits for it to
 // end, and frees the leases last.
 func TestRunnerStopDrainsThenCancelsThenReleases(t *testing.T) {
+	t.Parallel()
 	noted := make(chan string, 3)
 	r := newRunner("test", slog.New(slog.DiscardHandler), func(context.Context) (int64, error) {
 		noted <- "released"
@@ -116,6 +118,7 @@ type table struct {
 // The pool never runs more rows than it has slots, asks each claim for exactly the slots that
 // are free, and claims again as soon as one finishes, until none is due.
 func TestPoolFillsFreeSlotsOnly(t *testing.T) {
+	t.Parallel()
 	tb := &table{rows: 10, slots: 3}
 	finish := make(chan struct{})
 	started := make(chan int, 10)
@@ -168,6 +171,7 @@ func TestPoolFillsFreeSlotsOnly(t *testing.T) {
 
 // A pool told to quit claims nothing more, and waits for the rows it runs.
 func TestPoolQuitClaimsNothingMore(t *testing.T) {
+	t.Parallel()
 	quit := make(chan struct{})
 	finish := make(chan struct{})
 	started := make(chan struct{}, 2)
@@ -197,6 +201,7 @@ func TestPoolQuitClaimsNothingMore(t *testing.T) {
 // skipped (no pile of passes after a long one); the listing shows each entry's next run once
 // the schedule runs.
 func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
+	t.Parallel()
 	passes := make(chan struct{}, 16)
 	hold := make(chan struct{})
 	l := newLoop("test", func(ctx context.Context) error {
@@ -252,6 +257,7 @@ func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
 // Stop runs no entry more, waits for a chore under way while its context lasts, then cancels
 // it and waits for it to return.
 func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
+	t.Parallel()
 	s := NewSchedule(slog.New(slog.DiscardHandler))
 	started := make(chan struct{}, 1)
 	ended := make(chan error, 1)
