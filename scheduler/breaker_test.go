@@ -19,6 +19,7 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -552,7 +553,7 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 			_, err := r.content.Sweep(r.ctx, 0)
 			done <- err
 		}()
-		waitFor(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
+		wait.Until(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
 		var leased int64
 		r.store.RawScan(r.ctx, &leased, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
 		if leased != slots || r.spent(ann) != slots {

@@ -11,6 +11,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // screenResult is the screen result in the answer to a write.
@@ -95,7 +96,7 @@ func TestWriteScreensInlineAndScoreFollows(t *testing.T) {
 		}
 
 		// The score follows in the background, nobody asking (waited for before the model changes).
-		waitFor(t, "the score in the background", func() bool {
+		wait.Until(t, "the score in the background", func() bool {
 			jobs, _ := env.App.Store.ListJobs(context.Background(), models.JobFilter{Task: models.TaskScore}, 0, 10)
 			return len(jobs) == 0
 		})
@@ -182,7 +183,7 @@ func TestWriteSlowModelAnswersPendingAndScreensInBackground(t *testing.T) {
 		}
 		close(release)
 		// The screen ends in the background, and the score follows it there.
-		waitFor(t, "the screen and the score in the background", func() bool {
+		wait.Until(t, "the screen and the score in the background", func() bool {
 			items, _ := env.App.Store.Mine(context.Background(), annID)
 			return len(items) == 1 && items[0].Verdict != nil && items[0].Score != nil
 		})
@@ -261,7 +262,7 @@ func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
 		if len(m.Items) != 3 {
 			t.Fatalf("items = %d", len(m.Items))
 		}
-		waitFor(t, "the background sweep to ask the model", func() bool { return arrived.Load() == 1 })
+		wait.Until(t, "the background sweep to ask the model", func() bool { return arrived.Load() == 1 })
 
 		// More views while the sweep hangs: each answers at once, and none starts a second sweep
 		// (which, with one job at a time per sweep, would ask for another job).
@@ -272,7 +273,10 @@ func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
 				t.Errorf("mine took %v while a sweep hangs", took)
 			}
 		}
-		time.Sleep(200 * time.Millisecond) // a second sweep, if one had started, would have asked by now
+		// Each view has answered, so any sweep it started has started: none did.
+		if n := env.App.Content.AuthorSweeps(); n != 1 {
+			t.Errorf("%d author sweeps started, want the first one: a second sweep ran for the same author", n)
+		}
 		if n := arrived.Load(); n != 1 {
 			t.Errorf("%d model requests, want the first sweep's one: a second sweep ran for the same author", n)
 		}
@@ -299,13 +303,13 @@ func TestMineSweepsAgainAfterTheLastSweepEnded(t *testing.T) {
 		ctx := context.Background()
 		env.App.Store.CreatePitch(ctx, annID, "first")
 		mine(t, env, ann)
-		waitFor(t, "the first sweep", func() bool {
+		wait.Until(t, "the first sweep", func() bool {
 			jobs, _ := env.App.Store.ListJobs(ctx, models.JobFilter{UserID: annID}, 0, 10)
 			return len(jobs) == 0
 		})
 		env.App.Store.CreatePitch(ctx, annID, "second")
 		// The first sweep may still be finishing; views keep coming until one sweeps again.
-		waitFor(t, "a second sweep", func() bool {
+		wait.Until(t, "a second sweep", func() bool {
 			env.Do(http.MethodGet, "/api/listeners/mine", ann, nil)
 			jobs, _ := env.App.Store.ListJobs(ctx, models.JobFilter{UserID: annID}, 0, 10)
 			return len(jobs) == 0

@@ -18,6 +18,7 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -688,7 +689,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 			t.Fatalf("RunItem = %s, %v; want done", out, ok)
 		}
 		// The score follows in the background, nobody asking.
-		waitFor(t, "the score in the background", func() bool {
+		wait.Until(t, "the score in the background", func() bool {
 			_, owed := r.job(models.TaskScore, models.KindRevision, rev)
 			return !owed
 		})
@@ -748,7 +749,7 @@ func TestStopReleasesLeases(t *testing.T) {
 			running = append(running, p)
 			r.content.RunItem(models.TaskScreen, models.KindPitch, p)
 		}
-		waitFor(t, "three requests at the model", func() bool { return r.model.Calls() == 3 })
+		wait.Until(t, "three requests at the model", func() bool { return r.model.Calls() == 3 })
 		// Claimed by this process but not started.
 		idle := r.pitch(ann, "idle")
 		r.claim(models.TaskScreen, models.KindPitch, idle)
@@ -865,7 +866,7 @@ func TestStopDuringSweepReleasesItsJobs(t *testing.T) {
 			n, _ := r.content.Sweep(ctx, 0)
 			swept <- n
 		})
-		waitFor(t, "two requests at the model", func() bool { return r.model.Calls() == 2 })
+		wait.Until(t, "two requests at the model", func() bool { return r.model.Calls() == 2 })
 		ctx, cancel := context.WithTimeout(r.ctx, 100*time.Millisecond)
 		defer cancel()
 		r.content.Stop(ctx)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // A loop passes at once, then only when woken (it has no timer of its own),
@@ -227,7 +229,7 @@ func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
 	s.Start()
 	// Many periods pass while the first pass holds: every tick finds it under way.
 	ticks := map[time.Time]bool{}
-	waitFor(t, "three ticks while the pass holds", func() bool {
+	wait.Until(t, "three ticks while the pass holds", func() bool {
 		if prev := s.Entries()[0].Prev; !prev.IsZero() {
 			ticks[prev] = true
 		}
@@ -289,16 +291,5 @@ func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the chore ran %d times while the first held, want once (SkipIfStillRunning)", n)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

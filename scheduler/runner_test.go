@@ -8,6 +8,7 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -38,7 +39,7 @@ func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
 		<-asked // both slots busy: the third pitch waits for one
 		stopped := make(chan error)
 		go func() { stopped <- r.content.Stop(context.Background()) }()
-		waitFor(t, "the runner to stop taking work", func() bool { return !r.content.Go(func(context.Context) {}) })
+		wait.Until(t, "the runner to stop taking work", func() bool { return !r.content.Go(func(context.Context) {}) })
 		close(answer)
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
