@@ -559,7 +559,6 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestAnswerCheckerRefuses: the harness fails an answer its route's schema does not allow, and
 // says where and why.
 func TestAnswerCheckerRefuses(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	if err := schemasOfDoc.load(w.env.App.API); err != nil {
 		t.Fatal(err)

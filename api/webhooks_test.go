@@ -102,7 +102,6 @@ func deliver(w *world) int {
 var secretShape = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{32}$`)
 
 func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
-	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate)
 		rcv := newHookReceiver(t)
@@ -243,7 +242,6 @@ func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
 // A delivery owed before a restart arrives after it: the failed one on its schedule, with the
 // same webhook-id; the never-attempted one at once.
 func TestDeliveryOwedBeforeARestartArrivesAfterIt(t *testing.T) {
-	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t, http.StatusInternalServerError)
 		w := newWorld(t, db, allowPrivate)
@@ -302,7 +300,6 @@ func newWorld2(t *testing.T, db string) *world {
 }
 
 func TestGoneDisablesAndAdminReenablesAndRedelivers(t *testing.T) {
-	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t, http.StatusGone, http.StatusGone)
 		w := newWorld(t, db, allowPrivate).quiet()
@@ -372,7 +369,6 @@ func TestGoneDisablesAndAdminReenablesAndRedelivers(t *testing.T) {
 }
 
 func TestPrivateWebhookAddressesNeedTheSetting(t *testing.T) {
-	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t)
 		w := newWorld(t, db).quiet()
@@ -398,7 +394,6 @@ func TestPrivateWebhookAddressesNeedTheSetting(t *testing.T) {
 }
 
 func TestWebhookRoutesRefuseBadInput(t *testing.T) {
-	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		id, _ := subscribe(w, "https://93.184.215.14/owed", "*")
