@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -154,6 +155,38 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 		a.Shutdown(ctx)
 	})
 	return &Env{T: t, App: a, Server: srv, Model: model, Clock: clk, AdminToken: AdminToken}
+}
+
+// Serve starts owed on databaseURL as `owed serve` does (the notifier, the runners, cron; the
+// real clock), on a loopback listener of its own and with the given changes to the
+// configuration. It is shut down when the test ends (again, if the test shut it down itself).
+func Serve(t testing.TB, databaseURL string, configure ...func(*app.Config)) (*app.App, net.Listener) {
+	t.Helper()
+	cfg := app.Defaults()
+	cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken = t.TempDir(), databaseURL, AdminToken
+	for _, f := range configure {
+		f(&cfg)
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, app.Options{Log: Logger(t)})
+	if err != nil {
+		t.Fatalf("app: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Shutdown(ctx)
+		t.Fatal(err)
+	}
+	if err := a.Serve(ctx, ln); err != nil {
+		a.Shutdown(ctx)
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		a.Shutdown(sctx)
+	})
+	return a, ln
 }
 
 // Response is an answer read whole.

@@ -235,20 +235,7 @@ func TestServe(t *testing.T) {
 // rather than waiting for a signal with the runners working and no HTTP.
 func TestServeStopsWhenTheListenerFails(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		cfg := app.Defaults()
-		cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken = t.TempDir(), db, owedtest.AdminToken
-		ctx := context.Background()
-		a, err := app.New(ctx, cfg, app.Options{Log: owedtest.Logger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Serve(ctx, ln); err != nil {
-			t.Fatal(err)
-		}
+		a, ln := owedtest.Serve(t, db)
 		ln.Close() // the listener fails under the server
 		served := make(chan error, 1)
 		go func() { served <- serveUntil(a, make(chan os.Signal), 10*time.Second, owedtest.Logger(t)) }()
@@ -260,7 +247,7 @@ func TestServeStopsWhenTheListenerFails(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("serve did not stop when its listener failed")
 		}
-		if err := a.Store.Ping(ctx); err == nil {
+		if err := a.Store.Ping(context.Background()); err == nil {
 			t.Error("the database is still open: serve returned without shutting down")
 		}
 	})
