@@ -219,7 +219,10 @@ func TestMineSweepsTheAuthorsJobsInBackground(t *testing.T) {
 		if len(m.Items) != 2 {
 			t.Fatalf("ann sees %d items, want her 2", len(m.Items))
 		}
-		stop(t, env, 10*time.Second) // waits for the background sweep
+		// The sweep runs in the background: wait for its two calls (a stop before it claimed
+		// anything would rightly claim nothing), then stop, which waits for the sweep to end.
+		wait.Until(t, "ann's background sweep to ask for her two items", func() bool { return env.Model.Calls() >= 2 })
+		stop(t, env, 10*time.Second)
 		for _, q := range env.Model.Requests() {
 			if !strings.HasPrefix(q.Subject.Text, "ann-") {
 				t.Errorf("ann's view screened %q", q.Subject.Text)
