@@ -12,6 +12,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // jobsWorld is a quiet world owing five jobs in every state an admin filters by:
@@ -214,7 +215,7 @@ func scoreRefusedByBudget(t *testing.T, w *world) map[string]any {
 		t.Fatalf("publish: %v", song)
 	}
 	var mine map[string]any
-	eventually(t, "the score refused by the budget", func() bool {
+	wait.Until(t, "the score refused by the budget", func() bool {
 		mine = w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).JSON()
 		jobs := list(obj(list(mine["items"])[0])["jobs"])
 		return len(jobs) == 1 && obj(jobs[0])["why"] == "budget"

@@ -186,14 +186,9 @@ type bootRig struct {
 	clk *clock.Fake
 }
 
-func (r *bootRig) sleep(ctx context.Context, d time.Duration) error {
-	r.clk.Advance(d)
-	return ctx.Err()
-}
-
 func (r *bootRig) boot() *app.App {
 	r.t.Helper()
-	a, err := app.New(context.Background(), r.cfg, app.Options{Clock: r.clk, Log: owedtest.Logger(r.t), Sleep: r.sleep})
+	a, err := app.New(context.Background(), r.cfg, app.Options{Clock: clock.Stepping{Fake: r.clk}, Log: owedtest.Logger(r.t)})
 	if err != nil {
 		r.t.Fatalf("app: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -365,18 +366,6 @@ func isNull(t *testing.T, where string, m map[string]any, key string) {
 	}
 }
 
-// eventually polls cond until it holds, for work the app finishes in the background.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // num reads a JSON number as an int64.
 func num(v any) int64 {
 	f, _ := v.(float64)
@@ -397,7 +386,7 @@ func obj(v any) map[string]any {
 // recorded.
 func (w *world) scored(revID int64) {
 	w.t.Helper()
-	eventually(w.t, fmt.Sprintf("the score of revision %d", revID), func() bool {
+	wait.Until(w.t, fmt.Sprintf("the score of revision %d", revID), func() bool {
 		var n int64
 		w.store().RawScan(context.Background(), &n, `SELECT COUNT(*) FROM scores WHERE revision_id = ?`, revID)
 		return n == 1

@@ -320,7 +320,7 @@ func TestWriteLimitIsPerTokenForEveryRole(t *testing.T) {
 	env := owedtest.NewEnv(t, "", func(c *app.Config) { c.WriteRate, c.WriteBurst = 10, 2 })
 	_, bot := env.User("bo", models.RoleBot)
 	_, bot2 := env.User("bo2", models.RoleBot)
-	time.Sleep(300 * time.Millisecond) // the admin's bucket refills after making the users
+	env.Clock.Advance(time.Second) // the admin's bucket refills after making the users
 	scrape := func(tok string) owedtest.Response {
 		return env.Do(http.MethodPost, "/api/scrapes", tok, map[string]any{"chatId": "c", "backend": "puppet", "mode": "history"})
 	}
@@ -343,7 +343,13 @@ func TestWriteLimitIsPerTokenForEveryRole(t *testing.T) {
 	if n != 5 {
 		t.Fatalf("%d scrapes, want 5: a refused write wrote", n)
 	}
-	time.Sleep(150 * time.Millisecond) // 10 writes a second: a token is back within 100 ms
+	// 10 writes a second, on the API's clock: a token is back 100 ms later, not before, however
+	// long the test takes.
+	env.Clock.Advance(99 * time.Millisecond)
+	if r := scrape(bot); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a write before the bucket refilled: %d %s", r.Status, r.Body)
+	}
+	env.Clock.Advance(time.Millisecond)
 	if r := scrape(bot); r.Status != http.StatusCreated {
 		t.Fatalf("a write after the bucket refilled: %d %s", r.Status, r.Body)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // count counts rows of the store's database.
@@ -138,7 +139,7 @@ func TestIdempotencyKeyOnTwoReplicas(t *testing.T) {
 			defer wg.Done()
 			slow = a.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "slow"}, "Idempotency-Key", "k-3")
 		}()
-		eventually(t, "the first request's write", func() bool {
+		wait.Until(t, "the first request's write", func() bool {
 			return count(t, store, `SELECT COUNT(*) FROM pitches WHERE body = 'slow'`) > 0
 		})
 		r = b.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "slow"}, "Idempotency-Key", "k-3")

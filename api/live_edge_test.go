@@ -15,6 +15,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // rawStream opens the stream with exactly the headers given (no Authorization unless given)
@@ -103,7 +104,7 @@ func TestLiveCaps(t *testing.T) {
 		_, ev1, hang1 := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, ev1, false)
 		held := w.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
-		eventually(t, "a stream and a long poll held", func() bool { return api.StreamsOpen() == 2 })
+		wait.Until(t, "a stream and a long poll held", func() bool { return api.StreamsOpen() == 2 })
 
 		// The author's third: a stream or a long poll, refused.
 		res, _, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
@@ -131,12 +132,12 @@ func TestLiveCaps(t *testing.T) {
 
 		// Slots come back: the stream hangs up, the long poll answers.
 		hang1()
-		eventually(t, "the hung-up stream's slot freed", func() bool { return api.StreamsOpen() == 2 })
+		wait.Until(t, "the hung-up stream's slot freed", func() bool { return api.StreamsOpen() == 2 })
 		w.pitch(asAuthor, "")
 		if a := await(t, held, "the long poll"); a.Status != http.StatusOK {
 			t.Fatalf("the long poll: %d", a.Status)
 		}
-		eventually(t, "the long poll's slot freed", func() bool { return api.StreamsOpen() == 1 })
+		wait.Until(t, "the long poll's slot freed", func() bool { return api.StreamsOpen() == 1 })
 		_, ev4, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, ev4, false)
 		_, ev5, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
@@ -181,7 +182,7 @@ func TestLiveRevocation(t *testing.T) {
 				b, err := io.ReadAll(res.Body)
 				out <- answer{Response: owedtest.Response{Status: res.StatusCode, Header: res.Header, Body: b}, err: err}
 			}()
-			eventually(t, "the long poll held", func() bool { return w.env.App.API.StreamsOpen() >= 3 })
+			wait.Until(t, "the long poll held", func() bool { return w.env.App.API.StreamsOpen() >= 3 })
 			return opened{events, out}
 		}
 		revoked := func(o opened, what string) {
@@ -191,7 +192,7 @@ func TestLiveRevocation(t *testing.T) {
 			if a.Status != http.StatusUnauthorized || a.ErrorCode() != "unauthorized" {
 				t.Fatalf("%s: the long poll answered %d %s; want 401 unauthorized", what, a.Status, a.Body)
 			}
-			eventually(t, what+": slots freed", func() bool { return w.env.App.API.StreamsOpen() == 1 })
+			wait.Until(t, what+": slots freed", func() bool { return w.env.App.API.StreamsOpen() == 1 })
 		}
 
 		// Token rotation.
@@ -263,14 +264,14 @@ func TestLiveRevocationReplicas(t *testing.T) {
 		}
 		ends(t, events, "unauthorized", "token rotated on the other replica")
 		w.tok[asAuthor] = r.JSON()["token"].(string)
-		eventually(t, "replica 2's slots freed", func() bool { return w2.env.App.API.StreamsOpen() == 0 })
+		wait.Until(t, "replica 2's slots freed", func() bool { return w2.env.App.API.StreamsOpen() == 0 })
 
 		// A disable through replica 1 ends replica 2's stream and held long poll.
 		_, events, _ = w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, events, false)
 		m := w2.watchMine(asAuthor)
 		held := w2.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
-		eventually(t, "held on replica 2", func() bool { return w2.env.App.API.StreamsOpen() == 2 })
+		wait.Until(t, "held on replica 2", func() bool { return w2.env.App.API.StreamsOpen() == 2 })
 		if r := w.do(http.MethodPatch, fmt.Sprintf("/api/admin/users/%d", w.uid[asAuthor]), asAdmin, map[string]any{"disabled": true}); r.Status != http.StatusOK {
 			t.Fatalf("disable on replica 1: %d %s", r.Status, r.Body)
 		}
@@ -293,7 +294,7 @@ func TestLiveFaults(t *testing.T) {
 		next(t, events, false)
 		m := w.watchMine(asAuthor)
 		held := w.poll("/api/listeners/mine?wait=60", asAuthor, m.etag)
-		eventually(t, "held", func() bool { return w.env.App.API.StreamsOpen() == 2 })
+		wait.Until(t, "held", func() bool { return w.env.App.API.StreamsOpen() == 2 })
 
 		ctx := context.Background()
 		if _, err := w.store().RawExec(ctx, `ALTER TABLE users RENAME TO users_away`); err != nil {
@@ -317,7 +318,7 @@ func TestLiveFaults(t *testing.T) {
 		checkRetryAfter(t, a, http.StatusServiceUnavailable, "unavailable", "a long poll whose re-read keeps failing")
 		ends(t, events, "unavailable", "a stream whose re-read keeps failing")
 		if w.env.App.API.StreamsOpen() != 0 {
-			eventually(t, "slots freed", func() bool { return w.env.App.API.StreamsOpen() == 0 })
+			wait.Until(t, "slots freed", func() bool { return w.env.App.API.StreamsOpen() == 0 })
 		}
 
 		if _, err := w.store().RawExec(ctx, `ALTER TABLE users_away RENAME TO users`); err != nil {

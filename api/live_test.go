@@ -14,6 +14,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // hang bounds how long a test waits for something that must happen; it only keeps a broken
@@ -302,7 +303,7 @@ func TestMineStream(t *testing.T) {
 		for _, h := range []func(){hangUp, hangUp2, hangUp3, hangUp4} {
 			h()
 		}
-		eventually(t, "the streams to end after the client hung up", func() bool { return w.env.App.Notify.Waiting() == 0 })
+		wait.Until(t, "the streams to end after the client hung up", func() bool { return w.env.App.Notify.Waiting() == 0 })
 
 		// Shutdown ends a stream.
 		last, _, _ := w.stream(asAuthor, "")
@@ -388,7 +389,7 @@ func TestStreamsOutliveTheServerTimeouts(t *testing.T) {
 		r.Body.Close()
 		polled <- r
 	}()
-	eventually(t, "the stream and the poll to wait", func() bool { return s.app.Notify.Watchers() == 2 })
+	wait.Until(t, "the stream and the poll to wait", func() bool { return s.app.Notify.Watchers() == 2 })
 	time.Sleep(3 * (timeouts.Read + timeouts.Write)) // past every server timeout: the point of the test
 
 	pitch, err := s.app.Store.CreatePitch(context.Background(), mustUser(t, s), "after the timeouts")

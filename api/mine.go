@@ -13,7 +13,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/notify"
 )
@@ -285,7 +284,7 @@ func (a *API) mine(c echo.Context) error {
 			if !now.Before(deadline) {
 				break
 			}
-			timer, stop := clock.NewTimer(a.Clock, earliest(deadline, recheck).Sub(now))
+			timer, stop := a.Clock.NewTimer(earliest(deadline, recheck).Sub(now))
 			var mark int64 // the wake's: reads that started after it are shared
 			select {
 			case <-w.C():
@@ -479,7 +478,7 @@ func (s *mineStreamer) run(ctx context.Context) {
 		s.st.v = models.MineVersion{}
 		var mark int64 // the wake's: reads that started after it are shared
 		for reread := false; !reread; {
-			timer, stop := clock.NewTimer(a.Clock, earliest(nextPing, recheck).Sub(a.now()))
+			timer, stop := a.Clock.NewTimer(earliest(nextPing, recheck).Sub(a.now()))
 			select {
 			case <-s.w.C():
 				reread, mark = true, s.w.At()

@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/notify"
 )
@@ -355,7 +354,7 @@ func (a *API) retrying(ctx context.Context, read func() error) error {
 			return errLiveUnavailable
 		}
 		a.Log.Warn("mine: re-read failed; retrying", "err", err, "in", pause)
-		timer, stop := clock.NewTimer(a.Clock, min(pause, giveUp.Sub(now)))
+		timer, stop := a.Clock.NewTimer(min(pause, giveUp.Sub(now)))
 		select {
 		case <-timer:
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // TestMine304FromMemoryNeverHidesACommittedChange: a poll whose If-None-Match names the view
@@ -160,7 +161,7 @@ func TestMine304FromMemoryWakesDueJobs(t *testing.T) {
 			t.Fatalf("poll at the due time: %d", r.Status)
 		}
 		// That poll started the sweep: the pitch is screened without anyone else running it.
-		eventually(t, "the due job run by the poll's sweep", func() bool {
+		wait.Until(t, "the due job run by the poll's sweep", func() bool {
 			r := env.Do(http.MethodGet, "/api/listeners/mine", tok, nil, "If-None-Match", etag)
 			return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"state":"public"`)
 		})

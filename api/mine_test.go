@@ -11,6 +11,7 @@ import (
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/notify"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // mineWatcher polls an author's view as a client does, holding the ETag of its last 200. It
@@ -277,10 +278,11 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 }
 
 // TestMineSweepsOnlyWhatIsDue: the author's view starts a sweep of their jobs only when one is
-// due. To tell "no sweep" from "a sweep that found nothing", the test holds the database's
-// writer (SQLite's one connection; PostgreSQL's content_jobs in EXCLUSIVE mode, which lets reads
-// through) while the view is read, and makes the job due before letting go: a sweep started by
-// that view would claim the job the moment it could, and the model would hear of it.
+// due. "No sweep" is told from "a sweep that found nothing" by the sweeps the view started
+// (Content.AuthorSweeps, final once it answered); the test also holds the database's writer
+// (SQLite's one connection; PostgreSQL's content_jobs in EXCLUSIVE mode, which lets reads
+// through) while the view is read, and makes the job due before letting go, so that a sweep
+// would have had work to do.
 func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
@@ -295,7 +297,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 		if job.Why == nil || job.DueAt.UnixMilli() <= w.env.Clock.Now().UnixMilli() || job.LeaseUntil != nil {
 			t.Fatalf("the pitch's job should wait, unleased: %+v", job)
 		}
-		calls := model.Calls()
+		calls, sweeps := model.Calls(), w.env.App.Content.AuthorSweeps()
 
 		err := st.WithTx(ctx, func(tx *models.Store) error {
 			if tx.Dialect() == models.Postgres {
@@ -312,7 +314,10 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond) // a sweep waiting for the writer would have claimed the job by now
+		// The view has answered, so any sweep it started has started: none did.
+		if n := w.env.App.Content.AuthorSweeps(); n != sweeps {
+			t.Fatalf("mine with nothing due started %d sweeps, want none", n-sweeps)
+		}
 		if n := model.Calls(); n != calls {
 			t.Errorf("mine with nothing due started a sweep: the model had %d calls, want none", n-calls)
 		}
@@ -324,7 +329,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 		if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
 			t.Fatalf("mine with a due job: %d %s", r.Status, r.Body)
 		}
-		eventually(t, "the due pitch screened by the author's sweep", func() bool {
+		wait.Until(t, "the due pitch screened by the author's sweep", func() bool {
 			jobs, err := st.ListJobs(ctx, models.JobFilter{Kind: models.KindPitch, ItemID: pitch}, 0, 10)
 			return err == nil && len(jobs) == 0 && model.Calls() > calls
 		})

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,8 +24,8 @@ func (a *API) writeLimit() echo.MiddlewareFunc {
 		burst = int(math.Ceil(a.WriteRate))
 	}
 	retry := strconv.Itoa(int(math.Ceil(1 / a.WriteRate)))
-	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-		Rate: rate.Limit(a.WriteRate), Burst: burst, ExpiresIn: 10 * time.Minute})
+	store := &buckets{limit: rate.Limit(a.WriteRate), burst: burst, forget: 10 * time.Minute, now: a.now,
+		of: map[string]*bucket{}}
 	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Skipper: func(c echo.Context) bool {
 			switch c.Request().Method {
@@ -42,4 +43,45 @@ func (a *API) writeLimit() echo.MiddlewareFunc {
 		ErrorHandler: func(c echo.Context, err error) error { return err },
 		Store:        store,
 	})
+}
+
+// buckets are the callers' token buckets on the API's clock (Echo's memory store reads the
+// wall clock, which a test cannot move): one per caller, forgotten after forget unused.
+type buckets struct {
+	limit  rate.Limit
+	burst  int
+	forget time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	of      map[string]*bucket
+	sweptAt time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	used time.Time
+}
+
+// Allow takes a token from id's bucket, reporting whether there was one.
+func (b *buckets) Allow(id string) (bool, error) {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Sub(b.sweptAt) > b.forget {
+		// A bucket unused for forget is full again: dropping it changes no answer.
+		for k, o := range b.of {
+			if now.Sub(o.used) > b.forget {
+				delete(b.of, k)
+			}
+		}
+		b.sweptAt = now
+	}
+	o := b.of[id]
+	if o == nil {
+		o = &bucket{lim: rate.NewLimiter(b.limit, b.burst)}
+		b.of[id] = o
+	}
+	o.used = now
+	return o.lim.AllowN(now, 1), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // reviewBand sets the review band: 0.8 for every kind but comments (0.5).
@@ -494,7 +495,7 @@ func TestAppealWakesTheAuthorsView(t *testing.T) {
 		go func() {
 			got <- w.do(http.MethodGet, "/api/listeners/mine?wait=30", asAuthor, nil, "If-None-Match", etag)
 		}()
-		eventually(t, "the long poll to wait", func() bool { return w.env.App.Notify.Watchers() > 0 })
+		wait.Until(t, "the long poll to wait", func() bool { return w.env.App.Notify.Watchers() > 0 })
 		if r := w.do(http.MethodPost, verdictPath(models.KindPitch, p), asAdmin, map[string]any{"verdict": "allow"}); r.Status != 200 {
 			t.Fatalf("decide: %d %s", r.Status, r.Body)
 		}

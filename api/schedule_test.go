@@ -9,6 +9,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // TestStatsListsTheScheduleAndCronRunsTheSweep: the overview lists the periodic work (robfig/
@@ -59,11 +60,11 @@ func TestStatsListsTheScheduleAndCronRunsTheSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.env.Clock.Advance(2 * time.Minute)
-		eventually(t, "the sweep's entry to settle the pitch", func() bool {
+		wait.Until(t, "the sweep's entry to settle the pitch", func() bool {
 			jobs, err := w.store().ListJobs(context.Background(), models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch, ItemID: pitch}, 0, 10)
 			return err == nil && len(jobs) == 0
 		})
-		eventually(t, "the sweep's entry to have run", func() bool { return schedule()[0]["lastRunAt"] != nil })
+		wait.Until(t, "the sweep's entry to have run", func() bool { return schedule()[0]["lastRunAt"] != nil })
 		for _, e := range schedule() {
 			next, err := time.Parse(time.RFC3339Nano, str(e["nextRunAt"]))
 			if err != nil {

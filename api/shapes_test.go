@@ -10,6 +10,7 @@ import (
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // camelCase fails when any key of a JSON answer is not camelCase.
@@ -274,7 +275,7 @@ func TestInlineWaitRunsOut(t *testing.T) {
 	r := w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "slow"})
 	checkScreen(t, "screen", r["screen"], "pending", nil, nil, 0, "2026-11-30T09:00:00.000Z")
 	id := num(obj(r["pitch"])["id"])
-	eventually(t, "the verdict", func() bool {
+	wait.Until(t, "the verdict", func() bool {
 		for _, it := range list(w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).JSON()["items"]) {
 			if num(obj(it)["id"]) == id && obj(it)["state"] == "public" {
 				return true

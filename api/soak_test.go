@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
+	"github.com/owed/owed/clock"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/outbound"
@@ -731,22 +732,17 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		started := time.Now()
 
 		var slept atomic.Int64
-		sleep := func(ctx context.Context, d time.Duration) error {
-			if d > 0 {
-				slept.Add(int64(d))
-				env.Clock.Advance(d)
-			}
-			return ctx.Err()
-		}
+		// The engine's gaps and the queue's pauses move the clock instead of waiting.
+		stepping := clock.Stepping{Fake: env.Clock, OnWait: func(d time.Duration) { slept.Add(int64(d)) }}
 		// Fresh connections only: the transport would otherwise retry a GET whose reused
 		// connection dropped, a second fetch the engine never asked for. The CDN is on loopback.
 		engine, err := media.New(media.Config{PreviewDir: t.TempDir(), Timeout: 300 * time.Millisecond, AllowPrivate: true,
-			Outbound: outbound.Options{DisableKeepAlives: true}, Now: env.Clock.Now, Sleep: sleep})
+			Outbound: outbound.Options{DisableKeepAlives: true}, Clock: stepping})
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue := scheduler.NewBackfill(store, engine, env.Clock, owedtest.Logger(t), nil,
-			scheduler.BackfillConfig{Owner: "soak", Sleep: sleep})
+		queue := scheduler.NewBackfill(store, engine, stepping, owedtest.Logger(t), nil,
+			scheduler.BackfillConfig{Owner: "soak"})
 
 		_, bot := env.User("bot", models.RoleBot)
 		kinds := map[string]string{} // url → kind

@@ -13,6 +13,7 @@ import (
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // publicSongIDs lists the ids GET /api/songs shows the caller.
@@ -160,7 +161,7 @@ func TestSongsByArtPageWithoutRepeatsOrSkips(t *testing.T) {
 			r := w.created("/api/listeners/songs", asOther, map[string]string{"title": fmt.Sprintf("Unscored %d", i), "code": "s()"})
 			unscored = append(unscored, num(obj(r["song"])["id"]))
 		}
-		eventually(t, "the failed scores", func() bool {
+		wait.Until(t, "the failed scores", func() bool {
 			jobs := list(w.do(http.MethodGet, "/api/admin/jobs?task=score&why=upstream", asAdmin, nil).JSON()["jobs"])
 			return len(jobs) == 2
 		})
@@ -351,7 +352,7 @@ func TestMineRunsTheAuthorsDueJobsWithoutWaiting(t *testing.T) {
 			t.Fatal("mine waited for the model")
 		}
 		close(release)
-		eventually(t, "the pitch's verdict", func() bool {
+		wait.Until(t, "the pitch's verdict", func() bool {
 			for _, it := range list(w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).JSON()["items"]) {
 				if num(obj(it)["id"]) == pitch && obj(it)["state"] == "public" {
 					return true

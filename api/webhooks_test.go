@@ -18,6 +18,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -146,7 +147,7 @@ func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
 			t.Fatalf("the item.screened subscriber has %d deliveries after the verdict, want 1", n)
 		}
 		w.scored(rev)
-		eventually(t, "the score's delivery", func() bool { return len(deliveriesOf(w, scores)) == 1 })
+		wait.Until(t, "the score's delivery", func() bool { return len(deliveriesOf(w, scores)) == 1 })
 		if n := len(deliveriesOf(w, screens)); n != 1 {
 			t.Errorf("the item.screened subscriber got the score too: %d deliveries", n)
 		}

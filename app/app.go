@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,9 +38,6 @@ type Options struct {
 	HTTPClient *http.Client
 	// Out receives the first admin token when one is made (stdout in production).
 	Out io.Writer
-	// Sleep is the backfill's and the media engine's wait (default: a timer); tests pass one
-	// that moves their fake clock.
-	Sleep func(ctx context.Context, d time.Duration) error
 	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
 	// defaults (tests of slow clients make them short).
 	ServerTimeouts ServerTimeouts
@@ -99,7 +97,7 @@ type App struct {
 	// metricsServer serves /metrics on OWED_METRICS_ADDR, when set, at metricsAddr.
 	metricsServer *http.Server
 	metricsAddr   string
-	served        chan error
+	failed        chan error // see Failed
 	timeouts      ServerTimeouts
 	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
 	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
@@ -124,7 +122,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults()}
+	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
+		failed: make(chan error, 1)}
 	a.owner = models.NewLeaseOwner()
 	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
 	if !a.Notify.Listens() {
@@ -200,7 +199,7 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
-		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Now: opts.Clock.Now, Sleep: opts.Sleep})
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock})
 	if err != nil {
 		return err
 	}
@@ -212,7 +211,7 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
 		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
-		Sleep: opts.Sleep, RateWindow: opts.BackfillRateWindow})
+		RateWindow: opts.BackfillRateWindow})
 	return nil
 }
 
@@ -524,33 +523,90 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := a.serveMetrics(); err != nil {
 		return fmt.Errorf("OWED_METRICS_ADDR: %w", err)
 	}
-	a.served = make(chan error, 1)
-	go func() { a.served <- a.server.Serve(ln) }()
+	go a.serveOn(a.server, ln, "HTTP")
 	a.Log.Info("owed serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "version", BuildVersion())
 	return a.StartRunners(ctx)
 }
 
-// Shutdown stops in order: HTTP (no new requests, in-flight ones finish; long polls and
-// streams end first), the notifier, cron (no entry runs any more; a chore under way finishes
-// within ctx, else is cancelled), then the runners, which claim nothing more, let
-// their running work finish within ctx (then cancel it) and release the leases still held
-// (content jobs and webhook deliveries; the backfill's batch is cut short and its lease
-// released), and last the database.
+// serveOn serves srv on ln until Shutdown; a listener that fails before (accept: too many open
+// files is retried by net/http; anything else is not) is sent to Failed.
+func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return
+	}
+	select {
+	case a.failed <- fmt.Errorf("serving %s on %s: %w", what, ln.Addr(), err):
+	default: // the first failure is what stops the process; the rest add nothing
+	}
+}
+
+// Failed receives the error of a listener (the API's, or /metrics' own) that stopped serving
+// other than by Shutdown: the process can no longer answer, so its owner shuts it down and
+// exits with that error (owed serve does) rather than leave the runners working unreachable.
+func (a *App) Failed() <-chan error { return a.failed }
+
+// Shutdown stops in order, each stage with the full grace (the time left before ctx's deadline
+// when Shutdown is called; without a deadline, until ctx ends): HTTP (no new requests,
+// in-flight ones finish; long polls and streams end first), the notifier, cron (no entry runs
+// any more; a chore under way finishes within its grace, else is cancelled), then the runners
+// at once, each on a grace of its own (draining HTTP does not use it up): they claim nothing
+// more, let their running work finish within the grace (then cancel it) and release the leases
+// still held (content jobs and webhook deliveries; the backfill's batch is cut short and its
+// lease released), and last the database. A stop can so take up to three graces in all.
 func (a *App) Shutdown(ctx context.Context) error {
-	var errs []error
 	// Long polls answer and streams end first: a graceful HTTP shutdown waits for every open
 	// request, and a stream never ends by itself.
 	a.API.CloseStreams()
+	serving := []stopper{a.API.WaitStreams}
 	if a.server != nil {
-		errs = append(errs, a.server.Shutdown(ctx))
+		serving = append(serving, a.server.Shutdown)
 	}
 	if a.metricsServer != nil {
-		errs = append(errs, a.metricsServer.Shutdown(ctx))
+		serving = append(serving, a.metricsServer.Shutdown)
 	}
-	errs = append(errs, a.API.WaitStreams(ctx))
-	a.Notify.Stop()
-	errs = append(errs, a.Schedule.Stop(ctx))
-	errs = append(errs, a.Content.Stop(ctx), a.Backfill.Stop(ctx), a.Webhooks.Stop(ctx))
-	errs = append(errs, a.Store.Close())
+	notifier := func(context.Context) error { a.Notify.Stop(); return nil }
+	err := stopInStages(ctx, serving, []stopper{notifier}, []stopper{a.Schedule.Stop},
+		[]stopper{a.Content.Stop, a.Backfill.Stop, a.Webhooks.Stop})
+	return errors.Join(err, a.Store.Close())
+}
+
+// stopper stops one part of the process within its context.
+type stopper func(ctx context.Context) error
+
+// stopInStages runs the stages one after another, the stoppers of a stage at once, each
+// stopper with the full grace (graceOf), and joins their errors.
+func stopInStages(ctx context.Context, stages ...[]stopper) error {
+	grace := graceOf(ctx)
+	var errs []error
+	for _, stage := range stages {
+		stopped := make([]error, len(stage))
+		var wg sync.WaitGroup
+		for i, stop := range stage {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := grace()
+				defer cancel()
+				stopped[i] = stop(ctx)
+			}()
+		}
+		wg.Wait()
+		errs = append(errs, stopped...)
+	}
 	return errors.Join(errs...)
+}
+
+// graceOf makes the context of each stage of a stop: with ctx's deadline, a fresh one of the
+// time left on it now, whatever the stages before took; without a deadline, one that ends
+// with ctx.
+func graceOf(ctx context.Context) func() (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
+	}
+	grace := time.Until(deadline)
+	return func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), grace)
+	}
 }

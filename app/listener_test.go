@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -19,27 +18,11 @@ import (
 // once, and /healthz keeps answering while an author's token tries many more.
 func TestConnectionCapKeepsHealth(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		cfg := app.Defaults()
-		cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken = t.TempDir(), db, owedtest.AdminToken
-		cfg.DatabaseMaxConns = 4
-		cfg.MaxConnections, cfg.MaxStreams, cfg.StreamsPerUser = 16, 10000, 10000
-		ctx := context.Background()
-		a, err := app.New(ctx, cfg, app.Options{Log: owedtest.Logger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Serve(ctx, ln); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			a.Shutdown(sctx)
+		a, ln := owedtest.Serve(t, db, func(cfg *app.Config) {
+			cfg.DatabaseMaxConns = 4
+			cfg.MaxConnections, cfg.MaxStreams, cfg.StreamsPerUser = 16, 10000, 10000
 		})
+		ctx := context.Background()
 		_, token, err := a.Store.CreateUser(ctx, "ann", models.RoleAuthor)
 		if err != nil {
 			t.Fatal(err)

@@ -53,7 +53,7 @@ func (a *App) serveMetrics() error {
 	a.metricsServer = &http.Server{Handler: a.newMetricsEcho(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle}
 	a.metricsAddr = ln.Addr().String()
-	go a.metricsServer.Serve(ln)
+	go a.serveOn(a.metricsServer, ln, "/metrics")
 	a.Log.Info("owed metrics serving", "addr", a.metricsAddr)
 	return nil
 }

@@ -8,9 +8,14 @@ import (
 	"time"
 )
 
-// Clock tells the time.
+// Clock tells the time and makes timers of that time: owed's one time source, injected
+// everywhere something waits or decides what is due (the backfill's pauses, the media engine's
+// gaps, long polls, the write limiter).
 type Clock interface {
 	Now() time.Time
+	// NewTimer makes a timer that fires once d has passed on this clock (at once if d <= 0);
+	// stop releases it. The channel gets at most one value.
+	NewTimer(d time.Duration) (c <-chan time.Time, stop func())
 }
 
 // Real is the wall clock, in UTC.
@@ -18,6 +23,12 @@ type Real struct{}
 
 // Now returns the current UTC time.
 func (Real) Now() time.Time { return time.Now().UTC() }
+
+// NewTimer is a wall-clock timer.
+func (Real) NewTimer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
 
 // Fake is a clock that moves only when told to. It is safe for concurrent use.
 type Fake struct {
@@ -30,21 +41,6 @@ type Fake struct {
 type fakeTimer struct {
 	at time.Time
 	c  chan time.Time
-}
-
-// Timers is a Clock that makes its own timers; a Fake's fire only when it is moved past them.
-type Timers interface {
-	NewTimer(d time.Duration) (c <-chan time.Time, stop func())
-}
-
-// NewTimer is a timer of c's time: c's own when it makes them (a Fake), a real one otherwise.
-// stop releases it; the channel gets at most one value.
-func NewTimer(c Clock, d time.Duration) (<-chan time.Time, func()) {
-	if t, ok := c.(Timers); ok {
-		return t.NewTimer(d)
-	}
-	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
 }
 
 // NewTimer makes a timer that fires when the fake time reaches now+d (at once if d <= 0).
@@ -142,18 +138,40 @@ func (f *Fake) Advance(d time.Duration) time.Time {
 	return f.now
 }
 
-// Sleep waits d or until ctx ends, whichever is first; it returns ctx's error when ctx ended
-// first. Runners take it as their default wait, and tests hand them one that moves a Fake.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+// Sleep waits d on c, or until ctx ends, whichever is first; it returns ctx's error when ctx
+// has ended.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	t, stop := c.NewTimer(d)
+	defer stop()
 	select {
-	case <-t.C:
-		return nil
+	case <-t:
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return ctx.Err()
+}
+
+// Stepping is a Fake whose timers fire at once, after moving it by their duration (and telling
+// OnWait, when set): code that waits (the backfill's pauses, the media engine's gaps) runs under
+// test without waiting, and every wait shows in the time. The Fake itself, handed to the rest
+// of the process, keeps timers that wait to be moved past.
+type Stepping struct {
+	*Fake
+	OnWait func(d time.Duration)
+}
+
+// NewTimer moves the Fake by d (when d > 0) and returns a timer that has fired.
+func (s Stepping) NewTimer(d time.Duration) (<-chan time.Time, func()) {
+	if s.OnWait != nil {
+		s.OnWait(d)
+	}
+	now := s.Fake.Now()
+	if d > 0 {
+		now = s.Fake.Advance(d)
+	}
+	c := make(chan time.Time, 1)
+	c <- now
+	return c, func() {}
 }

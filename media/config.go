@@ -1,7 +1,6 @@
 package media
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -66,12 +65,9 @@ type Config struct {
 	// Outbound tunes the guarded client media is fetched with (tests: fresh connections, an
 	// exempt address); its AllowPrivate and Redirects are set from this Config.
 	Outbound outbound.Options
-	// Now is the clock (default time.Now). Like Sleep, it must be safe for
-	// concurrent use when the engine is.
-	Now func() time.Time
-	// Sleep waits d or until ctx is done, returning ctx's error in that case
-	// (default: a timer).
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock tells the time and makes the timers the gaps are waited on (default
+	// clock.Real). It must be safe for concurrent use when the engine is.
+	Clock clock.Clock
 	// Rand returns a number in [0,1) that picks the gap (default math/rand/v2).
 	// The engine calls it under its lock, so it need not be concurrency-safe.
 	Rand func() float64
@@ -100,11 +96,8 @@ func (c Config) withDefaults() Config {
 	if c.DefaultRateLimit == 0 {
 		c.DefaultRateLimit = DefaultRateLimitWait
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Sleep == nil {
-		c.Sleep = clock.Sleep
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64

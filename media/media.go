@@ -182,7 +182,7 @@ func (e *Engine) SetGaps(minGap, maxGap time.Duration) error {
 
 // RateLimit reports the engine-wide rate limit as of the engine's clock.
 func (e *Engine) RateLimit() Limit {
-	now := e.cfg.Now()
+	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	until := e.limitedUntil
 	e.mu.Unlock()
@@ -195,7 +195,7 @@ func (e *Engine) RateLimit() Limit {
 // limitFor extends the engine-wide limit to now+d; an earlier deadline never
 // shortens a later one that another request already set.
 func (e *Engine) limitFor(d time.Duration) time.Time {
-	until := e.cfg.Now().Add(d)
+	until := e.cfg.Clock.Now().Add(d)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if until.After(e.limitedUntil) {

@@ -21,7 +21,7 @@ import (
 	"time"
 )
 
-// fakeClock is the engine's clock; its Sleep records the wait and advances
+// fakeClock is the engine's clock; its timers record the wait and advance
 // the clock instead of waiting.
 type fakeClock struct {
 	mu     sync.Mutex
@@ -39,15 +39,14 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+func (c *fakeClock) NewTimer(d time.Duration) (<-chan time.Time, func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sleeps = append(c.sleeps, d)
 	c.now = c.now.Add(d)
-	return nil
+	fired := make(chan time.Time, 1)
+	fired <- c.now
+	return fired, func() {}
 }
 
 func (c *fakeClock) Advance(d time.Duration) {
@@ -120,8 +119,7 @@ func newTestEngine(t *testing.T, clock *fakeClock, mods ...func(*Config)) *Engin
 	t.Helper()
 	cfg := Config{
 		PreviewDir: filepath.Join(t.TempDir(), "previews"),
-		Now:        clock.Now,
-		Sleep:      clock.Sleep,
+		Clock:      clock,
 		Timeout:    5 * time.Second,
 		// The test CDN listens on loopback; the guard's own tests turn this off.
 		AllowPrivate: true,

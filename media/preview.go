@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/owed/owed/clock"
 	"github.com/owed/owed/outbound"
 )
 
@@ -36,7 +37,7 @@ const drainLimit = 16 << 10
 //     a literal non-public address (unless AllowPrivate);
 //   - while the engine is rate limited it returns RateLimited without a request;
 //   - otherwise it waits until a random gap in [minGap, maxGap] has passed
-//     since the end of the engine's previous request (via Config.Sleep), then
+//     since the end of the engine's previous request (on Config.Clock), then
 //     fetches item.URL within Config.Timeout;
 //   - 2xx with a decodable PNG, JPEG, GIF (first frame) or WebP within
 //     MaxBytes and MaxPixels: the thumbnail is written atomically to
@@ -86,7 +87,7 @@ func limited(l Limit) Result {
 // request, and sleeps until it. Reserving under the lock keeps concurrent
 // callers spaced too, without holding the lock while sleeping.
 func (e *Engine) waitGap(ctx context.Context) error {
-	now := e.cfg.Now()
+	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	start := now
 	if !e.lastRequest.IsZero() {
@@ -102,7 +103,7 @@ func (e *Engine) waitGap(ctx context.Context) error {
 	e.lastRequest = start
 	e.mu.Unlock()
 	if d := start.Sub(now); d > 0 {
-		return e.cfg.Sleep(ctx, d)
+		return clock.Sleep(ctx, e.cfg.Clock, d)
 	}
 	return ctx.Err()
 }
@@ -110,7 +111,7 @@ func (e *Engine) waitGap(ctx context.Context) error {
 // requestDone measures the next gap from the end of this request, so a slow
 // response does not eat into the pause the server gets.
 func (e *Engine) requestDone() {
-	now := e.cfg.Now()
+	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	if now.After(e.lastRequest) {
 		e.lastRequest = now
@@ -147,7 +148,7 @@ func (e *Engine) fetch(ctx context.Context, item Item) Result {
 	switch {
 	case code == http.StatusTooManyRequests:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, drainLimit))
-		wait, ok := retryAfter(resp.Header, body, e.cfg.Now())
+		wait, ok := retryAfter(resp.Header, body, e.cfg.Clock.Now())
 		if !ok {
 			wait = e.cfg.DefaultRateLimit
 		}

@@ -90,6 +90,7 @@ func queueBehind(t *testing.T, b *batcher[string, string, string], w *recordingW
 // Calls that arrive while a batch is written share the next batch, except calls with a key
 // already in it, which wait for the one after; each call gets its own outcome.
 func TestBatcherGroupsWaitingCalls(t *testing.T) {
+	t.Parallel()
 	w := &recordingWriter{hold: make(chan struct{}), started: make(chan struct{})}
 	b := newTestBatcher(w, 3)
 	results := queueBehind(t, b, w, "a0", []string{"b1", "c1", "b2", "d1", "e1"})
@@ -128,6 +129,7 @@ func TestBatcherGroupsWaitingCalls(t *testing.T) {
 
 // A batch that fails as a whole is written again call by call, so only the bad call fails.
 func TestBatcherFailedBatchRetriesEachAlone(t *testing.T) {
+	t.Parallel()
 	w := &recordingWriter{hold: make(chan struct{}), started: make(chan struct{}),
 		fail: func(in []string) bool { return slices.Contains(in, "x-bad") }}
 	b := newTestBatcher(w, 10)
@@ -148,6 +150,7 @@ func TestBatcherFailedBatchRetriesEachAlone(t *testing.T) {
 
 // A call whose context ends while it waits in the queue is never written.
 func TestBatcherDropsCallsCancelledWhileQueued(t *testing.T) {
+	t.Parallel()
 	w := &recordingWriter{hold: make(chan struct{}), started: make(chan struct{})}
 	b := newTestBatcher(w, 10)
 	done := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 // exactly one verdict and one event, exactly one of its two calls reports it recorded, a
 // deleted item gets none, and every screen job is settled.
 func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		const authors, each = 8, 25
@@ -72,6 +73,7 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 // does not exist: each author is charged exactly their calls up to their limit, and the
 // failing charges fail alone.
 func TestConcurrentChargesOfManyAuthors(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const authors, calls, limit = 12, 15, 10
 		f := newFixture(t, db, dailyLimit(limit))
@@ -132,6 +134,7 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 // A verdict's event is kept exactly as the caller gave it, absent values as NULL, whether the
 // verdict is written alone or with others, with a webhook to owe or without.
 func TestRecordedEventKeepsEveryField(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, subscribed := range []bool{false, true} {
 			t.Run(fmt.Sprint("subscribed=", subscribed), func(t *testing.T) { recordTwoEvents(t, db, subscribed) })

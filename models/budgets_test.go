@@ -11,6 +11,7 @@ import (
 
 // A charge the rest of the day cannot cover is refused whole; what is charged is what is spent.
 func TestChargeRefusedWhole(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -50,6 +51,7 @@ func TestChargeRefusedWhole(t *testing.T) {
 
 // Concurrent charges never take the spend past the limit, and every accepted charge is counted.
 func TestChargeConcurrentNeverAboveLimit(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const charges, n, limit = 50, 3, 100
 		f := newFixture(t, db, dailyLimit(limit))
@@ -93,6 +95,7 @@ func TestChargeConcurrentNeverAboveLimit(t *testing.T) {
 
 // A user's own daily limit overrides the default, both ways.
 func TestChargeUserLimitOverridesDefault(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")
@@ -124,6 +127,7 @@ func TestChargeUserLimitOverridesDefault(t *testing.T) {
 
 // The budget is per UTC day: at 00:00 UTC the spend starts again from zero.
 func TestChargeResetsAtMidnightUTC(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db, dailyLimit(10))
 		ann := f.user("ann")
@@ -164,6 +168,7 @@ func TestChargeResetsAtMidnightUTC(t *testing.T) {
 // shown is what they are charged against. Changing it (a restart with another
 // OWED_DAILY_BUDGET) changes every author without a limit of their own, and no one else.
 func TestDefaultDailyLimitIsTheStores(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db, dailyLimit(5))
 		ann, bob := f.user("ann"), f.user("bob")

@@ -27,6 +27,7 @@ func (f *fixture) bulkPitches(userID int64, n int) {
 
 // Concurrent claimers never hold the same job, and between them take every due job.
 func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		const jobs, claimers = 500, 8
@@ -99,6 +100,7 @@ func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
 // A lease holds until it runs out; then the job is claimable again, and the worker that lost it
 // can no longer reschedule or release it.
 func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -157,6 +159,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 
 // Only due jobs are claimed, oldest first; a user's claim takes only their jobs.
 func TestClaimDueOnlyAndPerUser(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")
@@ -220,6 +223,7 @@ func TestClaimDueOnlyAndPerUser(t *testing.T) {
 
 // Releasing leases makes the jobs due again at once, for anyone.
 func TestReleaseLeases(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -248,6 +252,7 @@ func TestReleaseLeases(t *testing.T) {
 // The admin's filters select the right jobs; retry makes waiting jobs due now, leaving leased
 // ones alone.
 func TestListAndRetryJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")

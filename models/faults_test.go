@@ -15,6 +15,7 @@ import (
 )
 
 func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want models.Fault
@@ -46,6 +47,7 @@ func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
 // A transaction that failed on a transient fault before its commit runs again (3 tries in
 // all) and commits once; any other error is not tried again.
 func TestWithTxTriesATransientFaultAgain(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
 		ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // replica) sees the hold one set, at its next claim, and sees it lifted the same way; held
 // jobs keep their rows, so the lift makes them due at once.
 func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		replica := owedtest.Store(t, db, f.clk)
@@ -84,6 +85,7 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 // asked either way, and keeps its row, so lifting the hold makes it due at its own time with
 // its own why.
 func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -120,6 +122,7 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 // that a filter by why reads only the why index) selects exactly the jobs the same filter
 // selects with the holds read in the statement, for every why and every hold.
 func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")

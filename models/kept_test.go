@@ -151,6 +151,7 @@ func (f *fixture) kept() map[int64]keptRow {
 // counts (per author, per task and why) equal a fresh count, and the kept bound on the
 // earliest due time never passes it.
 func TestKeptVersionsAndCounts(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		authors := []int64{f.user("ann"), f.user("bob"), f.user("cy")}

@@ -13,6 +13,7 @@ import (
 // (and nobody else's changes), their number of jobs and earliest due time (and whether one is
 // due, as a claim would judge it), today's spend.
 func TestMineVersion(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")

@@ -23,6 +23,7 @@ import (
 // TestUserNamesUniqueRegardlessOfCase: a name another user has, in any case, is refused
 // (ErrNameTaken), so `author=NAME` names one user; other names are still accepted.
 func TestUserNamesUniqueRegardlessOfCase(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		f.user("Gen323572")
@@ -43,6 +44,7 @@ func TestUserNamesUniqueRegardlessOfCase(t *testing.T) {
 // differ only in case, is migrated by renaming each later one to NAME-ID (the oldest keeps its
 // name), and the start that migrates it says so in the log, once per user renamed.
 func TestMigrationRenamesDuplicateNames(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 // the end with a 30-day retention keeps exactly the last 30 days of history, every pending
 // delivery and every owed job, however old, and deletes in batches.
 func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -98,6 +99,7 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 // TestMaintenanceLeaseOneHolder: one replica holds a chore's lease and renews it; another
 // takes it only once it has run out.
 func TestMaintenanceLeaseOneHolder(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		now := f.clk.Now()

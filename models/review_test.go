@@ -12,6 +12,7 @@ import (
 // ClaimDue (everyone's or its author's), not the write's ClaimItem, not a retry; and its author's
 // view does not count it due. Deleting the item takes its entry with it.
 func TestReviewJobsAreNeverClaimed(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		u := f.user("ann")

@@ -10,6 +10,7 @@ import (
 
 // Any writer of an item, raw SQL included, owes its screening: the triggers make the job.
 func TestTriggersRawInsertsOweScreens(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -54,6 +55,7 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 
 // The store's own writes owe the same jobs, due at the store's clock, in the write's transaction.
 func TestTriggersStoreWritesOweScreens(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -106,6 +108,7 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 // A verdict settles the screening; an allowed revision (only) then owes its score, and its song
 // becomes public.
 func TestTriggersVerdictSettlesScreen(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -171,6 +174,7 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 
 // A recorded score settles the score job and becomes the song's art.
 func TestTriggersScoreSettlesScore(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -206,6 +210,7 @@ func TestTriggersScoreSettlesScore(t *testing.T) {
 // A song's art is its newest scored allowed revision's, kept right through scores arriving out
 // of order and revisions being deleted; it is public while any revision is allowed.
 func TestTriggersSongPublicAndArt(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -263,6 +268,7 @@ func deref(p *float64) any {
 // Deleting an item, by raw SQL or through the store, deletes its owed jobs; deleting a song
 // deletes its revisions' and comments' jobs.
 func TestTriggersDeleteTakesJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")

@@ -12,6 +12,7 @@ import (
 
 // Tokens are kept hashed and find their user; sessions last their time on the store's clock.
 func TestUsersAndSessions(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		u, token, err := f.store.CreateUser(f.ctx, "ann", models.RoleAuthor)

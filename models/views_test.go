@@ -25,6 +25,7 @@ func (f *fixture) publicSong(userID int64, title string, art *float64) int64 {
 // Public songs sort by art, best first and unscored last, and page without gaps or repeats
 // through ties and the unscored tail; pending and blocked songs are never listed.
 func TestPublicSongsByArtWithCursor(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -76,6 +77,7 @@ func TestPublicSongsByArtWithCursor(t *testing.T) {
 
 // A public song shows only its allowed revisions and comments, with scores; pitches likewise.
 func TestPublicSongAndPitchesShowOnlyAllowed(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -131,6 +133,7 @@ func TestPublicSongAndPitchesShowOnlyAllowed(t *testing.T) {
 
 // An author's view holds their own items only, each with its verdict, score and owed jobs.
 func TestMine(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")
@@ -181,6 +184,7 @@ func TestMine(t *testing.T) {
 
 // Stats count the owed work by task, why and state; events list newest first with filters.
 func TestStatsAndEvents(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")

@@ -75,6 +75,7 @@ func (h *hookRig) author() int64 {
 }
 
 func TestVerdictsAndScoresOweTheirWebhooks(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		h := newHookRig(t, db)
 		screened := h.subscribe(models.EventItemScreened)
@@ -143,6 +144,7 @@ func TestVerdictsAndScoresOweTheirWebhooks(t *testing.T) {
 // The delivery row is written in the verdict's transaction: when it cannot be written, the
 // verdict is not recorded either, and the screen job is still owed.
 func TestWebhookDeliveryCommitsWithTheVerdict(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		h := newHookRig(t, db)
 		hook := h.subscribe(models.EventItemScreened)

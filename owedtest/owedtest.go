@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -37,16 +37,26 @@ const PostgresEnv = "OWED_TEST_POSTGRES_URL"
 var Start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 // Dialects runs fn once per database: "sqlite" always, "postgres" when OWED_TEST_POSTGRES_URL
-// is set. fn gets a fresh, empty database URL ("" means SQLite in a new temporary directory).
+// is set. fn gets a database URL of its own holding only what the migrations put there: a new
+// SQLite file in a temporary directory, or a migrated PostgreSQL schema from the pool
+// (MigratedPostgresURL).
 func Dialects(t *testing.T, fn func(t *testing.T, databaseURL string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite:"+t.TempDir()+"/owed.db") })
+	if base := os.Getenv(PostgresEnv); base != "" {
+		t.Run("postgres", func(t *testing.T) { fn(t, MigratedPostgresURL(t, base)) })
+	}
+}
+
+// EmptyDialects is Dialects on empty databases, not yet migrated (tests of the migrations).
+func EmptyDialects(t *testing.T, fn func(t *testing.T, databaseURL string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite:"+t.TempDir()+"/owed.db") })
 	if base := os.Getenv(PostgresEnv); base != "" {
 		t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t, base)) })
 	}
 }
 
-// PostgresURL makes a fresh schema in the database at base, dropped when the test ends, and
-// returns a URL whose connections use it.
+// PostgresURL makes a fresh, empty schema in the database at base, dropped when the test ends,
+// and returns a URL whose connections use it.
 func PostgresURL(t testing.TB, base string) string {
 	t.Helper()
 	b := make([]byte, 6)
@@ -64,14 +74,7 @@ func PostgresURL(t testing.TB, base string) string {
 		db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
 		db.Close()
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("postgres url: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return schemaURL(t, base, schema)
 }
 
 // Logger is a quiet logger for tests (errors only), or verbose with OWED_TEST_LOG=1.
@@ -126,8 +129,9 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	return newEnv(t, databaseURL, false, configure...)
 }
 
-// NewEnvFakeSleep is NewEnv whose backfill queue and media engine wait by moving the fake clock
-// instead of sleeping: rate limits, gaps and cooldowns pass at once, in fake time.
+// NewEnvFakeSleep is NewEnv on a stepping clock (clock.Stepping): the backfill queue's and the
+// media engine's waits move the fake clock instead of sleeping, so rate limits, gaps and
+// cooldowns pass at once, in fake time.
 func NewEnvFakeSleep(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
 	t.Helper()
 	return newEnv(t, databaseURL, true, configure...)
@@ -150,12 +154,7 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 	clk := clock.NewFake(Start)
 	opts := app.Options{Clock: clk, Log: Logger(t)}
 	if fakeSleep {
-		opts.Sleep = func(ctx context.Context, d time.Duration) error {
-			if d > 0 {
-				clk.Advance(d)
-			}
-			return ctx.Err()
-		}
+		opts.Clock = clock.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
 	}
 	a, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
@@ -174,6 +173,38 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 		a.Shutdown(ctx)
 	})
 	return &Env{T: t, App: a, Server: srv, Model: model, Clock: clk, AdminToken: AdminToken}
+}
+
+// Serve starts owed on databaseURL as `owed serve` does (the notifier, the runners, cron; the
+// real clock), on a loopback listener of its own and with the given changes to the
+// configuration. It is shut down when the test ends (again, if the test shut it down itself).
+func Serve(t testing.TB, databaseURL string, configure ...func(*app.Config)) (*app.App, net.Listener) {
+	t.Helper()
+	cfg := app.Defaults()
+	cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken = t.TempDir(), databaseURL, AdminToken
+	for _, f := range configure {
+		f(&cfg)
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, app.Options{Log: Logger(t)})
+	if err != nil {
+		t.Fatalf("app: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Shutdown(ctx)
+		t.Fatal(err)
+	}
+	if err := a.Serve(ctx, ln); err != nil {
+		a.Shutdown(ctx)
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		a.Shutdown(sctx)
+	})
+	return a, ln
 }
 
 // Response is an answer read whole.

@@ -55,9 +55,6 @@ type BackfillConfig struct {
 	// DefaultBackfillEvery): how often the loops look again when not kicked, so a replica that
 	// does not run the queue learns that the queue's lease is free, and deletes resume.
 	Every time.Duration
-	// Sleep waits d or until ctx is done, returning ctx's error then (default: a timer).
-	// Tests pass one that moves a fake clock.
-	Sleep func(ctx context.Context, d time.Duration) error
 	// RateWindow is the time constant of the smoothed recent rate (an exponentially weighted
 	// mean over running time). Zero takes DefaultRateWindow; a negative value reports the plain
 	// rate instead: every row of the run over all its running time.
@@ -107,9 +104,6 @@ func (c *BackfillConfig) applyDefaults() {
 	}
 	if c.Owner == "" {
 		c.Owner = models.NewLeaseOwner()
-	}
-	if c.Sleep == nil {
-		c.Sleep = clock.Sleep
 	}
 	if c.RateWindow == 0 {
 		c.RateWindow = DefaultRateWindow
@@ -477,7 +471,7 @@ func (b *Backfill) nap(ctx context.Context, d time.Duration) error {
 		case <-sctx.Done():
 		}
 	}()
-	_ = b.cfg.Sleep(sctx, d)
+	_ = clock.Sleep(sctx, b.clock, d)
 	return ctx.Err()
 }
 

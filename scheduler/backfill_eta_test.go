@@ -15,6 +15,7 @@ import (
 // each after the jobs ahead; a paused job — even one ahead in the order, with a rate of 0 — is
 // out of the schedule and delays nobody; idle and done jobs have no position.
 func TestBackfillScheduleFollowsTheRunOrder(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db) // 500 ms a row, no pause: an estimate of 120 a minute
 		b.settings(10, 0)
@@ -75,6 +76,7 @@ func TestBackfillScheduleFollowsTheRunOrder(t *testing.T) {
 // The totals' rate is that of the first running job (in the run order) with a non-zero
 // measured rate: not a paused job's, not a running job's zero, not a later running job's.
 func TestBackfillTotalsTakeTheFirstRunningNonZeroRate(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
@@ -103,6 +105,7 @@ func TestBackfillTotalsTakeTheFirstRunningNonZeroRate(t *testing.T) {
 // A job's measured rate counts only its running time: not the time it was queued behind
 // another job, nor the walk and the rate limit it waited out midway.
 func TestBackfillRateCountsRunningTimeOnly(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db) // 500 ms between requests
 		b.settings(10, 0)
@@ -154,6 +157,7 @@ func TestBackfillRateCountsRunningTimeOnly(t *testing.T) {
 // at its first row goes straight on to the rate-limit wait; a batch of suspects alone cools
 // down before their retry.
 func TestBackfillCooldownOnlyAfterProgressOrSuspects(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		t.Run("nothing progressed", func(t *testing.T) {
 			b := newBF(t, db)
@@ -214,6 +218,7 @@ func offsets(ts []time.Time, t0 time.Time) []time.Duration {
 // 180): the plain rate is every row over all the running time; the smoothed one, an
 // exponentially weighted mean over running time (1 min), follows the recent pace.
 func TestBackfillRateModelsWhenTheCDNSlows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, c := range []struct {
 			name     string
@@ -259,6 +264,7 @@ func TestBackfillRateModelsWhenTheCDNSlows(t *testing.T) {
 // A job that has not run 30 s yet goes on at the pace of the job that worked last, not at the
 // settings' estimate: the same engine and CDN serve both.
 func TestBackfillNewJobTakesTheLastMeasuredRate(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db) // an estimate of 120 a minute
 		b.settings(10, 0)

@@ -254,15 +254,15 @@ func (b *bf) build(o bfOptions) {
 	b.t.Helper()
 	var err error
 	b.engine, err = media.New(media.Config{PreviewDir: b.dir, MinGap: o.minGap, MaxGap: o.maxGap, Timeout: o.timeout,
-		AllowPrivate: true, Now: b.clk.Now, Sleep: b.sleep, Rand: func() float64 { return 0.5 }})
+		AllowPrivate: true, Clock: b.stepping(), Rand: func() float64 { return 0.5 }})
 	if err != nil {
 		b.t.Fatalf("engine: %v", err)
 	}
 	if err := b.engine.SetGaps(o.minGap, o.maxGap); err != nil {
 		b.t.Fatalf("gaps: %v", err)
 	}
-	b.q = scheduler.NewBackfill(b.store, b.engine, b.clk, slog.New(b.logs), b.metrics, scheduler.BackfillConfig{
-		WalkIdle: o.walkIdle, Lease: 2 * time.Minute, Owner: o.owner, Sleep: b.sleep, RateWindow: o.rateWindow})
+	b.q = scheduler.NewBackfill(b.store, b.engine, b.stepping(), slog.New(b.logs), b.metrics, scheduler.BackfillConfig{
+		WalkIdle: o.walkIdle, Lease: 2 * time.Minute, Owner: o.owner, RateWindow: o.rateWindow})
 }
 
 // withTimeout sets the engine's fetch timeout (the /slow rows need a short one).
@@ -276,19 +276,18 @@ func withGaps(minGap, maxGap time.Duration) bfOption {
 	return func(o *bfOptions) { o.minGap, o.maxGap = minGap, maxGap }
 }
 
-// sleep is the fake sleep: it moves the clock by d at once.
-func (b *bf) sleep(ctx context.Context, d time.Duration) error {
-	b.mu.Lock()
-	b.sleeps = append(b.sleeps, d)
-	hook := b.onSleep
-	b.mu.Unlock()
-	if hook != nil {
-		hook(d)
-	}
-	if d > 0 {
-		b.clk.Advance(d)
-	}
-	return ctx.Err()
+// stepping is the queue's and the engine's clock: b.clk, whose timers fire at once after
+// moving it by their duration, each wait recorded and passed to the onSleep hook first.
+func (b *bf) stepping() clock.Stepping {
+	return clock.Stepping{Fake: b.clk, OnWait: func(d time.Duration) {
+		b.mu.Lock()
+		b.sleeps = append(b.sleeps, d)
+		hook := b.onSleep
+		b.mu.Unlock()
+		if hook != nil {
+			hook(d)
+		}
+	}}
 }
 
 func (b *bf) setOnSleep(f func(time.Duration)) {

@@ -58,6 +58,7 @@ func strOf(p *string) string {
 // failed, 403/404/410/5xx and timeouts suspect, then retried once: still failing, unverified;
 // recovering, cached.
 func TestBackfillPreviewsEveryOutcome(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db, withTimeout(time.Second))
 		b.settings(20, 1000)
@@ -139,6 +140,7 @@ func TestBackfillPreviewsEveryOutcome(t *testing.T) {
 // A 429 stops the batch with its row left pending; the queue shows limitedUntil, waits out
 // Retry-After (or a JSON retry_after) and carries on.
 func TestBackfillWaitsOutRateLimits(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, c := range []struct {
 			name, path string
@@ -202,6 +204,7 @@ func TestBackfillWaitsOutRateLimits(t *testing.T) {
 // Start all takes the jobs smallest first; they run one at a time in that order, the others
 // showing queued; ETAs add up along the order.
 func TestBackfillRunsOneJobAtATimeSmallestFirst(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(2, 0)
@@ -285,6 +288,7 @@ func TestBackfillRunsOneJobAtATimeSmallestFirst(t *testing.T) {
 // Starting one chat starts only that chat's job; a chat with nothing pending (or unknown) is
 // not started.
 func TestBackfillStartsOneChat(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
@@ -313,6 +317,7 @@ func TestBackfillStartsOneChat(t *testing.T) {
 // A pause takes effect after the current batch (the status says paused at once); starting
 // the job again begins a new run.
 func TestBackfillPausesAfterTheCurrentBatch(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(2, 1000)
@@ -368,6 +373,7 @@ func TestBackfillPausesAfterTheCurrentBatch(t *testing.T) {
 // Three batches in a row without progress pause the job; suspect failures of two thirds of
 // a batch double the cooldown (60 s at least) meanwhile.
 func TestBackfillStallPausesAfterThreeBatches(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(3, 1000)
@@ -423,6 +429,7 @@ func TestBackfillStallPausesAfterThreeBatches(t *testing.T) {
 
 // The raised cooldown doubles up to five minutes and stays raised for the rest of the job.
 func TestBackfillSuspectCooldownDoublesUpToFiveMinutes(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(3, 0)
@@ -455,6 +462,7 @@ func TestBackfillSuspectCooldownDoublesUpToFiveMinutes(t *testing.T) {
 // One suspect retry takes max(2, ceil(batch/2)) rows; suspects still owed a retry when
 // nothing is pending get it before the job is done.
 func TestBackfillSuspectRetrySize(t *testing.T) {
+	t.Parallel()
 	for batch, want := range map[int]int{1: 2, 2: 2, 3: 2, 4: 2, 5: 3, 10: 5, 11: 6, 500: 250} {
 		if got := scheduler.SuspectRetrySize(batch); got != want {
 			t.Errorf("SuspectRetrySize(%d) = %d, want %d", batch, got, want)
@@ -482,6 +490,7 @@ func TestBackfillSuspectRetrySize(t *testing.T) {
 // While an active scrape has pushed within the idle time, its walk holds the media-traffic
 // lock and the backfill waits; active scrapes are never members.
 func TestBackfillWaitsForTheWalk(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
@@ -541,6 +550,7 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 
 // A pause works while the queue waits for a walk.
 func TestBackfillPauseWorksDuringTheWalk(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.scrape("chat-x", "puppet", models.ScrapeDone, "/img/1.png")
@@ -576,6 +586,7 @@ func TestBackfillPauseWorksDuringTheWalk(t *testing.T) {
 // The measured rate is reported only once the run has lasted 30 s; before, the estimate from
 // the gaps and settings.
 func TestBackfillMeasuresTheRateAfter30s(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db) // 500 ms between requests
 		b.settings(10, 0)
@@ -624,6 +635,7 @@ func TestBackfillMeasuresTheRateAfter30s(t *testing.T) {
 // the waits along the execution order, totals (by backend too), hidden chats, queued jobs,
 // the rate limit and the walk.
 func TestBackfillStatusArithmetic(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db, withGaps(250*time.Millisecond, 750*time.Millisecond))
 		b.settings(10, 1000) // 500 ms + 1000/10 ms a row: 100 a minute
@@ -753,6 +765,7 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 // A restart resumes the job that was running: the new process waits for the dead one's
 // lease to run out, then carries on where the rows stand.
 func TestBackfillResumesAfterACrash(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(2, 0)
@@ -806,10 +819,11 @@ func TestBackfillResumesAfterACrash(t *testing.T) {
 // With several processes, only the lease holder runs the queue; it renews the lease while it
 // waits, and gives it up when the queue is empty.
 func TestBackfillOnlyTheLeaseHolderRuns(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
-		other := scheduler.NewBackfill(b.store, b.engine, b.clk, slog.New(b.logs), nil,
-			scheduler.BackfillConfig{Owner: "proc-b", Lease: 2 * time.Minute, Sleep: b.sleep})
+		other := scheduler.NewBackfill(b.store, b.engine, b.stepping(), slog.New(b.logs), nil,
+			scheduler.BackfillConfig{Owner: "proc-b", Lease: 2 * time.Minute})
 		b.settings(2, 0)
 		b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 4)...)
 		b.scrape("chat-w", "puppet", models.ScrapeActive) // a walk: the queue waits 10 min
@@ -850,6 +864,7 @@ func TestBackfillOnlyTheLeaseHolderRuns(t *testing.T) {
 // On boot, auto starts every job with pending rows (except the ones an admin paused) and the
 // loop runs them; Stop ends the loop.
 func TestBackfillAutoStartsOnBoot(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.scrape("one", "puppet", models.ScrapeDone, "/img/1.png", "/img/2.png")
@@ -896,6 +911,7 @@ func TestBackfillAutoStartsOnBoot(t *testing.T) {
 // A delete goes pending-delete → deleting → deleted, removing the previews and rows; the
 // scrape leaves the backfill at once and the lists once deleted.
 func TestScrapeDeleteRemovesPreviewsAndRows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
@@ -960,6 +976,7 @@ func ptrTo[T any](v T) *T { return &v }
 // A job that finishes owes the backfill.finished webhook, in the same transaction as its
 // state; a paused job owes nothing.
 func TestBackfillFinishedOwesTheWebhook(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -17,6 +18,7 @@ import (
 // breaker again and is put off until the
 // probe: it does not call the model, nor is it charged or given an attempt.
 func TestBreakerConsultedOnceSlotsHeld(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const slots = 3
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) {
@@ -35,11 +37,11 @@ func TestBreakerConsultedOnceSlotsHeld(t *testing.T) {
 		for i := range slots {
 			first = append(first, r.content.RunItem(models.TaskScreen, models.KindPitch, r.pitch(author, fmt.Sprintf("pitch %d", i))))
 		}
-		waitFor(t, "every slot calling", func() bool { return arrived.Load() == slots })
+		wait.Until(t, "every slot calling", func() bool { return arrived.Load() == slots })
 
 		id := r.pitch(author, "written while every slot is busy")
 		out := r.content.RunItem(models.TaskScreen, models.KindPitch, id)
-		waitFor(t, "the write's job waiting for a slot", func() bool { return r.content.ModelWaiters() == 1 })
+		wait.Until(t, "the write's job waiting for a slot", func() bool { return r.content.ModelWaiters() == 1 })
 		close(release)
 		for _, o := range first {
 			if o := <-o; o != scheduler.Pending {

@@ -19,6 +19,7 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -107,6 +108,7 @@ func modelState(t testing.TB, c *scheduler.Content) scheduler.ModelState {
 // answers again the first probe closes the breaker, the backlog drains, every job settles, and
 // each author's spend is exactly the calls made for them.
 func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const items, nAuthors, threshold, slots = 500, 10, 10, 16
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) {
@@ -234,6 +236,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 // Retry-After asks; a probe whose author's budget refuses the charge makes no call and leaves
 // the probe to the next job.
 func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker, c.ModelConcurrency = 2, 3 }))
 		om := newOutageModel(r.model)
@@ -300,6 +303,7 @@ func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
 
 // An answer that is not the expected JSON is the item's problem: it never opens the breaker.
 func TestBreakerIgnoresUnansweredAndResetsOnSuccess(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 3 }))
 		ann := r.user("ann")
@@ -335,6 +339,7 @@ func TestBreakerIgnoresUnansweredAndResetsOnSuccess(t *testing.T) {
 // Three replicas on one PostgreSQL database share the breaker: while the model is down they
 // send one probe at a time between them, and when it returns every job settles.
 func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs " + owedtest.PostgresEnv + ": replicas share a PostgreSQL database")
@@ -436,6 +441,7 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 // more calls in flight than OWED_MODEL_CONCURRENCY, a score counting as its three, and every
 // job settles.
 func TestModelCapHoldsUnderABurst(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const slots, writes, writers, nAuthors = 8, 1000, 32, 20
 		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.ModelConcurrency, c.DailyBudget = slots, 10_000 })
@@ -529,6 +535,7 @@ func TestModelCapHoldsUnderABurst(t *testing.T) {
 // A sweep claims no more jobs than there are model slots free: the rest stay unclaimed for
 // another replica, not leased here waiting, and nothing is charged before its slot.
 func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const slots = 4
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = slots }))
@@ -546,7 +553,7 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 			_, err := r.content.Sweep(r.ctx, 0)
 			done <- err
 		}()
-		waitFor(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
+		wait.Until(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
 		var leased int64
 		r.store.RawScan(r.ctx, &leased, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
 		if leased != slots || r.spent(ann) != slots {

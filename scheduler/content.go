@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/owed/owed/clock"
@@ -121,6 +122,8 @@ type Content struct {
 	authors map[int64]bool // authors whose background sweep is running
 	holds   models.Holds   // the last read of the holds (see held)
 	holdsAt time.Time      // when it was read (real time); zero: never
+	// authorSweeps counts the author sweeps started (AuthorSweeps).
+	authorSweeps atomic.Int64
 }
 
 // NewContent makes the content-jobs runner.
@@ -376,6 +379,7 @@ func (c *Content) SweepAuthor(userID int64) {
 	}
 	c.authors[userID] = true
 	c.mu.Unlock()
+	c.authorSweeps.Add(1)
 	started := c.Go(func(ctx context.Context) {
 		defer func() {
 			c.mu.Lock()
@@ -387,11 +391,17 @@ func (c *Content) SweepAuthor(userID int64) {
 		}
 	})
 	if !started {
+		c.authorSweeps.Add(-1)
 		c.mu.Lock()
 		delete(c.authors, userID)
 		c.mu.Unlock()
 	}
 }
+
+// AuthorSweeps is how many author sweeps SweepAuthor has started in this process. SweepAuthor
+// starts its sweep before it returns, so once a view has answered, this tells a view that
+// started no sweep from one whose sweep found nothing, with nothing to wait for.
+func (c *Content) AuthorSweeps() int64 { return c.authorSweeps.Load() }
 
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).

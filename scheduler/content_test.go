@@ -17,10 +17,12 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	for attempts, want := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute,
 		16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour} {
 		if got := scheduler.Backoff(attempts); got != want {
@@ -37,6 +39,7 @@ func TestBackoff(t *testing.T) {
 // A screen asks the model once, charged one call first, and records the verdict with its event;
 // an allowed revision then owes its score, a blocked item nothing.
 func TestRunScreenRecordsVerdict(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -90,6 +93,7 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 // run's art, the mean of each criterion, the model and the rubric. The runs are lopsided
 // (0.1, 0.2, 0.9: mean 0.4, median 0.2), so a median, or any one run, fails this test.
 func TestRunScoreRecordsMeanOfThreeRuns(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelName = "critic-9" }))
 		ann := r.user("ann")
@@ -148,6 +152,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // An item deleted after its job was claimed is gone: nothing asked, charged or recorded. One
 // deleted during the ask is gone too.
 func TestRunDeletedItemIsGone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -219,6 +224,7 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 // freed. Sweep after sweep it is tried again only when its backoff has passed, the backoff
 // growing with each attempt: never dropped, never looping unseen, never asked.
 func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -273,6 +279,7 @@ func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
 // Without a model every job waits as unreachable, with the backoff growing per attempt; nothing
 // is charged.
 func TestRunNoModelIsUnreachableWithBackoff(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withoutModel())
 		ann := r.user("ann")
@@ -310,6 +317,7 @@ func TestRunNoModelIsUnreachableWithBackoff(t *testing.T) {
 // The model unreachable (connection dropped, or no answer in time): unreachable with the
 // backoff, and the call is still spent, since it was charged before asking.
 func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withModelTimeout(300*time.Millisecond))
 		ann := r.user("ann")
@@ -352,6 +360,7 @@ func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
 // A non-2xx answer is upstream, waiting the longer of the backoff and what the model asked for
 // (retry-after-ms before Retry-After), with the status recorded.
 func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withDailyLimit(1000))
 		ann := r.user("ann")
@@ -412,6 +421,7 @@ func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 
 // An answer that is not the expected JSON is unanswered, with the backoff.
 func TestRunBadAnswerIsUnanswered(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -460,6 +470,7 @@ func TestRunBadAnswerIsUnanswered(t *testing.T) {
 // A charge the rest of the day cannot cover is refused whole: nothing asked, nothing spent, and
 // the job waits for 00:00 UTC, when it runs.
 func TestRunBudgetRefusedWaitsForMidnight(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -502,6 +513,7 @@ func TestRunBudgetRefusedWaitsForMidnight(t *testing.T) {
 // A budget that cannot be counted is neither charged nor asked: budget-unavailable, with the
 // backoff. The budget is made uncountable for real, by taking its table away.
 func TestRunBudgetUnavailable(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -539,6 +551,7 @@ func TestRunBudgetUnavailable(t *testing.T) {
 // The budget holds under a concurrent sweep: exactly the limit's worth of calls are made, the
 // rest wait for midnight and run then.
 func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 16 }), withDailyLimit(25))
 		ann, bob := r.user("ann"), r.user("bob")
@@ -580,6 +593,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 
 // The sweep drains every due job with at most Concurrency at once, filling every slot.
 func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const jobs, concurrency = 300, 8
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency }), withDailyLimit(1000))
@@ -611,6 +625,7 @@ func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 
 // The sweep runs the score jobs its own screens create, and one author's sweep runs theirs only.
 func TestSweepRunsScoresItCreatesAndScopesToAuthor(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann, bob := r.user("ann"), r.user("bob")
@@ -638,6 +653,7 @@ func TestSweepRunsScoresItCreatesAndScopesToAuthor(t *testing.T) {
 // Jobs a sweep reschedules are not run again in it: it ends, each job tried once. (With no
 // breaker: twenty failures in a row would open it; TestBreaker* show that.)
 func TestSweepEndsWhenEverythingWaits(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = -1 }))
 		ann := r.user("ann")
@@ -668,6 +684,7 @@ func TestSweepEndsWhenEverythingWaits(t *testing.T) {
 
 // RunItem claims one item's job at once; an allowed revision's score follows in the background.
 func TestRunItemScreensThenScores(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -676,7 +693,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 			t.Fatalf("RunItem = %s, %v; want done", out, ok)
 		}
 		// The score follows in the background, nobody asking.
-		waitFor(t, "the score in the background", func() bool {
+		wait.Until(t, "the score in the background", func() bool {
 			_, owed := r.job(models.TaskScore, models.KindRevision, rev)
 			return !owed
 		})
@@ -700,6 +717,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 
 // RunItem leaves a job alone that is not due or is leased elsewhere.
 func TestRunItemSkipsJobsNotDueOrLeased(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withoutModel())
 		ann := r.user("ann")
@@ -724,6 +742,7 @@ func TestRunItemSkipsJobsNotDueOrLeased(t *testing.T) {
 // Stop lets running work end within its deadline, then cancels it and frees every lease the
 // process holds: the jobs are due again at once, with no attempt counted for the interruption.
 func TestStopReleasesLeases(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -734,7 +753,7 @@ func TestStopReleasesLeases(t *testing.T) {
 			running = append(running, p)
 			r.content.RunItem(models.TaskScreen, models.KindPitch, p)
 		}
-		waitFor(t, "three requests at the model", func() bool { return r.model.Calls() == 3 })
+		wait.Until(t, "three requests at the model", func() bool { return r.model.Calls() == 3 })
 		// Claimed by this process but not started.
 		idle := r.pitch(ann, "idle")
 		r.claim(models.TaskScreen, models.KindPitch, idle)
@@ -784,6 +803,7 @@ func (b *syncBuffer) lines() []map[string]any {
 
 // Every attempt is one structured log line with the event's fields, as well as a row.
 func TestEveryAttemptIsOneLogLine(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		var logs syncBuffer
@@ -826,6 +846,7 @@ func TestEveryAttemptIsOneLogLine(t *testing.T) {
 // Stopping during a sweep: the jobs it holds (running or claimed) are free again at once, with
 // no attempt counted, and the sweep claims nothing more.
 func TestStopDuringSweepReleasesItsJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = 2 }))
 		ann := r.user("ann")
@@ -838,7 +859,7 @@ func TestStopDuringSweepReleasesItsJobs(t *testing.T) {
 			n, _ := r.content.Sweep(ctx, 0)
 			swept <- n
 		})
-		waitFor(t, "two requests at the model", func() bool { return r.model.Calls() == 2 })
+		wait.Until(t, "two requests at the model", func() bool { return r.model.Calls() == 2 })
 		ctx, cancel := context.WithTimeout(r.ctx, 100*time.Millisecond)
 		defer cancel()
 		r.content.Stop(ctx)
@@ -864,6 +885,7 @@ func TestStopDuringSweepReleasesItsJobs(t *testing.T) {
 // as long as OWED_LEASE) is given up on as unreachable, a tenth of the lease before it runs out,
 // so no other worker can claim the job while this one still waits for the model.
 func TestRunGivesUpBeforeItsLeaseRunsOut(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const lease = time.Second
 		r := newRig(t, db, withModelTimeout(time.Minute), withConfig(func(c *scheduler.ContentConfig) { c.Lease = lease }))

@@ -179,13 +179,11 @@ type claimed struct {
 // that stands still a pass always ends. Attempts run under ctx, and are cancelled too when
 // Stop's grace ends: a cancelled attempt is abandoned without being counted.
 func (d *Deliveries) RunDue(ctx context.Context) (int, error) {
-	if !d.runner.enter() {
+	ctx, done, ok := d.runner.join(ctx)
+	if !ok {
 		return 0, nil
 	}
-	defer d.runner.wg.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(d.runner.base, cancel)()
+	defer done()
 	return pool[claimed]{slots: d.cfg.Concurrency, quit: d.runner.quit,
 		// A read first: an idle loop should not take SQLite's write lock every poll.
 		idle: func(ctx context.Context) (bool, error) {

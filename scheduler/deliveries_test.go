@@ -166,6 +166,7 @@ func (r *deliveryRig) run(want int) {
 }
 
 func TestDeliveryIsSignedAndDelivered(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t)
@@ -226,6 +227,7 @@ func TestDeliveryIsSignedAndDelivered(t *testing.T) {
 }
 
 func TestFailedDeliveryIsRetriedOnTheScheduleWithTheSameID(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		var script []answer
@@ -311,6 +313,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 }
 
 func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t,
@@ -345,6 +348,7 @@ func TestRetryAfterIsHonouredWhenLonger(t *testing.T) {
 }
 
 func TestGoneDisablesTheSubscription(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Concurrency: 1})
 		rcv := newReceiver(t, answer{status: http.StatusGone})
@@ -391,6 +395,7 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 }
 
 func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{}) // private addresses not allowed
 		rcv := newReceiver(t)
@@ -418,6 +423,7 @@ func TestPrivateAddressIsRefusedAtDeliveryTime(t *testing.T) {
 // changed meanwhile) is refused by the dial itself, before any connection: every attempt says
 // so in the same words, rather than the network error each address would otherwise give.
 func TestNonPublicAddressesRefusedAtDialTime(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{Timeout: 2 * time.Second, Lease: 10 * time.Second})
 		var hooks []models.Webhook
@@ -443,6 +449,7 @@ func TestNonPublicAddressesRefusedAtDialTime(t *testing.T) {
 }
 
 func TestAttemptTimesOut(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Timeout: 100 * time.Millisecond, Lease: time.Second})
 		hold := make(chan struct{})
@@ -462,6 +469,7 @@ func TestAttemptTimesOut(t *testing.T) {
 
 // A worker that dies holding a delivery loses nothing: its lease runs out, another takes it.
 func TestDeadWorkersDeliveryIsTakenWhenItsLeaseRunsOut(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
 		rcv := newReceiver(t)
@@ -494,6 +502,7 @@ func TestDeadWorkersDeliveryIsTakenWhenItsLeaseRunsOut(t *testing.T) {
 }
 
 func TestLoopDeliversAndStops(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
 		rcv := newReceiver(t)
@@ -543,6 +552,7 @@ func TestLoopDeliversAndStops(t *testing.T) {
 // Stop lets an attempt in flight finish until its deadline, then abandons it: not counted,
 // the lease freed, due again at once for whoever runs next.
 func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: 20 * time.Millisecond})
 		hold := make(chan struct{})
@@ -571,6 +581,7 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 }
 
 func TestConfigIsValidated(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(owedtest.Start)
 	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second}, {Concurrency: -1}, {Timeout: -time.Second}} {
 		if _, err := scheduler.NewDeliveries(nil, clk, nil, nil, cfg); err == nil {
@@ -588,6 +599,7 @@ func TestConfigIsValidated(t *testing.T) {
 }
 
 func TestRetryScheduleAndJitter(t *testing.T) {
+	t.Parallel()
 	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 	for i, w := range want {
 		if got := scheduler.DeliveryRetryDelay(i + 1); got != w {

@@ -15,6 +15,7 @@ import (
 // Every attempt that leaves a job pending keeps what went wrong, in words, with its event and
 // as the job's last error; an answered attempt keeps none.
 func TestRunKeepsEachAttemptsError(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, tc := range []struct {
 			name  string

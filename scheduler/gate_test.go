@@ -36,6 +36,7 @@ func acquireAsync(g *Gate, p Priority, n int, order *[]string, mu *sync.Mutex, n
 // only the first is served even when a later one would fit: a score waiting for three slots
 // is not overtaken by screens.
 func TestGateServesByPriorityThenArrival(t *testing.T) {
+	t.Parallel()
 	g := NewGate(3)
 	if err := g.Acquire(context.Background(), PrioritySweep, 3); err != nil {
 		t.Fatal(err)
@@ -99,6 +100,7 @@ func waitQueued(t *testing.T, g *Gate, n int) {
 
 // A waiter whose context ends holds nothing and lets those behind it through.
 func TestGateCancelledWaiterHoldsNothing(t *testing.T) {
+	t.Parallel()
 	g := NewGate(2)
 	g.Acquire(context.Background(), PrioritySweep, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,6 +125,7 @@ func TestGateCancelledWaiterHoldsNothing(t *testing.T) {
 
 // AcquireUpTo takes what is free, at least one slot.
 func TestGateAcquireUpTo(t *testing.T) {
+	t.Parallel()
 	g := NewGate(5)
 	g.Acquire(context.Background(), PriorityInline, 2)
 	if n, err := g.AcquireUpTo(context.Background(), PrioritySweep, 64); err != nil || n != 3 {
@@ -139,6 +142,7 @@ func TestGateAcquireUpTo(t *testing.T) {
 // Under many concurrent holders of mixed weights, the slots in use never pass the cap and all
 // are given back.
 func TestGateNeverOverCap(t *testing.T) {
+	t.Parallel()
 	const size = 7
 	g := NewGate(size)
 	var inUse, peak atomic.Int64

@@ -277,18 +277,6 @@ func num[T int | int64 | float64](p *T) string {
 	return fmtAny(*p)
 }
 
-// waitFor polls cond (real time: for work on other goroutines, never for the fake clock).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }

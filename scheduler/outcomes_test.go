@@ -10,6 +10,7 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -328,7 +329,7 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 		for _, body := range []string{"p1", "p2"} {
 			screens = append(screens, r.content.RunItem(models.TaskScreen, models.KindPitch, r.pitch(ann, body)))
 		}
-		waitFor(t, "two screens calling", func() bool { return r.model.InFlight() == 2 })
+		wait.Until(t, "two screens calling", func() bool { return r.model.InFlight() == 2 })
 		_, rev := r.allowedRevision(ann, "S", "c")
 
 		swept := make(chan int, 1)
@@ -339,7 +340,7 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 			}
 			swept <- n
 		}()
-		waitFor(t, "the sweep waiting for three slots", func() bool { return r.content.ModelWaiters() == 1 })
+		wait.Until(t, "the sweep waiting for three slots", func() bool { return r.content.ModelWaiters() == 1 })
 		if j := r.mustJob(models.TaskScore, models.KindRevision, rev); j.LeaseOwner != nil || j.Attempts != 0 {
 			t.Fatalf("score job %+v while the sweep waits for its slots: want it unleased", j)
 		}

@@ -82,26 +82,32 @@ func (r *runner) start(ctx context.Context, loops ...*loop) error {
 // Go runs fn in the background under the runner's lifetime, unless it is stopping; it reports
 // whether fn was started. fn's context is cancelled when Stop's grace ends.
 func (r *runner) Go(fn func(ctx context.Context)) bool {
-	if !r.enter() {
+	ctx, done, ok := r.join(r.base)
+	if !ok {
 		return false
 	}
 	go func() {
-		defer r.wg.Done()
-		fn(r.base)
+		defer done()
+		fn(ctx)
 	}()
 	return true
 }
 
-// enter counts the caller as work Stop waits for, unless the runner is stopping; the caller
-// calls r.wg.Done when it is over.
-func (r *runner) enter() bool {
+// join is the one way into a runner for work that is not one of its loops (Go, and a pass a
+// caller runs itself, as Deliveries.RunDue): it counts the work as something Stop waits for,
+// unless the runner is stopping (ok false), and returns ctx cut short when Stop's grace ends.
+// The caller calls done, once, when the work is over.
+func (r *runner) join(ctx context.Context) (run context.Context, done func(), ok bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopping {
-		return false
+		r.mu.Unlock()
+		return nil, nil, false
 	}
 	r.wg.Add(1)
-	return true
+	r.mu.Unlock()
+	run, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(r.base, cancel)
+	return run, func() { unlink(); cancel(); r.wg.Done() }, true
 }
 
 // cutShort cancels the work under way without waiting for it (a runner whose work resumes

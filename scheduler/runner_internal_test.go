@@ -8,11 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // A loop passes at once, then only when woken (it has no timer of its own),
 // and ends when its runner stops; Stop waits for it.
 func TestLoopPassesAtStartAndOnWake(t *testing.T) {
+	t.Parallel()
 	passes := make(chan struct{})
 	l := newLoop("test", func(ctx context.Context) error {
 		passes <- struct{}{}
@@ -61,6 +64,7 @@ func TestLoopPassesAtStartAndOnWake(t *testing.T) {
 // Stop waits for work in flight while its context lasts, then cancels it and waits for it to
 // end, and frees the leases last.
 func TestRunnerStopDrainsThenCancelsThenReleases(t *testing.T) {
+	t.Parallel()
 	noted := make(chan string, 3)
 	r := newRunner("test", slog.New(slog.DiscardHandler), func(context.Context) (int64, error) {
 		noted <- "released"
@@ -116,6 +120,7 @@ type table struct {
 // The pool never runs more rows than it has slots, asks each claim for exactly the slots that
 // are free, and claims again as soon as one finishes, until none is due.
 func TestPoolFillsFreeSlotsOnly(t *testing.T) {
+	t.Parallel()
 	tb := &table{rows: 10, slots: 3}
 	finish := make(chan struct{})
 	started := make(chan int, 10)
@@ -168,6 +173,7 @@ func TestPoolFillsFreeSlotsOnly(t *testing.T) {
 
 // A pool told to quit claims nothing more, and waits for the rows it runs.
 func TestPoolQuitClaimsNothingMore(t *testing.T) {
+	t.Parallel()
 	quit := make(chan struct{})
 	finish := make(chan struct{})
 	started := make(chan struct{}, 2)
@@ -197,6 +203,7 @@ func TestPoolQuitClaimsNothingMore(t *testing.T) {
 // skipped (no pile of passes after a long one); the listing shows each entry's next run once
 // the schedule runs.
 func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
+	t.Parallel()
 	passes := make(chan struct{}, 16)
 	hold := make(chan struct{})
 	l := newLoop("test", func(ctx context.Context) error {
@@ -222,7 +229,7 @@ func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
 	s.Start()
 	// Many periods pass while the first pass holds: every tick finds it under way.
 	ticks := map[time.Time]bool{}
-	waitFor(t, "three ticks while the pass holds", func() bool {
+	wait.Until(t, "three ticks while the pass holds", func() bool {
 		if prev := s.Entries()[0].Prev; !prev.IsZero() {
 			ticks[prev] = true
 		}
@@ -252,6 +259,7 @@ func TestScheduleWakesALoopAndSkipsWhileItPasses(t *testing.T) {
 // Stop runs no entry more, waits for a chore under way while its context lasts, then cancels
 // it and waits for it to return.
 func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
+	t.Parallel()
 	s := NewSchedule(slog.New(slog.DiscardHandler))
 	started := make(chan struct{}, 1)
 	ended := make(chan error, 1)
@@ -283,16 +291,5 @@ func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the chore ran %d times while the first held, want once (SkipIfStillRunning)", n)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -8,12 +8,14 @@ import (
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
 // Stop lets the jobs in flight finish (within its grace), claims nothing more, and then frees
 // the leases the process still holds: a job claimed but not started is due again at once.
 func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency, c.Every = 2, time.Hour }))
 		ann := r.user("ann")
@@ -37,7 +39,7 @@ func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
 		<-asked // both slots busy: the third pitch waits for one
 		stopped := make(chan error)
 		go func() { stopped <- r.content.Stop(context.Background()) }()
-		waitFor(t, "the runner to stop taking work", func() bool { return !r.content.Go(func(context.Context) {}) })
+		wait.Until(t, "the runner to stop taking work", func() bool { return !r.content.Go(func(context.Context) {}) })
 		close(answer)
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
@@ -66,6 +68,7 @@ func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
 
 // Wake makes a running loop pass at once, however long its period.
 func TestRunnerWakeClaimsAtOnce(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Poll: time.Hour})
 		rcv := newReceiver(t)
@@ -90,6 +93,7 @@ func TestRunnerWakeClaimsAtOnce(t *testing.T) {
 // A runner of another process (another owner) cannot claim a delivery or a job whose lease is
 // held; it takes it once the lease has run out.
 func TestRunnerOtherOwnerCannotClaimAHeldLease(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true, Owner: "process-a"})
 		other, err := scheduler.NewDeliveries(r.store, r.clk, owedtest.Logger(t), nil,
@@ -140,6 +144,7 @@ func TestRunnerOtherOwnerCannotClaimAHeldLease(t *testing.T) {
 // A claim is released only by its own holder: with one owner per process, a worker whose lease
 // ran out and was claimed again by the same process must not free the new claim.
 func TestReleaseFreesOnlyItsOwnClaim(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")

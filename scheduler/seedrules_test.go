@@ -17,6 +17,7 @@ import (
 // raise the cooldown, 3 of a batch of 6 do not. (A threshold of half a batch raises it for 3
 // of 6; a strict "more than two thirds" does not raise it for 2 of 3.)
 func TestBackfillSuspectThresholdIsTwoThirds(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, c := range []struct {
 			size, suspects int
@@ -60,6 +61,7 @@ func TestBackfillSuspectThresholdIsTwoThirds(t *testing.T) {
 // starts the count again, so stall, progress, stall, stall does not pause. (A count that is
 // not reset by progress pauses this job at its fourth batch.)
 func TestBackfillStallsCountOnlyInARow(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(3, 0)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // Three real replicas on one PostgreSQL: exactly one runs the backfill queue at a time, and when
@@ -103,7 +104,7 @@ func TestOneReplicaRunsTheBackfillQueue(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, 20*time.Second, "a replica to take the queue and preview some rows", func() bool {
+	wait.Within(t, 20*time.Second, "a replica to take the queue and preview some rows", func() bool {
 		return owner() != "" && served.Load() >= 5
 	})
 	first := owner()
@@ -119,14 +120,14 @@ func TestOneReplicaRunsTheBackfillQueue(t *testing.T) {
 		t.Fatal("the job finished before its holder stopped; the test proves nothing")
 	}
 	var second string
-	waitFor(t, 30*time.Second, "another replica to take the queue over", func() bool {
+	wait.Within(t, 30*time.Second, "another replica to take the queue over", func() bool {
 		second = owner()
 		return second != "" && second != first
 	})
 	if holderOf(second) == nil || holderOf(second) == holder {
 		t.Fatalf("the queue moved to %q, want another live replica", second)
 	}
-	waitFor(t, 60*time.Second, "every row to be previewed", func() bool {
+	wait.Within(t, 60*time.Second, "every row to be previewed", func() bool {
 		return countRows(t, db, `SELECT COUNT(*) FROM media WHERE state = 'cached'`) == rows
 	})
 	if m := maxInFlight.Load(); m > 1 {

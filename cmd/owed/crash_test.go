@@ -20,6 +20,7 @@ import (
 
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -175,7 +176,7 @@ func TestKilledMidBackfillBatchLosesNothing(t *testing.T) {
 			return countRows(t, db, `SELECT COUNT(*) FROM media WHERE scrape_id = $1 AND state = $2`, scrape, state)
 		}
 		// Kill in the middle of the first batch of 40: some rows recorded, a fetch in flight.
-		waitFor(t, 20*time.Second, "the first batch to be under way", func() bool {
+		wait.Within(t, 20*time.Second, "the first batch to be under way", func() bool {
 			return count("cached") >= 8 && cdn.inFlight.Load() > 0
 		})
 		first.kill()
@@ -202,9 +203,9 @@ func TestKilledMidBackfillBatchLosesNothing(t *testing.T) {
 		final := func() int {
 			return countRows(t, db, `SELECT COUNT(*) FROM media WHERE scrape_id = $1 AND state NOT IN ('pending', 'suspect')`, scrape)
 		}
-		waitFor(t, 30*time.Second, "the job to resume after the restart", func() bool { return final() > len(recorded) })
+		wait.Within(t, 30*time.Second, "the job to resume after the restart", func() bool { return final() > len(recorded) })
 		resumedAfter := time.Since(restarted)
-		waitFor(t, 40*time.Second, "the job to finish after the restart", func() bool {
+		wait.Within(t, 40*time.Second, "the job to finish after the restart", func() bool {
 			return countRows(t, db, `SELECT COUNT(*) FROM backfill_jobs WHERE chat_id = 'chat-crash' AND state = 'done'`) == 1
 		})
 		resumed := time.Since(restarted)
@@ -387,7 +388,7 @@ func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 		delivered := func() int {
 			return countRows(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'`)
 		}
-		waitFor(t, 20*time.Second, "deliveries to be under way", func() bool {
+		wait.Within(t, 20*time.Second, "deliveries to be under way", func() bool {
 			return delivered() >= 5 && recv.inFlight.Load() > 0
 		})
 		first.kill()
@@ -399,7 +400,7 @@ func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 
 		restarted := time.Now()
 		second := startOwed(t, env...)
-		waitFor(t, 60*time.Second, "every job and delivery to settle after the restart", func() bool {
+		wait.Within(t, 60*time.Second, "every job and delivery to settle after the restart", func() bool {
 			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs`) == 0 &&
 				countRows(t, db, `SELECT COUNT(*) FROM webhook_deliveries`) == wantDeliveries && delivered() == wantDeliveries
 		})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // hang only keeps a broken build from hanging; it never decides a pass.
@@ -111,7 +112,7 @@ func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
 		polled <- res
 	}()
 	// Both wait on the holder (its gauge of waiters) before the other replica writes.
-	waitFor(t, hang, "the stream and the long poll to wait on the holder", func() bool {
+	wait.Within(t, hang, "the stream and the long poll to wait on the holder", func() bool {
 		return waiters(t, holder) == 2
 	})
 

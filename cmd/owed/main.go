@@ -224,9 +224,21 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writ
 		a.Shutdown(ctx)
 		return err
 	}
-	got := <-sig
-	log.Info("shutting down", "signal", got.String(), "grace", cfg.ShutdownGrace.String())
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	return serveUntil(a, sig, cfg.ShutdownGrace, log)
+}
+
+// serveUntil waits for a signal, or for a listener to fail, and shuts a down within grace;
+// a failed listener is returned as the error (so owed exits non-zero), with any error of the
+// shutdown joined to it.
+func serveUntil(a *app.App, sig <-chan os.Signal, grace time.Duration, log *slog.Logger) error {
+	var failed error
+	select {
+	case got := <-sig:
+		log.Info("shutting down", "signal", got.String(), "grace", grace.String())
+	case failed = <-a.Failed():
+		log.Error("shutting down: a listener failed", "err", failed, "grace", grace.String())
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	return a.Shutdown(sctx)
+	return errors.Join(failed, a.Shutdown(sctx))
 }

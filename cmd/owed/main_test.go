@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
@@ -127,7 +131,7 @@ func TestUsersAdd(t *testing.T) {
 
 // TestMigrate: `owed migrate` makes the schema on an empty database and is idempotent.
 func TestMigrate(t *testing.T) {
-	owedtest.Dialects(t, func(t *testing.T, db string) {
+	owedtest.EmptyDialects(t, func(t *testing.T, db string) {
 		dir := cliEnv(t, db)
 		for range 2 {
 			out, _, err := runCLI(t, "migrate")
@@ -224,4 +228,52 @@ func TestServe(t *testing.T) {
 			t.Errorf("second start printed %q: the token is shown once", second)
 		}
 	})
+}
+
+// TestServeStopsWhenTheListenerFails: when the API's listener fails while serving, serve
+// shuts owed down and returns the listener's error, which `owed serve` exits non-zero with,
+// rather than waiting for a signal with the runners working and no HTTP.
+func TestServeStopsWhenTheListenerFails(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		a, ln := owedtest.Serve(t, db)
+		ln.Close() // the listener fails under the server
+		served := make(chan error, 1)
+		go func() { served <- serveUntil(a, make(chan os.Signal), 10*time.Second, owedtest.Logger(t)) }()
+		select {
+		case err := <-served:
+			if err == nil || !strings.Contains(err.Error(), "serving HTTP on") {
+				t.Errorf("serve returned %v; want the listener's error", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve did not stop when its listener failed")
+		}
+		if err := a.Store.Ping(context.Background()); err == nil {
+			t.Error("the database is still open: serve returned without shutting down")
+		}
+	})
+}
+
+// TestServeExitsNonZeroWhenThePortIsTaken: `owed serve` on an address another process holds
+// exits non-zero, saying which address.
+func TestServeExitsNonZeroWhenThePortIsTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(owedBinary(t), "serve")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OWED_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "OWED_ADDR="+ln.Addr().String(), "OWED_DATA_DIR="+t.TempDir(), "OWED_LOG_LEVEL=warn")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("owed serve on a taken port: %v, want a non-zero exit\n%s", err, out)
+	}
+	if !strings.Contains(string(out), ln.Addr().String()) || !strings.Contains(string(out), "address already in use") {
+		t.Errorf("owed serve on a taken port printed %q; want the address and why", out)
+	}
 }

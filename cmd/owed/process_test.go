@@ -235,18 +235,6 @@ func countRows(t testing.TB, db *sql.DB, query string, args ...any) int {
 	return n
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func openDB(t testing.TB, url string) *sql.DB {
 	t.Helper()
 	driver, dsn := "pgx", url

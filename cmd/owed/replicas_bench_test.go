@@ -8,6 +8,7 @@ import (
 
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // BenchmarkReplicaThroughput measures how screening scales with replicas on one PostgreSQL
@@ -62,7 +63,7 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 					JOIN users u ON u.name = 'author ' || (1 + g % $2)`, n, authors); err != nil {
 					b.Fatal(err)
 				}
-				waitFor(b, 5*time.Minute, "the screens to settle", func() bool {
+				wait.Within(b, 5*time.Minute, "the screens to settle", func() bool {
 					return countRows(b, db, `SELECT COUNT(*) FROM content_jobs`) == 0
 				})
 				elapsed := time.Since(start)

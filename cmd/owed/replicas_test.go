@@ -11,6 +11,7 @@ import (
 
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // Three real replicas on one PostgreSQL: every job settles exactly once and no job is ever run
@@ -59,7 +60,7 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 	}
 
 	db := openDB(t, dbURL)
-	waitFor(t, 60*time.Second, "every screen to settle", func() bool {
+	wait.Within(t, 60*time.Second, "every screen to settle", func() bool {
 		return countRows(t, db, `SELECT COUNT(*) FROM content_jobs`) == 0
 	})
 	if n := countRows(t, db, `SELECT COUNT(*) FROM screens`); n != items {
@@ -112,7 +113,7 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 			}
 		}
 		db := openDB(t, dbURL)
-		waitFor(t, 10*time.Second, "jobs to be leased and asked", func() bool {
+		wait.Within(t, 10*time.Second, "jobs to be leased and asked", func() bool {
 			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`) > 0 && model.Calls() > 0
 		})
 		first.cmd.Process.Signal(syscall.SIGKILL)
@@ -124,7 +125,7 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 
 		model.Handle(nil) // the model answers at once from now on
 		startOwed(t, env...)
-		waitFor(t, 30*time.Second, "every job to settle after the restart", func() bool {
+		wait.Within(t, 30*time.Second, "every job to settle after the restart", func() bool {
 			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs`) == 0
 		})
 		if n := countRows(t, db, `SELECT COUNT(*) FROM screens`); n != items {
