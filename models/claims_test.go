@@ -318,6 +318,7 @@ func TestListAndRetryJobs(t *testing.T) {
 // Both claims are one statement, and a slow one is logged at warn with its placeholders and
 // never its arguments (here every statement counts as slow).
 func TestClaimsAreLoggedWhenSlow(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var logs owedtest.LogBuffer
 		f := newFixture(t, db, func(o *models.Options) {

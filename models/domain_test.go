@@ -10,6 +10,7 @@ import (
 // The why values have one home (models.Whys): the migrated CHECK on content_jobs.why takes
 // exactly the ones a row keeps, on both dialects.
 func TestStoredWhysMatchTheCheck(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")

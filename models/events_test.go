@@ -15,6 +15,7 @@ import (
 // columns, on both dialects, and an event with every field set comes back as it went in,
 // whether written alone (an attempt's reschedule) or in a batch of verdicts.
 func TestEventColumnsAreWrittenAndReadFromOneList(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		var table []string

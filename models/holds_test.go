@@ -185,6 +185,7 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 // every combination of holds, in a claim's condition, in the counts' condition and in the
 // author's view's version.
 func TestHeldRuleInSQLAgreesWithGo(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -226,6 +227,7 @@ func TestHeldRuleInSQLAgreesWithGo(t *testing.T) {
 // The calls a task costs have one home (Task.Calls): the SQL that judges a budget's room
 // charges the same.
 func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")

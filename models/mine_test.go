@@ -112,6 +112,7 @@ func TestMineVersion(t *testing.T) {
 // When the author's due jobs are all leased, the view wakes at the first of the leases' ends
 // and the next job's due time, read in the same statement as the due ones.
 func TestMineVersionWakesAtNextDue(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.user("ann")
@@ -147,6 +148,7 @@ func TestMineVersionWakesAtNextDue(t *testing.T) {
 // with few of them, all of the author's at once; and an author whose jobs grew past what the
 // version said is read by items again.
 func TestMinePageJobsEitherWay(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.user("ann"), f.user("bob")

@@ -9,6 +9,7 @@ import (
 
 // statementArgs is the one rule of ? for exec, scan and query: one value each, a list refused.
 func TestStatementArgsBindOneValueEach(t *testing.T) {
+	t.Parallel()
 	at := time.UnixMilli(1234)
 	got, err := statementArgs([]any{int64(1), "x", []byte("b"), json.RawMessage(`[1]`), WhyBudget, at, (*time.Time)(nil), nil})
 	if err != nil {

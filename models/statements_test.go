@@ -18,6 +18,7 @@ import (
 // Every way a statement runs (exec, scan, and query's hand-read rows) logs a slow statement
 // at warn through the store's logger, with its placeholders and never its arguments.
 func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		// The log goes to a file, read back whole: the store may log from its own goroutines.
 		path := filepath.Join(t.TempDir(), "log")
@@ -76,6 +77,7 @@ func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
 // A ? binds one value in every statement: a list given for one is refused, not spread over
 // the statement (GORM would spread it in exec and scan, and could not in query).
 func TestQuestionMarkBindsOneValue(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		ids := []int64{1, 2}
@@ -98,6 +100,7 @@ func TestQuestionMarkBindsOneValue(t *testing.T) {
 // "Not found" is said one way: ErrNotFound by errors.Is, naming what was missing, through
 // whatever the method wraps around it.
 func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		for _, c := range []struct {

@@ -40,6 +40,7 @@ func (b *bf) hook() {
 // A job paused during its last batch has nothing left once that batch ends: it settles done
 // (with its webhook), not "paused · 100 % · pending 0" for ever.
 func TestBackfillPausedDuringItsLastBatchSettlesDone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(2, 1000)
@@ -74,6 +75,7 @@ func TestBackfillPausedDuringItsLastBatchSettlesDone(t *testing.T) {
 // batch) settles done at the queue's next pass, at a pause and at a start; one with a suspect
 // row still owed its retry, or pending rows, stays paused.
 func TestBackfillStuckPausedJobSettles(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for i, how := range []string{"the queue's pass", "pause", "start"} {
 			t.Run(how, func(t *testing.T) {
@@ -135,6 +137,7 @@ func TestBackfillStuckPausedJobSettles(t *testing.T) {
 // rate-limited row at every 429 and again when it was fetched (a 200-row chat showed 213),
 // and a suspect row not at all.
 func TestBackfillProcessedNeverExceedsTheRows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(20, 500)
@@ -169,6 +172,7 @@ func TestBackfillProcessedNeverExceedsTheRows(t *testing.T) {
 // startedAt is when a run's first batch began: a queued job, or one waiting out a rate limit
 // before its first batch, has not started.
 func TestBackfillStartedOnlyOnceItRan(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db)
 		b.settings(10, 0)
@@ -233,6 +237,7 @@ func TestBackfillStartedOnlyOnceItRan(t *testing.T) {
 // Under steady 429s the measured rate counts the rate-limit waits (from the second on), so the
 // ETA says when pending really runs out; a rate over running time alone promised too much.
 func TestBackfillRateCountsSteadyRateLimitWaits(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db) // 500 ms between requests
 		b.settings(10, 0)

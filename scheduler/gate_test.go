@@ -176,6 +176,7 @@ func TestGateNeverOverCap(t *testing.T) {
 // after its call and again when it returns), and take carves a job's count out of a claim's
 // slots only when they cover it.
 func TestSlotsReleaseOnce(t *testing.T) {
+	t.Parallel()
 	g := NewGate(4)
 	if err := g.Acquire(context.Background(), PrioritySweep, 4); err != nil {
 		t.Fatal(err)

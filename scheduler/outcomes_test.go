@@ -46,6 +46,7 @@ func (r *rig) wantNothingAsked(t testing.TB, userID int64, pitches ...int64) {
 // (not a lease left to run out): nothing asked or charged; the error is logged, not kept in
 // words the console would show. Once the database answers, the job runs after its backoff.
 func TestRunDatabaseErrorReadingTheItemIsUnavailable(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -77,6 +78,7 @@ func TestRunDatabaseErrorReadingTheItemIsUnavailable(t *testing.T) {
 // A database error while the answer is recorded is an attempt with why unavailable, the
 // model's status and time kept: the call was made and stays charged.
 func TestRunDatabaseErrorRecordingIsUnavailable(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -112,6 +114,7 @@ func TestRunDatabaseErrorRecordingIsUnavailable(t *testing.T) {
 // A task this process does not run (a newer replica's) is an error, not a score: an attempt
 // with why refused and the backoff, nothing asked or charged.
 func TestRunUnknownTaskIsRefused(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -135,6 +138,7 @@ func TestRunUnknownTaskIsRefused(t *testing.T) {
 // A job whose lease has run out by the time it is to be asked is let go without an attempt,
 // unasked and uncharged. If another worker holds it by then, its lease is left alone.
 func TestRunLeaseOverIsReleasedWithoutAttempt(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -170,6 +174,7 @@ func TestRunLeaseOverIsReleasedWithoutAttempt(t *testing.T) {
 // A job whose lease another worker took while it was asked (the lease ran out meanwhile)
 // records nothing: the attempt is the new holder's to make.
 func TestRunLostLeaseRecordsNothing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -196,6 +201,7 @@ func TestRunLostLeaseRecordsNothing(t *testing.T) {
 // Stopping while the model is asked lets the job go without an attempt: due again at once for
 // another worker (the call made stays charged).
 func TestRunShutdownDuringAskIsReleased(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -222,6 +228,7 @@ func TestRunShutdownDuringAskIsReleased(t *testing.T) {
 // An open breaker puts the job off until its probe: no attempt, no charge, no call; the job
 // keeps its own why.
 func TestRunBreakerOpenIsPutOff(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -242,6 +249,7 @@ func TestRunBreakerOpenIsPutOff(t *testing.T) {
 // lease freed and its due time kept, so no claim takes it while the hold lasts and it is due
 // at its own time once lifted.
 func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -273,6 +281,7 @@ func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
 // revision's follow-up would run a score job it happens to owe (one written by hand here),
 // and none runs. Stop waits for every follow-up before the counts are read.
 func TestRunItemScoreFollowsOnlyAnAllow(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
@@ -306,6 +315,7 @@ func TestRunItemScoreFollowsOnlyAnAllow(t *testing.T) {
 // under lease while it waits for three (a replica with room may take it meanwhile); the sweep
 // waits for the three unleased, then runs it.
 func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = scheduler.ScoreRuns }))
 		ann := r.user("ann")
