@@ -171,3 +171,110 @@ func breakerGauge(t *testing.T, m *metrics.Metrics, state string) float64 {
 	t.Fatalf("no owed_model_breaker_state{state=%q}", state)
 	return 0
 }
+
+// A breaker turned off never opens the shared row either: failures here do not stop the
+// replicas that have one, nor owe a model.breaker webhook.
+func TestBreakerOffNeverOpensTheSharedRow(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = -1 }))
+		if _, err := r.store.CreateWebhook(r.ctx, "https://hooks.example/model", []string{models.EventModelBreaker}, "whsec_x"); err != nil {
+			t.Fatal(err)
+		}
+		p := r.pitch(r.user("ann"), "p")
+		r.model.Fail(503, nil)
+		for range 3 {
+			r.clk.Advance(time.Hour)
+			r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
+			if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
+				t.Fatalf("a failed call: %s, want pending", out)
+			}
+		}
+		row, err := r.store.ReadBreaker(r.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var owed int64
+		r.store.RawScan(r.ctx, &owed, `SELECT COUNT(*) FROM webhook_deliveries WHERE event = 'model.breaker'`)
+		if row.State != models.BreakerClosed || owed != 0 || r.model.Calls() != 3 {
+			t.Fatalf("three failures with the breaker off: shared row %s, %d model.breaker deliveries, %d calls", row.State, owed, r.model.Calls())
+		}
+	})
+}
+
+// A probe whose prober died (its replica stopped mid-call) is taken over once its lease runs
+// out: the next due job probes, instead of every job waiting for a probe that never ends.
+func TestBreakerDeadProbersProbeIsTakenOver(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 1 }))
+		ann := r.user("ann")
+		first, next := r.pitch(ann, "first"), r.pitch(ann, "next")
+		r.model.FailNext(1, 503, nil)
+		r.run(models.TaskScreen, models.KindPitch, first)
+		r.clk.Advance(5 * time.Second)
+		if _, ok, err := r.store.ClaimProbe(r.ctx, "dead-replica:1", r.clk.Now().Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("the dead replica's claim of the probe: ok=%v err=%v", ok, err)
+		}
+		if out := r.run(models.TaskScreen, models.KindPitch, next); out != scheduler.Pending || r.model.Calls() != 1 {
+			t.Fatalf("during another's probe: %s after %d calls, want pending with no call", out, r.model.Calls())
+		}
+		r.clk.Advance(time.Minute + time.Second)
+		r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
+		if out := r.run(models.TaskScreen, models.KindPitch, next); out != scheduler.Done || r.model.Calls() != 2 {
+			t.Fatalf("after the dead prober's lease ran out: %s after %d calls, want done by a probe of its own", out, r.model.Calls())
+		}
+		if st := modelState(t, r.content); st.State != models.BreakerClosed {
+			t.Fatalf("the breaker after the probe was taken over and answered: %+v", st)
+		}
+	})
+}
+
+// The prober's gauge follows its own probes: open again after one fails, closed after one
+// gets an answer (never left at probing).
+func TestBreakerGaugeFollowsItsOwnProbes(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		m := metrics.New(nil)
+		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), m,
+			scheduler.ContentConfig{Owner: "watched", ModelBreaker: 1})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c.Stop(ctx)
+		})
+		p := r.pitch(r.user("ann"), "p")
+		run := func() scheduler.Outcome {
+			t.Helper()
+			r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
+			j, ok, err := r.store.ClaimItem(r.ctx, models.TaskScreen, models.KindPitch, p, time.Minute, "watched")
+			if err != nil || !ok {
+				t.Fatalf("claim: ok=%v err=%v", ok, err)
+			}
+			out, err := c.Run(r.ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		gauge := func(want string) {
+			t.Helper()
+			for _, s := range []string{models.BreakerClosed, models.BreakerOpen, models.BreakerProbing} {
+				if v, w := breakerGauge(t, m, s), map[bool]float64{true: 1}[s == want]; v != w {
+					t.Fatalf("owed_model_breaker_state{state=%q} %v, want %v", s, v, w)
+				}
+			}
+		}
+		r.model.FailNext(2, 503, nil)
+		run()
+		gauge(models.BreakerOpen)
+		r.clk.Advance(5 * time.Second)
+		if out := run(); out != scheduler.Pending || r.model.Calls() != 2 {
+			t.Fatalf("the failed probe: %s after %d calls", out, r.model.Calls())
+		}
+		gauge(models.BreakerOpen)
+		r.clk.Advance(10 * time.Second)
+		if out := run(); out != scheduler.Done || r.model.Calls() != 3 {
+			t.Fatalf("the probe that gets an answer: %s after %d calls", out, r.model.Calls())
+		}
+		gauge(models.BreakerClosed)
+	})
+}
