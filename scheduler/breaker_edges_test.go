@@ -55,6 +55,9 @@ func TestBreakerOffIgnoresTheSharedRow(t *testing.T) {
 		if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Done || r.model.Calls() != 1 {
 			t.Fatalf("with the breaker off: %s after %d calls, want done after one", out, r.model.Calls())
 		}
+		if st := modelState(t, r.content); st.State != models.BreakerClosed {
+			t.Fatalf("with the breaker off the model state shows %+v, want closed (this process never waits on it)", st)
+		}
 	})
 }
 

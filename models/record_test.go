@@ -48,3 +48,36 @@ func TestRecordScreenInsideATransaction(t *testing.T) {
 		}
 	})
 }
+
+// A recorded score leaves its event (the attempts log the console reads) beside the score, once.
+func TestRecordScoreLeavesItsEvent(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		_, rev := f.rawSong(ann, "S", "s")
+		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 1,
+			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		sc := models.Score{RevisionID: rev, Art: 0.4, ArtRuns: []float64{0.1, 0.2, 0.9}, Model: "critic", Rubric: "art-v1"}
+		ev := models.Event{Event: models.TaskScore, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeScored}
+		for range 2 {
+			if _, err := f.store.RecordScore(f.ctx, sc, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs, err := f.store.ListEvents(f.ctx, models.EventFilter{Kind: models.KindRevision, ItemID: rev}, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scored int
+		for _, e := range evs {
+			if e.Event == models.TaskScore && e.Outcome == models.OutcomeScored {
+				scored++
+			}
+		}
+		if scored != 1 {
+			t.Fatalf("events %+v: %d scored, want the one recorded score's", evs, scored)
+		}
+	})
+}
