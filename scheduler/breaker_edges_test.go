@@ -214,11 +214,15 @@ func TestBreakerDeadProbersProbeIsTakenOver(t *testing.T) {
 		r.model.FailNext(1, 503, nil)
 		r.run(models.TaskScreen, models.KindPitch, first)
 		r.clk.Advance(5 * time.Second)
-		if _, ok, err := r.store.ClaimProbe(r.ctx, "dead-replica:1", r.clk.Now().Add(time.Minute)); err != nil || !ok {
+		probeUntil := r.clk.Now().Add(time.Minute)
+		if _, ok, err := r.store.ClaimProbe(r.ctx, "dead-replica:1", probeUntil); err != nil || !ok {
 			t.Fatalf("the dead replica's claim of the probe: ok=%v err=%v", ok, err)
 		}
 		if out := r.run(models.TaskScreen, models.KindPitch, next); out != scheduler.Pending || r.model.Calls() != 1 {
 			t.Fatalf("during another's probe: %s after %d calls, want pending with no call", out, r.model.Calls())
+		}
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, next); !j.DueAt.Equal(probeUntil) {
+			t.Fatalf("a job put off during another's probe is due at %v, want the end of that probe's lease %v", j.DueAt, probeUntil)
 		}
 		r.clk.Advance(time.Minute + time.Second)
 		r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
