@@ -3,7 +3,6 @@ package models_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -79,30 +78,6 @@ func TestRecordScoreLeavesItsEvent(t *testing.T) {
 		}
 		if scored != 1 {
 			t.Fatalf("events %+v: %d scored, want the one recorded score's", evs, scored)
-		}
-	})
-}
-
-// While the breaker is open the jobs it puts off (due by its next probe, or with no why of their
-// own, which the breaker parks untried) are counted under why breaker only: why upstream and
-// why none leave them out, and the unfiltered count still has every job.
-func TestJobFilterBreakerDeferredLeavesOtherWhys(t *testing.T) {
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
-		ann := f.user("ann")
-		pitch := func(body string) int64 {
-			return f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, body, f.nowMs())
-		}
-		probe := f.clk.Now().Add(5 * time.Second)
-		backingOff, putOff, untried, later := pitch("backing off"), pitch("put off"), pitch("untried"), pitch("later")
-		f.exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Minute)), backingOff)
-		f.exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, f.nowMs(), putOff)
-		f.exec(`UPDATE content_jobs SET due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Hour)), later)
-		_ = untried // due now with no why, as later (due in an hour): both parked by the breaker
-		for why, want := range map[models.Why]int64{models.WhyBreaker: 3, models.WhyUpstream: 1, "none": 0, "": 4} {
-			if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Kind: models.KindPitch, Why: why, Deferred: &probe}); err != nil || n != want {
-				t.Errorf("breaker open: why %q counts %d (%v), want %d", why, n, err, want)
-			}
 		}
 	})
 }
