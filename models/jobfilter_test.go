@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +48,52 @@ func TestJobFilterByAuthor(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The admin's job list names each job's author and item: a revision's title and song, a
+// comment's first 80 characters and song, a pitch's first 80 characters (no song), and its
+// last error.
+func TestListJobRowsNameTheItem(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("Ann")
+		song, rev := f.rawSong(ann, "Tide", `s("bd")`)
+		long := strings.Repeat("x", 79) + "yz"
+		comment := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song, ann, long, f.nowMs())
+		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", f.nowMs())
+		f.exec(`UPDATE content_jobs SET last_error = 'HTTP 503' WHERE kind = 'pitch'`)
+		rows, err := f.store.ListJobRows(f.ctx, models.JobFilter{Task: models.TaskScreen}, models.JobsByID, nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[models.Kind]struct {
+			id     int64
+			title  string
+			song   *int64
+			errorS string
+		}{
+			models.KindRevision: {rev, "Tide", &song, ""},
+			models.KindComment:  {comment, long[:80], &song, ""},
+			models.KindPitch:    {pitch, "a pitch", nil, "HTTP 503"},
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("%d rows, want %d", len(rows), len(want))
+		}
+		for _, r := range rows {
+			w := want[r.Kind]
+			if r.ItemID != w.id || r.UserName != "Ann" || r.ItemTitle == nil || *r.ItemTitle != w.title ||
+				(r.SongID == nil) != (w.song == nil) || (w.song != nil && *r.SongID != *w.song) ||
+				(w.errorS == "") != (r.LastError == nil) || (r.LastError != nil && *r.LastError != w.errorS) {
+				t.Errorf("%s row: item %d, user %q, title %v, song %v, last error %v; want item %d, Ann, %q, song %v, %q",
+					r.Kind, r.ItemID, r.UserName, str(r.ItemTitle), r.SongID, str(r.LastError), w.id, w.title, w.song, w.errorS)
+			}
+		}
+	})
+}
+
+func str(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }
