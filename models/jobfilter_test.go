@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +98,56 @@ func str(p *string) string {
 		return "<nil>"
 	}
 	return *p
+}
+
+// The admin's job list pages in each order without a job twice or missed, ties on the sort
+// key broken by id: by id, soonest due first, most attempts first.
+func TestListJobRowsPagesInEveryOrder(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		// due in seconds and attempts per pitch: ties on both keys, neither order the ids'.
+		shape := []struct{ due, attempts int }{{30, 1}, {10, 4}, {30, 4}, {20, 0}, {10, 1}, {40, 2}, {20, 4}}
+		var ids []int64
+		for i, s := range shape {
+			id := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, fmt.Sprint("p", i), f.nowMs())
+			f.exec(`UPDATE content_jobs SET due_at = ?, attempts = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Duration(s.due)*time.Second)), s.attempts, id)
+			ids = append(ids, id)
+		}
+		idx := make([]int, len(shape))
+		for i := range idx {
+			idx[i] = i
+		}
+		for order, less := range map[string]func(a, b int) bool{
+			models.JobsByID:  func(a, b int) bool { return a < b },
+			models.JobsByDue: func(a, b int) bool { return shape[a].due < shape[b].due || shape[a].due == shape[b].due && a < b },
+			models.JobsByAttempts: func(a, b int) bool {
+				return shape[a].attempts > shape[b].attempts || shape[a].attempts == shape[b].attempts && a < b
+			},
+		} {
+			sort.SliceStable(idx, func(i, j int) bool { return less(idx[i], idx[j]) })
+			var want, got []int64
+			for _, i := range idx {
+				want = append(want, ids[i])
+			}
+			var after *models.JobCursor
+			for page := 0; page < 10; page++ {
+				rows, err := f.store.ListJobRows(f.ctx, models.JobFilter{Kind: models.KindPitch}, order, after, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rows {
+					got = append(got, r.ItemID)
+				}
+				if len(rows) < 2 {
+					break
+				}
+				c := rows[len(rows)-1].Cursor(order)
+				after = &c
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("order %s in pages of 2: %v, want %v", order, got, want)
+			}
+		}
+	})
 }
