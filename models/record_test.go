@@ -81,3 +81,44 @@ func TestRecordScoreLeavesItsEvent(t *testing.T) {
 		}
 	})
 }
+
+// The events list pages newest first, a page at most the limit, each page before the last
+// event of the one before.
+func TestListEventsPagesNewestFirst(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.user("ann")
+		for i := range 5 {
+			id := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p"+string(rune('a'+i)), f.nowMs())
+			if ok, err := f.store.RecordScreen(f.ctx, models.KindPitch, id, models.VerdictAllow, 1,
+				models.Event{Event: models.TaskScreen, Kind: models.KindPitch, ItemID: id, UserID: ann, Outcome: models.OutcomeAllow}); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+		}
+		var sizes []int
+		var ids []int64
+		before := int64(0)
+		for range 4 {
+			page, err := f.store.ListEvents(f.ctx, models.EventFilter{UserID: ann}, before, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(page))
+			for _, e := range page {
+				ids = append(ids, e.ID)
+			}
+			if len(page) == 0 {
+				break
+			}
+			before = page[len(page)-1].ID
+		}
+		if len(sizes) != 4 || sizes[0] != 2 || sizes[1] != 2 || sizes[2] != 1 || sizes[3] != 0 {
+			t.Fatalf("pages of 2 over 5 events: sizes %v", sizes)
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] >= ids[i-1] {
+				t.Fatalf("event ids %v, want newest first with none twice", ids)
+			}
+		}
+	})
+}
