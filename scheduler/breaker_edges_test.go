@@ -285,3 +285,34 @@ func TestBreakerGaugeFollowsItsOwnProbes(t *testing.T) {
 		gauge(models.BreakerClosed)
 	})
 }
+
+// A call cut off because the worker is stopping is not the model's failure: it never counts
+// towards opening the breaker.
+func TestBreakerIgnoresCallsCutOffByStop(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 1 }))
+		p := r.pitch(r.user("ann"), "p")
+		release := make(chan struct{})
+		defer close(release)
+		r.model.Handle(func(w http.ResponseWriter, req *http.Request) bool {
+			select {
+			case <-release:
+			case <-req.Context().Done():
+			}
+			return false
+		})
+		ctx, cancel := context.WithCancel(r.ctx)
+		done := make(chan scheduler.Outcome, 1)
+		j := r.claim(models.TaskScreen, models.KindPitch, p)
+		go func() {
+			out, _ := r.content.Run(ctx, j)
+			done <- out
+		}()
+		waitFor(t, "the call", func() bool { return r.model.InFlight() == 1 })
+		cancel()
+		<-done
+		if st := modelState(t, r.content); st.State != models.BreakerClosed || st.Failures != 0 {
+			t.Fatalf("after a call cut off by stopping, the breaker is %+v, want closed with no failure counted", st)
+		}
+	})
+}
