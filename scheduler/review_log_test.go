@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
@@ -32,5 +33,25 @@ func TestReviewAttemptIsOneLogLine(t *testing.T) {
 		if len(attempts) != 1 || attempts[0]["outcome"] != "pending" || attempts[0]["why"] != "review" {
 			t.Fatalf("log lines for the attempt: %v, want one, pending for review", attempts)
 		}
+	})
+}
+
+// The last tenth of a job's lease is kept for recording the outcome: a job claimed with only
+// that left is not asked at all (the model never sees the call), and it stays owed.
+func TestRunKeepsTheLeasesLastTenthForRecording(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const lease = time.Second
+		r := newRig(t, db, withModelTimeout(time.Minute), withConfig(func(c *scheduler.ContentConfig) { c.Lease = lease }))
+		r.model.Hang()
+		p := r.pitch(r.user("ann"), "p")
+		job := r.claim(models.TaskScreen, models.KindPitch, p)
+		r.clk.Advance(lease - lease/10)
+		if out, err := r.content.Run(r.ctx, job); err != nil || out != scheduler.Pending {
+			t.Fatalf("with a tenth of the lease left: %s, %v; want pending", out, err)
+		}
+		if n := r.model.Calls(); n != 0 {
+			t.Fatalf("the model was asked %d times with only the recording tenth of the lease left", n)
+		}
+		r.mustJob(models.TaskScreen, models.KindPitch, p)
 	})
 }
