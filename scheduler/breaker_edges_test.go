@@ -66,13 +66,7 @@ func TestBreakerOffIgnoresTheSharedRow(t *testing.T) {
 func TestBreakerReplicaSeesAnotherClose(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 1 }))
-		other := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), nil,
-			scheduler.ContentConfig{Owner: "replica-2", ModelBreaker: 1})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			other.Stop(ctx)
-		})
+		other := r.replica(t, "replica-2", nil)
 		ann := r.user("ann")
 		first, probe, after := r.pitch(ann, "first"), r.pitch(ann, "probe"), r.pitch(ann, "after")
 
@@ -127,13 +121,7 @@ func TestBreakerGaugeFollowsTheSharedRow(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 1 }))
 		m := metrics.New(nil)
-		watched := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), m,
-			scheduler.ContentConfig{Owner: "replica-2", ModelBreaker: 1})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			watched.Stop(ctx)
-		})
+		watched := r.replica(t, "replica-2", m)
 		ann := r.user("ann")
 		first, second := r.pitch(ann, "first"), r.pitch(ann, "second")
 		r.model.FailNext(1, 503, nil)
@@ -241,13 +229,7 @@ func TestBreakerGaugeFollowsItsOwnProbes(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		m := metrics.New(nil)
-		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), m,
-			scheduler.ContentConfig{Owner: "watched", ModelBreaker: 1})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			c.Stop(ctx)
-		})
+		c := r.replica(t, "watched", m)
 		p := r.pitch(r.user("ann"), "p")
 		run := func() scheduler.Outcome {
 			t.Helper()
@@ -315,4 +297,17 @@ func TestBreakerIgnoresCallsCutOffByStop(t *testing.T) {
 			t.Fatalf("after a call cut off by stopping, the breaker is %+v, want closed with no failure counted", st)
 		}
 	})
+}
+
+// replica is a second content runner on r's database, clock and model, with a breaker
+// opened by one failure and its own metrics (nil: none).
+func (r *rig) replica(t *testing.T, owner string, m *metrics.Metrics) *scheduler.Content {
+	c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), m,
+		scheduler.ContentConfig{Owner: owner, ModelBreaker: 1})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
+	return c
 }
