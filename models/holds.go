@@ -24,7 +24,7 @@ func (h Holds) Any() bool { return h.Screen || h.Score || h.Deliveries }
 // taskHolds is the held rule's one home: each content task an admin can hold, with the
 // column of its flag in the holds row and its field of Holds, in the order of its bit (1, 2,
 // 4 …). Holds.Task reads it in Go, and the SQL that must decide the same (heldTasks,
-// heldTask, holdBits, taskBit) is written from it, so the claims, the counts and the view's
+// heldTask, holdBits) is written from it, so the claims, the counts and the view's
 // version hold exactly what Holds.Task holds. A new task that can be held is one row here.
 var taskHolds = []struct {
 	task   Task
@@ -66,18 +66,6 @@ func holdsOfBits(bits int64) Holds {
 	}
 	return h
 }
-
-// taskBit is SQL for a content_jobs row's task as its bit in holdBits (0 for a task that
-// cannot be held).
-var taskBit = func() string {
-	var b strings.Builder
-	b.WriteString("CASE task")
-	for i, th := range taskHolds {
-		fmt.Fprintf(&b, " WHEN '%s' THEN %d", th.task, 1<<i)
-	}
-	b.WriteString(" ELSE 0 END")
-	return b.String()
-}()
 
 // heldTasks is a condition a claim adds: the job's task is not held (heldTask). The held
 // tasks are read by an uncorrelated subquery, once per statement (SQLite keeps it as an
