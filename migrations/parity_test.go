@@ -13,7 +13,7 @@ import (
 
 // intendedDifferences are the lines of the schema's shape (shape) one dialect has and the
 // other has not, on purpose, each with why. Anything else that differs is a migration that
-// forgot its other dialect. None today: the shapes agree line for line.
+// forgot its other dialect.
 //
 // What shape leaves out, because the dialects differ there on purpose:
 //   - column types: SQLite's INTEGER and TEXT are PostgreSQL's bigint, integer and text (every
@@ -25,7 +25,14 @@ import (
 //     HOT updates of the lease; SQLite has no such setting;
 //   - CHECK constraints' text, which each dialect prints its own way (their effect on why is
 //     held to models.Whys by TestStoredWhysMatchTheCheck).
-var intendedDifferences = map[string]string{}
+//   - whether an index's trailing columns are keys or only carried: PostgreSQL's covering
+//     columns (INCLUDE) are SQLite's trailing key columns (SQLite has no INCLUDE), so shape
+//     lists both as the index's columns.
+var intendedDifferences = map[string]string{
+	"index screens.screens_verdict (kind, item_id, verdict, confidence)": "SQLite only (migration 0021): " +
+		"the author's view reads each item's verdict from the index; on PostgreSQL every index on " +
+		"screens is paid by the queue's record path, which is the bottleneck there",
+}
 
 // TestBothDialectsMigrateToOneSchema: a database migrated on SQLite and one migrated on
 // PostgreSQL have the same tables, the same columns (and which may be null) and the same
@@ -102,7 +109,7 @@ func shape(t *testing.T, d database, dialect string) []string {
 				CASE WHEN EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conindid = i.indexrelid AND con.contype = 'u')
 					THEN '(unique constraint)' ELSE ic.relname END || ' (' ||
 				(SELECT string_agg(COALESCE(a.attname, '(expr)'), ', ' ORDER BY k.n)
-					FROM unnest(i.indkey[0:i.indnkeyatts - 1]) WITH ORDINALITY AS k(attnum, n)
+					FROM unnest(i.indkey[0:i.indnatts - 1]) WITH ORDINALITY AS k(attnum, n)
 					LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0)
 				|| ')' || CASE WHEN i.indisunique THEN ' unique' ELSE '' END || CASE WHEN i.indpred IS NOT NULL THEN ' partial' ELSE '' END
 			FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
