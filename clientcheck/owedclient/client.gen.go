@@ -1664,21 +1664,28 @@ type BackfillJob struct {
 	GuildId    *string          `json:"guildId"`
 	Members    []BackfillMember `json:"members"`
 	Pending    int              `json:"pending"`
-	PerMinute  float64          `json:"perMinute"`
+
+	// PerMinute rows a minute: the run's measured rate (over running time, and the rate-limit waits once they recur: waitedMs), else the queue's latest measured rate, else the estimate
+	PerMinute float64 `json:"perMinute"`
 
 	// Position 0 running, 1… queue order, null not scheduled
 	Position *int `json:"position"`
 
-	// Processed the rows handled since this run started
-	Processed    int              `json:"processed"`
-	RateMeasured bool             `json:"rateMeasured"`
-	Skipped      int              `json:"skipped"`
-	StartedAt    *time.Time       `json:"startedAt"`
-	State        BackfillJobState `json:"state"`
-	Total        int              `json:"total"`
+	// Processed the rows this run settled (cached, skipped, failed or unverified), each once: never more than the chat's rows
+	Processed    int  `json:"processed"`
+	RateMeasured bool `json:"rateMeasured"`
+	Skipped      int  `json:"skipped"`
+
+	// StartedAt when this run's first batch began; null while it has not run (queued, or waiting before its first batch)
+	StartedAt *time.Time       `json:"startedAt"`
+	State     BackfillJobState `json:"state"`
+	Total     int              `json:"total"`
 
 	// WaitMs the rate limit or walk wait in the ETAs; null when not scheduled
-	WaitMs   *int      `json:"waitMs"`
+	WaitMs *int `json:"waitMs"`
+
+	// WaitedMs the rate-limit waits (Retry-After) of this run that its measured rate counts: all of them from the second on, 0 before
+	WaitedMs int       `json:"waitedMs"`
 	WaitsFor *WaitsFor `json:"waitsFor"`
 }
 
