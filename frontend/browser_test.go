@@ -230,6 +230,24 @@ func (b *browser) waitJS(t *testing.T, what, expr string) {
 	}
 }
 
+// becomes reports whether expr turns true within d, polling the page as waitJS does; for a
+// step that may be retried (a click a re-render swallowed), where timing out is not a failure.
+func (b *browser) becomes(expr string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, d)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
 // snapshot is the page's URL and visible text, for failure messages.
 func (b *browser) snapshot() string {
 	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)

@@ -127,12 +127,12 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the filter cleared", `location.search === ''`)
 	for _, id := range picks {
 		b.waitJS(t, "the row", jsVisible("job-pick-"+id))
-		for range 3 { // a live refresh may land between the click and its render
+		for range 3 { // a live refresh may replace the row between the click and its render
 			if eval[bool](t, b, jsEl("job-pick-"+id)+`.checked`) {
 				break
 			}
 			b.click(t, "job-pick-"+id)
-			time.Sleep(200 * time.Millisecond)
+			b.becomes(jsEl("job-pick-"+id)+`.checked`, time.Second)
 		}
 	}
 	b.waitText(t, "jobs-picked-count", fmt.Sprintf("%d selected", len(picks)))
