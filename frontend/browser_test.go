@@ -212,37 +212,29 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 // waitJS waits until the expression is true: no fixed sleeps, a deadline.
 func (b *browser) waitJS(t *testing.T, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(step)
+	start := time.Now()
+	if ok, err := b.becomes(expr, step); !ok {
+		t.Fatalf("waiting for %s: timed out (last error %v)\n%s", what, err, b.snapshot())
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("SLOW %s: %v", what, d)
+	}
+}
+
+// becomes reports whether expr turns true within d, polling the page (with the last
+// evaluation's error when it does not); for a step that may be retried (a click a re-render
+// swallowed), timing out is not a failure.
+func (b *browser) becomes(expr string, d time.Duration) (bool, error) {
+	deadline := time.Now().Add(d)
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
 		cancel()
 		if err == nil && ok {
-			if d := time.Since(deadline.Add(-step)); d > time.Second {
-				t.Logf("SLOW %s: %v", what, d)
-			}
-			return
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out (last error %v)\n%s", what, err, b.snapshot())
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
-}
-
-// becomes reports whether expr turns true within d, polling the page as waitJS does; for a
-// step that may be retried (a click a re-render swallowed), where timing out is not a failure.
-func (b *browser) becomes(expr string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, d)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
+			return false, err
 		}
 		time.Sleep(40 * time.Millisecond)
 	}
