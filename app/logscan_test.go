@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +16,13 @@ import (
 	"github.com/owed/owed/owedtest"
 )
 
-// lockedBuffer is a log sink shared by the request goroutines and the runners.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestLogsNeverCarryStatementValues: an author's text goes into statements as a parameter, and
 // the log — at debug, the most it ever says — never shows it: not when the write succeeds, not
 // when the statement fails (the table gone: GORM's error trace and the API's 500 line), not for
 // a read that fails with the text as its argument.
 func TestLogsNeverCarryStatementValues(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		var sink lockedBuffer
+		var sink owedtest.LogBuffer
 		log := slog.New(slog.NewJSONHandler(&sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		model := modeltest.New(t)
 		cfg := app.Defaults()

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/owed/owed/owedtest"
 )
 
 // These tests run owed as real processes: what a replica, a crash or a restart does is only
@@ -55,26 +57,9 @@ type process struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	URL    string
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *owedtest.LogBuffer
+	stderr *owedtest.LogBuffer
 	exited chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func freeAddr(t testing.TB) string {
@@ -102,7 +87,7 @@ func startOwed(t testing.TB, env ...string) *process {
 	}
 	cmd.Env = append(cmd.Env, "OWED_ADDR="+addr, "OWED_LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, env...)
-	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &owedtest.LogBuffer{}, stderr: &owedtest.LogBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
