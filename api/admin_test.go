@@ -80,6 +80,7 @@ func (w *world) listedJobs(t *testing.T, query string) []int64 {
 
 // TestAdminJobFilters: each filter selects exactly the jobs it names, alone and combined.
 func TestAdminJobFilters(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		j := newJobsWorld(t, db)
 		ann, ben := j.uid[asAuthor], j.uid[asOther]
@@ -133,6 +134,7 @@ func TestAdminJobFilters(t *testing.T) {
 // TestAdminRetry: retrying a waiting job makes it due now (keeping its history); a job that
 // is running is not retried (409); the bulk form retries what its filter selects.
 func TestAdminRetry(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		j := newJobsWorld(t, db)
 		now := owedtest.Start.Format("2006-01-02T15:04:05.000Z")
@@ -193,6 +195,7 @@ func TestAdminRetry(t *testing.T) {
 
 // TestAdminJobDetail: one job with its attempt history.
 func TestAdminJobDetail(t *testing.T) {
+	t.Parallel()
 	j := newJobsWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	r := j.do(http.MethodGet, fmt.Sprintf("/api/admin/jobs/%d", j.p1.ID), asAdmin, nil)
 	body := r.JSON()
@@ -228,6 +231,7 @@ func scoreRefusedByBudget(t *testing.T, w *world) map[string]any {
 // and the runner each applied the default, a setting of 0 showed authors a limit of 0 while
 // the runner charged against 100.)
 func TestDefaultBudgetShownIsCharged(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, func(c *app.Config) { c.DailyBudget = 2 })
 		mine := scoreRefusedByBudget(t, w)
@@ -250,6 +254,7 @@ func TestDefaultBudgetShownIsCharged(t *testing.T) {
 // TestBudgets: the admin sees each author's spend and limit, and sets a limit of their own;
 // the next job the new limit cannot cover waits until midnight UTC.
 func TestBudgets(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		path := fmt.Sprintf("/api/admin/users/%d/budget", w.uid[asAuthor])
@@ -305,6 +310,7 @@ func TestBudgets(t *testing.T) {
 
 // TestEvents: attempts are listed newest first, filtered, and paged without repeats.
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		j := newJobsWorld(t, db)
 		j.do(http.MethodPost, "/api/admin/jobs/retry", asAdmin, map[string]any{})
@@ -353,6 +359,7 @@ func TestEvents(t *testing.T) {
 
 // TestStats: the overview counts the owed jobs by why and task, and the last hour's attempts.
 func TestStats(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		j := newJobsWorld(t, db)
 		r := j.do(http.MethodGet, "/api/admin/stats", asAdmin, nil)

@@ -297,6 +297,7 @@ func appRoutes(env *owedtest.Env) []string {
 // TestEveryRouteIsInTheMatrix keeps the matrix true: a new route without an entry fails here,
 // and so does an entry for a route that does not exist (a stale or misspelt one).
 func TestEveryRouteIsInTheMatrix(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
 	routes := appRoutes(env)
 	for _, r := range routes {
@@ -316,6 +317,7 @@ func TestEveryRouteIsInTheMatrix(t *testing.T) {
 // a missing item gets), and none
 // of those changes anything; allowed callers succeed.
 func TestAuthorisationByRole(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		for _, route := range appRoutes(w.env) {
@@ -365,6 +367,7 @@ func missingID(path string) string {
 // A bad token is refused even on routes anyone may call: a client with a stale token learns
 // so at once instead of silently being anonymous.
 func TestBadTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	for _, h := range []string{"Bearer nope", "Basic YTpi", "Bearer ", "nope"} {
 		r := w.env.Do(http.MethodGet, "/api/songs", "", nil, "Authorization", h)

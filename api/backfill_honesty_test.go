@@ -145,6 +145,7 @@ func imgs(prefix string, n int) []string {
 // batch ends; a paused job an older owed left with nothing pending is done after a start, a
 // pause or the queue's pass.
 func TestBackfillAPIPausedWithNothingLeftIsDone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		x := newBFX(t, db)
 		x.settings(2, 1000)
@@ -204,6 +205,7 @@ func TestBackfillAPIPausedWithNothingLeftIsDone(t *testing.T) {
 // processed counts each row once: a 200-row chat under steady 429s shows 200, not 200 plus a
 // row for every 429.
 func TestBackfillAPIProcessedNeverExceedsTheRows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		x := newBFX(t, db)
 		x.settings(20, 500)
@@ -225,6 +227,7 @@ func TestBackfillAPIProcessedNeverExceedsTheRows(t *testing.T) {
 // startedAt is null while a job has not run (queued, or started but not yet at its first
 // batch), and the time its first batch began once it has.
 func TestBackfillAPIStartedAtOnlyOnceItRan(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		x := newBFX(t, db)
 		x.settings(10, 0)
@@ -260,6 +263,7 @@ func TestBackfillAPIStartedAtOnlyOnceItRan(t *testing.T) {
 // Under steady 429s the measured rate counts the waits (waitedMs): pending over it is how long
 // the rest really takes.
 func TestBackfillAPIRateCountsSteadyRateLimitWaits(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		x := newBFX(t, db)
 		x.settings(10, 0)

@@ -48,6 +48,7 @@ func wantKeys(t *testing.T, where string, v any, keys string) map[string]any {
 
 // GET /api/backfill has the seed's whole status shape, and start, pause and settings answer it.
 func TestBackfillStatusShapeAndControls(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		id := s.create("c1")
@@ -125,6 +126,7 @@ func TestBackfillStatusShapeAndControls(t *testing.T) {
 }
 
 func TestBackfillControlsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		id := s.create("c1")
@@ -210,6 +212,7 @@ func shutdown(t *testing.T, a *app.App) {
 // Closing the app mid-job and opening a new one on the same database resumes the job where
 // its rows stand, without anyone starting it again.
 func TestBackfillResumesAfterAppRestart(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		img := image.NewRGBA(image.Rect(0, 0, 10, 10))
 		var pngData bytes.Buffer

@@ -166,6 +166,7 @@ func (w *world) send(method, path string, as role, body any, headers ...string) 
 // TestBadInput sends each route's bad inputs: each answers a clear 4xx in the error shape,
 // naming the field at fault, and nothing in the database changes.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBadWorld(t, db)
 		routes := appRoutes(b.env)
@@ -364,6 +365,7 @@ func openAPIPath(p string) string {
 // TestLimitsAreInclusive: what is exactly at a limit is accepted; one past it is refused
 // (TestBadInput).
 func TestLimitsAreInclusive(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db").quiet()
 	title := strings.Repeat("é", 200)
 	song := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": title, "code": strings.Repeat("a", 64<<10)})

@@ -41,6 +41,7 @@ func (w *world) jobDetail(t *testing.T, id int64) map[string]any {
 // the model's key is never in it; with no model configured, jobs, /readyz and the overview say
 // so.
 func TestErrorsKept(t *testing.T) {
+	t.Parallel()
 	const key = "sk-never-shown"
 	for _, tc := range []struct {
 		name   string
@@ -131,6 +132,7 @@ func TestErrorsKept(t *testing.T) {
 // TestErrorsCut: a model's error answer is kept as its status line and, for a JSON error, its
 // message, cut to 200 characters; a text body is never kept (issue 23).
 func TestErrorsCut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db").quiet()
 	body := `{"error":{"message":"` + strings.Repeat("é", 600) + `"}}`
 	w.env.Model.Handle(func(rw http.ResponseWriter, r *http.Request) bool {
@@ -158,6 +160,7 @@ func TestErrorsCut(t *testing.T) {
 // the sweep, the webhook deliverer), charged nothing and asks nothing; its jobs say why held;
 // lifting the hold makes them due again.
 func TestHolds(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate)
 		rcv := newHookReceiver(t)
@@ -245,6 +248,7 @@ func TestHolds(t *testing.T) {
 
 // TestHoldsBadInput: a hold that is not a boolean is refused and changes nothing.
 func TestHoldsBadInput(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		before := w.snapshot()
@@ -262,6 +266,7 @@ func TestHoldsBadInput(t *testing.T) {
 // as an event that says the admin decided, with their id and note, answers the item's screen
 // result, owes an allowed revision's score, and is recorded once.
 func TestDecideByHand(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate).quiet()
 		rcv := newHookReceiver(t)
@@ -350,6 +355,7 @@ func TestDecideByHand(t *testing.T) {
 // with the reason while the budget still cannot cover it, and the bulk retry leaves it be; a
 // retry is never an attempt by itself; once the budget has room the retry runs it.
 func TestRetryWaitingForBudget(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		setLimit := func(n int) {
@@ -416,6 +422,7 @@ func TestRetryWaitingForBudget(t *testing.T) {
 // job id, author name or id, item id; sorted by due time or attempts, paged through with its
 // cursor; with the total that matches.
 func TestFindJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		j := newJobsWorld(t, db)
 		d := j.jobDetail(t, j.p1.ID)
@@ -520,6 +527,7 @@ func TestFindJobs(t *testing.T) {
 // TestWebhookFailing: a subscription whose newest attempted delivery failed is listed as
 // failing, with the error; one whose receiver takes them is not.
 func TestWebhookFailing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate).quiet()
 		good := newHookReceiver(t)
@@ -549,6 +557,7 @@ func TestWebhookFailing(t *testing.T) {
 // TestHoldWakesTheLongPoll: a hold changes what an author's view says (why held), so a long
 // poll on it answers at once with the new view, and so does the lift.
 func TestHoldWakesTheLongPoll(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		w.pitch(asAuthor, "")

@@ -15,6 +15,7 @@ import (
 // answer 507 with Retry-After and write nothing, /readyz answers 503 with the reason, and once
 // room is made everything works again without a restart, nothing acknowledged lost.
 func TestFullDatabaseAnswers507AndRecovers(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
 	store := env.App.Store
 	_, ann := env.User("ann", models.RoleAuthor)
@@ -88,6 +89,7 @@ func TestFullDatabaseAnswers507AndRecovers(t *testing.T) {
 // the read of the holds, whose table is moved away for the moment), the answer is 201 with the
 // screen pending and why, and the item's owed screen runs once the database answers again.
 func TestCommittedWriteAnswers201WhenItsScreenCannotBeRead(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		store := env.App.Store

@@ -203,6 +203,7 @@ var queryRoutes = []fuzzRoute{
 // (made from the route table): every route that reads a body or takes query parameters is
 // fuzzed, with the parameters it documents.
 func TestFuzzRoutesAreComplete(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
 	var doc struct {
 		Paths map[string]map[string]struct {

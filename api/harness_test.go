@@ -24,7 +24,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/owedtest/wait"
@@ -55,14 +54,13 @@ type world struct {
 	snapQuery string             // reads the whole database (snapshot)
 }
 
-// newWorld starts owed with an author (ann), another author (ben) and a bot. The per-token
-// write rate limit is off: these tests send more writes a second than any client should (the
-// limit has tests of its own).
+// newWorld starts owed (owedtest.NewEnv) with an author (ann), another author (ben) and a bot.
+// The per-token write rate limit is off, as in every Env: these tests send more writes a
+// second than any client should (the limit has tests of its own).
 func newWorld(t *testing.T, db string, configure ...func(*app.Config)) *world {
 	t.Helper()
-	configure = append([]func(*app.Config){func(c *app.Config) { c.WriteRate = 0 }}, configure...)
 	env := owedtest.NewEnv(t, db, configure...)
-	w := &world{t: t, env: env, tok: map[role]string{asAdmin: env.AdminToken}, uid: map[role]int64{}}
+	w := worldOf(t, env)
 	w.uid[asAuthor], w.tok[asAuthor] = env.User("ann", models.RoleAuthor)
 	w.uid[asOther], w.tok[asOther] = env.User("ben", models.RoleAuthor)
 	w.uid[asBot], w.tok[asBot] = env.User("bo", models.RoleBot)
@@ -75,18 +73,15 @@ func newWorld(t *testing.T, db string, configure ...func(*app.Config)) *world {
 	return w
 }
 
-// quiet stops the app's background work (inline screens, scores after a write, authors'
-// sweeps), so that nothing changes the database behind the test's back: writes answer
-// pending, and w.sweep() settles the owed work when the test says so, with a runner of its
-// own (a stopped runner claims nothing more).
+// worldOf is a world on env with only its admin.
+func worldOf(t *testing.T, env *owedtest.Env) *world {
+	return &world{t: t, env: env, tok: map[role]string{asAdmin: env.AdminToken}, uid: map[role]int64{}}
+}
+
+// quiet stops the app's background work (owedtest.Env.Quiet): writes answer pending, and
+// w.sweep() settles the owed work when the test says so, with a runner of its own.
 func (w *world) quiet() *world {
-	if err := w.env.App.Content.Stop(context.Background()); err != nil {
-		w.t.Fatalf("stop: %v", err)
-	}
-	cfg := w.env.App.Config
-	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: cfg.ModelTimeout})
-	w.sweeper = scheduler.NewContent(w.store(), model, w.env.Clock, owedtest.Logger(w.t), w.env.App.Metrics,
-		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName, ReviewBelow: cfg.ReviewBand()})
+	w.sweeper = w.env.Quiet()
 	return w
 }
 
@@ -559,6 +554,7 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestAnswerCheckerRefuses: the harness fails an answer its route's schema does not allow, and
 // says where and why.
 func TestAnswerCheckerRefuses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	if err := schemasOfDoc.load(w.env.App.API); err != nil {
 		t.Fatal(err)

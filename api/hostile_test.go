@@ -130,6 +130,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // second or so, the server having read at most the 2 MB limit and a little buffering, and the
 // connection is closed rather than drained.
 func TestOversizeBodiesAreRefusedBeforeTheyAreRead(t *testing.T) {
+	t.Parallel()
 	s := serveOwed(t, app.ServerTimeouts{})
 	const size = 50 << 20
 	for _, c := range []struct {
@@ -221,6 +222,7 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) (time.Durati
 // and one that idles on a kept-alive connection are each cut off by the server's timeouts,
 // and the dribbled write writes nothing.
 func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
 	timeouts := app.ServerTimeouts{ReadHeader: 300 * time.Millisecond, Read: 700 * time.Millisecond, Write: time.Second, Idle: 500 * time.Millisecond}
 	s := serveOwed(t, timeouts)
 	dribble := func(conn net.Conn, s string, every time.Duration, stop <-chan struct{}) {
@@ -317,6 +319,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 // an admin's writes as for an author's (429 with Retry-After, nothing written), each token has
 // its own budget, and the token may write again once its bucket refills.
 func TestWriteLimitIsPerTokenForEveryRole(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "", func(c *app.Config) { c.WriteRate, c.WriteBurst = 10, 2 })
 	_, bot := env.User("bo", models.RoleBot)
 	_, bot2 := env.User("bo2", models.RoleBot)
@@ -367,6 +370,7 @@ var junkValues = []string{
 // text filter (chatId, a job's author name), which may answer 200 with nothing matched; no answer is a 5xx, and the
 // database does not change.
 func TestJunkInEveryFilterAndCursorIsRefused(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBadWorld(t, db)
 		ids := map[string]int64{"webhook": b.webhook(), "scrape": b.scrape()}
@@ -425,6 +429,7 @@ func TestJunkInEveryFilterAndCursorIsRefused(t *testing.T) {
 // ever served is the one the row's id names. A cached preview is served to bots and admins
 // only.
 func TestPathTraversalNeverLeavesThePreviewDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plugins := filepath.Join(dir, "plugins")
 	os.MkdirAll(plugins, 0o755)

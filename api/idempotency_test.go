@@ -27,6 +27,7 @@ func count(t *testing.T, s *models.Store, q string, args ...any) int {
 
 // Two replicas on one database: a key's answer is the caller's, kept once, replayed by either.
 func TestIdempotencyKeyOnTwoReplicas(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		a := owedtest.NewEnv(t, db)
 		b := owedtest.NewEnv(t, db, func(c *app.Config) { c.AdminToken = owedtest.AdminToken })

@@ -19,6 +19,7 @@ import (
 // model still down (charged to nobody), a second within 5 s is 429; once the model is back a
 // test call closes the breaker; every action is in the audit trail.
 func TestIncidentModelDownHoldProbeRetry(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, func(c *app.Config) { c.ModelBreaker, c.ModelConcurrency = 3, 4 })
 		env := w.env
@@ -177,6 +178,7 @@ func TestIncidentModelDownHoldProbeRetry(t *testing.T) {
 // A verdict by hand, then overturned: the event says overturned with the admin and note, the
 // webhook is owed again, and the trail keeps before and after; the same verdict again is 409.
 func TestVerdictOverturn(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, func(c *app.Config) { c.WebhooksAllowPrivate = true }).quiet()
 		w.created("/api/admin/webhooks", asAdmin, map[string]any{"url": w.env.Server.URL + "/hook", "events": []string{"item.screened"}})
@@ -219,6 +221,7 @@ func TestVerdictOverturn(t *testing.T) {
 // Raising an author's limit makes their jobs waiting for the budget due at once; the trail
 // keeps the limit before and after.
 func TestRaisingTheLimitMakesBudgetJobsDue(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		w.do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", w.uid[asAuthor]), asAdmin, map[string]any{"dailyLimit": 1})
@@ -251,6 +254,7 @@ func TestRaisingTheLimitMakesBudgetJobsDue(t *testing.T) {
 
 // The audit trail is pruned past its retention.
 func TestAuditRetention(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		w.do(http.MethodPut, "/api/admin/holds", asAdmin, map[string]any{"score": true})
@@ -268,6 +272,7 @@ func TestAuditRetention(t *testing.T) {
 
 // The job detail shows the item's whole content (the title is cut at 80 characters).
 func TestJobDetailShowsTheWholeContent(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		body := strings.Repeat("a long pitch body, ", 10) + "the end"
@@ -286,6 +291,7 @@ func TestJobDetailShowsTheWholeContent(t *testing.T) {
 // An admin ends the walk lock an active scrape holds; the trail records it. Without a walk
 // there is nothing to release and nothing recorded.
 func TestReleaseTheWalkLock(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		r := w.do(http.MethodPost, "/api/scrapes", asBot, map[string]any{"chatId": "c1", "guildId": "g1", "backend": "puppet", "mode": "history"})

@@ -96,6 +96,7 @@ func checkRetryAfter(t *testing.T, r answer, status int, code, what string) {
 // (429, Retry-After), the process's at OWED_MAX_STREAMS (503, Retry-After), and the slots come
 // back when the connections end; owed_streams_open counts them by kind.
 func TestLiveCaps(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, func(c *app.Config) { c.StreamsPerUser, c.MaxStreams = 2, 3 }).quiet()
 		api := w.env.App.API
@@ -149,6 +150,7 @@ func TestLiveCaps(t *testing.T) {
 // each end their open streams (event error, unauthorized) and answer their held long polls
 // 401, at once; so does the session's expiry. Another author's stream goes on.
 func TestLiveRevocation(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		uid := w.uid[asAuthor]
@@ -240,6 +242,7 @@ func TestLiveRevocation(t *testing.T) {
 // through one replica end the streams (and long polls) held by another (the triggers of
 // migration 0014 and the notifier carry them).
 func TestLiveRevocationReplicas(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		if !strings.HasPrefix(db, "postgres") {
 			t.Skip("one process holds SQLite")
@@ -286,6 +289,7 @@ func TestLiveRevocationReplicas(t *testing.T) {
 // seconds (of the clock), then ends with event error, code unavailable, and a retry: hint; a
 // held long poll answers 503 with Retry-After. Once the database is back, a new stream works.
 func TestLiveFaults(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		uid := w.uid[asAuthor]
@@ -331,6 +335,7 @@ func TestLiveFaults(t *testing.T) {
 
 // TestLiveErrorEventRetry: the unavailable error event carries a retry: hint for EventSource.
 func TestLiveErrorEventRetry(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		req, _ := http.NewRequest(http.MethodGet, w.env.Server.URL+"/api/listeners/mine/stream", nil)
@@ -377,6 +382,7 @@ func TestLiveErrorEventRetry(t *testing.T) {
 // TestLiveBody: a GET with a body on the live routes is refused at once with 400 and the
 // connection closed, however slowly the body trickles: no held request waits on its client.
 func TestLiveBody(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		m := w.watchMine(asAuthor)
@@ -409,6 +415,7 @@ func TestLiveBody(t *testing.T) {
 // TestLiveOneRead: N streams and long polls of one author share one re-read of the view per
 // change, instead of one each (the reads are counted).
 func TestLiveOneRead(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const n, changes = 24, 4
 		w := newWorld(t, db, func(c *app.Config) { c.StreamsPerUser = n }).quiet()
@@ -446,6 +453,7 @@ var _ = models.CredToken
 // it instead of a bearer; a ticket works once, for 60 s, and not after its credential is
 // rotated; only authors get one; on another route a ticket signs nothing in.
 func TestStreamTicket(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		ticket := func(headers ...string) string {
@@ -521,6 +529,7 @@ func TestStreamTicket(t *testing.T) {
 // from a browser (preflight 204 with the allowed and exposed headers), an unlisted origin gets
 // no CORS headers, and the admin routes never do.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const site = "https://site.example"
 		w := newWorld(t, db, func(c *app.Config) { c.CORSOrigins = site }).quiet()

@@ -21,6 +21,7 @@ import (
 // either gets the next change (written through either replica once the database answers) or
 // ends with event error and a reconnect gets it: none is left open and silent.
 func TestLiveFailover(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("PostgreSQL only: set " + owedtest.PostgresEnv)

@@ -92,6 +92,7 @@ func await(t *testing.T, c <-chan answer, what string) answer {
 // wait answers 304 (never before it); another author's change ends nothing. Without a matching
 // tag it answers at once; server shutdown answers held polls with 304.
 func TestMineLongPoll(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		m := w.watchMine(asAuthor)
@@ -161,6 +162,7 @@ func TestMineLongPoll(t *testing.T) {
 
 // TestMineWaitBadValues: wait outside 1-60 s, or not a whole number, is a 400 naming wait.
 func TestMineWaitBadValues(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "")
 	for _, v := range []string{"0", "61", "-1", "1.5", "abc", "1e1", "9999999999999999999"} {
 		r := w.do(http.MethodGet, "/api/listeners/mine?wait="+v, asAuthor, nil, "If-None-Match", "*")
@@ -235,6 +237,7 @@ func (w *world) isView(t *testing.T, ev sse, as role, query, what string) string
 // a plain GET answers then), a ping every 15 s of the clock, skips the first event when
 // Last-Event-ID is the current tag, and ends on hang-up and at shutdown.
 func TestMineStream(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		w.pitch(asAuthor, models.VerdictAllow)
@@ -320,6 +323,7 @@ func TestMineStream(t *testing.T) {
 // TestMineStreamRunsDueJobs: a stream, like a poll, runs the author's due jobs, also when they
 // come due while it is open.
 func TestMineStreamRunsDueJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		w.env.Model.Fail(http.StatusServiceUnavailable, nil)
@@ -345,6 +349,7 @@ func TestMineStreamRunsDueJobs(t *testing.T) {
 // TestStreamsOutliveTheServerTimeouts: the server's read and write timeouts cut slow clients
 // off (TestSlowClientsAreCutOff), but not a stream or a long poll that waits longer than them.
 func TestStreamsOutliveTheServerTimeouts(t *testing.T) {
+	t.Parallel()
 	timeouts := app.ServerTimeouts{ReadHeader: 200 * time.Millisecond, Read: 300 * time.Millisecond, Write: 300 * time.Millisecond, Idle: 300 * time.Millisecond}
 	s := serveOwed(t, timeouts)
 	base := "http://" + s.addr

@@ -19,6 +19,7 @@ import (
 // view, never a 304. On PostgreSQL the 304 is shown to come from memory: it is answered while
 // the kept versions are locked against every read.
 func TestMine304FromMemoryNeverHidesACommittedChange(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		ctx := context.Background()
 		a := owedtest.NewEnv(t, db)
@@ -131,6 +132,7 @@ func TestMine304FromMemoryNeverHidesACommittedChange(t *testing.T) {
 // comes due; a poll answered from memory after that moment still starts the author's sweep,
 // as every poll of the view must.
 func TestMine304FromMemoryWakesDueJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		ctx := context.Background()
 		env := owedtest.NewEnv(t, db)

@@ -66,6 +66,7 @@ func (w *world) allPages(query url.Values) (items []string, pages int) {
 // gap, also while items are written; state and kind filter it; no page is silently cut; the
 // ETag covers the filters and the page; bad values are 400s naming the parameter.
 func TestMinePagesAndFilters(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		ctx := context.Background()

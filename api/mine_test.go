@@ -110,6 +110,7 @@ func (m *mineWatcher) budget() map[string]any { return obj(m.body["budget"]) }
 // retried, a charge, the admin's limit, the UTC day), and keeps its ETag (304) through what it
 // does not show: another author's changes, a claim's lease, time passing within the day.
 func TestMineETagFollowsEveryChange(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet() // writes answer pending; nothing changes unless the test does it
 		ctx := context.Background()
@@ -284,6 +285,7 @@ func TestMineETagFollowsEveryChange(t *testing.T) {
 // through) while the view is read, and makes the job due before letting go, so that a sweep
 // would have had work to do.
 func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		model := w.env.Model

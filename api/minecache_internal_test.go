@@ -9,6 +9,7 @@ import (
 // TestMineCacheKeepsAnswersWithinItsBound: an answer comes back byte for byte under its tag;
 // past the bound the least recently used go first, and the kept bytes never exceed it.
 func TestMineCacheKeepsAnswersWithinItsBound(t *testing.T) {
+	t.Parallel()
 	c := newMineCache(64 << 10)
 	body := func(i int) []byte {
 		return bytes.Repeat([]byte(fmt.Sprintf(`{"items":[{"kind":"pitch","id":%d}]}`, i)), 200)

@@ -27,6 +27,7 @@ type modelAnswer struct {
 // opens, /readyz stays ready (owed itself is fine), the metrics and a model.breaker delivery
 // say so, and writes wait without a charge; the first probe that gets an answer closes it.
 func TestModelBreakerIsVisible(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db, func(c *app.Config) { c.ModelBreaker, c.ModelConcurrency, c.WebhooksAllowPrivate = 3, 5, true })
 		_, author := env.User("ann", models.RoleAuthor)

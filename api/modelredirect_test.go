@@ -18,6 +18,7 @@ import (
 // text stays home, and the internal server's answer appears nowhere an operator looks: not in
 // the job's lastError, not in the events. What is kept is the status line.
 func TestModelRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const secret = "SECRET-METADATA-TOKEN=abc123"
 		var internalHits atomic.Int64

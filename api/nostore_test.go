@@ -52,6 +52,7 @@ func secretKey(v any) string {
 // token rotation, sign-in and the session, webhook creation — has Cache-Control: no-store, its
 // errors too; other answers are left to their own caching.
 func TestNoStoreOnSecrets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	admin := w.env.AdminToken
 	_, author := w.env.User("someone", models.RoleAuthor)
@@ -90,6 +91,7 @@ func TestNoStoreOnSecrets(t *testing.T) {
 
 // TestSecretKeyFindsSecrets: the harness's check sees a token or a secret at any depth.
 func TestSecretKeyFindsSecrets(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]any{
 		"token":  map[string]any{"user": map[string]any{"id": 1.0}, "token": "owed_x"},
 		"secret": map[string]any{"webhook": map[string]any{"secret": "whsec_x"}},

@@ -11,6 +11,7 @@ import (
 // The store says "not found" one way (models.ErrNotFound, naming what was missing), and the
 // error handler answers it 404 with that name: no handler maps it itself.
 func TestNotFoundNamesWhatTheStoreMissed(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		e := owedtest.NewEnv(t, db)
 		_, ann := e.User("ann", models.RoleAuthor)

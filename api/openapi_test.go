@@ -15,6 +15,7 @@ import (
 // TestOpenAPIMatchesTheRoutes: the served document is OpenAPI 3, documents every route under
 // /api and nothing else, declares each path parameter, and every $ref resolves.
 func TestOpenAPIMatchesTheRoutes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	r := w.do(http.MethodGet, "/api/openapi.json", asAnon, nil)
 	if r.Status != http.StatusOK {

@@ -17,6 +17,7 @@ import (
 // minLength; the view's ETag, If-None-Match and 304 and the stream's Last-Event-ID and media
 // type are declared; servers and a license are given; deprecated aliases are marked.
 func TestOpenAPIForGeneratedClients(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	var doc map[string]any
 	if err := json.Unmarshal(w.do(http.MethodGet, "/api/openapi.json", asAnon, nil).Body, &doc); err != nil {

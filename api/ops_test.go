@@ -12,6 +12,7 @@ import (
 // TestHealthAndReadiness: /healthz answers while the process serves; /readyz only while the
 // database answers, and says so in the error shape when it does not.
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		for _, path := range []string{"/healthz", "/readyz"} {
@@ -30,6 +31,7 @@ func TestHealthAndReadiness(t *testing.T) {
 
 // TestMetrics: /metrics exposes the owed jobs, attempts, model latency and requests.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	w.env.Model.Fail(http.StatusServiceUnavailable, nil)
 	w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "pitch"})
@@ -58,6 +60,7 @@ func TestMetrics(t *testing.T) {
 // TestInternalErrorsDoNotLeak: a failing database answers 500 "internal error" and nothing of
 // the error's text.
 func TestInternalErrorsDoNotLeak(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		if _, err := w.store().RawExec(context.Background(), `DROP TABLE events`); err != nil {
@@ -78,6 +81,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 
 // TestUnroutedAndWrongMethod: the router's own refusals come in the error shape too.
 func TestUnroutedAndWrongMethod(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	checkError(t, w.do(http.MethodGet, "/api/nothing-here", asAdmin, nil), http.StatusNotFound, "not_found", "")
 	checkError(t, w.do(http.MethodGet, "/api/nothing-here", asAnon, nil), http.StatusNotFound, "not_found", "")

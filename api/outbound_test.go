@@ -23,6 +23,7 @@ func allowPrivateMedia(c *app.Config) { c.MediaAllowPrivate = true }
 // and nothing of the push is kept; with OWED_MEDIA_ALLOW_PRIVATE on it is accepted. A name is
 // accepted: where it leads is judged when it is fetched.
 func TestPushRefusesNonPublicMediaAddresses(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		id := s.create("c1")
@@ -56,6 +57,7 @@ func TestPushRefusesNonPublicMediaAddresses(t *testing.T) {
 // failed, an open port like a closed one, and the internal server gets no request. (Redirects
 // into the inside are refused at the hop: media.TestRedirectToLoopbackFails.)
 func TestBackfillNeverFetchesInternalMedia(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var hits atomic.Int64
 		inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

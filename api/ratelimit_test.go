@@ -9,6 +9,7 @@ import (
 )
 
 func TestWritesAreRateLimitedPerToken(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "", func(c *app.Config) { c.WriteRate, c.WriteBurst = 0.5, 3 })
 	_, ann := env.User("ann", "author")
 	_, bob := env.User("bob", "author")

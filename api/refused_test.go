@@ -17,6 +17,7 @@ import (
 // and a growing backoff, which the jobs list (filtered by why), the job's detail, the counts by
 // why and the author's view all show.
 func TestRefusedWorkShowsInTheConsole(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		ctx := context.Background()

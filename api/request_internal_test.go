@@ -8,6 +8,7 @@ import (
 
 // msTime writes exactly what time.Format writes, for any millisecond.
 func TestMsTimeIsFormat(t *testing.T) {
+	t.Parallel()
 	cases := []int64{0, -1, -999, -1000, 1, 999, 1764493200123, 253402300799999, 253402300800000,
 		-62135596800000, -62135596800001, (1 << 62) / 1000000}
 	rng := rand.New(rand.NewPCG(7, 7))

@@ -51,6 +51,7 @@ func reviewQueue(t *testing.T, w *world, query string) map[string]any {
 // no model call and charging nothing more however long it waits; the queue shows it with the
 // model's suggestion, and a moderator's verdict settles it.
 func TestReviewBand(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, reviewBand, allowPrivate)
 		rcv := newHookReceiver(t)
@@ -188,6 +189,7 @@ func TestReviewBand(t *testing.T) {
 
 // The band is off by default: an unsure verdict settles as before.
 func TestReviewBandOff(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		w.env.Model.SetVerdict("block", 0.01)
@@ -204,6 +206,7 @@ func TestReviewBandOff(t *testing.T) {
 
 // Only admins see and claim the queue; only the item's author appeals.
 func TestReviewAuthorization(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, reviewBand)
 		p := w.pitch(asAuthor, models.VerdictBlock)
@@ -239,6 +242,7 @@ func TestReviewAuthorization(t *testing.T) {
 // Appeals: once per item, only of a block; a block by hand is heard by another admin, the
 // model's by any; the author sees the appeal and its outcome; item.appeal.decided is owed.
 func TestAppeals(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate).quiet() // the pending pitch stays pending
 		rcv := newHookReceiver(t)
@@ -345,6 +349,7 @@ func TestAppeals(t *testing.T) {
 // A claim keeps an entry from other moderators for a few minutes, across replicas: of two
 // moderators claiming at once on two apps, exactly one gets it; the other's verdict is refused.
 func TestReviewClaims(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, reviewBand)
 		_, mod2Tok := w.env.User("mod2", models.RoleAdmin)
@@ -411,6 +416,7 @@ func TestReviewClaims(t *testing.T) {
 // minutes after they entered review (three overturned), and two appeals of the model's blocks
 // decided after one and three hours (one granted).
 func TestReviewMeasuresAfterADay(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, reviewBand).quiet()
 		w.env.Model.SetVerdict("block", 0.6)
@@ -479,6 +485,7 @@ func TestReviewMeasuresAfterADay(t *testing.T) {
 // Filing and deciding an appeal change the author's view: its ETag, and a held long poll
 // wakes with the outcome (on PostgreSQL through the reviews trigger's notification).
 func TestAppealWakesTheAuthorsView(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		p := w.pitch(asAuthor, models.VerdictBlock)

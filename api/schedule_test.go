@@ -16,6 +16,7 @@ import (
 // cron), each entry with its period, and once the runners run, its next run; and the content
 // sweep's entry is what settles a job that falls due with nothing else to wake its runner.
 func TestStatsListsTheScheduleAndCronRunsTheSweep(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, func(c *app.Config) { c.SweepEvery = 50 * time.Millisecond })
 		want := []struct {

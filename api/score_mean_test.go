@@ -14,6 +14,7 @@ import (
 // list, is the mean of its three runs. The runs are lopsided (0.1, 0.2, 0.9: mean 0.4, median
 // 0.2), so a median, or any single run, fails here; the other tests' runs are all alike.
 func TestScoreIsTheMeanOfThreeLopsidedRuns(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		runs := []modelclient.ArtRun{

@@ -123,6 +123,7 @@ func wantError(t *testing.T, r owedtest.Response, status int, code, field string
 }
 
 func TestScrapeRoutes(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		r := s.do(http.MethodPost, "/api/scrapes", s.bot, map[string]any{"chatId": "c1", "guildId": "g1", "backend": "slopbot", "mode": "history"})
@@ -228,6 +229,7 @@ func TestScrapeRoutes(t *testing.T) {
 
 // A push is all or nothing: any bad row answers 400 naming it, and nothing is written.
 func TestPushMediaRefusesBadRows(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		id := s.create("c1")
@@ -276,6 +278,7 @@ func TestPushMediaRefusesBadRows(t *testing.T) {
 }
 
 func TestScrapeCreateAndPatchRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		for _, c := range []struct {
@@ -330,6 +333,7 @@ func TestScrapeCreateAndPatchRefuseBadInput(t *testing.T) {
 
 // Scrapes are the bot's and the admin's; the backfill is the admin's.
 func TestScrapeAndBackfillRoutesAuthorisation(t *testing.T) {
+	t.Parallel()
 	s := newSX(t, "sqlite:"+t.TempDir()+"/owed.db")
 	id := s.create("c1")
 	for _, c := range []struct{ method, path, roles string }{
@@ -364,6 +368,7 @@ func TestScrapeAndBackfillRoutesAuthorisation(t *testing.T) {
 // The preview route serves the cached JPEG of a row (found by the row's id alone), and 404
 // for anything not cached.
 func TestMediaPreviewServesTheCachedJPEG(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db, allowPrivateMedia) // the CDN is on loopback
 		img := image.NewRGBA(image.Rect(0, 0, 40, 30))

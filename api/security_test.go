@@ -71,6 +71,7 @@ func randomRequest(t *testing.T, env *owedtest.Env, rng *rand.Rand) {
 // values. After a first round has met every route, method class and status the random requests
 // can reach, ten times as many more add no series at all.
 func TestMetricsLabelsAreBounded(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
 	rng := rand.New(rand.NewPCG(12, 3))
 	for range 20 {
@@ -115,6 +116,7 @@ func signInAs(env *owedtest.Env, token string, headers ...string) owedtest.Respo
 // Guesses with made-up tokens are limited by address. The fake clock does not move, so the
 // counts are exact.
 func TestSignInsAreLimited(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		uid, tok := env.User("ann", models.RoleAuthor)
@@ -166,6 +168,7 @@ func TestSignInsAreLimited(t *testing.T) {
 // TestSessionsAreBoundedAndPruned (issue 12, row 5): a user's sessions are capped, and expired
 // ones are deleted by the prune the periodic sweep runs, not only at sign-out.
 func TestSessionsAreBoundedAndPruned(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		uid, _ := env.User("ann", models.RoleAuthor)
@@ -199,6 +202,7 @@ func TestSessionsAreBoundedAndPruned(t *testing.T) {
 // proxy does not change the client address the sign-in limit counts by; from a trusted one
 // it does.
 func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
 	guesses := func(env *owedtest.Env) map[int]int {
 		statuses := map[int]int{}
 		for i := range 40 {
@@ -239,6 +243,7 @@ func sessionCookieOf(t *testing.T, r owedtest.Response) *http.Cookie {
 // cookie is Secure and HSTS is sent; without it the cookie is Secure only when a trusted
 // proxy says the request came over https.
 func TestPublicURLMakesCookiesSecure(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "", func(c *app.Config) { c.PublicURL = "https://owed.example.org" })
 	r := signInAs(env, env.AdminToken)
 	if c := sessionCookieOf(t, r); !c.Secure {
@@ -269,6 +274,7 @@ func TestPublicURLMakesCookiesSecure(t *testing.T) {
 
 // TestConfigTrustedProxiesAndPublicURL: bad values stop owed with the variable named.
 func TestConfigTrustedProxiesAndPublicURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, value string }{
 		{"OWED_TRUSTED_PROXIES", "10.0.0.0/33"},
 		{"OWED_TRUSTED_PROXIES", "proxy.local"},
@@ -299,6 +305,7 @@ func TestConfigTrustedProxiesAndPublicURL(t *testing.T) {
 // TestNosniffOnEveryAnswer (issue 12, row 8): JSON, errors, the SPA, /metrics, 304s and
 // unrouted requests all carry X-Content-Type-Options: nosniff.
 func TestNosniffOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	env := owedtest.NewEnv(t, "")
 	_, ann := env.User("ann", models.RoleAuthor)
 	mine := env.Do(http.MethodGet, "/api/listeners/mine", ann, nil)
@@ -329,6 +336,7 @@ func TestNosniffOnEveryAnswer(t *testing.T) {
 // is refused with 400 and changes nothing; the backfill's sums cannot wrap, even over rows
 // written before the bound.
 func TestCountersFromIntegrationsAreBounded(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		s := newSX(t, db)
 		a, b := s.create("c1"), s.create("c2")
@@ -372,6 +380,7 @@ func TestCountersFromIntegrationsAreBounded(t *testing.T) {
 // TestAnotherAuthorsSongAnswersLikeAMissingOne (issue 12, row 6): commenting on another
 // author's unpublished song, and revising it, answer exactly as a missing song does.
 func TestAnotherAuthorsSongAnswersLikeAMissingOne(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		song, _ := w.song(asAuthor, "")

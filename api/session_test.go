@@ -28,6 +28,7 @@ func (w *world) signIn(t *testing.T, token string) *http.Cookie {
 // TestBrowserSession: a token is exchanged for an HttpOnly, SameSite=Strict cookie; with it
 // reads work, writes need the X-Owed-Request header, and signing out ends it.
 func TestBrowserSession(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newJobsWorld(t, db).world
 		c := w.signIn(t, w.tok[asAdmin])

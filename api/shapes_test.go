@@ -53,6 +53,7 @@ func checkScreen(t *testing.T, where string, v any, state string, verdict any, w
 // TestWriteAnswerShapes: publishing, revising, commenting and pitching answer the item and its
 // screen result as SPEC §3 has them, whether the verdict is allow, block or still pending.
 func TestWriteAnswerShapes(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		m := w.env.Model
@@ -101,6 +102,7 @@ func TestWriteAnswerShapes(t *testing.T) {
 // TestMineShape: an author's view lists each item with its state, verdict, score and owed
 // jobs, and the day's budget, as SPEC §3 has them.
 func TestMineShape(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		song := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": `s("bd sd")`})
@@ -171,6 +173,7 @@ func TestMineShape(t *testing.T) {
 
 // TestAdminListShapes: the admin's jobs, events and budgets, as SPEC §3 has them.
 func TestAdminListShapes(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		song := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": `s("bd sd")`})
@@ -249,6 +252,7 @@ func TestAdminListShapes(t *testing.T) {
 
 // TestCreateUserShape: a new user's token is in the answer, once, and it works.
 func TestCreateUserShape(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
 	r := w.created("/api/admin/users", asAdmin, map[string]string{"name": "cy", "role": "bot"})
 	if keys := keysOf(r); !slices.Equal(keys, []string{"id", "name", "role", "token"}) {
@@ -270,6 +274,7 @@ func TestCreateUserShape(t *testing.T) {
 // TestInlineWaitRunsOut: a write whose screen takes longer than OWED_INLINE_WAIT answers
 // pending at once; the screen goes on and settles in the background.
 func TestInlineWaitRunsOut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) { c.InlineWait = 20 * time.Millisecond })
 	w.env.Model.Delay(300 * time.Millisecond)
 	r := w.created("/api/listeners/pitches", asAuthor, map[string]string{"body": "slow"})

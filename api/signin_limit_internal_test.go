@@ -9,6 +9,7 @@ import (
 // TestSignInLimiterKeysAreBounded: a caller cycling through endless addresses or tokens does
 // not grow the limiter past its size; a key it forgot was idle the longest.
 func TestSignInLimiterKeysAreBounded(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	k := newKeyedLimiter(time.Minute, 2, 100)
 	for i := range 10_000 {
@@ -30,6 +31,7 @@ func TestSignInLimiterKeysAreBounded(t *testing.T) {
 
 // TestSignInAddressKey: an IPv6 client's whole /64 shares one bucket; IPv4 addresses are their own.
 func TestSignInAddressKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ a, b string }{
 		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
 		{"2001:db8:1:2::1", "2001:db8:1:2:abcd::7"},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPublishScreensInlineAndScoresInBackground(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db)
 		_, tok := env.User("ann", "author")

@@ -203,24 +203,11 @@ type soakItem struct {
 
 // soakClient calls the API from any goroutine, returning errors instead of failing.
 func soakCall(env *owedtest.Env, method, path, token string, body any) (int, map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, env.Server.URL+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := env.Server.Client().Do(req)
-	if err != nil {
+	r, err := owedtest.Call(env.Server.Client(), env.Server.URL, method, path, token, body)
+	if err != nil && r.Status == 0 {
 		return 0, nil, err
 	}
-	defer res.Body.Close()
-	var out map[string]any
-	json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out, nil
+	return r.Status, r.JSON(), nil
 }
 
 func idOf(v any) int64 {
@@ -248,6 +235,7 @@ func sqlCount(t *testing.T, s *models.Store, q string, args ...any) int64 {
 // the budget spent equals the calls the model received, and that no author spent past their
 // limit on any day.
 func TestSoakContentUnderModelFaults(t *testing.T) {
+	t.Parallel()
 	items, _ := soakSize()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const dailyBudget, lowLimit = 60, 12
@@ -528,17 +516,30 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			checkBackup(t, backup.path, backup.before)
 		}
 
-		// The budget spent is the calls the model received (each charged before asking), and
-		// every ask left exactly one event.
+		// Every call charged was asked, and every ask left exactly one event: the budget spent
+		// is the calls the events account for (each charged before asking).
 		calls := int64(env.Model.Calls())
 		spent := sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
-		if spent != calls {
-			t.Fatalf("budget spent %d, the model received %d calls", spent, calls)
-		}
 		asked := sqlCount(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 ELSE 3 END), 0) FROM events
 			WHERE why IS NULL OR why IN ('upstream', 'unreachable', 'unanswered')`)
-		if asked != calls {
-			t.Fatalf("the events account for %d calls, the model received %d", asked, calls)
+		if asked != spent {
+			t.Fatalf("the events account for %d calls, the budget spent is %d", asked, spent)
+		}
+		// The model received every call charged, but for asks the client gave up on: a request
+		// still dialling or unsent when its deadline (300 ms) passed never reaches the stand-in's
+		// handler, which counts a call only once it runs (on a loaded machine it may start later
+		// than that), and the runs of a score still in flight are cancelled once one run fails
+		// (one answered, so at most two go missing). Such an ask was charged all the same and its
+		// event says how it ended: unreachable, or upstream for a score. No call reaches the model
+		// uncharged.
+		gaveUp := sqlCount(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 WHEN why = 'unreachable' THEN 3 ELSE 2 END), 0)
+			FROM events WHERE why = 'unreachable' OR (event = 'score' AND why = 'upstream')`)
+		if calls > spent || spent-calls > gaveUp {
+			t.Fatalf("budget spent %d, the model received %d calls; at most %d calls of asks that ended unreachable (or upstream, for a score) may not have reached it",
+				spent, calls, gaveUp)
+		}
+		if spent != calls {
+			t.Logf("%d charged calls never reached the model: their asks ended unreachable (or upstream)", spent-calls)
 		}
 		// No author spent past their limit on any day.
 		var days []struct {
@@ -722,6 +723,7 @@ func expected(kind models.MediaKind, answers []string) (models.MediaState, error
 // fetched twice), the maintained totals equal a recount, and every cached row's preview is on
 // disk.
 func TestSoakBackfillUnderCDNFaults(t *testing.T) {
+	t.Parallel()
 	_, nRows := soakSize()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		env := owedtest.NewEnv(t, db, allowPrivateMedia) // the CDN is on loopback

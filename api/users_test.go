@@ -14,6 +14,7 @@ import (
 // their token and sessions on every route while their owed work stays; enabling lets them
 // back in.
 func TestRotateTokenAndDisableUser(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		ann, old := w.uid[asAuthor], w.tok[asAuthor]
@@ -96,6 +97,7 @@ func TestRotateTokenAndDisableUser(t *testing.T) {
 // changes nothing; with another admin it is allowed; rotating one's own token keeps the
 // session it was done from.
 func TestLastAdminCannotBeDisabled(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		me := w.uid[asAdmin]
@@ -128,6 +130,7 @@ func TestLastAdminCannotBeDisabled(t *testing.T) {
 // TestUserRoutesRefuseBadCalls: who may call them, unknown ids and bad bodies, each in the
 // error shape and changing nothing.
 func TestUserRoutesRefuseBadCalls(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		ann := w.uid[asAuthor]

@@ -33,6 +33,7 @@ func (w *world) publicSongIDs(as role, query string) []int64 {
 // TestBlockedAndPendingItemsAreTheAuthorsAlone: only allowed items are public; a blocked or
 // pending one is seen by its author alone, in their own view, with its verdict or its why.
 func TestBlockedAndPendingItemsAreTheAuthorsAlone(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		m := w.env.Model
@@ -136,6 +137,7 @@ func TestBlockedAndPendingItemsAreTheAuthorsAlone(t *testing.T) {
 // TestSongsByArtPageWithoutRepeatsOrSkips: public songs sort by art, best first, ties newest
 // first, unscored songs last; paging with any limit walks that order exactly.
 func TestSongsByArtPageWithoutRepeatsOrSkips(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		arts := map[int64]float64{}
@@ -254,6 +256,7 @@ func (w *world) pages(t *testing.T, path, key string, limit int) []int64 {
 
 // TestPitchesNewestFirst: public pitches page newest first.
 func TestPitchesNewestFirst(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		var want []int64
@@ -281,6 +284,7 @@ func TestPitchesNewestFirst(t *testing.T) {
 
 // TestMineETag: the author's view answers 304 while nothing changed, and a new ETag after.
 func TestMineETag(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": "s()"})
@@ -325,6 +329,7 @@ func TestMineETag(t *testing.T) {
 // TestMineRunsTheAuthorsDueJobsWithoutWaiting: the author's view starts their due jobs in the
 // background and answers at once, even while the model is slow.
 func TestMineRunsTheAuthorsDueJobsWithoutWaiting(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		w.env.Model.Fail(http.StatusServiceUnavailable, nil)
@@ -366,6 +371,7 @@ func TestMineRunsTheAuthorsDueJobsWithoutWaiting(t *testing.T) {
 // TestRevisionTitleIsPublicOnlyOnceAllowed: a revision's new title is the song's public title
 // only once that revision is allowed; a blocked or pending one shows nowhere but to its author.
 func TestRevisionTitleIsPublicOnlyOnceAllowed(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db)
 		r := w.created("/api/listeners/songs", asAuthor, map[string]string{"title": "Tide", "code": "s(1)"})
@@ -416,6 +422,7 @@ func TestRevisionTitleIsPublicOnlyOnceAllowed(t *testing.T) {
 // TestDeleteTakesTheOwedJobs: deleting an item takes its owed jobs (and its song's, for a
 // song) with it, and it leaves the author's view and the public lists.
 func TestDeleteTakesTheOwedJobs(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		song, rev := w.song(asAuthor, models.VerdictAllow) // owes its score

@@ -30,6 +30,7 @@ func verifies(t *testing.T, secret string, req hookRequest) bool {
 // space-separated, so the official library verifies it with the old secret and with the new
 // one; after the overlap only the new secret verifies. Only admins may rotate.
 func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate, func(c *app.Config) { c.WebhookSecretOverlap = 2 * time.Hour })
 		rcv := newHookReceiver(t)

@@ -102,6 +102,7 @@ func deliver(w *world) int {
 var secretShape = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{32}$`)
 
 func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, allowPrivate)
 		rcv := newHookReceiver(t)
@@ -242,6 +243,7 @@ func TestWebhooksDeliverVerdictsAndScores(t *testing.T) {
 // A delivery owed before a restart arrives after it: the failed one on its schedule, with the
 // same webhook-id; the never-attempted one at once.
 func TestDeliveryOwedBeforeARestartArrivesAfterIt(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t, http.StatusInternalServerError)
 		w := newWorld(t, db, allowPrivate)
@@ -295,11 +297,11 @@ func TestDeliveryOwedBeforeARestartArrivesAfterIt(t *testing.T) {
 // newWorld2 opens a second app on the database of a world whose app was shut down.
 func newWorld2(t *testing.T, db string) *world {
 	t.Helper()
-	env := owedtest.NewEnv(t, db, allowPrivate)
-	return &world{t: t, env: env, tok: map[role]string{asAdmin: env.AdminToken}, uid: map[role]int64{}}
+	return worldOf(t, owedtest.NewEnv(t, db, allowPrivate))
 }
 
 func TestGoneDisablesAndAdminReenablesAndRedelivers(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t, http.StatusGone, http.StatusGone)
 		w := newWorld(t, db, allowPrivate).quiet()
@@ -369,6 +371,7 @@ func TestGoneDisablesAndAdminReenablesAndRedelivers(t *testing.T) {
 }
 
 func TestPrivateWebhookAddressesNeedTheSetting(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		rcv := newHookReceiver(t)
 		w := newWorld(t, db).quiet()
@@ -394,6 +397,7 @@ func TestPrivateWebhookAddressesNeedTheSetting(t *testing.T) {
 }
 
 func TestWebhookRoutesRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db).quiet()
 		id, _ := subscribe(w, "https://93.184.215.14/owed", "*")

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
@@ -62,13 +61,7 @@ func seedWorld(t *testing.T) *world {
 
 	// Quiet: the app's own background work (inline screens, scores after a write) is stopped,
 	// and the seeding settles the owed work with a runner of its own when it says so.
-	if err := env.App.Content.Stop(context.Background()); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	cfg := env.App.Config
-	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: 5 * time.Second})
-	w.sweeper = scheduler.NewContent(env.App.Store, model, env.Clock, owedtest.Logger(t), env.App.Metrics,
-		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName})
+	w.sweeper = env.Quiet()
 
 	for _, u := range []struct {
 		name string

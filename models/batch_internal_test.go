@@ -3,10 +3,12 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // recordingWriter is a batch write that keeps every batch it was given and can be held at the
@@ -65,18 +67,7 @@ func queueBehind(t *testing.T, b *batcher[string, string, string], w *recordingW
 	for _, in := range calls {
 		wg.Go(func() { do(in) })
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
-		if n == len(calls) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d calls queued", n, len(calls))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	queued(t, b, len(calls))
 	go func() {
 		for range w.started {
 		}
@@ -159,15 +150,7 @@ func TestBatcherDropsCallsCancelledWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancelled := make(chan error, 1)
 	go func() { _, err := b.do(ctx, "b1"); cancelled <- err }()
-	for {
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	queued(t, b, 1)
 	cancel()
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call: %v, want context.Canceled", err)
@@ -185,4 +168,14 @@ func TestBatcherDropsCallsCancelledWhileQueued(t *testing.T) {
 			t.Errorf("the cancelled call was written: %v", w.batches)
 		}
 	}
+}
+
+// queued waits until n calls are queued behind the batch under way.
+func queued(t *testing.T, b *batcher[string, string, string], n int) {
+	t.Helper()
+	wait.Until(t, fmt.Sprintf("%d calls queued", n), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == n
+	})
 }

@@ -21,14 +21,14 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 		f := newFixture(t, db)
 		const authors, each = 8, 25
 		for i := range authors {
-			f.bulkPitches(f.user("author"+string(rune('a'+i))), each)
+			f.bulkPitches(f.User("author"+string(rune('a'+i))), each)
 		}
 		jobs, err := f.store.ClaimDue(f.ctx, authors*each, lease, "test", 0)
 		if err != nil || len(jobs) != authors*each {
 			t.Fatalf("claimed %d, %v", len(jobs), err)
 		}
 		gone := jobs[7]
-		f.exec(`DELETE FROM pitches WHERE id = ?`, gone.ItemID)
+		f.Exec(`DELETE FROM pitches WHERE id = ?`, gone.ItemID)
 
 		recorded := make([]atomic.Int32, len(jobs))
 		var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func TestConcurrentVerdictsRecordedOnceEach(t *testing.T) {
 		if want := int64(len(jobs) - 1); screens != want || events != want || perItem != 0 {
 			t.Errorf("screens %d, events %d, items with two events %d; want %d, %d, 0", screens, events, perItem, want, want)
 		}
-		if n := f.countJobs(); n != 0 {
+		if n := f.CountJobs(); n != 0 {
 			t.Errorf("%d jobs left, want every one settled", n)
 		}
 	})
@@ -76,10 +76,10 @@ func TestConcurrentChargesOfManyAuthors(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const authors, calls, limit = 12, 15, 10
-		f := newFixture(t, db, dailyLimit(limit))
+		f := newFixture(t, db, owedtest.DailyLimit(limit))
 		ids := make([]int64, authors)
 		for i := range ids {
-			ids[i] = f.user("author" + string(rune('a'+i)))
+			ids[i] = f.User("author" + string(rune('a'+i)))
 		}
 		now := f.clk.Now()
 		accepted := make([]atomic.Int64, authors)
@@ -149,14 +149,14 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 			t.Fatal(err)
 		}
 	}
-	ann := f.user(fmt.Sprint("ann-", subscribed)) // both runs share the database
+	ann := f.User(fmt.Sprint("ann-", subscribed)) // both runs share the database
 	f.bulkPitches(ann, 2)
 	jobs, err := f.store.ClaimDue(f.ctx, 2, lease, "test", 0)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claimed %d, %v", len(jobs), err)
 	}
 	status, ms, bytes, conf, attempt := 200, int64(37), int64(512), 0.8125, 3
-	full := models.Event{At: time.UnixMilli(f.nowMs() - 5).UTC(), Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
+	full := models.Event{At: time.UnixMilli(f.NowMs() - 5).UTC(), Event: models.TaskScreen, Kind: jobs[0].Kind, ItemID: jobs[0].ItemID,
 		UserID: ann, Outcome: models.OutcomeBlock, Status: &status, UpstreamMs: &ms, Attempt: attempt,
 		Confidence: &conf, RequestBytes: &bytes}
 	bare := models.Event{Event: models.TaskScreen, Kind: jobs[1].Kind, ItemID: jobs[1].ItemID, UserID: ann, Outcome: models.OutcomeAllow}
@@ -178,7 +178,7 @@ func recordTwoEvents(t *testing.T, db string, subscribed bool) {
 		if got.ItemID == full.ItemID {
 			want = full
 		} else {
-			want.At = time.UnixMilli(f.nowMs()).UTC() // an event given no time is stamped with the store's clock
+			want.At = time.UnixMilli(f.NowMs()).UTC() // an event given no time is stamped with the store's clock
 		}
 		want.ID = got.ID
 		if fmt.Sprint(eventFields(got)) != fmt.Sprint(eventFields(want)) {

@@ -14,7 +14,7 @@ func TestChargeRefusedWhole(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		now := f.clk.Now()
 		for i := range 33 {
 			spent, ok, err := f.store.Charge(f.ctx, ann, 3, now)
@@ -36,7 +36,7 @@ func TestChargeRefusedWhole(t *testing.T) {
 			t.Fatal("charged past the limit")
 		}
 		// A first charge larger than the whole budget is refused too.
-		bob := f.user("bob")
+		bob := f.User("bob")
 		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(2))); err != nil {
 			t.Fatal(err)
 		}
@@ -54,8 +54,8 @@ func TestChargeConcurrentNeverAboveLimit(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		const charges, n, limit = 50, 3, 100
-		f := newFixture(t, db, dailyLimit(limit))
-		ann := f.user("ann")
+		f := newFixture(t, db, owedtest.DailyLimit(limit))
+		ann := f.User("ann")
 		now := f.clk.Now()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -98,7 +98,7 @@ func TestChargeUserLimitOverridesDefault(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		now := f.clk.Now()
 		if _, err := f.store.SetDailyLimit(f.ctx, ann, ptr(int64(5))); err != nil {
 			t.Fatal(err)
@@ -129,8 +129,8 @@ func TestChargeUserLimitOverridesDefault(t *testing.T) {
 func TestChargeResetsAtMidnightUTC(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db, dailyLimit(10))
-		ann := f.user("ann")
+		f := newFixture(t, db, owedtest.DailyLimit(10))
+		ann := f.User("ann")
 		if _, ok, _ := f.store.Charge(f.ctx, ann, 10, f.clk.Now()); !ok {
 			t.Fatal("charge refused")
 		}
@@ -170,8 +170,8 @@ func TestChargeResetsAtMidnightUTC(t *testing.T) {
 func TestDefaultDailyLimitIsTheStores(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db, dailyLimit(5))
-		ann, bob := f.user("ann"), f.user("bob")
+		f := newFixture(t, db, owedtest.DailyLimit(5))
+		ann, bob := f.User("ann"), f.User("bob")
 		if _, err := f.store.SetDailyLimit(f.ctx, bob, ptr(int64(50))); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestDefaultDailyLimitIsTheStores(t *testing.T) {
 		}
 
 		// The same database under a store with another default.
-		other := owedtest.Store(t, db, f.clk, dailyLimit(8))
+		other := owedtest.Store(t, db, f.clk, owedtest.DailyLimit(8))
 		limits(other, 8, 50)
 		if spent, ok, _ := other.Charge(f.ctx, ann, 3, now); !ok || spent != 8 {
 			t.Errorf("ann's charge under the new default = %d, %v; want 8, ok", spent, ok)
@@ -220,12 +220,12 @@ func TestDefaultDailyLimitIsTheStores(t *testing.T) {
 			t.Error("ann charged past the new default of 8")
 		}
 		// A retry of ann's budget job is judged against the same limit.
-		f.exec(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, f.nowMs())
-		f.exec(`UPDATE content_jobs SET why = 'budget', due_at = ? WHERE user_id = ?`, models.BudgetReset(now).UnixMilli(), ann)
+		f.Exec(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, f.NowMs())
+		f.Exec(`UPDATE content_jobs SET why = 'budget', due_at = ? WHERE user_id = ?`, models.BudgetReset(now).UnixMilli(), ann)
 		if n, err := other.RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 0 {
 			t.Errorf("retried %d (%v) of ann's jobs with her budget spent, want 0", n, err)
 		}
-		if n, err := owedtest.Store(t, db, f.clk, dailyLimit(9)).RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 1 {
+		if n, err := owedtest.Store(t, db, f.clk, owedtest.DailyLimit(9)).RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 1 {
 			t.Errorf("retried %d (%v) of ann's jobs with room under a default of 9, want 1", n, err)
 		}
 

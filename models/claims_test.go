@@ -18,8 +18,8 @@ const lease = 2 * time.Minute
 // bulkPitches writes n pitches of the user in one raw statement, created at the fake now.
 func (f *fixture) bulkPitches(userID int64, n int) {
 	f.t.Helper()
-	got := f.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-		INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'pitch', ? FROM seq`, n, userID, f.nowMs())
+	got := f.Exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+		INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'pitch', ? FROM seq`, n, userID, f.NowMs())
 	if got != int64(n) {
 		f.t.Fatalf("bulk insert wrote %d pitches, want %d", got, n)
 	}
@@ -31,7 +31,7 @@ func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		const jobs, claimers = 500, 8
-		f.bulkPitches(f.user("ann"), jobs)
+		f.bulkPitches(f.User("ann"), jobs)
 
 		var mu sync.Mutex
 		owner := map[int64]string{}
@@ -56,7 +56,7 @@ func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
 							shared = append(shared, j.ID)
 						}
 						owner[j.ID] = name
-						if j.LeaseOwner == nil || *j.LeaseOwner != name || j.LeaseUntil == nil || j.LeaseUntil.UnixMilli() != f.nowMs()+lease.Milliseconds() {
+						if j.LeaseOwner == nil || *j.LeaseOwner != name || j.LeaseUntil == nil || j.LeaseUntil.UnixMilli() != f.NowMs()+lease.Milliseconds() {
 							errs <- fmt.Errorf("claimed job %+v: want leased to %s until now+2m", j, name)
 						}
 					}
@@ -103,7 +103,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		p, _ := f.store.CreatePitch(f.ctx, ann, "pitch")
 
 		first, err := f.store.ClaimDue(f.ctx, 10, lease, "dead", 0)
@@ -138,7 +138,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 		if err := f.store.ReleaseJob(f.ctx, first[0]); err != nil {
 			t.Fatal(err)
 		}
-		j := f.mustJob(models.TaskScreen, models.KindPitch, p.ID)
+		j := f.MustJob(models.TaskScreen, models.KindPitch, p.ID)
 		if j.LeaseOwner == nil || *j.LeaseOwner != "other" || j.Attempts != 0 || j.Why != nil {
 			t.Errorf("job after stale worker = %+v, want other's lease intact", j)
 		}
@@ -151,7 +151,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 		if err := f.store.ReleaseJob(f.ctx, second[0]); err != nil {
 			t.Fatal(err)
 		}
-		if j := f.mustJob(models.TaskScreen, models.KindPitch, p.ID); j.LeaseOwner != nil || j.LeaseUntil != nil {
+		if j := f.MustJob(models.TaskScreen, models.KindPitch, p.ID); j.LeaseOwner != nil || j.LeaseUntil != nil {
 			t.Errorf("job after its holder released it = %+v, want no lease", j)
 		}
 	})
@@ -162,7 +162,7 @@ func TestClaimDueOnlyAndPerUser(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		a1, _ := f.store.CreatePitch(f.ctx, ann, "a1")
 		f.clk.Advance(time.Second)
 		b1, _ := f.store.CreatePitch(f.ctx, bob, "b1")
@@ -178,7 +178,7 @@ func TestClaimDueOnlyAndPerUser(t *testing.T) {
 			models.Event{Event: "screen", Kind: models.KindPitch, ItemID: a1.ID, UserID: ann, Outcome: "pending", Why: ptr(models.WhyUnreachable)}); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
-		got := f.mustJob(models.TaskScreen, models.KindPitch, a1.ID)
+		got := f.MustJob(models.TaskScreen, models.KindPitch, a1.ID)
 		if got.DueAt.UnixMilli() != ms(at) || got.Attempts != 1 || got.Why == nil || *got.Why != models.WhyUnreachable || got.Status != nil || got.LeaseUntil != nil || got.LeaseOwner != nil {
 			t.Fatalf("rescheduled job = %+v, want due at %d, attempt 1, why unreachable, lease freed", got, ms(at))
 		}
@@ -226,7 +226,7 @@ func TestReleaseLeases(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.bulkPitches(ann, 5)
 		mine, _ := f.store.ClaimDue(f.ctx, 3, lease, "me", 0)
 		theirs, _ := f.store.ClaimDue(f.ctx, 2, lease, "them", 0)
@@ -255,7 +255,7 @@ func TestListAndRetryJobs(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		_, rev := f.rawSong(ann, "S", "c")
 		pa, _ := f.store.CreatePitch(f.ctx, ann, "p")
 		pb, _ := f.store.CreatePitch(f.ctx, bob, "p")
@@ -306,10 +306,10 @@ func TestListAndRetryJobs(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("retried %d, %v; want the waiting pitch only (the other is leased)", n, err)
 		}
-		if got := f.mustJob(models.TaskScreen, models.KindPitch, pa.ID); got.DueAt.UnixMilli() != f.nowMs() {
-			t.Errorf("retried job due %d, want now %d", got.DueAt.UnixMilli(), f.nowMs())
+		if got := f.MustJob(models.TaskScreen, models.KindPitch, pa.ID); got.DueAt.UnixMilli() != f.NowMs() {
+			t.Errorf("retried job due %d, want now %d", got.DueAt.UnixMilli(), f.NowMs())
 		}
-		if got := f.mustJob(models.TaskScreen, models.KindPitch, pb.ID); got.LeaseOwner == nil {
+		if got := f.MustJob(models.TaskScreen, models.KindPitch, pb.ID); got.LeaseOwner == nil {
 			t.Errorf("retry touched a leased job: %+v", got)
 		}
 	})
@@ -325,7 +325,7 @@ func TestClaimsAreLoggedWhenSlow(t *testing.T) {
 			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			o.SlowStatement = time.Nanosecond
 		})
-		u := f.user("ann")
+		u := f.User("ann")
 		f.bulkPitches(u, 2)
 		const owner = "owner-secret-7f3a"
 		jobs, err := f.store.ClaimDue(f.ctx, 1, lease, owner, 0)

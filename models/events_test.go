@@ -31,7 +31,7 @@ func TestEventColumnsAreWrittenAndReadFromOneList(t *testing.T) {
 			t.Errorf("the store writes events' columns %v; the table has %v", got, table)
 		}
 
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.bulkPitches(ann, 2)
 		jobs, err := f.store.ClaimDue(f.ctx, 2, lease, "test", 0)
 		if err != nil || len(jobs) != 2 {
@@ -41,7 +41,7 @@ func TestEventColumnsAreWrittenAndReadFromOneList(t *testing.T) {
 			why, verdict := models.WhyUpstream, models.VerdictBlock
 			status, runs, ms, bytes, admin := 503, 3, int64(37), int64(512), int64(1)
 			conf, art, msg, note := 0.8125, 0.25, `it said "no" \ twice`, "a note ✓"
-			return models.Event{At: time.UnixMilli(f.nowMs() - 5).UTC(), Event: models.TaskScreen, Kind: job.Kind, ItemID: job.ItemID,
+			return models.Event{At: time.UnixMilli(f.NowMs() - 5).UTC(), Event: models.TaskScreen, Kind: job.Kind, ItemID: job.ItemID,
 				UserID: ann, Outcome: outcome, Why: &why, Status: &status, UpstreamMs: &ms, Attempt: 2, Confidence: &conf,
 				Art: &art, RequestBytes: &bytes, Runs: &runs, Error: &msg, AdminID: &admin, Note: &note, Verdict: &verdict}
 		}

@@ -18,9 +18,9 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		replica := owedtest.Store(t, db, f.clk)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
-		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'hear me', ?)`, ann, f.nowMs())
+		pitch := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'hear me', ?)`, ann, f.NowMs())
 		// The revision is allowed: it owes a score, the pitch a screen.
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
@@ -56,7 +56,7 @@ func TestHoldsStopEveryClaimOnEveryReplica(t *testing.T) {
 		if next, err := replica.NextDeliveryDue(f.ctx); err != nil || next != nil {
 			t.Fatalf("next delivery while held = %v %v, want none", next, err)
 		}
-		screen := f.jobsOf(models.KindPitch, pitch)[0]
+		screen := f.Jobs(models.KindPitch, pitch)[0]
 		if screen.Attempts != 0 || screen.Why != nil || screen.LeaseUntil != nil {
 			t.Fatalf("held job = %+v, want its row untouched", screen)
 		}
@@ -88,8 +88,8 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		held := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'held', ?)`, ann, f.nowMs())
+		ann := f.User("ann")
+		held := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'held', ?)`, ann, f.NowMs())
 		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
@@ -107,11 +107,11 @@ func TestBreakerLeavesHeldJobsAlone(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("ParkDue moved %d jobs (%v), want the score alone", n, err)
 		}
-		screen := f.jobsOf(models.KindPitch, held)[0]
-		if screen.Why != nil || screen.DueAt.UnixMilli() != f.nowMs() || screen.Status != nil {
+		screen := f.Jobs(models.KindPitch, held)[0]
+		if screen.Why != nil || screen.DueAt.UnixMilli() != f.NowMs() || screen.Status != nil {
 			t.Errorf("held screen after the breaker parked = %+v, want its row untouched", screen)
 		}
-		score := f.jobsOf(models.KindRevision, rev)
+		score := f.Jobs(models.KindRevision, rev)
 		if len(score) != 1 || score[0].DueAt.UnixMilli() != probe.UnixMilli() || score[0].Why != nil || score[0].Attempts != 0 {
 			t.Errorf("score after the breaker parked = %+v, want it put off to the probe, untried, its why its own", score)
 		}
@@ -125,7 +125,7 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		_, rev := f.rawSong(ann, "Tide", `s("bd")`)
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
@@ -134,11 +134,11 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 		// Screens of pitches: one ready, two waiting for the budget, one upstream; the score ready.
 		var pitches []int64
 		for i := range 4 {
-			pitches = append(pitches, f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p"+string(rune('a'+i)), f.nowMs()))
+			pitches = append(pitches, f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p"+string(rune('a'+i)), f.NowMs()))
 		}
-		f.exec(`UPDATE content_jobs SET why = 'budget' WHERE kind = 'pitch' AND item_id IN (?, ?)`, pitches[1], pitches[2])
-		f.exec(`UPDATE content_jobs SET why = 'upstream' WHERE kind = 'pitch' AND item_id = ?`, pitches[3])
-		f.exec(`UPDATE content_jobs SET why = 'budget' WHERE task = 'score'`)
+		f.Exec(`UPDATE content_jobs SET why = 'budget' WHERE kind = 'pitch' AND item_id IN (?, ?)`, pitches[1], pitches[2])
+		f.Exec(`UPDATE content_jobs SET why = 'upstream' WHERE kind = 'pitch' AND item_id = ?`, pitches[3])
+		f.Exec(`UPDATE content_jobs SET why = 'budget' WHERE task = 'score'`)
 
 		for _, h := range []models.Holds{{}, {Screen: true}, {Score: true}, {Screen: true, Score: true}} {
 			if err := f.store.SetHolds(f.ctx, h, 1); err != nil {
@@ -188,7 +188,7 @@ func TestHeldRuleInSQLAgreesWithGo(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.jobOfEachTask(ann)
 		for bits := range 1 << len(models.Tasks) {
 			h := models.Holds{Screen: bits&1 != 0, Score: bits&2 != 0}
@@ -230,7 +230,7 @@ func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.jobOfEachTask(ann)
 		for _, task := range models.Tasks {
 			var calls []int64
@@ -249,7 +249,7 @@ func TestTaskCallsInSQLAgreeWithGo(t *testing.T) {
 func (f *fixture) jobOfEachTask(userID int64) {
 	f.t.Helper()
 	for i, task := range models.Tasks {
-		f.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
-			task, 1000+i, userID, f.nowMs(), f.nowMs())
+		f.Exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at, created_at) VALUES (?, 'pitch', ?, ?, ?, ?)`,
+			task, 1000+i, userID, f.NowMs(), f.NowMs())
 	}
 }

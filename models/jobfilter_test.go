@@ -18,15 +18,15 @@ func TestJobFilterBreakerDeferredLeavesOtherWhys(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		pitch := func(body string) int64 {
-			return f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, body, f.nowMs())
+			return f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, body, f.NowMs())
 		}
 		probe := f.clk.Now().Add(5 * time.Second)
 		backingOff, putOff, untried, later := pitch("backing off"), pitch("put off"), pitch("untried"), pitch("later")
-		f.exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Minute)), backingOff)
-		f.exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, f.nowMs(), putOff)
-		f.exec(`UPDATE content_jobs SET due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Hour)), later)
+		f.Exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Minute)), backingOff)
+		f.Exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE item_id = ?`, f.NowMs(), putOff)
+		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Hour)), later)
 		_ = untried // due now with no why, as later (due in an hour): both parked by the breaker
 		for why, want := range map[models.Why]int64{models.WhyBreaker: 3, models.WhyUpstream: 1, "none": 0, "": 4} {
 			if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Kind: models.KindPitch, Why: why, Deferred: &probe}); err != nil || n != want {
@@ -43,8 +43,8 @@ func TestJobFilterByAuthor(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		for _, name := range []string{"Annabel", "bob_100", "bobX100"} {
-			id := f.user(name)
-			f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, id, "by "+name, f.nowMs())
+			id := f.User(name)
+			f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, id, "by "+name, f.NowMs())
 		}
 		for author, want := range map[string]int64{"NNAB": 1, "b_1": 1, "bob": 2, "%": 0, "": 3} {
 			if n, err := f.store.CountJobs(f.ctx, models.JobFilter{Author: author}); err != nil || n != want {
@@ -61,12 +61,12 @@ func TestListJobRowsNameTheItem(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("Ann")
+		ann := f.User("Ann")
 		song, rev := f.rawSong(ann, "Tide", `s("bd")`)
 		long := strings.Repeat("x", 79) + "yz"
-		comment := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song, ann, long, f.nowMs())
-		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", f.nowMs())
-		f.exec(`UPDATE content_jobs SET last_error = 'HTTP 503' WHERE kind = 'pitch'`)
+		comment := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song, ann, long, f.NowMs())
+		pitch := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", f.NowMs())
+		f.Exec(`UPDATE content_jobs SET last_error = 'HTTP 503' WHERE kind = 'pitch'`)
 		rows, err := f.store.ListJobRows(f.ctx, models.JobFilter{Task: models.TaskScreen}, models.JobsByID, nil, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -109,13 +109,13 @@ func TestListJobRowsPagesInEveryOrder(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		// due in seconds and attempts per pitch: ties on both keys, neither order the ids'.
 		shape := []struct{ due, attempts int }{{30, 1}, {10, 4}, {30, 4}, {20, 0}, {10, 1}, {40, 2}, {20, 4}}
 		var ids []int64
 		for i, s := range shape {
-			id := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, fmt.Sprint("p", i), f.nowMs())
-			f.exec(`UPDATE content_jobs SET due_at = ?, attempts = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Duration(s.due)*time.Second)), s.attempts, id)
+			id := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, fmt.Sprint("p", i), f.NowMs())
+			f.Exec(`UPDATE content_jobs SET due_at = ?, attempts = ? WHERE item_id = ?`, ms(f.clk.Now().Add(time.Duration(s.due)*time.Second)), s.attempts, id)
 			ids = append(ids, id)
 		}
 		idx := make([]int, len(shape))

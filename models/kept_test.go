@@ -154,7 +154,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		authors := []int64{f.user("ann"), f.user("bob"), f.user("cy")}
+		authors := []int64{f.User("ann"), f.User("bob"), f.User("cy")}
 		rng := rand.New(rand.NewPCG(25, 1))
 		ids := func(q string, args ...any) []int64 {
 			t.Helper()
@@ -197,7 +197,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 			}},
 			{"create pitch", func(u int64) error { _, err := f.store.CreatePitch(f.ctx, u, "p"); return err }},
 			{"raw pitch", func(u int64) error {
-				_, err := f.store.RawExec(f.ctx, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'raw', ?)`, u, f.nowMs())
+				_, err := f.store.RawExec(f.ctx, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'raw', ?)`, u, f.NowMs())
 				return err
 			}},
 			{"record screen", func(u int64) error {
@@ -218,7 +218,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 			{"raw screen", func(u int64) error {
 				if id, ok := one(`SELECT id FROM comments`); ok {
 					_, err := f.store.RawExec(f.ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('comment', ?, 'block', 0.5, ?)
-						ON CONFLICT (kind, item_id) DO UPDATE SET confidence = screens.confidence / 2`, id, f.nowMs())
+						ON CONFLICT (kind, item_id) DO UPDATE SET confidence = screens.confidence / 2`, id, f.NowMs())
 					return err
 				}
 				return nil
@@ -249,7 +249,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				// half of them allowed revisions, which owe their scores.
 				_, err := f.store.RawExec(f.ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
 					SELECT kind, item_id, CASE WHEN item_id % 2 = 0 THEN 'allow' ELSE 'block' END, 0.6, ? FROM content_jobs
-					WHERE task = 'screen' ON CONFLICT (kind, item_id) DO NOTHING`, f.nowMs())
+					WHERE task = 'screen' ON CONFLICT (kind, item_id) DO NOTHING`, f.NowMs())
 				return err
 			}},
 			{"record scores at once", func(u int64) error {
@@ -272,7 +272,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 			{"raw scores in one statement", func(u int64) error {
 				_, err := f.store.RawExec(f.ctx, `INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
 					SELECT r.id, r.song_id, 0.5, '[0.5]', '{}', 'm', 'r', ? FROM content_jobs j JOIN revisions r ON r.id = j.item_id
-					WHERE j.task = 'score' ON CONFLICT (revision_id) DO NOTHING`, f.nowMs())
+					WHERE j.task = 'score' ON CONFLICT (revision_id) DO NOTHING`, f.NowMs())
 				return err
 			}},
 			{"record score", func(u int64) error {
@@ -385,7 +385,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 			}},
 			{"raw lease", func(u int64) error {
 				// A lease alone is not in the view: no version needs to move.
-				_, err := f.store.RawExec(f.ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = 'x' WHERE user_id = ?`, f.nowMs()+1000, u)
+				_, err := f.store.RawExec(f.ctx, `UPDATE content_jobs SET lease_until = ?, lease_owner = 'x' WHERE user_id = ?`, f.NowMs()+1000, u)
 				return err
 			}},
 			{"raw title", func(u int64) error {
@@ -440,7 +440,7 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if due != nil && *due > f.nowMs() && (v.WakeAt.IsZero() || v.WakeAt.UnixMilli() > *due) {
+				if due != nil && *due > f.NowMs() && (v.WakeAt.IsZero() || v.WakeAt.UnixMilli() > *due) {
 					t.Fatalf("step %d %s: author %d: next due at %d, view wakes at %v", step, o.name, a, *due, v.WakeAt)
 				}
 			}

@@ -16,7 +16,7 @@ func TestMineVersion(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		version := func() models.MineVersion {
 			t.Helper()
 			v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
@@ -115,7 +115,7 @@ func TestMineVersionWakesAtNextDue(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.store.CreatePitch(f.ctx, ann, "one")
 		f.store.CreatePitch(f.ctx, ann, "two")
 		claimed, err := f.store.ClaimDue(f.ctx, 10, lease, "w", ann)
@@ -151,7 +151,7 @@ func TestMinePageJobsEitherWay(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		song, _, _ := f.store.CreateSong(f.ctx, ann, "S", "v1")
 		rev, _ := f.store.CreateRevision(f.ctx, ann, song.ID, "", "v2")
 		f.store.CreateComment(f.ctx, ann, song.ID, "hi")
@@ -187,8 +187,8 @@ func TestMinePageJobsEitherWay(t *testing.T) {
 
 		// Bob has more jobs than are read by author: the page is read by items though the
 		// version (stale here) said few.
-		f.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
-			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'bulk', ? FROM n`, bob, f.nowMs())
+		f.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'bulk', ? FROM n`, bob, f.NowMs())
 		if got, want := page(bob, ptr(int64(1)), 50), page(bob, nil, 50); !reflect.DeepEqual(got, want) || len(got) != 50 || len(got[0].Jobs) != 1 {
 			t.Errorf("bob's page by a stale count: %+v, by items %+v", got, want)
 		}

@@ -26,13 +26,13 @@ func TestUserNamesUniqueRegardlessOfCase(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		f.user("Gen323572")
+		f.User("Gen323572")
 		for _, name := range []string{"Gen323572", "gen323572", "GEN323572"} {
 			if _, _, err := f.store.CreateUser(f.ctx, name, models.RoleBot); !errors.Is(err, models.ErrNameTaken) {
 				t.Errorf("%s: %v, want ErrNameTaken", name, err)
 			}
 		}
-		f.user("gen3235720")
+		f.User("gen3235720")
 		var n int64
 		if err := f.store.RawScan(f.ctx, &n, `SELECT count(*) FROM users WHERE lower(name) = 'gen323572'`); err != nil || n != 1 {
 			t.Errorf("users named gen323572 in any case: %d %v, want 1", n, err)

@@ -14,9 +14,9 @@ func TestRecordScreenInsideATransaction(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		kept := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "kept", f.nowMs())
-		undone := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "undone", f.nowMs())
+		ann := f.User("ann")
+		kept := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "kept", f.NowMs())
+		undone := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "undone", f.NowMs())
 		screen := func(tx *models.Store, id int64) error {
 			ok, err := tx.RecordScreen(f.ctx, models.KindPitch, id, models.VerdictBlock, 1,
 				models.Event{Event: models.TaskScreen, Kind: models.KindPitch, ItemID: id, UserID: ann, Outcome: models.OutcomeDecided})
@@ -28,7 +28,7 @@ func TestRecordScreenInsideATransaction(t *testing.T) {
 		if err := f.store.WithTx(f.ctx, func(tx *models.Store) error { return screen(tx, kept) }); err != nil {
 			t.Fatalf("record a verdict in a transaction: %v", err)
 		}
-		f.noJob(models.TaskScreen, models.KindPitch, kept)
+		f.NoJob(models.TaskScreen, models.KindPitch, kept)
 		if s, err := f.store.ScreenOf(f.ctx, models.KindPitch, kept); err != nil || s.Verdict == nil || *s.Verdict != models.VerdictBlock {
 			t.Fatalf("the committed verdict: %+v, %v", s, err)
 		}
@@ -43,7 +43,7 @@ func TestRecordScreenInsideATransaction(t *testing.T) {
 		if !errors.Is(err, rollback) {
 			t.Fatalf("a transaction that fails after its verdict: %v", err)
 		}
-		f.mustJob(models.TaskScreen, models.KindPitch, undone)
+		f.MustJob(models.TaskScreen, models.KindPitch, undone)
 		if s, err := f.store.ScreenOf(f.ctx, models.KindPitch, undone); err != nil || s.Verdict != nil {
 			t.Fatalf("the undone verdict: %+v, %v", s, err)
 		}
@@ -55,7 +55,7 @@ func TestRecordScoreLeavesItsEvent(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		_, rev := f.rawSong(ann, "S", "s")
 		if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 1,
 			models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); !ok || err != nil {
@@ -90,9 +90,9 @@ func TestListEventsPagesNewestFirst(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		for i := range 5 {
-			id := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p"+string(rune('a'+i)), f.nowMs())
+			id := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p"+string(rune('a'+i)), f.NowMs())
 			if ok, err := f.store.RecordScreen(f.ctx, models.KindPitch, id, models.VerdictAllow, 1,
 				models.Event{Event: models.TaskScreen, Kind: models.KindPitch, ItemID: id, UserID: ann, Outcome: models.OutcomeAllow}); !ok || err != nil {
 				t.Fatal(ok, err)

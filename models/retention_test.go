@@ -17,16 +17,16 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		const days = 60
 		day := 24 * time.Hour
-		hook := f.insertID(`INSERT INTO webhooks (url, events, secret, created_at) VALUES ('http://example.com/h', '*', 's', ?)`, f.nowMs())
+		hook := f.InsertID(`INSERT INTO webhooks (url, events, secret, created_at) VALUES ('http://example.com/h', '*', 's', ?)`, f.NowMs())
 		var pitches []int64
 		for d := range days {
 			at := f.clk.Now().Add(time.Duration(d) * day)
 			ms := at.UnixMilli()
 			for i := range 4 { // four events a day
-				f.exec(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt) VALUES (?, 'screen', 'pitch', ?, ?, 'allow', 1)`,
+				f.Exec(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt) VALUES (?, 'screen', 'pitch', ?, ?, 'allow', 1)`,
 					ms+int64(i), d, ann)
 			}
 			// One delivered, one cancelled and one pending delivery a day, each with two attempts.
@@ -35,14 +35,14 @@ func TestPruneKeepsTheRetentionAndNeverOwedWork(t *testing.T) {
 				if status == "delivered" {
 					delivered = ms + 1000
 				}
-				id := f.insertID(`INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at, delivered_at)
+				id := f.InsertID(`INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at, delivered_at)
 					VALUES (?, ?, 'item.screened', '{}', ?, ?, ?, ?)`, hook, fmt.Sprintf("msg_%d_%d", d, i), status, ms, ms, delivered)
 				for a := 1; a <= 2; a++ {
-					f.exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms) VALUES (?, ?, ?, 500, 3)`, id, a, ms)
+					f.Exec(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms) VALUES (?, ?, ?, 500, 3)`, id, a, ms)
 				}
 			}
 			// Owed work from every day: a pitch (its screen job made by the trigger) never screened.
-			pitches = append(pitches, f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, ms))
+			pitches = append(pitches, f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', ?)`, ann, ms))
 		}
 		now := f.clk.Now().Add(days * day)
 		count := func(q string, args ...any) int64 {

@@ -15,7 +15,7 @@ func TestReviewJobsAreNeverClaimed(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		u := f.user("ann")
+		u := f.User("ann")
 		p, err := f.store.CreatePitch(f.ctx, u, "unsure")
 		if err != nil {
 			t.Fatal(err)

@@ -89,8 +89,8 @@ func TestQuestionMarkBindsOneValue(t *testing.T) {
 			t.Errorf("scan with a list: err = %v, want the one-value rule", err)
 		}
 		// A list travels as one JSON parameter.
-		a, b := f.user("ann"), f.user("bob")
-		f.user("cy")
+		a, b := f.User("ann"), f.User("bob")
+		f.User("cy")
 		if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM users WHERE `+f.store.IDIn("id"), fmt.Sprintf("[%d,%d]", a, b)); err != nil || n != 2 {
 			t.Errorf("scan with a JSON list: n = %d, err = %v; want 2", n, err)
 		}

@@ -13,41 +13,41 @@ func TestTriggersRawInsertsOweScreens(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		now := f.nowMs()
+		ann := f.User("ann")
+		now := f.NowMs()
 
 		songID, revID := f.rawSong(ann, "Tide", `s("bd sd")`)
-		commentID := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, songID, ann, "nice", now)
-		pitchID := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", now)
+		commentID := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, songID, ann, "nice", now)
+		pitchID := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "a pitch", now)
 		for _, it := range []struct {
 			kind models.Kind
 			id   int64
 		}{{models.KindRevision, revID}, {models.KindComment, commentID}, {models.KindPitch, pitchID}} {
-			j := f.mustJob(models.TaskScreen, it.kind, it.id)
+			j := f.MustJob(models.TaskScreen, it.kind, it.id)
 			if j.UserID != ann || j.DueAt.UnixMilli() != now || j.Attempts != 0 || j.Why != nil || j.Status != nil || j.LeaseUntil != nil || j.LeaseOwner != nil {
 				t.Errorf("%s job = %+v, want ann's, due at %d, no attempts, why, status or lease", it.kind, j, now)
 			}
-			f.noJob(models.TaskScore, it.kind, it.id)
+			f.NoJob(models.TaskScore, it.kind, it.id)
 		}
 
 		// A raw insert that leaves created_at to the database still owes a job, due when written.
-		bare := f.insertID(`INSERT INTO pitches (user_id, body) VALUES (?, ?)`, ann, "no time given")
+		bare := f.InsertID(`INSERT INTO pitches (user_id, body) VALUES (?, ?)`, ann, "no time given")
 		var created int64
 		if err := f.store.RawScan(f.ctx, &created, `SELECT created_at FROM pitches WHERE id = ?`, bare); err != nil {
 			t.Fatal(err)
 		}
-		if j := f.mustJob(models.TaskScreen, models.KindPitch, bare); j.DueAt.UnixMilli() != created || created == 0 {
+		if j := f.MustJob(models.TaskScreen, models.KindPitch, bare); j.DueAt.UnixMilli() != created || created == 0 {
 			t.Errorf("bare pitch job due %d, want its created_at %d", j.DueAt.UnixMilli(), created)
 		}
 
 		// One statement writing many rows owes one job per row.
-		before := f.countJobs()
-		n := f.exec(`INSERT INTO pitches (user_id, body, created_at)
+		before := f.CountJobs()
+		n := f.Exec(`INSERT INTO pitches (user_id, body, created_at)
 			SELECT ?, 'bulk', ? FROM revisions r1 CROSS JOIN (SELECT 1 AS a UNION ALL SELECT 2 UNION ALL SELECT 3) x`, ann, now)
 		if n != 3 {
 			t.Fatalf("bulk insert wrote %d rows, want 3", n)
 		}
-		if got := f.countJobs(); got != before+3 {
+		if got := f.CountJobs(); got != before+3 {
 			t.Errorf("jobs after a 3-row insert = %d, want %d", got, before+3)
 		}
 	})
@@ -58,7 +58,7 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		song, rev, err := f.store.CreateSong(f.ctx, ann, "Tide", "code")
 		if err != nil {
 			t.Fatal(err)
@@ -79,8 +79,8 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 			kind models.Kind
 			id   int64
 		}{{models.KindRevision, rev.ID}, {models.KindRevision, rev2.ID}, {models.KindComment, c.ID}, {models.KindPitch, p.ID}} {
-			if j := f.mustJob(models.TaskScreen, it.kind, it.id); j.DueAt.UnixMilli() != f.nowMs() || j.UserID != ann {
-				t.Errorf("%s %d job = %+v, want ann's due now (%d)", it.kind, it.id, j, f.nowMs())
+			if j := f.MustJob(models.TaskScreen, it.kind, it.id); j.DueAt.UnixMilli() != f.NowMs() || j.UserID != ann {
+				t.Errorf("%s %d job = %+v, want ann's due now (%d)", it.kind, it.id, j, f.NowMs())
 			}
 		}
 
@@ -98,8 +98,8 @@ func TestTriggersStoreWritesOweScreens(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("tx err = %v", err)
 		}
-		f.noJob(models.TaskScreen, models.KindPitch, lost)
-		if got := f.countJobs(); got != 4 {
+		f.NoJob(models.TaskScreen, models.KindPitch, lost)
+		if got := f.CountJobs(); got != 4 {
 			t.Errorf("jobs = %d, want the 4 committed items' only", got)
 		}
 	})
@@ -111,29 +111,29 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		now := f.nowMs()
+		ann := f.User("ann")
+		now := f.NowMs()
 		allowedSong, allowedRev := f.rawSong(ann, "A", "a")
 		blockedSong, blockedRev := f.rawSong(ann, "B", "b")
-		comment := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, allowedSong, ann, "c", now)
-		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
+		comment := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, allowedSong, ann, "c", now)
+		pitch := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
 
 		// Raw verdicts, as any writer could record them.
 		screenedAt := now + 1234
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, allowedRev, screenedAt)
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'block', 0.8, ?)`, blockedRev, screenedAt)
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('comment', ?, 'allow', 0.9, ?)`, comment, screenedAt)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, allowedRev, screenedAt)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'block', 0.8, ?)`, blockedRev, screenedAt)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('comment', ?, 'allow', 0.9, ?)`, comment, screenedAt)
 
-		f.noJob(models.TaskScreen, models.KindRevision, allowedRev)
-		score := f.mustJob(models.TaskScore, models.KindRevision, allowedRev)
+		f.NoJob(models.TaskScreen, models.KindRevision, allowedRev)
+		score := f.MustJob(models.TaskScore, models.KindRevision, allowedRev)
 		if score.UserID != ann || score.DueAt.UnixMilli() != screenedAt || score.Attempts != 0 || score.Why != nil {
 			t.Errorf("score job = %+v, want ann's, due at the verdict (%d), fresh", score, screenedAt)
 		}
-		f.noJob(models.TaskScreen, models.KindRevision, blockedRev)
-		f.noJob(models.TaskScore, models.KindRevision, blockedRev) // a blocked revision is never scored
-		f.noJob(models.TaskScreen, models.KindComment, comment)
-		f.noJob(models.TaskScore, models.KindComment, comment) // only revisions are scored
-		f.mustJob(models.TaskScreen, models.KindPitch, pitch)  // untouched
+		f.NoJob(models.TaskScreen, models.KindRevision, blockedRev)
+		f.NoJob(models.TaskScore, models.KindRevision, blockedRev) // a blocked revision is never scored
+		f.NoJob(models.TaskScreen, models.KindComment, comment)
+		f.NoJob(models.TaskScore, models.KindComment, comment) // only revisions are scored
+		f.MustJob(models.TaskScreen, models.KindPitch, pitch)  // untouched
 
 		if s := f.song(allowedSong); s.Public != 1 || s.Art != nil {
 			t.Errorf("allowed song = %+v, want public, unscored", s)
@@ -149,7 +149,7 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("record screen = %v, %v", ok, err)
 		}
-		f.noJob(models.TaskScreen, models.KindPitch, pitch)
+		f.NoJob(models.TaskScreen, models.KindPitch, pitch)
 		again, err := f.store.RecordScreen(f.ctx, models.KindPitch, pitch, models.VerdictAllow, 0.9,
 			models.Event{Event: "screen", Kind: models.KindPitch, ItemID: pitch, UserID: ann, Outcome: "allow"})
 		if err != nil || again {
@@ -166,8 +166,8 @@ func TestTriggersVerdictSettlesScreen(t *testing.T) {
 			models.Event{Event: "screen", Kind: models.KindRevision, ItemID: rev3, UserID: ann, Outcome: "allow"}); !ok || err != nil {
 			t.Fatalf("record = %v, %v", ok, err)
 		}
-		if j := f.mustJob(models.TaskScore, models.KindRevision, rev3); j.DueAt.UnixMilli() != f.nowMs() {
-			t.Errorf("score job due %d, want now %d", j.DueAt.UnixMilli(), f.nowMs())
+		if j := f.MustJob(models.TaskScore, models.KindRevision, rev3); j.DueAt.UnixMilli() != f.NowMs() {
+			t.Errorf("score job due %d, want now %d", j.DueAt.UnixMilli(), f.NowMs())
 		}
 	})
 }
@@ -177,14 +177,14 @@ func TestTriggersScoreSettlesScore(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		song, rev := f.rawSong(ann, "A", "a")
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, rev)
-		f.mustJob(models.TaskScore, models.KindRevision, rev)
-		f.exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, rev)
+		f.MustJob(models.TaskScore, models.KindRevision, rev)
+		f.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
 			VALUES (?, ?, 0.625, '[0.5,0.625,0.75]', '{}', 'critic', 'art-v1')`, rev, song)
-		f.noJob(models.TaskScore, models.KindRevision, rev)
-		if got := f.countJobs(); got != 0 {
+		f.NoJob(models.TaskScore, models.KindRevision, rev)
+		if got := f.CountJobs(); got != 0 {
 			t.Errorf("jobs = %d, want none", got)
 		}
 		if s := f.song(song); s.Art == nil || *s.Art != 0.625 || s.Public != 1 {
@@ -200,7 +200,7 @@ func TestTriggersScoreSettlesScore(t *testing.T) {
 		if ok, err := f.store.RecordScore(f.ctx, sc, models.Event{Event: "score", Outcome: "scored"}); !ok || err != nil {
 			t.Fatalf("record score = %v, %v", ok, err)
 		}
-		f.noJob(models.TaskScore, models.KindRevision, rev2)
+		f.NoJob(models.TaskScore, models.KindRevision, rev2)
 		if ok, err := f.store.RecordScore(f.ctx, sc, models.Event{Event: "score", Outcome: "scored"}); ok || err != nil {
 			t.Errorf("second score recorded = %v, %v; want refused", ok, err)
 		}
@@ -213,15 +213,15 @@ func TestTriggersSongPublicAndArt(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		song, r1 := f.rawSong(ann, "S", "v1")
 		r2 := f.rawRevision(ann, song, "S", "v2")
 		r3 := f.rawRevision(ann, song, "S", "v3")
 		verdict := func(rev int64, v models.Verdict) {
-			f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, ?, 0.9)`, rev, v)
+			f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, ?, 0.9)`, rev, v)
 		}
 		score := func(rev int64, art float64) {
-			f.exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
+			f.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
 				VALUES (?, ?, ?, '[]', '{}', 'critic', 'art-v1')`, rev, song, art)
 		}
 		want := func(step string, public int, art *float64) {
@@ -243,9 +243,9 @@ func TestTriggersSongPublicAndArt(t *testing.T) {
 		score(r1, 0.3) // an older revision's score arriving late does not replace the newest's
 		want("r1 scored after r2", 1, ptr(0.8))
 
-		f.exec(`DELETE FROM revisions WHERE id = ?`, r2)
+		f.Exec(`DELETE FROM revisions WHERE id = ?`, r2)
 		want("r2 deleted", 1, ptr(0.3))
-		f.exec(`DELETE FROM revisions WHERE id = ?`, r1)
+		f.Exec(`DELETE FROM revisions WHERE id = ?`, r1)
 		want("only the blocked r3 left", 0, nil)
 
 		// A newer allowed revision not yet scored keeps the newest scored one's art.
@@ -271,39 +271,39 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		bob := f.user("bob")
-		now := f.nowMs()
+		ann := f.User("ann")
+		bob := f.User("bob")
+		now := f.NowMs()
 
 		// Raw deletes.
 		song, rev := f.rawSong(ann, "A", "a")
 		scoredRev := f.rawRevision(ann, song, "A", "b")
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, scoredRev)
-		f.mustJob(models.TaskScore, models.KindRevision, scoredRev)
-		comment := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song, ann, "c", now)
-		pitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
-		bobPitch := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, bob, "p", now)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, scoredRev)
+		f.MustJob(models.TaskScore, models.KindRevision, scoredRev)
+		comment := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song, ann, "c", now)
+		pitch := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
+		bobPitch := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, bob, "p", now)
 
-		f.exec(`DELETE FROM revisions WHERE id = ?`, rev)
-		f.noJob(models.TaskScreen, models.KindRevision, rev)
-		f.exec(`DELETE FROM revisions WHERE id = ?`, scoredRev)
-		f.noJob(models.TaskScore, models.KindRevision, scoredRev)
-		f.exec(`DELETE FROM comments WHERE id = ?`, comment)
-		f.noJob(models.TaskScreen, models.KindComment, comment)
-		f.exec(`DELETE FROM pitches WHERE id = ?`, pitch)
-		f.noJob(models.TaskScreen, models.KindPitch, pitch)
-		f.mustJob(models.TaskScreen, models.KindPitch, bobPitch) // someone else's work stays owed
+		f.Exec(`DELETE FROM revisions WHERE id = ?`, rev)
+		f.NoJob(models.TaskScreen, models.KindRevision, rev)
+		f.Exec(`DELETE FROM revisions WHERE id = ?`, scoredRev)
+		f.NoJob(models.TaskScore, models.KindRevision, scoredRev)
+		f.Exec(`DELETE FROM comments WHERE id = ?`, comment)
+		f.NoJob(models.TaskScreen, models.KindComment, comment)
+		f.Exec(`DELETE FROM pitches WHERE id = ?`, pitch)
+		f.NoJob(models.TaskScreen, models.KindPitch, pitch)
+		f.MustJob(models.TaskScreen, models.KindPitch, bobPitch) // someone else's work stays owed
 
 		// A song's delete cascades to its revisions and comments, and their jobs go too.
 		song2, r21 := f.rawSong(ann, "B", "a")
 		r22 := f.rawRevision(ann, song2, "B", "b")
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, r22)
-		c2 := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song2, bob, "c", now)
-		f.exec(`DELETE FROM songs WHERE id = ?`, song2)
-		if jobs := append(f.jobsOf(models.KindRevision, r21), append(f.jobsOf(models.KindRevision, r22), f.jobsOf(models.KindComment, c2)...)...); len(jobs) != 0 {
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, r22)
+		c2 := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, ?, ?)`, song2, bob, "c", now)
+		f.Exec(`DELETE FROM songs WHERE id = ?`, song2)
+		if jobs := append(f.Jobs(models.KindRevision, r21), append(f.Jobs(models.KindRevision, r22), f.Jobs(models.KindComment, c2)...)...); len(jobs) != 0 {
 			t.Errorf("jobs left after the song's delete: %+v", jobs)
 		}
-		if got := f.countJobs(); got != 1 {
+		if got := f.CountJobs(); got != 1 {
 			t.Errorf("jobs = %d, want bob's pitch only", got)
 		}
 
@@ -318,7 +318,7 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 		if err := f.store.DeleteItem(f.ctx, bob, models.KindPitch, p3.ID); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("bob deleting ann's pitch: %v, want not found (as if missing)", err)
 		}
-		f.mustJob(models.TaskScreen, models.KindPitch, p3.ID)
+		f.MustJob(models.TaskScreen, models.KindPitch, p3.ID)
 		for _, d := range []struct {
 			kind models.Kind
 			id   int64
@@ -326,14 +326,14 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 			if err := f.store.DeleteItem(f.ctx, ann, d.kind, d.id); err != nil {
 				t.Fatalf("delete %s: %v", d.kind, err)
 			}
-			if jobs := f.jobsOf(d.kind, d.id); len(jobs) != 0 {
+			if jobs := f.Jobs(d.kind, d.id); len(jobs) != 0 {
 				t.Errorf("%s deleted, jobs left: %+v", d.kind, jobs)
 			}
 		}
 		if err := f.store.DeleteItem(f.ctx, ann, "song", s3.song); err != nil {
 			t.Fatal(err)
 		}
-		f.noJob(models.TaskScreen, models.KindRevision, s3.rev)
+		f.NoJob(models.TaskScreen, models.KindRevision, s3.rev)
 		if _, err := f.store.SongByID(f.ctx, s3.song); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("song after delete: %v", err)
 		}
@@ -346,7 +346,7 @@ func TestTriggersDeleteTakesJobs(t *testing.T) {
 		if _, err := f.store.SongByID(f.ctx, s4.song); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("song without revisions: %v, want gone", err)
 		}
-		if got := f.countJobs(); got != 1 {
+		if got := f.CountJobs(); got != 1 {
 			t.Errorf("jobs = %d, want bob's pitch only", got)
 		}
 	})

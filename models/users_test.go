@@ -65,8 +65,8 @@ func TestUsersAndSessions(t *testing.T) {
 		// Deleting a user takes their items and so their owed work.
 		f.store.CreatePitch(f.ctx, u.ID, "p")
 		f.store.CreateSong(f.ctx, u.ID, "S", "c")
-		f.exec(`DELETE FROM users WHERE id = ?`, u.ID)
-		if n := f.countJobs(); n != 0 {
+		f.Exec(`DELETE FROM users WHERE id = ?`, u.ID)
+		if n := f.CountJobs(); n != 0 {
 			t.Errorf("jobs after the user's delete = %d", n)
 		}
 	})

@@ -14,9 +14,9 @@ import (
 func (f *fixture) publicSong(userID int64, title string, art *float64) int64 {
 	f.t.Helper()
 	song, rev := f.rawSong(userID, title, "code")
-	f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, rev)
+	f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, rev)
 	if art != nil {
-		f.exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
+		f.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
 			VALUES (?, ?, ?, '[]', '{}', 'critic', 'art-v1')`, rev, song, *art)
 	}
 	return song
@@ -28,7 +28,7 @@ func TestPublicSongsByArtWithCursor(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		low := f.publicSong(ann, "low", ptr(0.2))
 		none1 := f.publicSong(ann, "none1", nil)
 		high := f.publicSong(ann, "high", ptr(0.9))
@@ -37,7 +37,7 @@ func TestPublicSongsByArtWithCursor(t *testing.T) {
 		tieB := f.publicSong(ann, "tieB", ptr(0.5))
 		f.rawSong(ann, "pending", "code")
 		_, blocked := f.rawSong(ann, "blocked", "code")
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'block', 0.9)`, blocked)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'block', 0.9)`, blocked)
 
 		want := []int64{high, tieB, tieA, low, none2, none1}
 		for _, size := range []int{1, 2, 4, 10} {
@@ -80,20 +80,20 @@ func TestPublicSongAndPitchesShowOnlyAllowed(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
-		now := f.nowMs()
+		ann := f.User("ann")
+		now := f.NowMs()
 		song, r1 := f.rawSong(ann, "S", "v1")
 		r2 := f.rawRevision(ann, song, "S", "v2")
 		f.rawRevision(ann, song, "S", "v3") // pending: not shown
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, r1)
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'block', 0.9)`, r2)
-		f.exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, r1)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'block', 0.9)`, r2)
+		f.Exec(`INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric)
 			VALUES (?, ?, 0.7, '[0.6,0.7,0.8]', '{"melody":0.4}', 'critic', 'art-v1')`, r1, song)
-		c1 := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'ok', ?)`, song, ann, now)
-		c2 := f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'bad', ?)`, song, ann, now)
-		f.insertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'pending', ?)`, song, ann, now)
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('comment', ?, 'allow', 0.9)`, c1)
-		f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('comment', ?, 'block', 0.9)`, c2)
+		c1 := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'ok', ?)`, song, ann, now)
+		c2 := f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'bad', ?)`, song, ann, now)
+		f.InsertID(`INSERT INTO comments (song_id, user_id, body, created_at) VALUES (?, ?, 'pending', ?)`, song, ann, now)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('comment', ?, 'allow', 0.9)`, c1)
+		f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('comment', ?, 'block', 0.9)`, c2)
 
 		s, revs, comments, err := f.store.PublicSong(f.ctx, song)
 		if err != nil {
@@ -114,9 +114,9 @@ func TestPublicSongAndPitchesShowOnlyAllowed(t *testing.T) {
 
 		var pitches []int64
 		for _, v := range []string{"allow", "block", "", "allow"} {
-			id := f.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
+			id := f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, "p", now)
 			if v != "" {
-				f.exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('pitch', ?, ?, 0.9)`, id, v)
+				f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('pitch', ?, ?, 0.9)`, id, v)
 			}
 			pitches = append(pitches, id)
 		}
@@ -136,7 +136,7 @@ func TestMine(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann, bob := f.user("ann"), f.user("bob")
+		ann, bob := f.User("ann"), f.User("bob")
 		song, rev, _ := f.store.CreateSong(f.ctx, ann, "S", "v1")
 		f.store.RecordScreen(f.ctx, models.KindRevision, rev.ID, models.VerdictAllow, 0.8, models.Event{Event: "screen", Outcome: "allow"})
 		f.store.RecordScore(f.ctx, models.Score{RevisionID: rev.ID, Art: 0.6, ArtRuns: []float64{0.5, 0.6, 0.7},
@@ -187,7 +187,7 @@ func TestStatsAndEvents(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		ann := f.user("ann")
+		ann := f.User("ann")
 		f.bulkPitches(ann, 4)
 		jobs, _ := f.store.ClaimDue(f.ctx, 2, lease, "w", 0)
 		up := 503

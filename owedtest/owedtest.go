@@ -26,8 +26,10 @@ import (
 
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/clock"
+	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/scheduler"
 )
 
 // PostgresEnv names the variable that switches the PostgreSQL suite on.
@@ -238,10 +240,21 @@ func (r Response) ErrorCode() string {
 	return e.Error.Code
 }
 
-// Do sends a request with a bearer token ("" for none) and a body (a string is sent as is,
-// anything else as JSON) and reads the answer.
+// Do sends a request with a bearer token ("" for none) and a body (a string or []byte is sent
+// as is, anything else as JSON) and reads the answer; headers are name, value pairs.
 func (e *Env) Do(method, path, token string, body any, headers ...string) Response {
 	e.T.Helper()
+	r, err := Call(e.Server.Client(), e.Server.URL, method, path, token, body, headers...)
+	if err != nil && r.Status == 0 { // an answer that broke off is the test's to judge
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// Call sends a request to base+path on client as Env.Do does, and reads the answer whole (an
+// error with a non-zero Status: the body broke off). It fails no test: a goroutine, or a test
+// of owed as a process, decides what an error means.
+func Call(client *http.Client, base, method, path, token string, body any, headers ...string) (Response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -250,12 +263,15 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 	case []byte:
 		rd = bytes.NewReader(b)
 	default:
-		j, _ := json.Marshal(b)
+		j, err := json.Marshal(b)
+		if err != nil {
+			return Response{}, err
+		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.Server.URL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
-		e.T.Fatalf("request: %v", err)
+		return Response{}, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -266,13 +282,13 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := e.Server.Client().Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		e.T.Fatalf("%s %s: %v", method, path, err)
+		return Response{}, err
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return Response{Status: res.StatusCode, Header: res.Header, Body: b}
+	b, err := io.ReadAll(res.Body)
+	return Response{Status: res.StatusCode, Header: res.Header, Body: b}, err
 }
 
 // User creates a user through the admin API and returns its id and token. User names are
@@ -293,6 +309,22 @@ func (e *Env) User(name string, role models.Role) (int64, string) {
 	}
 	r.Decode(e.T, &u)
 	return u.ID, u.Token
+}
+
+// Quiet stops the app's background work (inline screens, scores after a write, authors'
+// sweeps), so that nothing changes the database behind the test's back: writes answer pending.
+// It returns a content runner of the test's own on the app's store, model, clock and settings,
+// which settles the owed work when the test sweeps with it (a stopped runner claims nothing
+// more).
+func (e *Env) Quiet() *scheduler.Content {
+	e.T.Helper()
+	if err := e.App.Content.Stop(context.Background()); err != nil {
+		e.T.Fatalf("stop: %v", err)
+	}
+	cfg := e.App.Config
+	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName, Timeout: cfg.ModelTimeout})
+	return scheduler.NewContent(e.App.Store, model, e.Clock, Logger(e.T), e.App.Metrics,
+		scheduler.ContentConfig{Lease: cfg.Lease, ModelName: cfg.ModelName, ReviewBelow: cfg.ReviewBand()})
 }
 
 // Sweep runs every due job now, as the periodic sweep does.

@@ -17,6 +17,8 @@ import (
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
 	"github.com/owed/owed/webhooks"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // received is one request a receiver got.
@@ -529,13 +531,7 @@ func TestLoopDeliversAndStops(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the loop delivered nothing")
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for r.one(w.ID).Status != models.DeliveryDelivered {
-			if time.Now().After(deadline) {
-				t.Fatal("the delivery was not recorded")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		wait.Until(t, "the delivery recorded", func() bool { return r.one(w.ID).Status == models.DeliveryDelivered })
 		if err := r.d.Stop(r.ctx); err != nil {
 			t.Fatal(err)
 		}

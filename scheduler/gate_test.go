@@ -2,10 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // granted reports whether done closes within a short real-time wait (the goroutines
@@ -80,22 +83,15 @@ func TestGateServesByPriorityThenArrival(t *testing.T) {
 
 func waitQueued(t *testing.T, g *Gate, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.Within(t, 5*time.Second, fmt.Sprintf("%d waiters", n), func() bool {
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		q := 0
 		for _, w := range g.waiters {
 			q += len(w)
 		}
-		g.mu.Unlock()
-		if q == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters, want %d", q, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return q == n
+	})
 }
 
 // A waiter whose context ends holds nothing and lets those behind it through.

@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -19,6 +18,7 @@ import (
 // rig is a content runner on a fresh database, with a fake clock at owedtest.Start and a fake
 // model over real HTTP.
 type rig struct {
+	*owedtest.Data
 	t       testing.TB
 	ctx     context.Context
 	store   *models.Store
@@ -53,8 +53,8 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	clk := clock.NewFake(owedtest.Start)
-	store := owedtest.Store(t, databaseURL, clk, func(o *models.Options) { o.DailyLimit = cfg.dailyLimit })
+	data := owedtest.NewData(t, databaseURL, owedtest.DailyLimit(cfg.dailyLimit))
+	store, clk := data.Store, data.Clock
 	model := modeltest.New(t)
 	var client *modelclient.Client
 	if !cfg.noModel {
@@ -68,45 +68,18 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		defer cancel()
 		c.Stop(ctx)
 	})
-	return &rig{t: t, ctx: context.Background(), store: store, clk: clk, model: model, content: c}
+	return &rig{Data: data, t: t, ctx: data.Ctx, store: store, clk: clk, model: model, content: c}
 }
 
 // with is the rig reporting to t (a subtest's).
 func (r *rig) with(t testing.TB) *rig {
 	c := *r
-	c.t = t
+	c.t, c.Data = t, r.Data.With(t)
 	return &c
 }
 
-func (r *rig) nowMs() int64 { return r.clk.Now().UnixMilli() }
-
-func (r *rig) user(name string) int64 {
-	r.t.Helper()
-	u, _, err := r.store.CreateUser(r.ctx, name, models.RoleAuthor)
-	for n := 2; errors.Is(err, models.ErrNameTaken) && n < 100; n++ { // subtests that share a database
-		u, _, err = r.store.CreateUser(r.ctx, fmt.Sprintf("%s-%d", name, n), models.RoleAuthor)
-	}
-	if err != nil {
-		r.t.Fatalf("user: %v", err)
-	}
-	return u.ID
-}
-
-func (r *rig) exec(q string, args ...any) {
-	r.t.Helper()
-	if _, err := r.store.RawExec(r.ctx, q, args...); err != nil {
-		r.t.Fatalf("exec %q: %v", q, err)
-	}
-}
-
-func (r *rig) insertID(q string, args ...any) int64 {
-	r.t.Helper()
-	var id int64
-	if err := r.store.RawScan(r.ctx, &id, q+" RETURNING id", args...); err != nil || id == 0 {
-		r.t.Fatalf("insert %q: %d, %v", q, id, err)
-	}
-	return id
-}
+// user is the store fixture's User (the name the scheduler's tests have long used).
+func (r *rig) user(name string) int64 { r.t.Helper(); return r.User(name) }
 
 func (r *rig) pitch(userID int64, body string) int64 {
 	r.t.Helper()
@@ -130,7 +103,7 @@ func (r *rig) song(userID int64, title, code string) (songID, revID int64) {
 func (r *rig) allowedRevision(userID int64, title, code string) (songID, revID int64) {
 	r.t.Helper()
 	songID, revID = r.song(userID, title, code)
-	r.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, revID, r.nowMs())
+	r.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, revID, r.NowMs())
 	return songID, revID
 }
 
@@ -152,71 +125,6 @@ func (r *rig) run(task models.Task, kind models.Kind, itemID int64) scheduler.Ou
 		r.t.Fatalf("run %s %s %d: %v", task, kind, itemID, err)
 	}
 	return out
-}
-
-func (r *rig) job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
-	r.t.Helper()
-	jobs, err := r.store.ListJobs(r.ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 10)
-	if err != nil {
-		r.t.Fatalf("jobs: %v", err)
-	}
-	if len(jobs) == 0 {
-		return models.Job{}, false
-	}
-	return jobs[0], true
-}
-
-func (r *rig) mustJob(task models.Task, kind models.Kind, itemID int64) models.Job {
-	r.t.Helper()
-	j, ok := r.job(task, kind, itemID)
-	if !ok {
-		r.t.Fatalf("no %s job for %s %d", task, kind, itemID)
-	}
-	return j
-}
-
-func (r *rig) noJob(task models.Task, kind models.Kind, itemID int64) {
-	r.t.Helper()
-	if j, ok := r.job(task, kind, itemID); ok {
-		r.t.Fatalf("%s job for %s %d still owed: %+v", task, kind, itemID, j)
-	}
-}
-
-func (r *rig) spent(userID int64) int64 {
-	r.t.Helper()
-	n, err := r.store.Spent(r.ctx, userID, r.clk.Now())
-	if err != nil {
-		r.t.Fatalf("spent: %v", err)
-	}
-	return n
-}
-
-// events lists an item's events, newest first.
-func (r *rig) events(kind models.Kind, itemID int64) []models.Event {
-	r.t.Helper()
-	evs, err := r.store.ListEvents(r.ctx, models.EventFilter{Kind: kind, ItemID: itemID}, 0, 100)
-	if err != nil {
-		r.t.Fatalf("events: %v", err)
-	}
-	return evs
-}
-
-func (r *rig) lastEvent(kind models.Kind, itemID int64) models.Event {
-	r.t.Helper()
-	evs := r.events(kind, itemID)
-	if len(evs) == 0 {
-		r.t.Fatalf("no event for %s %d", kind, itemID)
-	}
-	return evs[0]
-}
-
-func (r *rig) countJobs() int64 {
-	r.t.Helper()
-	var n int64
-	if err := r.store.RawScan(r.ctx, &n, `SELECT COUNT(*) FROM content_jobs`); err != nil {
-		r.t.Fatal(err)
-	}
-	return n
 }
 
 // wantPending checks a rescheduled job: why, attempts, due time and status recorded, lease freed.

@@ -23,6 +23,7 @@ import (
 // Three real replicas on one PostgreSQL: exactly one runs the backfill queue at a time, and when
 // it stops another takes the queue over and finishes the job.
 func TestOneReplicaRunsTheBackfillQueue(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)

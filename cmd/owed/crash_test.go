@@ -28,29 +28,6 @@ import (
 // the middle of a backfill batch and in the middle of webhook deliveries, then started again
 // on the same database and data directory. Nothing owed may be lost or recorded twice.
 
-// call sends a JSON request (body nil: none) with a bearer token and decodes the answer.
-func (p *process) call(method, path, token string, body any) (int, map[string]any) {
-	p.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, p.URL+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
-}
-
 // must fails the test unless the call answered want.
 func (p *process) must(want int, method, path, token string, body any) map[string]any {
 	p.t.Helper()
@@ -135,6 +112,7 @@ type mediaRow struct {
 // (its state is a row), and every media row ends in a final state: none pending, none lost,
 // and no row that was recorded before the kill is fetched again.
 func TestKilledMidBackfillBatchLosesNothing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
 		cdn := newSlowCDN(t, 70*time.Millisecond)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
@@ -330,6 +308,7 @@ func blockTagged(w http.ResponseWriter, r *http.Request) bool {
 // item has exactly one verdict and one item.screened delivery, and every allowed revision
 // exactly one score and one song.scored delivery.
 func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
 		model := modeltest.New(t)
 		model.Handle(blockTagged)

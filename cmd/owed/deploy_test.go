@@ -31,6 +31,7 @@ type composeFile struct {
 }
 
 func TestComposeWiresOwedToPostgres(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestComposeWiresOwedToPostgres(t *testing.T) {
 }
 
 func TestDockerfileBuildsWithCgoAndRunsAsNonRoot(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,7 @@ func TestDockerfileBuildsWithCgoAndRunsAsNonRoot(t *testing.T) {
 }
 
 func TestHealthCommand(t *testing.T) {
+	t.Parallel()
 	p := startOwed(t, "OWED_DATA_DIR="+t.TempDir())
 	var out bytes.Buffer
 	if err := health(strings.TrimPrefix(p.URL, "http://"), &out); err != nil || !strings.Contains(out.String(), "ready") {

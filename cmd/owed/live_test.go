@@ -74,6 +74,7 @@ func until(t *testing.T, events <-chan sseEvent, what string, ok func(sseEvent) 
 // when raw SQL changes the author's items (the triggers' NOTIFY); the replica holding a stream
 // still stops cleanly on SIGTERM.
 func TestLiveMineAcrossReplicasOnPostgres(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)

@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "owed:", err)
 		os.Exit(1)
 	}
@@ -46,7 +46,7 @@ const usage = `usage:
 Every setting is an OWED_* environment variable and a flag of the same name (OWED_MODEL_URL is
 --model-url); flags override the environment. "owed COMMAND --help" lists them.`
 
-func run(args []string, stdout, stderr io.Writer) error {
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return errors.New("no command")
@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "owed", app.BuildVersion())
 		return nil
 	}
-	cfg, err := app.FromEnv(os.Getenv)
+	cfg, err := app.FromEnv(getenv)
 	if err != nil {
 		return err
 	}

@@ -22,26 +22,27 @@ import (
 	"github.com/owed/owed/owedtest"
 )
 
-// cliEnv points run at a fresh database (the dialect's) and data directory, with no other
-// OWED_* setting from the environment the tests run in.
-func cliEnv(t *testing.T, db string) (dataDir string) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OWED_") && k != owedtest.PostgresEnv {
-			t.Setenv(k, "")
-		}
-	}
-	dataDir = t.TempDir()
-	t.Setenv("OWED_DATA_DIR", dataDir)
-	t.Setenv("OWED_DATABASE_URL", db)
-	t.Setenv("OWED_LOG_LEVEL", "error")
-	return dataDir
+// cli runs owed's command line in the test's process with an environment of its own, so CLI
+// tests run in parallel: none sets the process's environment.
+type cli struct {
+	t   *testing.T
+	dir string            // OWED_DATA_DIR
+	env map[string]string // the only OWED_* settings run sees
 }
 
-func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+// cliEnv points run at a fresh database (the dialect's) and data directory, with no other
+// OWED_* setting from the environment the tests run in.
+func cliEnv(t *testing.T, db string) *cli {
 	t.Helper()
+	dir := t.TempDir()
+	return &cli{t: t, dir: dir, env: map[string]string{"OWED_DATA_DIR": dir, "OWED_DATABASE_URL": db, "OWED_LOG_LEVEL": "error"}}
+}
+
+// run runs owed with args.
+func (c *cli) run(args ...string) (stdout, stderr string, err error) {
+	c.t.Helper()
 	var out, errb bytes.Buffer
-	err = run(args, &out, &errb)
+	err = run(args, func(k string) string { return c.env[k] }, &out, &errb)
 	return out.String(), errb.String(), err
 }
 
@@ -68,8 +69,10 @@ var printedToken = regexp.MustCompile(`owed_[A-Za-z0-9_-]{43}`)
 
 // TestUsersAdd: `owed users add` prints a token, once, that authenticates as that user.
 func TestUsersAdd(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		dir := cliEnv(t, db)
+		cli := cliEnv(t, db)
+		dir := cli.dir
 		tokens := map[string]string{}
 		for _, args := range [][]string{
 			{"users", "add", "bob", "--role", "author"},
@@ -77,7 +80,7 @@ func TestUsersAdd(t *testing.T) {
 			{"users", "add", "ada", "--role=admin"},
 			{"users", "add", "cy"}, // an author by default
 		} {
-			out, _, err := runCLI(t, args...)
+			out, _, err := cli.run(args...)
 			if err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}
@@ -110,12 +113,12 @@ func TestUsersAdd(t *testing.T) {
 			{"users", "list"},
 			{"users"},
 		} {
-			out, _, err := runCLI(t, args...)
+			out, _, err := cli.run(args...)
 			if err == nil || printedToken.MatchString(out) {
 				t.Errorf("%v: %v, printed %q; want an error and no token", args, err, out)
 			}
 		}
-		if _, _, err := runCLI(t, "users", "add", "eve", "--role", "root"); err == nil || !strings.Contains(err.Error(), "--role") {
+		if _, _, err := cli.run("users", "add", "eve", "--role", "root"); err == nil || !strings.Contains(err.Error(), "--role") {
 			t.Errorf("a bad role: %v, want it named", err)
 		}
 		store, err := models.Open(context.Background(), models.Options{URL: db, DataDir: dir})
@@ -131,10 +134,12 @@ func TestUsersAdd(t *testing.T) {
 
 // TestMigrate: `owed migrate` makes the schema on an empty database and is idempotent.
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	owedtest.EmptyDialects(t, func(t *testing.T, db string) {
-		dir := cliEnv(t, db)
+		cli := cliEnv(t, db)
+		dir := cli.dir
 		for range 2 {
-			out, _, err := runCLI(t, "migrate")
+			out, _, err := cli.run("migrate")
 			if err != nil || !strings.Contains(out, "up to date") {
 				t.Fatalf("migrate: %v %q", err, out)
 			}
@@ -149,8 +154,9 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 	// With no database URL, SQLite in the data directory.
-	dir := cliEnv(t, "")
-	if _, _, err := runCLI(t, "migrate"); err != nil {
+	cli := cliEnv(t, "")
+	dir := cli.dir
+	if _, _, err := cli.run("migrate"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "owed.db")); err != nil {
@@ -160,21 +166,22 @@ func TestMigrate(t *testing.T) {
 
 // TestCommandLine: unknown commands and bad configuration are errors that say what is wrong.
 func TestCommandLine(t *testing.T) {
-	cliEnv(t, "")
-	if _, errOut, err := runCLI(t, "frobnicate"); err == nil || !strings.Contains(err.Error(), "frobnicate") || !strings.Contains(errOut, "usage") {
+	t.Parallel()
+	cli := cliEnv(t, "")
+	if _, errOut, err := cli.run("frobnicate"); err == nil || !strings.Contains(err.Error(), "frobnicate") || !strings.Contains(errOut, "usage") {
 		t.Errorf("unknown command: %v, stderr %q", err, errOut)
 	}
-	if _, errOut, err := runCLI(t); err == nil || !strings.Contains(errOut, "usage") {
+	if _, errOut, err := cli.run(); err == nil || !strings.Contains(errOut, "usage") {
 		t.Errorf("no command: %v, stderr %q", err, errOut)
 	}
-	if out, _, err := runCLI(t, "help"); err != nil || !strings.Contains(out, "owed serve") {
+	if out, _, err := cli.run("help"); err != nil || !strings.Contains(out, "owed serve") {
 		t.Errorf("help: %v %q", err, out)
 	}
-	if _, _, err := runCLI(t, "migrate", "--frobnicate"); err == nil {
+	if _, _, err := cli.run("migrate", "--frobnicate"); err == nil {
 		t.Errorf("an unknown flag was accepted")
 	}
-	t.Setenv("OWED_LEASE", "forever")
-	if _, _, err := runCLI(t, "migrate"); err == nil || !strings.Contains(err.Error(), "OWED_LEASE") {
+	cli.env["OWED_LEASE"] = "forever"
+	if _, _, err := cli.run("migrate"); err == nil || !strings.Contains(err.Error(), "OWED_LEASE") {
 		t.Errorf("bad configuration: %v, want OWED_LEASE named", err)
 	}
 }
@@ -193,21 +200,19 @@ func serveOnce(t *testing.T, db, dataDir string, whileUp func(base string)) (std
 
 func sessionOf(t *testing.T, base, token string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+"/api/session", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
+	r, err := owedtest.Call(http.DefaultClient, base, http.MethodGet, "/api/session", token, nil)
+	if err != nil && r.Status == 0 {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
 	var body struct{ User map[string]any }
-	json.NewDecoder(res.Body).Decode(&body)
-	return res.StatusCode, body.User
+	json.Unmarshal(r.Body, &body)
+	return r.Status, body.User
 }
 
 // TestServe: `owed serve` with no admin token configured prints a first admin token on an
 // empty database, once; it works; a second start prints none; SIGTERM stops it cleanly.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		dataDir := t.TempDir()
 		first := serveOnce(t, db, dataDir, func(string) {})
@@ -234,6 +239,7 @@ func TestServe(t *testing.T) {
 // shuts owed down and returns the listener's error, which `owed serve` exits non-zero with,
 // rather than waiting for a signal with the runners working and no HTTP.
 func TestServeStopsWhenTheListenerFails(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		a, ln := owedtest.Serve(t, db)
 		ln.Close() // the listener fails under the server
@@ -256,18 +262,14 @@ func TestServeStopsWhenTheListenerFails(t *testing.T) {
 // TestServeExitsNonZeroWhenThePortIsTaken: `owed serve` on an address another process holds
 // exits non-zero, saying which address.
 func TestServeExitsNonZeroWhenThePortIsTaken(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	cmd := exec.Command(owedBinary(t), "serve")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OWED_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "OWED_ADDR="+ln.Addr().String(), "OWED_DATA_DIR="+t.TempDir(), "OWED_LOG_LEVEL=warn")
+	cmd.Env = owedEnv("OWED_ADDR="+ln.Addr().String(), "OWED_DATA_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {

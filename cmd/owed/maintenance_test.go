@@ -13,12 +13,13 @@ import (
 
 // TestHelpAndVersion: --help on every command lists its flags and exits 0; version prints one.
 func TestHelpAndVersion(t *testing.T) {
-	cliEnv(t, "")
+	t.Parallel()
+	cli := cliEnv(t, "")
 	for _, args := range [][]string{
 		{"serve", "--help"}, {"migrate", "--help"}, {"migrate", "-h"}, {"users", "add", "--help"},
 		{"users", "--help"}, {"backup", "--help"}, {"health", "--help"},
 	} {
-		out, _, err := runCLI(t, args...)
+		out, _, err := cli.run(args...)
 		if err != nil {
 			t.Errorf("%v: %v, want exit 0", args, err)
 		}
@@ -26,21 +27,21 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("%v printed %q: want the flags with their variables", args, out)
 		}
 	}
-	if out, _, err := runCLI(t, "migrate", "--help"); err != nil || !strings.Contains(out, "-status") {
+	if out, _, err := cli.run("migrate", "--help"); err != nil || !strings.Contains(out, "-status") {
 		t.Errorf("migrate --help: %v %q, want --status listed", err, out)
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
-		out, _, err := runCLI(t, args...)
+		out, _, err := cli.run(args...)
 		if err != nil || !strings.HasPrefix(out, "owed ") || strings.TrimSpace(strings.TrimPrefix(out, "owed ")) == "" {
 			t.Errorf("%v: %v %q, want owed and a version", args, err, out)
 		}
 	}
 	// A bad flag value names the flag; a setting given as a flag is used.
-	if _, _, err := runCLI(t, "migrate", "--sweep-every=often"); err == nil || !strings.Contains(err.Error(), "sweep-every") {
+	if _, _, err := cli.run("migrate", "--sweep-every=often"); err == nil || !strings.Contains(err.Error(), "sweep-every") {
 		t.Errorf("--sweep-every=often: %v", err)
 	}
 	dir := t.TempDir()
-	if _, _, err := runCLI(t, "migrate", "--data", dir); err != nil {
+	if _, _, err := cli.run("migrate", "--data", dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := models.SchemaStatus(context.Background(), models.Options{DataDir: dir}); err != nil {
@@ -52,30 +53,32 @@ func TestHelpAndVersion(t *testing.T) {
 // nothing; after `owed migrate` every one is applied; a database migrated by a newer owed
 // (a version this one does not know) is refused by serve and migrate, with a clear message.
 func TestMigrateStatusAndSchemaGuard(t *testing.T) {
+	t.Parallel()
 	owedtest.EmptyDialects(t, func(t *testing.T, db string) {
-		dir := cliEnv(t, db)
+		cli := cliEnv(t, db)
+		dir := cli.dir
 		if db == "" || strings.HasPrefix(db, "sqlite:") {
 			// SQLite: a status of a database that does not exist is an error, and makes none.
-			if _, _, err := runCLI(t, "migrate", "--status"); err == nil || !strings.Contains(err.Error(), "no database") {
+			if _, _, err := cli.run("migrate", "--status"); err == nil || !strings.Contains(err.Error(), "no database") {
 				t.Errorf("status of no database: %v", err)
 			}
 			if _, err := models.SchemaStatus(context.Background(), models.Options{URL: db, DataDir: dir}); err == nil {
 				t.Fatal("migrate --status made a database")
 			}
 		} else {
-			out, _, err := runCLI(t, "migrate", "--status")
+			out, _, err := cli.run("migrate", "--status")
 			if err != nil || !strings.Contains(out, "pending") || strings.Contains(out, "applied") {
 				t.Fatalf("status of an empty schema: %v %q, want every migration pending", err, out)
 			}
-			out, _, _ = runCLI(t, "migrate", "--status")
+			out, _, _ = cli.run("migrate", "--status")
 			if !strings.Contains(out, "0001") || strings.Contains(out, "applied") {
 				t.Errorf("a second status %q: the first changed the schema", out)
 			}
 		}
-		if _, _, err := runCLI(t, "migrate"); err != nil {
+		if _, _, err := cli.run("migrate"); err != nil {
 			t.Fatal(err)
 		}
-		out, _, err := runCLI(t, "migrate", "--status")
+		out, _, err := cli.run("migrate", "--status")
 		if err != nil || !strings.Contains(out, "up to date") || strings.Contains(out, "pending") || !strings.Contains(out, "0001") {
 			t.Fatalf("status after migrate: %v %q", err, out)
 		}
@@ -86,7 +89,7 @@ func TestMigrateStatusAndSchemaGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{{"migrate"}, {"migrate", "--status"}} {
-			if _, _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "newer owed") {
+			if _, _, err := cli.run(args...); err == nil || !strings.Contains(err.Error(), "newer owed") {
 				t.Errorf("%v on a newer schema: %v, want a refusal naming a newer owed", args, err)
 			}
 		}

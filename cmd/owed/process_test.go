@@ -73,20 +73,25 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
+// owedEnv is the environment of an owed process: the test's own without its OWED_* settings
+// (only what the test says configures owed), quiet logs, and settings (KEY=VALUE).
+func owedEnv(settings ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OWED_") {
+			env = append(env, kv)
+		}
+	}
+	return append(append(env, "OWED_LOG_LEVEL=warn"), settings...)
+}
+
 // startOwed runs `owed serve` with env (OWED_* settings) and waits until it is ready.
 func startOwed(t testing.TB, env ...string) *process {
 	t.Helper()
 	bin := owedBinary(t)
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "serve")
-	// Only what the test says configures owed: none of the caller's own OWED_* settings.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OWED_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "OWED_ADDR="+addr, "OWED_LOG_LEVEL=warn")
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = owedEnv(append([]string{"OWED_ADDR=" + addr}, env...)...)
 	p := &process{t: t, cmd: cmd, URL: "http://" + addr, stdout: &owedtest.LogBuffer{}, stderr: &owedtest.LogBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
@@ -135,29 +140,22 @@ func (p *process) stop(sig syscall.Signal) error {
 
 func (p *process) post(path, token string, body any) (int, map[string]any) {
 	p.t.Helper()
-	return p.send(http.MethodPost, path, token, body)
+	return p.call(http.MethodPost, path, token, body)
 }
 
 func (p *process) patch(path, token string, body any) (int, map[string]any) {
 	p.t.Helper()
-	return p.send(http.MethodPatch, path, token, body)
+	return p.call(http.MethodPatch, path, token, body)
 }
 
-// send makes one JSON request as token and decodes the answer.
-func (p *process) send(method, path, token string, body any) (int, map[string]any) {
+// call sends a request as token (body nil: none, else JSON) and decodes the JSON answer.
+func (p *process) call(method, path, token string, body any) (int, map[string]any) {
 	p.t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, p.URL+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
+	r, err := owedtest.Call(http.DefaultClient, p.URL, method, path, token, body)
+	if err != nil && r.Status == 0 {
 		p.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer res.Body.Close()
-	var out map[string]any
-	json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
+	return r.Status, r.JSON()
 }
 
 // subjectTracker is a model hook that counts the requests per screened text and notices when

@@ -17,6 +17,7 @@ import (
 // Three real replicas on one PostgreSQL: every job settles exactly once and no job is ever run
 // by two of them at once.
 func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
@@ -89,6 +90,7 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 // A process killed in the middle of a sweep loses nothing: its leased jobs run again, once,
 // after the lease runs out.
 func TestKilledMidSweepLosesNothing(t *testing.T) {
+	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
 		model := modeltest.New(t)
 		// The first process never finishes a call, and its asks' deadline (within the 6 s lease)

@@ -11,6 +11,8 @@ import (
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
+
+	"github.com/owed/owed/owedtest/wait"
 )
 
 var pitch = modelclient.ScreenRequest{Kind: modelclient.KindPitch, Subject: modelclient.Subject{Text: "a song about rain"}}
@@ -89,9 +91,7 @@ func TestHangReleasedAtCleanup(t *testing.T) {
 		f.Hang()
 		c := f.Client() // default 2m timeout
 		go func() { done <- c.Screen(context.Background(), pitch) }()
-		for f.Calls() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		wait.Until(t, "the call to reach the fake", func() bool { return f.Calls() > 0 })
 	})
 	select {
 	case r := <-done:
