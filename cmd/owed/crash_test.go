@@ -240,12 +240,18 @@ func listMedia(t *testing.T, db *sql.DB, scrape int64) []mediaRow {
 }
 
 // slowReceiver is a webhook receiver that verifies every delivery's signature and holds each
-// one a while before answering 204, so deliveries are in flight when owed is killed. It
-// notes each webhook-id as seen on arrival and as acknowledged once its 204 is written.
+// one a while before answering 204. Once holdAfter deliveries are acknowledged it holds every
+// new one until release (or its caller gives up), so deliveries are surely in flight when owed
+// is killed, however fast or slow the machine. It notes each webhook-id as seen on arrival and
+// as acknowledged once its 204 is written.
 type slowReceiver struct {
-	srv      *httptest.Server
-	delay    time.Duration
-	inFlight atomic.Int64
+	srv       *httptest.Server
+	delay     time.Duration
+	holdAfter int64
+	inFlight  atomic.Int64
+	ackedN    atomic.Int64
+	released  chan struct{}
+	release   func()
 
 	mu     sync.Mutex
 	secret string
@@ -254,11 +260,19 @@ type slowReceiver struct {
 	bad    []string
 }
 
-func newSlowReceiver(t *testing.T, delay time.Duration) *slowReceiver {
-	rc := &slowReceiver{delay: delay, seen: map[string]int{}, acked: map[string]int{}}
+func newSlowReceiver(t *testing.T, delay time.Duration, holdAfter int64) *slowReceiver {
+	rc := &slowReceiver{delay: delay, holdAfter: holdAfter, seen: map[string]int{}, acked: map[string]int{}, released: make(chan struct{})}
+	rc.release = sync.OnceFunc(func() { close(rc.released) })
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc.inFlight.Add(1)
 		defer rc.inFlight.Add(-1)
+		if rc.ackedN.Load() >= rc.holdAfter {
+			select {
+			case <-rc.released:
+			case <-r.Context().Done():
+				return // owed died holding this delivery
+			}
+		}
 		body, err := io.ReadAll(r.Body)
 		id := r.Header.Get("webhook-id")
 		rc.mu.Lock()
@@ -280,8 +294,10 @@ func newSlowReceiver(t *testing.T, delay time.Duration) *slowReceiver {
 		rc.mu.Lock()
 		rc.acked[id]++
 		rc.mu.Unlock()
+		rc.ackedN.Add(1)
 	}))
 	t.Cleanup(rc.srv.Close)
+	t.Cleanup(rc.release) // before Close, which waits for the held requests
 	return rc
 }
 
@@ -313,7 +329,7 @@ func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 		model := modeltest.New(t)
 		model.Handle(blockTagged)
 		model.KeepRequests(false)
-		recv := newSlowReceiver(t, 400*time.Millisecond)
+		recv := newSlowReceiver(t, 400*time.Millisecond, 5)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
 			"OWED_MODEL_URL=" + model.URL(), "OWED_DATABASE_MAX_CONNS=8", "OWED_WRITE_RATE=0", "OWED_LEASE=3s",
 			"OWED_SWEEP_EVERY=1s", "OWED_INLINE_WAIT=0s", "OWED_DAILY_BUDGET=100000", "OWED_SWEEP_CONCURRENCY=8",
@@ -371,6 +387,7 @@ func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 			return delivered() >= 5 && recv.inFlight.Load() > 0
 		})
 		first.kill()
+		recv.release() // the restarted owed's deliveries are answered as usual
 		atKill := delivered()
 		leased := countRows(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending' AND lease_owner IS NOT NULL`)
 		if leased == 0 || atKill >= wantDeliveries {
