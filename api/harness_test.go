@@ -153,11 +153,7 @@ func (w *world) screen(kind models.Kind, id int64, owner role, verdict models.Ve
 // job finds the owed job of an item's task.
 func (w *world) job(task models.Task, kind models.Kind, item int64) models.Job {
 	w.t.Helper()
-	jobs, err := w.store().ListJobs(context.Background(), models.JobFilter{Task: task, Kind: kind, ItemID: item}, 0, 10)
-	if err != nil || len(jobs) != 1 {
-		w.t.Fatalf("job %s %s %d: %v %v", task, kind, item, jobs, err)
-	}
-	return jobs[0]
+	return w.env.Data().MustJob(task, kind, item)
 }
 
 // created posts body and returns the new resource's answer, failing unless it is 201.

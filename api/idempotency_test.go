@@ -18,11 +18,7 @@ import (
 // count counts rows of the store's database.
 func count(t *testing.T, s *models.Store, q string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := s.RawScan(context.Background(), &n, q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return int(owedtest.Count(t, s, q, args...))
 }
 
 // Two replicas on one database: a key's answer is the caller's, kept once, replayed by either.

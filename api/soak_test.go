@@ -216,15 +216,6 @@ func idOf(v any) int64 {
 	return int64(f)
 }
 
-// sqlCount runs a COUNT-like query on the store.
-func sqlCount(t *testing.T, s *models.Store, q string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := s.RawScan(context.Background(), &n, q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
-}
 
 // TestSoakContentUnderModelFaults writes items through the API while the periodic sweep, the
 // writes' inline claims and the authors' views race for the jobs, against a model that fails
@@ -330,7 +321,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			t.Helper()
 			deadline := time.Now().Add(60 * time.Second)
 			for calm := 0; calm < 3; {
-				if sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`) == 0 {
+				if owedtest.Count(t, store, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`) == 0 {
 					calm++
 				} else {
 					calm = 0
@@ -357,9 +348,9 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		var outageCalls, outageSpent int64
 		for ; ; rounds++ {
 			fm.down.Store(rounds == 1 || rounds == 2)
-			callsBefore, spentBefore := int64(env.Model.Calls()), sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
+			callsBefore, spentBefore := int64(env.Model.Calls()), owedtest.Count(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
 			if rounds > 400 {
-				t.Fatalf("still %d jobs owed after %d rounds", sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs`), rounds)
+				t.Fatalf("still %d jobs owed after %d rounds", owedtest.Count(t, store, `SELECT COUNT(*) FROM content_jobs`), rounds)
 			}
 			var wg sync.WaitGroup
 			if rounds < writeRounds {
@@ -425,7 +416,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			}
 			if fm.down.Load() {
 				outageCalls += int64(env.Model.Calls()) - callsBefore
-				outageSpent += sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`) - spentBefore
+				outageSpent += owedtest.Count(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`) - spentBefore
 			}
 
 			// Every job still owed has been tried, says why it waits and when it is tried next; one
@@ -433,14 +424,14 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			// failure that opened it.
 			now := env.Clock.Now().UnixMilli()
 			// (Put off untried, a job has no why of its own: it shows why breaker.)
-			if n := sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs WHERE (why IS NULL AND attempts > 0) OR due_at <= ?
+			if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM content_jobs WHERE (why IS NULL AND attempts > 0) OR due_at <= ?
 				OR (attempts < 1 AND why IS NOT NULL AND why NOT IN ('unreachable', 'upstream'))`, now); n != 0 {
 				t.Fatalf("round %d: %d pending jobs without a why or a next attempt", rounds, n)
 			}
-			if n := sqlCount(t, store, orphans); n != 0 {
+			if n := owedtest.Count(t, store, orphans); n != 0 {
 				t.Fatalf("round %d: %d jobs without their item", rounds, n)
 			}
-			pending := sqlCount(t, store, `SELECT COUNT(*) FROM content_jobs`)
+			pending := owedtest.Count(t, store, `SELECT COUNT(*) FROM content_jobs`)
 			pendingSeen = max(pendingSeen, pending)
 			if pending == 0 && rounds >= writeRounds {
 				break
@@ -488,7 +479,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			if len(verdicts) != 1 {
 				t.Fatalf("%s %d has %d verdicts", it.kind, it.id, len(verdicts))
 			}
-			if n := sqlCount(t, store, `SELECT COUNT(*) FROM events WHERE event = 'screen' AND kind = ? AND item_id = ? AND outcome IN ('allow', 'block')`, it.kind, it.id); n != 1 {
+			if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM events WHERE event = 'screen' AND kind = ? AND item_id = ? AND outcome IN ('allow', 'block')`, it.kind, it.id); n != 1 {
 				t.Fatalf("%s %d has %d verdict events", it.kind, it.id, n)
 			}
 			if it.kind != models.KindRevision {
@@ -498,17 +489,17 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 			if verdicts[0] == models.VerdictAllow {
 				want, allowedRevs = 1, allowedRevs+1
 			}
-			if n := sqlCount(t, store, `SELECT COUNT(*) FROM scores WHERE revision_id = ?`, it.id); n != want {
+			if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM scores WHERE revision_id = ?`, it.id); n != want {
 				t.Fatalf("revision %d (%s) has %d scores, want %d", it.id, verdicts[0], n, want)
 			}
-			if n := sqlCount(t, store, `SELECT COUNT(*) FROM events WHERE outcome = 'scored' AND item_id = ?`, it.id); n != want {
+			if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM events WHERE outcome = 'scored' AND item_id = ?`, it.id); n != want {
 				t.Fatalf("revision %d has %d score events, want %d", it.id, n, want)
 			}
 		}
-		if n := sqlCount(t, store, `SELECT COUNT(*) FROM screens`); n != int64(len(written)) {
+		if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM screens`); n != int64(len(written)) {
 			t.Fatalf("%d verdicts for %d items", n, len(written))
 		}
-		if n := sqlCount(t, store, `SELECT COUNT(*) FROM scores`); n != allowedRevs {
+		if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM scores`); n != allowedRevs {
 			t.Fatalf("%d scores for %d allowed revisions", n, allowedRevs)
 		}
 
@@ -519,8 +510,8 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		// Every call charged was asked, and every ask left exactly one event: the budget spent
 		// is the calls the events account for (each charged before asking).
 		calls := int64(env.Model.Calls())
-		spent := sqlCount(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
-		asked := sqlCount(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 ELSE 3 END), 0) FROM events
+		spent := owedtest.Count(t, store, `SELECT COALESCE(SUM(spent), 0) FROM budgets`)
+		asked := owedtest.Count(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 ELSE 3 END), 0) FROM events
 			WHERE why IS NULL OR why IN ('upstream', 'unreachable', 'unanswered')`)
 		if asked != spent {
 			t.Fatalf("the events account for %d calls, the budget spent is %d", asked, spent)
@@ -532,7 +523,7 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 		// (one answered, so at most two go missing). Such an ask was charged all the same and its
 		// event says how it ended: unreachable, or upstream for a score. No call reaches the model
 		// uncharged.
-		gaveUp := sqlCount(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 WHEN why = 'unreachable' THEN 3 ELSE 2 END), 0)
+		gaveUp := owedtest.Count(t, store, `SELECT COALESCE(SUM(CASE WHEN event = 'screen' THEN 1 WHEN why = 'unreachable' THEN 3 ELSE 2 END), 0)
 			FROM events WHERE why = 'unreachable' OR (event = 'score' AND why = 'upstream')`)
 		if calls > spent || spent-calls > gaveUp {
 			t.Fatalf("budget spent %d, the model received %d calls; at most %d calls of asks that ended unreachable (or upstream, for a score) may not have reached it",
@@ -557,8 +548,8 @@ func TestSoakContentUnderModelFaults(t *testing.T) {
 				refusedDays++
 			}
 		}
-		budgetWaits := sqlCount(t, store, `SELECT COUNT(*) FROM events WHERE why = 'budget'`)
-		pendingEvents := sqlCount(t, store, `SELECT COUNT(*) FROM events WHERE outcome = 'pending'`)
+		budgetWaits := owedtest.Count(t, store, `SELECT COUNT(*) FROM events WHERE why = 'budget'`)
+		pendingEvents := owedtest.Count(t, store, `SELECT COUNT(*) FROM events WHERE outcome = 'pending'`)
 		fm.mu.Lock()
 		faults := fmt.Sprint(fm.faults)
 		fm.mu.Unlock()
@@ -784,7 +775,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		}
 
 		owed := func() int64 {
-			return sqlCount(t, store, `SELECT COUNT(*) FROM media WHERE state IN ('pending', 'suspect')`)
+			return owedtest.Count(t, store, `SELECT COUNT(*) FROM media WHERE state IN ('pending', 'suspect')`)
 		}
 		restarts, runs := 0, 0
 		for owed() > 0 {
@@ -804,7 +795,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 			runs++
 			checkTotals(t, store)
 		}
-		if n := sqlCount(t, store, `SELECT COUNT(*) FROM backfill_jobs WHERE state <> 'done'`); n != 0 {
+		if n := owedtest.Count(t, store, `SELECT COUNT(*) FROM backfill_jobs WHERE state <> 'done'`); n != 0 {
 			t.Errorf("%d jobs not done with nothing owed", n)
 		}
 

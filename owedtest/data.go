@@ -79,9 +79,15 @@ func (d *Data) InsertID(q string, args ...any) int64 {
 // Count runs a COUNT-like query.
 func (d *Data) Count(q string, args ...any) int64 {
 	d.T.Helper()
+	return Count(d.T, d.Store, q, args...)
+}
+
+// Count runs a COUNT-like query on s, failing t on an error.
+func Count(t testing.TB, s *models.Store, q string, args ...any) int64 {
+	t.Helper()
 	var n int64
-	if err := d.Store.RawScan(d.Ctx, &n, q, args...); err != nil {
-		d.T.Fatalf("%s: %v", q, err)
+	if err := s.RawScan(context.Background(), &n, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return n
 }

@@ -311,6 +311,11 @@ func (e *Env) User(name string, role models.Role) (int64, string) {
 	return u.ID, u.Token
 }
 
+// Data is the store fixture on the app's store and fake clock, reporting to the Env's test.
+func (e *Env) Data() *Data {
+	return &Data{T: e.T, Ctx: context.Background(), Store: e.App.Store, Clock: e.Clock}
+}
+
 // Quiet stops the app's background work (inline screens, scores after a write, authors'
 // sweeps), so that nothing changes the database behind the test's back: writes answer pending.
 // It returns a content runner of the test's own on the app's store, model, clock and settings,
