@@ -216,7 +216,6 @@ func idOf(v any) int64 {
 	return int64(f)
 }
 
-
 // TestSoakContentUnderModelFaults writes items through the API while the periodic sweep, the
 // writes' inline claims and the authors' views race for the jobs, against a model that fails
 // about a quarter of its calls in every way it can; it advances the clock between sweeps
