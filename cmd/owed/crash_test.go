@@ -114,6 +114,7 @@ type mediaRow struct {
 func TestKilledMidBackfillBatchLosesNothing(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
+		t.Parallel() // each dialect's processes wait on leases and slow peers, not on the CPU
 		cdn := newSlowCDN(t, 70*time.Millisecond)
 		env := []string{"OWED_DATABASE_URL=" + dbURL, "OWED_DATA_DIR=" + t.TempDir(), "OWED_ADMIN_TOKEN=" + owedtest.AdminToken,
 			"OWED_DATABASE_MAX_CONNS=8", "OWED_WRITE_RATE=0", "OWED_LEASE=3s", "OWED_WALK_IDLE=1s", "OWED_SWEEP_EVERY=1s",
@@ -326,6 +327,7 @@ func blockTagged(w http.ResponseWriter, r *http.Request) bool {
 func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
+		t.Parallel() // each dialect's processes wait on leases and slow peers, not on the CPU
 		model := modeltest.New(t)
 		model.Handle(blockTagged)
 		model.KeepRequests(false)

@@ -92,6 +92,7 @@ func TestReplicasShareTheWorkOnPostgres(t *testing.T) {
 func TestKilledMidSweepLosesNothing(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, dbURL string) {
+		t.Parallel() // each dialect's processes wait on leases and slow peers, not on the CPU
 		model := modeltest.New(t)
 		// The first process never finishes a call, and its asks' deadline (within the 6 s lease)
 		// is far beyond the kill: an ask that timed out first would be rescheduled a minute
