@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
@@ -88,6 +89,34 @@ func TestRunLogsALetGoOnlyWhenNotStopping(t *testing.T) {
 			t.Fatalf("a job let go past its lease logged %v; want one info line with the job and its cause", got)
 		}
 		r.wantNothingAsked(t, ann, stopping, late)
+	})
+}
+
+// A job the open breaker puts off whose putting off cannot be written (the database failing)
+// is an error of the run, logged by the runner, not a quiet pending: the job keeps its lease
+// until it runs out and is then due again.
+func TestRunPutOffNotWrittenIsAnError(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		ann := r.user("ann")
+		p := r.pitch(ann, "p")
+		probe := r.clk.Now().Add(time.Minute)
+		if _, ok, err := r.store.OpenBreaker(r.ctx, 10, models.WhyUnreachable, nil, nil, probe); err != nil || !ok {
+			t.Fatalf("open the breaker: %v, %v", ok, err)
+		}
+		j := r.claim(models.TaskScreen, models.KindPitch, p)
+		r.exec(`ALTER TABLE content_jobs RENAME TO content_jobs_gone`)
+		out, err := r.content.Run(r.ctx, j)
+		r.exec(`ALTER TABLE content_jobs_gone RENAME TO content_jobs`)
+		if out != scheduler.Pending || err == nil {
+			t.Fatalf("Run = %s, %v; want pending and the error", out, err)
+		}
+		got := r.mustJob(models.TaskScreen, models.KindPitch, p)
+		if got.LeaseOwner == nil || *got.LeaseOwner != "test-worker" || !got.DueAt.Equal(j.DueAt) || got.Attempts != 0 {
+			t.Errorf("job %+v; want it as claimed: leased to test-worker, due at %v, no attempt", got, j.DueAt)
+		}
+		r.wantNothingAsked(t, ann, p)
 	})
 }
 
