@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/owed/owed/clock"
+	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
@@ -34,6 +35,7 @@ type rigConfig struct {
 	dailyLimit   int64 // the store's default daily limit (0: models.DefaultDailyLimit)
 	noModel      bool
 	modelTimeout time.Duration
+	metrics      *metrics.Metrics
 }
 
 // withDailyLimit sets the store's default daily limit.
@@ -46,6 +48,9 @@ func withConfig(f func(*scheduler.ContentConfig)) rigOption {
 func withoutModel() rigOption { return func(c *rigConfig) { c.noModel = true } }
 
 func withModelTimeout(d time.Duration) rigOption { return func(c *rigConfig) { c.modelTimeout = d } }
+
+// withMetrics gives the runner m to count into (the rig's default is none).
+func withMetrics(m *metrics.Metrics) rigOption { return func(c *rigConfig) { c.metrics = m } }
 
 func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 	t.Helper()
@@ -62,7 +67,7 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		mc.Timeout = cfg.modelTimeout
 		client = modelclient.New(mc)
 	}
-	c := scheduler.NewContent(store, client, clk, owedtest.Logger(t), nil, cfg.content)
+	c := scheduler.NewContent(store, client, clk, owedtest.Logger(t), cfg.metrics, cfg.content)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -4,7 +4,7 @@
 # -E), each mutant judged by `go test -run RUN` (GOFLAGS, which gremlins passes on to every go
 # test it runs; RUN empty: the whole package). Output in $OUT/NAME.txt, every go command in
 # $OUT/NAME.calls.log. Run it from a copy of the tree (git archive HEAD | tar -x -C DIR), at
-# nice 19, one worker.
+# nice 19 (MUT_NICE), one worker.
 set -u
 name=$1 pkg=$2 run=$3 coef=$4 extra=$5; shift 5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +21,7 @@ export GOFLAGS="-buildvcs=false -vet=off${run:+ -run=$run}"
 {
   echo "# gremlins v0.6.0 unleash ./$pkg, files: $*; GOFLAGS=$GOFLAGS; coefficient $coef $extra"
   echo "# started $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  /usr/bin/time -f "# wall %e s" nice -n 19 "$(go env GOPATH)/bin/gremlins" unleash "./$pkg" --workers 1 \
+  /usr/bin/time -f "# wall %e s" nice -n "${MUT_NICE:-19}" "$(go env GOPATH)/bin/gremlins" unleash "./$pkg" --workers 1 \
     --timeout-coefficient "$coef" $extra "${ex[@]}" 2>&1
   echo "# ended $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/$name.txt" 2>&1

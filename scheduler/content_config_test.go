@@ -1,0 +1,71 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
+)
+
+// ContentConfig's zero fields take the documented defaults (owed's settings default to them),
+// and the fields set are kept as given, but for a model cap below a score's three calls,
+// which is raised to three so a score can ever run.
+func TestContentConfigDefaultsAndKeeps(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, "sqlite:"+t.TempDir()+"/owed.db")
+	zero := scheduler.NewContent(r.store, nil, r.clk, nil, nil, scheduler.ContentConfig{}).Config()
+	if zero.Lease != scheduler.DefaultLease || zero.ModelName != scheduler.DefaultModelName ||
+		zero.Concurrency != scheduler.DefaultConcurrency || zero.Owner == "" || zero.Every != scheduler.DefaultSweepEvery ||
+		zero.ModelConcurrency != scheduler.DefaultModelConcurrency || zero.ModelBreaker != scheduler.DefaultModelBreaker {
+		t.Errorf("the zero config became %+v; want every default", zero)
+	}
+	if scheduler.DefaultLease != 2*time.Minute || scheduler.DefaultConcurrency != 64 || scheduler.DefaultSweepEvery != time.Minute ||
+		scheduler.DefaultModelConcurrency != 16 || scheduler.DefaultModelBreaker != 10 || scheduler.DefaultModelName != "critic" {
+		t.Errorf("the defaults changed from the README's: lease %v, concurrency %d, sweep %v, model cap %d, breaker %d, model %q",
+			scheduler.DefaultLease, scheduler.DefaultConcurrency, scheduler.DefaultSweepEvery, scheduler.DefaultModelConcurrency,
+			scheduler.DefaultModelBreaker, scheduler.DefaultModelName)
+	}
+
+	set := scheduler.ContentConfig{Lease: 30 * time.Second, ModelName: "judge", Concurrency: 1, Owner: "me",
+		Every: 5 * time.Second, ModelConcurrency: 1, ModelBreaker: -1}
+	got := scheduler.NewContent(r.store, nil, r.clk, nil, nil, set).Config()
+	if got.Lease != 30*time.Second || got.ModelName != "judge" || got.Concurrency != 1 || got.Owner != "me" ||
+		got.Every != 5*time.Second || got.ModelBreaker != -1 {
+		t.Errorf("the config set became %+v; want it kept", got)
+	}
+	if got.ModelConcurrency != scheduler.ScoreRuns {
+		t.Errorf("a model cap of 1 became %d, want %d (a score's calls)", got.ModelConcurrency, scheduler.ScoreRuns)
+	}
+	other := scheduler.NewContent(r.store, nil, r.clk, nil, nil, scheduler.ContentConfig{}).Config()
+	if other.Owner == zero.Owner {
+		t.Errorf("two runners with no owner set share %q; want one each", other.Owner)
+	}
+}
+
+// An author's sweep asked for after Stop starts nothing and is not counted: AuthorSweeps
+// tells a view whether it started a sweep to wait for, and none will run.
+func TestSweepAuthorAfterStopStartsNothing(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		ann := r.user("ann")
+		p := r.pitch(ann, "p")
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		defer cancel()
+		if err := r.content.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.content.SweepAuthor(ann)
+		r.content.SweepAuthor(ann)
+		if n := r.content.AuthorSweeps(); n != 0 {
+			t.Errorf("AuthorSweeps after Stop = %d, want 0: no sweep started", n)
+		}
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.Attempts != 0 || j.LeaseOwner != nil {
+			t.Errorf("job %+v; want it untouched", j)
+		}
+		r.wantNothingAsked(t, ann, p)
+	})
+}
