@@ -149,7 +149,11 @@ func newScreenRow(c screenCall, now int64) screenRow {
 // MarshalJSON writes the row as screenColumns name it, by hand: a batch of verdicts is
 // encoded on the hot path, and the values are only integers, numbers, text and NULL.
 func (r screenRow) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 512)
+	return r.appendJSON(make([]byte, 0, 512))
+}
+
+// appendJSON appends the row as MarshalJSON writes it.
+func (r screenRow) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	for i, v := range []any{string(r.kind), r.itemID, string(r.verdict), r.confidence, r.at} {
 		if i == 0 {
@@ -174,6 +178,34 @@ func (r screenRow) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// screenRowsJSON is rows as one JSON array for fromJSON: jsonParam's result, written without
+// encoding/json, which re-reads (compacts) every row a MarshalJSON hands it.
+func screenRowsJSON(rows []screenRow) (string, error) {
+	b := make([]byte, 0, 2+len(rows)*512)
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = r.appendJSON(b); err != nil {
+			return "", err
+		}
+	}
+	return string(append(b, ']')), nil
+}
+
+// plainJSON reports whether s is printable ASCII that JSON keeps as it is between quotes (the
+// tasks, kinds, outcomes and verdicts a row mostly holds).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // appendJSONValue appends v (as eventFields' value gives it) as JSON.
 func appendJSONValue(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
@@ -187,6 +219,11 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 		}
 		return strconv.AppendFloat(b, v, 'g', -1, 64), nil
 	case string:
+		if plainJSON(v) {
+			b = append(b, '"')
+			b = append(b, v...)
+			return append(b, '"'), nil
+		}
 		s, err := json.Marshal(v)
 		return append(b, s...), err
 	}

@@ -178,13 +178,29 @@ type itemKey struct {
 
 func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 
-// insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
-const insertScreens = `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
+// insertScreensIf inserts the verdicts of v's rows whose items still exist and have none yet,
+// if cond (an SQL condition) holds.
+func insertScreensIf(cond string) string {
+	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
 	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at FROM v
-	WHERE (v.kind = 'revision' AND EXISTS (SELECT 1 FROM revisions WHERE id = v.item_id))
+	WHERE (` + cond + `) AND ((v.kind = 'revision' AND EXISTS (SELECT 1 FROM revisions WHERE id = v.item_id))
 		OR (v.kind = 'comment' AND EXISTS (SELECT 1 FROM comments WHERE id = v.item_id))
-		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id))
+		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id)))
 	ON CONFLICT (kind, item_id) DO NOTHING`
+}
+
+// insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
+var insertScreens = insertScreensIf("1 = 1")
+
+// recordScreensAlone is the recording of a batch of verdicts that no webhook wants, as one
+// statement (PostgreSQL's writable CTEs): the subscription check, the verdicts, their
+// events. When an active webhook wants item.screened it writes nothing and answers one row
+// whose kind is empty, and the caller records the batch with its deliveries instead. Its
+// arguments: the rows (fromJSON), then eventPattern of item.screened and of EventAll.
+var recordScreensAlone = `, w AS (SELECT EXISTS (` + subscribersSQL + `) AS subscribed),
+	s AS (` + insertScreensIf("NOT (SELECT subscribed FROM w)") + ` RETURNING kind, item_id),
+	e AS (` + insertScreenEvents + ` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
+	SELECT kind, item_id FROM s UNION ALL SELECT '', 0 FROM w WHERE subscribed`
 
 // recordScreens records the verdicts of calls (of distinct items) and their events, and says
 // which were recorded. On PostgreSQL with no webhook to owe it is one statement (every
@@ -201,18 +217,23 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	// the budget's charges (also in author order).
 	sorted := slices.Clone(rows)
 	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
-	param, err := jsonParam(sorted)
+	param, err := screenRowsJSON(sorted)
 	if err != nil {
 		return nil, err
 	}
 	with := `WITH v AS (SELECT * FROM ` + s.dialect.fromJSON("j", screenColumns...) + `) `
 	recorded := make(map[itemKey]bool, len(calls))
+	subscribed := false
 	scanKeys := func(rows *queryRows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k itemKey
 			if err := rows.Scan(&k.kind, &k.id); err != nil {
 				return err
+			}
+			if k.kind == "" { // recordScreensAlone's answer when a webhook wants the verdicts
+				subscribed = true
+				continue
 			}
 			recorded[k] = true
 		}
@@ -226,18 +247,14 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		return out
 	}
 	if s.dialect.writableCTEs() && !s.inTx {
-		if subscribed, err := s.webhookSubscribed(ctx, EventItemScreened); err != nil {
+		res, err := s.query(ctx, s.db, with+recordScreensAlone, param, eventPattern(EventItemScreened), eventPattern(EventAll))
+		if err != nil {
 			return nil, err
-		} else if !subscribed {
-			res, err := s.query(ctx, s.db, with+`, s AS (`+insertScreens+` RETURNING kind, item_id),
-				e AS (`+insertScreenEvents+` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
-				SELECT kind, item_id FROM s`, param)
-			if err != nil {
-				return nil, err
-			}
-			if err := scanKeys(res); err != nil {
-				return nil, err
-			}
+		}
+		if err := scanKeys(res); err != nil {
+			return nil, err
+		}
+		if !subscribed {
 			return outcome(), nil
 		}
 	}
@@ -274,7 +291,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		if len(events) == 0 {
 			return nil
 		}
-		param, err := jsonParam(events)
+		param, err := screenRowsJSON(events)
 		if err != nil {
 			return err
 		}

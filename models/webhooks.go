@@ -184,10 +184,14 @@ func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) erro
 	return nil
 }
 
+// subscribersSQL selects the active webhooks that want an event; its two arguments are
+// eventPattern of the event and of EventAll.
+const subscribersSQL = `SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`
+
 // webhookSubscribed reports whether an active webhook wants event.
 func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
 	var subscribers []int64
-	if err := s.scan(ctx, s.db, &subscribers, `SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?) LIMIT 1`,
+	if err := s.scan(ctx, s.db, &subscribers, subscribersSQL+` LIMIT 1`,
 		eventPattern(event), eventPattern(EventAll)); err != nil {
 		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
 	}

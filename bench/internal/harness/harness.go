@@ -512,6 +512,7 @@ func Waits(ctx context.Context, dialect, where string, interval time.Duration) f
 		return func() []string { return []string{err.Error()} }
 	}
 	db.SetMaxOpenConns(1)
+	before, berr := dbStats(ctx, db)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan map[string]int)
 	go func() {
@@ -542,7 +543,7 @@ func Waits(ctx context.Context, dialect, where string, interval time.Duration) f
 	return func() []string {
 		cancel()
 		tally := <-done
-		db.Close()
+		defer db.Close()
 		samples := tally["(samples)"]
 		delete(tally, "(samples)")
 		keys := make([]string, 0, len(tally))
@@ -551,9 +552,32 @@ func Waits(ctx context.Context, dialect, where string, interval time.Duration) f
 		}
 		slices.SortFunc(keys, func(a, b string) int { return tally[b] - tally[a] })
 		out := []string{fmt.Sprintf("pg_stat_activity, %d samples, mean backends per sample in each state (wait_event_type:wait_event):", samples)}
+		// A backend reports its counts within a second of going idle.
+		time.Sleep(1500 * time.Millisecond)
+		if after, err := dbStats(context.WithoutCancel(ctx), db); err == nil && berr == nil {
+			d := make([]int64, len(after))
+			for i := range after {
+				d[i] = after[i] - before[i]
+			}
+			d[0] -= int64(samples) + 1 // this sampler's own transactions
+			out = append(out, fmt.Sprintf("pg_stat_database during the run: %d commits, %d rows inserted, %d updated (%d HOT), %d deleted, %d returned, %d fetched",
+				d[0], d[1], d[2], d[3], d[4], d[5], d[6]))
+		} else {
+			out = append(out, fmt.Sprintf("pg_stat_database: %v %v", berr, err))
+		}
 		for _, k := range keys {
 			out = append(out, fmt.Sprintf("  %6.2f  %s", float64(tally[k])/float64(max(samples, 1)), k))
 		}
 		return out
 	}
+}
+
+// dbStats are the database's commits and row counts (pg_stat_database), and its tables' HOT
+// updates.
+func dbStats(ctx context.Context, db *sql.DB) ([]int64, error) {
+	v := make([]int64, 7)
+	err := db.QueryRowContext(ctx, `SELECT xact_commit, tup_inserted, tup_updated,
+		(SELECT COALESCE(SUM(n_tup_hot_upd), 0) FROM pg_stat_user_tables), tup_deleted, tup_returned, tup_fetched
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6])
+	return v, err
 }

@@ -1,0 +1,47 @@
+package models
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The batch of verdicts travels as JSON written by hand (screenRowsJSON); it must read back as
+// encoding/json's own encoding of the same rows does, whatever an event's text holds.
+func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	why := Why("upstream")
+	status := 503
+	conf := 0.25
+	msg := "a \"quoted\" <tag> & \\ back\tslash\nnew line, ünïcode, \u2028, \x01"
+	rows := []screenRow{
+		{kind: KindPitch, itemID: 1, verdict: VerdictAllow, confidence: 0.9, at: 1700000000000,
+			ev: Event{At: time.UnixMilli(1700000000001), Event: TaskScreen, Kind: KindPitch, ItemID: 1, UserID: 7,
+				Outcome: OutcomeAllow, Confidence: &conf}},
+		{kind: KindComment, itemID: 2, verdict: VerdictBlock, confidence: 1, at: 1700000000002,
+			ev: Event{At: time.UnixMilli(1700000000003), Event: TaskScreen, Kind: KindComment, ItemID: 2, UserID: 8,
+				Outcome: EventOutcome("block"), Why: &why, Status: &status, Error: &msg, Note: &msg}},
+	}
+	ours, err := screenRowsJSON(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := jsonParam(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b []map[string]any
+	if err := json.Unmarshal([]byte(ours), &a); err != nil {
+		t.Fatalf("screenRowsJSON wrote invalid JSON %s: %v", ours, err)
+	}
+	if err := json.Unmarshal([]byte(theirs), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("screenRowsJSON reads as\n%v\nencoding/json's as\n%v", a, b)
+	}
+	if len(a) != 2 || a[1]["e_error"] != msg {
+		t.Fatalf("the event's error reads back as %q, want %q", a[1]["e_error"], msg)
+	}
+}
