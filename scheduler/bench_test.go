@@ -33,8 +33,8 @@ func benchScreenSweep(b *testing.B, databaseURL string) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		r.Exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'a pitch to screen', ? FROM seq`, benchJobs, user, r.NowMs())
+		r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'a pitch to screen', ? FROM seq`, benchJobs, user, r.nowMs())
 		b.StartTimer()
 		start := time.Now()
 		n, err := r.content.Sweep(r.ctx, 0)
@@ -44,7 +44,7 @@ func benchScreenSweep(b *testing.B, databaseURL string) {
 		}
 	}
 	b.StopTimer()
-	if left := r.CountJobs(); left != 0 {
+	if left := r.countJobs(); left != 0 {
 		b.Fatalf("%d jobs left", left)
 	}
 	b.ReportMetric(float64(benchJobs*b.N)/swept.Seconds(), "jobs/s")

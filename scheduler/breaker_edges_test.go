@@ -30,7 +30,7 @@ func TestBreakerCountsServerErrorsAnd429Only(t *testing.T) {
 				r.model.Fail(tc.status, nil)
 				for range 2 {
 					r.clk.Advance(time.Hour)
-					r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+					r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 					r.run(models.TaskScreen, models.KindPitch, p)
 				}
 				st := modelState(t, r.content)
@@ -181,7 +181,7 @@ func TestBreakerOffNeverOpensTheSharedRow(t *testing.T) {
 		r.model.Fail(503, nil)
 		for range 3 {
 			r.clk.Advance(time.Hour)
-			r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+			r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 			if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 				t.Fatalf("a failed call: %s, want pending", out)
 			}
@@ -216,11 +216,11 @@ func TestBreakerDeadProbersProbeIsTakenOver(t *testing.T) {
 		if out := r.run(models.TaskScreen, models.KindPitch, next); out != scheduler.Pending || r.model.Calls() != 1 {
 			t.Fatalf("during another's probe: %s after %d calls, want pending with no call", out, r.model.Calls())
 		}
-		if j := r.MustJob(models.TaskScreen, models.KindPitch, next); !j.DueAt.Equal(probeUntil) {
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, next); !j.DueAt.Equal(probeUntil) {
 			t.Fatalf("a job put off during another's probe is due at %v, want the end of that probe's lease %v", j.DueAt, probeUntil)
 		}
 		r.clk.Advance(time.Minute + time.Second)
-		r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+		r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 		if out := r.run(models.TaskScreen, models.KindPitch, next); out != scheduler.Done || r.model.Calls() != 2 {
 			t.Fatalf("after the dead prober's lease ran out: %s after %d calls, want done by a probe of its own", out, r.model.Calls())
 		}
@@ -241,7 +241,7 @@ func TestBreakerGaugeFollowsItsOwnProbes(t *testing.T) {
 		p := r.pitch(r.user("ann"), "p")
 		run := func() scheduler.Outcome {
 			t.Helper()
-			r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+			r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 			j, ok, err := r.store.ClaimItem(r.ctx, models.TaskScreen, models.KindPitch, p, time.Minute, "watched")
 			if err != nil || !ok {
 				t.Fatalf("claim: ok=%v err=%v", ok, err)

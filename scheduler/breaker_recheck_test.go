@@ -57,10 +57,10 @@ func TestBreakerConsultedOnceSlotsHeld(t *testing.T) {
 		if st := modelState(t, r.content); st.State != models.BreakerOpen {
 			t.Fatalf("breaker %+v, want open", st)
 		}
-		j := r.MustJob(models.TaskScreen, models.KindPitch, id)
+		j := r.mustJob(models.TaskScreen, models.KindPitch, id)
 		// Put off, never tried: it keeps its own why (none; the API shows it as breaker).
-		if j.Attempts != 0 || j.Why != nil || r.Spent(author) != slots {
-			t.Fatalf("the waiting job: %+v, spent %d; want put off unasked and uncharged", j, r.Spent(author))
+		if j.Attempts != 0 || j.Why != nil || r.spent(author) != slots {
+			t.Fatalf("the waiting job: %+v, spent %d; want put off unasked and uncharged", j, r.spent(author))
 		}
 	})
 }

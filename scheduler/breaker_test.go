@@ -141,7 +141,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 		if atOpen < threshold || atOpen > threshold+slots {
 			t.Fatalf("%d calls before the breaker opened, want %d failures in a row and at most the %d in flight", atOpen, threshold, slots)
 		}
-		if n := r.CountJobs(); n != items {
+		if n := r.countJobs(); n != items {
 			t.Fatalf("%d jobs owed, want %d", n, items)
 		}
 		var notTried int64
@@ -169,7 +169,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 				if out := <-r.content.RunItem(models.TaskScreen, models.KindPitch, id); out != scheduler.Pending {
 					t.Fatalf("a write during the outage: %s, want pending", out)
 				}
-				j := r.MustJob(models.TaskScreen, models.KindPitch, id)
+				j := r.mustJob(models.TaskScreen, models.KindPitch, id)
 				if j.Attempts != 0 && !(j.Why != nil && *j.Why == models.WhyUpstream) {
 					t.Fatalf("a write during the outage left its job %+v", j)
 				}
@@ -196,9 +196,9 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 		// The model answers again: the next probe closes the breaker and the backlog drains.
 		om.down.Store(false)
 		returned := r.clk.Now()
-		for i := 0; r.CountJobs() > 0; i++ {
+		for i := 0; r.countJobs() > 0; i++ {
 			if i > 200 {
-				t.Fatalf("%d jobs still owed %s after the model came back", r.CountJobs(), r.clk.Now().Sub(returned))
+				t.Fatalf("%d jobs still owed %s after the model came back", r.countJobs(), r.clk.Now().Sub(returned))
 			}
 			r.clk.Advance(5 * time.Second)
 			if _, err := r.content.Sweep(r.ctx, 0); err != nil {
@@ -214,7 +214,7 @@ func TestBreakerOutageCostsOnlyTheProbes(t *testing.T) {
 			t.Fatalf("%d verdicts for %d items", screened, written)
 		}
 		for i, id := range authors {
-			if spent, calls := r.Spent(id), om.calls(fmt.Sprintf("a%d", i)); spent != calls {
+			if spent, calls := r.spent(id), om.calls(fmt.Sprintf("a%d", i)); spent != calls {
 				t.Errorf("author %d spent %d for %d calls made for them", i, spent, calls)
 			}
 		}
@@ -276,11 +276,11 @@ func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
 		// A prober whose budget is spent makes no call; the next job probes.
 		om.retryAfter = ""
 		bob := r.user("bob")
-		r.Exec(`INSERT INTO budgets (user_id, day, spent) VALUES (?, ?, 100) ON CONFLICT (user_id, day) DO UPDATE SET spent = 100`,
+		r.exec(`INSERT INTO budgets (user_id, day, spent) VALUES (?, ?, 100) ON CONFLICT (user_id, day) DO UPDATE SET spent = 100`,
 			ann, models.BudgetDay(r.clk.Now()))
 		bp := r.pitch(bob, "a1 bob's")
 		r.clk.Advance(2 * time.Minute)
-		r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+		r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 		om.down.Store(false)
 		annCalls := om.calls("a0")
 		if out := r.run(models.TaskScreen, models.KindPitch, pitches[0]); out != scheduler.Pending || om.calls("a0") != annCalls {
@@ -295,8 +295,8 @@ func TestBreakerProbeBackoffAndRetryAfter(t *testing.T) {
 		if st := modelState(t, r.content); st.State != models.BreakerClosed {
 			t.Fatalf("the breaker is %+v after bob's probe", st)
 		}
-		if om.calls("a1") != 1 || r.Spent(bob) != 1 {
-			t.Fatalf("bob's probe: %d calls, %d spent", om.calls("a1"), r.Spent(bob))
+		if om.calls("a1") != 1 || r.spent(bob) != 1 {
+			t.Fatalf("bob's probe: %d calls, %d spent", om.calls("a1"), r.spent(bob))
 		}
 	})
 }
@@ -321,14 +321,14 @@ func TestBreakerIgnoresUnansweredAndResetsOnSuccess(t *testing.T) {
 		p := r.pitch(ann, "q")
 		for range 2 {
 			r.clk.Advance(time.Hour)
-			r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+			r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 			r.run(models.TaskScreen, models.KindPitch, p)
 		}
 		if st := modelState(t, r.content); st.Failures != 2 {
 			t.Fatalf("after two failures: %+v", st)
 		}
 		r.clk.Advance(time.Hour)
-		r.Exec(`UPDATE content_jobs SET due_at = ?`, r.NowMs())
+		r.exec(`UPDATE content_jobs SET due_at = ?`, r.nowMs())
 		r.run(models.TaskScreen, models.KindPitch, p)
 		if st := modelState(t, r.content); st.State != models.BreakerClosed || st.Failures != 0 {
 			t.Fatalf("after an answer: %+v", st)
@@ -556,8 +556,8 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 		wait.Until(t, "the model to hold the cap's calls", func() bool { return r.model.InFlight() == slots })
 		var leased int64
 		r.store.RawScan(r.ctx, &leased, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
-		if leased != slots || r.Spent(ann) != slots {
-			t.Errorf("with %d calls in flight the sweep leased %d jobs and charged %d", slots, leased, r.Spent(ann))
+		if leased != slots || r.spent(ann) != slots {
+			t.Errorf("with %d calls in flight the sweep leased %d jobs and charged %d", slots, leased, r.spent(ann))
 		}
 		if st := modelState(t, r.content); st.InFlight != slots || st.Cap != slots {
 			t.Errorf("model state %+v, want %d of %d in flight", st, slots, slots)
@@ -566,8 +566,8 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if r.CountJobs() != 0 || r.Spent(ann) != 20 || r.model.MaxInFlight() != slots {
-			t.Errorf("after the sweep: %d jobs, %d spent, at most %d in flight", r.CountJobs(), r.Spent(ann), r.model.MaxInFlight())
+		if r.countJobs() != 0 || r.spent(ann) != 20 || r.model.MaxInFlight() != slots {
+			t.Errorf("after the sweep: %d jobs, %d spent, at most %d in flight", r.countJobs(), r.spent(ann), r.model.MaxInFlight())
 		}
 	})
 }

@@ -53,17 +53,17 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 			reqs[0].Subject.Title != "Tide" || reqs[0].Subject.Text != `s("bd sd")` {
 			t.Fatalf("model requests = %+v, want one screen of the revision", reqs)
 		}
-		r.NoJob(models.TaskScreen, models.KindRevision, rev)
-		score := r.MustJob(models.TaskScore, models.KindRevision, rev)
-		if score.DueAt.UnixMilli() != r.NowMs() || score.Attempts != 0 {
+		r.noJob(models.TaskScreen, models.KindRevision, rev)
+		score := r.mustJob(models.TaskScore, models.KindRevision, rev)
+		if score.DueAt.UnixMilli() != r.nowMs() || score.Attempts != 0 {
 			t.Errorf("score job = %+v, want due now", score)
 		}
-		if got := r.Spent(ann); got != 1 {
+		if got := r.spent(ann); got != 1 {
 			t.Errorf("spent = %d, want 1", got)
 		}
-		ev := r.LastEvent(models.KindRevision, rev)
+		ev := r.lastEvent(models.KindRevision, rev)
 		wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: "allow",
-			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: time.UnixMilli(r.NowMs())})
+			Status: ptr(200), Attempt: 0, Confidence: ptr(0.9), RequestBytes: ptr(int64(len(reqs[0].Body))), At: time.UnixMilli(r.nowMs())})
 		if ev.UpstreamMs == nil {
 			t.Error("event upstreamMs is null")
 		}
@@ -75,15 +75,15 @@ func TestRunScreenRecordsVerdict(t *testing.T) {
 		// A blocked pitch on its third attempt: the event carries the attempt, nothing more is owed.
 		r.model.SetVerdict("block", 0.75)
 		p := r.pitch(ann, "buy now")
-		r.Exec(`UPDATE content_jobs SET attempts = 2 WHERE kind = 'pitch' AND item_id = ?`, p)
+		r.exec(`UPDATE content_jobs SET attempts = 2 WHERE kind = 'pitch' AND item_id = ?`, p)
 		if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Done {
 			t.Fatalf("outcome = %s", out)
 		}
-		r.NoJob(models.TaskScreen, models.KindPitch, p)
-		r.NoJob(models.TaskScore, models.KindPitch, p)
-		wantEvent(t, r.LastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
+		r.noJob(models.TaskScreen, models.KindPitch, p)
+		r.noJob(models.TaskScore, models.KindPitch, p)
+		wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
 			Outcome: "block", Status: ptr(200), Attempt: 2, Confidence: ptr(0.75), RequestBytes: ptr(int64(len(r.model.Requests()[1].Body)))})
-		if got := r.Spent(ann); got != 2 {
+		if got := r.spent(ann); got != 2 {
 			t.Errorf("spent = %d, want 2", got)
 		}
 	})
@@ -120,8 +120,8 @@ func TestRunScoreRecordsMeanOfThreeRuns(t *testing.T) {
 				t.Errorf("score request = %+v", q)
 			}
 		}
-		r.NoJob(models.TaskScore, models.KindRevision, rev)
-		if got := r.Spent(ann); got != 3 {
+		r.noJob(models.TaskScore, models.KindRevision, rev)
+		if got := r.spent(ann); got != 3 {
 			t.Errorf("spent = %d, want 3", got)
 		}
 		items, _ := r.store.Mine(r.ctx, ann)
@@ -138,7 +138,7 @@ func TestRunScoreRecordsMeanOfThreeRuns(t *testing.T) {
 		if s, _ := r.store.SongByID(r.ctx, song); s.Art == nil || !near(*s.Art, 0.4) {
 			t.Errorf("song art = %v, want 0.4", s.Art)
 		}
-		ev := r.LastEvent(models.KindRevision, rev)
+		ev := r.lastEvent(models.KindRevision, rev)
 		if ev.Art == nil || !near(*ev.Art, 0.4) {
 			t.Errorf("event art = %v, want 0.4", ev.Art)
 		}
@@ -163,15 +163,15 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 		if err := r.store.DeleteItem(r.ctx, ann, models.KindPitch, p); err != nil {
 			t.Fatal(err)
 		}
-		r.Exec(`DELETE FROM revisions WHERE id = ?`, rev)
+		r.exec(`DELETE FROM revisions WHERE id = ?`, rev)
 		for _, j := range []models.Job{pj, sj} {
 			out, err := r.content.Run(r.ctx, j)
 			if err != nil || out != scheduler.Gone {
 				t.Errorf("%s of a deleted item = %s, %v; want gone", j.Task, out, err)
 			}
 		}
-		if r.model.Calls() != 0 || r.Spent(ann) != 0 || r.CountJobs() != 0 {
-			t.Errorf("calls %d, spent %d, jobs %d; want nothing", r.model.Calls(), r.Spent(ann), r.CountJobs())
+		if r.model.Calls() != 0 || r.spent(ann) != 0 || r.countJobs() != 0 {
+			t.Errorf("calls %d, spent %d, jobs %d; want nothing", r.model.Calls(), r.spent(ann), r.countJobs())
 		}
 		if evs, _ := r.store.ListEvents(r.ctx, models.EventFilter{}, 0, 10); len(evs) != 0 {
 			t.Errorf("events = %+v, want none", evs)
@@ -199,7 +199,7 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 				once.Do(func() { deleted = c.delete() })
 				return false
 			})
-			before := r.Spent(ann)
+			before := r.spent(ann)
 			out, err := r.content.Run(r.ctx, c.job)
 			once.Do(func() {}) // the hook's delete happens before what follows
 			if deleted != nil {
@@ -208,11 +208,11 @@ func TestRunDeletedItemIsGone(t *testing.T) {
 			if err != nil || out != scheduler.Gone {
 				t.Errorf("%s of an item deleted during the ask = %s, %v; want gone", c.job.Task, out, err)
 			}
-			if r.model.Calls() != c.calls || r.Spent(ann) != before+int64(c.calls) {
-				t.Errorf("%s: calls %d, spent %d more; want %d of each", c.job.Task, r.model.Calls(), r.Spent(ann)-before, c.calls)
+			if r.model.Calls() != c.calls || r.spent(ann) != before+int64(c.calls) {
+				t.Errorf("%s: calls %d, spent %d more; want %d of each", c.job.Task, r.model.Calls(), r.spent(ann)-before, c.calls)
 			}
-			r.NoJob(c.job.Task, c.job.Kind, c.job.ItemID)
-			if evs := r.Events(c.job.Kind, c.job.ItemID); len(evs) != 0 {
+			r.noJob(c.job.Task, c.job.Kind, c.job.ItemID)
+			if evs := r.events(c.job.Kind, c.job.ItemID); len(evs) != 0 {
 				t.Errorf("%s: events = %+v, want none", c.job.Task, evs)
 			}
 		}
@@ -228,16 +228,16 @@ func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		ann := r.user("ann")
-		now := r.NowMs()
+		now := r.nowMs()
 		// Raw SQL writes past the API's limits.
-		bigPitch := r.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, strings.Repeat("x", modelclient.MaxTextBytes+1), now)
-		song := r.InsertID(`INSERT INTO songs (user_id, title, created_at) VALUES (?, 'S', ?)`, ann, now)
-		bigRev := r.InsertID(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, 'S', ?, ?)`,
+		bigPitch := r.insertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, strings.Repeat("x", modelclient.MaxTextBytes+1), now)
+		song := r.insertID(`INSERT INTO songs (user_id, title, created_at) VALUES (?, 'S', ?)`, ann, now)
+		bigRev := r.insertID(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, 'S', ?, ?)`,
 			song, ann, strings.Repeat("x", modelclient.MaxCodeBytes+1), now)
 		// The same revision allowed by raw SQL owes a score that is too large as well.
-		bigScored := r.InsertID(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, 'S', ?, ?)`,
+		bigScored := r.insertID(`INSERT INTO revisions (song_id, user_id, title, code, created_at) VALUES (?, ?, 'S', ?, ?)`,
 			song, ann, strings.Repeat("y", modelclient.MaxCodeBytes+1), now)
-		r.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, bigScored, now)
+		r.exec(`INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES ('revision', ?, 'allow', 0.9, ?)`, bigScored, now)
 		items := []struct {
 			task models.Task
 			kind models.Kind
@@ -249,12 +249,12 @@ func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
 				t.Fatalf("sweep %d ran %d, %v; want the %d refused jobs", attempt, n, err, len(items))
 			}
 			for _, it := range items {
-				j := r.MustJob(it.task, it.kind, it.id)
+				j := r.mustJob(it.task, it.kind, it.id)
 				wantPending(t, j, models.WhyRefused, attempt+1, r.clk.Now().Add(scheduler.Backoff(attempt)), nil)
 				if j.LastError == nil || !strings.Contains(*j.LastError, "refused before sending") {
 					t.Errorf("%s %s: last error %v, want what was refused", it.task, it.kind, str(j.LastError))
 				}
-				ev := r.LastEvent(it.kind, it.id)
+				ev := r.lastEvent(it.kind, it.id)
 				if ev.Event != it.task || ev.Outcome != models.OutcomePending || str(ev.Why) != "refused" || ev.Attempt != attempt || ev.Error == nil {
 					t.Errorf("%s %s: event %s, want a refused attempt %d", it.task, it.kind, fmtEvent(ev), attempt)
 				}
@@ -266,8 +266,8 @@ func TestRunRefusedIsAnAttemptWithGrowingBackoff(t *testing.T) {
 			}
 			r.clk.Advance(time.Millisecond)
 		}
-		if r.model.Calls() != 0 || r.Spent(ann) != 0 {
-			t.Errorf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.Spent(ann))
+		if r.model.Calls() != 0 || r.spent(ann) != 0 {
+			t.Errorf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.spent(ann))
 		}
 		// The admin's count by why shows them.
 		if n, err := r.store.CountJobs(r.ctx, models.JobFilter{Why: models.WhyRefused}); err != nil || n != int64(len(items)) {
@@ -289,27 +289,27 @@ func TestRunNoModelIsUnreachableWithBackoff(t *testing.T) {
 			if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 				t.Fatalf("attempt %d: outcome %s, want pending", attempt, out)
 			}
-			j := r.MustJob(models.TaskScreen, models.KindPitch, p)
+			j := r.mustJob(models.TaskScreen, models.KindPitch, p)
 			wantPending(t, j, models.WhyUnreachable, attempt+1, start.Add(time.Minute<<attempt), nil)
-			wantEvent(t, r.LastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
+			wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
 				Outcome: "pending", Why: ptr(models.WhyUnreachable), Attempt: attempt, At: start})
 			r.clk.Set(j.DueAt)
 		}
-		if got := len(r.Events(models.KindPitch, p)); got != 4 {
+		if got := len(r.events(models.KindPitch, p)); got != 4 {
 			t.Errorf("events = %d, want one per attempt", got)
 		}
 		// Far along, the wait is capped at an hour.
-		r.Exec(`UPDATE content_jobs SET attempts = 40`)
+		r.exec(`UPDATE content_jobs SET attempts = 40`)
 		r.run(models.TaskScreen, models.KindPitch, p)
-		wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnreachable, 41, r.clk.Now().Add(time.Hour), nil)
+		wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnreachable, 41, r.clk.Now().Add(time.Hour), nil)
 
 		_, rev := r.allowedRevision(ann, "S", "c")
 		r.run(models.TaskScore, models.KindRevision, rev)
-		wantPending(t, r.MustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
-		wantEvent(t, r.LastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
+		wantPending(t, r.mustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
+		wantEvent(t, r.lastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
 			Outcome: "pending", Why: ptr(models.WhyUnreachable), Runs: ptr(3)})
-		if r.Spent(ann) != 0 || r.model.Calls() != 0 {
-			t.Errorf("spent %d, calls %d; want nothing", r.Spent(ann), r.model.Calls())
+		if r.spent(ann) != 0 || r.model.Calls() != 0 {
+			t.Errorf("spent %d, calls %d; want nothing", r.spent(ann), r.model.Calls())
 		}
 	})
 }
@@ -326,22 +326,22 @@ func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
 		if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 			t.Fatalf("outcome %s", out)
 		}
-		wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
-		ev := r.LastEvent(models.KindPitch, p)
+		wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
+		ev := r.lastEvent(models.KindPitch, p)
 		wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann, Outcome: "pending",
 			Why: ptr(models.WhyUnreachable), Attempt: 0})
 		if ev.UpstreamMs == nil {
 			t.Error("event upstreamMs is null for an attempt that reached for the model")
 		}
-		if got := r.Spent(ann); got != 1 {
+		if got := r.spent(ann); got != 1 {
 			t.Errorf("spent = %d, want 1 (charged before asking)", got)
 		}
 
 		// A score whose runs cannot connect: three calls spent.
 		_, rev := r.allowedRevision(ann, "S", "c")
 		r.run(models.TaskScore, models.KindRevision, rev)
-		wantPending(t, r.MustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
-		if got := r.Spent(ann); got != 4 {
+		wantPending(t, r.mustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
+		if got := r.spent(ann); got != 4 {
 			t.Errorf("spent = %d, want 4", got)
 		}
 
@@ -350,8 +350,8 @@ func TestRunNetworkFailureIsUnreachableAndSpent(t *testing.T) {
 		r.model.Hang()
 		p2 := r.pitch(ann, "p2")
 		r.run(models.TaskScreen, models.KindPitch, p2)
-		wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p2), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
-		if got := r.Spent(ann); got != 5 {
+		wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p2), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
+		if got := r.spent(ann); got != 5 {
 			t.Errorf("spent = %d, want 5", got)
 		}
 	})
@@ -383,19 +383,19 @@ func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 				r := r.with(t)
 				r.model.Fail(c.status, c.headers)
 				p := r.pitch(ann, c.name)
-				r.Exec(`UPDATE content_jobs SET attempts = ? WHERE kind = 'pitch' AND item_id = ?`, c.attempts, p)
-				before := r.Spent(ann)
+				r.exec(`UPDATE content_jobs SET attempts = ? WHERE kind = 'pitch' AND item_id = ?`, c.attempts, p)
+				before := r.spent(ann)
 				if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 					t.Fatalf("outcome %s", out)
 				}
-				wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p), models.WhyUpstream, c.attempts+1, r.clk.Now().Add(c.wait), ptr(c.status))
-				ev := r.LastEvent(models.KindPitch, p)
+				wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUpstream, c.attempts+1, r.clk.Now().Add(c.wait), ptr(c.status))
+				ev := r.lastEvent(models.KindPitch, p)
 				wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann, Outcome: "pending",
 					Why: ptr(models.WhyUpstream), Status: ptr(c.status), Attempt: c.attempts})
 				if ev.UpstreamMs == nil {
 					t.Error("upstreamMs is null")
 				}
-				if got := r.Spent(ann); got != before+1 {
+				if got := r.spent(ann); got != before+1 {
 					t.Errorf("spent %d, want %d", got, before+1)
 				}
 			})
@@ -405,12 +405,12 @@ func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 		r.model.Reset()
 		r.model.FailNext(1, 429, map[string]string{"retry-after-ms": "120000"})
 		_, rev := r.allowedRevision(ann, "S", "c")
-		before := r.Spent(ann)
+		before := r.spent(ann)
 		r.run(models.TaskScore, models.KindRevision, rev)
-		wantPending(t, r.MustJob(models.TaskScore, models.KindRevision, rev), models.WhyUpstream, 1, r.clk.Now().Add(2*time.Minute), ptr(429))
-		wantEvent(t, r.LastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
+		wantPending(t, r.mustJob(models.TaskScore, models.KindRevision, rev), models.WhyUpstream, 1, r.clk.Now().Add(2*time.Minute), ptr(429))
+		wantEvent(t, r.lastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
 			Outcome: "pending", Why: ptr(models.WhyUpstream), Status: ptr(429), Runs: ptr(3)})
-		if got := r.Spent(ann); got != before+3 {
+		if got := r.spent(ann); got != before+3 {
 			t.Errorf("spent %d, want %d", got, before+3)
 		}
 		if items, _ := r.store.Mine(r.ctx, ann); slices.ContainsFunc(items, func(it models.MineItem) bool { return it.Score != nil }) {
@@ -438,17 +438,17 @@ func TestRunBadAnswerIsUnanswered(t *testing.T) {
 				r.model.Reset()
 				c.setup(r.model)
 				p := r.pitch(ann, c.name)
-				before := r.Spent(ann)
+				before := r.spent(ann)
 				if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 					t.Fatalf("outcome %s", out)
 				}
-				wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnanswered, 1, r.clk.Now().Add(time.Minute), ptr(200))
-				wantEvent(t, r.LastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
+				wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnanswered, 1, r.clk.Now().Add(time.Minute), ptr(200))
+				wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
 					Outcome: "pending", Why: ptr(models.WhyUnanswered), Status: ptr(200)})
 				if s, _ := r.store.ScreenOf(r.ctx, models.KindPitch, p); s.Verdict != nil {
 					t.Errorf("a verdict was recorded: %v", *s.Verdict)
 				}
-				if got := r.Spent(ann); got != before+1 {
+				if got := r.spent(ann); got != before+1 {
 					t.Errorf("spent %d, want %d", got, before+1)
 				}
 			})
@@ -463,7 +463,7 @@ func TestRunBadAnswerIsUnanswered(t *testing.T) {
 		})
 		_, rev := r.allowedRevision(ann, "S", "c")
 		r.run(models.TaskScore, models.KindRevision, rev)
-		wantPending(t, r.MustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnanswered, 1, r.clk.Now().Add(time.Minute), ptr(200))
+		wantPending(t, r.mustJob(models.TaskScore, models.KindRevision, rev), models.WhyUnanswered, 1, r.clk.Now().Add(time.Minute), ptr(200))
 	})
 }
 
@@ -488,11 +488,11 @@ func TestRunBudgetRefusedWaitsForMidnight(t *testing.T) {
 			t.Fatalf("outcome %s", out)
 		}
 		midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-		wantPending(t, r.MustJob(models.TaskScore, models.KindRevision, rev), models.WhyBudget, 1, midnight, nil)
-		wantEvent(t, r.LastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
+		wantPending(t, r.mustJob(models.TaskScore, models.KindRevision, rev), models.WhyBudget, 1, midnight, nil)
+		wantEvent(t, r.lastEvent(models.KindRevision, rev), models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev, UserID: ann,
 			Outcome: "pending", Why: ptr(models.WhyBudget), Runs: ptr(3)})
-		if r.model.Calls() != calls || r.Spent(ann) != 2 {
-			t.Fatalf("calls %d (want %d), spent %d (want 2): a refused charge must not ask or spend", r.model.Calls(), calls, r.Spent(ann))
+		if r.model.Calls() != calls || r.spent(ann) != 2 {
+			t.Fatalf("calls %d (want %d), spent %d (want 2): a refused charge must not ask or spend", r.model.Calls(), calls, r.spent(ann))
 		}
 
 		r.clk.Set(midnight.Add(-time.Millisecond))
@@ -503,8 +503,8 @@ func TestRunBudgetRefusedWaitsForMidnight(t *testing.T) {
 		if n, err := r.content.Sweep(r.ctx, 0); n != 1 || err != nil {
 			t.Fatalf("midnight sweep ran %d, %v; want the score", n, err)
 		}
-		r.NoJob(models.TaskScore, models.KindRevision, rev)
-		if got := r.Spent(ann); got != 3 {
+		r.noJob(models.TaskScore, models.KindRevision, rev)
+		if got := r.spent(ann); got != 3 {
 			t.Errorf("spent on the new day = %d, want 3", got)
 		}
 	})
@@ -519,7 +519,7 @@ func TestRunBudgetUnavailable(t *testing.T) {
 		ann := r.user("ann")
 		p := r.pitch(ann, "p")
 		_, rev := r.allowedRevision(ann, "S", "c")
-		r.Exec(`ALTER TABLE budgets RENAME TO budgets_gone`)
+		r.exec(`ALTER TABLE budgets RENAME TO budgets_gone`)
 		for _, it := range []struct {
 			task, event models.Task
 			kind        models.Kind
@@ -529,21 +529,21 @@ func TestRunBudgetUnavailable(t *testing.T) {
 			if out := r.run(it.task, it.kind, it.id); out != scheduler.Pending {
 				t.Fatalf("%s outcome %s", it.task, out)
 			}
-			wantPending(t, r.MustJob(it.task, it.kind, it.id), models.WhyBudgetUnavailable, 1, r.clk.Now().Add(time.Minute), nil)
-			wantEvent(t, r.LastEvent(it.kind, it.id), models.Event{Event: it.event, Kind: it.kind, ItemID: it.id, UserID: ann,
+			wantPending(t, r.mustJob(it.task, it.kind, it.id), models.WhyBudgetUnavailable, 1, r.clk.Now().Add(time.Minute), nil)
+			wantEvent(t, r.lastEvent(it.kind, it.id), models.Event{Event: it.event, Kind: it.kind, ItemID: it.id, UserID: ann,
 				Outcome: "pending", Why: ptr(models.WhyBudgetUnavailable), Runs: it.runs})
 		}
-		r.Exec(`ALTER TABLE budgets_gone RENAME TO budgets`)
-		if r.model.Calls() != 0 || r.Spent(ann) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.Spent(ann))
+		r.exec(`ALTER TABLE budgets_gone RENAME TO budgets`)
+		if r.model.Calls() != 0 || r.spent(ann) != 0 {
+			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.spent(ann))
 		}
 		// Once the budget counts again, the jobs run after their backoff.
 		r.clk.Advance(time.Minute)
 		if n, err := r.content.Sweep(r.ctx, 0); n != 2 || err != nil {
 			t.Fatalf("sweep = %d, %v", n, err)
 		}
-		if r.CountJobs() != 0 || r.Spent(ann) != 4 {
-			t.Errorf("jobs %d, spent %d; want all done, 4 spent", r.CountJobs(), r.Spent(ann))
+		if r.countJobs() != 0 || r.spent(ann) != 4 {
+			t.Errorf("jobs %d, spent %d; want all done, 4 spent", r.countJobs(), r.spent(ann))
 		}
 	})
 }
@@ -568,8 +568,8 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 		if n, err := r.content.Sweep(r.ctx, 0); n != 48 || err != nil {
 			t.Fatalf("sweep = %d, %v", n, err)
 		}
-		if r.Spent(ann) != 25 || r.Spent(bob) != 5 || r.model.Calls() != 30 {
-			t.Fatalf("spent ann %d bob %d, calls %d; want 25, 5 and 30", r.Spent(ann), r.Spent(bob), r.model.Calls())
+		if r.spent(ann) != 25 || r.spent(bob) != 5 || r.model.Calls() != 30 {
+			t.Fatalf("spent ann %d bob %d, calls %d; want 25, 5 and 30", r.spent(ann), r.spent(bob), r.model.Calls())
 		}
 		midnight := models.BudgetReset(r.clk.Now())
 		waiting, _ := r.store.ListJobs(r.ctx, models.JobFilter{Why: models.WhyBudget}, 0, 100)
@@ -585,8 +585,8 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 		if n, err := r.content.Sweep(r.ctx, 0); n != 18 || err != nil {
 			t.Fatalf("midnight sweep = %d, %v", n, err)
 		}
-		if r.CountJobs() != 0 || r.Spent(ann) != 15 || r.Spent(bob) != 3 {
-			t.Errorf("jobs %d, spent ann %d bob %d; want 0, 15, 3", r.CountJobs(), r.Spent(ann), r.Spent(bob))
+		if r.countJobs() != 0 || r.spent(ann) != 15 || r.spent(bob) != 3 {
+			t.Errorf("jobs %d, spent ann %d bob %d; want 0, 15, 3", r.countJobs(), r.spent(ann), r.spent(bob))
 		}
 	})
 }
@@ -599,8 +599,8 @@ func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.Concurrency = concurrency }), withDailyLimit(1000))
 		for i := range 3 {
 			u := r.user("u" + itoa(int64(i)))
-			r.Exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-				INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'pitch', ? FROM seq`, jobs/3, u, r.NowMs())
+			r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+				INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'pitch', ? FROM seq`, jobs/3, u, r.nowMs())
 		}
 		// The first requests are held until Concurrency of them arrive together.
 		r.model.HoldUntil(concurrency)
@@ -609,8 +609,8 @@ func TestSweepDrainsWithBoundedConcurrency(t *testing.T) {
 		if err != nil || n != jobs {
 			t.Fatalf("sweep = %d, %v; want %d", n, err, jobs)
 		}
-		if r.CountJobs() != 0 || r.model.Calls() != jobs {
-			t.Fatalf("jobs left %d, calls %d", r.CountJobs(), r.model.Calls())
+		if r.countJobs() != 0 || r.model.Calls() != jobs {
+			t.Fatalf("jobs left %d, calls %d", r.countJobs(), r.model.Calls())
 		}
 		if got := r.model.MaxInFlight(); got != concurrency {
 			t.Errorf("at most %d requests at once, want exactly %d", got, concurrency)
@@ -640,12 +640,12 @@ func TestSweepRunsScoresItCreatesAndScopesToAuthor(t *testing.T) {
 		if r.model.Calls() != 4+4*3 {
 			t.Errorf("calls = %d, want 16", r.model.Calls())
 		}
-		r.MustJob(models.TaskScreen, models.KindPitch, bp)
-		if r.CountJobs() != 1 {
-			t.Errorf("jobs = %d, want bob's one", r.CountJobs())
+		r.mustJob(models.TaskScreen, models.KindPitch, bp)
+		if r.countJobs() != 1 {
+			t.Errorf("jobs = %d, want bob's one", r.countJobs())
 		}
-		if n, _ := r.content.Sweep(r.ctx, 0); n != 1 || r.CountJobs() != 0 {
-			t.Errorf("global sweep = %d, jobs left %d", n, r.CountJobs())
+		if n, _ := r.content.Sweep(r.ctx, 0); n != 1 || r.countJobs() != 0 {
+			t.Errorf("global sweep = %d, jobs left %d", n, r.countJobs())
 		}
 	})
 }
@@ -694,7 +694,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 		}
 		// The score follows in the background, nobody asking.
 		wait.Until(t, "the score in the background", func() bool {
-			_, owed := r.Job(models.TaskScore, models.KindRevision, rev)
+			_, owed := r.job(models.TaskScore, models.KindRevision, rev)
 			return !owed
 		})
 		ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
@@ -702,7 +702,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 		if err := r.content.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r.NoJob(models.TaskScore, models.KindRevision, rev)
+		r.noJob(models.TaskScore, models.KindRevision, rev)
 		if items, _ := r.store.Mine(r.ctx, ann); len(items) != 1 || items[0].Score == nil || len(items[0].Score.ArtRuns) != 3 {
 			t.Fatalf("mine = %+v, want the revision scored from 3 runs", items)
 		}
@@ -711,7 +711,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 		if _, ok := <-r.content.RunItem(models.TaskScreen, models.KindPitch, p); ok {
 			t.Error("RunItem ran after Stop")
 		}
-		r.MustJob(models.TaskScreen, models.KindPitch, p)
+		r.mustJob(models.TaskScreen, models.KindPitch, p)
 	})
 }
 
@@ -733,7 +733,7 @@ func TestRunItemSkipsJobsNotDueOrLeased(t *testing.T) {
 		if _, ok := <-r.content.RunItem(models.TaskScreen, models.KindPitch, p2); ok {
 			t.Error("RunItem ran a job leased elsewhere")
 		}
-		if j := r.MustJob(models.TaskScreen, models.KindPitch, p); j.Attempts != 1 {
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.Attempts != 1 {
 			t.Errorf("attempts = %d, want 1", j.Attempts)
 		}
 	})
@@ -837,7 +837,7 @@ func TestEveryAttemptIsOneLogLine(t *testing.T) {
 			second["confidence"] != 0.9 || second["requestBytes"] == nil || second["upstreamMs"] == nil {
 			t.Errorf("second attempt's line = %v", second)
 		}
-		if evs := r.Events(models.KindPitch, p); len(evs) != 2 {
+		if evs := r.events(models.KindPitch, p); len(evs) != 2 {
 			t.Errorf("event rows = %d, want 2", len(evs))
 		}
 	})
@@ -909,7 +909,7 @@ func TestRunGivesUpBeforeItsLeaseRunsOut(t *testing.T) {
 			if took < 300*time.Millisecond || took > 5*time.Second {
 				t.Errorf("%s gave up after %v, want about 400ms (the lease left), not the 1m model timeout", it.task, took)
 			}
-			wantPending(t, r.MustJob(it.task, it.kind, it.id), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
+			wantPending(t, r.mustJob(it.task, it.kind, it.id), models.WhyUnreachable, 1, r.clk.Now().Add(time.Minute), nil)
 		}
 	})
 }

@@ -56,11 +56,11 @@ func TestRunKeepsEachAttemptsError(t *testing.T) {
 					tc.setup(r, ann)
 				}
 				r.run(tc.task, kind, item)
-				ev := r.LastEvent(kind, item)
+				ev := r.lastEvent(kind, item)
 				if ev.Error == nil || !strings.HasSuffix(*ev.Error, tc.want) {
 					t.Errorf("event error = %v, want %q", deref(ev.Error), tc.want)
 				}
-				job, err := r.store.JobByID(r.ctx, r.MustJob(tc.task, kind, item).ID)
+				job, err := r.store.JobByID(r.ctx, r.mustJob(tc.task, kind, item).ID)
 				if err != nil || job.LastError == nil || *job.LastError != deref(ev.Error) {
 					t.Errorf("job lastError = %v (%v), want the event's", deref(job.LastError), err)
 				}
@@ -76,7 +76,7 @@ func TestRunKeepsEachAttemptsError(t *testing.T) {
 				}
 				r.clk.Set(r.clk.Now().Add(25 * time.Hour)) // past the budget's reset and any backoff
 				r.run(tc.task, kind, item)
-				if ev := r.LastEvent(kind, item); ev.Outcome == "pending" || ev.Error != nil {
+				if ev := r.lastEvent(kind, item); ev.Outcome == "pending" || ev.Error != nil {
 					t.Errorf("the answered attempt's event = %+v", ev)
 				}
 			})

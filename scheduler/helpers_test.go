@@ -83,8 +83,39 @@ func (r *rig) with(t testing.TB) *rig {
 	return &c
 }
 
-// user is the store fixture's User (the name the scheduler's tests have long used).
-func (r *rig) user(name string) int64 { r.t.Helper(); return r.User(name) }
+// The store fixture's helpers (owedtest.Data) under the names the scheduler's tests use.
+
+func (r *rig) nowMs() int64                         { return r.NowMs() }
+func (r *rig) user(name string) int64               { r.t.Helper(); return r.User(name) }
+func (r *rig) exec(q string, args ...any)           { r.t.Helper(); r.Exec(q, args...) }
+func (r *rig) insertID(q string, args ...any) int64 { r.t.Helper(); return r.InsertID(q, args...) }
+func (r *rig) countJobs() int64                     { r.t.Helper(); return r.CountJobs() }
+func (r *rig) spent(userID int64) int64             { r.t.Helper(); return r.Spent(userID) }
+
+func (r *rig) events(kind models.Kind, itemID int64) []models.Event {
+	r.t.Helper()
+	return r.Events(kind, itemID)
+}
+
+func (r *rig) lastEvent(kind models.Kind, itemID int64) models.Event {
+	r.t.Helper()
+	return r.LastEvent(kind, itemID)
+}
+
+func (r *rig) job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
+	r.t.Helper()
+	return r.Job(task, kind, itemID)
+}
+
+func (r *rig) mustJob(task models.Task, kind models.Kind, itemID int64) models.Job {
+	r.t.Helper()
+	return r.MustJob(task, kind, itemID)
+}
+
+func (r *rig) noJob(task models.Task, kind models.Kind, itemID int64) {
+	r.t.Helper()
+	r.NoJob(task, kind, itemID)
+}
 
 func (r *rig) pitch(userID int64, body string) int64 {
 	r.t.Helper()

@@ -35,10 +35,10 @@ func (r *rig) wantNothingAsked(t testing.TB, userID int64, pitches ...int64) {
 	t.Helper()
 	evs := 0
 	for _, p := range pitches {
-		evs += len(r.Events(models.KindPitch, p))
+		evs += len(r.events(models.KindPitch, p))
 	}
-	if r.model.Calls() != 0 || r.Spent(userID) != 0 || evs != 0 {
-		t.Fatalf("calls %d, spent %d, events %d; want nothing asked, charged or recorded", r.model.Calls(), r.Spent(userID), evs)
+	if r.model.Calls() != 0 || r.spent(userID) != 0 || evs != 0 {
+		t.Fatalf("calls %d, spent %d, events %d; want nothing asked, charged or recorded", r.model.Calls(), r.spent(userID), evs)
 	}
 }
 
@@ -51,27 +51,27 @@ func TestRunDatabaseErrorReadingTheItemIsUnavailable(t *testing.T) {
 		r := newRig(t, db)
 		ann := r.user("ann")
 		p := r.pitch(ann, "p")
-		r.Exec(`ALTER TABLE pitches RENAME TO pitches_gone`)
+		r.exec(`ALTER TABLE pitches RENAME TO pitches_gone`)
 		out := r.run(models.TaskScreen, models.KindPitch, p)
-		r.Exec(`ALTER TABLE pitches_gone RENAME TO pitches`)
+		r.exec(`ALTER TABLE pitches_gone RENAME TO pitches`)
 		if out != scheduler.Pending {
 			t.Fatalf("outcome %s, want pending", out)
 		}
-		j := r.MustJob(models.TaskScreen, models.KindPitch, p)
+		j := r.mustJob(models.TaskScreen, models.KindPitch, p)
 		wantPending(t, j, models.WhyUnavailable, 1, r.clk.Now().Add(time.Minute), nil)
 		if j.LastError == nil || strings.Contains(*j.LastError, "pitches") {
 			t.Errorf("last error %v, want words without the database's error", str(j.LastError))
 		}
-		wantEvent(t, r.LastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
+		wantEvent(t, r.lastEvent(models.KindPitch, p), models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
 			Outcome: "pending", Why: ptr(models.WhyUnavailable)})
-		if r.model.Calls() != 0 || r.Spent(ann) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.Spent(ann))
+		if r.model.Calls() != 0 || r.spent(ann) != 0 {
+			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.spent(ann))
 		}
 		r.clk.Advance(time.Minute)
 		if n, err := r.content.Sweep(r.ctx, 0); n != 1 || err != nil {
 			t.Fatalf("sweep = %d, %v", n, err)
 		}
-		r.NoJob(models.TaskScreen, models.KindPitch, p)
+		r.noJob(models.TaskScreen, models.KindPitch, p)
 	})
 }
 
@@ -94,19 +94,19 @@ func TestRunDatabaseErrorRecordingIsUnavailable(t *testing.T) {
 		if renamed != nil {
 			t.Fatal(renamed)
 		}
-		r.Exec(`ALTER TABLE screens_gone RENAME TO screens`)
+		r.exec(`ALTER TABLE screens_gone RENAME TO screens`)
 		if out != scheduler.Pending {
 			t.Fatalf("outcome %s, want pending", out)
 		}
-		wantPending(t, r.MustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnavailable, 1, r.clk.Now().Add(time.Minute), ptr(200))
-		ev := r.LastEvent(models.KindPitch, p)
+		wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnavailable, 1, r.clk.Now().Add(time.Minute), ptr(200))
+		ev := r.lastEvent(models.KindPitch, p)
 		wantEvent(t, ev, models.Event{Event: "screen", Kind: models.KindPitch, ItemID: p, UserID: ann,
 			Outcome: "pending", Why: ptr(models.WhyUnavailable), Status: ptr(200), Confidence: ptr(0.9), RequestBytes: ev.RequestBytes})
 		if ev.UpstreamMs == nil || ev.RequestBytes == nil {
 			t.Errorf("event %s: want the model's time and request size kept", fmtEvent(ev))
 		}
-		if r.model.Calls() != 1 || r.Spent(ann) != 1 {
-			t.Fatalf("calls %d, spent %d; want the one call made and charged", r.model.Calls(), r.Spent(ann))
+		if r.model.Calls() != 1 || r.spent(ann) != 1 {
+			t.Fatalf("calls %d, spent %d; want the one call made and charged", r.model.Calls(), r.spent(ann))
 		}
 	})
 }
@@ -124,13 +124,13 @@ func TestRunUnknownTaskIsRefused(t *testing.T) {
 		if out, err := r.content.Run(r.ctx, j); out != scheduler.Pending || err != nil {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
-		got := r.MustJob(models.TaskScreen, models.KindPitch, p)
+		got := r.mustJob(models.TaskScreen, models.KindPitch, p)
 		wantPending(t, got, models.WhyRefused, 1, r.clk.Now().Add(time.Minute), nil)
 		if got.LastError == nil || !strings.Contains(*got.LastError, `"remix"`) {
 			t.Errorf("last error %v, want the task named", str(got.LastError))
 		}
-		if r.model.Calls() != 0 || r.Spent(ann) != 0 {
-			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.Spent(ann))
+		if r.model.Calls() != 0 || r.spent(ann) != 0 {
+			t.Fatalf("calls %d, spent %d; want nothing asked or charged", r.model.Calls(), r.spent(ann))
 		}
 	})
 }
@@ -151,7 +151,7 @@ func TestRunLeaseOverIsReleasedWithoutAttempt(t *testing.T) {
 		if out, err := r.content.Run(r.ctx, j); out != scheduler.Pending || err != nil {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
-		wantUntouched(t, r.MustJob(models.TaskScreen, models.KindPitch, p), due, nil)
+		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), due, nil)
 
 		stale := r.claim(models.TaskScreen, models.KindPitch, p2)
 		r.clk.Advance(lease)
@@ -162,7 +162,7 @@ func TestRunLeaseOverIsReleasedWithoutAttempt(t *testing.T) {
 		if out, err := r.content.Run(r.ctx, stale); out != scheduler.Pending || err != nil {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
-		got := r.MustJob(models.TaskScreen, models.KindPitch, p2)
+		got := r.mustJob(models.TaskScreen, models.KindPitch, p2)
 		wantUntouched(t, got, due, ptr("other-worker"))
 		if !got.LeaseUntil.Equal(*other.LeaseUntil) {
 			t.Errorf("the other worker's lease until %v, want %v", got.LeaseUntil, other.LeaseUntil)
@@ -181,18 +181,18 @@ func TestRunLostLeaseRecordsNothing(t *testing.T) {
 		p := r.pitch(ann, "p")
 		due := r.clk.Now()
 		r.model.Handle(func(w http.ResponseWriter, _ *http.Request) bool {
-			r.Exec(`UPDATE content_jobs SET lease_owner = 'other-worker' WHERE kind = 'pitch' AND item_id = ?`, p)
+			r.exec(`UPDATE content_jobs SET lease_owner = 'other-worker' WHERE kind = 'pitch' AND item_id = ?`, p)
 			http.Error(w, `{"error":"down"}`, http.StatusServiceUnavailable)
 			return true
 		})
 		if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 			t.Fatalf("outcome %s, want pending", out)
 		}
-		j := r.MustJob(models.TaskScreen, models.KindPitch, p)
+		j := r.mustJob(models.TaskScreen, models.KindPitch, p)
 		if j.Attempts != 0 || j.Why != nil || j.DueAt.UnixMilli() != due.UnixMilli() || str(j.LeaseOwner) != "other-worker" {
 			t.Errorf("job %+v: want it as the other worker holds it", j)
 		}
-		if evs := r.Events(models.KindPitch, p); len(evs) != 0 {
+		if evs := r.events(models.KindPitch, p); len(evs) != 0 {
 			t.Errorf("events %+v, want none", evs)
 		}
 	})
@@ -218,8 +218,8 @@ func TestRunShutdownDuringAskIsReleased(t *testing.T) {
 		if out != scheduler.Pending || err != nil {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
-		wantUntouched(t, r.MustJob(models.TaskScreen, models.KindPitch, p), due, nil)
-		if evs := r.Events(models.KindPitch, p); len(evs) != 0 {
+		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), due, nil)
+		if evs := r.events(models.KindPitch, p); len(evs) != 0 {
 			t.Errorf("events %+v, want none", evs)
 		}
 	})
@@ -240,7 +240,7 @@ func TestRunBreakerOpenIsPutOff(t *testing.T) {
 		if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
 			t.Fatalf("outcome %s, want pending", out)
 		}
-		wantUntouched(t, r.MustJob(models.TaskScreen, models.KindPitch, p), probe, nil)
+		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), probe, nil)
 		r.wantNothingAsked(t, ann, p)
 	})
 }
@@ -262,7 +262,7 @@ func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
 		if out, err := r.content.Run(r.ctx, j); out != scheduler.Pending || err != nil {
 			t.Fatalf("Run = %s, %v; want pending", out, err)
 		}
-		wantUntouched(t, r.MustJob(models.TaskScreen, models.KindPitch, p), due, nil)
+		wantUntouched(t, r.mustJob(models.TaskScreen, models.KindPitch, p), due, nil)
 		r.wantNothingAsked(t, ann, p)
 		if n, err := r.content.Sweep(r.ctx, 0); n != 0 || err != nil {
 			t.Fatalf("sweep while held ran %d, %v; want none", n, err)
@@ -273,7 +273,7 @@ func TestRunHeldAfterClaimIsPutOff(t *testing.T) {
 		if n, err := r.content.Sweep(r.ctx, 0); n != 1 || err != nil {
 			t.Fatalf("sweep after the hold ran %d, %v; want the job", n, err)
 		}
-		r.NoJob(models.TaskScreen, models.KindPitch, p)
+		r.noJob(models.TaskScreen, models.KindPitch, p)
 	})
 }
 
@@ -287,7 +287,7 @@ func TestRunItemScoreFollowsOnlyAnAllow(t *testing.T) {
 		ann := r.user("ann")
 		r.model.SetVerdict("block", 0.9)
 		_, blocked := r.song(ann, "B", "b")
-		r.Exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at) VALUES ('score', 'revision', ?, ?, ?)`, blocked, ann, r.NowMs())
+		r.exec(`INSERT INTO content_jobs (task, kind, item_id, user_id, due_at) VALUES ('score', 'revision', ?, ?, ?)`, blocked, ann, r.nowMs())
 		if out := <-r.content.RunItem(models.TaskScreen, models.KindRevision, blocked); out != scheduler.Done {
 			t.Fatalf("screen = %s, want done", out)
 		}
@@ -304,8 +304,8 @@ func TestRunItemScoreFollowsOnlyAnAllow(t *testing.T) {
 		if r.model.Calls() != 2+scheduler.ScoreRuns {
 			t.Errorf("calls %d, want two screens and one score", r.model.Calls())
 		}
-		r.NoJob(models.TaskScore, models.KindRevision, allowed)
-		if j := r.MustJob(models.TaskScore, models.KindRevision, blocked); j.Attempts != 0 || j.LeaseOwner != nil {
+		r.noJob(models.TaskScore, models.KindRevision, allowed)
+		if j := r.mustJob(models.TaskScore, models.KindRevision, blocked); j.Attempts != 0 || j.LeaseOwner != nil {
 			t.Errorf("the blocked revision's score job %+v, want it untouched", j)
 		}
 	})
@@ -351,7 +351,7 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 			swept <- n
 		}()
 		wait.Until(t, "the sweep waiting for three slots", func() bool { return r.content.ModelWaiters() == 1 })
-		if j := r.MustJob(models.TaskScore, models.KindRevision, rev); j.LeaseOwner != nil || j.Attempts != 0 {
+		if j := r.mustJob(models.TaskScore, models.KindRevision, rev); j.LeaseOwner != nil || j.Attempts != 0 {
 			t.Fatalf("score job %+v while the sweep waits for its slots: want it unleased", j)
 		}
 		letGo()
@@ -361,7 +361,7 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 		if n := <-swept; n != 1 {
 			t.Fatalf("sweep ran %d, want the score", n)
 		}
-		r.NoJob(models.TaskScore, models.KindRevision, rev)
+		r.noJob(models.TaskScore, models.KindRevision, rev)
 		if r.model.MaxInFlight() > scheduler.ScoreRuns {
 			t.Errorf("%d calls at once, want at most %d", r.model.MaxInFlight(), scheduler.ScoreRuns)
 		}

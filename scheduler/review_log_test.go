@@ -54,6 +54,6 @@ func TestRunKeepsTheLeasesLastTenthForRecording(t *testing.T) {
 		if n := r.model.Calls(); n != 0 {
 			t.Fatalf("the model was asked %d times with only the recording tenth of the lease left", n)
 		}
-		r.MustJob(models.TaskScreen, models.KindPitch, p)
+		r.mustJob(models.TaskScreen, models.KindPitch, p)
 	})
 }

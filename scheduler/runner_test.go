@@ -49,7 +49,7 @@ func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
 		}
 		screened := 0
 		for _, p := range pitches {
-			j, owed := r.Job(models.TaskScreen, models.KindPitch, p)
+			j, owed := r.job(models.TaskScreen, models.KindPitch, p)
 			switch {
 			case !owed:
 				screened++ // drained: the verdict was recorded, which took the job
@@ -60,7 +60,7 @@ func TestRunnerStopDrainsAndReleasesLeases(t *testing.T) {
 		if screened != 2 {
 			t.Errorf("%d jobs screened, want the 2 in flight when Stop came", screened)
 		}
-		if j := r.MustJob(models.TaskScreen, models.KindPitch, idle); j.LeaseOwner != nil || j.LeaseUntil != nil {
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, idle); j.LeaseOwner != nil || j.LeaseUntil != nil {
 			t.Errorf("claimed-but-unstarted job %+v: its lease outlived Stop", j)
 		}
 	})
@@ -155,13 +155,13 @@ func TestReleaseFreesOnlyItsOwnClaim(t *testing.T) {
 		if err := r.store.ReleaseJob(r.ctx, stale); err != nil {
 			t.Fatal(err)
 		}
-		if j := r.MustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil == nil || *j.LeaseUntil != *fresh.LeaseUntil {
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil == nil || *j.LeaseUntil != *fresh.LeaseUntil {
 			t.Fatalf("job %+v after a stale release, want the fresh claim kept", j)
 		}
 		if err := r.store.ReleaseJob(r.ctx, fresh); err != nil {
 			t.Fatal(err)
 		}
-		if j := r.MustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil != nil || j.LeaseOwner != nil {
+		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil != nil || j.LeaseOwner != nil {
 			t.Fatalf("job %+v: its holder's release did not free it", j)
 		}
 

@@ -161,6 +161,8 @@ func (p *process) call(method, path, token string, body any) (int, map[string]an
 // subjectTracker is a model hook that counts the requests per screened text and notices when
 // two requests for the same text are in flight at once (two workers running one job).
 type subjectTracker struct {
+	asked1   chan struct{} // closed when the first request arrives
+	once     sync.Once
 	mu       sync.Mutex
 	inFlight map[string]int
 	asked    map[string]int
@@ -169,7 +171,7 @@ type subjectTracker struct {
 }
 
 func newSubjectTracker(delay time.Duration) *subjectTracker {
-	return &subjectTracker{inFlight: map[string]int{}, asked: map[string]int{}, delay: delay}
+	return &subjectTracker{asked1: make(chan struct{}), inFlight: map[string]int{}, asked: map[string]int{}, delay: delay}
 }
 
 func (s *subjectTracker) handle(w http.ResponseWriter, r *http.Request) bool {
@@ -186,6 +188,7 @@ func (s *subjectTracker) handle(w http.ResponseWriter, r *http.Request) bool {
 		s.overlaps = append(s.overlaps, text)
 	}
 	s.mu.Unlock()
+	s.once.Do(func() { close(s.asked1) })
 	select {
 	case <-time.After(s.delay):
 	case <-r.Context().Done():

@@ -96,7 +96,9 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 		model := modeltest.New(t)
 		// The first process never finishes a call, and its asks' deadline (within the 6 s lease)
 		// is far beyond the kill: an ask that timed out first would be rescheduled a minute
-		// later (correctly, but past this test's wait). Its first sweep starts with the writes.
+		// later (correctly, but past this test's wait). So screens are held while the items are
+		// written (on a loaded machine the writes can take longer than the lease), and the
+		// process is killed the moment the model gets its first call after the hold is lifted.
 		slow := newSubjectTracker(10 * time.Second)
 		model.Handle(slow.handle)
 		model.KeepRequests(false)
@@ -109,6 +111,7 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 			t.Fatalf("create author: %d %v", status, user)
 		}
 		token := user["token"].(string)
+		first.must(http.StatusOK, http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]bool{"screen": true})
 		const items = 100
 		for i := range items {
 			if status, body := first.post("/api/listeners/pitches", token, map[string]string{"body": fmt.Sprintf("pitch %d", i)}); status != http.StatusCreated {
@@ -116,9 +119,12 @@ func TestKilledMidSweepLosesNothing(t *testing.T) {
 			}
 		}
 		db := openDB(t, dbURL)
-		wait.Within(t, 10*time.Second, "jobs to be leased and asked", func() bool {
-			return countRows(t, db, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`) > 0 && model.Calls() > 0
-		})
+		first.must(http.StatusOK, http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]bool{"screen": false})
+		select {
+		case <-slow.asked1:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no job was asked within 10 s")
+		}
 		first.cmd.Process.Signal(syscall.SIGKILL)
 		<-first.exited
 		leased := countRows(t, db, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
