@@ -2,11 +2,13 @@ package scheduler_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -67,5 +69,35 @@ func TestSweepAuthorAfterStopStartsNothing(t *testing.T) {
 			t.Errorf("job %+v; want it untouched", j)
 		}
 		r.wantNothingAsked(t, ann, p)
+	})
+}
+
+// An author's sweep runs in the background, so one that fails (the database) logs an error
+// line with the author; one that ends well logs none.
+func TestSweepAuthorLogsOnlyItsFailure(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		var logs syncBuffer
+		r := newRig(t, db, withLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		ann, bob := r.user("ann"), r.user("bob")
+		p := r.pitch(ann, "p")
+		r.pitch(bob, "q")
+
+		r.content.SweepAuthor(ann)
+		wait.Until(t, "ann's sweep to screen her pitch", func() bool { _, owed := r.job(models.TaskScreen, models.KindPitch, p); return !owed })
+
+		r.exec(`ALTER TABLE content_jobs RENAME TO content_jobs_gone`)
+		r.content.SweepAuthor(bob)
+		wait.Until(t, "bob's failed sweep's error line", func() bool { return len(errorLines(logs.lines())) > 0 })
+		r.exec(`ALTER TABLE content_jobs_gone RENAME TO content_jobs`)
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		defer cancel()
+		if err := r.content.Stop(ctx); err != nil { // every author sweep over
+			t.Fatal(err)
+		}
+		errs := errorLines(logs.lines())
+		if len(errs) != 1 || errs[0]["msg"] != "author sweep" || errs[0]["userId"] != float64(bob) {
+			t.Fatalf("error lines %v; want one, for bob's sweep", errs)
+		}
 	})
 }

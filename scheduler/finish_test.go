@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,54 @@ func TestRunPutOffNotWrittenIsAnError(t *testing.T) {
 			t.Errorf("job %+v; want it as claimed: leased to test-worker, due at %v, no attempt", got, j.DueAt)
 		}
 		r.wantNothingAsked(t, ann, p)
+	})
+}
+
+// A run in the background (RunItem, a sweep) whose ending cannot be recorded logs one error
+// line with the cause, since no caller hears of it; a run that records its ending logs none.
+func TestBackgroundRunLogsAnUnrecordedEnding(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		var logs syncBuffer
+		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
+			scheduler.ContentConfig{Owner: "test-worker"})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c.Stop(ctx)
+		})
+		ann := r.user("ann")
+		fine, lost := r.pitch(ann, "fine"), r.pitch(ann, "lost")
+		if out := <-c.RunItem(models.TaskScreen, models.KindPitch, fine); out != scheduler.Done {
+			t.Fatalf("the first screen: %s", out)
+		}
+		if errs := errorLines(logs.lines()); len(errs) != 0 {
+			t.Fatalf("a recorded run logged errors %v; want none", errs)
+		}
+
+		// The model fails, and meanwhile the jobs' table goes: the attempt cannot be recorded.
+		renamed := make(chan error, 1)
+		r.model.FailNext(1, 503, nil)
+		r.model.Handle(func(http.ResponseWriter, *http.Request) bool {
+			_, err := r.store.RawExec(r.ctx, `ALTER TABLE content_jobs RENAME TO content_jobs_gone`)
+			renamed <- err
+			return false
+		})
+		out := <-c.RunItem(models.TaskScreen, models.KindPitch, lost)
+		r.model.Handle(nil)
+		if err := <-renamed; err != nil {
+			t.Fatal(err)
+		}
+		r.exec(`ALTER TABLE content_jobs_gone RENAME TO content_jobs`)
+		if out != scheduler.Pending {
+			t.Fatalf("the unrecorded screen: %s, want pending", out)
+		}
+		errs := errorLines(logs.lines())
+		if len(errs) != 1 || errs[0]["msg"] != "content job" || errs[0]["itemId"] != float64(lost) ||
+			!strings.Contains(fmt.Sprint(errs[0]["err"]), "reschedule") {
+			t.Fatalf("error lines %v; want one for the lost pitch's job with its cause", errs)
+		}
 	})
 }
 

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ type rigConfig struct {
 	noModel      bool
 	modelTimeout time.Duration
 	metrics      *metrics.Metrics
+	logger       *slog.Logger
 }
 
 // withDailyLimit sets the store's default daily limit.
@@ -48,6 +50,9 @@ func withConfig(f func(*scheduler.ContentConfig)) rigOption {
 func withoutModel() rigOption { return func(c *rigConfig) { c.noModel = true } }
 
 func withModelTimeout(d time.Duration) rigOption { return func(c *rigConfig) { c.modelTimeout = d } }
+
+// withLogger gives the runner l to log to (the rig's default logs errors to the test's log).
+func withLogger(l *slog.Logger) rigOption { return func(c *rigConfig) { c.logger = l } }
 
 // withMetrics gives the runner m to count into (the rig's default is none).
 func withMetrics(m *metrics.Metrics) rigOption { return func(c *rigConfig) { c.metrics = m } }
@@ -67,7 +72,11 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		mc.Timeout = cfg.modelTimeout
 		client = modelclient.New(mc)
 	}
-	c := scheduler.NewContent(store, client, clk, owedtest.Logger(t), cfg.metrics, cfg.content)
+	logger := cfg.logger
+	if logger == nil {
+		logger = owedtest.Logger(t)
+	}
+	c := scheduler.NewContent(store, client, clk, logger, cfg.metrics, cfg.content)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -53,6 +55,40 @@ func TestRunMetricsCountAttemptsModelSecondsAndRefusals(t *testing.T) {
 		}
 		if n := metric(t, m, "owed_model_latency_seconds", "event", "screen").GetHistogram().GetSampleCount(); n != 1 {
 			t.Errorf("model latency samples = %d after a refused charge, want still 1", n)
+		}
+	})
+}
+
+// Run holds its task's model slots while it asks (a score's three), so owed_model_inflight
+// shows them and the process's model cap counts them, and gives them back once it is over.
+func TestRunHoldsItsModelSlotsWhileAsking(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		m := metrics.New(nil)
+		r := newRig(t, db, withMetrics(m))
+		ann := r.user("ann")
+		_, rev := r.allowedRevision(ann, "S", "c")
+		release := make(chan struct{})
+		r.model.Handle(func(http.ResponseWriter, *http.Request) bool { <-release; return false })
+		j := r.claim(models.TaskScore, models.KindRevision, rev)
+		done := make(chan scheduler.Outcome, 1)
+		go func() {
+			out, err := r.content.Run(r.ctx, j)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- out
+		}()
+		wait.Until(t, "the score's call", func() bool { return r.model.InFlight() > 0 })
+		if n := metric(t, m, "owed_model_inflight", "", "").GetGauge().GetValue(); n != scheduler.ScoreRuns {
+			t.Errorf("model slots in use while the score asks = %v, want %d", n, scheduler.ScoreRuns)
+		}
+		close(release)
+		if out := <-done; out != scheduler.Done {
+			t.Fatalf("score: %s", out)
+		}
+		if n := metric(t, m, "owed_model_inflight", "", "").GetGauge().GetValue(); n != 0 {
+			t.Errorf("model slots in use after the score = %v, want 0", n)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -317,7 +318,9 @@ func TestRunItemScoreFollowsOnlyAnAllow(t *testing.T) {
 func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = scheduler.ScoreRuns }))
+		var logs syncBuffer
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = scheduler.ScoreRuns }),
+			withLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 		ann := r.user("ann")
 		release := make(chan struct{})
 		var releaseOnce sync.Once
@@ -364,6 +367,9 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 		r.noJob(models.TaskScore, models.KindRevision, rev)
 		if r.model.MaxInFlight() > scheduler.ScoreRuns {
 			t.Errorf("%d calls at once, want at most %d", r.model.MaxInFlight(), scheduler.ScoreRuns)
+		}
+		if errs := errorLines(logs.lines()); len(errs) != 0 {
+			t.Errorf("error lines %v; want none (the score let go unrun was released)", errs)
 		}
 	})
 }
