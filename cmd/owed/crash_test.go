@@ -242,9 +242,10 @@ func listMedia(t *testing.T, db *sql.DB, scrape int64) []mediaRow {
 
 // slowReceiver is a webhook receiver that verifies every delivery's signature and holds each
 // one a while before answering 204. Once holdAfter deliveries are acknowledged it holds every
-// new one until release (or its caller gives up), so deliveries are surely in flight when owed
-// is killed, however fast or slow the machine. It notes each webhook-id as seen on arrival and
-// as acknowledged once its 204 is written.
+// new one until release (or its caller gives up) and says so on held, so a test can kill owed
+// the moment a delivery is surely in flight, however fast or slow the machine (a held delivery
+// must not outlast owed's attempt timeout: the kill follows held at once). It notes each
+// webhook-id as seen on arrival and as acknowledged once its 204 is written.
 type slowReceiver struct {
 	srv       *httptest.Server
 	delay     time.Duration
@@ -253,6 +254,8 @@ type slowReceiver struct {
 	ackedN    atomic.Int64
 	released  chan struct{}
 	release   func()
+	held      chan struct{} // closed when the first delivery is held
+	holding   sync.Once
 
 	mu     sync.Mutex
 	secret string
@@ -262,12 +265,14 @@ type slowReceiver struct {
 }
 
 func newSlowReceiver(t *testing.T, delay time.Duration, holdAfter int64) *slowReceiver {
-	rc := &slowReceiver{delay: delay, holdAfter: holdAfter, seen: map[string]int{}, acked: map[string]int{}, released: make(chan struct{})}
+	rc := &slowReceiver{delay: delay, holdAfter: holdAfter, seen: map[string]int{}, acked: map[string]int{},
+		released: make(chan struct{}), held: make(chan struct{})}
 	rc.release = sync.OnceFunc(func() { close(rc.released) })
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc.inFlight.Add(1)
 		defer rc.inFlight.Add(-1)
 		if rc.ackedN.Load() >= rc.holdAfter {
+			rc.holding.Do(func() { close(rc.held) })
 			select {
 			case <-rc.released:
 			case <-r.Context().Done():
@@ -385,9 +390,13 @@ func TestKilledMidWebhookDeliveriesLosesNothing(t *testing.T) {
 		delivered := func() int {
 			return countRows(t, db, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'`)
 		}
-		wait.Within(t, 20*time.Second, "deliveries to be under way", func() bool {
-			return delivered() >= 5 && recv.inFlight.Load() > 0
-		})
+		// Killed the moment a delivery is held, five having been acknowledged: within owed's
+		// attempt timeout (half the 3 s lease), so no held delivery fails first.
+		select {
+		case <-recv.held:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no delivery was under way within 20 s")
+		}
 		first.kill()
 		recv.release() // the restarted owed's deliveries are answered as usual
 		atKill := delivered()
