@@ -583,7 +583,9 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 func TestConfigIsValidated(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(owedtest.Start)
-	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second}, {Concurrency: -1}, {Timeout: -time.Second}} {
+	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second},
+		{Timeout: time.Minute, Lease: time.Minute}, // the lease must exceed the timeout, not equal it
+		{Concurrency: -1}, {Timeout: -time.Second}} {
 		if _, err := scheduler.NewDeliveries(nil, clk, nil, nil, cfg); err == nil {
 			t.Errorf("New accepted %+v", cfg)
 		}
