@@ -595,7 +595,7 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := d.Config(); c.Timeout != 15*time.Second || c.Lease != 2*time.Minute || c.Concurrency != 16 || c.Poll != time.Second ||
-		c.MaxRetryAfter != 24*time.Hour || c.Owner == "" || c.AllowPrivate {
+		c.MaxRetryAfter != 24*time.Hour || c.Owner == "" || c.AllowPrivate || c.UserAgent != "owed-webhooks" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
