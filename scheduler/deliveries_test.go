@@ -579,7 +579,9 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 func TestConfigIsValidated(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(owedtest.Start)
-	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second}, {Concurrency: -1}, {Timeout: -time.Second}} {
+	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second},
+		{Timeout: time.Minute, Lease: time.Minute}, // the lease must exceed the timeout, not equal it
+		{Concurrency: -1}, {Timeout: -time.Second}} {
 		if _, err := scheduler.NewDeliveries(nil, clk, nil, nil, cfg); err == nil {
 			t.Errorf("New accepted %+v", cfg)
 		}
@@ -589,7 +591,7 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := d.Config(); c.Timeout != 15*time.Second || c.Lease != 2*time.Minute || c.Concurrency != 16 || c.Poll != time.Second ||
-		c.MaxRetryAfter != 24*time.Hour || c.Owner == "" || c.AllowPrivate {
+		c.MaxRetryAfter != 24*time.Hour || c.Owner == "" || c.AllowPrivate || c.UserAgent != "owed-webhooks" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
