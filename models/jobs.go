@@ -247,11 +247,20 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		return out
 	}
 	if s.dialect.writableCTEs() && !s.inTx {
-		res, err := s.query(ctx, s.db, with+recordScreensAlone, param, eventPattern(EventItemScreened), eventPattern(EventAll))
+		// Repeatable: a verdict a failed try did write conflicts and is left alone (its job
+		// settled with it), and the events join only the verdicts this try wrote. Concurrent
+		// batches' settling can deadlock (40P01), which the transaction path absorbed by
+		// trying again; so does this one.
+		err := s.retryRepeatable(ctx, func() error {
+			clear(recorded)
+			subscribed = false
+			res, err := s.query(ctx, s.db, with+recordScreensAlone, param, eventPattern(EventItemScreened), eventPattern(EventAll))
+			if err != nil {
+				return err
+			}
+			return scanKeys(res)
+		})
 		if err != nil {
-			return nil, err
-		}
-		if err := scanKeys(res); err != nil {
 			return nil, err
 		}
 		if !subscribed {

@@ -239,7 +239,7 @@ func (s *Store) changedAll() {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.retryRead(ctx, func() error { return s.scan(ctx, s.db, &one, "SELECT 1") }); err != nil {
+	if err := s.retryRepeatable(ctx, func() error { return s.scan(ctx, s.db, &one, "SELECT 1") }); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
 	return nil

@@ -250,12 +250,14 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 	})
 }
 
-// retryRead runs a read (outside any transaction) again after a transient fault, up to
-// MaxTxTries in all: a read is always safe to repeat, and a pool whose connections were cut
-// drops each dead one as it meets it.
+// retryRepeatable runs f (outside any transaction) again after a transient fault, up to
+// MaxTxTries in all. f must be safe to repeat whatever became of the failed try: a read, or a
+// single write statement whose repeat changes nothing the first one did (its ON CONFLICT DO
+// NOTHING). A pool whose connections were cut drops each dead one as it meets it, and a
+// statement PostgreSQL chose as a deadlock's victim was rolled back whole.
 // Every request reads its caller, so this spares clients a 503 for a connection that died
 // idle.
-func (s *Store) retryRead(ctx context.Context, f func() error) error {
+func (s *Store) retryRepeatable(ctx context.Context, f func() error) error {
 	err := f()
 	for try := 1; try < MaxTxTries && err != nil && !s.inTx && FaultOf(err) == FaultTransient && ctx.Err() == nil; try++ {
 		err = f()

@@ -87,7 +87,7 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role,
 // not found.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 	var u User
-	err := s.retryRead(ctx, func() (err error) {
+	err := s.retryRepeatable(ctx, func() (err error) {
 		u, err = s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
 		return err
 	})
