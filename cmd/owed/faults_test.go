@@ -49,19 +49,24 @@ func TestConnectionsCutDuringWritesOnPostgres(t *testing.T) {
 	// through (each write tried 50 times: minutes of 503s); this way they make progress at any
 	// load, and every write still races the cuts.
 	ctx, stop := context.WithCancel(context.Background())
-	var cuts, acked atomic.Int64
+	var cuts atomic.Int64
+	acked := make(chan struct{}, 1) // a write answered 201 since the cutter last looked
 	cutterDone := make(chan struct{})
 	go func() {
 		defer close(cutterDone)
 		for ctx.Err() == nil {
-			seen := acked.Load()
+			select { // only a write acknowledged after this cut lets the next one come
+			case <-acked:
+			default:
+			}
 			var n int64
 			if err := db.QueryRow(`SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t`, app).Scan(&n); err == nil {
 				cuts.Add(n)
 			}
 			time.Sleep(100 * time.Millisecond)
-			for acked.Load() == seen && ctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond)
+			select {
+			case <-acked:
+			case <-ctx.Done():
 			}
 		}
 	}()
@@ -93,7 +98,10 @@ func TestConnectionsCutDuringWritesOnPostgres(t *testing.T) {
 					}
 					mu.Unlock()
 					if st == http.StatusCreated {
-						acked.Add(1)
+						select {
+						case acked <- struct{}{}:
+						default:
+						}
 						mu.Lock()
 						if hdr.Get("Idempotent-Replayed") == "true" {
 							tl.replays++
