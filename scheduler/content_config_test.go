@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func TestSweepAuthorLogsOnlyItsFailure(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var logs syncBuffer
-		r := newRig(t, db, withLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		r := newRig(t, db, withLogger(jsonLog(&logs)))
 		ann, bob := r.user("ann"), r.user("bob")
 		p := r.pitch(ann, "p")
 		r.pitch(bob, "q")

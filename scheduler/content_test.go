@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -806,10 +805,7 @@ func TestEveryAttemptIsOneLogLine(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
-		var logs syncBuffer
-		model := r.model.Config()
-		c := scheduler.NewContent(r.store, modelclient.New(model), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
-			scheduler.ContentConfig{Owner: "test-worker"})
+		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker"})
 		ann := r.user("ann")
 		p := r.pitch(ann, "p")
 		r.model.FailNext(1, 503, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -90,10 +91,16 @@ type deliveryRig struct {
 
 func newDeliveryRig(t *testing.T, db string, cfg scheduler.DeliveriesConfig) *deliveryRig {
 	t.Helper()
+	return newDeliveryRigLogging(t, db, cfg, owedtest.Logger(t))
+}
+
+// newDeliveryRigLogging is newDeliveryRig with the runner logging to log.
+func newDeliveryRigLogging(t *testing.T, db string, cfg scheduler.DeliveriesConfig, log *slog.Logger) *deliveryRig {
+	t.Helper()
 	clk := clock.NewFake(owedtest.Start)
 	store := owedtest.Store(t, db, clk)
 	m := metrics.New(nil)
-	d, err := scheduler.NewDeliveries(store, clk, owedtest.Logger(t), m, cfg)
+	d, err := scheduler.NewDeliveries(store, clk, log, m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +160,25 @@ func (r *deliveryRig) attempts(deliveryID int64) []models.DeliveryAttempt {
 		r.t.Fatal(err)
 	}
 	return as[deliveryID]
+}
+
+// stopMidAttempt starts the loop, waits for rcv to be sent a delivery, and stops the runner
+// with a grace of 50 ms, which the attempt (held by rcv) outlasts.
+func (r *deliveryRig) stopMidAttempt(rcv *receiver) {
+	r.t.Helper()
+	if err := r.d.Start(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	select {
+	case <-rcv.arrived:
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("nothing was attempted")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := r.d.Stop(ctx); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // run runs one pass and checks how many deliveries it attempted.
@@ -556,19 +582,7 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 		rcv := newReceiver(t, answer{status: 200, hold: hold})
 		w := r.subscribe(rcv.URL, models.EventAll)
 		r.finished("chat-1")
-		if err := r.d.Start(r.ctx); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-rcv.arrived:
-		case <-time.After(10 * time.Second):
-			t.Fatal("nothing was attempted")
-		}
-		ctx, cancel := context.WithTimeout(r.ctx, 50*time.Millisecond)
-		defer cancel()
-		if err := r.d.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
+		r.stopMidAttempt(rcv)
 		d := r.one(w.ID)
 		if d.Status != models.DeliveryPending || d.Attempts != 0 || d.LeaseOwner != nil || d.LeaseUntil != nil || len(r.attempts(d.ID)) != 0 {
 			t.Fatalf("delivery after an abandoned attempt = %+v", d)

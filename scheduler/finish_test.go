@@ -3,13 +3,11 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
@@ -22,9 +20,7 @@ func TestRunLogsAnErrorOnlyWhenOwedFailed(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
-		var logs syncBuffer
-		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
-			scheduler.ContentConfig{Owner: "test-worker"})
+		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker"})
 		ann := r.user("ann")
 		failing, upstream := r.pitch(ann, "failing"), r.pitch(ann, "upstream")
 
@@ -61,9 +57,7 @@ func TestRunLogsALetGoOnlyWhenNotStopping(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
-		var logs syncBuffer
-		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
-			scheduler.ContentConfig{Owner: "test-worker"})
+		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker"})
 		ann := r.user("ann")
 		stopping, late := r.pitch(ann, "stopping"), r.pitch(ann, "late")
 		due := r.clk.Now()
@@ -127,9 +121,7 @@ func TestBackgroundRunLogsAnUnrecordedEnding(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
-		var logs syncBuffer
-		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
-			scheduler.ContentConfig{Owner: "test-worker"})
+		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

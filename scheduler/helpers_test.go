@@ -85,6 +85,18 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 	return &rig{Data: data, t: t, ctx: data.Ctx, store: store, clk: clk, model: model, content: c}
 }
 
+// contentLogging is a second runner on the rig's store, clock and model, with cfg, whose log
+// lines (JSON) the test reads from logs.
+func (r *rig) contentLogging(cfg scheduler.ContentConfig) (c *scheduler.Content, logs *syncBuffer) {
+	logs = &syncBuffer{}
+	c = scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, jsonLog(logs), nil, cfg)
+	r.t.Cleanup(func() { c.Stop(context.Background()) })
+	return c, logs
+}
+
+// jsonLog is a logger writing JSON lines to logs.
+func jsonLog(logs *syncBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(logs, nil)) }
+
 // with is the rig reporting to t (a subtest's).
 func (r *rig) with(t testing.TB) *rig {
 	c := *r

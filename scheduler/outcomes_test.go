@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -320,7 +319,7 @@ func TestSweepClaimsAScoreOnlyWithItsThreeSlots(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var logs syncBuffer
 		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = scheduler.ScoreRuns }),
-			withLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			withLogger(jsonLog(&logs)))
 		ann := r.user("ann")
 		release := make(chan struct{})
 		var releaseOnce sync.Once

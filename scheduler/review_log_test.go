@@ -1,11 +1,9 @@
 package scheduler_test
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 	"github.com/owed/owed/scheduler"
@@ -17,9 +15,7 @@ func TestReviewAttemptIsOneLogLine(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
-		var logs syncBuffer
-		c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, slog.New(slog.NewJSONHandler(&logs, nil)), nil,
-			scheduler.ContentConfig{Owner: "test-worker", ReviewBelow: map[models.Kind]float64{models.KindPitch: 0.9}})
+		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker", ReviewBelow: map[models.Kind]float64{models.KindPitch: 0.9}})
 		r.model.SetVerdict("allow", 0.6)
 		p := r.pitch(r.user("ann"), "p")
 		if out, err := c.Run(r.ctx, r.claim(models.TaskScreen, models.KindPitch, p)); err != nil || out != scheduler.Pending {
