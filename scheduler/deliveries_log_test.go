@@ -80,3 +80,26 @@ func TestDeliveryLogsOneLineAnAttempt(t *testing.T) {
 		}
 	})
 }
+
+// Any 2xx delivers, from 200 to 299; a 300 (a redirect is never followed) is retried like any
+// other answer.
+func TestDeliveryIsDeliveredByEvery2xxOnly(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newDeliveryRig(t, db, scheduler.DeliveriesConfig{AllowPrivate: true})
+		want := map[int]models.DeliveryStatus{200: models.DeliveryDelivered, 299: models.DeliveryDelivered,
+			300: models.DeliveryPending}
+		hooks := map[int]int64{}
+		for status := range want {
+			hooks[status] = r.subscribe(newReceiver(t, answer{status: status}).URL, models.EventAll).ID
+		}
+		r.finished("chat-1")
+		r.run(len(want))
+		for status, st := range want {
+			d := r.one(hooks[status])
+			if d.Status != st || d.LastStatus == nil || *d.LastStatus != status {
+				t.Errorf("answered %d: delivery %+v, want %s", status, d, st)
+			}
+		}
+	})
+}
