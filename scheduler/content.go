@@ -403,6 +403,14 @@ func (c *Content) SweepAuthor(userID int64) {
 // started no sweep from one whose sweep found nothing, with nothing to wait for.
 func (c *Content) AuthorSweeps() int64 { return c.authorSweeps.Load() }
 
+// AuthorSweepsUnderWay is how many author sweeps (SweepAuthor) are running now: one that is no
+// longer counted has made its last claim and logged its ending (a signal for tests).
+func (c *Content) AuthorSweepsUnderWay() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.authors)
+}
+
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).
 // The job goes on after the caller stops waiting. A screen runs at the inline priority (its

@@ -83,7 +83,11 @@ func TestSweepAuthorLogsOnlyItsFailure(t *testing.T) {
 		r.pitch(bob, "q")
 
 		r.content.SweepAuthor(ann)
-		wait.Until(t, "ann's sweep to screen her pitch", func() bool { _, owed := r.job(models.TaskScreen, models.KindPitch, p); return !owed })
+		// Her sweep goes on claiming after her job settles: wait for its end, not the job's.
+		wait.Until(t, "ann's sweep to end", func() bool { return r.content.AuthorSweepsUnderWay() == 0 })
+		if _, owed := r.job(models.TaskScreen, models.KindPitch, p); owed {
+			t.Fatal("ann's sweep ended with her pitch still owed")
+		}
 
 		r.exec(`ALTER TABLE content_jobs RENAME TO content_jobs_gone`)
 		r.content.SweepAuthor(bob)
