@@ -62,15 +62,33 @@ type process struct {
 	exited chan error
 }
 
+// handedOut is every address freeAddr has given in this test process: the kernel may give a
+// port that was closed again, and two parallel tests given one port would find each other's
+// owed answering their readiness checks.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
+// freeAddr is a local address no listener held a moment ago and that no other test of this
+// process has been given. Another process may still take it before owed binds it, which
+// startOwed meets by trying another.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // owedEnv is the environment of an owed process: the test's own without its OWED_* settings
@@ -85,8 +103,20 @@ func owedEnv(settings ...string) []string {
 	return append(append(env, "OWED_LOG_LEVEL=warn"), settings...)
 }
 
-// startOwed runs `owed serve` with env (OWED_* settings) and waits until it is ready.
+// startOwed runs `owed serve` with env (OWED_* settings) and waits until it is ready. An
+// address another process took between freeAddr and owed's bind is given up for another.
 func startOwed(t testing.TB, env ...string) *process {
+	t.Helper()
+	for try := 1; ; try++ {
+		if p := startOwedAt(t, try == 5, env...); p != nil {
+			return p
+		}
+	}
+}
+
+// startOwedAt is startOwed on one address of freeAddr's: nil when owed found it in use and
+// exited, unless last (then the test fails).
+func startOwedAt(t testing.TB, last bool, env ...string) *process {
 	t.Helper()
 	bin := owedBinary(t)
 	addr := freeAddr(t)
@@ -118,6 +148,10 @@ func startOwed(t testing.TB, env ...string) *process {
 		}
 		select {
 		case err := <-p.exited:
+			if !last && strings.Contains(p.stderr.String(), "address already in use") {
+				t.Logf("owed: %s was taken before owed bound it; another address", addr)
+				return nil
+			}
 			t.Fatalf("owed exited before it was ready: %v\n%s", err, p.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
