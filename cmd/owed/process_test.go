@@ -255,6 +255,40 @@ func countRows(t testing.TB, db *sql.DB, query string, args ...any) int {
 	return n
 }
 
+// leftRows is every row the queries read, a line each, for a failure's message.
+func leftRows(t testing.TB, db *sql.DB, queries ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range queries {
+		rows, err := db.Query(q)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", q, err)
+			continue
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				fmt.Fprintf(&b, "%v\n", err)
+				break
+			}
+			for i, c := range cols {
+				if v, ok := vals[i].([]byte); ok {
+					vals[i] = string(v)
+				}
+				fmt.Fprintf(&b, "%s=%v ", c, vals[i])
+			}
+			b.WriteString("\n")
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
 func openDB(t testing.TB, url string) *sql.DB {
 	t.Helper()
 	driver, dsn := "pgx", url

@@ -19,13 +19,22 @@ func Until(t testing.TB, what string, cond func() bool) {
 // to 50 ms.
 func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !For(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// For polls cond as Within does and reports whether it held within d, for a test that says
+// more than Within's message when it did not.
+func For(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	pause := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 50*time.Millisecond)
 	}
+	return true
 }
