@@ -313,10 +313,6 @@ func TestBreakerIgnoresCallsCutOffByStop(t *testing.T) {
 func (r *rig) replica(t *testing.T, owner string, m *metrics.Metrics) *scheduler.Content {
 	c := scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, owedtest.Logger(t), m,
 		scheduler.ContentConfig{Owner: owner, ModelBreaker: 1})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
+	stopAtCleanup(t, c)
 	return c
 }

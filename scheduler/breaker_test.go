@@ -357,11 +357,7 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 		mc.Timeout = 10 * time.Second
 		c := scheduler.NewContent(s, modelclient.New(mc), clk, owedtest.Logger(t), nil, scheduler.ContentConfig{
 			Owner: fmt.Sprintf("replica-%d", i), ModelConcurrency: slots, ModelBreaker: threshold})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			c.Stop(ctx)
-		})
+		stopAtCleanup(t, c)
 		stores, replicas = append(stores, s), append(replicas, c)
 	}
 	ctx := context.Background()

@@ -122,11 +122,6 @@ func TestBackgroundRunLogsAnUnrecordedEnding(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		r := newRig(t, db)
 		c, logs := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker"})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			c.Stop(ctx)
-		})
 		ann := r.user("ann")
 		fine, lost := r.pitch(ann, "fine"), r.pitch(ann, "lost")
 		if out := <-c.RunItem(models.TaskScreen, models.KindPitch, fine); out != scheduler.Done {

@@ -77,11 +77,7 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 		logger = owedtest.Logger(t)
 	}
 	c := scheduler.NewContent(store, client, clk, logger, cfg.metrics, cfg.content)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
+	stopAtCleanup(t, c)
 	return &rig{Data: data, t: t, ctx: data.Ctx, store: store, clk: clk, model: model, content: c}
 }
 
@@ -90,8 +86,17 @@ func newRig(t testing.TB, databaseURL string, opts ...rigOption) *rig {
 func (r *rig) contentLogging(cfg scheduler.ContentConfig) (c *scheduler.Content, logs *syncBuffer) {
 	logs = &syncBuffer{}
 	c = scheduler.NewContent(r.store, modelclient.New(r.model.Config()), r.clk, jsonLog(logs), nil, cfg)
-	r.t.Cleanup(func() { c.Stop(context.Background()) })
+	stopAtCleanup(r.t, c)
 	return c, logs
+}
+
+// stopAtCleanup stops c when the test ends, giving its runs 5 s.
+func stopAtCleanup(t testing.TB, c *scheduler.Content) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
 }
 
 // jsonLog is a logger writing JSON lines to logs.
