@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -564,6 +565,56 @@ func TestSweepClaimsOnlyWhatItCanAsk(t *testing.T) {
 		}
 		if r.countJobs() != 0 || r.spent(ann) != 20 || r.model.MaxInFlight() != slots {
 			t.Errorf("after the sweep: %d jobs, %d spent, at most %d in flight", r.countJobs(), r.spent(ann), r.model.MaxInFlight())
+		}
+	})
+}
+
+// An admin's test call (ProbeModel) that gets an answer closes the open breaker, makes the
+// jobs it put off due now and wakes the sweep so they run at once; one that finds the model
+// still down keeps the breaker open and wakes nothing. (The runner is not started here, so
+// the wake waits in the sweep's loop for the test to see.)
+func TestAdminProbeWakesTheSweepWhenItClosesTheBreaker(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker, c.ModelConcurrency = 2, 2 }))
+		om := newOutageModel(r.model)
+		ann := r.user("ann")
+		for n := range 10 {
+			r.pitch(ann, fmt.Sprintf("a0 %d", n))
+		}
+		om.down.Store(true)
+		r.content.Sweep(r.ctx, 0)
+		if st := modelState(t, r.content); st.State != models.BreakerOpen {
+			t.Fatalf("breaker %+v, want open", st)
+		}
+		putOff := 10 - int(om.downCalls.Load()) // the pitches not tried before it opened
+		r.content.TakeSweepWake()               // whatever woke it so far
+
+		p, err := r.content.ProbeModel(r.ctx, nil)
+		if err != nil || p.Answered || p.Closed || p.Status != http.StatusServiceUnavailable {
+			t.Fatalf("a test call while the model is down: %+v, %v", p, err)
+		}
+		if r.content.TakeSweepWake() {
+			t.Error("a test call that found the model down woke the sweep")
+		}
+		if _, err := r.content.ProbeModel(r.ctx, nil); !errors.As(err, new(*scheduler.TooSoonError)) {
+			t.Errorf("a second test call within 5 s: %v, want too soon", err)
+		}
+
+		om.down.Store(false)
+		r.clk.Advance(scheduler.ManualProbeGap)
+		p, err = r.content.ProbeModel(r.ctx, nil)
+		if err != nil || !p.Answered || !p.Closed || p.Why != "" || p.Error != "" {
+			t.Fatalf("a test call once the model is back: %+v, %v", p, err)
+		}
+		if st := modelState(t, r.content); st.State != models.BreakerClosed {
+			t.Errorf("breaker %+v after the answer, want closed", st)
+		}
+		if !r.content.TakeSweepWake() {
+			t.Error("closing the breaker did not wake the sweep: the put-off jobs wait for its next entry")
+		}
+		if n, err := r.content.Sweep(r.ctx, 0); err != nil || n != putOff || putOff == 0 {
+			t.Errorf("the woken sweep ran %d jobs (%v), want the %d put off", n, err, putOff)
 		}
 	})
 }

@@ -10,3 +10,18 @@ func (c *Content) ModelWaiters() int {
 	}
 	return n
 }
+
+// TakeSweepWake reports whether the sweep has a wake waiting (Wake was called since the loop
+// last took one), and takes it (tests only: on a Content that is not started, where nothing
+// else takes it).
+func (c *Content) TakeSweepWake() bool {
+	select {
+	case <-c.sweep.wake:
+		return true
+	default:
+		return false
+	}
+}
+
+// WakeChan is the channel the queue's next wake closes (tests only).
+func (b *Backfill) WakeChan() <-chan struct{} { return b.wakeChan() }
