@@ -1016,7 +1016,7 @@ func TestReleaseWalkWakesTheQueueOnlyWhenItReleased(t *testing.T) {
 		if st := b.status(); strOf(st.WalkingChat) != "chat-y" {
 			t.Fatalf("walkingChat = %s, want chat-y", strOf(st.WalkingChat))
 		}
-		woken := b.q.WakeChan()
+		woken := b.q.WatchWake()
 		var recorded [][]string
 		record := func(tx *models.Store, chats []string) error { recorded = append(recorded, chats); return nil }
 		chats, err := b.q.ReleaseWalk(b.ctx, record)
@@ -1026,24 +1026,20 @@ func TestReleaseWalkWakesTheQueueOnlyWhenItReleased(t *testing.T) {
 		if st := b.status(); st.WalkingChat != nil || st.WalkingUntil != nil {
 			t.Errorf("after the release: walking %s until %s, want none", strOf(st.WalkingChat), isoOf(st.WalkingUntil))
 		}
-		select {
-		case <-woken:
-		default:
+		if !woken() {
 			t.Error("the release did not wake the queue: it waits out the walk's idle time")
 		}
 		if logged := b.logs.named("walk lock released by an admin"); len(logged) != 1 || fmt.Sprint(logged[0].attrs["chats"]) != "[chat-y]" {
 			t.Errorf("release log lines %v, want one naming chat-y", logged)
 		}
 
-		woken = b.q.WakeChan()
+		woken = b.q.WatchWake()
 		chats, err = b.q.ReleaseWalk(b.ctx, record)
 		if err != nil || len(chats) != 0 || len(recorded) != 2 || len(recorded[1]) != 0 {
 			t.Errorf("a release with no walk: %v %v, recorded %v; want nothing", chats, err, recorded)
 		}
-		select {
-		case <-woken:
+		if woken() {
 			t.Error("a release with no walk woke the queue")
-		default:
 		}
 		if logged := b.logs.named("walk lock released by an admin"); len(logged) != 1 {
 			t.Errorf("%d release log lines after a release with no walk, want still 1", len(logged))

@@ -23,5 +23,9 @@ func (c *Content) TakeSweepWake() bool {
 	}
 }
 
-// WakeChan is the channel the queue's next wake closes (tests only).
-func (b *Backfill) WakeChan() <-chan struct{} { return b.wakeChan() }
+// WatchWake reports, each time the returned func is called, whether the queue has been woken
+// since WatchWake (tests only).
+func (b *Backfill) WatchWake() func() bool {
+	next := b.wakeChan()
+	return func() bool { return isClosed(next) }
+}
