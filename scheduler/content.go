@@ -414,7 +414,9 @@ func (c *Content) AuthorSweepsUnderWay() int {
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).
 // The job goes on after the caller stops waiting. A screen runs at the inline priority (its
-// write waits for it); a score at the sweep's, since nobody waits for one.
+// write waits for it); a score at the sweep's, since nobody waits for one. When an allowed
+// revision's screen reports Done, its score has already started under the runner (unless the
+// runner was stopping), so a Stop called after the outcome waits for the score too.
 func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-chan Outcome {
 	prio := PriorityInline
 	if task != models.TaskScreen {
@@ -449,11 +451,13 @@ func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio
 			return
 		}
 		out, ev := c.runClaimed(ctx, leased{job: job, slots: s, claimed: claimed})
-		done <- out
 		if task == models.TaskScreen && kind == models.KindRevision && out == Done && ev.Outcome == models.OutcomeAllow {
-			// An allowed revision now owes its score; it follows in the background.
+			// An allowed revision now owes its score; it follows in the background. It joins
+			// the runner before the outcome is told, so a Stop that follows the outcome waits
+			// for it rather than refusing it.
 			c.runItem(models.TaskScore, models.KindRevision, itemID, PrioritySweep)
 		}
+		done <- out
 	})
 	if !started {
 		close(done)
