@@ -221,7 +221,9 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 // page, their effective daily limit, the budget day and the view's version
 // (models.MineVersion, one statement over keys and indexes: per kind of item the count and sum
 // of the ids, the author's owed jobs as the view shows them, today's spend). A client whose
-// If-None-Match holds it gets a 304 without a single item read or any JSON made. Otherwise the
+// If-None-Match holds it gets a 304 without a single item read or any JSON made; while the
+// version in memory is current (mine_memory.go), the tag is known without reading the version,
+// and a client without it gets the answer kept under it (mineCache). Otherwise the
 // answer is built after the version was read, so a change in between makes the answer newer
 // than its ETag, never older: the client's next poll costs one more 200, but a 304 never hides
 // a change.
@@ -247,21 +249,21 @@ func (a *API) mine(c echo.Context) error {
 		w = a.notifier().Watch(u.ID)
 		defer func() { w.Close() }()
 	}
-	read := a.readMine
+	var st mineState
+	fromMemory := false
 	if w == nil {
-		if inm != "" {
-			if st, ok := a.mineFromMemory(ctx, u, &q); ok && etagMatches(inm, st.etag) {
-				// Unchanged since the version in memory was read (mine_memory.go).
-				c.Response().Header().Set("ETag", st.etag)
-				c.Response().Header().Set("Cache-Control", "private, no-cache")
-				return c.NoContent(http.StatusNotModified)
-			}
-		}
-		read = a.readMineKept
+		// Unchanged since the version in memory was read (mine_memory.go): its tag answers a
+		// 304, or names the kept answer of a 200, without reading the version again.
+		st, fromMemory = a.mineFromMemory(ctx, u, &q)
 	}
-	st, err := read(ctx, u, &q)
-	if err != nil {
-		return err
+	if !fromMemory {
+		read := a.readMine
+		if w == nil {
+			read = a.readMineKept
+		}
+		if st, err = read(ctx, u, &q); err != nil {
+			return err
+		}
 	}
 	if w != nil && etagMatches(inm, st.etag) {
 		release, err := a.holdSlot(c, u.ID, kindLongPoll)
