@@ -27,6 +27,9 @@ type API struct {
 
 	// InlineWait is how long a write waits for its item's screen before answering pending.
 	InlineWait time.Duration
+	// StreamSettle is how long a stream woken by a change waits before it reads the view, so
+	// that changes coming together are sent as one event (0: DefaultStreamSettle).
+	StreamSettle time.Duration
 	// PluginsDir is the operator's folder of extra SPA plugins.
 	PluginsDir string
 	// WriteRate is each caller's sustained writes per second (0: unlimited); WriteBurst the

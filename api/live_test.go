@@ -320,6 +320,26 @@ func TestMineStream(t *testing.T) {
 	})
 }
 
+// TestMineStreamSendsChangesThatComeTogetherAsOneEvent: a stream woken by a change lets the
+// author's changes settle (API.StreamSettle) and sends one event for all that came meanwhile: a
+// pitch and its verdict, written back to back, come as one event of the view with the verdict,
+// never one of the pitch still pending; a later change still comes as an event of its own.
+func TestMineStreamSendsChangesThatComeTogetherAsOneEvent(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		w.env.App.API.StreamSettle = 2 * time.Second // longer than two writes take, on any machine
+		events, _, _ := w.stream(asAuthor, "")
+		first := w.isView(t, next(t, events, false), asAuthor, "", "the first event")
+		w.pitch(asAuthor, models.VerdictAllow) // two changes: the pitch, then its verdict
+		both := w.isView(t, next(t, events, false), asAuthor, "", "the pitch and its verdict, as one event")
+		w.pitch(asAuthor, models.VerdictBlock)
+		if last := w.isView(t, next(t, events, false), asAuthor, "", "the next pitch and its verdict"); first == both || both == last {
+			t.Fatalf("tags %q %q %q: each event a new view", first, both, last)
+		}
+	})
+}
+
 // TestMineStreamRunsDueJobs: a stream, like a poll, runs the author's due jobs, also when they
 // come due while it is open.
 func TestMineStreamRunsDueJobs(t *testing.T) {

@@ -336,11 +336,12 @@ func (a *API) mine(c echo.Context) error {
 
 // mineStream serves the author's view as server-sent events: an event "mine" (id: the ETag,
 // data: the view, one line of JSON) at once, unless Last-Event-ID names the current tag, then
-// one each time the view changes; a ": ping" comment every 15 s keeps proxies from closing an
-// idle stream. The version is read again only when the notifier wakes the stream (or a job
-// comes due, or the day ends), so an idle stream costs the database nothing. It ends when the
-// client goes or the server shuts down, and with an `event: error` when its credential is
-// revoked or the database stays unreachable (mine_live.go).
+// one each time the view changes (changes that come within StreamSettle of the first, as
+// one); a ": ping" comment every 15 s keeps proxies from closing an idle stream. The version
+// is read again only when the notifier wakes the stream (or a job comes due, or the day ends),
+// so an idle stream costs the database nothing. It ends when the client goes or the server
+// shuts down, and with an `event: error` when its credential is revoked or the database stays
+// unreachable (mine_live.go).
 func (a *API) mineStream(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
@@ -479,11 +480,12 @@ func (s *mineStreamer) run(ctx context.Context) {
 		}
 		s.st.v = models.MineVersion{}
 		var mark int64 // the wake's: reads that started after it are shared
+		woke := false
 		for reread := false; !reread; {
 			timer, stop := a.Clock.NewTimer(earliest(nextPing, recheck).Sub(a.now()))
 			select {
 			case <-s.w.C():
-				reread, mark = true, s.w.At()
+				reread, mark, woke = true, s.w.At(), true
 			case <-timer:
 				mark = notify.Mark()
 				now := a.now()
@@ -504,15 +506,49 @@ func (s *mineStreamer) run(ctx context.Context) {
 			}
 			stop()
 		}
-		// Next watches the change after the one that woke the stream (none is missed, even
-		// one before the shared read it joins), and the read is one that began after the wake.
+		// A woken stream lets the author's changes settle first (API.StreamSettle), and reads once
+		// after the last of those that came meanwhile. Next watches the change after the one
+		// read for (none is missed, even one before the shared read it joins), and the read is
+		// one that began after that change's wake.
+		if woke && !a.settle(ctx, closing) {
+			return
+		}
 		s.w = s.w.Next()
+		for woke && s.w.At() != 0 {
+			mark = s.w.At()
+			s.w = s.w.Next()
+		}
 		var view liveView
 		if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(s.u.ID, s.cred, &s.q, mark); return err }); err != nil {
 			s.fail(ctx, err)
 			return
 		}
 		s.u, s.st, s.until = view.u, view.st, view.until
+	}
+}
+
+// DefaultStreamSettle is API.StreamSettle's default: the changes one write makes in quick
+// succession (an item, then its verdict milliseconds later) are read once and sent as one
+// event, not built and sent twice, for a few tens of milliseconds more before the first.
+const DefaultStreamSettle = 25 * time.Millisecond
+
+// settle waits the API's StreamSettle, and reports false when ctx ends or the server shuts
+// down first. It waits on the wall clock: a pause to gather changes, not a time any rule of
+// the view depends on.
+func (a *API) settle(ctx context.Context, closing <-chan struct{}) bool {
+	d := a.StreamSettle
+	if d <= 0 {
+		d = DefaultStreamSettle
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-closing:
+		return false
 	}
 }
 
