@@ -546,10 +546,9 @@ func (a *API) settle(ctx context.Context, closing <-chan struct{}) bool {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
-		return false
 	case <-closing:
-		return false
 	}
+	return false
 }
 
 // fail ends the stream for err: an `event: error` in the error shape (unauthorized, or
