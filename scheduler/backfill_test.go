@@ -723,6 +723,14 @@ func TestBackfillStatusArithmetic(t *testing.T) {
 			t.Errorf("totals rate %v, ETAs %s %s %s %s; want 150, 859931 0 259931 739963",
 				tot.PerMinute, i64(tot.Eta), i64(tot.EtaStart), i64(tot.EtaRun), i64(tot.EtaTotal))
 		}
+		// The gauges: the rate is the running job's measured one (not the paused delta's 80),
+		// the pending rows every chat's, and the rate limit on.
+		for name, want := range map[string]float64{"rows_per_minute": 150, "pending": 650, "rate_limited": 1} {
+			var m dto.Metric
+			if err := b.metrics.Backfill.WithLabelValues(name).Write(&m); err != nil || m.GetGauge().GetValue() != want {
+				t.Errorf("gauge %s = %v (%v), want %v", name, m.GetGauge().GetValue(), err, want)
+			}
+		}
 		wantBackends := map[string]scheduler.BackendTotals{
 			"puppet":  {Pending: 500, Cached: 8, Total: 508},
 			"slopbot": {Pending: 50, Cached: 2, Skipped: 2, Total: 54},
