@@ -24,17 +24,39 @@ func TestEstimatedPerMinuteWithoutTimeARowIsTheIdleRate(t *testing.T) {
 }
 
 // A rate limit or a walk that ends at this very instant holds nothing: the status shows
-// neither, and one that ends a millisecond later shows both.
+// neither, and the running job waits for nothing; one that ends a millisecond later shows, and
+// the running job waits for it.
 func TestStatusLimitAndWalkEndingNowAreOver(t *testing.T) {
 	t.Parallel()
 	const now = 1_000_000
-	st := computeStatus(statusInput{now: now, localLimit: now, walkUntil: now, walkChat: "hotel"})
-	if st.LimitedUntil != nil || st.WalkingUntil != nil || st.WalkingChat != nil {
-		t.Errorf("ending now: limitedUntil %v, walkingUntil %v, walkingChat %v; want none", st.LimitedUntil, st.WalkingUntil, st.WalkingChat)
+	running := func(in statusInput) statusInput {
+		in.members = []models.BackfillMember{{ID: 1, ChatID: "alpha", Backend: "puppet", Counts: models.ScrapeCounts{Pending: 5, Total: 5}}}
+		in.jobs = []models.BackfillJob{{ChatID: "alpha", State: models.BackfillRunning, ActiveAt: time.UnixMilli(now)}}
+		return in
 	}
-	st = computeStatus(statusInput{now: now, localLimit: now + 1, walkUntil: now + 1, walkChat: "hotel"})
-	if st.LimitedUntil == nil || st.WalkingUntil == nil || st.WalkingChat == nil || *st.WalkingChat != "hotel" {
-		t.Errorf("ending a millisecond later: limitedUntil %v, walkingUntil %v, walkingChat %v; want all", st.LimitedUntil, st.WalkingUntil, st.WalkingChat)
+	waits := func(st BackfillStatus) string {
+		if len(st.Jobs) != 1 || st.Jobs[0].State != models.BackfillRunning {
+			t.Fatalf("jobs %+v, want alpha running", st.Jobs)
+		}
+		if w := st.Jobs[0].WaitsFor; w != nil {
+			return *w
+		}
+		return ""
+	}
+	st := computeStatus(running(statusInput{now: now, localLimit: now, walkUntil: now, walkChat: "hotel"}))
+	if st.LimitedUntil != nil || st.WalkingUntil != nil || st.WalkingChat != nil || waits(st) != "" {
+		t.Errorf("ending now: limitedUntil %v, walkingUntil %v, walkingChat %v, waits for %q; want none",
+			st.LimitedUntil, st.WalkingUntil, st.WalkingChat, waits(st))
+	}
+	for _, c := range []struct {
+		limit, walk int64
+		waitsFor    string
+	}{{now + 1, now + 1, WaitWalk}, {now + 1, 0, WaitRateLimit}, {0, now + 1, WaitWalk}, {now + 2, now + 1, WaitRateLimit}} {
+		st = computeStatus(running(statusInput{now: now, localLimit: c.limit, walkUntil: c.walk, walkChat: "hotel"}))
+		if (st.LimitedUntil != nil) != (c.limit > now) || (st.WalkingUntil != nil) != (c.walk > now) || waits(st) != c.waitsFor {
+			t.Errorf("limit %d, walk %d ms from now: limitedUntil %v, walkingUntil %v, waits for %q; want %q",
+				c.limit-now, c.walk-now, st.LimitedUntil, st.WalkingUntil, waits(st), c.waitsFor)
+		}
 	}
 }
 
