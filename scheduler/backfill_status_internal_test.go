@@ -77,3 +77,52 @@ func TestStatusListsEqualJobsInTheirChatsOrder(t *testing.T) {
 		t.Errorf("listed %v, want %v", got, want)
 	}
 }
+
+// A job without a measured rate of its own is shown at the queue's latest one: the running
+// job's when it measured more than nothing; else that of the job that worked last (the first
+// in run order among those that worked at the same moment), never a measured 0; else the
+// estimate.
+func TestStatusLiveRate(t *testing.T) {
+	t.Parallel()
+	const now = 1_000_000
+	rate := func(r float64) *float64 { return &r }
+	job := func(chat, state string, perMinute *float64, activeAgo int64) models.BackfillJob {
+		return models.BackfillJob{ChatID: chat, State: state, PerMinute: perMinute, ActiveAt: time.UnixMilli(now - activeAgo)}
+	}
+	for _, c := range []struct {
+		name string
+		jobs []models.BackfillJob
+		want float64 // charlie's rate (an idle chat, never run)
+	}{
+		{"the running job's, though another worked later", []models.BackfillJob{
+			job("alpha", models.BackfillRunning, rate(100), 10_000), job("bravo", models.BackfillPaused, rate(50), 5_000)}, 100},
+		{"a running job that measured 0 gives none: the last one that worked", []models.BackfillJob{
+			job("alpha", models.BackfillRunning, rate(0), 1_000), job("bravo", models.BackfillPaused, rate(50), 5_000)}, 50},
+		{"a job that measured 0 is no rate, however late", []models.BackfillJob{
+			job("bravo", models.BackfillPaused, rate(50), 5_000), job("delta", models.BackfillPaused, rate(0), 2_000)}, 50},
+		{"of two that worked at once, the first in run order", []models.BackfillJob{
+			job("bravo", models.BackfillPaused, rate(50), 5_000), job("delta", models.BackfillPaused, rate(70), 5_000)}, 50},
+		{"none measured: the estimate", []models.BackfillJob{job("bravo", models.BackfillPaused, nil, 5_000)}, idleRowsPerMinute},
+	} {
+		in := statusInput{now: now, jobs: c.jobs}
+		for i, chat := range []string{"alpha", "bravo", "charlie", "delta"} {
+			in.members = append(in.members, models.BackfillMember{ID: int64(i + 1), ChatID: chat, Backend: "puppet",
+				Counts: models.ScrapeCounts{Pending: 10, Total: 10}})
+		}
+		for _, j := range computeStatus(in).Jobs {
+			if j.ChatID == "charlie" && (j.PerMinute != c.want || j.RateMeasured) {
+				t.Errorf("%s: charlie at %v a minute (measured %v), want %v", c.name, j.PerMinute, j.RateMeasured, c.want)
+			}
+		}
+	}
+}
+
+// With nothing pending the totals have no ETA, not one of zero.
+func TestStatusTotalsWithNothingPendingHaveNoEta(t *testing.T) {
+	t.Parallel()
+	st := computeStatus(statusInput{now: 1_000_000, members: []models.BackfillMember{
+		{ID: 1, ChatID: "alpha", Backend: "puppet", Counts: models.ScrapeCounts{Cached: 5, Total: 5}}}})
+	if tot := st.Totals; tot.Pending != 0 || tot.Eta != nil || tot.EtaStart != nil || tot.EtaRun != nil {
+		t.Errorf("totals %+v: want no ETA", tot)
+	}
+}
