@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -124,5 +125,18 @@ func TestStatusTotalsWithNothingPendingHaveNoEta(t *testing.T) {
 		{ID: 1, ChatID: "alpha", Backend: "puppet", Counts: models.ScrapeCounts{Cached: 5, Total: 5}}}})
 	if tot := st.Totals; tot.Pending != 0 || tot.Eta != nil || tot.EtaStart != nil || tot.EtaRun != nil {
 		t.Errorf("totals %+v: want no ETA", tot)
+	}
+}
+
+// Counts add up to the largest int64 and stop there, never wrapping negative.
+func TestSatAddStopsAtTheLargestCount(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ a, b, want int64 }{
+		{1, 2, 3}, {math.MaxInt64, 0, math.MaxInt64}, {math.MaxInt64 - 5, 5, math.MaxInt64},
+		{math.MaxInt64 - 1, 5, math.MaxInt64}, {5, math.MaxInt64, math.MaxInt64},
+	} {
+		if got := satAdd(c.a, c.b); got != c.want {
+			t.Errorf("satAdd(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }
