@@ -117,6 +117,9 @@ func TestBackfillStuckPausedJobSettles(t *testing.T) {
 						t.Errorf("%s = %s, want paused: it still owes work", chat, j.State)
 					}
 				}
+				if recs := b.logs.named("backfill finished"); len(recs) != 1 || recs[0].attrs["chatId"] != n("stuck") || recs[0].attrs["paused"] != true {
+					t.Errorf("logged %+v, want stuck's finish once, paused", recs)
+				}
 				var owed []string
 				for _, d := range b.finishedDeliveries() {
 					for _, chat := range []string{"stuck", "owes", "left"} {

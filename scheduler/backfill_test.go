@@ -866,6 +866,9 @@ func TestBackfillOnlyTheLeaseHolderRuns(t *testing.T) {
 		if err != nil || r.Owner != nil {
 			t.Errorf("runner after the run = %+v (%v), want the lease given up", r, err)
 		}
+		if recs := b.logs.named("backfill release lease"); len(recs) != 0 {
+			t.Errorf("a release that worked logged %+v", recs)
+		}
 	})
 }
 
@@ -912,6 +915,9 @@ func TestBackfillAutoStartsOnBoot(t *testing.T) {
 		}
 		if j := b.mustJob(b.status(), "three"); j.State != "paused" || j.Pending != 1 {
 			t.Errorf("three = %s with %d pending, want still paused", j.State, j.Pending)
+		}
+		if recs := b.logs.named("backfill auto-start"); len(recs) != 0 {
+			t.Errorf("an auto-start that worked logged %+v", recs)
 		}
 	})
 }

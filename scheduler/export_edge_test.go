@@ -14,18 +14,25 @@ func (c *Content) ModelWaiters() int {
 // TakeSweepWake reports whether the sweep has a wake waiting (Wake was called since the loop
 // last took one), and takes it (tests only: on a Content that is not started, where nothing
 // else takes it).
-func (c *Content) TakeSweepWake() bool {
-	select {
-	case <-c.sweep.wake:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Content) TakeSweepWake() bool { return c.sweep.takeWake() }
 
 // WatchWake reports, each time the returned func is called, whether the queue has been woken
 // since WatchWake (tests only).
 func (b *Backfill) WatchWake() func() bool {
 	next := b.wakeChan()
 	return func() bool { return isClosed(next) }
+}
+
+// TakeQueueKick reports whether the queue loop has a kick waiting (Kick was called since the
+// loop last took one), and takes it (tests only: on a Backfill that is not started).
+func (b *Backfill) TakeQueueKick() bool { return b.queue.takeWake() }
+
+// takeWake takes the loop's waiting wake, if any.
+func (l *loop) takeWake() bool {
+	select {
+	case <-l.wake:
+		return true
+	default:
+		return false
+	}
 }

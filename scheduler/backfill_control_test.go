@@ -1,0 +1,127 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/scheduler"
+)
+
+// The settings take a batch of 1 to MaxBatchSize rows and a pause of 0 or more; anything else
+// is refused and changes nothing.
+func TestBackfillSettingsBounds(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		for _, ok := range []scheduler.BackfillSettings{{BatchSize: 1}, {BatchSize: scheduler.MaxBatchSize, BatchPauseMs: 0}, {BatchSize: 7, BatchPauseMs: 250}} {
+			if err := b.q.SetSettings(b.ctx, ok); err != nil {
+				t.Errorf("%+v refused: %v", ok, err)
+			}
+		}
+		for _, bad := range []scheduler.BackfillSettings{{BatchSize: 0}, {BatchSize: scheduler.MaxBatchSize + 1}, {BatchSize: -1}, {BatchSize: 10, BatchPauseMs: -1}} {
+			if err := b.q.SetSettings(b.ctx, bad); err == nil {
+				t.Errorf("%+v accepted", bad)
+			}
+		}
+		if s, err := b.q.Settings(b.ctx); err != nil || s.BatchSize != 7 || s.BatchPauseMs != 250 {
+			t.Errorf("settings %+v (%v), want the last accepted: 7 rows, 250 ms", s, err)
+		}
+	})
+}
+
+// Starting kicks the queue when it started a job, and only then; pausing wakes the running
+// job's wait when it paused one, and only then. (On a queue that is not started, where the
+// kick and the wake stay for the test to see.)
+func TestBackfillStartAndPauseWakeTheQueueOnlyWhenTheyActed(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		b.scrape("chat-a", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 3)...)
+		b.q.TakeQueueKick()
+		b.start("")
+		if !b.q.TakeQueueKick() {
+			t.Error("a start that started a job did not kick the queue")
+		}
+		b.start("")
+		if b.q.TakeQueueKick() {
+			t.Error("a start that started nothing (the job runs already) kicked the queue")
+		}
+		woke := b.q.WatchWake()
+		if err := b.q.PauseJobs(b.ctx, "chat-a"); err != nil {
+			t.Fatal(err)
+		}
+		if !woke() {
+			t.Error("a pause that paused a job did not wake the queue's wait")
+		}
+		woke = b.q.WatchWake()
+		if err := b.q.PauseJobs(b.ctx, "chat-a"); err != nil {
+			t.Fatal(err)
+		}
+		if woke() {
+			t.Error("a pause that paused nothing woke the queue's wait")
+		}
+	})
+}
+
+// Started together, jobs run smallest first, and jobs of the same size in the order of their
+// chats' first scrapes.
+func TestBackfillStartsEqualJobsInTheirChatsOrder(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		b.scrape("chat-m", "puppet", models.ScrapeDone, paths("/img/m%d.png", 1, 2)...)
+		b.scrape("chat-b", "puppet", models.ScrapeDone, paths("/img/b%d.png", 1, 2)...)
+		b.scrape("chat-s", "puppet", models.ScrapeDone, "/img/s1.png")
+		b.start("")
+		st := b.status()
+		for chat, want := range map[string]int64{"chat-s": 0, "chat-m": 1, "chat-b": 2} {
+			if got := intOf(b.mustJob(st, chat).Position); got != itoa(want) {
+				t.Errorf("%s at position %s, want %d", chat, got, want)
+			}
+		}
+	})
+}
+
+// When another process takes the queue lease while this one waits (here, for a walk), this one
+// stops running the queue at its next renewal: it says so, fetches nothing more, and returns.
+func TestBackfillLeaseLostStopsTheQueue(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		b.settings(2, 0)
+		b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 4)...)
+		b.scrape("chat-w", "puppet", models.ScrapeActive) // a walk: the queue waits 10 min
+		b.start("")
+		taken := false
+		b.setOnSleep(func(time.Duration) {
+			if !taken {
+				taken = true
+				b.exec(`UPDATE backfill_runner SET owner = 'proc-b', lease_until = ?`, b.clk.Now().Add(time.Hour).UnixMilli())
+			}
+		})
+		done := make(chan error, 1)
+		go func() { done <- b.q.RunQueue(context.Background()) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run queue: %v", err)
+			}
+		case <-time.After(10 * time.Second): // a bound against a hang, never what decides a pass
+			t.Fatal("the queue ran on after losing its lease")
+		}
+		if !taken {
+			t.Fatal("the queue did not wait for the walk")
+		}
+		if recs := b.logs.named("backfill lease lost; another process runs the queue"); len(recs) != 1 {
+			t.Errorf("logged %d lease losses, want 1", len(recs))
+		}
+		for _, p := range paths("/img/%d.png", 1, 4) {
+			if n := b.cdn.hitsOf(p); n != 0 {
+				t.Errorf("%s fetched %d times after the lease was lost, want never", p, n)
+			}
+		}
+	})
+}
