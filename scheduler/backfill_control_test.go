@@ -125,3 +125,31 @@ func TestBackfillLeaseLostStopsTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// The queue lease is renewed once a third of it has passed since the last renewal, however
+// long the wait between two looks at it: with a 6 s lease looked at every 5 s, a walk of
+// 10 min keeps it this process's to the end.
+func TestBackfillLeaseRenewedPastAThird(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db, withLease(6*time.Second, 5*time.Second))
+		b.settings(2, 0)
+		b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 2)...)
+		b.scrape("chat-w", "puppet", models.ScrapeActive) // a walk: the queue waits 10 min
+		b.start("")
+		checks := 0
+		b.setOnSleep(func(time.Duration) {
+			if checks == 0 && b.clk.Now().Sub(owedtest.Start) >= 9*time.Minute {
+				checks++
+				r, err := b.store.BackfillRunnerState(context.Background())
+				if err != nil || strOf(r.Owner) != "proc-a" || r.LeaseUntil.UnixMilli() <= b.clk.Now().UnixMilli() {
+					t.Errorf("runner = %+v (%v), want proc-a's live lease", r, err)
+				}
+			}
+		})
+		b.run()
+		if checks != 1 {
+			t.Fatal("the queue did not wait for the walk")
+		}
+	})
+}

@@ -232,12 +232,13 @@ type bfOptions struct {
 	owner          string
 	walkIdle       time.Duration
 	rateWindow     time.Duration
+	lease, poll    time.Duration
 }
 
 func newBF(t testing.TB, databaseURL string, opts ...bfOption) *bf {
 	t.Helper()
 	o := bfOptions{minGap: 500 * time.Millisecond, maxGap: 500 * time.Millisecond, timeout: 5 * time.Second,
-		owner: "proc-a", walkIdle: 10 * time.Minute}
+		owner: "proc-a", walkIdle: 10 * time.Minute, lease: 2 * time.Minute}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -262,7 +263,7 @@ func (b *bf) build(o bfOptions) {
 		b.t.Fatalf("gaps: %v", err)
 	}
 	b.q = scheduler.NewBackfill(b.store, b.engine, b.stepping(), slog.New(b.logs), b.metrics, scheduler.BackfillConfig{
-		WalkIdle: o.walkIdle, Lease: 2 * time.Minute, Owner: o.owner, RateWindow: o.rateWindow})
+		WalkIdle: o.walkIdle, Lease: o.lease, Poll: o.poll, Owner: o.owner, RateWindow: o.rateWindow})
 }
 
 // withTimeout sets the engine's fetch timeout (the /slow rows need a short one).
@@ -271,6 +272,11 @@ func withTimeout(d time.Duration) bfOption { return func(o *bfOptions) { o.timeo
 // withRateWindow picks the rate model: a positive window the smoothed recent rate, negative
 // the plain one (zero: owed's default).
 func withRateWindow(d time.Duration) bfOption { return func(o *bfOptions) { o.rateWindow = d } }
+
+// withLease sets the queue lease and the longest single wait (BackfillConfig.Lease, Poll).
+func withLease(lease, poll time.Duration) bfOption {
+	return func(o *bfOptions) { o.lease, o.poll = lease, poll }
+}
 
 func withGaps(minGap, maxGap time.Duration) bfOption {
 	return func(o *bfOptions) { o.minGap, o.maxGap = minGap, maxGap }
