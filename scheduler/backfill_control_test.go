@@ -141,10 +141,7 @@ func TestBackfillLeaseRenewedPastAThird(t *testing.T) {
 		b.setOnSleep(func(time.Duration) {
 			if checks == 0 && b.clk.Now().Sub(owedtest.Start) >= 9*time.Minute {
 				checks++
-				r, err := b.store.BackfillRunnerState(context.Background())
-				if err != nil || strOf(r.Owner) != "proc-a" || r.LeaseUntil.UnixMilli() <= b.clk.Now().UnixMilli() {
-					t.Errorf("runner = %+v (%v), want proc-a's live lease", r, err)
-				}
+				b.wantLiveLease("proc-a")
 			}
 		})
 		b.run()

@@ -412,6 +412,14 @@ func (b *bf) rowStates(scrapeID int64) map[string]string {
 	return out
 }
 
+// wantLiveLease checks that owner holds the queue lease now, unexpired (from any goroutine).
+func (b *bf) wantLiveLease(owner string) {
+	r, err := b.store.BackfillRunnerState(context.Background())
+	if err != nil || strOf(r.Owner) != owner || r.LeaseUntil.UnixMilli() <= b.clk.Now().UnixMilli() {
+		b.t.Errorf("runner = %+v (%v), want %s's live lease", r, err, owner)
+	}
+}
+
 func (b *bf) exec(q string, args ...any) {
 	b.t.Helper()
 	if _, err := b.store.RawExec(b.ctx, q, args...); err != nil {
