@@ -159,11 +159,13 @@ func TestBackfillWaitsOutRateLimits(t *testing.T) {
 				var limitedGauge float64
 				b.setOnSleep(func(time.Duration) {
 					if during == nil {
-						st := b.status()
-						during = &st
+						// The gauge first: the runner sets it as it starts waiting, before any
+						// status read sets it again.
 						var m dto.Metric
 						b.metrics.Backfill.WithLabelValues("rate_limited").Write(&m)
 						limitedGauge = m.GetGauge().GetValue()
+						st := b.status()
+						during = &st
 					}
 				})
 				b.run()
@@ -544,6 +546,10 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 		}
 		if j := b.mustJob(b.status(), "chat-x"); j.State != "done" {
 			t.Errorf("chat-x = %s, want done", j.State)
+		}
+		// One wait for the walk, however many looks it took (the push moved its end once).
+		if n := len(b.logs.named("backfill waiting for a walk")); n != 1 {
+			t.Errorf("logged %d waits for the walk, want 1", n)
 		}
 	})
 }
