@@ -354,6 +354,9 @@ func TestBackfillPausesAfterTheCurrentBatch(t *testing.T) {
 		if j.EtaStart != nil || j.EtaTotal != nil || j.Position != nil {
 			t.Errorf("a paused job is out of the schedule: start %s, total %s, position %v; want null", i64(j.EtaStart), i64(j.EtaTotal), j.Position)
 		}
+		if recs := b.logs.named("backfill paused"); len(recs) != 1 || recs[0].attrs["chatId"] != "chat-p" || recs[0].attrs["processed"] != int64(2) {
+			t.Errorf("logged %+v, want chat-p paused once, at 2 processed", recs)
+		}
 
 		b.cdn.onHit = nil
 		b.clk.Advance(time.Minute)
