@@ -313,6 +313,9 @@ func TestBackfillStartsOneChat(t *testing.T) {
 		if b.cdn.hitsOf("/img/1.png") != 0 {
 			t.Error("chat one's row was fetched")
 		}
+		if recs := b.logs.named("backfill finished"); len(recs) != 1 || recs[0].attrs["chatId"] != "two" || recs[0].attrs["processed"] != int64(1) {
+			t.Errorf("logged %+v, want two finished once, at 1 processed", recs)
+		}
 	})
 }
 
