@@ -150,3 +150,32 @@ func TestBackfillLeaseRenewedPastAThird(t *testing.T) {
 		}
 	})
 }
+
+// Rows skipped (kinds without a preview) and rows failed are progress as much as rows cached:
+// a batch of only those is followed by the settings' pause, as any batch that settled rows.
+func TestBackfillSkippedAndFailedRowsAreProgress(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		b.settings(2, 1000)
+		id := b.scrape("chat-s", "puppet", models.ScrapeDone, "/video/1", "/audio/2", "/garbage/3", "/garbage/4")
+		b.start("")
+		pauses := 0
+		b.setOnSleep(func(d time.Duration) {
+			if d == time.Second {
+				pauses++
+			}
+		})
+		b.run()
+		want := map[string]string{"/video/1": "skipped", "/audio/2": "skipped", "/garbage/3": "failed", "/garbage/4": "failed"}
+		if got := b.rowStates(id); len(got) != len(want) || got["/video/1"] != want["/video/1"] || got["/garbage/4"] != want["/garbage/4"] {
+			t.Fatalf("rows %v, want %v", got, want)
+		}
+		if pauses != 2 {
+			t.Errorf("%d pauses of 1 s, want one after each batch (2)", pauses)
+		}
+		if j := b.mustJob(b.status(), "chat-s"); j.State != "done" || j.Processed != 4 {
+			t.Errorf("job = %s, processed %d; want done, 4", j.State, j.Processed)
+		}
+	})
+}
