@@ -46,7 +46,10 @@ type runner struct {
 	quit     chan struct{}   // closed by Stop: claim nothing more
 	base     context.Context // work runs under it; cancelled when Stop's grace ends
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup // loops and tracked work
+	// stopLoops cancels the loops' context (set by start). It is cancelled before base, so a
+	// loop whose pass fails because its work was cut short sees its own context ended first.
+	stopLoops context.CancelFunc
+	wg        sync.WaitGroup // loops and tracked work
 }
 
 func newRunner(name string, log *slog.Logger, release func(ctx context.Context) (int64, error)) *runner {
@@ -64,6 +67,7 @@ func (r *runner) start(ctx context.Context, loops ...*loop) error {
 	}
 	r.started = true
 	ctx, cancel := context.WithCancel(ctx)
+	r.stopLoops = cancel
 	unlink := context.AfterFunc(r.base, cancel)
 	var running sync.WaitGroup
 	for _, l := range loops {
@@ -112,7 +116,20 @@ func (r *runner) join(ctx context.Context) (run context.Context, done func(), ok
 
 // cutShort cancels the work under way without waiting for it (a runner whose work resumes
 // anywhere from where its rows stand, as the backfill's batches do, stops this way).
-func (r *runner) cutShort() { r.cancel() }
+func (r *runner) cutShort() { r.cancelAll() }
+
+// cancelAll cancels the loops' context, then the work's. The loops' is also cancelled when
+// base is, but by context.AfterFunc in a goroutine of its own, which a pass that fails at
+// once (its attempt cut short) could outrun and report a stop as a failure.
+func (r *runner) cancelAll() {
+	r.mu.Lock()
+	stop := r.stopLoops
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	r.cancel()
+}
 
 // Stop claims nothing more, lets the loops and the work in flight finish until ctx ends, then
 // cancels what is left and waits for it, and frees every lease this process still holds on
@@ -129,10 +146,10 @@ func (r *runner) Stop(ctx context.Context) error {
 	select {
 	case <-finished:
 	case <-ctx.Done():
-		r.cancel()
+		r.cancelAll()
 		<-finished
 	}
-	r.cancel()
+	r.cancelAll()
 	if r.release == nil {
 		return nil
 	}
