@@ -133,21 +133,7 @@ func TestBackfillLeaseRenewedPastAThird(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		b := newBF(t, db, withLease(6*time.Second, 5*time.Second))
-		b.settings(2, 0)
-		b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, 2)...)
-		b.scrape("chat-w", "puppet", models.ScrapeActive) // a walk: the queue waits 10 min
-		b.start("")
-		checks := 0
-		b.setOnSleep(func(time.Duration) {
-			if checks == 0 && b.clk.Now().Sub(owedtest.Start) >= 9*time.Minute {
-				checks++
-				b.wantLiveLease("proc-a")
-			}
-		})
-		b.run()
-		if checks != 1 {
-			t.Fatal("the queue did not wait for the walk")
-		}
+		b.lateInAWalk(2, func() { b.wantLiveLease("proc-a") })
 	})
 }
 

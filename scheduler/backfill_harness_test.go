@@ -412,6 +412,28 @@ func (b *bf) rowStates(scrapeID int64) map[string]string {
 	return out
 }
 
+// lateInAWalk owes chat-l a job of rows rows behind a walk (chat-w: the queue waits 10 min),
+// runs the queue, and calls check once late in that wait (9 min in); it fails the test when the
+// queue never waited that long.
+func (b *bf) lateInAWalk(rows int, check func()) {
+	b.t.Helper()
+	b.settings(2, 0)
+	b.scrape("chat-l", "puppet", models.ScrapeDone, paths("/img/%d.png", 1, rows)...)
+	b.scrape("chat-w", "puppet", models.ScrapeActive)
+	b.start("")
+	checks := 0
+	b.setOnSleep(func(time.Duration) {
+		if checks == 0 && b.clk.Now().Sub(owedtest.Start) >= 9*time.Minute {
+			checks++
+			check()
+		}
+	})
+	b.run()
+	if checks != 1 {
+		b.t.Fatal("the queue did not wait for the walk")
+	}
+}
+
 // wantLiveLease checks that owner holds the queue lease now, unexpired (from any goroutine).
 func (b *bf) wantLiveLease(owner string) {
 	r, err := b.store.BackfillRunnerState(context.Background())
