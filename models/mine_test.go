@@ -9,6 +9,16 @@ import (
 	"github.com/owed/owed/owedtest"
 )
 
+// mineVersion is the user's MineVersion at the fixture's now.
+func (f *fixture) mineVersion(userID int64) models.MineVersion {
+	f.t.Helper()
+	v, err := f.store.MineVersion(f.ctx, userID, f.clk.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return v
+}
+
 // MineVersion reads the author's kept version: a counter that every change of their view bumps
 // (and nobody else's changes), their number of jobs and earliest due time (and whether one is
 // due, as a claim would judge it), today's spend.
@@ -17,14 +27,7 @@ func TestMineVersion(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.User("ann"), f.User("bob")
-		version := func() models.MineVersion {
-			t.Helper()
-			v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
+		version := func() models.MineVersion { return f.mineVersion(ann) }
 		if v := version(); v.Jobs != 0 || v.Due || v.Spent != 0 || v.Day != "2026-11-30" || v.NextDueAt != nil {
 			t.Fatalf("an empty author's version = %+v", v)
 		}
@@ -191,6 +194,101 @@ func TestMinePageJobsEitherWay(t *testing.T) {
 			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'bulk', ? FROM n`, bob, f.NowMs())
 		if got, want := page(bob, ptr(int64(1)), 50), page(bob, nil, 50); !reflect.DeepEqual(got, want) || len(got) != 50 || len(got[0].Jobs) != 1 {
 			t.Errorf("bob's page by a stale count: %+v, by items %+v", got, want)
+		}
+	})
+}
+
+// The version carries the shared counter (the holds every view shows) and the author's appeals
+// (filing one and deciding it each change them), read in the same statement as the rest.
+func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		version := func() models.MineVersion { return f.mineVersion(ann) }
+		v0 := version()
+		if v0.Shared == 0 || v0.Appeals != 0 {
+			t.Fatalf("a new author's version: shared %d, appeals %d; want the shared counter (at least 1), no appeals", v0.Shared, v0.Appeals)
+		}
+		if err := f.store.SetHolds(f.ctx, models.Holds{Score: true}, 0); err != nil {
+			t.Fatal(err)
+		}
+		v1 := version()
+		if v1.Shared <= v0.Shared || !v1.Held.Score {
+			t.Errorf("after a hold: shared %d (was %d), held %+v; want it bumped and the score held", v1.Shared, v0.Shared, v1.Held)
+		}
+
+		p, err := f.store.CreatePitch(f.ctx, ann, "blocked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.RecordScreen(f.ctx, models.KindPitch, p.ID, models.VerdictBlock, 0.9, models.Event{Event: "screen", Outcome: "block"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.FileAppeal(f.ctx, models.KindPitch, p.ID, ann, nil); err != nil {
+			t.Fatal(err)
+		}
+		v2 := version()
+		if v2.Appeals != 1 {
+			t.Errorf("after filing an appeal: appeals %d, want 1", v2.Appeals)
+		}
+		f.clk.Advance(time.Minute)
+		allow, sure := models.VerdictAllow, 1.0
+		if err := f.store.DecideAppeal(f.ctx, models.KindPitch, p.ID, allow, models.Event{Event: models.TaskScreen, Kind: models.KindPitch,
+			ItemID: p.ID, UserID: ann, Outcome: models.OutcomeDecided, Verdict: &allow, Confidence: &sure}); err != nil {
+			t.Fatal(err)
+		}
+		if v3 := version(); v3.Appeals == v2.Appeals {
+			t.Errorf("deciding the appeal left appeals at %d", v3.Appeals)
+		}
+	})
+}
+
+// With more of the author's jobs due than the probe reads, all leased, the version still finds
+// the first job due later (it reads one row past the probe) and, past the probe, looks again
+// within a minute.
+func TestMineVersionReadsOnePastTheProbe(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.User("ann"), f.User("bob")
+		const probe = 64 // models.mineDueProbe
+		f.bulkPitches(ann, probe+1)
+		claimed, err := f.store.ClaimDue(f.ctx, probe+1, lease, "w", ann)
+		if err != nil || len(claimed) != probe+1 {
+			t.Fatalf("claim: %d %v", len(claimed), err)
+		}
+		next := f.clk.Now().Add(time.Minute / 2) // before the leases end (2 minutes)
+		if ok, err := f.store.Reschedule(f.ctx, claimed[probe], next, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
+			t.Fatalf("reschedule: %v %v", ok, err)
+		}
+		v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
+		if err != nil || v.Due || !v.WakeAt.Equal(next) {
+			t.Errorf("%d due jobs leased, one due at %v: %+v, %v; want to wake then", probe, next, v, err)
+		}
+
+		// Bob: more due and leased than the probe reads, none later: look again in a minute.
+		f.bulkPitches(bob, probe+2)
+		if got, err := f.store.ClaimDue(f.ctx, probe+2, lease, "w", bob); err != nil || len(got) != probe+2 {
+			t.Fatalf("claim: %d %v", len(got), err)
+		}
+		v, err = f.store.MineVersion(f.ctx, bob, f.clk.Now())
+		if err != nil || v.Due || !v.WakeAt.Equal(f.clk.Now().Add(time.Minute)) {
+			t.Errorf("%d due jobs leased: %+v, %v; want to look again in a minute", probe+2, v, err)
+		}
+	})
+}
+
+// Without the holds row (a raw delete; migrations make it) the version is an error, not a
+// version of nothing.
+func TestMineVersionWithoutTheHoldsRowFails(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		f.Exec(`DELETE FROM holds`)
+		if v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now()); err == nil {
+			t.Errorf("version without the holds row: %+v, want an error", v)
 		}
 	})
 }

@@ -39,6 +39,8 @@ import (
 //	/429j/S/N         429 with a JSON {"retry_after": S} once, then a PNG
 //	/steady/N.png     a PNG, but every limitEvery-th request to /steady/ answers 429 with
 //	                  Retry-After: retryAfter (steady rate limiting, as a chat platform does)
+//	/seq/A,B,…/N      the k-th request answers the k-th of A, B, … (the last one for ever
+//	                  after): 200 a PNG, g garbage, 429 with Retry-After: 1, else that status
 type bfCDN struct {
 	srv *httptest.Server
 
@@ -152,6 +154,20 @@ func (c *bfCDN) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(pngBytes)
+	case "seq":
+		answers := strings.Split(parts[1], ",")
+		switch a := answers[min(n, len(answers))-1]; a {
+		case "200":
+			w.Write(pngBytes)
+		case "g":
+			w.Write([]byte("<html>not an image</html>"))
+		case "429":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			c, _ := strconv.Atoi(a)
+			w.WriteHeader(c)
+		}
 	case "429j":
 		if n == 1 {
 			w.Header().Set("Content-Type", "application/json")
