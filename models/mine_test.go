@@ -276,6 +276,17 @@ func TestMineVersionReadsOnePastTheProbe(t *testing.T) {
 		if err != nil || v.Due || !v.WakeAt.Equal(f.clk.Now().Add(time.Minute)) {
 			t.Errorf("%d due jobs leased: %+v, %v; want to look again in a minute", probe+2, v, err)
 		}
+
+		// Carl: exactly as many due and leased as the probe reads: all were read, so the view
+		// wakes when the leases end.
+		carl := f.User("carl")
+		f.bulkPitches(carl, probe)
+		if got, err := f.store.ClaimDue(f.ctx, probe, lease, "w", carl); err != nil || len(got) != probe {
+			t.Fatalf("claim: %d %v", len(got), err)
+		}
+		if v := f.mineVersion(carl); v.Due || !v.WakeAt.Equal(f.clk.Now().Add(lease)) {
+			t.Errorf("%d due jobs leased: %+v; want to wake as the leases end", probe, v)
+		}
 	})
 }
 
@@ -289,6 +300,31 @@ func TestMineVersionWithoutTheHoldsRowFails(t *testing.T) {
 		f.Exec(`DELETE FROM holds`)
 		if v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now()); err == nil {
 			t.Errorf("version without the holds row: %+v, want an error", v)
+		}
+	})
+}
+
+// KindRank is each kind's place in the view's order, -1 for a kind it does not list.
+func TestKindRank(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[models.Kind]int{models.KindRevision: 0, models.KindComment: 1, models.KindPitch: 2, "song": -1, "": -1} {
+		if got := models.KindRank(kind); got != want {
+			t.Errorf("KindRank(%q) = %d, want %d", kind, got, want)
+		}
+	}
+}
+
+// A page of no items is refused, not read.
+func TestMinePageRefusesALimitOfNothing(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		f.store.CreatePitch(f.ctx, ann, "one")
+		for _, limit := range []int{0, -1} {
+			if items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: limit}); err == nil {
+				t.Errorf("a page of limit %d: %+v, want refused", limit, items)
+			}
 		}
 	})
 }
