@@ -328,3 +328,67 @@ func TestMinePageRefusesALimitOfNothing(t *testing.T) {
 		}
 	})
 }
+
+// The page merges the kinds newest first; items of one instant go revision, comment, pitch,
+// then newest id first; a kind filter reads that kind only; a full page that ends the view has
+// no next cursor.
+func TestMinePageMergesKindsInTheViewsOrder(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		var p [5]int64
+		for i := 1; i <= 3; i++ { // pitches 1-3, then a song and a comment, all in one instant
+			pitch, err := f.store.CreatePitch(f.ctx, ann, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p[i] = pitch.ID
+		}
+		song, rev, err := f.store.CreateSong(f.ctx, ann, "S", "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.store.CreateComment(f.ctx, ann, song.ID, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev.ID >= p[3] {
+			t.Fatalf("revision id %d, want it below the pitches' (%v): the order by id would hide the order by kind", rev.ID, p)
+		}
+		f.clk.Advance(time.Second)
+		last, err := f.store.CreatePitch(f.ctx, ann, "p4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p[4] = last.ID
+		type key struct {
+			kind models.Kind
+			id   int64
+		}
+		page := func(fl models.MineFilter) ([]key, *models.MineCursor) {
+			t.Helper()
+			items, next, err := f.store.MinePage(f.ctx, ann, nil, fl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []key
+			for _, it := range items {
+				out = append(out, key{it.Kind, it.ID})
+			}
+			return out, next
+		}
+		all := []key{{models.KindPitch, p[4]}, {models.KindRevision, rev.ID}, {models.KindComment, c.ID},
+			{models.KindPitch, p[3]}, {models.KindPitch, p[2]}, {models.KindPitch, p[1]}}
+		if got, next := page(models.MineFilter{Limit: 6}); !reflect.DeepEqual(got, all) || next != nil {
+			t.Errorf("the whole view = %v (next %+v), want %v and no next", got, next, all)
+		}
+		if got, next := page(models.MineFilter{Limit: 5}); !reflect.DeepEqual(got, all[:5]) || next == nil || next.ID != p[2] || next.Kind != models.KindPitch {
+			t.Errorf("a page of 5 = %v (next %+v), want %v and a next at pitch %d", got, next, all[:5], p[2])
+		}
+		pitches := []key{all[0], all[3], all[4], all[5]}
+		if got, _ := page(models.MineFilter{Limit: 10, Kind: models.KindPitch}); !reflect.DeepEqual(got, pitches) {
+			t.Errorf("pitches only = %v, want %v", got, pitches)
+		}
+	})
+}
