@@ -314,13 +314,16 @@ func TestKindRank(t *testing.T) {
 	}
 }
 
-// A page of no items is refused, not read.
+// A page of no items is refused, not read; an author with no items gets an empty page.
 func TestMinePageRefusesALimitOfNothing(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.User("ann")
 		f.store.CreatePitch(f.ctx, ann, "one")
+		if items, next, err := f.store.MinePage(f.ctx, f.User("bob"), nil, models.MineFilter{Limit: 10}); err != nil || len(items) != 0 || next != nil {
+			t.Errorf("the page of an author with no items: %+v, %+v, %v; want empty", items, next, err)
+		}
 		for _, limit := range []int{0, -1} {
 			if items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: limit}); err == nil {
 				t.Errorf("a page of limit %d: %+v, want refused", limit, items)
