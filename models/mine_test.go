@@ -395,3 +395,31 @@ func TestMinePageMergesKindsInTheViewsOrder(t *testing.T) {
 		}
 	})
 }
+
+// A scored revision's item carries its score whole: the runs, the criteria, the model and the
+// rubric as recorded.
+func TestMinePageCarriesTheScore(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		_, rev, err := f.store.CreateSong(f.ctx, ann, "S", "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := models.Score{RevisionID: rev.ID, Art: 0.4, ArtRuns: []float64{0.1, 0.2, 0.9},
+			Criteria: map[string]float64{"melody": 0.5}, Model: "critic-2", Rubric: "rubric-7"}
+		if _, err := f.store.RecordScore(f.ctx, want, models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev.ID, UserID: ann, Outcome: "scored"}); err != nil {
+			t.Fatal(err)
+		}
+		items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 10})
+		if err != nil || len(items) != 1 || items[0].Score == nil {
+			t.Fatalf("page = %+v, %v; want the scored revision", items, err)
+		}
+		got := *items[0].Score
+		got.ScoredAt = time.Time{}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("score on the page = %+v, want %+v", got, want)
+		}
+	})
+}
