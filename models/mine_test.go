@@ -393,6 +393,26 @@ func TestMinePageMergesKindsInTheViewsOrder(t *testing.T) {
 		if got, _ := page(models.MineFilter{Limit: 10, Kind: models.KindPitch}); !reflect.DeepEqual(got, pitches) {
 			t.Errorf("pitches only = %v, want %v", got, pitches)
 		}
+		// Paged by cursor, one item or two at a time, the view is the same: a cursor enters
+		// each kind after it (older items of kinds ranked before, the rest by id, later kinds
+		// at the same time too).
+		for _, size := range []int{1, 2} {
+			var got []key
+			var after *models.MineCursor
+			for range len(all) + 1 {
+				keys, next := page(models.MineFilter{Limit: size, After: after})
+				got = append(got, keys...)
+				if after = next; after == nil {
+					break
+				}
+			}
+			if !reflect.DeepEqual(got, all) {
+				t.Errorf("paged %d at a time = %v, want %v", size, got, all)
+			}
+		}
+		if _, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 1, After: &models.MineCursor{Kind: "song", ID: 1}}); err == nil {
+			t.Error("a cursor of an unknown kind was taken")
+		}
 	})
 }
 
