@@ -232,3 +232,23 @@ func TestStatsAndEvents(t *testing.T) {
 		}
 	})
 }
+
+// A public song is shown under its newest allowed revision's title, not its first one's and
+// not a pending one's.
+func TestPublicSongTakesTheNewestAllowedTitle(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		song, r1 := f.rawSong(ann, "First", "v1")
+		r2 := f.rawRevision(ann, song, "Renamed", "v2")
+		f.rawRevision(ann, song, "Pending", "v3")
+		for _, r := range []int64{r1, r2} {
+			f.Exec(`INSERT INTO screens (kind, item_id, verdict, confidence) VALUES ('revision', ?, 'allow', 0.9)`, r)
+		}
+		s, revs, _, err := f.store.PublicSong(f.ctx, song)
+		if err != nil || s.Title != "Renamed" || len(revs) != 2 {
+			t.Errorf("public song = %+v with %d revisions, %v; want titled Renamed, 2 revisions", s, len(revs), err)
+		}
+	})
+}
