@@ -230,6 +230,13 @@ func TestStatsAndEvents(t *testing.T) {
 		if len(per) != 3 || per[1].Put != 1 || per[2].Screen != 1 || per[0].Put+per[0].Screen != 0 {
 			t.Errorf("settled per minute = %+v", per)
 		}
+		// The three minutes are the last three, oldest first, the current one last.
+		thisMinute := f.clk.Now().Truncate(time.Minute)
+		for i, p := range per {
+			if want := thisMinute.Add(time.Duration(i-2) * time.Minute); !p.Minute.Equal(want) {
+				t.Errorf("minute %d = %v, want %v", i, p.Minute, want)
+			}
+		}
 	})
 }
 
