@@ -259,3 +259,38 @@ func TestPublicSongTakesTheNewestAllowedTitle(t *testing.T) {
 		}
 	})
 }
+
+// Each attempt counts in its own minute of the window: a score, a put-off and a screen in the
+// first, second and third; attempts stamped after the current minute (another replica's clock
+// ahead) are left out, not out of range.
+func TestSettledPerMinuteCountsEachMinute(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		minute := f.clk.Now().Truncate(time.Minute)
+		at := func(d time.Duration, event, outcome string) {
+			f.Exec(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt) VALUES (?, ?, 'pitch', 1, ?, ?, 1)`,
+				minute.Add(d).UnixMilli(), event, ann, outcome)
+		}
+		at(-3*time.Minute, "screen", "allow") // before the window
+		at(-2*time.Minute, "score", "scored")
+		at(-2*time.Minute+59*time.Second, "score", "scored")
+		at(-time.Minute, "screen", "pending")
+		at(0, "screen", "allow")
+		at(time.Minute, "screen", "allow") // after the current minute
+		per, err := f.store.SettledPerMinute(f.ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []models.Settled{{Minute: minute.Add(-2 * time.Minute), Score: 2}, {Minute: minute.Add(-time.Minute), Put: 1}, {Minute: minute, Screen: 1}}
+		if len(per) != 3 {
+			t.Fatalf("settled per minute = %+v, want 3 minutes", per)
+		}
+		for i := range want {
+			if got := per[i]; !got.Minute.Equal(want[i].Minute) || got.Score != want[i].Score || got.Put != want[i].Put || got.Screen != want[i].Screen {
+				t.Errorf("minute %d = %+v, want %+v", i, got, want[i])
+			}
+		}
+	})
+}
