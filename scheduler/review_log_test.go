@@ -33,6 +33,21 @@ func TestReviewAttemptIsOneLogLine(t *testing.T) {
 	})
 }
 
+// The review band is below its figure: a verdict exactly as sure as the band is recorded, not
+// sent to review.
+func TestReviewBandIsBelowItsFigure(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		c, _ := r.contentLogging(scheduler.ContentConfig{Owner: "test-worker", ReviewBelow: map[models.Kind]float64{models.KindPitch: 0.75}})
+		r.model.SetVerdict("allow", 0.75)
+		p := r.pitch(r.user("ann"), "p")
+		if out, err := c.Run(r.ctx, r.claim(models.TaskScreen, models.KindPitch, p)); err != nil || out != scheduler.Done {
+			t.Fatalf("a verdict at the band: %s, %v; want done", out, err)
+		}
+	})
+}
+
 // The last tenth of a job's lease is kept for recording the outcome: a job claimed with only
 // that left is not asked at all (the model never sees the call), and it stays owed.
 func TestRunKeepsTheLeasesLastTenthForRecording(t *testing.T) {
