@@ -294,3 +294,22 @@ func TestSettledPerMinuteCountsEachMinute(t *testing.T) {
 		}
 	})
 }
+
+// ScreenOf says where an item's screening stands: its owed job while it is pending, nothing for
+// an item that does not exist.
+func TestScreenOfPendingAndMissing(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		p, err := f.store.CreatePitch(f.ctx, f.User("ann"), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := f.store.ScreenOf(f.ctx, models.KindPitch, p.ID); err != nil || s.Verdict != nil || s.Job == nil || s.Job.ItemID != p.ID {
+			t.Errorf("a pending pitch: %+v, %v; want its screen job", s, err)
+		}
+		if s, err := f.store.ScreenOf(f.ctx, models.KindPitch, p.ID+1000); err != nil || s.Verdict != nil || s.Job != nil {
+			t.Errorf("a missing pitch: %+v, %v; want nothing", s, err)
+		}
+	})
+}
