@@ -1,9 +1,12 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,4 +295,70 @@ func TestScheduleStopCancelsAChoreAfterItsGrace(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the chore ran %d times while the first held, want once (SkipIfStillRunning)", n)
 	}
+}
+
+// Stop says how many leases it released, and only when it released some; a loop logs a pass
+// that failed, and nothing for one that worked.
+func TestRunnerLogsReleasesAndFailedPassesOnly(t *testing.T) {
+	t.Parallel()
+	logLines := func(released int64, passErr error) []map[string]any {
+		t.Helper()
+		var buf lockedBuffer
+		passed := make(chan struct{}, 1)
+		l := newLoop("chore", func(context.Context) error {
+			select {
+			case passed <- struct{}{}:
+			default:
+			}
+			return passErr
+		})
+		r := newRunner("test", slog.New(slog.NewJSONHandler(&buf, nil)), func(context.Context) (int64, error) { return released, nil })
+		if err := r.start(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+		<-passed
+		if passErr != nil {
+			// A pass that a stop cuts short is not logged: wait for the line before stopping.
+			wait.Until(t, "the failed pass logged", func() bool { return strings.Contains(buf.String(), passErr.Error()) })
+		}
+		if err := r.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var lines []map[string]any
+		for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var m map[string]any
+			if s != "" && json.Unmarshal([]byte(s), &m) == nil {
+				lines = append(lines, m)
+			}
+		}
+		return lines
+	}
+	if lines := logLines(0, nil); len(lines) != 0 {
+		t.Errorf("a pass that worked and nothing to release logged %v, want nothing", lines)
+	}
+	if lines := logLines(3, nil); len(lines) != 1 || lines[0]["msg"] != "released leases" || lines[0]["rows"] != float64(3) {
+		t.Errorf("3 leases released: %v, want one line saying so", lines)
+	}
+	if lines := logLines(0, errors.New("boom")); len(lines) != 1 || lines[0]["msg"] != "chore" || lines[0]["err"] != "boom" || lines[0]["level"] != "ERROR" {
+		t.Errorf("a failed pass: %v, want one error line named for the loop", lines)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by a logger in one goroutine and read by the test in
+// another.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
