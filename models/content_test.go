@@ -1,0 +1,62 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// A revision without a title keeps the song's; one with a new title renames the song.
+func TestCreateRevisionTitles(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		song, _, err := f.store.CreateSong(f.ctx, ann, "First", "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		title := func() string {
+			t.Helper()
+			s, err := f.store.SongByID(f.ctx, song.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Title
+		}
+		same, err := f.store.CreateRevision(f.ctx, ann, song.ID, "", "v2")
+		if err != nil || same.ID == 0 || same.Title != "First" || title() != "First" {
+			t.Errorf("a revision without a title: %+v, %v; song titled %q; want the song's title kept", same, err, title())
+		}
+		renamed, err := f.store.CreateRevision(f.ctx, ann, song.ID, "Second", "v3")
+		if err != nil || renamed.ID == 0 || renamed.Title != "Second" || title() != "Second" {
+			t.Errorf("a revision with a new title: %+v, %v; song titled %q; want both Second", renamed, err, title())
+		}
+		if _, err := f.store.CreateRevision(f.ctx, f.User("bob"), song.ID, "Third", "v4"); !errors.Is(err, models.ErrNotFound) || title() != "Second" {
+			t.Errorf("another author's revision: %v, song titled %q; want not found and the title kept", err, title())
+		}
+	})
+}
+
+// A comment goes on a public song, or on the author's own; another author's song that is not
+// public answers as a missing one.
+func TestCreateCommentOnlyOnSongsTheAuthorSees(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann, bob := f.User("ann"), f.User("bob")
+		public := f.publicSong(ann, "Public", nil)
+		pending, _ := f.rawSong(ann, "Pending", "code")
+		if c, err := f.store.CreateComment(f.ctx, bob, public, "nice"); err != nil || c.ID == 0 {
+			t.Errorf("bob on ann's public song: %+v, %v; want made", c, err)
+		}
+		if _, err := f.store.CreateComment(f.ctx, bob, pending, "hm"); !errors.Is(err, models.ErrNotFound) {
+			t.Errorf("bob on ann's pending song: %v, want not found", err)
+		}
+		if c, err := f.store.CreateComment(f.ctx, ann, pending, "mine"); err != nil || c.ID == 0 {
+			t.Errorf("ann on her own pending song: %+v, %v; want made", c, err)
+		}
+	})
+}
