@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -57,6 +58,55 @@ func TestCreateCommentOnlyOnSongsTheAuthorSees(t *testing.T) {
 		}
 		if c, err := f.store.CreateComment(f.ctx, ann, pending, "mine"); err != nil || c.ID == 0 {
 			t.Errorf("ann on her own pending song: %+v, %v; want made", c, err)
+		}
+	})
+}
+
+// A request's hook sees what each write made, in the transaction that made it: a song and its
+// first revision, a revision, a comment, a pitch.
+func TestRequestHookSeesWhatWasMade(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		made := func(write func(ctx context.Context) error) []any {
+			t.Helper()
+			var got []any
+			ctx := models.WithRequest(f.ctx, &models.Request{Hook: func(_ context.Context, _ *models.Store, m []any) error {
+				got = append(got, m...)
+				return nil
+			}})
+			if err := write(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		var song models.Song
+		if got := made(func(ctx context.Context) (err error) {
+			song, _, err = f.store.CreateSong(ctx, ann, "S", "v1")
+			return err
+		}); len(got) != 2 {
+			t.Errorf("a song's hook saw %v, want the song and its first revision", got)
+		}
+		if got := made(func(ctx context.Context) error {
+			_, err := f.store.CreateRevision(ctx, ann, song.ID, "", "v2")
+			return err
+		}); len(got) != 1 {
+			t.Errorf("a revision's hook saw %v, want it", got)
+		}
+		if got := made(func(ctx context.Context) error {
+			_, err := f.store.CreateComment(ctx, ann, song.ID, "c")
+			return err
+		}); len(got) != 1 {
+			t.Errorf("a comment's hook saw %v, want it", got)
+		} else if c, ok := got[0].(models.Comment); !ok || c.ID == 0 || c.Body != "c" {
+			t.Errorf("a comment's hook saw %+v, want the comment with its id", got[0])
+		}
+		if got := made(func(ctx context.Context) error {
+			_, err := f.store.CreatePitch(ctx, ann, "p")
+			return err
+		}); len(got) != 1 {
+			t.Errorf("a pitch's hook saw %v, want it", got)
 		}
 	})
 }
