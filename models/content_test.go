@@ -3,6 +3,8 @@ package models_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/owed/owed/models"
@@ -109,4 +111,57 @@ func TestRequestHookSeesWhatWasMade(t *testing.T) {
 			t.Errorf("a pitch's hook saw %v, want it", got)
 		}
 	})
+}
+
+// Deleting a song changes the views of those who commented on it (their comments go with it),
+// not only the author's: their kept versions move and they are told.
+func TestDeletingASongChangesItsCommentersViews(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		told := &toldChanges{}
+		f.store.SetChanges(told)
+		ann, bob := f.User("ann"), f.User("bob")
+		song := f.publicSong(ann, "S", nil)
+		if _, err := f.store.CreateComment(f.ctx, bob, song, "nice"); err != nil {
+			t.Fatal(err)
+		}
+		before := f.mineVersion(bob)
+		told.reset()
+		if err := f.store.DeleteItem(f.ctx, ann, "song", song); err != nil {
+			t.Fatal(err)
+		}
+		if after := f.mineVersion(bob); after.Version == before.Version {
+			t.Errorf("bob's version stayed %d after the song he commented on was deleted", after.Version)
+		}
+		if ids := told.ids(); !slices.Contains(ids, bob) || !slices.Contains(ids, ann) {
+			t.Errorf("told of %v, want ann (%d) and bob (%d)", ids, ann, bob)
+		}
+	})
+}
+
+// toldChanges is a models.Changes that keeps whom it was told of.
+type toldChanges struct {
+	mu   sync.Mutex
+	told []int64
+}
+
+func (c *toldChanges) Changed(ids ...int64) {
+	c.mu.Lock()
+	c.told = append(c.told, ids...)
+	c.mu.Unlock()
+}
+
+func (c *toldChanges) WakeAll() {}
+
+func (c *toldChanges) reset() {
+	c.mu.Lock()
+	c.told = nil
+	c.mu.Unlock()
+}
+
+func (c *toldChanges) ids() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.told)
 }

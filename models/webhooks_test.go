@@ -196,3 +196,29 @@ func TestWebhookDeliveryCommitsWithTheVerdict(t *testing.T) {
 		}
 	})
 }
+
+// Disabling a subscription answers it as it now stands (inactive, with the reason) and cancels
+// its pending deliveries; enabling it again clears the reason.
+func TestSetWebhookActiveAnswersTheSubscription(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		h := newHookRig(t, db)
+		id := h.subscribe(models.EventItemScreened)
+		if err := h.store.EnqueueWebhook(h.ctx, models.EventItemScreened, map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := h.store.SetWebhookActive(h.ctx, id, false, "gone")
+		if err != nil || w.ID != id || w.Active || w.DisabledReason == nil || *w.DisabledReason != "gone" {
+			t.Fatalf("disabled: %+v, %v; want the subscription, inactive, reason gone", w, err)
+		}
+		if pending, err := h.store.ListDeliveries(h.ctx, id, models.DeliveryPending, 0, 10); err != nil || len(pending) != 0 {
+			t.Errorf("pending deliveries after disabling: %d, %v; want none", len(pending), err)
+		}
+		if cancelled, err := h.store.ListDeliveries(h.ctx, id, models.DeliveryCancelled, 0, 10); err != nil || len(cancelled) != 1 {
+			t.Errorf("cancelled deliveries after disabling: %d, %v; want 1", len(cancelled), err)
+		}
+		if w, err := h.store.SetWebhookActive(h.ctx, id, true, ""); err != nil || !w.Active || w.DisabledReason != nil {
+			t.Errorf("enabled again: %+v, %v; want active, no reason", w, err)
+		}
+	})
+}
