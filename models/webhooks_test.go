@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/owed/owed/clock"
@@ -219,6 +220,33 @@ func TestSetWebhookActiveAnswersTheSubscription(t *testing.T) {
 		}
 		if w, err := h.store.SetWebhookActive(h.ctx, id, true, ""); err != nil || !w.Active || w.DisabledReason != nil {
 			t.Errorf("enabled again: %+v, %v; want active, no reason", w, err)
+		}
+	})
+}
+
+// Redelivering makes the delivery pending and due now and answers it; a disabled subscription's
+// delivery is refused.
+func TestRedeliverAnswersTheDelivery(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		h := newHookRig(t, db)
+		id := h.subscribe(models.EventItemScreened)
+		if err := h.store.EnqueueWebhook(h.ctx, models.EventItemScreened, map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := h.store.ListDeliveries(h.ctx, id, models.DeliveryPending, 0, 10)
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("deliveries: %+v, %v", pending, err)
+		}
+		d, err := h.store.Redeliver(h.ctx, pending[0].ID)
+		if err != nil || d.ID != pending[0].ID || d.Status != models.DeliveryPending {
+			t.Errorf("redeliver: %+v, %v; want the delivery, pending", d, err)
+		}
+		if _, err := h.store.SetWebhookActive(h.ctx, id, false, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.store.Redeliver(h.ctx, pending[0].ID); !errors.Is(err, models.ErrWebhookDisabled) {
+			t.Errorf("redeliver to a disabled subscription: %v, want ErrWebhookDisabled", err)
 		}
 	})
 }
