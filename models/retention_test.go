@@ -125,3 +125,38 @@ func TestMaintenanceLeaseOneHolder(t *testing.T) {
 		}
 	})
 }
+
+// Kept Idempotency-Key answers go once older than their retention, newest kept; a zero
+// retention keeps them all.
+func TestPruneIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		now := f.clk.Now()
+		for i, age := range []time.Duration{3 * time.Hour, 2 * time.Hour, 30 * time.Minute} {
+			f.Exec(`INSERT INTO idempotency_keys (user_id, idem_key, fingerprint, created_at, locked_until) VALUES (?, ?, 'fp', ?, 0)`,
+				ann, fmt.Sprintf("k%d", i), now.Add(-age).UnixMilli())
+		}
+		keys := func() int64 {
+			var n []int64
+			if err := f.store.RawScan(f.ctx, &n, `SELECT COUNT(*) FROM idempotency_keys`); err != nil {
+				t.Fatal(err)
+			}
+			return n[0]
+		}
+		if p, err := f.store.Prune(f.ctx, now, models.Retention{}, 0); err != nil || p.IdempotencyKeys != 0 || keys() != 3 {
+			t.Fatalf("a zero retention pruned %d keys (%v), %d left; want all 3 kept", p.IdempotencyKeys, err, keys())
+		}
+		// The answer still tells the oldest rows kept.
+		f.Exec(`INSERT INTO events (at, event, kind, item_id, user_id, outcome, attempt) VALUES (?, 'screen', 'pitch', 1, ?, 'allow', 1)`,
+			now.Add(-time.Minute).UnixMilli(), ann)
+		p, err := f.store.Prune(f.ctx, now, models.Retention{Idempotency: time.Hour}, 1)
+		if err != nil || p.IdempotencyKeys != 2 || keys() != 1 {
+			t.Errorf("an hour's retention pruned %d keys (%v), %d left; want the 2 older gone, 1 kept", p.IdempotencyKeys, err, keys())
+		}
+		if !p.OldestEvent.Equal(now.Add(-time.Minute).Truncate(time.Millisecond)) {
+			t.Errorf("oldest event kept = %v, want %v", p.OldestEvent, now.Add(-time.Minute))
+		}
+	})
+}
