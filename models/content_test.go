@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -144,6 +145,7 @@ func TestDeletingASongChangesItsCommentersViews(t *testing.T) {
 type toldChanges struct {
 	mu   sync.Mutex
 	told []int64
+	all  bool
 }
 
 func (c *toldChanges) Changed(ids ...int64) {
@@ -152,16 +154,72 @@ func (c *toldChanges) Changed(ids ...int64) {
 	c.mu.Unlock()
 }
 
-func (c *toldChanges) WakeAll() {}
+func (c *toldChanges) WakeAll() {
+	c.mu.Lock()
+	c.all = true
+	c.mu.Unlock()
+}
 
 func (c *toldChanges) reset() {
 	c.mu.Lock()
-	c.told = nil
+	c.told, c.all = nil, false
 	c.mu.Unlock()
+}
+
+func (c *toldChanges) allTold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.all
 }
 
 func (c *toldChanges) ids() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.told)
+}
+
+// A retry that made jobs due tells their author's view, or every view when it was not one
+// author's; a retry that made nothing due tells nobody.
+func TestRetryTellsTheViewsItChanged(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		told := &toldChanges{}
+		f.store.SetChanges(told)
+		ann := f.User("ann")
+		f.bulkPitches(ann, 2)
+		jobs, err := f.store.ClaimDue(f.ctx, 2, lease, "w", ann)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("claim: %d %v", len(jobs), err)
+		}
+		for _, j := range jobs {
+			if ok, err := f.store.Reschedule(f.ctx, j, f.clk.Now().Add(time.Hour), models.WhyUpstream, nil, models.Event{Event: "screen", Kind: j.Kind, ItemID: j.ItemID, UserID: ann, Outcome: "pending"}); err != nil || !ok {
+				t.Fatalf("reschedule: %v %v", ok, err)
+			}
+		}
+		told.reset()
+		if n, err := f.store.RetryJobs(f.ctx, models.JobFilter{UserID: ann}); err != nil || n != 2 {
+			t.Fatalf("retry: %d %v", n, err)
+		}
+		if ids, all := told.ids(), told.allTold(); !slices.Equal(ids, []int64{ann}) || all {
+			t.Errorf("an author's retry told %v (all: %v), want only ann", ids, all)
+		}
+		told.reset()
+		if n, err := f.store.RetryJobs(f.ctx, models.JobFilter{UserID: f.User("bob")}); err != nil || n != 0 {
+			t.Fatalf("a retry of bob's (none): %d %v", n, err)
+		}
+		if ids, all := told.ids(), told.allTold(); len(ids) != 0 || all {
+			t.Errorf("a retry that made nothing due told %v (all: %v), want nobody", ids, all)
+		}
+		for _, j := range jobs {
+			f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, f.clk.Now().Add(time.Hour).UnixMilli(), j.ID)
+		}
+		told.reset()
+		if n, err := f.store.RetryJobs(f.ctx, models.JobFilter{}); err != nil || n != 2 {
+			t.Fatalf("retry of everyone's: %d %v", n, err)
+		}
+		if all := told.allTold(); !all {
+			t.Error("a retry of everyone's jobs did not tell every view")
+		}
+	})
 }
