@@ -205,15 +205,14 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.User("ann")
-		version := func() models.MineVersion { return f.mineVersion(ann) }
-		v0 := version()
+		v0 := f.mineVersion(ann)
 		if v0.Shared == 0 || v0.Appeals != 0 {
 			t.Fatalf("a new author's version: shared %d, appeals %d; want the shared counter (at least 1), no appeals", v0.Shared, v0.Appeals)
 		}
 		if err := f.store.SetHolds(f.ctx, models.Holds{Score: true}, 0); err != nil {
 			t.Fatal(err)
 		}
-		v1 := version()
+		v1 := f.mineVersion(ann)
 		if v1.Shared <= v0.Shared || !v1.Held.Score {
 			t.Errorf("after a hold: shared %d (was %d), held %+v; want it bumped and the score held", v1.Shared, v0.Shared, v1.Held)
 		}
@@ -228,7 +227,7 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 		if _, err := f.store.FileAppeal(f.ctx, models.KindPitch, p.ID, ann, nil); err != nil {
 			t.Fatal(err)
 		}
-		v2 := version()
+		v2 := f.mineVersion(ann)
 		if v2.Appeals != 1 {
 			t.Errorf("after filing an appeal: appeals %d, want 1", v2.Appeals)
 		}
@@ -238,7 +237,7 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 			ItemID: p.ID, UserID: ann, Outcome: models.OutcomeDecided, Verdict: &allow, Confidence: &sure}); err != nil {
 			t.Fatal(err)
 		}
-		if v3 := version(); v3.Appeals == v2.Appeals {
+		if v3 := f.mineVersion(ann); v3.Appeals == v2.Appeals {
 			t.Errorf("deciding the appeal left appeals at %d", v3.Appeals)
 		}
 	})
@@ -262,9 +261,8 @@ func TestMineVersionReadsOnePastTheProbe(t *testing.T) {
 		if ok, err := f.store.Reschedule(f.ctx, claimed[probe], next, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
 			t.Fatalf("reschedule: %v %v", ok, err)
 		}
-		v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
-		if err != nil || v.Due || !v.WakeAt.Equal(next) {
-			t.Errorf("%d due jobs leased, one due at %v: %+v, %v; want to wake then", probe, next, v, err)
+		if v := f.mineVersion(ann); v.Due || !v.WakeAt.Equal(next) {
+			t.Errorf("%d due jobs leased, one due at %v: %+v; want to wake then", probe, next, v)
 		}
 
 		// Bob: more due and leased than the probe reads, none later: look again in a minute.
@@ -272,9 +270,8 @@ func TestMineVersionReadsOnePastTheProbe(t *testing.T) {
 		if got, err := f.store.ClaimDue(f.ctx, probe+2, lease, "w", bob); err != nil || len(got) != probe+2 {
 			t.Fatalf("claim: %d %v", len(got), err)
 		}
-		v, err = f.store.MineVersion(f.ctx, bob, f.clk.Now())
-		if err != nil || v.Due || !v.WakeAt.Equal(f.clk.Now().Add(time.Minute)) {
-			t.Errorf("%d due jobs leased: %+v, %v; want to look again in a minute", probe+2, v, err)
+		if v := f.mineVersion(bob); v.Due || !v.WakeAt.Equal(f.clk.Now().Add(time.Minute)) {
+			t.Errorf("%d due jobs leased: %+v; want to look again in a minute", probe+2, v)
 		}
 
 		// Carl: exactly as many due and leased as the probe reads: all were read, so the view

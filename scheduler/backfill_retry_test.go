@@ -79,10 +79,7 @@ func TestBackfillRetryPassesWaitTheCooldownAndStallOnlyWhenNothingSettles(t *tes
 		})
 		b.run()
 
-		var order []string
-		for _, h := range hits() {
-			order = append(order, h.path)
-		}
+		order := b.cdn.served()
 		want := append(append([]string(nil), rows[0:4]...), rows[0:2]...) // batch 1, its retry
 		want = append(want, rows[4:8]...)                                 // batch 2
 		want = append(want, rows[8:12]...)                                // batch 3

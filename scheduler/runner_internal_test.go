@@ -345,7 +345,8 @@ func TestRunnerLogsReleasesAndFailedPassesOnly(t *testing.T) {
 }
 
 // lockedBuffer is a bytes.Buffer written by a logger in one goroutine and read by the test in
-// another.
+// another: owedtest.LogBuffer, which this internal test cannot import (owedtest imports
+// scheduler).
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
