@@ -18,8 +18,9 @@ for f in "$pkg"/*.go; do
 done
 export MUT_GO=$(command -v go) PATH="$here/shim:$PATH" MUT_LOG="$out/$name.calls.log"
 # -count=1: gremlins sets each mutant's time limit from its coverage run, which a cached test
-# result would make a fraction of a second (every mutant then "times out").
-export GOFLAGS="-buildvcs=false -vet=off -count=1${run:+ -run=$run}"
+# result would make a fraction of a second (every mutant then "times out"). MUT_FAILFAST=1 adds
+# -failfast: a killed mutant ends at its first failing test instead of running the rest.
+export GOFLAGS="-buildvcs=false -vet=off -count=1${MUT_FAILFAST:+ -failfast}${run:+ -run=$run}"
 {
   echo "# gremlins v0.6.0 unleash ./$pkg, files: $*; GOFLAGS=$GOFLAGS; coefficient $coef $extra"
   echo "# started $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
