@@ -10,3 +10,6 @@ var (
 
 // EventColumns are the events table's columns as the store writes them (eventFields).
 var EventColumns = eventColumns
+
+// TxRetryPause is WithTx's pause after a failed try.
+var TxRetryPause = txRetryPause

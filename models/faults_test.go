@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
@@ -86,4 +87,24 @@ func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 			t.Fatalf("not found: %v after %d tries", err, tries)
 		}
 	})
+}
+
+// TestTxRetryPauseDoublesWithJitter: the pause after the first failed try is 25 ms ±50%, after
+// the second twice that, so replicas cut off together spread out and back off.
+func TestTxRetryPauseDoublesWithJitter(t *testing.T) {
+	t.Parallel()
+	for try, base := range map[int]time.Duration{1: 25 * time.Millisecond, 2: 50 * time.Millisecond} {
+		lo, hi := time.Duration(1<<62), time.Duration(0)
+		for range 2000 {
+			p := models.TxRetryPause(try)
+			lo, hi = min(lo, p), max(hi, p)
+		}
+		if lo < base/2 || hi >= base*3/2 {
+			t.Errorf("try %d: pauses from %s to %s, want within [%s, %s)", try, lo, hi, base/2, base*3/2)
+		}
+		// 2,000 draws over the range leave no quarter of it empty.
+		if lo > base*3/4 || hi < base*5/4 {
+			t.Errorf("try %d: pauses from %s to %s, want them spread over [%s, %s)", try, lo, hi, base/2, base*3/2)
+		}
+	}
 }

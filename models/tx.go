@@ -34,9 +34,7 @@ func (s *Store) withTx(ctx context.Context, fn func(tx *Store) error) error {
 		if err == nil || !sure || FaultOf(err) != FaultTransient || try >= MaxTxTries || ctx.Err() != nil {
 			break
 		}
-		pause := txRetryBase << (try - 1)
-		pause = pause/2 + rand.N(pause)
-		t := time.NewTimer(pause)
+		t := time.NewTimer(txRetryPause(try))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -45,6 +43,13 @@ func (s *Store) withTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 	}
 	return err
+}
+
+// txRetryPause is the pause after the try-th failed try: txRetryBase, doubled for each
+// earlier retry, jittered to between half and one and a half times that.
+func txRetryPause(try int) time.Duration {
+	pause := txRetryBase << (try - 1)
+	return pause/2 + rand.N(pause)
 }
 
 // txOnce runs one try; sure reports that a failed try certainly did not commit.
