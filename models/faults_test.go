@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,60 @@ func TestTxRetryPauseDoublesWithJitter(t *testing.T) {
 			t.Errorf("try %d: pauses from %s to %s, want them spread over [%s, %s)", try, lo, hi, base/2, base*3/2)
 		}
 	}
+}
+
+// TestStorageProblemIsTheLastWritesFault: a write refused for want of storage sets the reason
+// readiness shows (the driver's message, cut to 120 bytes, never the statement); other failed
+// writes leave it; the next write that succeeds, or the readiness probe's, clears it.
+func TestStorageProblemIsTheLastWritesFault(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		ctx := context.Background()
+		if p := s.StorageProblem(); p != "" {
+			t.Errorf("a new store's problem: %q", p)
+		}
+		ann, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := &pgconn.PgError{Code: "53100", Message: strings.Repeat("no space left on device ", 10)}
+		err = s.WithTx(ctx, func(tx *models.Store) error {
+			return fmt.Errorf("INSERT INTO pitches VALUES ('secret'): %w", full)
+		})
+		if models.FaultOf(err) != models.FaultStorage {
+			t.Fatalf("err %v, want a storage fault", err)
+		}
+		want := "the database takes no writes: " + full.Error()[:120]
+		if p := s.StorageProblem(); p != want {
+			t.Errorf("problem %q, want %q", p, want)
+		}
+		s.WithTx(ctx, func(tx *models.Store) error { return models.ErrNotFound })
+		if p := s.StorageProblem(); p != want {
+			t.Errorf("after a write that failed otherwise: %q, want it kept", p)
+		}
+		limit := int64(5)
+		if _, err := s.SetDailyLimit(ctx, ann.ID, &limit); err != nil {
+			t.Fatal(err)
+		}
+		if p := s.StorageProblem(); p != "" {
+			t.Errorf("after a write that succeeded: %q, want none", p)
+		}
+
+		s.WithTx(ctx, func(tx *models.Store) error { return sqlite3.Error{Code: sqlite3.ErrFull} })
+		if p := s.StorageProblem(); p != "the database takes no writes: "+sqlite3.ErrFull.Error() {
+			t.Errorf("a short reason: %q", p)
+		}
+		if err := s.ProbeWrite(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if p := s.StorageProblem(); p != "" {
+			t.Errorf("after the probe: %q, want none", p)
+		}
+		var left int
+		s.RawScan(ctx, &left, `SELECT COUNT(*) FROM idempotency_keys`)
+		if left != 0 {
+			t.Errorf("the probe left %d rows", left)
+		}
+	})
 }
