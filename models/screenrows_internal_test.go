@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The batch of verdicts travels as JSON written by hand (screenRowsJSON); it must read back as
@@ -14,6 +15,7 @@ func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 	why := Why("upstream")
 	status := 503
 	conf := 0.25
+	controls, notUTF8 := "\n\x01", "\xff\xfe"
 	msg := "a \"quoted\" <tag> & \\ back\tslash\nnew line, ünïcode, \u2028, \x01"
 	rows := []screenRow{
 		{kind: KindPitch, itemID: 1, verdict: VerdictAllow, confidence: 0.9, at: 1700000000000,
@@ -22,6 +24,10 @@ func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 		{kind: KindComment, itemID: 2, verdict: VerdictBlock, confidence: 1, at: 1700000000002,
 			ev: Event{At: time.UnixMilli(1700000000003), Event: TaskScreen, Kind: KindComment, ItemID: 2, UserID: 8,
 				Outcome: EventOutcome("block"), Why: &why, Status: &status, Error: &msg, Note: &msg}},
+		// Text of control characters only, and bytes that are not UTF-8 only: both escaped.
+		{kind: KindComment, itemID: 3, verdict: VerdictBlock, confidence: 1, at: 1700000000004,
+			ev: Event{At: time.UnixMilli(1700000000005), Event: TaskScreen, Kind: KindComment, ItemID: 3, UserID: 8,
+				Outcome: EventOutcome("block"), Error: &notUTF8, Note: &controls}},
 	}
 	ours, err := screenRowsJSON(rows)
 	if err != nil {
@@ -41,7 +47,10 @@ func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("screenRowsJSON reads as\n%v\nencoding/json's as\n%v", a, b)
 	}
-	if len(a) != 2 || a[1]["e_error"] != msg {
+	if !utf8.ValidString(ours) {
+		t.Fatalf("screenRowsJSON wrote bytes that are not UTF-8: %q", ours)
+	}
+	if len(a) != 3 || a[1]["e_error"] != msg || a[2]["e_note"] != controls {
 		t.Fatalf("the event's error reads back as %q, want %q", a[1]["e_error"], msg)
 	}
 }
