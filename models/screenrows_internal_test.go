@@ -9,13 +9,15 @@ import (
 )
 
 // The batch of verdicts travels as JSON written by hand (screenRowsJSON); it must read back as
-// encoding/json's own encoding of the same rows does, whatever an event's text holds.
+// encoding/json's encoding of the same rows does (jsonParam, which compacts what the rows'
+// MarshalJSON writes, so the same hand-written code), and each event text as it was written,
+// whatever it holds: the second comparison is the one that judges the escaping.
 func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 	t.Parallel()
 	why := Why("upstream")
 	status := 503
 	conf := 0.25
-	controls, notUTF8 := "\n\x01", "\xff\xfe"
+	controls, notUTF8, quotes, backslashes := "\n\x01", "\xff\xfe", `""`, `\\`
 	msg := "a \"quoted\" <tag> & \\ back\tslash\nnew line, ünïcode, \u2028, \x01"
 	rows := []screenRow{
 		{kind: KindPitch, itemID: 1, verdict: VerdictAllow, confidence: 0.9, at: 1700000000000,
@@ -28,6 +30,10 @@ func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 		{kind: KindComment, itemID: 3, verdict: VerdictBlock, confidence: 1, at: 1700000000004,
 			ev: Event{At: time.UnixMilli(1700000000005), Event: TaskScreen, Kind: KindComment, ItemID: 3, UserID: 8,
 				Outcome: EventOutcome("block"), Error: &notUTF8, Note: &controls}},
+		// Quotes only, backslashes only.
+		{kind: KindComment, itemID: 4, verdict: VerdictBlock, confidence: 1, at: 1700000000006,
+			ev: Event{At: time.UnixMilli(1700000000007), Event: TaskScreen, Kind: KindComment, ItemID: 4, UserID: 8,
+				Outcome: EventOutcome("block"), Error: &quotes, Note: &backslashes}},
 	}
 	ours, err := screenRowsJSON(rows)
 	if err != nil {
@@ -50,7 +56,8 @@ func TestScreenRowsJSONReadsAsEncodingJSON(t *testing.T) {
 	if !utf8.ValidString(ours) {
 		t.Fatalf("screenRowsJSON wrote bytes that are not UTF-8: %q", ours)
 	}
-	if len(a) != 3 || a[1]["e_error"] != msg || a[2]["e_note"] != controls {
+	if len(a) != 4 || a[1]["e_error"] != msg || a[2]["e_note"] != controls || a[3]["e_error"] != quotes ||
+		a[3]["e_note"] != backslashes {
 		t.Fatalf("the event's error reads back as %q, want %q", a[1]["e_error"], msg)
 	}
 }
