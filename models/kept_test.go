@@ -511,7 +511,39 @@ func TestCountJobsAnswersFromTheKeptCounts(t *testing.T) {
 		count("by author (kept)", models.JobFilter{UserID: bob}, 2+7)
 		count("by task and kind (the table)", models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch}, 302)
 		count("by author and task (the table)", models.JobFilter{UserID: bob, Task: models.TaskScreen}, 2)
+		count("by author with no kept row", models.JobFilter{UserID: 9999}, 0)
+		count("by why (kept)", models.JobFilter{Why: "none"}, 302+1000)
+		count("held (kept)", models.JobFilter{Why: models.WhyHeld}, 0)
+		// The open breaker's put-off jobs are told apart by time, which no kept count follows.
+		earlier := f.clk.Now().Add(-time.Hour)
+		// (untried jobs with no why of their own show why breaker then)
+		count("by why while the breaker puts jobs off (the table)", models.JobFilter{Why: "none", Deferred: &earlier}, 0)
+		count("put off by the breaker (the table)", models.JobFilter{Why: models.WhyBreaker, Deferred: &earlier}, 302)
+		count("held while the breaker puts jobs off (kept)", models.JobFilter{Why: models.WhyHeld, Deferred: &earlier}, 0)
 		job := f.MustJob(models.TaskScreen, models.KindPitch, f.Count(`SELECT MIN(id) FROM pitches WHERE user_id = ?`, bob))
 		count("one job (the table)", models.JobFilter{ID: job.ID}, 1)
+		count("by item (the table)", models.JobFilter{ItemID: job.ItemID}, 1)
+		count("by state (the table)", models.JobFilter{State: models.JobDue}, 302)
+	})
+}
+
+// TestOldestDue: the due time of the longest-waiting job due by now, or nil when none is.
+func TestOldestDue(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		if at, err := f.store.OldestDue(f.ctx, f.clk.Now()); err != nil || at != nil {
+			t.Errorf("no jobs: %v, %v; want nil", at, err)
+		}
+		first := f.clk.Now()
+		f.bulkPitches(f.User("ann"), 2)
+		f.clk.Advance(time.Minute)
+		f.bulkPitches(f.User("bob"), 1)
+		if at, err := f.store.OldestDue(f.ctx, f.clk.Now()); err != nil || at == nil || !at.Equal(first) {
+			t.Errorf("oldest due = %v, %v; want %v", at, err, first)
+		}
+		if at, err := f.store.OldestDue(f.ctx, first.Add(-time.Millisecond)); err != nil || at != nil {
+			t.Errorf("as of before any job was due: %v, %v; want nil", at, err)
+		}
 	})
 }
