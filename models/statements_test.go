@@ -71,6 +71,42 @@ func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
 				t.Errorf("%s: an argument was logged:\n%s", step.name, out)
 			}
 		}
+
+		// query's rows log how many were read; a statement that failed logs at error, with no
+		// count of rows.
+		u, _, err := store.CreateUser(f.ctx, "ann", models.RoleAuthor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CreatePitch(f.ctx, u.ID, "p"); err != nil {
+			t.Fatal(err)
+		}
+		line := func(out, what string) string {
+			for l := range strings.Lines(out) {
+				if strings.Contains(l, what) {
+					return l
+				}
+			}
+			t.Fatalf("no line logs %q:\n%s", what, out)
+			return ""
+		}
+		before := len(logged())
+		if _, err := store.JobsByTaskWhy(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l := line(logged()[before:], "FROM job_counts"); !strings.Contains(l, "trace.rows=1\n") {
+			t.Errorf("query of one row logged: %s", l)
+		}
+		if _, err := store.RawExec(f.ctx, `DROP TABLE job_counts`); err != nil {
+			t.Fatal(err)
+		}
+		before = len(logged())
+		if _, err := store.JobsByTaskWhy(f.ctx); err == nil {
+			t.Fatal("read of a dropped table: no error")
+		}
+		if l := line(logged()[before:], "FROM job_counts"); !strings.Contains(l, "level=ERROR") || strings.Contains(l, "trace.rows") {
+			t.Errorf("failed query logged: %s", l)
+		}
 	})
 }
 
@@ -119,6 +155,24 @@ func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
 		}
 		if w := models.NotFoundWhat(fmt.Errorf("x: %w", models.ErrForbidden)); w != "" {
 			t.Errorf("another error names %q", w)
+		}
+	})
+}
+
+// A row scan fails with the error of the value it could not read, not with the rows' close.
+func TestScanReturnsTheErrorOfAValueItCannotRead(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start))
+		var n int64
+		if err := store.RawScan(t.Context(), &n, `SELECT 'not a number'`); err == nil {
+			t.Errorf("text scanned into an integer: no error (n = %d)", n)
+		}
+		var one struct {
+			N int64 `gorm:"column:n"`
+		}
+		if err := store.RawScan(t.Context(), &one, `SELECT 'not a number' AS n`); err == nil {
+			t.Errorf("text scanned into an integer field: no error (%+v)", one)
 		}
 	})
 }
