@@ -306,6 +306,9 @@ func scanJobs(rows *queryRows, sizeHint int) ([]Job, error) {
 			return nil, err
 		}
 		jobs = append(jobs, r.job(0))
+		if r.err != nil { // a column that did not convert: the row's job would be wrong
+			return nil, r.err
+		}
 	}
 	return jobs, rows.Err()
 }
