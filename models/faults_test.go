@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,48 @@ func TestStorageProblemIsTheLastWritesFault(t *testing.T) {
 			t.Errorf("the probe left %d rows", left)
 		}
 	})
+}
+
+// TestACommitCutOffIsAskedAfterAndTriedAgain: on PostgreSQL, a client's transaction whose
+// connection is cut before its COMMIT lands is asked after (txid_status) on a fresh
+// connection; found aborted, it runs again and commits once.
+func TestACommitCutOffIsAskedAfterAndTriedAgain(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip(owedtest.PostgresEnv + " not set: SQLite's COMMIT is local and never lost")
+	}
+	s := owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start))
+	ctx := models.WithRequest(context.Background(), &models.Request{})
+	u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	err = s.WithTx(ctx, func(tx *models.Store) error {
+		tries++
+		if _, err := tx.RawExec(ctx, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'p', 0)`, u.ID); err != nil {
+			return err
+		}
+		if tries == 1 {
+			var pid int64
+			if err := tx.RawScan(ctx, &pid, `SELECT pg_backend_pid()`); err != nil {
+				return err
+			}
+			// From another connection, waiting until the transaction's backend has ended.
+			var ended bool
+			if err := s.RawScan(context.Background(), &ended, `SELECT pg_terminate_backend(CAST(? AS integer), 5000)`, pid); err != nil || !ended {
+				t.Errorf("terminate the transaction's backend: %v, %v", ended, err)
+			}
+		}
+		return nil
+	})
+	if err != nil || tries != 2 {
+		t.Fatalf("err %v after %d tries, want success on the second", err, tries)
+	}
+	var n int
+	s.RawScan(context.Background(), &n, `SELECT COUNT(*) FROM pitches`)
+	if n != 1 {
+		t.Errorf("%d pitches, want the second try's only", n)
+	}
 }
