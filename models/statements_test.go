@@ -156,7 +156,38 @@ func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
 		if w := models.NotFoundWhat(fmt.Errorf("x: %w", models.ErrForbidden)); w != "" {
 			t.Errorf("another error names %q", w)
 		}
+		// The message names the id asked for, and none when the asker gave none (a credential).
+		if _, err := f.store.UserByID(f.ctx, 999); err == nil || !strings.HasSuffix(err.Error(), "user 999: not found") {
+			t.Errorf("by id: %v", err)
+		}
+		if _, err := f.store.UserByToken(f.ctx, "owed_nobody"); err == nil || !strings.HasSuffix(err.Error(), ": user: not found") {
+			t.Errorf("by token: %v", err)
+		}
 	})
+}
+
+// A store opened without a SlowStatement logs statements slower than DefaultSlowStatement
+// (200 ms) at warn. PostgreSQL only: SQLite has no statement that waits.
+func TestDefaultSlowStatementIsLogged(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip(owedtest.PostgresEnv + " not set")
+	}
+	if models.DefaultSlowStatement != 200*time.Millisecond {
+		t.Errorf("DefaultSlowStatement = %s, want 200ms", models.DefaultSlowStatement)
+	}
+	var buf owedtest.LogBuffer
+	store := owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start), func(o *models.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		o.SlowStatement = 0
+	})
+	if _, err := store.RawExec(t.Context(), `SELECT pg_sleep(0.25)`); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "pg_sleep") {
+		t.Errorf("a 250 ms statement was not logged as slow:\n%s", out)
+	}
 }
 
 // A row scan fails with the error of the value it could not read, not with the rows' close.
