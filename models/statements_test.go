@@ -207,3 +207,22 @@ func TestScanReturnsTheErrorOfAValueItCannotRead(t *testing.T) {
 		}
 	})
 }
+
+// Opening a store logs the migrations it applied, and nothing of them when none was pending.
+func TestOpenLogsOnlyTheMigrationsItApplied(t *testing.T) {
+	t.Parallel()
+	owedtest.EmptyDialects(t, func(t *testing.T, url string) {
+		for i, want := range []bool{true, false} {
+			var buf owedtest.LogBuffer
+			s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clock.NewFake(owedtest.Start),
+				Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if got := strings.Contains(buf.String(), "migrations applied"); got != want {
+				t.Errorf("open %d: logged migrations applied = %v, want %v:\n%s", i+1, got, want, buf.String())
+			}
+		}
+	})
+}
