@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,6 +223,35 @@ func TestOpenLogsOnlyTheMigrationsItApplied(t *testing.T) {
 			s.Close()
 			if got := strings.Contains(buf.String(), "migrations applied"); got != want {
 				t.Errorf("open %d: logged migrations applied = %v, want %v:\n%s", i+1, got, want, buf.String())
+			}
+		}
+	})
+}
+
+// Ping answers while the store is open; Close closes both pools, after which it fails.
+func TestPingAndClose(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clock.NewFake(owedtest.Start)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatalf("ping an open store: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ping(t.Context()); err == nil {
+			t.Error("ping after close: no error")
+		}
+		writer, reader, err := s.RawPools()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, pool := range map[string]*sql.DB{"writer": writer, "reader": reader} {
+			if err := pool.PingContext(t.Context()); err == nil {
+				t.Errorf("the %s pool answers after close", name)
 			}
 		}
 	})
