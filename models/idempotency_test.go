@@ -57,6 +57,12 @@ func TestIdempotencyKeyLifecycle(t *testing.T) {
 		}
 		st, _, _ = begin(ann, "k", "fp-1")
 		want("a kept answer still held", st, models.IdemInFlight)
+		// Its request gone before it finished: from the lease's millisecond the kept answer is
+		// replayed.
+		f.clk.Set(time.UnixMilli(lease))
+		st, _, _ = begin(ann, "k", "fp-1")
+		want("a kept answer at the lease's end", st, models.IdemReplay)
+		f.clk.Set(created)
 		if err := f.store.IdemFinish(f.ctx, ann, "k", lease, nil); err != nil {
 			t.Fatal(err)
 		}
