@@ -137,6 +137,12 @@ func TestBatcherFailedBatchRetriesEachAlone(t *testing.T) {
 	if len(w.batches) != 5 {
 		t.Errorf("batches %v, want 5", w.batches)
 	}
+
+	// A lone call that fails is its own retry: it is written once.
+	lone := &recordingWriter{fail: func([]string) bool { return true }}
+	if _, err := newTestBatcher(lone, 10).do(context.Background(), "z"); err == nil || len(lone.batches) != 1 {
+		t.Errorf("a lone failing call: %v after batches %v, want its error after one", err, lone.batches)
+	}
 }
 
 // A call whose context ends while it waits in the queue is never written.
