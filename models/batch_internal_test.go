@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/owedtest/wait"
 )
@@ -142,6 +143,23 @@ func TestBatcherFailedBatchRetriesEachAlone(t *testing.T) {
 	lone := &recordingWriter{fail: func([]string) bool { return true }}
 	if _, err := newTestBatcher(lone, 10).do(context.Background(), "z"); err == nil || len(lone.batches) != 1 {
 		t.Errorf("a lone failing call: %v after batches %v, want its error after one", err, lone.batches)
+	}
+}
+
+// Calls one after another, each after the queue drained: every one is written (a drain that
+// ends gives its lane back).
+func TestBatcherServesCallsAfterItDrained(t *testing.T) {
+	t.Parallel()
+	seq := &recordingWriter{}
+	sb := newTestBatcher(seq, 10)
+	for _, in := range []string{"p", "q", "r"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := sb.do(ctx, in)
+		cancel()
+		if err != nil || out != "done "+in {
+			t.Fatalf("call %s after the queue drained: %q, %v", in, out, err)
+		}
+		wait.Until(t, "the drain to end", func() bool { sb.mu.Lock(); defer sb.mu.Unlock(); return sb.running == 0 })
 	}
 }
 
