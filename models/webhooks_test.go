@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
@@ -247,6 +248,50 @@ func TestRedeliverAnswersTheDelivery(t *testing.T) {
 		}
 		if _, err := h.store.Redeliver(h.ctx, pending[0].ID); !errors.Is(err, models.ErrWebhookDisabled) {
 			t.Errorf("redeliver to a disabled subscription: %v, want ErrWebhookDisabled", err)
+		}
+	})
+}
+
+// TestModelBreakerEventsSayWhenAndUntilWhen: the model.breaker event of an opening says since
+// when and when the model is asked next; that of a closing says since when and no next probe.
+func TestModelBreakerEventsSayWhenAndUntilWhen(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		h := newHookRig(t, db)
+		hook := h.subscribe(models.EventModelBreaker)
+		next := owedtest.Start.Add(time.Minute)
+		status, lastErr := 503, "upstream 503"
+		if _, ok, err := h.store.OpenBreaker(h.ctx, 5, models.WhyUpstream, &status, &lastErr, next); err != nil || !ok {
+			t.Fatalf("open: %v, %v", ok, err)
+		}
+		if _, ok, err := h.store.OpenBreaker(h.ctx, 5, models.WhyUpstream, &status, &lastErr, next); err != nil || ok {
+			t.Errorf("open an open breaker: %v, %v; want not ok", ok, err)
+		}
+		if _, ok, err := h.store.ClaimProbe(h.ctx, "a", next.Add(time.Minute)); err != nil || ok {
+			t.Errorf("claim a probe not yet due: %v, %v", ok, err)
+		}
+		h.store.RawExec(h.ctx, `UPDATE model_breaker SET next_probe_at = ?`, owedtest.Start.UnixMilli())
+		if _, ok, err := h.store.ClaimProbe(h.ctx, "a", next); err != nil || !ok {
+			t.Fatalf("claim a due probe: %v, %v", ok, err)
+		}
+		if _, ok, err := h.store.CloseBreaker(h.ctx, "b", next); err != nil || ok {
+			t.Errorf("close by another than the prober: %v, %v", ok, err)
+		}
+		if _, ok, err := h.store.CloseBreaker(h.ctx, "a", next); err != nil || !ok {
+			t.Fatalf("close: %v, %v", ok, err)
+		}
+		got := h.payloads(hook)
+		if len(got) != 2 {
+			t.Fatalf("%d model.breaker events, want the opening and the closing", len(got))
+		}
+		since := owedtest.Start.UTC().Format(time.RFC3339Nano)
+		open, closed := got[0]["data"].(map[string]any), got[1]["data"].(map[string]any)
+		if open["state"] != "open" || open["since"] != since || open["nextProbeAt"] != next.UTC().Format(time.RFC3339Nano) ||
+			open["failures"] != 5.0 || open["status"] != 503.0 {
+			t.Errorf("opening = %v", open)
+		}
+		if closed["state"] != "closed" || closed["since"] != since || closed["nextProbeAt"] != nil {
+			t.Errorf("closing = %v", closed)
 		}
 	})
 }
