@@ -295,3 +295,72 @@ func TestModelBreakerEventsSayWhenAndUntilWhen(t *testing.T) {
 		}
 	})
 }
+
+// TestProbeOutcomesMoveTheJobsPutOff: a failed probe moves the jobs put off until its end to
+// the next probe; a closing makes them, and every job put off untried, due now; either tells
+// the live views only when a job moved.
+func TestProbeOutcomesMoveTheJobsPutOff(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		told := &toldChanges{}
+		f.store.SetChanges(told)
+		ann := f.User("ann")
+		f.bulkPitches(ann, 1)
+		job := f.MustJob(models.TaskScreen, models.KindPitch, f.Count(`SELECT MAX(id) FROM pitches`))
+		due := func() time.Time { return f.MustJob(models.TaskScreen, models.KindPitch, job.ItemID).DueAt }
+		probe := func() {
+			t.Helper()
+			if _, ok, err := f.store.ClaimProbe(f.ctx, "a", f.clk.Now().Add(30*time.Second)); err != nil || !ok {
+				t.Fatalf("claim the probe: %v, %v", ok, err)
+			}
+			told.reset()
+		}
+		status, lastErr := 503, "upstream 503"
+		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, f.clk.Now()); err != nil || !ok {
+			t.Fatalf("open: %v, %v", ok, err)
+		}
+
+		parked := f.clk.Now().Add(time.Minute)
+		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, parked.UnixMilli(), job.ID)
+		probe()
+		next := f.clk.Now().Add(5 * time.Minute)
+		if _, ok, err := f.store.ProbeFailed(f.ctx, "a", next, parked, nil); err != nil || !ok {
+			t.Fatalf("probe failed: %v, %v", ok, err)
+		}
+		if !due().Equal(next) || !told.allTold() {
+			t.Errorf("after a failed probe the job is due %v (want %v), views told %v", due(), next, told.allTold())
+		}
+
+		f.clk.Set(next) // the job is due now: nothing is put off any more
+		probe()
+		if _, ok, err := f.store.ProbeFailed(f.ctx, "a", next.Add(time.Minute), next, nil); err != nil || !ok {
+			t.Fatalf("probe failed again: %v, %v", ok, err)
+		}
+		if !due().Equal(next) || told.allTold() {
+			t.Errorf("a failed probe that moved nothing: due %v, views told %v", due(), told.allTold())
+		}
+
+		f.clk.Set(next.Add(time.Minute))
+		later := f.clk.Now().Add(time.Hour)
+		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, later.UnixMilli(), job.ID) // put off untried
+		probe()
+		if _, ok, err := f.store.CloseBreaker(f.ctx, "a", f.clk.Now()); err != nil || !ok {
+			t.Fatalf("close: %v, %v", ok, err)
+		}
+		if !due().Equal(f.clk.Now()) || !told.allTold() {
+			t.Errorf("after the close the job is due %v (want now, %v), views told %v", due(), f.clk.Now(), told.allTold())
+		}
+
+		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, f.clk.Now()); err != nil || !ok {
+			t.Fatalf("open again: %v, %v", ok, err)
+		}
+		probe()
+		if _, ok, err := f.store.CloseBreaker(f.ctx, "a", f.clk.Now()); err != nil || !ok {
+			t.Fatalf("close again: %v, %v", ok, err)
+		}
+		if told.allTold() {
+			t.Error("a close that moved no job told every view")
+		}
+	})
+}
