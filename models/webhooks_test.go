@@ -274,6 +274,16 @@ func TestModelBreakerEventsSayWhenAndUntilWhen(t *testing.T) {
 		if _, ok, err := h.store.ClaimProbe(h.ctx, "a", next); err != nil || !ok {
 			t.Fatalf("claim a due probe: %v, %v", ok, err)
 		}
+		// A probe given up without a call leaves the breaker open with its probe still due.
+		if err := h.store.ReleaseProbe(h.ctx, "a"); err != nil {
+			t.Fatalf("release the probe: %v", err)
+		}
+		if b, err := h.store.ReadBreaker(h.ctx); err != nil || b.State != models.BreakerOpen {
+			t.Errorf("after the release: %+v, %v; want open", b, err)
+		}
+		if _, ok, err := h.store.ClaimProbe(h.ctx, "a", next); err != nil || !ok {
+			t.Fatalf("claim the released probe: %v, %v", ok, err)
+		}
 		if _, ok, err := h.store.CloseBreaker(h.ctx, "b", next); err != nil || ok {
 			t.Errorf("close by another than the prober: %v, %v", ok, err)
 		}
