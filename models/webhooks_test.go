@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -371,6 +372,42 @@ func TestProbeOutcomesMoveTheJobsPutOff(t *testing.T) {
 		}
 		if told.allTold() {
 			t.Error("a close that moved no job told every view")
+		}
+	})
+}
+
+// TestParkJobTellsItsAuthorOnlyWhenItPutTheJobOff: a claimed job put off by the open breaker is
+// due at the probe, leased by no one, and its author's view is told; a park by an owner that no
+// longer holds the job changes and tells nothing.
+func TestParkJobTellsItsAuthorOnlyWhenItPutTheJobOff(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		told := &toldChanges{}
+		f.store.SetChanges(told)
+		ann := f.User("ann")
+		f.bulkPitches(ann, 1)
+		status, lastErr := 503, "upstream 503"
+		probeAt := f.clk.Now().Add(time.Minute)
+		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, probeAt); err != nil || !ok {
+			t.Fatalf("open: %v, %v", ok, err)
+		}
+		jobs, err := f.store.ClaimDue(f.ctx, 1, time.Minute, "w1", 0)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %v, %v", jobs, err)
+		}
+		stale := jobs[0]
+		stale.LeaseOwner = ptr("w2")
+		told.reset()
+		if ok, err := f.store.ParkJob(f.ctx, stale, probeAt); err != nil || ok || len(told.ids()) != 0 {
+			t.Errorf("park by an owner without the lease: %v, %v, told %v", ok, err, told.ids())
+		}
+		if ok, err := f.store.ParkJob(f.ctx, jobs[0], probeAt); err != nil || !ok || !slices.Contains(told.ids(), ann) {
+			t.Errorf("park: %v, %v, told %v", ok, err, told.ids())
+		}
+		j := f.MustJob(jobs[0].Task, jobs[0].Kind, jobs[0].ItemID)
+		if !j.DueAt.Equal(probeAt) || j.LeaseOwner != nil {
+			t.Errorf("parked job due %v, leased by %v; want due at the probe, free", j.DueAt, j.LeaseOwner)
 		}
 	})
 }
