@@ -210,3 +210,36 @@ func TestACommitCutOffIsAskedAfterAndTriedAgain(t *testing.T) {
 		t.Errorf("%d pitches, want the second try's only", n)
 	}
 }
+
+// TestRequestHookRunsOnceInTheFirstCommit: a request's hook runs inside the first transaction
+// that commits, with what it made, and never again for the same request.
+func TestRequestHookRunsOnceInTheFirstCommit(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		if (*models.Request)(nil).HookRan() {
+			t.Error("no request: its hook ran")
+		}
+		runs := 0
+		req := &models.Request{Hook: func(ctx context.Context, tx *models.Store, made []any) error {
+			runs++
+			return nil
+		}}
+		ctx := models.WithRequest(context.Background(), req)
+		u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.HookRan() {
+			t.Error("the hook ran before any transaction")
+		}
+		for range 2 {
+			if _, err := s.CreatePitch(ctx, u.ID, "p"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if runs != 1 || !req.HookRan() {
+			t.Errorf("hook ran %d times (HookRan %v), want once", runs, req.HookRan())
+		}
+	})
+}
