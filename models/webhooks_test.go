@@ -411,3 +411,33 @@ func TestParkJobTellsItsAuthorOnlyWhenItPutTheJobOff(t *testing.T) {
 		}
 	})
 }
+
+// TestParkDueTellsWhoseJobsItPutOff: one author's park tells that author, everyone's tells
+// every view, and a park that put nothing off tells nobody.
+func TestParkDueTellsWhoseJobsItPutOff(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		told := &toldChanges{}
+		f.store.SetChanges(told)
+		ann, bob := f.User("ann"), f.User("bob")
+		f.bulkPitches(ann, 2)
+		f.bulkPitches(bob, 1)
+		status, lastErr := 503, "upstream 503"
+		probeAt := f.clk.Now().Add(time.Minute)
+		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, probeAt); err != nil || !ok {
+			t.Fatalf("open: %v, %v", ok, err)
+		}
+		told.reset()
+		if n, err := f.store.ParkDue(f.ctx, probeAt, ann); err != nil || n != 2 || told.allTold() || !slices.Equal(told.ids(), []int64{ann}) {
+			t.Errorf("ann's park: %d, %v; told %v (all %v), want ann's 2 and ann told", n, err, told.ids(), told.allTold())
+		}
+		told.reset()
+		if n, err := f.store.ParkDue(f.ctx, probeAt, ann); err != nil || n != 0 || told.allTold() || len(told.ids()) != 0 {
+			t.Errorf("ann's park again: %d, %v; told %v (all %v), want nothing", n, err, told.ids(), told.allTold())
+		}
+		if n, err := f.store.ParkDue(f.ctx, probeAt, 0); err != nil || n != 1 || !told.allTold() {
+			t.Errorf("everyone's park: %d, %v; all told %v, want bob's 1 and every view told", n, err, told.allTold())
+		}
+	})
+}
