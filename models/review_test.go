@@ -28,9 +28,12 @@ func TestReviewJobsAreNeverClaimed(t *testing.T) {
 		if ok, err := f.store.EnterReview(f.ctx, jobs[0], models.VerdictBlock, 0.4, ev); err != nil || !ok {
 			t.Fatalf("enter review: %v %v", ok, err)
 		}
-		// A stale worker's second try does nothing.
+		// The entry is recorded as its event, once: a stale worker's second try does nothing.
 		if ok, err := f.store.EnterReview(f.ctx, jobs[0], models.VerdictBlock, 0.4, ev); err != nil || ok {
 			t.Fatalf("enter review again: %v %v", ok, err)
+		}
+		if evs := f.Events(models.KindPitch, p.ID); len(evs) != 1 || evs[0].Outcome != models.OutcomePending {
+			t.Errorf("events after entering review: %+v, want the one pending", evs)
 		}
 		for _, wait := range []time.Duration{0, 3 * time.Minute, 400 * 24 * time.Hour} {
 			f.clk.Advance(wait)
