@@ -224,8 +224,12 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 		if _, err := f.store.RecordScreen(f.ctx, models.KindPitch, p.ID, models.VerdictBlock, 0.9, models.Event{Event: "screen", Outcome: "block"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.store.FileAppeal(f.ctx, models.KindPitch, p.ID, ann, nil); err != nil {
+		entry, err := f.store.FileAppeal(f.ctx, models.KindPitch, p.ID, ann, nil)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if entry.ID == 0 || entry.ItemID != p.ID || entry.UserID != ann || entry.Reason != models.ReviewAppeal {
+			t.Errorf("the appeal's entry: %+v", entry)
 		}
 		v2 := f.mineVersion(ann)
 		if v2.Appeals != 1 {
@@ -239,6 +243,11 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 		}
 		if v3 := f.mineVersion(ann); v3.Appeals == v2.Appeals {
 			t.Errorf("deciding the appeal left appeals at %d", v3.Appeals)
+		}
+		var verdicts []string
+		f.store.RawScan(f.ctx, &verdicts, `SELECT verdict FROM screens WHERE kind = 'pitch' AND item_id = ?`, p.ID)
+		if len(verdicts) != 1 || verdicts[0] != "allow" {
+			t.Errorf("the pitch's verdicts after an allowed appeal: %v, want the allow alone", verdicts)
 		}
 	})
 }
