@@ -120,8 +120,7 @@ func TestDeletingASongChangesItsCommentersViews(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		told := &toldChanges{}
-		f.store.SetChanges(told)
+		told := f.listen()
 		ann, bob := f.User("ann"), f.User("bob")
 		song := f.publicSong(ann, "S", nil)
 		if _, err := f.store.CreateComment(f.ctx, bob, song, "nice"); err != nil {
@@ -139,6 +138,13 @@ func TestDeletingASongChangesItsCommentersViews(t *testing.T) {
 			t.Errorf("told of %v, want ann (%d) and bob (%d)", ids, ann, bob)
 		}
 	})
+}
+
+// listen makes the store tell a new toldChanges of every change, and returns it.
+func (f *fixture) listen() *toldChanges {
+	told := &toldChanges{}
+	f.store.SetChanges(told)
+	return told
 }
 
 // toldChanges is a models.Changes that keeps whom it was told of.
@@ -184,8 +190,7 @@ func TestRetryTellsTheViewsItChanged(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
-		told := &toldChanges{}
-		f.store.SetChanges(told)
+		told := f.listen()
 		ann := f.User("ann")
 		f.bulkPitches(ann, 2)
 		jobs, err := f.store.ClaimDue(f.ctx, 2, lease, "w", ann)

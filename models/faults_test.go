@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -172,11 +171,7 @@ func TestStorageProblemIsTheLastWritesFault(t *testing.T) {
 // connection; found aborted, it runs again and commits once.
 func TestACommitCutOffIsAskedAfterAndTriedAgain(t *testing.T) {
 	t.Parallel()
-	base := os.Getenv(owedtest.PostgresEnv)
-	if base == "" {
-		t.Skip(owedtest.PostgresEnv + " not set: SQLite's COMMIT is local and never lost")
-	}
-	s := owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start))
+	s := postgresStore(t) // SQLite's COMMIT is local and never lost
 	ctx := models.WithRequest(context.Background(), &models.Request{})
 	u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
 	if err != nil {

@@ -8,6 +8,22 @@ import (
 	"time"
 )
 
+// openSQLite opens a store on a new SQLite file, closed when the test ends, for the tests
+// inside the package (owedtest, which opens stores for the others, imports it); a nil log
+// discards the store's.
+func openSQLite(t *testing.T, log *slog.Logger) *Store {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s, err := Open(t.Context(), Options{URL: "sqlite:" + t.TempDir() + "/owed.db", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // statementArgs is the one rule of ? for exec, scan and query: one value each, a list refused.
 func TestStatementArgsBindOneValueEach(t *testing.T) {
 	t.Parallel()
@@ -36,11 +52,7 @@ func TestQueryLogsAnErrorMetWhileReading(t *testing.T) {
 	t.Parallel()
 	var buf strings.Builder
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := Open(t.Context(), Options{URL: "sqlite:" + t.TempDir() + "/owed.db", Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLite(t, log)
 	// The second row's value overflows: SQLite fails at that step, after the first row.
 	rows, err := s.query(t.Context(), s.read, `SELECT CASE WHEN x = 2 THEN abs(-9223372036854775807 - 1) ELSE x END
 		FROM (SELECT 1 AS x UNION ALL SELECT 2)`)
@@ -104,11 +116,7 @@ func TestRowConvertsWhatTheDriversHand(t *testing.T) {
 // column does not convert.
 func TestRowScanFailsOnAColumnCountItWasNotMadeFor(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), Options{URL: "sqlite:" + t.TempDir() + "/owed.db", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLite(t, nil)
 	rows, err := s.query(t.Context(), s.read, `SELECT 1, 2`)
 	if err != nil {
 		t.Fatal(err)

@@ -171,15 +171,11 @@ func TestNotFoundIsOneSentinelNamingWhatWasMissing(t *testing.T) {
 // (200 ms) at warn. PostgreSQL only: SQLite has no statement that waits.
 func TestDefaultSlowStatementIsLogged(t *testing.T) {
 	t.Parallel()
-	base := os.Getenv(owedtest.PostgresEnv)
-	if base == "" {
-		t.Skip(owedtest.PostgresEnv + " not set")
-	}
 	if models.DefaultSlowStatement != 200*time.Millisecond {
 		t.Errorf("DefaultSlowStatement = %s, want 200ms", models.DefaultSlowStatement)
 	}
 	var buf owedtest.LogBuffer
-	store := owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start), func(o *models.Options) {
+	store := postgresStore(t, func(o *models.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		o.SlowStatement = 0
 	})

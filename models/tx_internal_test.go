@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
@@ -13,11 +12,7 @@ import (
 // caller has gone.
 func TestRetryRepeatableTriesOnlyTransientFaultsAgain(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), Options{URL: "sqlite:" + t.TempDir() + "/owed.db", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLite(t, nil)
 	busy := sqlite3.Error{Code: sqlite3.ErrBusy}
 	calls := 0
 	failing := func(n int, fault error) func() error {
@@ -46,7 +41,7 @@ func TestRetryRepeatableTriesOnlyTransientFaultsAgain(t *testing.T) {
 	if err := s.retryRepeatable(ctx, failing(5, busy)); err == nil || calls != 1 {
 		t.Errorf("caller gone: %v after %d calls, want the fault after 1", err, calls)
 	}
-	err = s.WithTx(t.Context(), func(tx *Store) error {
+	err := s.WithTx(t.Context(), func(tx *Store) error {
 		if err := tx.retryRepeatable(t.Context(), failing(5, busy)); err == nil || calls != 1 {
 			t.Errorf("in a transaction: %v after %d calls, want the fault after 1", err, calls)
 		}

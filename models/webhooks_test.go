@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -261,12 +260,11 @@ func TestModelBreakerEventsSayWhenAndUntilWhen(t *testing.T) {
 		h := newHookRig(t, db)
 		hook := h.subscribe(models.EventModelBreaker)
 		next := owedtest.Start.Add(time.Minute)
-		status, lastErr := 503, "upstream 503"
-		if _, ok, err := h.store.OpenBreaker(h.ctx, 5, models.WhyUpstream, &status, &lastErr, next); err != nil || !ok {
-			t.Fatalf("open: %v, %v", ok, err)
+		if !openBreaker(t, h.ctx, h.store, next) {
+			t.Fatal("open: the breaker was open already")
 		}
-		if _, ok, err := h.store.OpenBreaker(h.ctx, 5, models.WhyUpstream, &status, &lastErr, next); err != nil || ok {
-			t.Errorf("open an open breaker: %v, %v; want not ok", ok, err)
+		if openBreaker(t, h.ctx, h.store, next) {
+			t.Error("an open breaker opened again")
 		}
 		if _, ok, err := h.store.ClaimProbe(h.ctx, "a", next.Add(time.Minute)); err != nil || ok {
 			t.Errorf("claim a probe not yet due: %v, %v", ok, err)
@@ -303,141 +301,6 @@ func TestModelBreakerEventsSayWhenAndUntilWhen(t *testing.T) {
 		}
 		if closed["state"] != "closed" || closed["since"] != since || closed["nextProbeAt"] != nil {
 			t.Errorf("closing = %v", closed)
-		}
-	})
-}
-
-// TestProbeOutcomesMoveTheJobsPutOff: a failed probe moves the jobs put off until its end to
-// the next probe; a closing makes them, and every job put off untried, due now; either tells
-// the live views only when a job moved.
-func TestProbeOutcomesMoveTheJobsPutOff(t *testing.T) {
-	t.Parallel()
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
-		told := &toldChanges{}
-		f.store.SetChanges(told)
-		ann := f.User("ann")
-		f.bulkPitches(ann, 1)
-		job := f.MustJob(models.TaskScreen, models.KindPitch, f.Count(`SELECT MAX(id) FROM pitches`))
-		due := func() time.Time { return f.MustJob(models.TaskScreen, models.KindPitch, job.ItemID).DueAt }
-		probe := func() {
-			t.Helper()
-			if _, ok, err := f.store.ClaimProbe(f.ctx, "a", f.clk.Now().Add(30*time.Second)); err != nil || !ok {
-				t.Fatalf("claim the probe: %v, %v", ok, err)
-			}
-			told.reset()
-		}
-		status, lastErr := 503, "upstream 503"
-		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, f.clk.Now()); err != nil || !ok {
-			t.Fatalf("open: %v, %v", ok, err)
-		}
-
-		parked := f.clk.Now().Add(time.Minute)
-		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, parked.UnixMilli(), job.ID)
-		probe()
-		next := f.clk.Now().Add(5 * time.Minute)
-		if _, ok, err := f.store.ProbeFailed(f.ctx, "a", next, parked, nil); err != nil || !ok {
-			t.Fatalf("probe failed: %v, %v", ok, err)
-		}
-		if !due().Equal(next) || !told.allTold() {
-			t.Errorf("after a failed probe the job is due %v (want %v), views told %v", due(), next, told.allTold())
-		}
-
-		f.clk.Set(next) // the job is due now: nothing is put off any more
-		probe()
-		if _, ok, err := f.store.ProbeFailed(f.ctx, "a", next.Add(time.Minute), next, nil); err != nil || !ok {
-			t.Fatalf("probe failed again: %v, %v", ok, err)
-		}
-		if !due().Equal(next) || told.allTold() {
-			t.Errorf("a failed probe that moved nothing: due %v, views told %v", due(), told.allTold())
-		}
-
-		f.clk.Set(next.Add(time.Minute))
-		later := f.clk.Now().Add(time.Hour)
-		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, later.UnixMilli(), job.ID) // put off untried
-		probe()
-		if _, ok, err := f.store.CloseBreaker(f.ctx, "a", f.clk.Now()); err != nil || !ok {
-			t.Fatalf("close: %v, %v", ok, err)
-		}
-		if !due().Equal(f.clk.Now()) || !told.allTold() {
-			t.Errorf("after the close the job is due %v (want now, %v), views told %v", due(), f.clk.Now(), told.allTold())
-		}
-
-		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, f.clk.Now()); err != nil || !ok {
-			t.Fatalf("open again: %v, %v", ok, err)
-		}
-		probe()
-		if _, ok, err := f.store.CloseBreaker(f.ctx, "a", f.clk.Now()); err != nil || !ok {
-			t.Fatalf("close again: %v, %v", ok, err)
-		}
-		if told.allTold() {
-			t.Error("a close that moved no job told every view")
-		}
-	})
-}
-
-// TestParkJobTellsItsAuthorOnlyWhenItPutTheJobOff: a claimed job put off by the open breaker is
-// due at the probe, leased by no one, and its author's view is told; a park by an owner that no
-// longer holds the job changes and tells nothing.
-func TestParkJobTellsItsAuthorOnlyWhenItPutTheJobOff(t *testing.T) {
-	t.Parallel()
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
-		told := &toldChanges{}
-		f.store.SetChanges(told)
-		ann := f.User("ann")
-		f.bulkPitches(ann, 1)
-		status, lastErr := 503, "upstream 503"
-		probeAt := f.clk.Now().Add(time.Minute)
-		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, probeAt); err != nil || !ok {
-			t.Fatalf("open: %v, %v", ok, err)
-		}
-		jobs, err := f.store.ClaimDue(f.ctx, 1, time.Minute, "w1", 0)
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("claim: %v, %v", jobs, err)
-		}
-		stale := jobs[0]
-		stale.LeaseOwner = ptr("w2")
-		told.reset()
-		if ok, err := f.store.ParkJob(f.ctx, stale, probeAt); err != nil || ok || len(told.ids()) != 0 {
-			t.Errorf("park by an owner without the lease: %v, %v, told %v", ok, err, told.ids())
-		}
-		if ok, err := f.store.ParkJob(f.ctx, jobs[0], probeAt); err != nil || !ok || !slices.Contains(told.ids(), ann) {
-			t.Errorf("park: %v, %v, told %v", ok, err, told.ids())
-		}
-		j := f.MustJob(jobs[0].Task, jobs[0].Kind, jobs[0].ItemID)
-		if !j.DueAt.Equal(probeAt) || j.LeaseOwner != nil {
-			t.Errorf("parked job due %v, leased by %v; want due at the probe, free", j.DueAt, j.LeaseOwner)
-		}
-	})
-}
-
-// TestParkDueTellsWhoseJobsItPutOff: one author's park tells that author, everyone's tells
-// every view, and a park that put nothing off tells nobody.
-func TestParkDueTellsWhoseJobsItPutOff(t *testing.T) {
-	t.Parallel()
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
-		told := &toldChanges{}
-		f.store.SetChanges(told)
-		ann, bob := f.User("ann"), f.User("bob")
-		f.bulkPitches(ann, 2)
-		f.bulkPitches(bob, 1)
-		status, lastErr := 503, "upstream 503"
-		probeAt := f.clk.Now().Add(time.Minute)
-		if _, ok, err := f.store.OpenBreaker(f.ctx, 5, models.WhyUpstream, &status, &lastErr, probeAt); err != nil || !ok {
-			t.Fatalf("open: %v, %v", ok, err)
-		}
-		told.reset()
-		if n, err := f.store.ParkDue(f.ctx, probeAt, ann); err != nil || n != 2 || told.allTold() || !slices.Equal(told.ids(), []int64{ann}) {
-			t.Errorf("ann's park: %d, %v; told %v (all %v), want ann's 2 and ann told", n, err, told.ids(), told.allTold())
-		}
-		told.reset()
-		if n, err := f.store.ParkDue(f.ctx, probeAt, ann); err != nil || n != 0 || told.allTold() || len(told.ids()) != 0 {
-			t.Errorf("ann's park again: %d, %v; told %v (all %v), want nothing", n, err, told.ids(), told.allTold())
-		}
-		if n, err := f.store.ParkDue(f.ctx, probeAt, 0); err != nil || n != 1 || !told.allTold() {
-			t.Errorf("everyone's park: %d, %v; all told %v, want bob's 1 and every view told", n, err, told.allTold())
 		}
 	})
 }
