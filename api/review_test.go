@@ -419,6 +419,10 @@ func TestReviewMeasuresAfterADay(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		w := newWorld(t, db, reviewBand).quiet()
+		// Before any decision: nothing suggested, so nothing overturned (a share of 0, not 0/0).
+		if r := w.do(http.MethodGet, "/api/admin/review/measures", asAdmin, nil); r.Status != 200 || r.JSON()["overturnedShare"] != 0.0 {
+			t.Fatalf("measures before any decision: %d %s", r.Status, r.Body)
+		}
 		w.env.Model.SetVerdict("block", 0.6)
 		var unsure []int64
 		for range 10 {

@@ -252,3 +252,19 @@ func TestPingAndClose(t *testing.T) {
 		}
 	})
 }
+
+// PostgreSQL's pool holds at most Options.MaxConns connections, DefaultMaxConns when it is not
+// set: never unbounded, which would let a burst open more than the server allows.
+func TestPostgresPoolIsCapped(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ set, want int }{{3, 3}, {0, models.DefaultMaxConns}} {
+		s := postgresStore(t, func(o *models.Options) { o.MaxConns = c.set })
+		writer, _, err := s.RawPools()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := writer.Stats().MaxOpenConnections; got != c.want {
+			t.Errorf("MaxConns %d: the pool opens at most %d connections, want %d", c.set, got, c.want)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func TestBackfillStartAndPauseWakeTheQueueOnlyWhenTheyActed(t *testing.T) {
 }
 
 // Started together, jobs run smallest first, and jobs of the same size in the order of their
-// chats' first scrapes.
+// chats' first scrapes; a chat started later joins the end of that order.
 func TestBackfillStartsEqualJobsInTheirChatsOrder(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -76,10 +76,30 @@ func TestBackfillStartsEqualJobsInTheirChatsOrder(t *testing.T) {
 		b.scrape("chat-b", "puppet", models.ScrapeDone, paths("/img/b%d.png", 1, 2)...)
 		b.scrape("chat-s", "puppet", models.ScrapeDone, "/img/s1.png")
 		b.start("")
+		b.wantPositions(map[string]int64{"chat-s": 0, "chat-m": 1, "chat-b": 2})
+		// A chat started later joins the end, however small and whatever its name.
+		b.scrape("chat-a", "puppet", models.ScrapeDone, "/img/a1.png")
+		b.start("chat-a")
+		b.wantPositions(map[string]int64{"chat-s": 0, "chat-m": 1, "chat-b": 2, "chat-a": 3})
+	})
+}
+
+// Starting all after a pause restarts every paused job, not only the first.
+func TestBackfillStartAllRestartsEveryPausedJob(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		b := newBF(t, db)
+		b.scrape("chat-a", "puppet", models.ScrapeDone, paths("/img/a%d.png", 1, 2)...)
+		b.scrape("chat-b", "puppet", models.ScrapeDone, paths("/img/b%d.png", 1, 2)...)
+		b.start("")
+		if err := b.q.PauseJobs(b.ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		b.start("")
 		st := b.status()
-		for chat, want := range map[string]int64{"chat-s": 0, "chat-m": 1, "chat-b": 2} {
-			if got := intOf(b.mustJob(st, chat).Position); got != itoa(want) {
-				t.Errorf("%s at position %s, want %d", chat, got, want)
+		for _, chat := range []string{"chat-a", "chat-b"} {
+			if got := b.mustJob(st, chat).State; got == models.BackfillPaused {
+				t.Errorf("%s is still %s after starting all", chat, got)
 			}
 		}
 	})
@@ -164,4 +184,15 @@ func TestBackfillSkippedAndFailedRowsAreProgress(t *testing.T) {
 			t.Errorf("job = %s, processed %d; want done, 4", j.State, j.Processed)
 		}
 	})
+}
+
+// wantPositions checks each chat's place in the execution order as the status shows it.
+func (b *bf) wantPositions(want map[string]int64) {
+	b.t.Helper()
+	st := b.status()
+	for chat, pos := range want {
+		if got := intOf(b.mustJob(st, chat).Position); got != itoa(pos) {
+			b.t.Errorf("%s at position %s, want %d", chat, got, pos)
+		}
+	}
 }

@@ -1,0 +1,34 @@
+package models_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// The smoothed recent rate leaves a run's first rate-limit wait out and counts each from the
+// WaitsCountFrom-th on, as the plain rate does (CountedWaitMs): one wait may be a burst's
+// edge, recurring ones are the CDN's pace.
+func TestSmoothedRateCountsWaitsOnceTheyRecur(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-w"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Each batch: 10 rows in 10 s of running time after a 3 s wait; a weight of 1 makes the
+		// smoothed rate the batch's own.
+		rec := models.BatchRecord{Settled: 10, RunMs: 10_000, WaitMs: 3_000, RecentWeight: 1, Smoothed: true}
+		for i, want := range []float64{60, 10 * 60_000 / 13_000.0, 10 * 60_000 / 13_000.0} {
+			j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.RecentPerMinute == nil || math.Abs(*j.RecentPerMinute-want) > 1e-9 {
+				t.Errorf("after wait %d: smoothed rate %v, want %v a minute", i+1, j.RecentPerMinute, want)
+			}
+		}
+	})
+}
