@@ -18,17 +18,26 @@ func TestSmoothedRateCountsWaitsOnceTheyRecur(t *testing.T) {
 		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-w"}}); err != nil {
 			t.Fatal(err)
 		}
+		// A weight of 0 leaves the rate as it is, even unset.
+		if j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", models.BatchRecord{Settled: 5, RunMs: 1_000, Smoothed: true}); err != nil || j.RecentPerMinute != nil {
+			t.Fatalf("a batch of weight 0 set the smoothed rate to %v (err %v)", j.RecentPerMinute, err)
+		}
 		// Each batch: 10 rows in 10 s of running time after a 3 s wait; a weight of 1 makes the
-		// smoothed rate the batch's own.
+		// smoothed rate the batch's own. A NaN rate fails every check below.
 		rec := models.BatchRecord{Settled: 10, RunMs: 10_000, WaitMs: 3_000, RecentWeight: 1, Smoothed: true}
 		for i, want := range []float64{60, 10 * 60_000 / 13_000.0, 10 * 60_000 / 13_000.0} {
 			j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j.RecentPerMinute == nil || math.Abs(*j.RecentPerMinute-want) > 1e-9 {
+			if j.RecentPerMinute == nil || !(math.Abs(*j.RecentPerMinute-want) <= 1e-9) {
 				t.Errorf("after wait %d: smoothed rate %v, want %v a minute", i+1, j.RecentPerMinute, want)
 			}
+		}
+		// A batch that took no time does not move it, whatever weight it is given.
+		j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", models.BatchRecord{RecentWeight: 1, Smoothed: true})
+		if want := 10 * 60_000 / 13_000.0; err != nil || j.RecentPerMinute == nil || !(math.Abs(*j.RecentPerMinute-want) <= 1e-9) {
+			t.Errorf("after a batch of no time: smoothed rate %v (err %v), want %v a minute", j.RecentPerMinute, err, want)
 		}
 	})
 }
