@@ -41,3 +41,23 @@ func TestSmoothedRateCountsWaitsOnceTheyRecur(t *testing.T) {
 		}
 	})
 }
+
+// The measured rate is reported once a run has 30 s of running time, not a millisecond
+// before: settled rows over running time (plain) until then nothing.
+func TestMeasuredRateFromThirtySecondsOfRunning(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-r"}}); err != nil {
+			t.Fatal(err)
+		}
+		j, err := f.store.RecordBackfillBatch(f.ctx, "chat-r", models.BatchRecord{Settled: 29, RunMs: 29_999})
+		if err != nil || j.PerMinute != nil {
+			t.Fatalf("after 29.999 s: rate %v (err %v), want none yet", j.PerMinute, err)
+		}
+		j, err = f.store.RecordBackfillBatch(f.ctx, "chat-r", models.BatchRecord{Settled: 1, RunMs: 1})
+		if err != nil || j.PerMinute == nil || *j.PerMinute != 60 {
+			t.Fatalf("after 30 s: rate %v (err %v), want 60 a minute", j.PerMinute, err)
+		}
+	})
+}
