@@ -59,11 +59,6 @@ type Event struct {
 	Verdict      *Verdict // a verdict by hand: what was decided
 }
 
-// DueBy reports whether the job is due at now: its due time has come and no lease holds it.
-func (j Job) DueBy(now time.Time) bool {
-	return !j.DueAt.After(now) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
-}
-
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
 // duration to owner. A job is due when its due_at has passed and it has no lease, or its lease
 // has run out, and its task is not held (Holds); two claimers never get the same job while its
