@@ -61,3 +61,32 @@ func TestMeasuredRateFromThirtySecondsOfRunning(t *testing.T) {
 		}
 	})
 }
+
+// EndBackfillJob ends only a running job and says whether it did: a job paused meanwhile is
+// left as it is.
+func TestEndBackfillJobEndsOnlyARunningJob(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-e"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.PauseBackfillJobs(f.ctx, "chat-e"); err != nil {
+			t.Fatal(err)
+		}
+		for _, state := range []string{models.BackfillPaused, models.BackfillDone} {
+			if ended, err := f.store.EndBackfillJob(f.ctx, "chat-e", state); err != nil || ended {
+				t.Errorf("ending a paused job as %s: ended %v, err %v; want it left alone", state, ended, err)
+			}
+		}
+		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-e"}}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := f.store.EndBackfillJob(f.ctx, "chat-e", models.BackfillPaused); err != nil || !ended {
+			t.Errorf("ending a running job: ended %v, err %v; want it ended", ended, err)
+		}
+		if j, err := f.store.BackfillJobOf(f.ctx, "chat-e"); err != nil || j.State != models.BackfillPaused {
+			t.Errorf("job %+v (err %v), want paused", j, err)
+		}
+	})
+}
