@@ -117,10 +117,11 @@ func TestIncidentModelDownHoldProbeRetry(t *testing.T) {
 		if env.Model.Calls() != calls+1 {
 			t.Errorf("the probe made %d calls, want 1", env.Model.Calls()-calls)
 		}
+		env.Clock.Advance(2 * time.Second) // of the 5 s between probes
 		r = w.do(http.MethodPost, "/api/admin/model/probe", asAdmin, nil)
 		checkError(t, r, http.StatusTooManyRequests, "rate_limited", "")
-		if r.Header.Get("Retry-After") == "" {
-			t.Errorf("429 without Retry-After")
+		if got := r.Header.Get("Retry-After"); got != "3" {
+			t.Errorf("429 with Retry-After %q, want the 3 s left", got)
 		}
 
 		// The model is back: a test call closes the breaker, during the hold.
