@@ -351,14 +351,6 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 
 func ptrTo[T any](v T) *T { return &v }
 
-// SetBackfillCooldown keeps a job's raised cooldown.
-func (s *Store) SetBackfillCooldown(ctx context.Context, chatID string, cooldownMs int64) error {
-	if _, err := s.exec(ctx, `UPDATE backfill_jobs SET cooldown_ms = ? WHERE chat_id = ?`, cooldownMs, chatID); err != nil {
-		return fmt.Errorf("set the backfill cooldown of %s: %w", chatID, err)
-	}
-	return nil
-}
-
 // EndBackfillJob moves a running job to paused (it stopped making progress) or done (nothing
 // is left); done also records when it finished and, in the same transaction, owes the
 // backfill.finished webhook. A job no longer running is left alone; ended reports whether it
