@@ -150,3 +150,46 @@ func TestParkDueTellsWhoseJobsItPutOff(t *testing.T) {
 		}
 	})
 }
+
+// An admin's test call that got an answer closes an open breaker: the jobs it put off until
+// its next probe and those put off untried are due now, and the model.breaker webhook is owed.
+// A closed breaker is left as it is.
+func TestManualProbeAnsweredClosesTheBreakerAndReleasesItsJobs(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		if _, err := f.store.CreateWebhook(f.ctx, "https://hooks.test/breaker", []string{models.EventModelBreaker}, "secret"); err != nil {
+			t.Fatal(err)
+		}
+		ann := f.User("ann")
+		f.bulkPitches(ann, 2)
+		parked := f.MustJob(models.TaskScreen, models.KindPitch, f.Count(`SELECT MIN(id) FROM pitches`))
+		untried := f.MustJob(models.TaskScreen, models.KindPitch, f.Count(`SELECT MAX(id) FROM pitches`))
+		next := f.clk.Now().Add(5 * time.Minute)
+		if !openBreaker(t, f.ctx, f.store, next) {
+			t.Fatal("open: the breaker was open already")
+		}
+		f.Exec(`UPDATE content_jobs SET why = 'upstream', due_at = ? WHERE id = ?`, next.UnixMilli(), parked.ID)
+		f.Exec(`UPDATE content_jobs SET due_at = ? WHERE id = ?`, f.clk.Now().Add(time.Hour).UnixMilli(), untried.ID)
+		owed := func() int64 {
+			return f.Count(`SELECT COUNT(*) FROM webhook_deliveries WHERE event = ?`, models.EventModelBreaker)
+		}
+		opened := owed() // the opening's
+
+		b, closed, err := f.store.ManualProbeAnswered(f.ctx)
+		if err != nil || !closed || b.State != models.BreakerClosed {
+			t.Fatalf("manual probe answered: %+v, closed %v, err %v", b, closed, err)
+		}
+		for name, j := range map[string]models.Job{"parked until the next probe": parked, "put off untried": untried} {
+			if due := f.MustJob(models.TaskScreen, models.KindPitch, j.ItemID).DueAt; !due.Equal(f.clk.Now()) {
+				t.Errorf("the job %s is due %v, want now (%v)", name, due, f.clk.Now())
+			}
+		}
+		if n := owed(); n != opened+1 {
+			t.Errorf("%d model.breaker deliveries owed, want %d (the closing's)", n, opened+1)
+		}
+		if _, closed, err := f.store.ManualProbeAnswered(f.ctx); err != nil || closed || owed() != opened+1 {
+			t.Errorf("a closed breaker: closed %v, err %v, %d deliveries; want left as it is", closed, err, owed())
+		}
+	})
+}
