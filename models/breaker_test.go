@@ -193,3 +193,27 @@ func TestManualProbeAnsweredClosesTheBreakerAndReleasesItsJobs(t *testing.T) {
 		}
 	})
 }
+
+// A failed manual probe keeps its error on the breaker's row, its state unchanged; a failure
+// without words keeps the last one.
+func TestManualProbeFailedKeepsItsError(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		openBreaker(t, f.ctx, f.store, f.clk.Now().Add(time.Minute))
+		lastError := func() string {
+			b, err := f.store.ReadBreaker(f.ctx)
+			if err != nil || b.LastError == nil || b.State != models.BreakerOpen {
+				t.Fatalf("breaker %+v, err %v; want open with an error", b, err)
+			}
+			return *b.LastError
+		}
+		msg := "manual probe: upstream 502"
+		if err := f.store.ManualProbeFailed(f.ctx, &msg); err != nil || lastError() != msg {
+			t.Errorf("last error %q (err %v), want %q", lastError(), err, msg)
+		}
+		if err := f.store.ManualProbeFailed(f.ctx, nil); err != nil || lastError() != msg {
+			t.Errorf("after a failure without words: last error %q (err %v), want %q kept", lastError(), err, msg)
+		}
+	})
+}
