@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/owed/owed/models"
@@ -42,5 +43,30 @@ func TestFinishScrapeDeleteOnlyOnceItsRowsAreGone(t *testing.T) {
 		}
 		finish(true, "every row gone")
 		finish(false, "already deleted")
+	})
+}
+
+// A push of media rows is written in statements of 500 rows at most: every row of a push of
+// exactly one chunk, and of one more than a chunk, is added.
+func TestAddMediaWritesEveryChunk(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		for _, n := range []int{500, 501} {
+			sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: fmt.Sprint("chat-", n), Backend: "puppet", Mode: "full"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := make([]models.NewMedia, n)
+			for i := range items {
+				items[i] = models.NewMedia{Kind: models.MediaImage, URL: fmt.Sprintf("https://cdn.test/%d/%d.png", n, i)}
+			}
+			if added, err := f.store.AddMedia(f.ctx, sc.ID, items); err != nil || added != n {
+				t.Fatalf("add %d media: added %d, err %v", n, added, err)
+			}
+			if got := f.Count(`SELECT COUNT(*) FROM media WHERE scrape_id = ?`, sc.ID); got != int64(n) {
+				t.Errorf("a push of %d media wrote %d rows", n, got)
+			}
+		}
 	})
 }
