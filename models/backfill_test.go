@@ -90,3 +90,15 @@ func TestEndBackfillJobEndsOnlyARunningJob(t *testing.T) {
 		}
 	})
 }
+
+// A run's rate-limit waits count towards its plain rate once there were WaitsCountFrom of them,
+// every one of them then; none before.
+func TestCountedWaitsOnceTheyRecur(t *testing.T) {
+	t.Parallel()
+	for waits, want := range map[int64]int64{0: 0, 1: 0, models.WaitsCountFrom: 6_000, models.WaitsCountFrom + 1: 6_000} {
+		j := models.BackfillJob{RunWaits: waits, RunWaitMs: 6_000}
+		if got := j.CountedWaitMs(); got != want {
+			t.Errorf("%d waits of 6 s in all: %d ms counted, want %d", waits, got, want)
+		}
+	}
+}
