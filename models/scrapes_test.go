@@ -3,6 +3,7 @@ package models_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -66,6 +67,36 @@ func TestAddMediaWritesEveryChunk(t *testing.T) {
 			}
 			if got := f.Count(`SELECT COUNT(*) FROM media WHERE scrape_id = ?`, sc.ID); got != int64(n) {
 				t.Errorf("a push of %d media wrote %d rows", n, got)
+			}
+		}
+	})
+}
+
+// A scrape going back to active restarts its walk, which holds the walk lock from its last
+// push: its pushed time is now. Any other change, and active to active, leaves that time.
+func TestScrapeBackToActiveRestartsItsWalk(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: "chat-p", Backend: "puppet", Mode: "full"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pushed := sc.PushedAt
+		for _, c := range []struct {
+			to      models.ScrapeState
+			restart bool
+		}{{models.ScrapePaused, false}, {models.ScrapeActive, true}, {models.ScrapeActive, false}, {models.ScrapeDone, false}} {
+			f.clk.Advance(time.Minute)
+			got, err := f.store.UpdateScrape(f.ctx, sc.ID, &c.to, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.restart {
+				pushed = f.clk.Now()
+			}
+			if !got.PushedAt.Equal(pushed) {
+				t.Errorf("to %s: pushed at %v, want %v", c.to, got.PushedAt, pushed)
 			}
 		}
 	})
