@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -231,5 +232,33 @@ func TestDefaultDailyLimitIsTheStores(t *testing.T) {
 
 		// Nothing set: DefaultDailyLimit.
 		limits(owedtest.Store(t, db, f.clk), models.DefaultDailyLimit, 50)
+	})
+}
+
+// A charge made inside a transaction (its store has no batcher) is written in it: it commits
+// with the transaction, and is undone with it.
+func TestChargeInsideATransaction(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		ann := f.User("ann")
+		undo := errors.New("undo")
+		for _, c := range []struct {
+			end  error
+			want int64
+		}{{undo, 0}, {nil, 3}} {
+			err := f.store.WithTx(f.ctx, func(tx *models.Store) error {
+				if spent, ok, err := tx.Charge(f.ctx, ann, 3, f.clk.Now()); err != nil || !ok || spent != 3 {
+					t.Errorf("charge in a transaction: spent %d, ok %v, err %v", spent, ok, err)
+				}
+				return c.end
+			})
+			if !errors.Is(err, c.end) {
+				t.Fatalf("transaction: %v, want %v", err, c.end)
+			}
+			if got := f.Spent(ann); got != c.want {
+				t.Errorf("after the transaction ended with %v: spent %d, want %d", c.end, got, c.want)
+			}
+		}
 	})
 }
