@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -15,30 +16,26 @@ func TestSmoothedRateCountsWaitsOnceTheyRecur(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
-		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-w"}}); err != nil {
-			t.Fatal(err)
-		}
+		f.startBackfill("chat-w")
 		// A weight of 0 leaves the rate as it is, even unset.
 		if j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", models.BatchRecord{Settled: 5, RunMs: 1_000, Smoothed: true}); err != nil || j.RecentPerMinute != nil {
 			t.Fatalf("a batch of weight 0 set the smoothed rate to %v (err %v)", j.RecentPerMinute, err)
 		}
+		smoothedAfter := func(when string, rec models.BatchRecord, want float64) {
+			t.Helper()
+			j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", rec)
+			if err != nil || j.RecentPerMinute == nil || !(math.Abs(*j.RecentPerMinute-want) <= 1e-9) { // NaN fails too
+				t.Errorf("after %s: smoothed rate %v (err %v), want %v a minute", when, j.RecentPerMinute, err, want)
+			}
+		}
 		// Each batch: 10 rows in 10 s of running time after a 3 s wait; a weight of 1 makes the
-		// smoothed rate the batch's own. A NaN rate fails every check below.
+		// smoothed rate the batch's own.
 		rec := models.BatchRecord{Settled: 10, RunMs: 10_000, WaitMs: 3_000, RecentWeight: 1, Smoothed: true}
 		for i, want := range []float64{60, 10 * 60_000 / 13_000.0, 10 * 60_000 / 13_000.0} {
-			j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j.RecentPerMinute == nil || !(math.Abs(*j.RecentPerMinute-want) <= 1e-9) {
-				t.Errorf("after wait %d: smoothed rate %v, want %v a minute", i+1, j.RecentPerMinute, want)
-			}
+			smoothedAfter(fmt.Sprint("wait ", i+1), rec, want)
 		}
 		// A batch that took no time does not move it, whatever weight it is given.
-		j, err := f.store.RecordBackfillBatch(f.ctx, "chat-w", models.BatchRecord{RecentWeight: 1, Smoothed: true})
-		if want := 10 * 60_000 / 13_000.0; err != nil || j.RecentPerMinute == nil || !(math.Abs(*j.RecentPerMinute-want) <= 1e-9) {
-			t.Errorf("after a batch of no time: smoothed rate %v (err %v), want %v a minute", j.RecentPerMinute, err, want)
-		}
+		smoothedAfter("a batch of no time", models.BatchRecord{RecentWeight: 1, Smoothed: true}, 10*60_000/13_000.0)
 	})
 }
 
@@ -48,9 +45,7 @@ func TestMeasuredRateFromThirtySecondsOfRunning(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
-		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-r"}}); err != nil {
-			t.Fatal(err)
-		}
+		f.startBackfill("chat-r")
 		j, err := f.store.RecordBackfillBatch(f.ctx, "chat-r", models.BatchRecord{Settled: 29, RunMs: 29_999})
 		if err != nil || j.PerMinute != nil {
 			t.Fatalf("after 29.999 s: rate %v (err %v), want none yet", j.PerMinute, err)
@@ -68,9 +63,7 @@ func TestEndBackfillJobEndsOnlyARunningJob(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
-		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-e"}}); err != nil {
-			t.Fatal(err)
-		}
+		f.startBackfill("chat-e")
 		if _, err := f.store.PauseBackfillJobs(f.ctx, "chat-e"); err != nil {
 			t.Fatal(err)
 		}
@@ -79,9 +72,7 @@ func TestEndBackfillJobEndsOnlyARunningJob(t *testing.T) {
 				t.Errorf("ending a paused job as %s: ended %v, err %v; want it left alone", state, ended, err)
 			}
 		}
-		if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: "chat-e"}}); err != nil {
-			t.Fatal(err)
-		}
+		f.startBackfill("chat-e")
 		if ended, err := f.store.EndBackfillJob(f.ctx, "chat-e", models.BackfillPaused); err != nil || !ended {
 			t.Errorf("ending a running job: ended %v, err %v; want it ended", ended, err)
 		}
@@ -100,5 +91,13 @@ func TestCountedWaitsOnceTheyRecur(t *testing.T) {
 		if got := j.CountedWaitMs(); got != want {
 			t.Errorf("%d waits of 6 s in all: %d ms counted, want %d", waits, got, want)
 		}
+	}
+}
+
+// startBackfill starts chat's backfill job, as an admin's start does.
+func (f *fixture) startBackfill(chat string) {
+	f.t.Helper()
+	if _, err := f.store.StartBackfillJobs(f.ctx, []models.JobStart{{ChatID: chat}}); err != nil {
+		f.t.Fatalf("start the backfill of %s: %v", chat, err)
 	}
 }

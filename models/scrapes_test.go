@@ -15,10 +15,7 @@ func TestFinishScrapeDeleteOnlyOnceItsRowsAreGone(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
-		sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: "chat-d", Backend: "puppet", Mode: "full"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := f.scrape("chat-d")
 		if _, err := f.store.AddMedia(f.ctx, sc.ID, []models.NewMedia{{Kind: models.MediaImage, URL: "https://cdn.test/a.png"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -54,10 +51,7 @@ func TestAddMediaWritesEveryChunk(t *testing.T) {
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		for _, n := range []int{500, 501} {
-			sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: fmt.Sprint("chat-", n), Backend: "puppet", Mode: "full"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sc := f.scrape(fmt.Sprint("chat-", n))
 			items := make([]models.NewMedia, n)
 			for i := range items {
 				items[i] = models.NewMedia{Kind: models.MediaImage, URL: fmt.Sprintf("https://cdn.test/%d/%d.png", n, i)}
@@ -78,10 +72,7 @@ func TestScrapeBackToActiveRestartsItsWalk(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
-		sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: "chat-p", Backend: "puppet", Mode: "full"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := f.scrape("chat-p")
 		pushed := sc.PushedAt
 		for _, c := range []struct {
 			to      models.ScrapeState
@@ -100,4 +91,14 @@ func TestScrapeBackToActiveRestartsItsWalk(t *testing.T) {
 			}
 		}
 	})
+}
+
+// scrape records a new, active scrape of chat.
+func (f *fixture) scrape(chat string) models.Scrape {
+	f.t.Helper()
+	sc, err := f.store.CreateScrape(f.ctx, models.NewScrape{ChatID: chat, Backend: "puppet", Mode: "full"})
+	if err != nil {
+		f.t.Fatalf("create a scrape of %s: %v", chat, err)
+	}
+	return sc
 }
