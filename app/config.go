@@ -235,7 +235,7 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_MODEL_TIMEOUT", Default: shown(defaults.ModelTimeout), Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
 	{Env: "OWED_SWEEP_EVERY", Default: shown(defaults.SweepEvery), Usage: "the period of the sweep of everyone's due jobs (its robfig/cron entry; the retention pruner's too)", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
-	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once", set: func(c *Config, v string) error {
+	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once, at most the model's free slots (`OWED_MODEL_CONCURRENCY`)", set: func(c *Config, v string) error {
 		n, err := whole(v, 1)
 		c.SweepConcurrency = int(min(n, math.MaxInt32))
 		return err

@@ -355,3 +355,33 @@ func TestGlobalSweepSettlesEveryone(t *testing.T) {
 		}
 	})
 }
+
+// An operator who raises the model cap gets that many jobs of a backlog asked at once without
+// also raising the sweep's own bound: at the defaults the cap, not the sweep, is the limit.
+func TestSweepRunsAsManyAsARaisedModelCapAllows(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const pending = 150
+		env := owedtest.NewEnv(t, db, func(c *app.Config) {
+			c.ModelConcurrency = 400
+			c.DailyBudget = 1000
+			c.ModelTimeout = 5 * time.Second // a sweep that never reaches 150 at once fails in 5 s
+		})
+		annID, _ := env.User("ann", "author")
+		for range pending {
+			if _, err := env.App.Store.CreatePitch(context.Background(), annID, "p"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env.Model.HoldUntil(pending) // no answer until every pending screen has been asked
+		if n := env.Sweep(); n != pending {
+			t.Errorf("swept %d, want %d", n, pending)
+		}
+		if got := env.Model.MaxInFlight(); got != pending {
+			t.Errorf("at most %d asked at once, want all %d: the sweep's default bound is below the cap", got, pending)
+		}
+		if st, _ := env.App.Store.Stats(context.Background()); st.Total != 0 {
+			t.Errorf("jobs left: %+v", st)
+		}
+	})
+}

@@ -70,9 +70,14 @@ type ContentConfig struct {
 // The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
 // (OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
 // OWED_MODEL_BREAKER) default to them.
+//
+// A sweep runs at most the model cap's free slots at once, so DefaultConcurrency is a bound
+// for an operator who raises the cap, not the limit at the defaults (16 calls). It is high
+// because the store writes concurrent claims, charges and verdicts in shared statements: the
+// more jobs run at once, the fewer statements a job costs (issue 25, docs/benchmarks.md).
 const (
 	DefaultModelName        = "critic"
-	DefaultConcurrency      = 64
+	DefaultConcurrency      = 256
 	DefaultModelConcurrency = 16
 	DefaultModelBreaker     = 10
 )

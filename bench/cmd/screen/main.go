@@ -22,18 +22,21 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/owed/owed/bench/internal/harness"
 	"github.com/owed/owed/bench/internal/owedside"
 	"github.com/owed/owed/bench/internal/riverside"
+	"github.com/owed/owed/scheduler"
 )
 
 func main() {
 	var f harness.Flags
 	f.Register(flag.CommandLine, 20000)
-	workersFlag := flag.String("workers", "64", "owed: jobs one sweep runs at once (OWED_SWEEP_CONCURRENCY, default 64); a comma-separated list runs each, the first paired with River")
+	workersFlag := flag.String("workers", strconv.Itoa(scheduler.DefaultConcurrency),
+		"owed: jobs one sweep runs at once (OWED_SWEEP_CONCURRENCY; the model cap is set to the same); a comma-separated list runs each, the first paired with River")
 	riverWorkers := flag.Int("river-workers", 0, "River: MaxWorkers of its queue (0: 100 on SQLite, 500 on PostgreSQL)")
 	riverPG := flag.String("river-pg", riverside.PGX, "River's PostgreSQL driver: pgxv5 or databasesql")
 	limit := flag.Int64("limit", 1<<40, "daily model-call budget per author (large: the budget never refuses)")
