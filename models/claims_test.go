@@ -3,6 +3,7 @@ package models_test
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -355,4 +356,74 @@ func TestClaimsAreLoggedWhenSlow(t *testing.T) {
 			t.Errorf("an argument reached the log:\n%s", out)
 		}
 	})
+}
+
+// A claim that is its own transaction lets that commit go without waiting for the disk (a lost
+// lease is a job claimed again), and a claim inside a larger transaction leaves the rest of it
+// durable.
+func TestPostgresClaimAloneSkipsTheDiskWait(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
+	}
+	f := newFixture(t, owedtest.MigratedPostgresURL(t, base))
+	f.bulkPitches(f.User("ann"), 3)
+	writer, _, err := f.store.RawPools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := f.NowMs()
+	commitMode := func(alone bool) (claimed int, mode string) {
+		t.Helper()
+		tx, err := writer.BeginTx(f.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(f.ctx, f.store.ClaimDueSQL(alone), now+lease.Milliseconds(), "test", now, now, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			claimed++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if err := tx.QueryRowContext(f.ctx, `SHOW synchronous_commit`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		return claimed, mode
+	}
+	if n, mode := commitMode(true); n != 1 || mode != "off" {
+		t.Errorf("a claim alone: %d claimed, its transaction's synchronous_commit %q; want 1 and off", n, mode)
+	}
+	if n, mode := commitMode(false); n != 1 || mode != "on" {
+		t.Errorf("a claim in a transaction: %d claimed, synchronous_commit %q; want 1 and on", n, mode)
+	}
+
+	// Through the store: a transaction that claims commits durably, and a claim alone leaves
+	// no setting behind on its connection.
+	err = f.store.WithTx(f.ctx, func(tx *models.Store) error {
+		if jobs, err := tx.ClaimDue(f.ctx, 1, lease, "tx", 0); err != nil || len(jobs) != 1 {
+			t.Errorf("claim in a transaction = %d jobs, %v; want 1", len(jobs), err)
+		}
+		var mode string
+		if err := tx.RawScan(f.ctx, &mode, `SHOW synchronous_commit`); err != nil || mode != "on" {
+			t.Errorf("after a claim in a transaction synchronous_commit = %q, %v; want on", mode, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := f.store.ClaimDue(f.ctx, 10, lease, "alone", 0); err != nil || len(jobs) != 2 {
+		t.Fatalf("claim alone = %d jobs, %v; want the 2 left", len(jobs), err)
+	}
+	var mode string
+	if err := f.store.RawScan(f.ctx, &mode, `SHOW synchronous_commit`); err != nil || mode != "on" {
+		t.Errorf("after a claim alone the pool's synchronous_commit = %q, %v; want on", mode, err)
+	}
 }

@@ -102,11 +102,22 @@ func (postgresDialect) artDesc() string { return `art DESC NULLS LAST, id DESC` 
 // claimDue: id = ANY(ARRAY(…)) keeps the plan an index lookup per picked id whatever the
 // statistics say (a join against the CTE can turn into a scan of the whole table), and SKIP
 // LOCKED lets replicas claim side by side without waiting on each other's rows.
-func (postgresDialect) claimDue(filter string) string {
+//
+// A claim that is its own transaction commits without waiting for the WAL to reach the disk
+// (synchronous_commit off for that transaction alone, set by the statement itself so it stays
+// one round trip): a lease lost in a crash of the database is a job claimed again, as when a
+// lease runs out, never a job lost, and whatever the claimer then records commits durably,
+// flushing the claim's WAL with its own. A claim inside a larger transaction leaves that
+// transaction's commit as it was.
+func (postgresDialect) claimDue(filter string, alone bool) string {
+	lazy := ""
+	if alone {
+		lazy = ` AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+	}
 	return `UPDATE content_jobs SET lease_until = ?, lease_owner = ?
 		WHERE id = ANY(ARRAY(SELECT id FROM content_jobs
 		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
-		ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
+		ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED))` + lazy + `
 		RETURNING ` + jobColumns
 }
 

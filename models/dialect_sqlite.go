@@ -164,7 +164,8 @@ func (sqliteDialect) lockAdmins() string { return "" }
 // artDesc: SQLite sorts NULL lowest, so last when descending.
 func (sqliteDialect) artDesc() string { return `art DESC, id DESC` }
 
-func (sqliteDialect) claimDue(filter string) string {
+// claimDue: in WAL mode with synchronous=NORMAL no commit waits for the disk already.
+func (sqliteDialect) claimDue(filter string, _ bool) string {
 	return `UPDATE content_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (SELECT id FROM content_jobs
 		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)` + filter + heldTasks + `
 		ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns

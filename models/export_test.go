@@ -13,3 +13,7 @@ var EventColumns = eventColumns
 
 // TxRetryPause is WithTx's pause after a failed try.
 var TxRetryPause = txRetryPause
+
+// ClaimDueSQL is the dialect's claim of due jobs, bound, as a claim alone (its own
+// transaction) or inside a larger one sends it.
+func (s *Store) ClaimDueSQL(alone bool) string { return s.dialect.bind(s.dialect.claimDue("", alone)) }

@@ -99,7 +99,7 @@ func (s *Store) claim(ctx context.Context, limit int, lease time.Duration, owner
 	args = append(args, now+lease.Milliseconds(), owner, now, now)
 	args = append(args, filterArgs...)
 	args = append(args, limit)
-	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter), args...)
+	rows, err := s.query(ctx, s.db, s.dialect.claimDue(filter, !s.inTx), args...)
 	if err != nil {
 		return nil, err
 	}
