@@ -77,7 +77,7 @@ type ContentConfig struct {
 // more jobs run at once, the fewer statements a job costs (issue 25, docs/benchmarks.md).
 const (
 	DefaultModelName        = "critic"
-	DefaultConcurrency      = 256
+	DefaultConcurrency      = 512
 	DefaultModelConcurrency = 16
 	DefaultModelBreaker     = 10
 )

@@ -23,7 +23,7 @@ func TestContentConfigDefaultsAndKeeps(t *testing.T) {
 		zero.ModelConcurrency != scheduler.DefaultModelConcurrency || zero.ModelBreaker != scheduler.DefaultModelBreaker {
 		t.Errorf("the zero config became %+v; want every default", zero)
 	}
-	if scheduler.DefaultLease != 2*time.Minute || scheduler.DefaultConcurrency != 256 || scheduler.DefaultSweepEvery != time.Minute ||
+	if scheduler.DefaultLease != 2*time.Minute || scheduler.DefaultConcurrency != 512 || scheduler.DefaultSweepEvery != time.Minute ||
 		scheduler.DefaultModelConcurrency != 16 || scheduler.DefaultModelBreaker != 10 || scheduler.DefaultModelName != "critic" {
 		t.Errorf("the defaults changed from the README's: lease %v, concurrency %d, sweep %v, model cap %d, breaker %d, model %q",
 			scheduler.DefaultLease, scheduler.DefaultConcurrency, scheduler.DefaultSweepEvery, scheduler.DefaultModelConcurrency,
