@@ -53,6 +53,10 @@ func TestMine304FromMemoryNeverHidesACommittedChange(t *testing.T) {
 				_, err := store.RecordScreen(ctx, models.KindPitch, pitch, models.VerdictAllow, 0.9, models.Event{Event: "screen", Outcome: "allow", UserID: ann, Kind: models.KindPitch, ItemID: pitch})
 				return err
 			}, false},
+			{"an overturn", func() error {
+				_, _, err := store.OverturnScreen(ctx, models.KindPitch, pitch, models.VerdictBlock, models.Event{Event: "screen", Outcome: "block", UserID: ann, Kind: models.KindPitch, ItemID: pitch})
+				return err
+			}, false},
 			{"a deletion", func() error { return store.DeleteItem(ctx, ann, models.KindPitch, pitch) }, false},
 			{"a raw pitch", func() error {
 				_, err := store.RawExec(ctx, `INSERT INTO pitches (user_id, body, created_at) VALUES (?, 'raw', ?)`, ann, a.Clock.Now().UnixMilli())
@@ -64,6 +68,14 @@ func TestMine304FromMemoryNeverHidesACommittedChange(t *testing.T) {
 			}, true},
 			{"a raw charge", func() error {
 				_, err := store.RawExec(ctx, `UPDATE budgets SET spent = spent + 1 WHERE user_id = ?`, ann)
+				return err
+			}, true},
+			{"a raw edit", func() error {
+				_, err := store.RawExec(ctx, `UPDATE pitches SET body = body || '!' WHERE user_id = ?`, ann)
+				return err
+			}, true},
+			{"a raw deletion of today's spend", func() error {
+				_, err := store.RawExec(ctx, `DELETE FROM budgets WHERE user_id = ?`, ann)
 				return err
 			}, true},
 		}
