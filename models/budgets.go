@@ -77,15 +77,14 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		g.calls = append(g.calls, i)
 	}
 	type row struct {
-		UserID       int64  `json:"user_id"`
-		Day          string `json:"day"`
-		N            int64  `json:"n"`
-		DefaultLimit int64  `json:"default_limit"`
+		UserID int64  `json:"user_id"`
+		Day    string `json:"day"`
+		N      int64  `json:"n"`
 	}
 	var rows []row
 	for _, g := range groups {
 		if !g.mixed {
-			rows = append(rows, row{g.userID, g.day, g.n, s.dailyLimit})
+			rows = append(rows, row{g.userID, g.day, g.n})
 		}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.UserID, b.UserID) })
@@ -95,16 +94,17 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.query(ctx, s.db, `WITH v AS (SELECT user_id, day, n, default_limit FROM `+
-			s.dialect.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"}, column{"default_limit", "bigint"})+`)
+		// The default limit is one parameter for every row: looked up in v per conflicting row,
+		// it made each batch scan itself once a row.
+		res, err := s.query(ctx, s.db, `WITH v AS (SELECT user_id, day, n FROM `+
+			s.dialect.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"})+`)
 			INSERT INTO budgets (user_id, day, spent)
 			SELECT v.user_id, v.day, v.n FROM v
-			WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), v.default_limit)
+			WHERE v.n <= COALESCE((SELECT daily_limit FROM users WHERE id = v.user_id), ?)
 			ORDER BY v.user_id
 			ON CONFLICT (user_id, day) DO UPDATE SET spent = budgets.spent + excluded.spent
-			WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id),
-				(SELECT v.default_limit FROM v WHERE v.user_id = budgets.user_id))
-			RETURNING user_id, spent`, param)
+			WHERE budgets.spent + excluded.spent <= COALESCE((SELECT daily_limit FROM users WHERE id = budgets.user_id), ?)
+			RETURNING user_id, spent`, param, s.dailyLimit, s.dailyLimit)
 		if err != nil {
 			return nil, err
 		}
