@@ -367,7 +367,9 @@ func TestPostgresClaimAloneSkipsTheDiskWait(t *testing.T) {
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
-	f := newFixture(t, owedtest.MigratedPostgresURL(t, base))
+	// One connection, so that what a claim alone leaves on its connection is what the last
+	// check reads.
+	f := newFixture(t, owedtest.MigratedPostgresURL(t, base), func(o *models.Options) { o.MaxConns = 1 })
 	f.bulkPitches(f.User("ann"), 3)
 	writer, _, err := f.store.RawPools()
 	if err != nil {
@@ -405,7 +407,7 @@ func TestPostgresClaimAloneSkipsTheDiskWait(t *testing.T) {
 	}
 
 	// Through the store: a transaction that claims commits durably, and a claim alone leaves
-	// no setting behind on its connection.
+	// no setting behind on the connection.
 	err = f.store.WithTx(f.ctx, func(tx *models.Store) error {
 		if jobs, err := tx.ClaimDue(f.ctx, 1, lease, "tx", 0); err != nil || len(jobs) != 1 {
 			t.Errorf("claim in a transaction = %d jobs, %v; want 1", len(jobs), err)

@@ -55,7 +55,7 @@ type dialect interface {
 	artDesc() string
 	// claimDue leases due content jobs: its arguments are the lease's end and owner, now
 	// twice, filter's own arguments, and the limit. alone says the statement is its own
-	// transaction, whose commit then need not wait for the disk (see jobs.go, claim).
+	// transaction, whose commit then need not wait for the disk (see postgresDialect.claimDue).
 	claimDue(filter string, alone bool) string
 	// claimDeliveries leases due webhook deliveries, and the statement's arguments.
 	claimDeliveries(now, until int64, limit int, owner string) (string, []any)
