@@ -28,10 +28,29 @@ import (
 //   - whether an index's trailing columns are keys or only carried: PostgreSQL's covering
 //     columns (INCLUDE) are SQLite's trailing key columns (SQLite has no INCLUDE), so shape
 //     lists both as the index's columns.
+//
+// A "table T" entry stands for the table and every column and index of it.
 var intendedDifferences = map[string]string{
-	"index screens.screens_verdict (kind, item_id, verdict, confidence)": "SQLite only (migration 0021): " +
-		"the author's view reads each item's verdict from the index; on PostgreSQL every index on " +
-		"screens is paid by the queue's record path, which is the bottleneck there",
+	"table mine_rows": "SQLite only (migration 0026): the author's view kept clustered per author, " +
+		"since each item's verdict and score is otherwise a random page of a file larger than the " +
+		"cache; on PostgreSQL its upkeep would add a write to every recording statement, which is " +
+		"the queue core's bottleneck there",
+}
+
+// intendedDifference is the entry of intendedDifferences that covers line l, if any.
+func intendedDifference(l string) (string, bool) {
+	if _, ok := intendedDifferences[l]; ok {
+		return l, true
+	}
+	for _, prefix := range []string{"column ", "index "} {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			table, _, _ := strings.Cut(rest, ".")
+			if _, ok := intendedDifferences["table "+table]; ok {
+				return "table " + table, true
+			}
+		}
+	}
+	return "", false
 }
 
 // TestBothDialectsMigrateToOneSchema: a database migrated on SQLite and one migrated on
@@ -63,8 +82,8 @@ func TestBothDialectsMigrateToOneSchema(t *testing.T) {
 			if slices.Contains(side.other, l) {
 				continue
 			}
-			if _, ok := intendedDifferences[l]; ok {
-				used[l] = true
+			if key, ok := intendedDifference(l); ok {
+				used[key] = true
 				continue
 			}
 			t.Errorf("only %s has: %s", side.name, l)

@@ -74,6 +74,10 @@ type dialect interface {
 	// batchReads reports whether the items to screen are read in batches (see
 	// Store.ScreenSubject): worth it where every read is a round trip to a server.
 	batchReads() bool
+	// keptMineRows reports whether the author's view is kept in mine_rows, one row per item
+	// keyed by author and the view's order (migration 0026), so that a page is one range read
+	// (MinePage); else each kind's page is read through its items' index.
+	keptMineRows() bool
 }
 
 // dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL, else

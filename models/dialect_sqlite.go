@@ -184,6 +184,10 @@ func (sqliteDialect) writableCTEs() bool { return false }
 // batchReads: SQLite reads in-process; there a batch would cost more than the reads it saves.
 func (sqliteDialect) batchReads() bool { return false }
 
+// keptMineRows: SQLite keeps the view's rows clustered per author, since an item's verdict and
+// score are otherwise each a random page of a file larger than its cache.
+func (sqliteDialect) keptMineRows() bool { return true }
+
 // sqliteFault classifies SQLite's errors: BUSY and LOCKED (still locked when busy_timeout ran
 // out) are transient; FULL (the disk, or max_page_count), READONLY and IOERR are storage.
 func sqliteFault(err error) Fault {
