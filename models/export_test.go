@@ -17,3 +17,13 @@ var TxRetryPause = txRetryPause
 // ClaimDueSQL is the dialect's claim of due jobs, bound, as a claim alone (its own
 // transaction) or inside a larger one sends it.
 func (s *Store) ClaimDueSQL(alone bool) string { return s.dialect.bind(s.dialect.claimDue("", alone)) }
+
+// MineVersionSQL is MineVersion's read of the kept rows; its arguments are the author four
+// times, the budget day and the author again.
+var MineVersionSQL = mineVersionQuery
+
+// MineRowsSQL is the statement (and its arguments) that reads a page of the author's kept rows
+// where the dialect keeps them (mine_rows), in the state state selects.
+func MineRowsSQL(userID int64, f MineFilter, state ItemState) (string, []any) {
+	return mineRowsSQL(userID, f, mineStateFilter[state])
+}

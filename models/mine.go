@@ -430,22 +430,7 @@ func kindOrder(kind Kind) int { return len(mineQueries) - 1 - KindRank(kind) }
 // dialect keeps them): one range of its key, entered at the cursor, at most f.Limit+1 rows in
 // the view's order, in the state cond selects (see mineStateFilter), each with its jobs.
 func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond string, byItem map[jobKey][]Job) ([]MineItem, error) {
-	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
-		FROM mine_rows WHERE user_id = ?`
-	args := []any{userID}
-	if f.Kind != "" {
-		sql += ` AND kind_order = ?`
-		args = append(args, kindOrder(f.Kind))
-	}
-	if c := f.After; c != nil {
-		sql += ` AND (created_at, kind_order, id) < (?, ?, ?)`
-		args = append(args, c.CreatedAt, kindOrder(c.Kind), c.ID)
-	}
-	if cond != "" {
-		sql += ` AND ` + cond
-	}
-	sql += ` ORDER BY created_at DESC, kind_order DESC, id DESC LIMIT ?`
-	args = append(args, int64(f.Limit)+1)
+	sql, args := mineRowsSQL(userID, f, cond)
 	rows, err := s.query(ctx, s.read, sql, args...)
 	if err != nil {
 		return nil, err
@@ -475,6 +460,28 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 		items = append(items, it)
 	}
 	return items, rows.Err()
+}
+
+// mineRowsSQL is mineRows' statement and its arguments.
+func mineRowsSQL(userID int64, f MineFilter, cond string) (string, []any) {
+	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
+		FROM mine_rows WHERE user_id = ?`
+	args := []any{userID}
+	if f.Kind != "" {
+		// A filter, not a constraint: as `kind_order = ?` SQLite drops the column from the
+		// order, then cannot see that the key gives the rest in order and sorts every page.
+		sql += ` AND +kind_order = ?`
+		args = append(args, kindOrder(f.Kind))
+	}
+	if c := f.After; c != nil {
+		sql += ` AND (created_at, kind_order, id) < (?, ?, ?)`
+		args = append(args, c.CreatedAt, kindOrder(c.Kind), c.ID)
+	}
+	if cond != "" {
+		sql += ` AND ` + cond
+	}
+	sql += ` ORDER BY created_at DESC, kind_order DESC, id DESC LIMIT ?`
+	return sql, append(args, int64(f.Limit)+1)
 }
 
 // mineKind appends to items the page's candidates of one kind (mineQueries[rank]): at most

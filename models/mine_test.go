@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -448,4 +450,56 @@ func TestMinePageCarriesTheScore(t *testing.T) {
 			t.Errorf("score on the page = %+v, want %+v", got, want)
 		}
 	})
+}
+
+// TestTheViewReadsByKeyWithoutStatistics: on SQLite, the author's version and a page of their
+// kept rows are searches by key, never a scan or a sort, in a database that has no planner
+// statistics yet (a new one, before its first optimize). Written as LEFT JOINs on constant
+// keys, the version read scanned mine_versions twice there: 330 µs a view at 10,000 authors.
+func TestTheViewReadsByKeyWithoutStatistics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "sqlite:"+t.TempDir()+"/owed.db")
+	if _, err := f.store.RawExec(f.ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+		INSERT INTO mine_versions (user_id, version) SELECT 1000 + i, 1 FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.RawExec(f.ctx, `DROP TABLE IF EXISTS sqlite_stat1`); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(q string, args ...any) []string {
+		t.Helper()
+		var rows []struct {
+			Detail string `gorm:"column:detail"`
+		}
+		if err := f.store.RawScan(f.ctx, &rows, `EXPLAIN QUERY PLAN `+q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.Detail)
+		}
+		return out
+	}
+	cursor := &models.MineCursor{CreatedAt: 1, Kind: models.KindComment, ID: 7}
+	page := func(f models.MineFilter, state models.ItemState) []any {
+		q, args := models.MineRowsSQL(1500, f, state)
+		return append([]any{q}, args...)
+	}
+	for name, q := range map[string][]any{
+		"version":                  {models.MineVersionSQL, 1500, 1500, 1500, 1500, "2026-11-30", 1500},
+		"first page":               page(models.MineFilter{Limit: 100}, ""),
+		"page after a cursor":      page(models.MineFilter{Limit: 100, After: cursor}, ""),
+		"pending pitches, a page":  page(models.MineFilter{Limit: 10, Kind: models.KindPitch, After: cursor}, models.StatePending),
+		"public items, first page": page(models.MineFilter{Limit: 10}, models.StatePublic),
+	} {
+		steps := plan(q[0].(string), q[1:]...)
+		for _, step := range steps {
+			if strings.HasPrefix(step, "SCAN") || strings.Contains(step, "TEMP B-TREE") {
+				t.Errorf("%s: %s in the plan %q", name, step, steps)
+			}
+		}
+		if !slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, "SEARCH mine_") }) {
+			t.Errorf("%s: no search of mine_versions or mine_rows in the plan %q", name, steps)
+		}
+	}
 }
