@@ -43,7 +43,10 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	}
 	// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
 	// pages too, so more would buy little and cost resident memory on every connection.
-	common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL"
+	// recursive_triggers: so that the row an INSERT OR REPLACE replaces goes through the delete
+	// triggers that keep versions, counts and mine_rows (no trigger writes, even through
+	// others, the table it is on, so nothing recurses).
+	common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_recursive_triggers=on"
 	w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), config())
 	if err != nil {
 		return nil, nil, fmt.Errorf("open sqlite: %w", err)

@@ -404,6 +404,34 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				}
 				return nil
 			}},
+			{"raw id change", func(u int64) error {
+				// On SQLite through the rowid's other name, which an UPDATE OF id trigger misses;
+				// on PostgreSQL to the sequence's next id, so that later inserts do not collide.
+				set := `rowid = (SELECT MAX(id) + 1 FROM pitches)`
+				if strings.HasPrefix(db, "postgres") {
+					set = `id = nextval(pg_get_serial_sequence('pitches', 'id'))`
+				}
+				if id, ok := one(`SELECT id FROM pitches WHERE user_id = ?`, u); ok {
+					_, err := f.store.RawExec(f.ctx, `UPDATE pitches SET `+set+` WHERE id = ?`, id)
+					return err
+				}
+				return nil
+			}},
+			{"raw replace", func(u int64) error {
+				// SQLite's INSERT OR REPLACE deletes the row it replaces: here another author's
+				// pitch becomes u's, later (PostgreSQL has no REPLACE: an upsert that moves it).
+				id, ok := one(`SELECT id FROM pitches WHERE user_id <> ?`, u)
+				if !ok {
+					return nil
+				}
+				q := `INSERT OR REPLACE INTO pitches (id, user_id, body, created_at) VALUES (?, ?, 'replaced', ?)`
+				if strings.HasPrefix(db, "postgres") {
+					q = `INSERT INTO pitches (id, user_id, body, created_at) VALUES (?, ?, 'replaced', ?)
+						ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, body = excluded.body, created_at = excluded.created_at`
+				}
+				_, err := f.store.RawExec(f.ctx, q, id, u, f.NowMs()+5)
+				return err
+			}},
 			{"raw score update", func(u int64) error {
 				if id, ok := one(`SELECT revision_id FROM scores`); ok {
 					_, err := f.store.RawExec(f.ctx, `UPDATE scores SET art = art / 2, model = model || 'x' WHERE revision_id = ?`, id)

@@ -290,8 +290,10 @@ type jobKey struct {
 
 // MinePage reads one page of the author's items that f selects, in the view's order (see
 // MineCursor), each with its jobs out of jobs (the author's, as MineVersion read them). next
-// is the cursor of the page's last item when more items follow, else nil. Each kind is read by
-// its (user_id, created_at, id) index, at most Limit+1 rows, and the kinds are merged.
+// is the cursor of the page's last item when more items follow, else nil. Where the dialect
+// keeps the view's rows (mine_rows, SQLite) a page of every kind is one range of them, at most
+// Limit+1 rows; otherwise, and for one kind's page, each kind is read by its
+// (user_id, created_at, id) index, at most Limit+1 rows, and the kinds are merged.
 func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFilter) (items []MineItem, next *MineCursor, err error) {
 	if f.Limit <= 0 {
 		return nil, nil, fmt.Errorf("mine page: limit %d", f.Limit)
@@ -314,7 +316,9 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			byItem[k] = append(byItem[k], j)
 		}
 	}
-	if s.dialect.keptMineRows() {
+	if s.dialect.keptMineRows() && f.Kind == "" {
+		// One kind's page reads that kind's own index below: in mine_rows a rare kind would be
+		// a filter over every item of the author.
 		if items, err = s.mineRows(ctx, userID, f, stateSQL, byItem); err != nil {
 			return nil, nil, fmt.Errorf("mine page: %w", err)
 		}
@@ -428,7 +432,8 @@ func kindOrder(kind Kind) int { return len(mineQueries) - 1 - KindRank(kind) }
 
 // mineRows reads the page's candidates from the author's kept rows (mine_rows, where the
 // dialect keeps them): one range of its key, entered at the cursor, at most f.Limit+1 rows in
-// the view's order, in the state cond selects (see mineStateFilter), each with its jobs.
+// the view's order, in the state cond selects (see mineStateFilter), each with its jobs. It
+// reads every kind (f.Kind is not its to filter: see MinePage).
 func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond string, byItem map[jobKey][]Job) ([]MineItem, error) {
 	sql, args := mineRowsSQL(userID, f, cond)
 	rows, err := s.query(ctx, s.read, sql, args...)
@@ -467,12 +472,6 @@ func mineRowsSQL(userID int64, f MineFilter, cond string) (string, []any) {
 	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
 		FROM mine_rows WHERE user_id = ?`
 	args := []any{userID}
-	if f.Kind != "" {
-		// A filter, not a constraint: as `kind_order = ?` SQLite drops the column from the
-		// order, then cannot see that the key gives the rest in order and sorts every page.
-		sql += ` AND +kind_order = ?`
-		args = append(args, kindOrder(f.Kind))
-	}
 	if c := f.After; c != nil {
 		sql += ` AND (created_at, kind_order, id) < (?, ?, ?)`
 		args = append(args, c.CreatedAt, kindOrder(c.Kind), c.ID)

@@ -45,12 +45,18 @@ DROP INDEX screens_verdict;
 
 -- Items: an insert adds the item's row (with a verdict or score already there, which raw SQL can
 -- leave behind), a delete removes it, and an update of anything in the row or its key moves it.
+-- The updates' triggers test the values, not `UPDATE OF` a column list: SQLite decides the
+-- latter by the names in the SET list, and `SET rowid = …` changes id under another name. An
+-- `INSERT OR REPLACE` deletes the row it replaces through the delete triggers only with
+-- recursive_triggers on, which owed's connections set (models/dialect_sqlite.go).
 CREATE TRIGGER revisions_mine_row AFTER INSERT ON revisions BEGIN
     INSERT INTO mine_rows
     SELECT NEW.user_id, NEW.created_at, 2, NEW.id, NEW.song_id, NEW.title, s.verdict, s.confidence, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = NEW.id LEFT JOIN scores sc ON sc.revision_id = NEW.id;
 END;
-CREATE TRIGGER revisions_mine_row_update AFTER UPDATE OF id, user_id, created_at, song_id, title ON revisions BEGIN
+CREATE TRIGGER revisions_mine_row_update AFTER UPDATE ON revisions
+    WHEN OLD.id IS NOT NEW.id OR OLD.user_id IS NOT NEW.user_id OR OLD.created_at IS NOT NEW.created_at
+        OR OLD.song_id IS NOT NEW.song_id OR OLD.title IS NOT NEW.title BEGIN
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 2 AND id = OLD.id;
     INSERT INTO mine_rows
     SELECT NEW.user_id, NEW.created_at, 2, NEW.id, NEW.song_id, NEW.title, s.verdict, s.confidence, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
@@ -64,7 +70,9 @@ CREATE TRIGGER comments_mine_row AFTER INSERT ON comments BEGIN
     SELECT NEW.user_id, NEW.created_at, 1, NEW.id, NEW.song_id, s.verdict, s.confidence
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = NEW.id;
 END;
-CREATE TRIGGER comments_mine_row_update AFTER UPDATE OF id, user_id, created_at, song_id ON comments BEGIN
+CREATE TRIGGER comments_mine_row_update AFTER UPDATE ON comments
+    WHEN OLD.id IS NOT NEW.id OR OLD.user_id IS NOT NEW.user_id OR OLD.created_at IS NOT NEW.created_at
+        OR OLD.song_id IS NOT NEW.song_id BEGIN
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 1 AND id = OLD.id;
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, song_id, verdict, confidence)
     SELECT NEW.user_id, NEW.created_at, 1, NEW.id, NEW.song_id, s.verdict, s.confidence
@@ -78,7 +86,8 @@ CREATE TRIGGER pitches_mine_row AFTER INSERT ON pitches BEGIN
     SELECT NEW.user_id, NEW.created_at, 0, NEW.id, s.verdict, s.confidence
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = NEW.id;
 END;
-CREATE TRIGGER pitches_mine_row_update AFTER UPDATE OF id, user_id, created_at ON pitches BEGIN
+CREATE TRIGGER pitches_mine_row_update AFTER UPDATE ON pitches
+    WHEN OLD.id IS NOT NEW.id OR OLD.user_id IS NOT NEW.user_id OR OLD.created_at IS NOT NEW.created_at BEGIN
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 0 AND id = OLD.id;
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, verdict, confidence)
     SELECT NEW.user_id, NEW.created_at, 0, NEW.id, s.verdict, s.confidence
