@@ -78,6 +78,10 @@ type dialect interface {
 	// keyed by author and the view's order (migration 0026), so that a page is one range read
 	// (MinePage); else each kind's page is read through its items' index.
 	keptMineRows() bool
+	// scalarKeyReads reports whether a statement that reads single rows by constant keys
+	// beside one another reads each as a scalar subquery (a search by key whatever the
+	// planner's statistics say) rather than as LEFT JOINs on the keys (one probe a row).
+	scalarKeyReads() bool
 }
 
 // dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL, else

@@ -191,6 +191,12 @@ func (sqliteDialect) batchReads() bool { return false }
 // score are otherwise each a random page of a file larger than its cache.
 func (sqliteDialect) keptMineRows() bool { return true }
 
+// scalarKeyReads: SQLite 3.54 scans the right table of a LEFT JOIN on a constant key when its
+// statistics say the table is small, which they do whenever they were taken while it was (a
+// new database's mine_versions: one row): 330 µs a version read at 10,000 authors, against
+// 5 µs as scalar subqueries.
+func (sqliteDialect) scalarKeyReads() bool { return true }
+
 // sqliteFault classifies SQLite's errors: BUSY and LOCKED (still locked when busy_timeout ran
 // out) are transient; FULL (the disk, or max_page_count), READONLY and IOERR are storage.
 func sqliteFault(err error) Fault {

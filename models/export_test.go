@@ -18,9 +18,9 @@ var TxRetryPause = txRetryPause
 // transaction) or inside a larger one sends it.
 func (s *Store) ClaimDueSQL(alone bool) string { return s.dialect.bind(s.dialect.claimDue("", alone)) }
 
-// MineVersionSQL is MineVersion's read of the kept rows; its arguments are the author four
-// times, the budget day and the author again.
-var MineVersionSQL = mineVersionQuery
+// MineVersionSQL is MineVersion's read of the kept rows as SQLite reads it; its arguments
+// are the author four times, the budget day and the author again.
+var MineVersionSQL = mineVersionByScalars
 
 // MineRowsSQL is the statement (and its arguments) that reads a page of the author's kept rows
 // where the dialect keeps them (mine_rows), in the state state selects.
