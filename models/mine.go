@@ -272,11 +272,7 @@ var mineQueries = [3]struct {
 		WHERE r.user_id = ?`, 11, func(r *row, it *MineItem) {
 		it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
 		it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
-		if r.vals[6] != nil {
-			sc := scoreRow{RevisionID: it.ID, Art: r.float(6), ArtRuns: r.strOr(7), Criteria: r.strOr(8),
-				Model: r.strOr(9), Rubric: r.strOr(10)}.score()
-			it.Score = &sc
-		}
+		it.Score = r.scoreAt(6, it.ID)
 	}},
 	{KindComment, "c", `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
 		FROM comments c LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id
@@ -457,31 +453,50 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 	if err != nil {
 		return nil, err
 	}
+	return appendMineItems(rows, 12, byItem, nil, func(r *row) (MineItem, error) {
+		order := r.int64(0)
+		if order < 0 || order >= int64(len(mineQueries)) {
+			return MineItem{}, fmt.Errorf("mine_rows: kind_order %d", order)
+		}
+		it := MineItem{Kind: mineQueries[len(mineQueries)-1-int(order)].kind, ID: r.int64(1), SongID: r.int64p(2),
+			Title: r.strOr(3), CreatedAt: r.time(4), Verdict: textp[Verdict](r, 5), Confidence: r.floatp(6)}
+		it.Score = r.scoreAt(7, it.ID)
+		return it, nil
+	})
+}
+
+// appendMineItems appends to items an item for each of rows (of columns columns), as read
+// makes it from the row, with its jobs out of byItem.
+func appendMineItems(rows *queryRows, columns int, byItem map[jobKey][]Job, items []MineItem,
+	read func(r *row) (MineItem, error)) ([]MineItem, error) {
 	defer rows.Close()
-	r := newRow(12)
-	var items []MineItem
+	r := newRow(columns)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return items, err
 		}
-		order := r.int64(0)
-		if order < 0 || order >= int64(len(mineQueries)) {
-			return items, fmt.Errorf("mine_rows: kind_order %d", order)
+		it, err := read(r)
+		if err == nil {
+			err = r.err
 		}
-		it := MineItem{Kind: mineQueries[len(mineQueries)-1-int(order)].kind, ID: r.int64(1), SongID: r.int64p(2),
-			Title: r.strOr(3), CreatedAt: r.time(4), Verdict: textp[Verdict](r, 5), Confidence: r.floatp(6)}
-		if r.vals[7] != nil {
-			sc := scoreRow{RevisionID: it.ID, Art: r.float(7), ArtRuns: r.strOr(8), Criteria: r.strOr(9),
-				Model: r.strOr(10), Rubric: r.strOr(11)}.score()
-			it.Score = &sc
-		}
-		if r.err != nil {
-			return items, r.err
+		if err != nil {
+			return items, err
 		}
 		it.Jobs = byItem[jobKey{it.Kind, it.ID}]
 		items = append(items, it)
 	}
 	return items, rows.Err()
+}
+
+// scoreAt is revision id's score in the five columns from i (art, art_runs, criteria, model,
+// rubric), or nil when art is NULL (not scored).
+func (r *row) scoreAt(i int, id int64) *Score {
+	if r.vals[i] == nil {
+		return nil
+	}
+	sc := scoreRow{RevisionID: id, Art: r.float(i), ArtRuns: r.strOr(i + 1), Criteria: r.strOr(i + 2),
+		Model: r.strOr(i + 3), Rubric: r.strOr(i + 4)}.score()
+	return &sc
 }
 
 // mineRowsSQL is mineRows' statement and its arguments.
@@ -531,21 +546,11 @@ func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilt
 	if err != nil {
 		return items, err
 	}
-	defer rows.Close()
-	r := newRow(q.columns)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return items, err
-		}
+	return appendMineItems(rows, q.columns, byItem, items, func(r *row) (MineItem, error) {
 		it := MineItem{Kind: q.kind, ID: r.int64(0)}
 		q.read(r, &it)
-		if r.err != nil {
-			return items, r.err
-		}
-		it.Jobs = byItem[jobKey{q.kind, it.ID}]
-		items = append(items, it)
-	}
-	return items, rows.Err()
+		return it, nil
+	})
 }
 
 // strOr is the text in column i, or "" for NULL.
