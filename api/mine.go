@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -210,7 +209,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	return json.Marshal(out)
+	return out.appendJSON(make([]byte, 0, 256+256*len(out.Items)))
 }
 
 // mine lists the caller's own items (newest first across kinds, filtered and paged) with their
