@@ -370,10 +370,17 @@ type scoreRow struct {
 	ScoredAt   time.Time `gorm:"column:scored_at;serializer:unixms"`
 }
 
+// score is the row's score, its runs and criteria read from their JSON; what does not read as
+// numbers is left out, as json.Unmarshal leaves it.
 func (r scoreRow) score() Score {
 	sc := Score{RevisionID: r.RevisionID, Art: r.Art, Model: r.Model, Rubric: r.Rubric, ScoredAt: r.ScoredAt}
-	json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)
-	json.Unmarshal([]byte(r.Criteria), &sc.Criteria)
+	var ok bool
+	if sc.ArtRuns, ok = scoreRuns(r.ArtRuns); !ok {
+		json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)
+	}
+	if sc.Criteria, ok = scoreCriteria(r.Criteria); !ok {
+		json.Unmarshal([]byte(r.Criteria), &sc.Criteria)
+	}
 	if sc.ArtRuns == nil {
 		sc.ArtRuns = []float64{}
 	}
