@@ -6,6 +6,11 @@
 // connections: GET /api/listeners/mine, its 304, GET /api/songs?sort=art and two admin job
 // lists with filters; a sweep with nothing due; resident memory under load; start-up time.
 //
+// -phase views times the author's view one request at a time on a seeded -file (owed in this
+// process, one client on a kept-alive connection): -views distinct authors' first pages, each
+// built (a first view), then the same pages again (kept answers). Less at the mercy of a shared
+// machine's other load than a saturated run, it gives each tree's cost of a view to compare.
+//
 // The seeding runs in a child process (this binary with -phase seed), so that the measuring
 // process's resident memory is owed's server plus the load generator, not the seeding's caches.
 //
@@ -53,7 +58,7 @@ type sizes struct {
 
 func main() {
 	var (
-		phase    = flag.String("phase", "all", "all; seed (seed the -file and exit); serve (serve the seeded -file on -addr until SIGINT, for cmd/load); heavy (add one author with -heavy owed jobs); owe (owe settled items again until -owe jobs are owed); metrics (time the database reads of a /metrics scrape -sweeps times)")
+		phase    = flag.String("phase", "all", "all; seed (seed the -file and exit); views (time -views first and kept views of the author's view on the seeded -file); serve (serve the seeded -file on -addr until SIGINT, for cmd/load); heavy (add one author with -heavy owed jobs); owe (owe settled items again until -owe jobs are owed); metrics (time the database reads of a /metrics scrape -sweeps times)")
 		addr     = flag.String("addr", "127.0.0.1:8080", "-phase serve: the address to serve on")
 		file     = flag.String("file", "", "SQLite file (default: a temp file, removed afterwards)")
 		keep     = flag.Bool("keep", false, "keep the database file")
@@ -65,6 +70,7 @@ func main() {
 		analyze  = flag.Bool("analyze", false, "run ANALYZE after seeding (owed itself never does; without it SQLite plans without statistics)")
 		heavy    = flag.Int("heavy", 100000, "-phase heavy: owed jobs of the one heavy author (token owed_scale_heavy)")
 		owe      = flag.Int("owe", 1000000, "-phase owe: owed jobs in all, made by owing settled items a screen again")
+		views    = flag.Int("views", 3000, "-phase views: distinct authors whose view is timed")
 		cpuprof  = flag.String("cpuprofile", "", "write CPU profiles of the process during each load run to PREFIX-mine.prof, PREFIX-304.prof, PREFIX-songs.prof, PREFIX-jobs-why.prof, PREFIX-jobs-user.prof")
 	)
 	flag.Parse()
@@ -98,6 +104,10 @@ func main() {
 		serve(ctx, *file, *addr)
 		return
 	}
+	if *phase == "views" {
+		timeViews(ctx, *file, *authors, *views)
+		return
+	}
 	path := *file
 	if path == "" {
 		dir, err := os.MkdirTemp("", "owed-scale-")
@@ -126,9 +136,57 @@ func main() {
 	run(ctx, path, sz, *conns, *duration, *sweeps, *cpuprof, seedTime)
 }
 
-// serve runs owed on an already seeded file until SIGINT or SIGTERM: the server side of
-// cmd/load, which generates load from a process of its own.
-func serve(ctx context.Context, path, addr string) {
+// timeViews serves path in this process and asks, one request at a time, for the first page of
+// n distinct authors' views (each the author's first: built), then for the same pages again
+// (answered from the kept answers), and prints each pass's wall time and this process's CPU
+// (server and client) per view.
+func timeViews(ctx context.Context, path string, authors, n int) {
+	a, ln := startServer(ctx, path, "127.0.0.1:0")
+	defer a.Shutdown(ctx)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	view := func(author int) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/api/listeners/mine", nil)
+		req.Header.Set("Authorization", "Bearer "+authorToken(author))
+		res, err := client.Do(req)
+		if err != nil {
+			fail(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			fail(fmt.Errorf("author %d: %s", author, res.Status))
+		}
+	}
+	order := rand.New(rand.NewPCG(25, 6)).Perm(authors)
+	for _, author := range order[n:min(authors, n+200)] { // warm the connection and the statements
+		view(author)
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if prof := os.Getenv("SCALE_VIEWS_PROFILE"); prof != "" { // a CPU profile of both passes
+		f, err := os.Create(prof)
+		if err != nil {
+			fail(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	for _, pass := range []string{"first views", "kept views"} {
+		t0, c0 := time.Now(), cpu()
+		for _, author := range order[:n] {
+			view(author)
+		}
+		wall, used := time.Since(t0), cpu()-c0
+		fmt.Printf("%-12s %6d  %7.1f µs a view  %7.1f µs of CPU a view\n", pass, n,
+			float64(wall.Microseconds())/float64(n), float64(used.Microseconds())/float64(n))
+	}
+}
+
+// startServer starts owed on the seeded file at path, serving on addr.
+func startServer(ctx context.Context, path, addr string) (*app.App, net.Listener) {
 	cfg := app.Defaults()
 	cfg.DatabaseURL = "sqlite:" + path
 	cfg.DataDir = filepath.Dir(path)
@@ -145,6 +203,13 @@ func serve(ctx context.Context, path, addr string) {
 	if err := a.Serve(ctx, ln); err != nil {
 		fail(err)
 	}
+	return a, ln
+}
+
+// serve runs owed on an already seeded file until SIGINT or SIGTERM: the server side of
+// cmd/load, which generates load from a process of its own.
+func serve(ctx context.Context, path, addr string) {
+	a, ln := startServer(ctx, path, addr)
 	fmt.Printf("serving %s on http://%s, pid %d\n", path, ln.Addr(), os.Getpid())
 	if pp := os.Getenv("SCALE_PPROF"); pp != "" {
 		// CPU profiles of the server under cmd/load: SCALE_PPROF=127.0.0.1:6060, then
