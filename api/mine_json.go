@@ -11,7 +11,7 @@ import (
 // The author's view is the answer every first view builds, and encoding/json, which finds its
 // way through the answer by reflection, was a tenth of such a view's CPU. appendJSON writes
 // the same bytes as json.Marshal of the same value (TestMineJSONEncodesAsEncodingJSON holds it
-// to that for random answers and strings), field by field, about six times as fast.
+// to that for random answers and strings), field by field, in about a third of the time.
 
 // appendJSON appends the view's JSON to b, as json.Marshal(m) would write it.
 func (m *mineJSON) appendJSON(b []byte) ([]byte, error) {
@@ -176,7 +176,7 @@ func appendJSONStringPtr(b []byte, s *string) []byte {
 // other goes through encoding/json itself, so the escaping is always its own.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			q, _ := json.Marshal(s) // a string always encodes
 			return append(b, q...)
 		}
@@ -185,6 +185,15 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainJSON holds the bytes encoding/json copies into a string as they are: printable ASCII
+// but the quote, the backslash, and <, > and &.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendJSONFloat appends f as encoding/json writes a float64 (the shortest form that reads
 // back as f: plain, or with an exponent below 1e-6 and from 1e21), and refuses NaN and the
