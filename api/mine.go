@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -153,23 +154,27 @@ func (st *mineState) recheckAt() time.Time {
 	return at
 }
 
-// mineBody is the view's answer at st: the page q asks for, with nextCursor; kept by its ETag
-// (mineCache), so a view asked for again, unchanged, is not built again.
-func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+// mineBody appends to dst the view's answer at st: the page q asks for, with nextCursor; kept
+// by its ETag (mineCache), so a view asked for again, unchanged, is not built again.
+func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState, dst []byte) ([]byte, error) {
 	cache := a.liveState().cache
-	if body, ok := cache.get(st.etag); ok {
+	if body, ok := cache.get(st.etag, dst); ok {
 		return body, nil
 	}
-	body, err := a.buildMine(ctx, u, q, st)
+	body, err := a.buildMine(ctx, u, q, st, dst)
 	if err != nil {
 		return nil, err
 	}
-	cache.put(st.etag, body)
+	cache.put(st.etag, body[len(dst):])
 	return body, nil
 }
 
-// buildMine reads and encodes the view's answer at st.
-func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+// mineBodies are buffers for the answers of mine: a view's answer is some 20 KB, written out
+// and dropped at once, and most of the garbage a view makes.
+var mineBodies = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+// buildMine reads the view's answer at st and appends it to dst, encoded.
+func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState, dst []byte) ([]byte, error) {
 	items, next, err := a.Store.MinePage(ctx, u.ID, nil, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
 	if err != nil {
 		return nil, err
@@ -187,10 +192,16 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 		}
 		appeals = appealsByItem(list)
 	}
+	jobs := 0
+	for i := range items {
+		jobs += len(items[i].Jobs)
+	}
+	briefs := make([]jobBrief, 0, jobs) // every item's, in one array
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
-			Jobs: make([]jobBrief, 0, len(it.Jobs)), Appeal: appeals[itemRef{it.Kind, it.ID}]}
+			Appeal: appeals[itemRef{it.Kind, it.ID}]}
+		from := len(briefs)
 		for _, j := range it.Jobs {
 			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
 			if why == j.Why && deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) {
@@ -202,14 +213,15 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 				next := timeStr(j.DueAt)
 				b.NextAttemptAt = &next
 			}
-			m.Jobs = append(m.Jobs, b)
+			briefs = append(briefs, b)
 		}
+		m.Jobs = briefs[from:len(briefs):len(briefs)] // never nil: no jobs is []
 		out.Items = append(out.Items, m)
 	}
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	return out.appendJSON(make([]byte, 0, 256+256*len(out.Items)))
+	return out.appendJSON(slices.Grow(dst, 256+256*len(out.Items)))
 }
 
 // mine lists the caller's own items (newest first across kinds, filtered and paged) with their
@@ -326,11 +338,17 @@ func (a *API) mine(c echo.Context) error {
 	if etagMatches(inm, st.etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	body, err := a.mineBody(ctx, u, &q, &st)
+	buf := mineBodies.Get().(*[]byte)
+	body, err := a.mineBody(ctx, u, &q, &st, (*buf)[:0])
 	if err != nil {
 		return err
 	}
-	return c.JSONBlob(http.StatusOK, body)
+	err = c.JSONBlob(http.StatusOK, body) // written out: the buffer is free again
+	if cap(body) <= 1<<20 {
+		*buf = body[:0]
+		mineBodies.Put(buf)
+	}
+	return err
 }
 
 // mineStream serves the author's view as server-sent events: an event "mine" (id: the ETag,

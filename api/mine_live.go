@@ -322,7 +322,7 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 	v, err := a.liveState().co.do("b|"+st.etag, 0, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		return a.mineBody(ctx, u, q, st)
+		return a.mineBody(ctx, u, q, st, nil) // shared by its waiters: a buffer of its own
 	})
 	if err != nil {
 		return nil, err

@@ -46,8 +46,8 @@ var (
 	scratches   = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 )
 
-// get is the answer kept under tag, if any.
-func (c *mineCache) get(tag string) ([]byte, bool) {
+// get appends to dst the answer kept under tag, if any.
+func (c *mineCache) get(tag string, dst []byte) ([]byte, bool) {
 	c.mu.Lock()
 	e, ok := c.byTag[tag]
 	var packed []byte
@@ -59,7 +59,7 @@ func (c *mineCache) get(tag string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	body, err := unpacker.DecodeAll(packed, nil)
+	body, err := unpacker.DecodeAll(packed, dst)
 	return body, err == nil
 }
 
