@@ -8,6 +8,9 @@ var (
 	TaskCallsSQL = taskCallsSQL
 )
 
+// AuthorJobsSQL is the author's view's read of their owed jobs.
+const AuthorJobsSQL = authorJobsSQL
+
 // EventColumns are the events table's columns as the store writes them (eventFields).
 var EventColumns = eventColumns
 

@@ -21,7 +21,9 @@ type MineItem struct {
 	Verdict    *Verdict
 	Confidence *float64
 	Score      *Score
-	Jobs       []Job
+	// Jobs are the item's owed jobs; read by MinePage, they have what the view shows (see
+	// mineJobColumns): no status, lease or creation time.
+	Jobs []Job
 }
 
 // MineVersion is what an author's own view (Mine, and their budget) is made of, kept by the
@@ -382,11 +384,11 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 // content_jobs_user_due, when the author has at most 2 × mineJobsByAuthor of them; else it
 // reports false and gives none (the author's jobs grew since their number was read).
 func (s *Store) authorJobs(ctx context.Context, userID int64, items []MineItem) (bool, error) {
-	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? LIMIT ?`, userID, 2*mineJobsByAuthor+1)
+	rows, err := s.query(ctx, s.read, authorJobsSQL, userID, 2*mineJobsByAuthor+1)
 	if err != nil {
 		return false, err
 	}
-	jobs, err := scanJobs(rows, 16)
+	jobs, err := scanMineJobs(rows, userID, 16)
 	if err != nil || len(jobs) > 2*mineJobsByAuthor {
 		return false, err
 	}
@@ -425,18 +427,36 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 		}
 	}
 	args := append(append([]any{userID}, kinds...), ids...)
-	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs
+	rows, err := s.query(ctx, s.read, `SELECT `+mineJobColumns+` FROM content_jobs
 		WHERE +user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
 		AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`, args...)
 	if err != nil {
 		return err
 	}
-	jobs, err := scanJobs(rows, 0)
+	jobs, err := scanMineJobs(rows, userID, 0)
 	if err != nil {
 		return err
 	}
 	giveJobs(items, jobs)
 	return nil
+}
+
+// authorJobsSQL reads an author's owed jobs (their first ones, by LIMIT) from
+// content_jobs_user_due alone.
+const authorJobsSQL = `SELECT ` + mineJobColumns + ` FROM content_jobs WHERE user_id = ? LIMIT ?`
+
+// mineJobColumns are the columns of an owed job the author's view shows, in the order
+// scanMineJobs reads them: all carried by content_jobs_user_due (migration 0027), so the
+// author's jobs are read from that index alone.
+const mineJobColumns = `id, task, kind, item_id, due_at, attempts, why`
+
+// scanMineJobs reads rows of mineJobColumns, jobs of userID, and closes rows. The jobs have
+// what the view shows; their status, lease and creation are not read.
+func scanMineJobs(rows *queryRows, userID int64, sizeHint int) ([]Job, error) {
+	return scanJobsBy(rows, 7, sizeHint, func(r *row) Job {
+		return Job{ID: r.int64(0), Task: Task(r.str(1)), Kind: Kind(r.str(2)), ItemID: r.int64(3), UserID: userID,
+			DueAt: r.time(4), Attempts: int(r.int64(5)), Why: textp[Why](r, 6)}
+	})
 }
 
 // kindOrder is a kind's kind_order in mine_rows: the view's order of kinds (KindRank) read

@@ -298,14 +298,19 @@ func (r *row) job(at int) Job {
 
 // scanJobs reads rows of jobColumns and closes rows.
 func scanJobs(rows *queryRows, sizeHint int) ([]Job, error) {
+	return scanJobsBy(rows, jobColumnCount, sizeHint, func(r *row) Job { return r.job(0) })
+}
+
+// scanJobsBy reads rows of columns columns, a job each as job makes it, and closes rows.
+func scanJobsBy(rows *queryRows, columns, sizeHint int, job func(r *row) Job) ([]Job, error) {
 	defer rows.Close()
-	r := newRow(jobColumnCount)
+	r := newRow(columns)
 	jobs := make([]Job, 0, sizeHint)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
-		jobs = append(jobs, r.job(0))
+		jobs = append(jobs, job(r))
 		if r.err != nil { // a column that did not convert: the row's job would be wrong
 			return nil, r.err
 		}
