@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,6 +216,66 @@ func TestMinePagesAndFilters(t *testing.T) {
 			checkError(t, r, http.StatusBadRequest, "invalid", c.field)
 			r = w.do(http.MethodGet, "/api/listeners/mine/stream?"+c.query, asAuthor, nil)
 			checkError(t, r, http.StatusBadRequest, "invalid", c.field)
+		}
+	})
+}
+
+// TestMineAnswersStayTheirOwnUnderConcurrentViews: many views at once, of two authors and
+// pages of four sizes, each built or taken from the kept answers into a buffer that is reused
+// as soon as it is written out: every answer of a view is the same, byte for byte, and the one
+// asked for alone afterwards (under -race, a buffer reused while still read is also a race).
+func TestMineAnswersStayTheirOwnUnderConcurrentViews(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		for i := range 12 {
+			w.pitch(asAuthor, "")
+			w.pitch(asOther, models.VerdictAllow)
+			if i%3 == 0 {
+				w.song(asAuthor, models.VerdictAllow)
+			}
+		}
+		type view struct {
+			as   role
+			path string
+		}
+		var views []view
+		for _, as := range []role{asAuthor, asOther} {
+			for _, limit := range []string{"1", "2", "5", "100"} {
+				views = append(views, view{as, "/api/listeners/mine?limit=" + limit})
+			}
+		}
+		var (
+			mu  sync.Mutex
+			got = map[view][][]byte{}
+			wg  sync.WaitGroup
+		)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 40 {
+					v := views[(g*5+i)%len(views)]
+					r, err := owedtest.Call(w.env.Server.Client(), w.env.Server.URL, http.MethodGet, v.path, w.tok[v.as], nil)
+					if err != nil || r.Status != http.StatusOK {
+						t.Errorf("%s as %s: %d, %v", v.path, v.as, r.Status, err)
+						return
+					}
+					mu.Lock()
+					got[v] = append(got[v], r.Body)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		for _, v := range views {
+			alone := w.do(http.MethodGet, v.path, v.as, nil)
+			if alone.Status != http.StatusOK || len(got[v]) == 0 {
+				t.Fatalf("%s as %s: %d alone, %d answers at once", v.path, v.as, alone.Status, len(got[v]))
+			}
+			for _, body := range got[v] {
+				if !bytes.Equal(body, alone.Body) {
+					t.Fatalf("%s as %s: an answer at once differs from the one alone:\n%s\n%s", v.path, v.as, body, alone.Body)
+				}
+			}
 		}
 	})
 }
