@@ -71,7 +71,7 @@ func main() {
 		heavy    = flag.Int("heavy", 100000, "-phase heavy: owed jobs of the one heavy author (token owed_scale_heavy)")
 		owe      = flag.Int("owe", 1000000, "-phase owe: owed jobs in all, made by owing settled items a screen again")
 		views    = flag.Int("views", 3000, "-phase views: distinct authors whose view is timed")
-		cpuprof  = flag.String("cpuprofile", "", "write CPU profiles of the process during each load run to PREFIX-mine.prof, PREFIX-304.prof, PREFIX-songs.prof, PREFIX-jobs-why.prof, PREFIX-jobs-user.prof")
+		cpuprof  = flag.String("cpuprofile", "", "write CPU profiles of the process during each load run to PREFIX-mine.prof, PREFIX-304.prof, PREFIX-songs.prof, PREFIX-jobs-why.prof, PREFIX-jobs-user.prof (with -phase views: PREFIX-views.prof)")
 	)
 	flag.Parse()
 	sz := sizes{authors: *authors, revisions: *items / 2, comments: *items / 10}
@@ -105,7 +105,7 @@ func main() {
 		return
 	}
 	if *phase == "views" {
-		timeViews(ctx, *file, *authors, *views)
+		timeViews(ctx, *file, *authors, *views, *cpuprof)
 		return
 	}
 	path := *file
@@ -140,7 +140,8 @@ func main() {
 // n distinct authors' views (each the author's first: built), then for the same pages again
 // (answered from the kept answers), and prints each pass's wall time and this process's CPU
 // (server and client) per view.
-func timeViews(ctx context.Context, path string, authors, n int) {
+func timeViews(ctx context.Context, path string, authors, n int, cpuprof string) {
+	n = min(n, authors)
 	a, ln := startServer(ctx, path, "127.0.0.1:0")
 	defer a.Shutdown(ctx)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
@@ -166,14 +167,7 @@ func timeViews(ctx context.Context, path string, authors, n int) {
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	if prof := os.Getenv("SCALE_VIEWS_PROFILE"); prof != "" { // a CPU profile of both passes
-		f, err := os.Create(prof)
-		if err != nil {
-			fail(err)
-		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
+	defer profileCPU(cpuprof, "views")() // both passes
 	for _, pass := range []string{"first views", "kept views"} {
 		t0, c0 := time.Now(), cpu()
 		for _, author := range order[:n] {
@@ -183,6 +177,20 @@ func timeViews(ctx context.Context, path string, authors, n int) {
 		fmt.Printf("%-12s %6d  %7.1f µs a view  %7.1f µs of CPU a view\n", pass, n,
 			float64(wall.Microseconds())/float64(n), float64(used.Microseconds())/float64(n))
 	}
+}
+
+// profileCPU starts a CPU profile of this process in PREFIX-name.prof when prefix is set, and
+// returns what stops it.
+func profileCPU(prefix, name string) func() {
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + name + ".prof")
+	if err != nil {
+		fail(err)
+	}
+	pprof.StartCPUProfile(f)
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // startServer starts owed on the seeded file at path, serving on addr.
@@ -473,13 +481,8 @@ func run(ctx context.Context, path string, sz sizes, conns int, dur time.Duratio
 
 	type req struct{ path, token, inm string }
 	load := func(name string, want int, next func(r *rand.Rand) req, prof string) result {
-		if prof != "" && cpuprof != "" {
-			f, err := os.Create(cpuprof + "-" + prof + ".prof")
-			if err != nil {
-				fail(err)
-			}
-			pprof.StartCPUProfile(f)
-			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		if prof != "" {
+			defer profileCPU(cpuprof, prof)()
 		}
 		var (
 			mu     sync.Mutex
