@@ -66,12 +66,12 @@ func (c *mineCache) get(tag string, dst []byte) ([]byte, bool) {
 // put keeps body under tag, dropping the least recently used answers past the bound.
 func (c *mineCache) put(tag string, body []byte) {
 	scratch := scratches.Get().(*[]byte)
+	defer scratches.Put(scratch)
 	*scratch = packer.EncodeAll(body, (*scratch)[:0])
-	packed := bytes.Clone(*scratch) // kept at its size, not the scratch's
-	scratches.Put(scratch)
-	if int64(len(packed)) > c.max/16 {
+	if int64(len(*scratch)) > c.max/16 {
 		return
 	}
+	packed := bytes.Clone(*scratch) // kept at its size, not the scratch's
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byTag[tag]; ok {
