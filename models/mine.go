@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -331,12 +332,14 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			byItem[k] = append(byItem[k], j)
 		}
 	}
+	keptJobs := false // the items came with their jobs (mine_rows' jobs column)
 	if s.dialect.keptMineRows() && f.Kind == "" {
 		// One kind's page reads that kind's own index below: in mine_rows a rare kind would be
 		// a filter over every item of the author.
 		if items, err = s.mineRows(ctx, userID, f, stateSQL, byItem); err != nil {
 			return nil, nil, fmt.Errorf("mine page: %w", err)
 		}
+		keptJobs = true
 	} else {
 		if stateSQL != "" {
 			stateSQL = ` AND s.` + stateSQL
@@ -365,7 +368,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		last := items[len(items)-1]
 		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
-	if jobs == nil && len(items) > 0 {
+	if jobs == nil && !keptJobs && len(items) > 0 {
 		few := f.OwedJobs != nil && *f.OwedJobs <= mineJobsByAuthor
 		if few {
 			few, err = s.authorJobs(ctx, userID, items)
@@ -473,7 +476,7 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 	if err != nil {
 		return nil, err
 	}
-	return appendMineItems(rows, 12, byItem, nil, func(r *row) (MineItem, error) {
+	return appendMineItems(rows, 13, byItem, make([]MineItem, 0, min(f.Limit+1, 1024)), func(r *row) (MineItem, error) {
 		order := r.int64(0)
 		if order < 0 || order >= int64(len(mineQueries)) {
 			return MineItem{}, fmt.Errorf("mine_rows: kind_order %d", order)
@@ -481,12 +484,51 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 		it := MineItem{Kind: mineQueries[len(mineQueries)-1-int(order)].kind, ID: r.int64(1), SongID: r.int64p(2),
 			Title: r.strOr(3), CreatedAt: r.time(4), Verdict: textp[Verdict](r, 5), Confidence: r.floatp(6)}
 		it.Score = r.scoreAt(7, it.ID)
+		if byItem == nil && r.vals[12] != nil {
+			var err error
+			if it.Jobs, err = parseRowJobs(r.str(12), it.Kind, it.ID, userID); err != nil {
+				return it, fmt.Errorf("mine_rows: jobs of %s %d: %w", it.Kind, it.ID, err)
+			}
+		}
 		return it, nil
 	})
 }
 
+// parseRowJobs reads the jobs column of mine_rows (migration 0028): the owed jobs of item kind
+// id of userID, each "id task due_at attempts why" (why empty when NULL), separated by ',', in
+// any order; it gives them in id order. The jobs have what the view shows, as scanMineJobs'
+// do.
+func parseRowJobs(text string, kind Kind, id, userID int64) ([]Job, error) {
+	jobs := make([]Job, 0, strings.Count(text, ",")+1)
+	for entry := range strings.SplitSeq(text, ",") {
+		var f [5]string
+		rest := entry
+		for i := range 4 {
+			var ok bool
+			if f[i], rest, ok = strings.Cut(rest, " "); !ok {
+				return nil, fmt.Errorf("entry %q: want 5 fields", entry)
+			}
+		}
+		f[4] = rest
+		jobID, err1 := strconv.ParseInt(f[0], 10, 64)
+		due, err2 := strconv.ParseInt(f[2], 10, 64)
+		attempts, err3 := strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("entry %q: %w", entry, err)
+		}
+		j := Job{ID: jobID, Task: Task(f[1]), Kind: kind, ItemID: id, UserID: userID, DueAt: fromMillis(due), Attempts: attempts}
+		if f[4] != "" {
+			why := Why(f[4])
+			j.Why = &why
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return jobs, nil
+}
+
 // appendMineItems appends to items an item for each of rows (of columns columns), as read
-// makes it from the row, with its jobs out of byItem.
+// makes it from the row, with its jobs out of byItem when that is not nil.
 func appendMineItems(rows *queryRows, columns int, byItem map[jobKey][]Job, items []MineItem,
 	read func(r *row) (MineItem, error)) ([]MineItem, error) {
 	defer rows.Close()
@@ -502,7 +544,9 @@ func appendMineItems(rows *queryRows, columns int, byItem map[jobKey][]Job, item
 		if err != nil {
 			return items, err
 		}
-		it.Jobs = byItem[jobKey{it.Kind, it.ID}]
+		if byItem != nil {
+			it.Jobs = byItem[jobKey{it.Kind, it.ID}]
+		}
 		items = append(items, it)
 	}
 	return items, rows.Err()
@@ -521,7 +565,7 @@ func (r *row) scoreAt(i int, id int64) *Score {
 
 // mineRowsSQL is mineRows' statement and its arguments.
 func mineRowsSQL(userID int64, f MineFilter, cond string) (string, []any) {
-	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
+	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric, jobs
 		FROM mine_rows WHERE user_id = ?`
 	args := []any{userID}
 	if c := f.After; c != nil {
