@@ -120,8 +120,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	gormLog := logger.Discard
 	if opts.Logger != nil {
-		gormLog = logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: opts.SlowStatement, LogLevel: logger.Warn,
-			IgnoreRecordNotFoundError: true, ParameterizedQueries: true})
+		gormLog = quietLogger{logger.NewSlogLogger(opts.Logger, logger.Config{SlowThreshold: opts.SlowStatement, LogLevel: logger.Warn,
+			IgnoreRecordNotFoundError: true, ParameterizedQueries: true}), opts.SlowStatement}
 	}
 	config := func() *gorm.Config { return &gorm.Config{Logger: gormLog, SkipDefaultTransaction: true} }
 	if opts.DailyLimit <= 0 {
@@ -257,4 +257,38 @@ func (s *Store) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// quietLogger is GORM's logger at warn, passing it only the statements it logs: those that
+// failed or were slower than slow. GORM's slog logger formats a statement's duration and
+// builds its attributes before it decides not to log them, on every statement.
+type quietLogger struct {
+	logger.Interface
+	slow time.Duration
+}
+
+// Trace hands the statement on when it failed or was slow.
+func (l quietLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if err == nil && time.Since(begin) <= l.slow {
+		return
+	}
+	l.Interface.Trace(ctx, begin, fc, err)
+}
+
+// ParamsFilter is the wrapped logger's, which GORM asks for the statement it logs: the one
+// the store configures leaves the parameters out (ParameterizedQueries).
+func (l quietLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
+	if f, ok := l.Interface.(gorm.ParamsFilter); ok {
+		return f.ParamsFilter(ctx, sql, params...)
+	}
+	return sql, params
+}
+
+// LogMode is the logger at level; only at warn or quieter does it leave out the rest.
+func (l quietLogger) LogMode(level logger.LogLevel) logger.Interface {
+	inner := l.Interface.LogMode(level)
+	if level > logger.Warn {
+		return inner
+	}
+	return quietLogger{inner, l.slow}
 }
