@@ -343,6 +343,8 @@ func (a *API) mine(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Its length said, the answer goes out in one piece rather than in chunks.
+	res.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	err = c.JSONBlob(http.StatusOK, body) // written out: the buffer is free again
 	if cap(body) <= 1<<20 {
 		*buf = body[:0]

@@ -38,10 +38,11 @@ func newMineCache(max int64) *mineCache {
 
 // The answers are compressed by zstd at its fastest level: on the view's JSON it packs a third
 // tighter than deflate's fastest, three times as fast, and unpacks five times as fast
-// (docs/benchmarks.md), and a first view pays for the packing. One encoder and one decoder
+// (docs/benchmarks.md), and a first view pays for the packing; without a checksum, as the
+// answers never leave the process's memory (a tenth faster both ways). One encoder and one decoder
 // serve every request: their EncodeAll and DecodeAll may be called at once.
 var (
-	packer, _   = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+	packer, _   = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true), zstd.WithEncoderCRC(false))
 	unpacker, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(mineCacheBytes))
 	scratches   = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 )
