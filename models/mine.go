@@ -476,13 +476,34 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 	if err != nil {
 		return nil, err
 	}
-	return appendMineItems(rows, 13, byItem, make([]MineItem, 0, min(f.Limit+1, 1024)), func(r *row) (MineItem, error) {
+	// The items' optional values live in one array per page rather than one allocation each.
+	size := min(f.Limit+1, 1024)
+	optional := make([]struct {
+		song       int64
+		verdict    Verdict
+		confidence float64
+	}, 0, size)
+	return appendMineItems(rows, 13, byItem, make([]MineItem, 0, size), func(r *row) (MineItem, error) {
 		order := r.int64(0)
 		if order < 0 || order >= int64(len(mineQueries)) {
 			return MineItem{}, fmt.Errorf("mine_rows: kind_order %d", order)
 		}
-		it := MineItem{Kind: mineQueries[len(mineQueries)-1-int(order)].kind, ID: r.int64(1), SongID: r.int64p(2),
-			Title: r.strOr(3), CreatedAt: r.time(4), Verdict: textp[Verdict](r, 5), Confidence: r.floatp(6)}
+		it := MineItem{Kind: mineQueries[len(mineQueries)-1-int(order)].kind, ID: r.int64(1),
+			Title: r.strOr(3), CreatedAt: r.time(4)}
+		if len(optional) == cap(optional) {
+			optional = slices.Grow(optional[len(optional):], size)
+		}
+		optional = optional[:len(optional)+1]
+		o := &optional[len(optional)-1]
+		if r.vals[2] != nil {
+			o.song, it.SongID = r.int64(2), &o.song
+		}
+		if r.vals[5] != nil {
+			o.verdict, it.Verdict = Verdict(r.str(5)), &o.verdict
+		}
+		if r.vals[6] != nil {
+			o.confidence, it.Confidence = r.float(6), &o.confidence
+		}
 		it.Score = r.scoreAt(7, it.ID)
 		if byItem == nil && r.vals[12] != nil {
 			var err error
