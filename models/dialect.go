@@ -82,6 +82,10 @@ type dialect interface {
 	// beside one another reads each as a scalar subquery (a search by key whatever the
 	// planner's statistics say) rather than as LEFT JOINs on the keys (one probe a row).
 	scalarKeyReads() bool
+	// keyRead is the context for a read of a few rows by key on every request (the token's
+	// user, the view's version): one that cannot end early where ending it costs more than
+	// the read and the read cannot wait on anything (see the dialects).
+	keyRead(ctx context.Context) context.Context
 }
 
 // dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL, else

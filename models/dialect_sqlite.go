@@ -201,6 +201,12 @@ func (sqliteDialect) keptMineRows() bool { return true }
 // 5 µs as scalar subqueries.
 func (sqliteDialect) scalarKeyReads() bool { return true }
 
+// keyRead: a read of SQLite's WAL never waits on a writer or a network, and a read by key ends
+// within microseconds; made cancellable, the driver arms a callback on the request's context
+// for each statement and takes the connection's lock around each step: 3 µs more for a
+// token's user, 11 µs more for the view's version (its rows are read in two steps).
+func (sqliteDialect) keyRead(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // sqliteFault classifies SQLite's errors: BUSY and LOCKED (still locked when busy_timeout ran
 // out) are transient; FULL (the disk, or max_page_count), READONLY and IOERR are storage.
 func sqliteFault(err error) Fault {
