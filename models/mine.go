@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -106,7 +107,7 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	if s.dialect.scalarKeyReads() {
 		q, args = mineVersionByScalars, []any{userID, userID, userID, userID, v.Day, userID}
 	}
-	rows, err := s.query(ctx, s.read, q, args...)
+	rows, err := s.query(s.dialect.keyRead(ctx), s.read, q, args...)
 	if err != nil {
 		return v, fmt.Errorf("mine version of user %d: %w", userID, err)
 	}
@@ -147,6 +148,14 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		v.WakeAt = *v.NextDueAt
 		return v, nil
 	}
+	// Not in a transaction: a version read there may yet roll back, and be reused.
+	remember := !s.inTx && s.nextDue != nil
+	if remember {
+		if next, ok := s.nextDue.get(userID, v.Version); ok && next.After(now) {
+			v.NextDueAt, v.WakeAt = &next, next
+			return v, nil
+		}
+	}
 	// The earliest job is due by now: is one free to claim? One statement reads the author's
 	// jobs in due order: those due by now (at most mineDueProbe), and the first that is not,
 	// which is when the author's jobs next come due.
@@ -186,6 +195,9 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		v.NextDueAt = later
 		if later != nil {
 			v.WakeAt = *later
+			if remember {
+				s.nextDue.put(userID, v.Version, *later)
+			}
 		}
 		return v, nil
 	}
@@ -199,6 +211,52 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		}
 	}
 	return v, nil
+}
+
+// dueMemo remembers, per author, the earliest due time of their jobs that MineVersion's probe
+// found at a version of the author's view when none of the jobs was due yet. The kept bound
+// (mine_versions.next_due_at) only ever moves earlier, as jobs come and are put off, so once
+// it has passed, every read of an author whose jobs were put off (a budget run out, a retry
+// backing off: the backlogs that poll the most) would probe their jobs again. No job of the
+// author is made, ended or moved without a new version (the triggers bump it with every
+// change of what the view shows), and a committed version is never read again for another
+// state, so at the same version the earliest due time is the same. At most dueMemoMax
+// authors are remembered; when full, it starts again empty.
+type dueMemo struct {
+	mu sync.Mutex
+	m  map[int64]dueSeen
+}
+
+// dueSeen is what dueMemo keeps of an author: the version and the earliest due time then.
+type dueSeen struct {
+	version int64
+	next    time.Time
+}
+
+// dueMemoMax bounds dueMemo: about 3 MB at its fullest.
+const dueMemoMax = 1 << 16
+
+func newDueMemo() *dueMemo { return &dueMemo{m: map[int64]dueSeen{}} }
+
+// get is the earliest due time of the author's jobs at version, if remembered.
+func (d *dueMemo) get(userID, version int64) (time.Time, bool) {
+	d.mu.Lock()
+	seen, ok := d.m[userID]
+	d.mu.Unlock()
+	if !ok || seen.version != version {
+		return time.Time{}, false
+	}
+	return seen.next, true
+}
+
+// put remembers the earliest due time of the author's jobs at version.
+func (d *dueMemo) put(userID, version int64, next time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.m[userID]; !ok && len(d.m) >= dueMemoMax {
+		clear(d.m)
+	}
+	d.m[userID] = dueSeen{version: version, next: next}
 }
 
 // Mine lists all of the author's own items, newest first across kinds, with their verdicts,

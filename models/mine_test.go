@@ -1,6 +1,9 @@
 package models_test
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -146,6 +149,68 @@ func TestMineVersionWakesAtNextDue(t *testing.T) {
 		if v, err := f.store.MineVersion(f.ctx, ann, now); err != nil || v.Due || v.NextDueAt == nil || !v.NextDueAt.Equal(next) || !v.WakeAt.Equal(next) {
 			t.Errorf("nothing due until %v: %+v, %v", next, v, err)
 		}
+	})
+}
+
+// Once the kept bound on an author's earliest due time has passed with nothing due (their
+// jobs were put off), the probe of their jobs is made once per version, not on every read:
+// the same version answers the same wake without it, a new version (a job moved) probes
+// again, and a remembered time that has come probes again too.
+func TestMineVersionProbesOncePerVersion(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		// Every statement is logged (slow past a nanosecond), to a file read back whole.
+		path := filepath.Join(t.TempDir(), "log")
+		file, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		f := newFixture(t, db, func(o *models.Options) {
+			o.Logger = slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			o.SlowStatement = time.Nanosecond
+		})
+		probes := func() int {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Count(string(b), "ORDER BY due_at LIMIT")
+		}
+		ann := f.User("ann")
+		for _, body := range []string{"p", "q"} { // two: SQLite's bound is exact when one job moves alone
+			if _, err := f.store.CreatePitch(f.ctx, ann, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put := func(due time.Time) {
+			t.Helper()
+			if _, err := f.store.RawExec(f.ctx, `UPDATE content_jobs SET due_at = ? WHERE user_id = ?`, due.UnixMilli(), ann); err != nil {
+				t.Fatal(err)
+			}
+		}
+		due := f.clk.Now().Add(2 * time.Hour).Truncate(time.Millisecond)
+		put(due) // put off: the kept bound stays at the pitch's creation
+		f.clk.Advance(time.Minute)
+		read := func(at string, wantProbes int, wantWake time.Time, wantDue bool) {
+			t.Helper()
+			v := f.mineVersion(ann)
+			if v.Due != wantDue || (!wantDue && !v.WakeAt.Equal(wantWake)) || (!wantDue && (v.NextDueAt == nil || !v.NextDueAt.Equal(wantWake))) {
+				t.Errorf("%s: %+v; want due %v, waking at %v", at, v, wantDue, wantWake)
+			}
+			if got := probes(); got != wantProbes {
+				t.Errorf("%s: %d probes of the jobs in all, want %d", at, got, wantProbes)
+			}
+		}
+		read("first read past the bound", 1, due, false)
+		read("same version", 1, due, false)
+		read("same version again", 1, due, false)
+		sooner := f.clk.Now().Add(30 * time.Minute).Truncate(time.Millisecond)
+		put(sooner)
+		read("a job moved", 2, sooner, false)
+		read("its version again", 2, sooner, false)
+		f.clk.Advance(31 * time.Minute)
+		read("the remembered time has come", 3, time.Time{}, true)
 	})
 }
 

@@ -101,6 +101,9 @@ type Store struct {
 	charges  *batcher[chargeCall, chargeOutcome, struct{}]
 	screens  *batcher[screenCall, bool, itemKey]
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
+
+	// nextDue remembers what MineVersion's probe of an author's jobs found (see dueMemo).
+	nextDue *dueMemo
 }
 
 // DefaultSlowStatement is Options.SlowStatement when none is set.
@@ -127,7 +130,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DailyLimit <= 0 {
 		opts.DailyLimit = DefaultDailyLimit
 	}
-	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}}
+	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}, nextDue: newDueMemo()}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
