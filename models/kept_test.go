@@ -522,7 +522,8 @@ func TestKeptVersionsAndCounts(t *testing.T) {
 				if d, ok := after.due[a]; ok {
 					due = &d
 				}
-				if (due == nil) != (k.NextDue == nil) || (due != nil && *due < *k.NextDue) {
+				// A bound on PostgreSQL; exact on SQLite (migration 0028).
+				if (due == nil) != (k.NextDue == nil) || (due != nil && (*due < *k.NextDue || (strings.HasPrefix(db, "sqlite") && *due != *k.NextDue))) {
 					t.Fatalf("step %d %s: author %d: kept bound on the earliest due %v, counted %v", step, o.name, a, k.NextDue, due)
 				}
 				// What the view reads: whether a job is due, and when one next comes due.

@@ -155,7 +155,8 @@ func TestMineVersionWakesAtNextDue(t *testing.T) {
 // Once the kept bound on an author's earliest due time has passed with nothing due (their
 // jobs were put off), the probe of their jobs is made once per version, not on every read:
 // the same version answers the same wake without it, a new version (a job moved) probes
-// again, and a remembered time that has come probes again too.
+// again, and a remembered time that has come probes again too. SQLite keeps the time exact,
+// so it probes only once a job is due.
 func TestMineVersionProbesOncePerVersion(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -202,15 +203,17 @@ func TestMineVersionProbesOncePerVersion(t *testing.T) {
 				t.Errorf("%s: %d probes of the jobs in all, want %d", at, got, wantProbes)
 			}
 		}
-		read("first read past the bound", 1, due, false)
-		read("same version", 1, due, false)
-		read("same version again", 1, due, false)
+		// SQLite keeps the earliest due time exact (migration 0028): no probe until it comes.
+		probe := map[bool][]int{false: {1, 1, 1, 2, 2, 3}, true: {0, 0, 0, 0, 0, 1}}[strings.HasPrefix(db, "sqlite")]
+		read("first read past the bound", probe[0], due, false)
+		read("same version", probe[1], due, false)
+		read("same version again", probe[2], due, false)
 		sooner := f.clk.Now().Add(30 * time.Minute).Truncate(time.Millisecond)
 		put(sooner)
-		read("a job moved", 2, sooner, false)
-		read("its version again", 2, sooner, false)
+		read("a job moved", probe[3], sooner, false)
+		read("its version again", probe[4], sooner, false)
 		f.clk.Advance(31 * time.Minute)
-		read("the remembered time has come", 3, time.Time{}, true)
+		read("the time has come", probe[5], time.Time{}, true)
 	})
 }
 
