@@ -2,7 +2,9 @@ package models_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -65,4 +67,28 @@ func postgresStore(t *testing.T, configure ...func(*models.Options)) *models.Sto
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
 	return owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start), configure...)
+}
+
+// logEveryStatement configures a store to log every statement (each is slow past a
+// nanosecond) at warn, to a file; logged reads the file back whole (the store may log from
+// its own goroutines).
+func logEveryStatement(t *testing.T) (configure func(*models.Options), logged func() string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "log")
+	file, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	configure = func(o *models.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		o.SlowStatement = time.Nanosecond
+	}
+	return configure, func() string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 }

@@ -1,9 +1,6 @@
 package models_test
 
 import (
-	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -160,24 +157,9 @@ func TestMineVersionWakesAtNextDue(t *testing.T) {
 func TestMineVersionProbesOncePerVersion(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		// Every statement is logged (slow past a nanosecond), to a file read back whole.
-		path := filepath.Join(t.TempDir(), "log")
-		file, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer file.Close()
-		f := newFixture(t, db, func(o *models.Options) {
-			o.Logger = slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			o.SlowStatement = time.Nanosecond
-		})
-		probes := func() int {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return strings.Count(string(b), "ORDER BY due_at LIMIT")
-		}
+		configure, logged := logEveryStatement(t)
+		f := newFixture(t, db, configure)
+		probes := func() int { return strings.Count(logged(), "ORDER BY due_at LIMIT") }
 		ann := f.User("ann")
 		for _, body := range []string{"p", "q"} { // two: SQLite's bound is exact when one job moves alone
 			if _, err := f.store.CreatePitch(f.ctx, ann, body); err != nil {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,25 +19,8 @@ import (
 func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
-		// The log goes to a file, read back whole: the store may log from its own goroutines.
-		path := filepath.Join(t.TempDir(), "log")
-		file, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer file.Close()
-		logged := func() string {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b)
-		}
-		log := slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start), func(o *models.Options) {
-			o.Logger = log
-			o.SlowStatement = time.Nanosecond // every statement is slow
-		})
+		configure, logged := logEveryStatement(t)
+		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start), configure)
 		f := &fixture{t: t, ctx: t.Context(), store: store}
 		const secret = "an-argument-that-must-not-be-logged"
 		for _, step := range []struct {
