@@ -305,11 +305,17 @@ func TestLiveFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.env.App.Notify.Changed(uid) // a change the waiters cannot read
-		// The retries wait on the clock: move it a second at a time until both give up.
+		// The retries wait on the clock: move it a second at a time until both give up (the
+		// long poll answered and no stream is open: under load the stream may be a step behind
+		// the poll, and would wait on a clock that no longer moves).
 		var a answer
 		done := false
-		for i := 0; i < 30 && !done; i++ {
+		for i := 0; i < 60 && (!done || w.env.App.API.StreamsOpen() != 0); i++ {
 			w.env.Clock.Advance(time.Second)
+			if done {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
 			select {
 			case a = <-held:
 				done = true
