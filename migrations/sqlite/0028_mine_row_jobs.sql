@@ -54,7 +54,8 @@ END;
 
 -- The author's earliest due time is kept exact, not a bound that only moves earlier (0015): when
 -- the job that was earliest goes or is put off, the next is found by content_jobs_user_due (one
--- seek). With a bound that had passed, every view of an author whose jobs were put off (a budget
+-- seek: ORDER BY … LIMIT 1, since SQLite's MIN() reads every entry of the author's range, and
+-- an author may owe 100,000 jobs). With a bound that had passed, every view of an author whose jobs were put off (a budget
 -- run out, a retry backing off) read their jobs a second time to find the next due time.
 -- PostgreSQL keeps the bound: there the search would be paid by every recording statement.
 UPDATE mine_versions SET next_due_at = (SELECT MIN(due_at) FROM content_jobs j WHERE j.user_id = mine_versions.user_id)
@@ -63,7 +64,7 @@ DROP TRIGGER content_jobs_version_delete;
 CREATE TRIGGER content_jobs_version_delete AFTER DELETE ON content_jobs BEGIN
     UPDATE mine_versions SET version = version + 1, jobs = jobs - 1,
         next_due_at = CASE WHEN OLD.due_at > next_due_at THEN next_due_at
-            ELSE (SELECT MIN(due_at) FROM content_jobs j WHERE j.user_id = OLD.user_id) END
+            ELSE (SELECT due_at FROM content_jobs j WHERE j.user_id = OLD.user_id ORDER BY due_at LIMIT 1) END
     WHERE user_id = OLD.user_id;
     UPDATE job_counts SET n = n - 1 WHERE task = OLD.task AND why = COALESCE(OLD.why, 'none');
 END;
@@ -75,7 +76,7 @@ CREATE TRIGGER content_jobs_version_update AFTER UPDATE ON content_jobs
       OR OLD.user_id IS NOT NEW.user_id OR OLD.task IS NOT NEW.task OR OLD.kind IS NOT NEW.kind OR OLD.item_id IS NOT NEW.item_id BEGIN
     UPDATE mine_versions SET version = version + 1, jobs = jobs - 1,
         next_due_at = CASE WHEN OLD.due_at > next_due_at THEN next_due_at
-            ELSE (SELECT MIN(due_at) FROM content_jobs j WHERE j.user_id = OLD.user_id) END
+            ELSE (SELECT due_at FROM content_jobs j WHERE j.user_id = OLD.user_id ORDER BY due_at LIMIT 1) END
     WHERE user_id = OLD.user_id;
     INSERT INTO mine_versions (user_id, version, jobs, next_due_at) VALUES (NEW.user_id, 1, 1, NEW.due_at)
     ON CONFLICT (user_id) DO UPDATE SET version = version + 1, jobs = jobs + 1,
