@@ -11,15 +11,16 @@
 -- job of the item's author is the item's (as the page's jobs were read: by author).
 ALTER TABLE mine_rows ADD COLUMN jobs TEXT;
 
--- mine_row_jobs is the jobs column's value for each item that owes something, computed
--- afresh; the triggers below read it for one item, which SQLite pushes into the view as the
--- key of content_jobs' unique (task, kind, item_id) index.
-CREATE VIEW mine_row_jobs (kind, item_id, user_id, jobs) AS
-    SELECT kind, item_id, user_id, group_concat(id || ' ' || task || ' ' || due_at || ' ' || attempts || ' ' || COALESCE(why, ''), ',')
-    FROM content_jobs WHERE task IN ('screen', 'score') GROUP BY kind, item_id, user_id;
+-- mine_job_entries are the owed jobs' entries in the jobs column; an item's jobs are
+-- (SELECT group_concat(entry, ',') FROM mine_job_entries WHERE kind = … AND item_id = … AND
+-- user_id = …), which SQLite reads by content_jobs' unique (task, kind, item_id) index.
+CREATE VIEW mine_job_entries (kind, item_id, user_id, entry) AS
+    SELECT kind, item_id, user_id, id || ' ' || task || ' ' || due_at || ' ' || attempts || ' ' || COALESCE(why, '')
+    FROM content_jobs WHERE task IN ('screen', 'score');
 
 UPDATE mine_rows SET jobs = j.jobs
-FROM mine_row_jobs j JOIN mine_items i ON i.kind = j.kind AND i.item_id = j.item_id AND i.user_id = j.user_id
+FROM (SELECT kind, item_id, user_id, group_concat(entry, ',') AS jobs FROM mine_job_entries GROUP BY kind, item_id, user_id) j
+    JOIN mine_items i ON i.kind = j.kind AND i.item_id = j.item_id AND i.user_id = j.user_id
 WHERE mine_rows.user_id = i.user_id AND mine_rows.created_at = i.created_at AND mine_rows.kind_order = i.kind_order
     AND mine_rows.id = i.item_id;
 
@@ -27,29 +28,33 @@ WHERE mine_rows.user_id = i.user_id AND mine_rows.created_at = i.created_at AND 
 -- its item's jobs afresh (its old item's too, when it moved). A claim sets only the lease, which
 -- the view does not show, and passes the update's WHEN.
 CREATE TRIGGER content_jobs_mine_row AFTER INSERT ON content_jobs BEGIN
-    UPDATE mine_rows SET jobs = (SELECT jobs FROM mine_row_jobs j WHERE j.kind = NEW.kind AND j.item_id = NEW.item_id AND j.user_id = NEW.user_id)
-    FROM mine_items i
-    WHERE i.kind = NEW.kind AND i.item_id = NEW.item_id AND i.user_id = NEW.user_id AND mine_rows.user_id = i.user_id
-        AND mine_rows.created_at = i.created_at AND mine_rows.kind_order = i.kind_order AND mine_rows.id = i.item_id;
+    UPDATE mine_rows SET jobs = (SELECT group_concat(entry, ',') FROM mine_job_entries e
+            WHERE e.kind = NEW.kind AND e.item_id = NEW.item_id AND e.user_id = NEW.user_id)
+    WHERE user_id = NEW.user_id AND kind_order = CASE NEW.kind WHEN 'revision' THEN 2 WHEN 'comment' THEN 1 ELSE 0 END
+        AND id = NEW.item_id AND created_at = (SELECT created_at FROM mine_items i
+            WHERE i.kind = NEW.kind AND i.item_id = NEW.item_id AND i.user_id = NEW.user_id);
 END;
 CREATE TRIGGER content_jobs_mine_row_delete AFTER DELETE ON content_jobs BEGIN
-    UPDATE mine_rows SET jobs = (SELECT jobs FROM mine_row_jobs j WHERE j.kind = OLD.kind AND j.item_id = OLD.item_id AND j.user_id = OLD.user_id)
-    FROM mine_items i
-    WHERE i.kind = OLD.kind AND i.item_id = OLD.item_id AND i.user_id = OLD.user_id AND mine_rows.user_id = i.user_id
-        AND mine_rows.created_at = i.created_at AND mine_rows.kind_order = i.kind_order AND mine_rows.id = i.item_id;
+    UPDATE mine_rows SET jobs = (SELECT group_concat(entry, ',') FROM mine_job_entries e
+            WHERE e.kind = OLD.kind AND e.item_id = OLD.item_id AND e.user_id = OLD.user_id)
+    WHERE user_id = OLD.user_id AND kind_order = CASE OLD.kind WHEN 'revision' THEN 2 WHEN 'comment' THEN 1 ELSE 0 END
+        AND id = OLD.item_id AND created_at = (SELECT created_at FROM mine_items i
+            WHERE i.kind = OLD.kind AND i.item_id = OLD.item_id AND i.user_id = OLD.user_id);
 END;
 CREATE TRIGGER content_jobs_mine_row_update AFTER UPDATE ON content_jobs
     WHEN OLD.id IS NOT NEW.id OR OLD.due_at IS NOT NEW.due_at OR OLD.attempts IS NOT NEW.attempts OR OLD.why IS NOT NEW.why
       OR OLD.user_id IS NOT NEW.user_id OR OLD.task IS NOT NEW.task OR OLD.kind IS NOT NEW.kind OR OLD.item_id IS NOT NEW.item_id BEGIN
-    UPDATE mine_rows SET jobs = (SELECT jobs FROM mine_row_jobs j WHERE j.kind = NEW.kind AND j.item_id = NEW.item_id AND j.user_id = NEW.user_id)
-    FROM mine_items i
-    WHERE i.kind = NEW.kind AND i.item_id = NEW.item_id AND i.user_id = NEW.user_id AND mine_rows.user_id = i.user_id
-        AND mine_rows.created_at = i.created_at AND mine_rows.kind_order = i.kind_order AND mine_rows.id = i.item_id;
-    UPDATE mine_rows SET jobs = (SELECT jobs FROM mine_row_jobs j WHERE j.kind = OLD.kind AND j.item_id = OLD.item_id AND j.user_id = OLD.user_id)
-    FROM mine_items i
-    WHERE (OLD.kind IS NOT NEW.kind OR OLD.item_id IS NOT NEW.item_id OR OLD.user_id IS NOT NEW.user_id)
-        AND i.kind = OLD.kind AND i.item_id = OLD.item_id AND i.user_id = OLD.user_id AND mine_rows.user_id = i.user_id
-        AND mine_rows.created_at = i.created_at AND mine_rows.kind_order = i.kind_order AND mine_rows.id = i.item_id;
+    UPDATE mine_rows SET jobs = (SELECT group_concat(entry, ',') FROM mine_job_entries e
+            WHERE e.kind = NEW.kind AND e.item_id = NEW.item_id AND e.user_id = NEW.user_id)
+    WHERE user_id = NEW.user_id AND kind_order = CASE NEW.kind WHEN 'revision' THEN 2 WHEN 'comment' THEN 1 ELSE 0 END
+        AND id = NEW.item_id AND created_at = (SELECT created_at FROM mine_items i
+            WHERE i.kind = NEW.kind AND i.item_id = NEW.item_id AND i.user_id = NEW.user_id);
+    UPDATE mine_rows SET jobs = (SELECT group_concat(entry, ',') FROM mine_job_entries e
+            WHERE e.kind = OLD.kind AND e.item_id = OLD.item_id AND e.user_id = OLD.user_id)
+    WHERE user_id = OLD.user_id AND kind_order = CASE OLD.kind WHEN 'revision' THEN 2 WHEN 'comment' THEN 1 ELSE 0 END
+        AND id = OLD.item_id AND created_at = (SELECT created_at FROM mine_items i
+            WHERE i.kind = OLD.kind AND i.item_id = OLD.item_id AND i.user_id = OLD.user_id)
+        AND (OLD.kind IS NOT NEW.kind OR OLD.item_id IS NOT NEW.item_id OR OLD.user_id IS NOT NEW.user_id);
 END;
 
 -- The author's earliest due time is kept exact, not a bound that only moves earlier (0015): when
@@ -97,7 +102,7 @@ DROP TRIGGER pitches_mine_row_update;
 CREATE TRIGGER revisions_mine_row AFTER INSERT ON revisions BEGIN
     INSERT INTO mine_rows
     SELECT NEW.user_id, NEW.created_at, 2, NEW.id, NEW.song_id, NEW.title, s.verdict, s.confidence, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'revision' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'revision' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = NEW.id LEFT JOIN scores sc ON sc.revision_id = NEW.id;
 END;
 CREATE TRIGGER revisions_mine_row_update AFTER UPDATE ON revisions
@@ -106,13 +111,13 @@ CREATE TRIGGER revisions_mine_row_update AFTER UPDATE ON revisions
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 2 AND id = OLD.id;
     INSERT INTO mine_rows
     SELECT NEW.user_id, NEW.created_at, 2, NEW.id, NEW.song_id, NEW.title, s.verdict, s.confidence, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'revision' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'revision' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = NEW.id LEFT JOIN scores sc ON sc.revision_id = NEW.id;
 END;
 CREATE TRIGGER comments_mine_row AFTER INSERT ON comments BEGIN
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, song_id, verdict, confidence, jobs)
     SELECT NEW.user_id, NEW.created_at, 1, NEW.id, NEW.song_id, s.verdict, s.confidence,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'comment' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'comment' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = NEW.id;
 END;
 CREATE TRIGGER comments_mine_row_update AFTER UPDATE ON comments
@@ -121,13 +126,13 @@ CREATE TRIGGER comments_mine_row_update AFTER UPDATE ON comments
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 1 AND id = OLD.id;
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, song_id, verdict, confidence, jobs)
     SELECT NEW.user_id, NEW.created_at, 1, NEW.id, NEW.song_id, s.verdict, s.confidence,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'comment' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'comment' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = NEW.id;
 END;
 CREATE TRIGGER pitches_mine_row AFTER INSERT ON pitches BEGIN
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, verdict, confidence, jobs)
     SELECT NEW.user_id, NEW.created_at, 0, NEW.id, s.verdict, s.confidence,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'pitch' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'pitch' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = NEW.id;
 END;
 CREATE TRIGGER pitches_mine_row_update AFTER UPDATE ON pitches
@@ -135,6 +140,6 @@ CREATE TRIGGER pitches_mine_row_update AFTER UPDATE ON pitches
     DELETE FROM mine_rows WHERE user_id = OLD.user_id AND created_at = OLD.created_at AND kind_order = 0 AND id = OLD.id;
     INSERT INTO mine_rows (user_id, created_at, kind_order, id, verdict, confidence, jobs)
     SELECT NEW.user_id, NEW.created_at, 0, NEW.id, s.verdict, s.confidence,
-        (SELECT jobs FROM mine_row_jobs j WHERE j.kind = 'pitch' AND j.item_id = NEW.id AND j.user_id = NEW.user_id)
+        (SELECT group_concat(entry, ',') FROM mine_job_entries e WHERE e.kind = 'pitch' AND e.item_id = NEW.id AND e.user_id = NEW.user_id)
     FROM (SELECT 1) LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = NEW.id;
 END;
