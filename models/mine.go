@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -390,14 +389,12 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 			byItem[k] = append(byItem[k], j)
 		}
 	}
-	keptJobs := false // the items came with their jobs (mine_rows' jobs column)
 	if s.dialect.keptMineRows() && f.Kind == "" {
 		// One kind's page reads that kind's own index below: in mine_rows a rare kind would be
 		// a filter over every item of the author.
 		if items, err = s.mineRows(ctx, userID, f, stateSQL, byItem); err != nil {
 			return nil, nil, fmt.Errorf("mine page: %w", err)
 		}
-		keptJobs = true
 	} else {
 		if stateSQL != "" {
 			stateSQL = ` AND s.` + stateSQL
@@ -426,7 +423,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, jobs []Job, f MineFi
 		last := items[len(items)-1]
 		next = &MineCursor{CreatedAt: last.CreatedAt.UnixMilli(), Kind: last.Kind, ID: last.ID}
 	}
-	if jobs == nil && !keptJobs && len(items) > 0 {
+	if jobs == nil && len(items) > 0 {
 		few := f.OwedJobs != nil && *f.OwedJobs <= mineJobsByAuthor
 		if few {
 			few, err = s.authorJobs(ctx, userID, items)
@@ -541,7 +538,7 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 		verdict    Verdict
 		confidence float64
 	}, 0, size)
-	return appendMineItems(rows, 13, byItem, make([]MineItem, 0, size), func(r *row) (MineItem, error) {
+	return appendMineItems(rows, 12, byItem, make([]MineItem, 0, size), func(r *row) (MineItem, error) {
 		order := r.int64(0)
 		if order < 0 || order >= int64(len(mineQueries)) {
 			return MineItem{}, fmt.Errorf("mine_rows: kind_order %d", order)
@@ -563,47 +560,8 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 			o.confidence, it.Confidence = r.float(6), &o.confidence
 		}
 		it.Score = r.scoreAt(7, it.ID)
-		if byItem == nil && r.vals[12] != nil {
-			var err error
-			if it.Jobs, err = parseRowJobs(r.str(12), it.Kind, it.ID, userID); err != nil {
-				return it, fmt.Errorf("mine_rows: jobs of %s %d: %w", it.Kind, it.ID, err)
-			}
-		}
 		return it, nil
 	})
-}
-
-// parseRowJobs reads the jobs column of mine_rows (migration 0028): the owed jobs of item kind
-// id of userID, each "id task due_at attempts why" (why empty when NULL), separated by ',', in
-// any order; it gives them in id order. The jobs have what the view shows, as scanMineJobs'
-// do.
-func parseRowJobs(text string, kind Kind, id, userID int64) ([]Job, error) {
-	jobs := make([]Job, 0, strings.Count(text, ",")+1)
-	for entry := range strings.SplitSeq(text, ",") {
-		var f [5]string
-		rest := entry
-		for i := range 4 {
-			var ok bool
-			if f[i], rest, ok = strings.Cut(rest, " "); !ok {
-				return nil, fmt.Errorf("entry %q: want 5 fields", entry)
-			}
-		}
-		f[4] = rest
-		jobID, err1 := strconv.ParseInt(f[0], 10, 64)
-		due, err2 := strconv.ParseInt(f[2], 10, 64)
-		attempts, err3 := strconv.Atoi(f[3])
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, fmt.Errorf("entry %q: %w", entry, err)
-		}
-		j := Job{ID: jobID, Task: Task(f[1]), Kind: kind, ItemID: id, UserID: userID, DueAt: fromMillis(due), Attempts: attempts}
-		if f[4] != "" {
-			why := Why(f[4])
-			j.Why = &why
-		}
-		jobs = append(jobs, j)
-	}
-	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
-	return jobs, nil
 }
 
 // appendMineItems appends to items an item for each of rows (of columns columns), as read
@@ -644,7 +602,7 @@ func (r *row) scoreAt(i int, id int64) *Score {
 
 // mineRowsSQL is mineRows' statement and its arguments.
 func mineRowsSQL(userID int64, f MineFilter, cond string) (string, []any) {
-	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric, jobs
+	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
 		FROM mine_rows WHERE user_id = ?`
 	args := []any{userID}
 	if c := f.After; c != nil {
