@@ -147,8 +147,8 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 		v.WakeAt = *v.NextDueAt
 		return v, nil
 	}
-	// Not in a transaction: a version read there may yet roll back, and be reused.
-	remember := !s.inTx && s.nextDue != nil
+	// A transaction's store has no memo: a version read there may yet roll back, and be reused.
+	remember := s.nextDue != nil
 	if remember {
 		if next, ok := s.nextDue.get(userID, v.Version); ok && next.After(now) {
 			v.NextDueAt, v.WakeAt = &next, next
@@ -565,7 +565,7 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 }
 
 // appendMineItems appends to items an item for each of rows (of columns columns), as read
-// makes it from the row, with its jobs out of byItem when that is not nil.
+// makes it from the row, with its jobs out of byItem.
 func appendMineItems(rows *queryRows, columns int, byItem map[jobKey][]Job, items []MineItem,
 	read func(r *row) (MineItem, error)) ([]MineItem, error) {
 	defer rows.Close()
@@ -581,9 +581,7 @@ func appendMineItems(rows *queryRows, columns int, byItem map[jobKey][]Job, item
 		if err != nil {
 			return items, err
 		}
-		if byItem != nil {
-			it.Jobs = byItem[jobKey{it.Kind, it.ID}]
-		}
+		it.Jobs = byItem[jobKey{it.Kind, it.ID}]
 		items = append(items, it)
 	}
 	return items, rows.Err()

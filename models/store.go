@@ -102,7 +102,8 @@ type Store struct {
 	screens  *batcher[screenCall, bool, itemKey]
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
 
-	// nextDue remembers what MineVersion's probe of an author's jobs found (see dueMemo).
+	// nextDue remembers what MineVersion's probe of an author's jobs found (see dueMemo); nil
+	// in a transaction's store, whose reads may yet roll back.
 	nextDue *dueMemo
 }
 
