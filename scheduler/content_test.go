@@ -466,6 +466,29 @@ func TestRunBadAnswerIsUnanswered(t *testing.T) {
 	})
 }
 
+// A model that keeps answering junk is asked again only after a backoff that doubles with each
+// unanswered reply (1, 2, then 4 minutes, as written here rather than read from Backoff), so it
+// is not asked and charged every minute for ever.
+func TestUnansweredBackoffGrowsOverThreeReplies(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		r := newRig(t, db)
+		ann := r.user("ann")
+		r.model.Garbage()
+		p := r.pitch(ann, "junk answers")
+		for i, backoff := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute} {
+			if out := r.run(models.TaskScreen, models.KindPitch, p); out != scheduler.Pending {
+				t.Fatalf("attempt %d: outcome %s", i+1, out)
+			}
+			wantPending(t, r.mustJob(models.TaskScreen, models.KindPitch, p), models.WhyUnanswered, i+1, r.clk.Now().Add(backoff), ptr(200))
+			r.clk.Advance(backoff)
+		}
+		if r.model.Calls() != 3 || r.spent(ann) != 3 {
+			t.Errorf("calls %d, spent %d; want 3 of each", r.model.Calls(), r.spent(ann))
+		}
+	})
+}
+
 // A charge the rest of the day cannot cover is refused whole: nothing asked, nothing spent, and
 // the job waits for 00:00 UTC, when it runs.
 func TestRunBudgetRefusedWaitsForMidnight(t *testing.T) {

@@ -9,20 +9,22 @@ import (
 	"github.com/owed/owed/owedtest"
 )
 
-// These tests guard two of the backfill seed's rules that the other tests left open: each
+// These tests guard backfill seed rules that the other tests left open: each
 // fails under the mutation named in its comment (checked by hand; see docs/benchmarks.md,
 // "Mutation testing").
 
 // The suspect threshold is two thirds of a batch, rounded up: 2 suspects of a batch of 3
 // raise the cooldown, 3 of a batch of 6 do not. (A threshold of half a batch raises it for 3
-// of 6; a strict "more than two thirds" does not raise it for 2 of 3.)
+// of 6; a strict "more than two thirds" does not raise it for 2 of 3.) Where two thirds is not
+// whole the rounding decides: 14 of the default 20 raise it and 13 do not, 5 of 7 raise it and
+// 4 do not (two thirds rounded down would raise it for 13 of 20 and 4 of 7).
 func TestBackfillSuspectThresholdIsTwoThirds(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		for _, c := range []struct {
 			size, suspects int
 			raised         bool
-		}{{3, 2, true}, {6, 3, false}, {6, 4, true}} {
+		}{{3, 2, true}, {6, 3, false}, {6, 4, true}, {20, 13, false}, {20, 14, true}, {7, 4, false}, {7, 5, true}} {
 			t.Run(fmt.Sprintf("%d of %d", c.suspects, c.size), func(t *testing.T) {
 				b := newBF(t, db)
 				b.settings(c.size, 1000)
