@@ -150,6 +150,7 @@ func (r *runner) Stop(ctx context.Context) error {
 		<-finished
 	}
 	r.cancelAll()
+	defer r.log.Debug("runner stopped", "runner", r.name) // the shutdown's order, as it ran
 	if r.release == nil {
 		return nil
 	}
@@ -240,6 +241,7 @@ type Schedule struct {
 	cron   *cron.Cron
 	base   context.Context // chores run under it; cancelled when Stop's grace ends
 	cancel context.CancelFunc
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	entries []scheduled
@@ -275,7 +277,7 @@ func NewSchedule(log *slog.Logger) *Schedule {
 	cl := cronLog{log}
 	base, cancel := context.WithCancel(context.Background())
 	return &Schedule{cron: cron.New(cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl))),
-		base: base, cancel: cancel}
+		base: base, cancel: cancel, log: log}
 }
 
 // Every adds an entry that runs job every period (the first one period after Start); job's
@@ -305,6 +307,7 @@ func (s *Schedule) Stop(ctx context.Context) error {
 		<-done
 	}
 	s.cancel()
+	s.log.Debug("schedule stopped") // the shutdown's order, as it ran
 	return nil
 }
 
