@@ -119,3 +119,60 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	}
 	walk("#", doc)
 }
+
+// TestOpenAPIWhyEnumsListTheSpecsWhys: every `why` the document describes (a job's, an event's,
+// an item's screen, the breaker's) allows each why value the SPEC names, written out here rather
+// than read from models.Whys: SPEC section 1's five, `held`, `breaker`, `review`, and the two of
+// section 9, `refused` (the model client refused the request before sending) and `unavailable`
+// (the database failed during the run), both attempts with the backoff.
+func TestOpenAPIWhyEnumsListTheSpecsWhys(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "sqlite:"+t.TempDir()+"/owed.db")
+	r := w.do(http.MethodGet, "/api/openapi.json", asAnon, nil)
+	var doc any
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
+		t.Fatalf("openapi.json: %d, %v", r.Status, err)
+	}
+	spec := []string{"unreachable", "upstream", "unanswered", "budget", "budget-unavailable", "held", "breaker", "review", "refused", "unavailable"}
+	schemas := obj(obj(obj(doc)["components"])["schemas"])
+	// enumOf is a schema's enum, through a nullable field's oneOf and a component's $ref.
+	var enumOf func(s map[string]any) []any
+	enumOf = func(s map[string]any) []any {
+		if ref, ok := s["$ref"].(string); ok {
+			return enumOf(obj(schemas[strings.TrimPrefix(ref, "#/components/schemas/")]))
+		}
+		enum := list(s["enum"])
+		for _, alt := range list(s["oneOf"]) {
+			enum = append(enum, enumOf(obj(alt))...)
+		}
+		return enum
+	}
+	found := map[string][]any{} // where: the enum of its why
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if why := obj(obj(v["properties"])["why"]); why != nil {
+				found[where] = enumOf(why)
+			}
+			for k, c := range v {
+				walk(where+"/"+k, c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(where, c)
+			}
+		}
+	}
+	walk("", doc)
+	if len(found) < 4 {
+		t.Fatalf("the document describes %d objects with a why (%v); want the job's, the event's, the screen's and the breaker's at least", len(found), found)
+	}
+	for where, enum := range found {
+		for _, why := range spec {
+			if !slices.Contains(enum, any(why)) {
+				t.Errorf("%s: why %q is not in its enum %v", where, why, enum)
+			}
+		}
+	}
+}
