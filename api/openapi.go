@@ -19,7 +19,8 @@ func OpenAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}")
 // answers are the schemas of the Go types the handlers read and send (see schemaMaker).
 func (a *API) OpenAPI() map[string]any {
 	m := newSchemaMaker()
-	errorSchema := m.answer(reflect.TypeFor[errorJSON]())
+	m.answer(reflect.TypeFor[errorJSON]())
+	shared := map[string]any{}
 	paths := map[string]map[string]any{}
 	for _, r := range a.routes() {
 		p := OpenAPIPath(r.path)
@@ -48,18 +49,19 @@ func (a *API) OpenAPI() map[string]any {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": m.answer(reflect.TypeOf(r.response))}}
 		}
 		if streamAnswers[r.method+" "+r.path] {
-			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string",
-				"description": "events `mine`: `id:` the view's ETag, `data:` the view as in GET /api/listeners/mine (schema Mine); `: ping` comments every 15 s; send Last-Event-ID to skip an event you hold"}}}
+			// ogen's client would read the stream to its end (it has none): it gets the
+			// answer raw, at the headers, as the other Go generators do.
+			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": m.mineEvent(), "x-ogen-raw-response": true}}
 		}
 		if mt, bin := binaryAnswers[r.method+" "+r.path]; bin {
 			ok["content"] = map[string]any{mt: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 		}
-		responses := map[string]any{strconv.Itoa(r.status): ok, "default": map[string]any{
-			"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": errorSchema}}}}
+		responses := map[string]any{strconv.Itoa(r.status): ok}
+		addErrorAnswers(r, responses, shared)
 		traits(r, op, ok, responses)
 		op["responses"] = responses
 		if r.roles != nil {
-			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
+			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"sessionCookie": []any{}}}
 			op["x-roles"] = r.roles
 		} else {
 			op["security"] = []any{}
@@ -74,14 +76,32 @@ func (a *API) OpenAPI() map[string]any {
 		"servers": []any{map[string]any{"url": "/", "description": "the owed that serves this document"}},
 		"paths":   paths,
 		"components": map[string]any{
-			"responses": sharedResponses(errorSchema),
+			"responses": shared,
 			"securitySchemes": map[string]any{
-				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
-				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
+				"bearer":        map[string]any{"type": "http", "scheme": "bearer"},
+				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
 			},
 			"schemas": m.components,
 		},
 	}
+}
+
+// mineEvent is the schema of one event of the view's stream, its fields those of a
+// server-sent event: the stream is text/event-stream, read as it comes (never whole: it does
+// not end), so generators that know the media type make a stream of these.
+func (m *schemaMaker) mineEvent() map[string]any {
+	m.components["MineEvent"] = map[string]any{"type": "object",
+		"description": "One server-sent event of the view's stream. Between events the server sends `: ping` comments every 15 s, which carry no event.",
+		"properties": map[string]any{
+			"event": map[string]any{"type": "string", "enum": []any{"mine", "error"},
+				"description": "`mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)"},
+			"id": map[string]any{"type": "string", "description": "of a `mine` event: the view's ETag; send it back as Last-Event-ID"},
+			"data": map[string]any{"oneOf": []any{m.answer(reflect.TypeFor[mineJSON]()), m.answer(reflect.TypeFor[errorJSON]())},
+				"description": "JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)"},
+			"retry": map[string]any{"type": "integer", "minimum": 0, "description": "of an `error` event: milliseconds to wait before connecting again"},
+		},
+		"required": []any{"event", "data"}}
+	return ref("MineEvent")
 }
 
 // queryParams documents the query parameters of route r: the fields of its query struct (nil
@@ -98,6 +118,9 @@ func (m *schemaMaker) queryParams(r route) []any {
 		}
 		schema := m.request(f.Type)
 		applyTags(schema, f.Tag)
+		if _, has := schema["minLength"]; schema["type"] == "string" && schema["format"] == nil && !has {
+			schema["minLength"] = 1 // an empty value is refused (onceEach)
+		}
 		limitParam(r, name, schema)
 		params = append(params, map[string]any{"name": name, "in": "query", "required": false, "schema": schema})
 	}
