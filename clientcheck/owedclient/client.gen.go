@@ -233,6 +233,102 @@ func (e DisabledReason) Valid() bool {
 	}
 }
 
+// Defines values for ErrorDetailCode.
+const (
+	ErrorDetailCodeAppealed                 ErrorDetailCode = "appealed"
+	ErrorDetailCodeBudget                   ErrorDetailCode = "budget"
+	ErrorDetailCodeClaimed                  ErrorDetailCode = "claimed"
+	ErrorDetailCodeConflict                 ErrorDetailCode = "conflict"
+	ErrorDetailCodeCsrf                     ErrorDetailCode = "csrf"
+	ErrorDetailCodeDecided                  ErrorDetailCode = "decided"
+	ErrorDetailCodeError                    ErrorDetailCode = "error"
+	ErrorDetailCodeForbidden                ErrorDetailCode = "forbidden"
+	ErrorDetailCodeHeld                     ErrorDetailCode = "held"
+	ErrorDetailCodeIdempotencyAnswerNotKept ErrorDetailCode = "idempotency_answer_not_kept"
+	ErrorDetailCodeIdempotencyInFlight      ErrorDetailCode = "idempotency_in_flight"
+	ErrorDetailCodeIdempotencyMismatch      ErrorDetailCode = "idempotency_mismatch"
+	ErrorDetailCodeInFlight                 ErrorDetailCode = "in_flight"
+	ErrorDetailCodeInsufficientStorage      ErrorDetailCode = "insufficient_storage"
+	ErrorDetailCodeInternal                 ErrorDetailCode = "internal"
+	ErrorDetailCodeInvalid                  ErrorDetailCode = "invalid"
+	ErrorDetailCodeLeased                   ErrorDetailCode = "leased"
+	ErrorDetailCodeMethodNotAllowed         ErrorDetailCode = "method_not_allowed"
+	ErrorDetailCodeNotBlocked               ErrorDetailCode = "not_blocked"
+	ErrorDetailCodeNotFound                 ErrorDetailCode = "not_found"
+	ErrorDetailCodeRateLimited              ErrorDetailCode = "rate_limited"
+	ErrorDetailCodeReview                   ErrorDetailCode = "review"
+	ErrorDetailCodeSameModerator            ErrorDetailCode = "same_moderator"
+	ErrorDetailCodeTooLarge                 ErrorDetailCode = "too_large"
+	ErrorDetailCodeUnauthorized             ErrorDetailCode = "unauthorized"
+	ErrorDetailCodeUnavailable              ErrorDetailCode = "unavailable"
+	ErrorDetailCodeUnsupportedMediaType     ErrorDetailCode = "unsupported_media_type"
+	ErrorDetailCodeWebhookDisabled          ErrorDetailCode = "webhook_disabled"
+)
+
+// Valid indicates whether the value is a known member of the ErrorDetailCode enum.
+func (e ErrorDetailCode) Valid() bool {
+	switch e {
+	case ErrorDetailCodeAppealed:
+		return true
+	case ErrorDetailCodeBudget:
+		return true
+	case ErrorDetailCodeClaimed:
+		return true
+	case ErrorDetailCodeConflict:
+		return true
+	case ErrorDetailCodeCsrf:
+		return true
+	case ErrorDetailCodeDecided:
+		return true
+	case ErrorDetailCodeError:
+		return true
+	case ErrorDetailCodeForbidden:
+		return true
+	case ErrorDetailCodeHeld:
+		return true
+	case ErrorDetailCodeIdempotencyAnswerNotKept:
+		return true
+	case ErrorDetailCodeIdempotencyInFlight:
+		return true
+	case ErrorDetailCodeIdempotencyMismatch:
+		return true
+	case ErrorDetailCodeInFlight:
+		return true
+	case ErrorDetailCodeInsufficientStorage:
+		return true
+	case ErrorDetailCodeInternal:
+		return true
+	case ErrorDetailCodeInvalid:
+		return true
+	case ErrorDetailCodeLeased:
+		return true
+	case ErrorDetailCodeMethodNotAllowed:
+		return true
+	case ErrorDetailCodeNotBlocked:
+		return true
+	case ErrorDetailCodeNotFound:
+		return true
+	case ErrorDetailCodeRateLimited:
+		return true
+	case ErrorDetailCodeReview:
+		return true
+	case ErrorDetailCodeSameModerator:
+		return true
+	case ErrorDetailCodeTooLarge:
+		return true
+	case ErrorDetailCodeUnauthorized:
+		return true
+	case ErrorDetailCodeUnavailable:
+		return true
+	case ErrorDetailCodeUnsupportedMediaType:
+		return true
+	case ErrorDetailCodeWebhookDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventEvent.
 const (
 	EventEventScore  EventEvent = "score"
@@ -557,6 +653,24 @@ func (e MediaItemRequestKind) Valid() bool {
 	case MediaItemRequestKindImage:
 		return true
 	case MediaItemRequestKindVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MineEventEvent.
+const (
+	MineEventEventError MineEventEvent = "error"
+	MineEventEventMine  MineEventEvent = "mine"
+)
+
+// Valid indicates whether the value is a known member of the MineEventEvent enum.
+func (e MineEventEvent) Valid() bool {
+	switch e {
+	case MineEventEventError:
+		return true
+	case MineEventEventMine:
 		return true
 	default:
 		return false
@@ -1905,12 +2019,16 @@ type Error struct {
 
 // ErrorDetail defines model for ErrorDetail.
 type ErrorDetail struct {
-	Code string `json:"code"`
+	// Code what went wrong, stable: each error answer of an operation lists its codes
+	Code ErrorDetailCode `json:"code"`
 
 	// Field the field at fault; null when no field is
 	Field   *string `json:"field"`
 	Message string  `json:"message"`
 }
+
+// ErrorDetailCode what went wrong, stable: each error answer of an operation lists its codes
+type ErrorDetailCode string
 
 // Event defines model for Event.
 type Event struct {
@@ -2155,6 +2273,29 @@ type Mine struct {
 	Items      []MineItem `json:"items"`
 	NextCursor *string    `json:"nextCursor"`
 }
+
+// MineEvent One server-sent event of the view's stream. Between events the server sends `: ping` comments every 15 s, which carry no event.
+type MineEvent struct {
+	// Data JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)
+	Data MineEvent_Data `json:"data"`
+
+	// Event `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)
+	Event MineEventEvent `json:"event"`
+
+	// Id of a `mine` event: the view's ETag; send it back as Last-Event-ID
+	Id *string `json:"id,omitempty"`
+
+	// Retry of an `error` event: milliseconds to wait before connecting again
+	Retry *int `json:"retry,omitempty"`
+}
+
+// MineEvent_Data JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)
+type MineEvent_Data struct {
+	union json.RawMessage
+}
+
+// MineEventEvent `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)
+type MineEventEvent string
 
 // MineItem defines model for MineItem.
 type MineItem struct {
@@ -2724,14 +2865,47 @@ type WebhookUpdate struct {
 // Why defines model for Why.
 type Why string
 
+// BadRequest defines model for BadRequest.
+type BadRequest = Error
+
+// CSRF defines model for CSRF.
+type CSRF = Error
+
+// Forbidden defines model for Forbidden.
+type Forbidden = Error
+
+// ForbiddenOrCSRF defines model for ForbiddenOrCSRF.
+type ForbiddenOrCSRF = Error
+
+// IdempotencyConflict defines model for IdempotencyConflict.
+type IdempotencyConflict = Error
+
+// IdempotencyMismatch defines model for IdempotencyMismatch.
+type IdempotencyMismatch = Error
+
 // InsufficientStorage defines model for InsufficientStorage.
 type InsufficientStorage = Error
+
+// Internal defines model for Internal.
+type Internal = Error
+
+// NotFound defines model for NotFound.
+type NotFound = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
 
+// TooLarge defines model for TooLarge.
+type TooLarge = Error
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = Error
+
 // Unavailable defines model for Unavailable.
 type Unavailable = Error
+
+// UnsupportedMediaType defines model for UnsupportedMediaType.
+type UnsupportedMediaType = Error
 
 // GetAdminAuditParams defines parameters for GetAdminAudit.
 type GetAdminAuditParams struct {
@@ -2749,7 +2923,7 @@ type GetAdminAuditParamsAction string
 
 // PostAdminBackfillWalkReleaseParams defines parameters for PostAdminBackfillWalkRelease.
 type PostAdminBackfillWalkReleaseParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2761,7 +2935,7 @@ type GetAdminBudgetsParams struct {
 
 // PostAdminDeliveriesIdRedeliverParams defines parameters for PostAdminDeliveriesIdRedeliver.
 type PostAdminDeliveriesIdRedeliverParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2791,13 +2965,13 @@ type GetAdminEventsParamsOutcome string
 
 // PutAdminHoldsParams defines parameters for PutAdminHolds.
 type PutAdminHoldsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminItemsKindIdVerdictParams defines parameters for PostAdminItemsKindIdVerdict.
 type PostAdminItemsKindIdVerdictParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2836,19 +3010,19 @@ type GetAdminJobsParamsSort string
 
 // PostAdminJobsRetryParams defines parameters for PostAdminJobsRetry.
 type PostAdminJobsRetryParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminJobsIdRetryParams defines parameters for PostAdminJobsIdRetry.
 type PostAdminJobsIdRetryParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminModelProbeParams defines parameters for PostAdminModelProbe.
 type PostAdminModelProbeParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2869,7 +3043,7 @@ type GetAdminReviewParamsReason string
 
 // PostAdminReviewKindIdClaimParams defines parameters for PostAdminReviewKindIdClaim.
 type PostAdminReviewKindIdClaimParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2884,25 +3058,25 @@ type GetAdminUsersParams struct {
 
 // PostAdminUsersParams defines parameters for PostAdminUsers.
 type PostAdminUsersParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchAdminUsersIdParams defines parameters for PatchAdminUsersId.
 type PatchAdminUsersIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PutAdminUsersIdBudgetParams defines parameters for PutAdminUsersIdBudget.
 type PutAdminUsersIdBudgetParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminUsersIdTokenParams defines parameters for PostAdminUsersIdToken.
 type PostAdminUsersIdTokenParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2914,25 +3088,25 @@ type GetAdminWebhooksParams struct {
 
 // PostAdminWebhooksParams defines parameters for PostAdminWebhooks.
 type PostAdminWebhooksParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminWebhooksDeliveriesIdRedeliverParams defines parameters for PostAdminWebhooksDeliveriesIdRedeliver.
 type PostAdminWebhooksDeliveriesIdRedeliverParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteAdminWebhooksIdParams defines parameters for DeleteAdminWebhooksId.
 type DeleteAdminWebhooksIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchAdminWebhooksIdParams defines parameters for PatchAdminWebhooksId.
 type PatchAdminWebhooksIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2948,37 +3122,37 @@ type GetAdminWebhooksIdDeliveriesParamsStatus string
 
 // PostAdminWebhooksIdSecretParams defines parameters for PostAdminWebhooksIdSecret.
 type PostAdminWebhooksIdSecretParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostBackfillPauseParams defines parameters for PostBackfillPause.
 type PostBackfillPauseParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PutBackfillSettingsParams defines parameters for PutBackfillSettings.
 type PutBackfillSettingsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostBackfillStartParams defines parameters for PostBackfillStart.
 type PostBackfillStartParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersCommentsIdParams defines parameters for DeleteListenersCommentsId.
 type DeleteListenersCommentsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersItemsKindIdAppealParams defines parameters for PostListenersItemsKindIdAppeal.
 type PostListenersItemsKindIdAppealParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3023,49 +3197,49 @@ type GetListenersMineStreamParamsKind string
 
 // PostListenersMineTicketParams defines parameters for PostListenersMineTicket.
 type PostListenersMineTicketParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersPitchesParams defines parameters for PostListenersPitches.
 type PostListenersPitchesParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersPitchesIdParams defines parameters for DeleteListenersPitchesId.
 type DeleteListenersPitchesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersRevisionsIdParams defines parameters for DeleteListenersRevisionsId.
 type DeleteListenersRevisionsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsParams defines parameters for PostListenersSongs.
 type PostListenersSongsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersSongsIdParams defines parameters for DeleteListenersSongsId.
 type DeleteListenersSongsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsIdCommentsParams defines parameters for PostListenersSongsIdComments.
 type PostListenersSongsIdCommentsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsIdRevisionsParams defines parameters for PostListenersSongsIdRevisions.
 type PostListenersSongsIdRevisionsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3088,19 +3262,19 @@ type GetScrapesParamsState string
 
 // PostScrapesParams defines parameters for PostScrapes.
 type PostScrapesParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteScrapesIdParams defines parameters for DeleteScrapesId.
 type DeleteScrapesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchScrapesIdParams defines parameters for PatchScrapesId.
 type PatchScrapesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3116,19 +3290,7 @@ type GetScrapesIdMediaParamsState string
 
 // PostScrapesIdMediaParams defines parameters for PostScrapesIdMedia.
 type PostScrapesIdMediaParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
-	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
-}
-
-// DeleteSessionParams defines parameters for DeleteSession.
-type DeleteSessionParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
-	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
-}
-
-// PostSessionParams defines parameters for PostSession.
-type PostSessionParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3201,6 +3363,68 @@ type PostScrapesIdMediaJSONRequestBody = MediaPushRequest
 
 // PostSessionJSONRequestBody defines body for PostSession for application/json ContentType.
 type PostSessionJSONRequestBody = SessionRequest
+
+// AsMine returns the union data inside the MineEvent_Data as a Mine
+func (t MineEvent_Data) AsMine() (Mine, error) {
+	var body Mine
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMine overwrites any union data inside the MineEvent_Data as the provided Mine
+func (t *MineEvent_Data) FromMine(v Mine) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMine performs a merge with any union data inside the MineEvent_Data, using the provided Mine
+func (t *MineEvent_Data) MergeMine(v Mine) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsError returns the union data inside the MineEvent_Data as a Error
+func (t MineEvent_Data) AsError() (Error, error) {
+	var body Error
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromError overwrites any union data inside the MineEvent_Data as the provided Error
+func (t *MineEvent_Data) FromError(v Error) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeError performs a merge with any union data inside the MineEvent_Data, using the provided Error
+func (t *MineEvent_Data) MergeError(v Error) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MineEvent_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MineEvent_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -3758,7 +3982,7 @@ type ClientInterface interface {
 	// DeleteSession Sign the browser session out
 	//
 	// Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-	DeleteSession(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSession Who is signed in
 	//
@@ -3770,14 +3994,14 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithBody(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSession Exchange a token for a browser session cookie
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSession(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSession(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSongs Public songs, by art or newest
 	//
@@ -5060,8 +5284,8 @@ func (c *Client) PostScrapesIdMedia(ctx context.Context, id int, params *PostScr
 // DeleteSession Sign the browser session out
 //
 // Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-func (c *Client) DeleteSession(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteSessionRequest(c.Server, params)
+func (c *Client) DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSessionRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5092,8 +5316,8 @@ func (c *Client) GetSession(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *Client) PostSessionWithBody(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSessionRequestWithBody(c.Server, params, contentType, body)
+func (c *Client) PostSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSessionRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5109,8 +5333,8 @@ func (c *Client) PostSessionWithBody(ctx context.Context, params *PostSessionPar
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *Client) PostSession(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSessionRequest(c.Server, params, body)
+func (c *Client) PostSession(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSessionRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8679,7 +8903,7 @@ func NewPostScrapesIdMediaRequestWithBody(server string, id int, params *PostScr
 }
 
 // NewDeleteSessionRequest constructs an http.Request for the DeleteSession method
-func NewDeleteSessionRequest(server string, params *DeleteSessionParams) (*http.Request, error) {
+func NewDeleteSessionRequest(server string) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8700,21 +8924,6 @@ func NewDeleteSessionRequest(server string, params *DeleteSessionParams) (*http.
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
-	}
-
-	if params != nil {
-
-		if params.IdempotencyKey != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("Idempotency-Key", headerParam0)
-		}
-
 	}
 
 	return req, nil
@@ -8748,18 +8957,18 @@ func NewGetSessionRequest(server string) (*http.Request, error) {
 }
 
 // NewPostSessionRequest calls the generic PostSession builder with application/json body
-func NewPostSessionRequest(server string, params *PostSessionParams, body PostSessionJSONRequestBody) (*http.Request, error) {
+func NewPostSessionRequest(server string, body PostSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostSessionRequestWithBody(server, params, "application/json", bodyReader)
+	return NewPostSessionRequestWithBody(server, "application/json", bodyReader)
 }
 
 // NewPostSessionRequestWithBody constructs an http.Request for the PostSession method, with any body, and a specified content type
-func NewPostSessionRequestWithBody(server string, params *PostSessionParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostSessionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8783,21 +8992,6 @@ func NewPostSessionRequestWithBody(server string, params *PostSessionParams, con
 	}
 
 	req.Header.Add("Content-Type", contentType)
-
-	if params != nil {
-
-		if params.IdempotencyKey != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("Idempotency-Key", headerParam0)
-		}
-
-	}
 
 	return req, nil
 }
@@ -9524,7 +9718,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-	DeleteSessionWithResponse(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error)
+	DeleteSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error)
 
 	// GetSessionWithResponse Who is signed in
 	//
@@ -9538,14 +9732,14 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithBodyWithResponse(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
+	PostSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
 
 	// PostSessionWithResponse Exchange a token for a browser session cookie
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithResponse(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
+	PostSessionWithResponse(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
 
 	// GetSongsWithResponse Public songs, by art or newest
 	//
@@ -9572,12 +9766,16 @@ type GetAdminAuditResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AuditList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminAuditResponse503Headers
 }
@@ -9587,9 +9785,19 @@ func (r GetAdminAuditResponse) GetJSON200() *AuditList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminAuditResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminAuditResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9598,7 +9806,7 @@ func (r GetAdminAuditResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminAuditResponse) GetJSONDefault() *Error {
+func (r GetAdminAuditResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9636,6 +9844,11 @@ type PostAdminBackfillWalkReleaseResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminBackfillWalkReleaseResponse409Headers the declared response headers of an HTTP 409 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminBackfillWalkReleaseResponse429Headers the declared response headers of an HTTP 429 response for PostAdminBackfillWalkRelease
 type PostAdminBackfillWalkReleaseResponse429Headers struct {
 	RetryAfter *int
@@ -9656,18 +9869,30 @@ type PostAdminBackfillWalkReleaseResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminBackfillWalkReleaseResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminBackfillWalkReleaseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminBackfillWalkReleaseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9681,14 +9906,39 @@ func (r PostAdminBackfillWalkReleaseResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminBackfillWalkReleaseResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminBackfillWalkReleaseResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9702,7 +9952,7 @@ func (r PostAdminBackfillWalkReleaseResponse) GetJSON507() *InsufficientStorage 
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminBackfillWalkReleaseResponse) GetJSONDefault() *Error {
+func (r PostAdminBackfillWalkReleaseResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9745,12 +9995,16 @@ type GetAdminBudgetsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BudgetList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminBudgetsResponse503Headers
 }
@@ -9760,9 +10014,19 @@ func (r GetAdminBudgetsResponse) GetJSON200() *BudgetList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminBudgetsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9771,7 +10035,7 @@ func (r GetAdminBudgetsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminBudgetsResponse) GetJSONDefault() *Error {
+func (r GetAdminBudgetsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9814,12 +10078,16 @@ type GetAdminDeliveriesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminDeliveriesIdResponse503Headers
 }
@@ -9829,9 +10097,19 @@ func (r GetAdminDeliveriesIdResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminDeliveriesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9840,7 +10118,7 @@ func (r GetAdminDeliveriesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminDeliveriesIdResponse) GetJSONDefault() *Error {
+func (r GetAdminDeliveriesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9878,6 +10156,11 @@ type PostAdminDeliveriesIdRedeliverResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminDeliveriesIdRedeliverResponse409Headers the declared response headers of an HTTP 409 response for PostAdminDeliveriesIdRedeliver
+type PostAdminDeliveriesIdRedeliverResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminDeliveriesIdRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PostAdminDeliveriesIdRedeliver
 type PostAdminDeliveriesIdRedeliverResponse429Headers struct {
 	RetryAfter *int
@@ -9898,18 +10181,32 @@ type PostAdminDeliveriesIdRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminDeliveriesIdRedeliverResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminDeliveriesIdRedeliverResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminDeliveriesIdRedeliverResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9923,14 +10220,44 @@ func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9944,7 +10271,7 @@ func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON507() *InsufficientStorag
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminDeliveriesIdRedeliverResponse) GetJSONDefault() *Error {
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9987,12 +10314,16 @@ type GetAdminEventsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EventList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminEventsResponse503Headers
 }
@@ -10002,9 +10333,19 @@ func (r GetAdminEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminEventsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10013,7 +10354,7 @@ func (r GetAdminEventsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminEventsResponse) GetJSONDefault() *Error {
+func (r GetAdminEventsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10056,12 +10397,14 @@ type GetAdminHoldsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Holds
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminHoldsResponse503Headers
 }
@@ -10071,9 +10414,14 @@ func (r GetAdminHoldsResponse) GetJSON200() *Holds {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminHoldsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminHoldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminHoldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10082,7 +10430,7 @@ func (r GetAdminHoldsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminHoldsResponse) GetJSONDefault() *Error {
+func (r GetAdminHoldsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10120,6 +10468,11 @@ type PutAdminHoldsResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutAdminHoldsResponse409Headers the declared response headers of an HTTP 409 response for PutAdminHolds
+type PutAdminHoldsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutAdminHoldsResponse429Headers the declared response headers of an HTTP 429 response for PutAdminHolds
 type PutAdminHoldsResponse429Headers struct {
 	RetryAfter *int
@@ -10140,18 +10493,32 @@ type PutAdminHoldsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Holds
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutAdminHoldsResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutAdminHoldsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutAdminHoldsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10165,14 +10532,44 @@ func (r PutAdminHoldsResponse) GetJSON200() *Holds {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutAdminHoldsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutAdminHoldsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10186,7 +10583,7 @@ func (r PutAdminHoldsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutAdminHoldsResponse) GetJSONDefault() *Error {
+func (r PutAdminHoldsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10224,6 +10621,11 @@ type PostAdminItemsKindIdVerdictResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminItemsKindIdVerdictResponse409Headers the declared response headers of an HTTP 409 response for PostAdminItemsKindIdVerdict
+type PostAdminItemsKindIdVerdictResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminItemsKindIdVerdictResponse429Headers the declared response headers of an HTTP 429 response for PostAdminItemsKindIdVerdict
 type PostAdminItemsKindIdVerdictResponse429Headers struct {
 	RetryAfter *int
@@ -10244,18 +10646,34 @@ type PostAdminItemsKindIdVerdictResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Screen
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminItemsKindIdVerdictResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminItemsKindIdVerdictResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminItemsKindIdVerdictResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10269,14 +10687,49 @@ func (r PostAdminItemsKindIdVerdictResponse) GetJSON200() *Screen {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminItemsKindIdVerdictResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminItemsKindIdVerdictResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10290,7 +10743,7 @@ func (r PostAdminItemsKindIdVerdictResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminItemsKindIdVerdictResponse) GetJSONDefault() *Error {
+func (r PostAdminItemsKindIdVerdictResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10333,12 +10786,16 @@ type GetAdminJobsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminJobsResponse503Headers
 }
@@ -10348,9 +10805,19 @@ func (r GetAdminJobsResponse) GetJSON200() *JobList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminJobsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10359,7 +10826,7 @@ func (r GetAdminJobsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminJobsResponse) GetJSONDefault() *Error {
+func (r GetAdminJobsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10397,6 +10864,11 @@ type PostAdminJobsRetryResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminJobsRetryResponse409Headers the declared response headers of an HTTP 409 response for PostAdminJobsRetry
+type PostAdminJobsRetryResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminJobsRetryResponse429Headers the declared response headers of an HTTP 429 response for PostAdminJobsRetry
 type PostAdminJobsRetryResponse429Headers struct {
 	RetryAfter *int
@@ -10417,18 +10889,32 @@ type PostAdminJobsRetryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Retried
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminJobsRetryResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminJobsRetryResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminJobsRetryResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10442,14 +10928,44 @@ func (r PostAdminJobsRetryResponse) GetJSON200() *Retried {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminJobsRetryResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminJobsRetryResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10463,7 +10979,7 @@ func (r PostAdminJobsRetryResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminJobsRetryResponse) GetJSONDefault() *Error {
+func (r PostAdminJobsRetryResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10506,12 +11022,16 @@ type GetAdminJobsIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobDetail
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminJobsIdResponse503Headers
 }
@@ -10521,9 +11041,19 @@ func (r GetAdminJobsIdResponse) GetJSON200() *JobDetail {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminJobsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10532,7 +11062,7 @@ func (r GetAdminJobsIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminJobsIdResponse) GetJSONDefault() *Error {
+func (r GetAdminJobsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10570,6 +11100,11 @@ type PostAdminJobsIdRetryResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminJobsIdRetryResponse409Headers the declared response headers of an HTTP 409 response for PostAdminJobsIdRetry
+type PostAdminJobsIdRetryResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminJobsIdRetryResponse429Headers the declared response headers of an HTTP 429 response for PostAdminJobsIdRetry
 type PostAdminJobsIdRetryResponse429Headers struct {
 	RetryAfter *int
@@ -10590,18 +11125,32 @@ type PostAdminJobsIdRetryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminJobsIdRetryResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminJobsIdRetryResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminJobsIdRetryResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10615,14 +11164,44 @@ func (r PostAdminJobsIdRetryResponse) GetJSON200() *JobDetail {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminJobsIdRetryResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminJobsIdRetryResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10636,7 +11215,7 @@ func (r PostAdminJobsIdRetryResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminJobsIdRetryResponse) GetJSONDefault() *Error {
+func (r PostAdminJobsIdRetryResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10679,12 +11258,14 @@ type GetAdminModelResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelState
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminModelResponse503Headers
 }
@@ -10694,9 +11275,14 @@ func (r GetAdminModelResponse) GetJSON200() *ModelState {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminModelResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminModelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10705,7 +11291,7 @@ func (r GetAdminModelResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminModelResponse) GetJSONDefault() *Error {
+func (r GetAdminModelResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10743,6 +11329,11 @@ type PostAdminModelProbeResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminModelProbeResponse409Headers the declared response headers of an HTTP 409 response for PostAdminModelProbe
+type PostAdminModelProbeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminModelProbeResponse429Headers the declared response headers of an HTTP 429 response for PostAdminModelProbe
 type PostAdminModelProbeResponse429Headers struct {
 	RetryAfter *int
@@ -10763,18 +11354,30 @@ type PostAdminModelProbeResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelState
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminModelProbeResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminModelProbeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminModelProbeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10788,14 +11391,39 @@ func (r PostAdminModelProbeResponse) GetJSON200() *ModelState {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminModelProbeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminModelProbeResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10809,7 +11437,7 @@ func (r PostAdminModelProbeResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminModelProbeResponse) GetJSONDefault() *Error {
+func (r PostAdminModelProbeResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10852,12 +11480,14 @@ type GetAdminPluginsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Plugins
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminPluginsResponse503Headers
 }
@@ -10867,9 +11497,14 @@ func (r GetAdminPluginsResponse) GetJSON200() *Plugins {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminPluginsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminPluginsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminPluginsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10878,7 +11513,7 @@ func (r GetAdminPluginsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminPluginsResponse) GetJSONDefault() *Error {
+func (r GetAdminPluginsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10921,12 +11556,16 @@ type GetAdminReviewResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminReviewResponse503Headers
 }
@@ -10936,9 +11575,19 @@ func (r GetAdminReviewResponse) GetJSON200() *ReviewList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminReviewResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminReviewResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminReviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminReviewResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10947,7 +11596,7 @@ func (r GetAdminReviewResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminReviewResponse) GetJSONDefault() *Error {
+func (r GetAdminReviewResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10990,12 +11639,14 @@ type GetAdminReviewMeasuresResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewMeasures
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminReviewMeasuresResponse503Headers
 }
@@ -11005,9 +11656,14 @@ func (r GetAdminReviewMeasuresResponse) GetJSON200() *ReviewMeasures {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminReviewMeasuresResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11016,7 +11672,7 @@ func (r GetAdminReviewMeasuresResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminReviewMeasuresResponse) GetJSONDefault() *Error {
+func (r GetAdminReviewMeasuresResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11054,6 +11710,11 @@ type PostAdminReviewKindIdClaimResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminReviewKindIdClaimResponse409Headers the declared response headers of an HTTP 409 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminReviewKindIdClaimResponse429Headers the declared response headers of an HTTP 429 response for PostAdminReviewKindIdClaim
 type PostAdminReviewKindIdClaimResponse429Headers struct {
 	RetryAfter *int
@@ -11074,18 +11735,32 @@ type PostAdminReviewKindIdClaimResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewEntry
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminReviewKindIdClaimResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminReviewKindIdClaimResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminReviewKindIdClaimResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11099,14 +11774,44 @@ func (r PostAdminReviewKindIdClaimResponse) GetJSON200() *ReviewEntry {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminReviewKindIdClaimResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminReviewKindIdClaimResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11120,7 +11825,7 @@ func (r PostAdminReviewKindIdClaimResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminReviewKindIdClaimResponse) GetJSONDefault() *Error {
+func (r PostAdminReviewKindIdClaimResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11163,12 +11868,14 @@ type GetAdminStatsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Stats
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminStatsResponse503Headers
 }
@@ -11178,9 +11885,14 @@ func (r GetAdminStatsResponse) GetJSON200() *Stats {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminStatsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminStatsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminStatsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11189,7 +11901,7 @@ func (r GetAdminStatsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminStatsResponse) GetJSONDefault() *Error {
+func (r GetAdminStatsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11232,12 +11944,16 @@ type GetAdminUsersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminUsersResponse503Headers
 }
@@ -11247,9 +11963,19 @@ func (r GetAdminUsersResponse) GetJSON200() *UserList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminUsersResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminUsersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminUsersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminUsersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11258,7 +11984,7 @@ func (r GetAdminUsersResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminUsersResponse) GetJSONDefault() *Error {
+func (r GetAdminUsersResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11296,6 +12022,11 @@ type PostAdminUsersResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminUsersResponse409Headers the declared response headers of an HTTP 409 response for PostAdminUsers
+type PostAdminUsersResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminUsersResponse429Headers the declared response headers of an HTTP 429 response for PostAdminUsers
 type PostAdminUsersResponse429Headers struct {
 	RetryAfter *int
@@ -11316,18 +12047,32 @@ type PostAdminUsersResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *UserCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostAdminUsersResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminUsersResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminUsersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11341,14 +12086,44 @@ func (r PostAdminUsersResponse) GetJSON201() *UserCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminUsersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminUsersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminUsersResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminUsersResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminUsersResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminUsersResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminUsersResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminUsersResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminUsersResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11362,7 +12137,7 @@ func (r PostAdminUsersResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminUsersResponse) GetJSONDefault() *Error {
+func (r PostAdminUsersResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11400,6 +12175,11 @@ type PatchAdminUsersIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchAdminUsersIdResponse409Headers the declared response headers of an HTTP 409 response for PatchAdminUsersId
+type PatchAdminUsersIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchAdminUsersIdResponse429Headers the declared response headers of an HTTP 429 response for PatchAdminUsersId
 type PatchAdminUsersIdResponse429Headers struct {
 	RetryAfter *int
@@ -11420,18 +12200,34 @@ type PatchAdminUsersIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserAdmin
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchAdminUsersIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchAdminUsersIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchAdminUsersIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11445,14 +12241,49 @@ func (r PatchAdminUsersIdResponse) GetJSON200() *UserAdmin {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchAdminUsersIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchAdminUsersIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11466,7 +12297,7 @@ func (r PatchAdminUsersIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchAdminUsersIdResponse) GetJSONDefault() *Error {
+func (r PatchAdminUsersIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11504,6 +12335,11 @@ type PutAdminUsersIdBudgetResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutAdminUsersIdBudgetResponse409Headers the declared response headers of an HTTP 409 response for PutAdminUsersIdBudget
+type PutAdminUsersIdBudgetResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutAdminUsersIdBudgetResponse429Headers the declared response headers of an HTTP 429 response for PutAdminUsersIdBudget
 type PutAdminUsersIdBudgetResponse429Headers struct {
 	RetryAfter *int
@@ -11524,18 +12360,34 @@ type PutAdminUsersIdBudgetResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BudgetRow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutAdminUsersIdBudgetResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutAdminUsersIdBudgetResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutAdminUsersIdBudgetResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11549,14 +12401,49 @@ func (r PutAdminUsersIdBudgetResponse) GetJSON200() *BudgetRow {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutAdminUsersIdBudgetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutAdminUsersIdBudgetResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11570,7 +12457,7 @@ func (r PutAdminUsersIdBudgetResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutAdminUsersIdBudgetResponse) GetJSONDefault() *Error {
+func (r PutAdminUsersIdBudgetResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11608,6 +12495,11 @@ type PostAdminUsersIdTokenResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminUsersIdTokenResponse409Headers the declared response headers of an HTTP 409 response for PostAdminUsersIdToken
+type PostAdminUsersIdTokenResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminUsersIdTokenResponse429Headers the declared response headers of an HTTP 429 response for PostAdminUsersIdToken
 type PostAdminUsersIdTokenResponse429Headers struct {
 	RetryAfter *int
@@ -11628,18 +12520,32 @@ type PostAdminUsersIdTokenResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminUsersIdTokenResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminUsersIdTokenResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminUsersIdTokenResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11653,14 +12559,44 @@ func (r PostAdminUsersIdTokenResponse) GetJSON200() *UserCreated {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminUsersIdTokenResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminUsersIdTokenResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11674,7 +12610,7 @@ func (r PostAdminUsersIdTokenResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminUsersIdTokenResponse) GetJSONDefault() *Error {
+func (r PostAdminUsersIdTokenResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11717,12 +12653,16 @@ type GetAdminWebhooksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksResponse503Headers
 }
@@ -11732,9 +12672,19 @@ func (r GetAdminWebhooksResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11743,7 +12693,7 @@ func (r GetAdminWebhooksResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11781,6 +12731,11 @@ type PostAdminWebhooksResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooks
+type PostAdminWebhooksResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooks
 type PostAdminWebhooksResponse429Headers struct {
 	RetryAfter *int
@@ -11801,18 +12756,32 @@ type PostAdminWebhooksResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *WebhookCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostAdminWebhooksResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11826,14 +12795,44 @@ func (r PostAdminWebhooksResponse) GetJSON201() *WebhookCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11847,7 +12846,7 @@ func (r PostAdminWebhooksResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11890,12 +12889,16 @@ type GetAdminWebhooksDeliveriesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksDeliveriesIdResponse503Headers
 }
@@ -11905,9 +12908,19 @@ func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11916,7 +12929,7 @@ func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksDeliveriesIdResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11954,6 +12967,11 @@ type PostAdminWebhooksDeliveriesIdRedeliverResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooksDeliveriesIdRedeliver
+type PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooksDeliveriesIdRedeliver
 type PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers struct {
 	RetryAfter *int
@@ -11974,18 +12992,32 @@ type PostAdminWebhooksDeliveriesIdRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminWebhooksDeliveriesIdRedeliverResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11999,14 +13031,44 @@ func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON200() *DeliveryAn
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12020,7 +13082,7 @@ func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON507() *Insufficie
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12058,6 +13120,11 @@ type DeleteAdminWebhooksIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteAdminWebhooksIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteAdminWebhooksId
+type DeleteAdminWebhooksIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteAdminWebhooksIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteAdminWebhooksId
 type DeleteAdminWebhooksIdResponse429Headers struct {
 	RetryAfter *int
@@ -12076,18 +13143,32 @@ type DeleteAdminWebhooksIdResponse507Headers struct {
 type DeleteAdminWebhooksIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteAdminWebhooksIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteAdminWebhooksIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteAdminWebhooksIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12096,14 +13177,44 @@ type DeleteAdminWebhooksIdResponse struct {
 	Headers507 *DeleteAdminWebhooksIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteAdminWebhooksIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteAdminWebhooksIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12117,7 +13228,7 @@ func (r DeleteAdminWebhooksIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteAdminWebhooksIdResponse) GetJSONDefault() *Error {
+func (r DeleteAdminWebhooksIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12155,6 +13266,11 @@ type PatchAdminWebhooksIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchAdminWebhooksIdResponse409Headers the declared response headers of an HTTP 409 response for PatchAdminWebhooksId
+type PatchAdminWebhooksIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchAdminWebhooksIdResponse429Headers the declared response headers of an HTTP 429 response for PatchAdminWebhooksId
 type PatchAdminWebhooksIdResponse429Headers struct {
 	RetryAfter *int
@@ -12175,18 +13291,34 @@ type PatchAdminWebhooksIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchAdminWebhooksIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchAdminWebhooksIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchAdminWebhooksIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12200,14 +13332,49 @@ func (r PatchAdminWebhooksIdResponse) GetJSON200() *WebhookAnswer {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchAdminWebhooksIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchAdminWebhooksIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12221,7 +13388,7 @@ func (r PatchAdminWebhooksIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchAdminWebhooksIdResponse) GetJSONDefault() *Error {
+func (r PatchAdminWebhooksIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12264,12 +13431,18 @@ type GetAdminWebhooksIdDeliveriesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksIdDeliveriesResponse503Headers
 }
@@ -12279,9 +13452,24 @@ func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON200() *DeliveryList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12290,7 +13478,7 @@ func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksIdDeliveriesResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12328,6 +13516,11 @@ type PostAdminWebhooksIdSecretResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksIdSecretResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooksIdSecret
+type PostAdminWebhooksIdSecretResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksIdSecretResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooksIdSecret
 type PostAdminWebhooksIdSecretResponse429Headers struct {
 	RetryAfter *int
@@ -12348,18 +13541,32 @@ type PostAdminWebhooksIdSecretResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookSecret
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminWebhooksIdSecretResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksIdSecretResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksIdSecretResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12373,14 +13580,44 @@ func (r PostAdminWebhooksIdSecretResponse) GetJSON200() *WebhookSecret {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksIdSecretResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksIdSecretResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12394,7 +13631,7 @@ func (r PostAdminWebhooksIdSecretResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksIdSecretResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksIdSecretResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12437,12 +13674,14 @@ type GetBackfillResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBackfillResponse503Headers
 }
@@ -12452,9 +13691,14 @@ func (r GetBackfillResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetBackfillResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBackfillResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackfillResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12463,7 +13707,7 @@ func (r GetBackfillResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetBackfillResponse) GetJSONDefault() *Error {
+func (r GetBackfillResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12501,6 +13745,11 @@ type PostBackfillPauseResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostBackfillPauseResponse409Headers the declared response headers of an HTTP 409 response for PostBackfillPause
+type PostBackfillPauseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostBackfillPauseResponse429Headers the declared response headers of an HTTP 429 response for PostBackfillPause
 type PostBackfillPauseResponse429Headers struct {
 	RetryAfter *int
@@ -12521,18 +13770,32 @@ type PostBackfillPauseResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostBackfillPauseResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostBackfillPauseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostBackfillPauseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12546,14 +13809,44 @@ func (r PostBackfillPauseResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostBackfillPauseResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostBackfillPauseResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12567,7 +13860,7 @@ func (r PostBackfillPauseResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostBackfillPauseResponse) GetJSONDefault() *Error {
+func (r PostBackfillPauseResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12610,12 +13903,14 @@ type GetBackfillSettingsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillSettings
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBackfillSettingsResponse503Headers
 }
@@ -12625,9 +13920,14 @@ func (r GetBackfillSettingsResponse) GetJSON200() *BackfillSettings {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetBackfillSettingsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBackfillSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackfillSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12636,7 +13936,7 @@ func (r GetBackfillSettingsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetBackfillSettingsResponse) GetJSONDefault() *Error {
+func (r GetBackfillSettingsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12674,6 +13974,11 @@ type PutBackfillSettingsResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutBackfillSettingsResponse409Headers the declared response headers of an HTTP 409 response for PutBackfillSettings
+type PutBackfillSettingsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutBackfillSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutBackfillSettings
 type PutBackfillSettingsResponse429Headers struct {
 	RetryAfter *int
@@ -12694,18 +13999,32 @@ type PutBackfillSettingsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutBackfillSettingsResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutBackfillSettingsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutBackfillSettingsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12719,14 +14038,44 @@ func (r PutBackfillSettingsResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutBackfillSettingsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutBackfillSettingsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12740,7 +14089,7 @@ func (r PutBackfillSettingsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutBackfillSettingsResponse) GetJSONDefault() *Error {
+func (r PutBackfillSettingsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12778,6 +14127,11 @@ type PostBackfillStartResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostBackfillStartResponse409Headers the declared response headers of an HTTP 409 response for PostBackfillStart
+type PostBackfillStartResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostBackfillStartResponse429Headers the declared response headers of an HTTP 429 response for PostBackfillStart
 type PostBackfillStartResponse429Headers struct {
 	RetryAfter *int
@@ -12798,18 +14152,32 @@ type PostBackfillStartResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostBackfillStartResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostBackfillStartResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostBackfillStartResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12823,14 +14191,44 @@ func (r PostBackfillStartResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBackfillStartResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostBackfillStartResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostBackfillStartResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostBackfillStartResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostBackfillStartResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostBackfillStartResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostBackfillStartResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostBackfillStartResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostBackfillStartResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12844,7 +14242,7 @@ func (r PostBackfillStartResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostBackfillStartResponse) GetJSONDefault() *Error {
+func (r PostBackfillStartResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12882,6 +14280,11 @@ type DeleteListenersCommentsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersCommentsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersCommentsId
+type DeleteListenersCommentsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersCommentsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersCommentsId
 type DeleteListenersCommentsIdResponse429Headers struct {
 	RetryAfter *int
@@ -12900,18 +14303,32 @@ type DeleteListenersCommentsIdResponse507Headers struct {
 type DeleteListenersCommentsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersCommentsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersCommentsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersCommentsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12920,14 +14337,44 @@ type DeleteListenersCommentsIdResponse struct {
 	Headers507 *DeleteListenersCommentsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersCommentsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersCommentsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12941,7 +14388,7 @@ func (r DeleteListenersCommentsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersCommentsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersCommentsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12979,6 +14426,11 @@ type PostListenersItemsKindIdAppealResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersItemsKindIdAppealResponse409Headers the declared response headers of an HTTP 409 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersItemsKindIdAppealResponse429Headers the declared response headers of an HTTP 429 response for PostListenersItemsKindIdAppeal
 type PostListenersItemsKindIdAppealResponse429Headers struct {
 	RetryAfter *int
@@ -12999,18 +14451,34 @@ type PostListenersItemsKindIdAppealResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Appeal
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersItemsKindIdAppealResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersItemsKindIdAppealResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersItemsKindIdAppealResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13024,14 +14492,49 @@ func (r PostListenersItemsKindIdAppealResponse) GetJSON201() *Appeal {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersItemsKindIdAppealResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersItemsKindIdAppealResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13045,7 +14548,7 @@ func (r PostListenersItemsKindIdAppealResponse) GetJSON507() *InsufficientStorag
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersItemsKindIdAppealResponse) GetJSONDefault() *Error {
+func (r PostListenersItemsKindIdAppealResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13103,14 +14606,18 @@ type GetListenersMineResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Mine
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetListenersMineResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -13126,14 +14633,24 @@ func (r GetListenersMineResponse) GetJSON200() *Mine {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetListenersMineResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetListenersMineResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetListenersMineResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r GetListenersMineResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetListenersMineResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13142,7 +14659,7 @@ func (r GetListenersMineResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetListenersMineResponse) GetJSONDefault() *Error {
+func (r GetListenersMineResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13188,28 +14705,42 @@ type GetListenersMineStreamResponse503Headers struct {
 type GetListenersMineStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetListenersMineStreamResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetListenersMineStreamResponse503Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r GetListenersMineStreamResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetListenersMineStreamResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13218,7 +14749,7 @@ func (r GetListenersMineStreamResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetListenersMineStreamResponse) GetJSONDefault() *Error {
+func (r GetListenersMineStreamResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13256,6 +14787,11 @@ type PostListenersMineTicketResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersMineTicketResponse409Headers the declared response headers of an HTTP 409 response for PostListenersMineTicket
+type PostListenersMineTicketResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersMineTicketResponse429Headers the declared response headers of an HTTP 429 response for PostListenersMineTicket
 type PostListenersMineTicketResponse429Headers struct {
 	RetryAfter *int
@@ -13276,18 +14812,30 @@ type PostListenersMineTicketResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Ticket
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostListenersMineTicketResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersMineTicketResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersMineTicketResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13301,14 +14849,39 @@ func (r PostListenersMineTicketResponse) GetJSON200() *Ticket {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersMineTicketResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersMineTicketResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13322,7 +14895,7 @@ func (r PostListenersMineTicketResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersMineTicketResponse) GetJSONDefault() *Error {
+func (r PostListenersMineTicketResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13360,6 +14933,11 @@ type PostListenersPitchesResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersPitchesResponse409Headers the declared response headers of an HTTP 409 response for PostListenersPitches
+type PostListenersPitchesResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersPitchesResponse429Headers the declared response headers of an HTTP 429 response for PostListenersPitches
 type PostListenersPitchesResponse429Headers struct {
 	RetryAfter *int
@@ -13380,18 +14958,32 @@ type PostListenersPitchesResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *PitchCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersPitchesResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersPitchesResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersPitchesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13405,14 +14997,44 @@ func (r PostListenersPitchesResponse) GetJSON201() *PitchCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersPitchesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersPitchesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13426,7 +15048,7 @@ func (r PostListenersPitchesResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersPitchesResponse) GetJSONDefault() *Error {
+func (r PostListenersPitchesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13464,6 +15086,11 @@ type DeleteListenersPitchesIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersPitchesIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersPitchesId
+type DeleteListenersPitchesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersPitchesIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersPitchesId
 type DeleteListenersPitchesIdResponse429Headers struct {
 	RetryAfter *int
@@ -13482,18 +15109,32 @@ type DeleteListenersPitchesIdResponse507Headers struct {
 type DeleteListenersPitchesIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersPitchesIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersPitchesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersPitchesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13502,14 +15143,44 @@ type DeleteListenersPitchesIdResponse struct {
 	Headers507 *DeleteListenersPitchesIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersPitchesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersPitchesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13523,7 +15194,7 @@ func (r DeleteListenersPitchesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersPitchesIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersPitchesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13561,6 +15232,11 @@ type DeleteListenersRevisionsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersRevisionsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersRevisionsId
+type DeleteListenersRevisionsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersRevisionsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersRevisionsId
 type DeleteListenersRevisionsIdResponse429Headers struct {
 	RetryAfter *int
@@ -13579,18 +15255,32 @@ type DeleteListenersRevisionsIdResponse507Headers struct {
 type DeleteListenersRevisionsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersRevisionsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersRevisionsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersRevisionsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13599,14 +15289,44 @@ type DeleteListenersRevisionsIdResponse struct {
 	Headers507 *DeleteListenersRevisionsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersRevisionsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersRevisionsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13620,7 +15340,7 @@ func (r DeleteListenersRevisionsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersRevisionsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersRevisionsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13658,6 +15378,11 @@ type PostListenersSongsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongs
+type PostListenersSongsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongs
 type PostListenersSongsResponse429Headers struct {
 	RetryAfter *int
@@ -13678,18 +15403,32 @@ type PostListenersSongsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *SongCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13703,14 +15442,44 @@ func (r PostListenersSongsResponse) GetJSON201() *SongCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13724,7 +15493,7 @@ func (r PostListenersSongsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13762,6 +15531,11 @@ type DeleteListenersSongsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersSongsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersSongsId
+type DeleteListenersSongsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersSongsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersSongsId
 type DeleteListenersSongsIdResponse429Headers struct {
 	RetryAfter *int
@@ -13780,18 +15554,32 @@ type DeleteListenersSongsIdResponse507Headers struct {
 type DeleteListenersSongsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersSongsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersSongsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersSongsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13800,14 +15588,44 @@ type DeleteListenersSongsIdResponse struct {
 	Headers507 *DeleteListenersSongsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersSongsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersSongsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13821,7 +15639,7 @@ func (r DeleteListenersSongsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersSongsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersSongsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13859,6 +15677,11 @@ type PostListenersSongsIdCommentsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsIdCommentsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongsIdComments
+type PostListenersSongsIdCommentsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsIdCommentsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongsIdComments
 type PostListenersSongsIdCommentsResponse429Headers struct {
 	RetryAfter *int
@@ -13879,18 +15702,34 @@ type PostListenersSongsIdCommentsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *CommentCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsIdCommentsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsIdCommentsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsIdCommentsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13904,14 +15743,49 @@ func (r PostListenersSongsIdCommentsResponse) GetJSON201() *CommentCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsIdCommentsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsIdCommentsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13925,7 +15799,7 @@ func (r PostListenersSongsIdCommentsResponse) GetJSON507() *InsufficientStorage 
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsIdCommentsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsIdCommentsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13963,6 +15837,11 @@ type PostListenersSongsIdRevisionsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsIdRevisionsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongsIdRevisions
+type PostListenersSongsIdRevisionsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsIdRevisionsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongsIdRevisions
 type PostListenersSongsIdRevisionsResponse429Headers struct {
 	RetryAfter *int
@@ -13983,18 +15862,34 @@ type PostListenersSongsIdRevisionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *RevisionCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsIdRevisionsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsIdRevisionsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsIdRevisionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14008,14 +15903,49 @@ func (r PostListenersSongsIdRevisionsResponse) GetJSON201() *RevisionCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsIdRevisionsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsIdRevisionsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14029,7 +15959,7 @@ func (r PostListenersSongsIdRevisionsResponse) GetJSON507() *InsufficientStorage
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsIdRevisionsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsIdRevisionsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14070,19 +16000,33 @@ type GetMediaIdPreviewResponse503Headers struct {
 type GetMediaIdPreviewResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetMediaIdPreviewResponse503Headers
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetMediaIdPreviewResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14091,7 +16035,7 @@ func (r GetMediaIdPreviewResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetMediaIdPreviewResponse) GetJSONDefault() *Error {
+func (r GetMediaIdPreviewResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14134,12 +16078,12 @@ type GetOpenapijsonResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpenapijsonResponse503Headers
 }
@@ -14149,9 +16093,9 @@ func (r GetOpenapijsonResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetOpenapijsonResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenapijsonResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14160,7 +16104,7 @@ func (r GetOpenapijsonResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetOpenapijsonResponse) GetJSONDefault() *Error {
+func (r GetOpenapijsonResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14203,12 +16147,14 @@ type GetPitchesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PitchList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPitchesResponse503Headers
 }
@@ -14218,9 +16164,14 @@ func (r GetPitchesResponse) GetJSON200() *PitchList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetPitchesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPitchesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPitchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14229,7 +16180,7 @@ func (r GetPitchesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetPitchesResponse) GetJSONDefault() *Error {
+func (r GetPitchesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14272,12 +16223,16 @@ type GetScrapesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ScrapeList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesResponse503Headers
 }
@@ -14287,9 +16242,19 @@ func (r GetScrapesResponse) GetJSON200() *ScrapeList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetScrapesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14298,7 +16263,7 @@ func (r GetScrapesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesResponse) GetJSONDefault() *Error {
+func (r GetScrapesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14336,6 +16301,11 @@ type PostScrapesResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostScrapesResponse409Headers the declared response headers of an HTTP 409 response for PostScrapes
+type PostScrapesResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostScrapesResponse429Headers the declared response headers of an HTTP 429 response for PostScrapes
 type PostScrapesResponse429Headers struct {
 	RetryAfter *int
@@ -14356,18 +16326,32 @@ type PostScrapesResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostScrapesResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostScrapesResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostScrapesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14381,14 +16365,44 @@ func (r PostScrapesResponse) GetJSON201() *Scrape {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostScrapesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostScrapesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostScrapesResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostScrapesResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostScrapesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostScrapesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostScrapesResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostScrapesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostScrapesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14402,7 +16416,7 @@ func (r PostScrapesResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostScrapesResponse) GetJSONDefault() *Error {
+func (r PostScrapesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14440,6 +16454,11 @@ type DeleteScrapesIdResponse202Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteScrapesIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteScrapesId
+type DeleteScrapesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteScrapesIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteScrapesId
 type DeleteScrapesIdResponse429Headers struct {
 	RetryAfter *int
@@ -14460,18 +16479,32 @@ type DeleteScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *DeleteScrapesIdResponse202Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteScrapesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteScrapesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14485,14 +16518,44 @@ func (r DeleteScrapesIdResponse) GetJSON202() *Scrape {
 	return r.JSON202
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteScrapesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14506,7 +16569,7 @@ func (r DeleteScrapesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteScrapesIdResponse) GetJSONDefault() *Error {
+func (r DeleteScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14549,12 +16612,16 @@ type GetScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Scrape
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesIdResponse503Headers
 }
@@ -14564,9 +16631,19 @@ func (r GetScrapesIdResponse) GetJSON200() *Scrape {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14575,7 +16652,7 @@ func (r GetScrapesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesIdResponse) GetJSONDefault() *Error {
+func (r GetScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14613,6 +16690,11 @@ type PatchScrapesIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchScrapesIdResponse409Headers the declared response headers of an HTTP 409 response for PatchScrapesId
+type PatchScrapesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchScrapesIdResponse429Headers the declared response headers of an HTTP 429 response for PatchScrapesId
 type PatchScrapesIdResponse429Headers struct {
 	RetryAfter *int
@@ -14633,18 +16715,34 @@ type PatchScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchScrapesIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchScrapesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchScrapesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14658,14 +16756,49 @@ func (r PatchScrapesIdResponse) GetJSON200() *Scrape {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchScrapesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14679,7 +16812,7 @@ func (r PatchScrapesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchScrapesIdResponse) GetJSONDefault() *Error {
+func (r PatchScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14722,12 +16855,18 @@ type GetScrapesIdMediaResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *MediaList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesIdMediaResponse503Headers
 }
@@ -14737,9 +16876,24 @@ func (r GetScrapesIdMediaResponse) GetJSON200() *MediaList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesIdMediaResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14748,7 +16902,7 @@ func (r GetScrapesIdMediaResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesIdMediaResponse) GetJSONDefault() *Error {
+func (r GetScrapesIdMediaResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14786,6 +16940,11 @@ type PostScrapesIdMediaResponse202Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostScrapesIdMediaResponse409Headers the declared response headers of an HTTP 409 response for PostScrapesIdMedia
+type PostScrapesIdMediaResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostScrapesIdMediaResponse429Headers the declared response headers of an HTTP 429 response for PostScrapesIdMedia
 type PostScrapesIdMediaResponse429Headers struct {
 	RetryAfter *int
@@ -14806,18 +16965,34 @@ type PostScrapesIdMediaResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Accepted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *PostScrapesIdMediaResponse202Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostScrapesIdMediaResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostScrapesIdMediaResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14831,14 +17006,49 @@ func (r PostScrapesIdMediaResponse) GetJSON202() *Accepted {
 	return r.JSON202
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostScrapesIdMediaResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostScrapesIdMediaResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14852,7 +17062,7 @@ func (r PostScrapesIdMediaResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostScrapesIdMediaResponse) GetJSONDefault() *Error {
+func (r PostScrapesIdMediaResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14885,16 +17095,6 @@ func (r PostScrapesIdMediaResponse) ContentType() string {
 	return ""
 }
 
-// DeleteSessionResponse204Headers the declared response headers of an HTTP 204 response for DeleteSession
-type DeleteSessionResponse204Headers struct {
-	IdempotentReplayed *string
-}
-
-// DeleteSessionResponse429Headers the declared response headers of an HTTP 429 response for DeleteSession
-type DeleteSessionResponse429Headers struct {
-	RetryAfter *int
-}
-
 // DeleteSessionResponse503Headers the declared response headers of an HTTP 503 response for DeleteSession
 type DeleteSessionResponse503Headers struct {
 	RetryAfter *int
@@ -14908,34 +17108,37 @@ type DeleteSessionResponse507Headers struct {
 type DeleteSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *CSRF
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *DeleteSessionResponse204Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *DeleteSessionResponse429Headers
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteSessionResponse503Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
 	Headers507 *DeleteSessionResponse507Headers
 }
 
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r DeleteSessionResponse) GetJSON429() *RateLimited {
-	return r.JSON429
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSessionResponse) GetJSON403() *CSRF {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteSessionResponse) GetJSON413() *TooLarge {
+	return r.JSON413
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14949,7 +17152,7 @@ func (r DeleteSessionResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteSessionResponse) GetJSONDefault() *Error {
+func (r DeleteSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14992,12 +17195,14 @@ type GetSessionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Session
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSessionResponse503Headers
 }
@@ -15007,9 +17212,14 @@ func (r GetSessionResponse) GetJSON200() *Session {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSessionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15018,7 +17228,7 @@ func (r GetSessionResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSessionResponse) GetJSONDefault() *Error {
+func (r GetSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15051,11 +17261,6 @@ func (r GetSessionResponse) ContentType() string {
 	return ""
 }
 
-// PostSessionResponse204Headers the declared response headers of an HTTP 204 response for PostSession
-type PostSessionResponse204Headers struct {
-	IdempotentReplayed *string
-}
-
 // PostSessionResponse429Headers the declared response headers of an HTTP 429 response for PostSession
 type PostSessionResponse429Headers struct {
 	RetryAfter *int
@@ -15074,18 +17279,24 @@ type PostSessionResponse507Headers struct {
 type PostSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *CSRF
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *PostSessionResponse204Headers
+	JSONDefault *Internal
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15094,14 +17305,34 @@ type PostSessionResponse struct {
 	Headers507 *PostSessionResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSessionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSessionResponse) GetJSON403() *CSRF {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostSessionResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostSessionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostSessionResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15115,7 +17346,7 @@ func (r PostSessionResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostSessionResponse) GetJSONDefault() *Error {
+func (r PostSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15158,12 +17389,14 @@ type GetSongsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SongList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSongsResponse503Headers
 }
@@ -15173,9 +17406,14 @@ func (r GetSongsResponse) GetJSON200() *SongList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSongsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSongsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSongsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15184,7 +17422,7 @@ func (r GetSongsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSongsResponse) GetJSONDefault() *Error {
+func (r GetSongsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15227,12 +17465,14 @@ type GetSongsIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SongDetail
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSongsIdResponse503Headers
 }
@@ -15242,9 +17482,14 @@ func (r GetSongsIdResponse) GetJSON200() *SongDetail {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSongsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSongsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSongsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15253,7 +17498,7 @@ func (r GetSongsIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSongsIdResponse) GetJSONDefault() *Error {
+func (r GetSongsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -16326,8 +18571,8 @@ func (c *ClientWithResponses) PostScrapesIdMediaWithResponse(ctx context.Context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error) {
-	rsp, err := c.DeleteSession(ctx, params, reqEditors...)
+func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error) {
+	rsp, err := c.DeleteSession(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16352,8 +18597,8 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, reqEdi
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
-	rsp, err := c.PostSessionWithBody(ctx, params, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
+	rsp, err := c.PostSessionWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16365,8 +18610,8 @@ func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
-	rsp, err := c.PostSession(ctx, params, body, reqEditors...)
+func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
+	rsp, err := c.PostSession(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16420,12 +18665,26 @@ func ParseGetAdminAuditResponse(rsp *http.Response) (*GetAdminAuditResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16435,7 +18694,7 @@ func ParseGetAdminAuditResponse(rsp *http.Response) (*GetAdminAuditResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16480,19 +18739,54 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16509,7 +18803,7 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16528,6 +18822,16 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminBackfillWalkReleaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminBackfillWalkReleaseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16584,12 +18888,26 @@ func ParseGetAdminBudgetsResponse(rsp *http.Response) (*GetAdminBudgetsResponse,
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16599,7 +18917,7 @@ func ParseGetAdminBudgetsResponse(rsp *http.Response) (*GetAdminBudgetsResponse,
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16644,12 +18962,26 @@ func ParseGetAdminDeliveriesIdResponse(rsp *http.Response) (*GetAdminDeliveriesI
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16659,7 +18991,7 @@ func ParseGetAdminDeliveriesIdResponse(rsp *http.Response) (*GetAdminDeliveriesI
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16704,19 +19036,61 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16733,7 +19107,7 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16752,6 +19126,16 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminDeliveriesIdRedeliverResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminDeliveriesIdRedeliverResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16808,12 +19192,26 @@ func ParseGetAdminEventsResponse(rsp *http.Response) (*GetAdminEventsResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16823,7 +19221,7 @@ func ParseGetAdminEventsResponse(rsp *http.Response) (*GetAdminEventsResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16868,12 +19266,19 @@ func ParseGetAdminHoldsResponse(rsp *http.Response) (*GetAdminHoldsResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16883,7 +19288,7 @@ func ParseGetAdminHoldsResponse(rsp *http.Response) (*GetAdminHoldsResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16928,19 +19333,61 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16957,7 +19404,7 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16976,6 +19423,16 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutAdminHoldsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutAdminHoldsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17032,19 +19489,68 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17061,7 +19567,7 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17080,6 +19586,16 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminItemsKindIdVerdictResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminItemsKindIdVerdictResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17136,12 +19652,26 @@ func ParseGetAdminJobsResponse(rsp *http.Response) (*GetAdminJobsResponse, error
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17151,7 +19681,7 @@ func ParseGetAdminJobsResponse(rsp *http.Response) (*GetAdminJobsResponse, error
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17196,19 +19726,61 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17225,7 +19797,7 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17244,6 +19816,16 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminJobsRetryResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminJobsRetryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17300,12 +19882,26 @@ func ParseGetAdminJobsIdResponse(rsp *http.Response) (*GetAdminJobsIdResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17315,7 +19911,7 @@ func ParseGetAdminJobsIdResponse(rsp *http.Response) (*GetAdminJobsIdResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17360,19 +19956,61 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17389,7 +20027,7 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17408,6 +20046,16 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminJobsIdRetryResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminJobsIdRetryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17464,12 +20112,19 @@ func ParseGetAdminModelResponse(rsp *http.Response) (*GetAdminModelResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17479,7 +20134,7 @@ func ParseGetAdminModelResponse(rsp *http.Response) (*GetAdminModelResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17524,19 +20179,54 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17553,7 +20243,7 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17572,6 +20262,16 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminModelProbeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminModelProbeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17628,12 +20328,19 @@ func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse,
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17643,7 +20350,7 @@ func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse,
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17688,12 +20395,26 @@ func ParseGetAdminReviewResponse(rsp *http.Response) (*GetAdminReviewResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17703,7 +20424,7 @@ func ParseGetAdminReviewResponse(rsp *http.Response) (*GetAdminReviewResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17748,12 +20469,19 @@ func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMea
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17763,7 +20491,7 @@ func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMea
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17808,19 +20536,61 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17837,7 +20607,7 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17856,6 +20626,16 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminReviewKindIdClaimResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminReviewKindIdClaimResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17912,12 +20692,19 @@ func ParseGetAdminStatsResponse(rsp *http.Response) (*GetAdminStatsResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17927,7 +20714,7 @@ func ParseGetAdminStatsResponse(rsp *http.Response) (*GetAdminStatsResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17972,12 +20759,26 @@ func ParseGetAdminUsersResponse(rsp *http.Response) (*GetAdminUsersResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17987,7 +20788,7 @@ func ParseGetAdminUsersResponse(rsp *http.Response) (*GetAdminUsersResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18032,19 +20833,61 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18061,7 +20904,7 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18080,6 +20923,16 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminUsersResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminUsersResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18136,19 +20989,68 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18165,7 +21067,7 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18184,6 +21086,16 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchAdminUsersIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchAdminUsersIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18240,19 +21152,68 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18269,7 +21230,7 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18288,6 +21249,16 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutAdminUsersIdBudgetResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutAdminUsersIdBudgetResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18344,19 +21315,61 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18373,7 +21386,7 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18392,6 +21405,16 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminUsersIdTokenResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminUsersIdTokenResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18448,12 +21471,26 @@ func ParseGetAdminWebhooksResponse(rsp *http.Response) (*GetAdminWebhooksRespons
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18463,7 +21500,7 @@ func ParseGetAdminWebhooksResponse(rsp *http.Response) (*GetAdminWebhooksRespons
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18508,19 +21545,61 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18537,7 +21616,7 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18556,6 +21635,16 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18612,12 +21701,26 @@ func ParseGetAdminWebhooksDeliveriesIdResponse(rsp *http.Response) (*GetAdminWeb
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18627,7 +21730,7 @@ func ParseGetAdminWebhooksDeliveriesIdResponse(rsp *http.Response) (*GetAdminWeb
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18672,19 +21775,61 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18701,7 +21846,7 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18720,6 +21865,16 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18772,19 +21927,61 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18801,7 +21998,7 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18820,6 +22017,16 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteAdminWebhooksIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteAdminWebhooksIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18876,19 +22083,68 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18905,7 +22161,7 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18924,6 +22180,16 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchAdminWebhooksIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchAdminWebhooksIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18980,12 +22246,33 @@ func ParseGetAdminWebhooksIdDeliveriesResponse(rsp *http.Response) (*GetAdminWeb
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18995,7 +22282,7 @@ func ParseGetAdminWebhooksIdDeliveriesResponse(rsp *http.Response) (*GetAdminWeb
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19040,19 +22327,61 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19069,7 +22398,7 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19088,6 +22417,16 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksIdSecretResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksIdSecretResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19144,12 +22483,19 @@ func ParseGetBackfillResponse(rsp *http.Response) (*GetBackfillResponse, error) 
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19159,7 +22505,7 @@ func ParseGetBackfillResponse(rsp *http.Response) (*GetBackfillResponse, error) 
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19204,19 +22550,61 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19233,7 +22621,7 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19252,6 +22640,16 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostBackfillPauseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostBackfillPauseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19308,12 +22706,19 @@ func ParseGetBackfillSettingsResponse(rsp *http.Response) (*GetBackfillSettingsR
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19323,7 +22728,7 @@ func ParseGetBackfillSettingsResponse(rsp *http.Response) (*GetBackfillSettingsR
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19368,19 +22773,61 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19397,7 +22844,7 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19416,6 +22863,16 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutBackfillSettingsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutBackfillSettingsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19472,19 +22929,61 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19501,7 +23000,7 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19520,6 +23019,16 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostBackfillStartResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostBackfillStartResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19572,19 +23081,61 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19601,7 +23152,7 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19620,6 +23171,16 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersCommentsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersCommentsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19676,19 +23237,68 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19705,7 +23315,7 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19724,6 +23334,16 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersItemsKindIdAppealResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersItemsKindIdAppealResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19783,19 +23403,33 @@ func ParseGetListenersMineResponse(rsp *http.Response) (*GetListenersMineRespons
 	case rsp.StatusCode == 304:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19805,7 +23439,7 @@ func ParseGetListenersMineResponse(rsp *http.Response) (*GetListenersMineRespons
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19873,19 +23507,33 @@ func ParseGetListenersMineStreamResponse(rsp *http.Response) (*GetListenersMineS
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19895,7 +23543,7 @@ func ParseGetListenersMineStreamResponse(rsp *http.Response) (*GetListenersMineS
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19950,19 +23598,54 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19979,7 +23662,7 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19998,6 +23681,16 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersMineTicketResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersMineTicketResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20054,19 +23747,61 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20083,7 +23818,7 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20102,6 +23837,16 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersPitchesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersPitchesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20154,19 +23899,61 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20183,7 +23970,7 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20202,6 +23989,16 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersPitchesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersPitchesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20254,19 +24051,61 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20283,7 +24122,7 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20302,6 +24141,16 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersRevisionsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersRevisionsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20358,19 +24207,61 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20387,7 +24278,7 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20406,6 +24297,16 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20458,19 +24359,61 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20487,7 +24430,7 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20506,6 +24449,16 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersSongsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersSongsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20562,19 +24515,68 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20591,7 +24593,7 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20610,6 +24612,16 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsIdCommentsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsIdCommentsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20666,19 +24678,68 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20695,7 +24756,7 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20714,6 +24775,16 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsIdRevisionsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsIdRevisionsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20763,12 +24834,26 @@ func ParseGetMediaIdPreviewResponse(rsp *http.Response) (*GetMediaIdPreviewRespo
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20778,7 +24863,7 @@ func ParseGetMediaIdPreviewResponse(rsp *http.Response) (*GetMediaIdPreviewRespo
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20823,12 +24908,12 @@ func ParseGetOpenapijsonResponse(rsp *http.Response) (*GetOpenapijsonResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20838,7 +24923,7 @@ func ParseGetOpenapijsonResponse(rsp *http.Response) (*GetOpenapijsonResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20883,12 +24968,19 @@ func ParseGetPitchesResponse(rsp *http.Response) (*GetPitchesResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20898,7 +24990,7 @@ func ParseGetPitchesResponse(rsp *http.Response) (*GetPitchesResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20943,12 +25035,26 @@ func ParseGetScrapesResponse(rsp *http.Response) (*GetScrapesResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20958,7 +25064,7 @@ func ParseGetScrapesResponse(rsp *http.Response) (*GetScrapesResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21003,19 +25109,61 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21032,7 +25180,7 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21051,6 +25199,16 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostScrapesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostScrapesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21107,19 +25265,61 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21136,7 +25336,7 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21155,6 +25355,16 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteScrapesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteScrapesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21211,12 +25421,26 @@ func ParseGetScrapesIdResponse(rsp *http.Response) (*GetScrapesIdResponse, error
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21226,7 +25450,7 @@ func ParseGetScrapesIdResponse(rsp *http.Response) (*GetScrapesIdResponse, error
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21271,19 +25495,68 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21300,7 +25573,7 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21319,6 +25592,16 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchScrapesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchScrapesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21375,12 +25658,33 @@ func ParseGetScrapesIdMediaResponse(rsp *http.Response) (*GetScrapesIdMediaRespo
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21390,7 +25694,7 @@ func ParseGetScrapesIdMediaResponse(rsp *http.Response) (*GetScrapesIdMediaRespo
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21435,19 +25739,68 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21464,7 +25817,7 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21483,6 +25836,16 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostScrapesIdMediaResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostScrapesIdMediaResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21535,19 +25898,26 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 	case rsp.StatusCode == 204:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON429 = &dest
+		response.JSON401 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest CSRF
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21564,7 +25934,7 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21573,26 +25943,6 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers DeleteSessionResponse204Headers
-		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.IdempotentReplayed = &value
-		}
-		response.Headers204 = &headers
-	case rsp.StatusCode == 429:
-		var headers DeleteSessionResponse429Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = &value
-		}
-		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteSessionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21639,12 +25989,19 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21654,7 +26011,7 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21695,19 +26052,47 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest CSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21724,7 +26109,7 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21733,16 +26118,6 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers PostSessionResponse204Headers
-		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.IdempotentReplayed = &value
-		}
-		response.Headers204 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostSessionResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21799,12 +26174,19 @@ func ParseGetSongsResponse(rsp *http.Response) (*GetSongsResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21814,7 +26196,7 @@ func ParseGetSongsResponse(rsp *http.Response) (*GetSongsResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21859,12 +26241,19 @@ func ParseGetSongsIdResponse(rsp *http.Response) (*GetSongsIdResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21874,7 +26263,7 @@ func ParseGetSongsIdResponse(rsp *http.Response) (*GetSongsIdResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
