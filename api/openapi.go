@@ -28,6 +28,7 @@ func (a *API) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		op := map[string]any{"summary": r.summary, "operationId": operationID(r)}
+		describe(r, op)
 		var params []any
 		for _, p := range pathParam.FindAllStringSubmatch(r.path, -1) {
 			schema := map[string]any{"type": "integer", "minimum": 1}
@@ -72,7 +73,9 @@ func (a *API) OpenAPI() map[string]any {
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "owed", "version": a.Version,
 			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC.",
-			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"}},
+			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"},
+			"contact":     map[string]any{"name": "The operators of this owed"}},
+		"tags":    tagList(),
 		"servers": []any{map[string]any{"url": "/", "description": "the owed that serves this document"}},
 		"paths":   paths,
 		"components": map[string]any{
@@ -86,21 +89,13 @@ func (a *API) OpenAPI() map[string]any {
 	}
 }
 
-// mineEvent is the schema of one event of the view's stream, its fields those of a
-// server-sent event: the stream is text/event-stream, read as it comes (never whole: it does
-// not end), so generators that know the media type make a stream of these.
+// mineEvent is the schema of the data of one event of the view's stream: text/event-stream
+// read as it comes (never whole: it does not end). Generators that know the media type (hey-api,
+// ogen) make a stream of these, each event's data parsed as JSON.
 func (m *schemaMaker) mineEvent() map[string]any {
-	m.components["MineEvent"] = map[string]any{"type": "object",
-		"description": "One server-sent event of the view's stream. Between events the server sends `: ping` comments every 15 s, which carry no event.",
-		"properties": map[string]any{
-			"event": map[string]any{"type": "string", "enum": []any{"mine", "error"},
-				"description": "`mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)"},
-			"id": map[string]any{"type": "string", "description": "of a `mine` event: the view's ETag; send it back as Last-Event-ID"},
-			"data": map[string]any{"oneOf": []any{m.answer(reflect.TypeFor[mineJSON]()), m.answer(reflect.TypeFor[errorJSON]())},
-				"description": "JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)"},
-			"retry": map[string]any{"type": "integer", "minimum": 0, "description": "of an `error` event: milliseconds to wait before connecting again"},
-		},
-		"required": []any{"event", "data"}}
+	m.components["MineEvent"] = map[string]any{
+		"description": "The data of one event of the view's stream, JSON on one line. Event `mine` (`id:` the view's ETag, to send back as Last-Event-ID) carries the view as GET /api/listeners/mine answers it (Mine), at once and on every change; event `error`, the stream's last, the error (Error), with `retry:` (milliseconds) after a fault. Between events `: ping` comments every 15 s carry no event.",
+		"oneOf":       []any{m.answer(reflect.TypeFor[mineJSON]()), m.answer(reflect.TypeFor[errorJSON]())}}
 	return ref("MineEvent")
 }
 

@@ -81,7 +81,7 @@ func traits(r route, op map[string]any, ok map[string]any, responses map[string]
 	}
 	if alias, ok := deprecatedRoutes[key]; ok {
 		op["deprecated"] = true
-		op["description"] = "Deprecated alias of " + alias + ", kept for existing clients."
+		op["description"] = "Deprecated alias of " + alias + ", kept for existing clients. " + op["description"].(string)
 	}
 }
 

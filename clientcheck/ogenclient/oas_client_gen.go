@@ -31,135 +31,140 @@ func trimTrailingSlashes(u *url.URL) {
 type Invoker interface {
 	// DeleteAdminWebhooksId invokes deleteAdminWebhooksId operation.
 	//
-	// Delete a webhook with its deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/admin/webhooks/{id}
 	DeleteAdminWebhooksId(ctx context.Context, params DeleteAdminWebhooksIdParams) (DeleteAdminWebhooksIdRes, error)
 	// DeleteListenersCommentsId invokes deleteListenersCommentsId operation.
 	//
-	// Delete your comment and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/comments/{id}
 	DeleteListenersCommentsId(ctx context.Context, params DeleteListenersCommentsIdParams) (DeleteListenersCommentsIdRes, error)
 	// DeleteListenersPitchesId invokes deleteListenersPitchesId operation.
 	//
-	// Delete your pitch and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/pitches/{id}
 	DeleteListenersPitchesId(ctx context.Context, params DeleteListenersPitchesIdParams) (DeleteListenersPitchesIdRes, error)
 	// DeleteListenersRevisionsId invokes deleteListenersRevisionsId operation.
 	//
-	// Delete your revision and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/revisions/{id}
 	DeleteListenersRevisionsId(ctx context.Context, params DeleteListenersRevisionsIdParams) (DeleteListenersRevisionsIdRes, error)
 	// DeleteListenersSongsId invokes deleteListenersSongsId operation.
 	//
-	// Delete your song, its revisions and comments, and their owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/songs/{id}
 	DeleteListenersSongsId(ctx context.Context, params DeleteListenersSongsIdParams) (DeleteListenersSongsIdRes, error)
 	// DeleteScrapesId invokes deleteScrapesId operation.
 	//
-	// Delete a scrape: pending-delete now, its previews and rows go in the background.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/scrapes/{id}
 	DeleteScrapesId(ctx context.Context, params DeleteScrapesIdParams) (DeleteScrapesIdRes, error)
 	// DeleteSession invokes deleteSession operation.
 	//
-	// Sign the browser session out.
+	// Anyone may call it, signed in or not.
 	//
 	// DELETE /api/session
 	DeleteSession(ctx context.Context) (DeleteSessionRes, error)
 	// GetAdminAudit invokes getAdminAudit operation.
 	//
-	// The audit trail: every operator action, who, when, on what and what changed; newest first.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/audit
 	GetAdminAudit(ctx context.Context, params GetAdminAuditParams) (GetAdminAuditRes, error)
 	// GetAdminBudgets invokes getAdminBudgets operation.
 	//
-	// Each author's spend today and limit.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/budgets
 	GetAdminBudgets(ctx context.Context, params GetAdminBudgetsParams) (GetAdminBudgetsRes, error)
 	// GetAdminDeliveriesId invokes getAdminDeliveriesId operation.
 	//
-	// One delivery with its payload and every attempt.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/deliveries/{id}
 	GetAdminDeliveriesId(ctx context.Context, params GetAdminDeliveriesIdParams) (GetAdminDeliveriesIdRes, error)
 	// GetAdminEvents invokes getAdminEvents operation.
 	//
-	// Attempt events, newest first.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/events
 	GetAdminEvents(ctx context.Context, params GetAdminEventsParams) (GetAdminEventsRes, error)
 	// GetAdminHolds invokes getAdminHolds operation.
 	//
-	// What is held: screens, scores, webhook deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/holds
 	GetAdminHolds(ctx context.Context) (GetAdminHoldsRes, error)
 	// GetAdminJobs invokes getAdminJobs operation.
 	//
-	// Owed jobs, filtered.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/jobs
 	GetAdminJobs(ctx context.Context, params GetAdminJobsParams) (GetAdminJobsRes, error)
 	// GetAdminJobsId invokes getAdminJobsId operation.
 	//
-	// One owed job, its item's title, its author, and every attempt with its error.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/jobs/{id}
 	GetAdminJobsId(ctx context.Context, params GetAdminJobsIdParams) (GetAdminJobsIdRes, error)
 	// GetAdminModel invokes getAdminModel operation.
 	//
-	// The model's breaker (closed, open, probing) and this process's calls in flight and their cap.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/model
 	GetAdminModel(ctx context.Context) (GetAdminModelRes, error)
 	// GetAdminPlugins invokes getAdminPlugins operation.
 	//
-	// The admin SPA's plugin manifest.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/plugins
 	GetAdminPlugins(ctx context.Context) (GetAdminPluginsRes, error)
 	// GetAdminReview invokes getAdminReview operation.
 	//
-	// The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its
-	// content, the model's suggestion, its author's history and its claim; decided with the verdict route.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/review
 	GetAdminReview(ctx context.Context, params GetAdminReviewParams) (GetAdminReviewRes, error)
 	// GetAdminReviewMeasures invokes getAdminReviewMeasures operation.
 	//
-	// The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per
-	// reason, the share of the model's suggestions overturned.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/review/measures
 	GetAdminReviewMeasures(ctx context.Context) (GetAdminReviewMeasuresRes, error)
 	// GetAdminStats invokes getAdminStats operation.
 	//
-	// The overview's summary.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/stats
 	GetAdminStats(ctx context.Context) (GetAdminStatsRes, error)
 	// GetAdminUsers invokes getAdminUsers operation.
 	//
-	// Every user, with whether they are disabled.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/users
 	GetAdminUsers(ctx context.Context, params GetAdminUsersParams) (GetAdminUsersRes, error)
 	// GetAdminWebhooks invokes getAdminWebhooks operation.
 	//
-	// Webhook subscriptions.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/webhooks
 	GetAdminWebhooks(ctx context.Context, params GetAdminWebhooksParams) (GetAdminWebhooksRes, error)
 	// GetAdminWebhooksDeliveriesId invokes getAdminWebhooksDeliveriesId operation.
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a
+	// bearer token, or a browser session cookie).
 	//
 	// Deprecated: schema marks this operation as deprecated.
 	//
@@ -167,180 +172,183 @@ type Invoker interface {
 	GetAdminWebhooksDeliveriesId(ctx context.Context, params GetAdminWebhooksDeliveriesIdParams) (GetAdminWebhooksDeliveriesIdRes, error)
 	// GetAdminWebhooksIdDeliveries invokes getAdminWebhooksIdDeliveries operation.
 	//
-	// A webhook's deliveries, newest first, each with its latest attempts.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/webhooks/{id}/deliveries
 	GetAdminWebhooksIdDeliveries(ctx context.Context, params GetAdminWebhooksIdDeliveriesParams) (GetAdminWebhooksIdDeliveriesRes, error)
 	// GetBackfill invokes getBackfill operation.
 	//
-	// The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/backfill
 	GetBackfill(ctx context.Context) (GetBackfillRes, error)
 	// GetBackfillSettings invokes getBackfillSettings operation.
 	//
-	// The backfill queue's settings.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/backfill/settings
 	GetBackfillSettings(ctx context.Context) (GetBackfillSettingsRes, error)
 	// GetListenersMine invokes getListenersMine operation.
 	//
-	// Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and
-	// budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll.
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// GET /api/listeners/mine
 	GetListenersMine(ctx context.Context, params GetListenersMineParams) (GetListenersMineRes, error)
 	// GetListenersMineStream invokes getListenersMineStream operation.
 	//
-	// Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless
-	// Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with
-	// event error (unauthorized, or unavailable with retry:) when its credential is revoked or the
-	// database stays unreachable; ?ticket= instead of Authorization.
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// GET /api/listeners/mine/stream
 	GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams) (GetListenersMineStreamRes, error)
 	// GetMediaIdPreview invokes getMediaIdPreview operation.
 	//
-	// The cached JPEG preview of a media row (404 until cached).
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/media/{id}/preview
 	GetMediaIdPreview(ctx context.Context, params GetMediaIdPreviewParams) (GetMediaIdPreviewRes, error)
 	// GetOpenapijson invokes getOpenapijson operation.
 	//
-	// This document.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/openapi.json
 	GetOpenapijson(ctx context.Context) (GetOpenapijsonRes, error)
 	// GetPitches invokes getPitches operation.
 	//
-	// Public pitches, newest first.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/pitches
 	GetPitches(ctx context.Context, params GetPitchesParams) (GetPitchesRes, error)
 	// GetScrapes invokes getScrapes operation.
 	//
-	// Scrapes with their counts (deleted ones leave the list).
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes
 	GetScrapes(ctx context.Context, params GetScrapesParams) (GetScrapesRes, error)
 	// GetScrapesId invokes getScrapesId operation.
 	//
-	// One scrape with its counts.
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes/{id}
 	GetScrapesId(ctx context.Context, params GetScrapesIdParams) (GetScrapesIdRes, error)
 	// GetScrapesIdMedia invokes getScrapesIdMedia operation.
 	//
-	// A scrape's media rows, optionally in one preview state.
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes/{id}/media
 	GetScrapesIdMedia(ctx context.Context, params GetScrapesIdMediaParams) (GetScrapesIdMediaRes, error)
 	// GetSession invokes getSession operation.
 	//
-	// Who is signed in.
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
 	//
 	// GET /api/session
 	GetSession(ctx context.Context) (GetSessionRes, error)
 	// GetSongs invokes getSongs operation.
 	//
-	// Public songs, by art or newest.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/songs
 	GetSongs(ctx context.Context, params GetSongsParams) (GetSongsRes, error)
 	// GetSongsId invokes getSongsId operation.
 	//
-	// A public song with its allowed revisions and comments.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/songs/{id}
 	GetSongsId(ctx context.Context, params GetSongsIdParams) (GetSongsIdRes, error)
 	// PatchAdminUsersId invokes patchAdminUsersId operation.
 	//
-	// Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be
-	// disabled (409).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/admin/users/{id}
 	PatchAdminUsersId(ctx context.Context, request *UserPatch, params PatchAdminUsersIdParams) (PatchAdminUsersIdRes, error)
 	// PatchAdminWebhooksId invokes patchAdminWebhooksId operation.
 	//
-	// Enable or disable a webhook; disabling cancels its pending deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/admin/webhooks/{id}
 	PatchAdminWebhooksId(ctx context.Context, request *WebhookUpdate, params PatchAdminWebhooksIdParams) (PatchAdminWebhooksIdRes, error)
 	// PatchScrapesId invokes patchScrapesId operation.
 	//
-	// Change a scrape's state (active, paused, done, failed) or downloaded count.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/scrapes/{id}
 	PatchScrapesId(ctx context.Context, request *ScrapePatch, params PatchScrapesIdParams) (PatchScrapesIdRes, error)
 	// PostAdminBackfillWalkRelease invokes postAdminBackfillWalkRelease operation.
 	//
-	// End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a
-	// push takes it again. Audited.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/backfill/walk/release
 	PostAdminBackfillWalkRelease(ctx context.Context, params PostAdminBackfillWalkReleaseParams) (PostAdminBackfillWalkReleaseRes, error)
 	// PostAdminDeliveriesIdRedeliver invokes postAdminDeliveriesIdRedeliver operation.
 	//
-	// Make a delivery due now, pending again, with the same webhook-id.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/deliveries/{id}/redeliver
 	PostAdminDeliveriesIdRedeliver(ctx context.Context, params PostAdminDeliveriesIdRedeliverParams) (PostAdminDeliveriesIdRedeliverRes, error)
 	// PostAdminItemsKindIdVerdict invokes postAdminItemsKindIdVerdict operation.
 	//
-	// Decide an item's verdict by hand: settles its screen job as the admin's verdict.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/items/{kind}/{id}/verdict
 	PostAdminItemsKindIdVerdict(ctx context.Context, request *VerdictRequest, params PostAdminItemsKindIdVerdictParams) (PostAdminItemsKindIdVerdictRes, error)
 	// PostAdminJobsIdRetry invokes postAdminJobsIdRetry operation.
 	//
-	// Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an
-	// attempt by itself.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/jobs/{id}/retry
 	PostAdminJobsIdRetry(ctx context.Context, params PostAdminJobsIdRetryParams) (PostAdminJobsIdRetryRes, error)
 	// PostAdminJobsRetry invokes postAdminJobsRetry operation.
 	//
-	// Make every job the filter selects due now, except running ones and those whose budget still cannot
-	// cover them.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/jobs/retry
 	PostAdminJobsRetry(ctx context.Context, request *JobFilterRequest, params PostAdminJobsRetryParams) (PostAdminJobsRetryRes, error)
 	// PostAdminModelProbe invokes postAdminModelProbe operation.
 	//
-	// One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s
-	// across replicas; allowed while work is held): an answer closes the breaker. Answers the model's
-	// state after it, with what the call found.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/model/probe
 	PostAdminModelProbe(ctx context.Context, params PostAdminModelProbeParams) (PostAdminModelProbeRes, error)
 	// PostAdminReviewKindIdClaim invokes postAdminReviewKindIdClaim operation.
 	//
-	// Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409
-	// claimed.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/review/{kind}/{id}/claim
 	PostAdminReviewKindIdClaim(ctx context.Context, params PostAdminReviewKindIdClaimParams) (PostAdminReviewKindIdClaimRes, error)
 	// PostAdminUsers invokes postAdminUsers operation.
 	//
-	// Create a user; the token is shown once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/users
 	PostAdminUsers(ctx context.Context, request *UserRequest, params PostAdminUsersParams) (PostAdminUsersRes, error)
 	// PostAdminUsersIdToken invokes postAdminUsersIdToken operation.
 	//
-	// Give a user a new token, shown once; the old one and the user's sessions stop working at once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/users/{id}/token
 	PostAdminUsersIdToken(ctx context.Context, params PostAdminUsersIdTokenParams) (PostAdminUsersIdTokenRes, error)
 	// PostAdminWebhooks invokes postAdminWebhooks operation.
 	//
-	// Subscribe a URL to events; the signing secret is shown once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/webhooks
 	PostAdminWebhooks(ctx context.Context, request *WebhookRequest, params PostAdminWebhooksParams) (PostAdminWebhooksRes, error)
 	// PostAdminWebhooksDeliveriesIdRedeliver invokes postAdminWebhooksDeliveriesIdRedeliver operation.
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers:
+	// admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Deprecated: schema marks this operation as deprecated.
 	//
@@ -348,95 +356,105 @@ type Invoker interface {
 	PostAdminWebhooksDeliveriesIdRedeliver(ctx context.Context, params PostAdminWebhooksDeliveriesIdRedeliverParams) (PostAdminWebhooksDeliveriesIdRedeliverRes, error)
 	// PostAdminWebhooksIdSecret invokes postAdminWebhooksIdSecret operation.
 	//
-	// Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil
-	// (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in
-	// webhook-signature.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/webhooks/{id}/secret
 	PostAdminWebhooksIdSecret(ctx context.Context, params PostAdminWebhooksIdSecretParams) (PostAdminWebhooksIdSecretRes, error)
 	// PostBackfillPause invokes postBackfillPause operation.
 	//
-	// Pause every job, or one chat's, after its current batch; the body is optional.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/backfill/pause
 	PostBackfillPause(ctx context.Context, request OptBackfillTarget, params PostBackfillPauseParams) (PostBackfillPauseRes, error)
 	// PostBackfillStart invokes postBackfillStart operation.
 	//
-	// Start every job with pending rows, smallest first, or one chat's; the body is optional.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/backfill/start
 	PostBackfillStart(ctx context.Context, request OptBackfillTarget, params PostBackfillStartParams) (PostBackfillStartRes, error)
 	// PostListenersItemsKindIdAppeal invokes postListenersItemsKindIdAppeal operation.
 	//
-	// Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/items/{kind}/{id}/appeal
 	PostListenersItemsKindIdAppeal(ctx context.Context, request *AppealRequest, params PostListenersItemsKindIdAppealParams) (PostListenersItemsKindIdAppealRes, error)
 	// PostListenersMineTicket invokes postListenersMineTicket operation.
 	//
-	// A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/mine/ticket
 	PostListenersMineTicket(ctx context.Context, params PostListenersMineTicketParams) (PostListenersMineTicketRes, error)
 	// PostListenersPitches invokes postListenersPitches operation.
 	//
-	// Pitch; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/pitches
 	PostListenersPitches(ctx context.Context, request *BodyRequest, params PostListenersPitchesParams) (PostListenersPitchesRes, error)
 	// PostListenersSongs invokes postListenersSongs operation.
 	//
-	// Publish a song; its first revision is screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs
 	PostListenersSongs(ctx context.Context, request *SongRequest, params PostListenersSongsParams) (PostListenersSongsRes, error)
 	// PostListenersSongsIdComments invokes postListenersSongsIdComments operation.
 	//
-	// Comment on a song; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs/{id}/comments
 	PostListenersSongsIdComments(ctx context.Context, request *BodyRequest, params PostListenersSongsIdCommentsParams) (PostListenersSongsIdCommentsRes, error)
 	// PostListenersSongsIdRevisions invokes postListenersSongsIdRevisions operation.
 	//
-	// Add a revision to your song; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs/{id}/revisions
 	PostListenersSongsIdRevisions(ctx context.Context, request *RevisionRequest, params PostListenersSongsIdRevisionsParams) (PostListenersSongsIdRevisionsRes, error)
 	// PostScrapes invokes postScrapes operation.
 	//
-	// Record a scrape the bot starts: active, it holds the walk lock.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/scrapes
 	PostScrapes(ctx context.Context, request *ScrapeRequest, params PostScrapesParams) (PostScrapesRes, error)
 	// PostScrapesIdMedia invokes postScrapesIdMedia operation.
 	//
-	// Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless
-	// OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/scrapes/{id}/media
 	PostScrapesIdMedia(ctx context.Context, request *MediaPushRequest, params PostScrapesIdMediaParams) (PostScrapesIdMediaRes, error)
 	// PostSession invokes postSession operation.
 	//
-	// Exchange a token for a browser session cookie.
+	// Anyone may call it, signed in or not.
 	//
 	// POST /api/session
 	PostSession(ctx context.Context, request *SessionRequest) (PostSessionRes, error)
 	// PutAdminHolds invokes putAdminHolds operation.
 	//
-	// Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out
-	// keeps its value.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/admin/holds
 	PutAdminHolds(ctx context.Context, request *HoldsRequest, params PutAdminHoldsParams) (PutAdminHoldsRes, error)
 	// PutAdminUsersIdBudget invokes putAdminUsersIdBudget operation.
 	//
-	// Set a user's daily budget (null: the default).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/admin/users/{id}/budget
 	PutAdminUsersIdBudget(ctx context.Context, request *BudgetRequest, params PutAdminUsersIdBudgetParams) (PutAdminUsersIdBudgetRes, error)
 	// PutBackfillSettings invokes putBackfillSettings operation.
 	//
-	// Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/backfill/settings
 	PutBackfillSettings(ctx context.Context, request *BackfillSettingsRequest, params PutBackfillSettingsParams) (PutBackfillSettingsRes, error)
@@ -485,7 +503,8 @@ func (c *Client) requestURL(ctx context.Context) *url.URL {
 
 // DeleteAdminWebhooksId invokes deleteAdminWebhooksId operation.
 //
-// Delete a webhook with its deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/admin/webhooks/{id}
 func (c *Client) DeleteAdminWebhooksId(ctx context.Context, params DeleteAdminWebhooksIdParams) (DeleteAdminWebhooksIdRes, error) {
@@ -645,7 +664,8 @@ func (c *Client) sendDeleteAdminWebhooksId(ctx context.Context, params DeleteAdm
 
 // DeleteListenersCommentsId invokes deleteListenersCommentsId operation.
 //
-// Delete your comment and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/comments/{id}
 func (c *Client) DeleteListenersCommentsId(ctx context.Context, params DeleteListenersCommentsIdParams) (DeleteListenersCommentsIdRes, error) {
@@ -805,7 +825,8 @@ func (c *Client) sendDeleteListenersCommentsId(ctx context.Context, params Delet
 
 // DeleteListenersPitchesId invokes deleteListenersPitchesId operation.
 //
-// Delete your pitch and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/pitches/{id}
 func (c *Client) DeleteListenersPitchesId(ctx context.Context, params DeleteListenersPitchesIdParams) (DeleteListenersPitchesIdRes, error) {
@@ -965,7 +986,8 @@ func (c *Client) sendDeleteListenersPitchesId(ctx context.Context, params Delete
 
 // DeleteListenersRevisionsId invokes deleteListenersRevisionsId operation.
 //
-// Delete your revision and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/revisions/{id}
 func (c *Client) DeleteListenersRevisionsId(ctx context.Context, params DeleteListenersRevisionsIdParams) (DeleteListenersRevisionsIdRes, error) {
@@ -1125,7 +1147,8 @@ func (c *Client) sendDeleteListenersRevisionsId(ctx context.Context, params Dele
 
 // DeleteListenersSongsId invokes deleteListenersSongsId operation.
 //
-// Delete your song, its revisions and comments, and their owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/songs/{id}
 func (c *Client) DeleteListenersSongsId(ctx context.Context, params DeleteListenersSongsIdParams) (DeleteListenersSongsIdRes, error) {
@@ -1285,7 +1308,8 @@ func (c *Client) sendDeleteListenersSongsId(ctx context.Context, params DeleteLi
 
 // DeleteScrapesId invokes deleteScrapesId operation.
 //
-// Delete a scrape: pending-delete now, its previews and rows go in the background.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/scrapes/{id}
 func (c *Client) DeleteScrapesId(ctx context.Context, params DeleteScrapesIdParams) (DeleteScrapesIdRes, error) {
@@ -1445,7 +1469,7 @@ func (c *Client) sendDeleteScrapesId(ctx context.Context, params DeleteScrapesId
 
 // DeleteSession invokes deleteSession operation.
 //
-// Sign the browser session out.
+// Anyone may call it, signed in or not.
 //
 // DELETE /api/session
 func (c *Client) DeleteSession(ctx context.Context) (DeleteSessionRes, error) {
@@ -1525,7 +1549,7 @@ func (c *Client) sendDeleteSession(ctx context.Context) (res DeleteSessionRes, e
 
 // GetAdminAudit invokes getAdminAudit operation.
 //
-// The audit trail: every operator action, who, when, on what and what changed; newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/audit
 func (c *Client) GetAdminAudit(ctx context.Context, params GetAdminAuditParams) (GetAdminAuditRes, error) {
@@ -1773,7 +1797,7 @@ func (c *Client) sendGetAdminAudit(ctx context.Context, params GetAdminAuditPara
 
 // GetAdminBudgets invokes getAdminBudgets operation.
 //
-// Each author's spend today and limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/budgets
 func (c *Client) GetAdminBudgets(ctx context.Context, params GetAdminBudgetsParams) (GetAdminBudgetsRes, error) {
@@ -1936,7 +1960,7 @@ func (c *Client) sendGetAdminBudgets(ctx context.Context, params GetAdminBudgets
 
 // GetAdminDeliveriesId invokes getAdminDeliveriesId operation.
 //
-// One delivery with its payload and every attempt.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/deliveries/{id}
 func (c *Client) GetAdminDeliveriesId(ctx context.Context, params GetAdminDeliveriesIdParams) (GetAdminDeliveriesIdRes, error) {
@@ -2079,7 +2103,7 @@ func (c *Client) sendGetAdminDeliveriesId(ctx context.Context, params GetAdminDe
 
 // GetAdminEvents invokes getAdminEvents operation.
 //
-// Attempt events, newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/events
 func (c *Client) GetAdminEvents(ctx context.Context, params GetAdminEventsParams) (GetAdminEventsRes, error) {
@@ -2344,7 +2368,7 @@ func (c *Client) sendGetAdminEvents(ctx context.Context, params GetAdminEventsPa
 
 // GetAdminHolds invokes getAdminHolds operation.
 //
-// What is held: screens, scores, webhook deliveries.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/holds
 func (c *Client) GetAdminHolds(ctx context.Context) (GetAdminHoldsRes, error) {
@@ -2469,7 +2493,7 @@ func (c *Client) sendGetAdminHolds(ctx context.Context) (res GetAdminHoldsRes, e
 
 // GetAdminJobs invokes getAdminJobs operation.
 //
-// Owed jobs, filtered.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs
 func (c *Client) GetAdminJobs(ctx context.Context, params GetAdminJobsParams) (GetAdminJobsRes, error) {
@@ -2785,7 +2809,7 @@ func (c *Client) sendGetAdminJobs(ctx context.Context, params GetAdminJobsParams
 
 // GetAdminJobsId invokes getAdminJobsId operation.
 //
-// One owed job, its item's title, its author, and every attempt with its error.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs/{id}
 func (c *Client) GetAdminJobsId(ctx context.Context, params GetAdminJobsIdParams) (GetAdminJobsIdRes, error) {
@@ -2928,7 +2952,7 @@ func (c *Client) sendGetAdminJobsId(ctx context.Context, params GetAdminJobsIdPa
 
 // GetAdminModel invokes getAdminModel operation.
 //
-// The model's breaker (closed, open, probing) and this process's calls in flight and their cap.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/model
 func (c *Client) GetAdminModel(ctx context.Context) (GetAdminModelRes, error) {
@@ -3053,7 +3077,7 @@ func (c *Client) sendGetAdminModel(ctx context.Context) (res GetAdminModelRes, e
 
 // GetAdminPlugins invokes getAdminPlugins operation.
 //
-// The admin SPA's plugin manifest.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/plugins
 func (c *Client) GetAdminPlugins(ctx context.Context) (GetAdminPluginsRes, error) {
@@ -3178,8 +3202,7 @@ func (c *Client) sendGetAdminPlugins(ctx context.Context) (res GetAdminPluginsRe
 
 // GetAdminReview invokes getAdminReview operation.
 //
-// The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its
-// content, the model's suggestion, its author's history and its claim; decided with the verdict route.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review
 func (c *Client) GetAdminReview(ctx context.Context, params GetAdminReviewParams) (GetAdminReviewRes, error) {
@@ -3393,8 +3416,7 @@ func (c *Client) sendGetAdminReview(ctx context.Context, params GetAdminReviewPa
 
 // GetAdminReviewMeasures invokes getAdminReviewMeasures operation.
 //
-// The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per
-// reason, the share of the model's suggestions overturned.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review/measures
 func (c *Client) GetAdminReviewMeasures(ctx context.Context) (GetAdminReviewMeasuresRes, error) {
@@ -3519,7 +3541,7 @@ func (c *Client) sendGetAdminReviewMeasures(ctx context.Context) (res GetAdminRe
 
 // GetAdminStats invokes getAdminStats operation.
 //
-// The overview's summary.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/stats
 func (c *Client) GetAdminStats(ctx context.Context) (GetAdminStatsRes, error) {
@@ -3644,7 +3666,7 @@ func (c *Client) sendGetAdminStats(ctx context.Context) (res GetAdminStatsRes, e
 
 // GetAdminUsers invokes getAdminUsers operation.
 //
-// Every user, with whether they are disabled.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/users
 func (c *Client) GetAdminUsers(ctx context.Context, params GetAdminUsersParams) (GetAdminUsersRes, error) {
@@ -3807,7 +3829,7 @@ func (c *Client) sendGetAdminUsers(ctx context.Context, params GetAdminUsersPara
 
 // GetAdminWebhooks invokes getAdminWebhooks operation.
 //
-// Webhook subscriptions.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks
 func (c *Client) GetAdminWebhooks(ctx context.Context, params GetAdminWebhooksParams) (GetAdminWebhooksRes, error) {
@@ -3970,7 +3992,8 @@ func (c *Client) sendGetAdminWebhooks(ctx context.Context, params GetAdminWebhoo
 
 // GetAdminWebhooksDeliveriesId invokes getAdminWebhooksDeliveriesId operation.
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a
+// bearer token, or a browser session cookie).
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -4115,7 +4138,7 @@ func (c *Client) sendGetAdminWebhooksDeliveriesId(ctx context.Context, params Ge
 
 // GetAdminWebhooksIdDeliveries invokes getAdminWebhooksIdDeliveries operation.
 //
-// A webhook's deliveries, newest first, each with its latest attempts.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks/{id}/deliveries
 func (c *Client) GetAdminWebhooksIdDeliveries(ctx context.Context, params GetAdminWebhooksIdDeliveriesParams) (GetAdminWebhooksIdDeliveriesRes, error) {
@@ -4314,7 +4337,7 @@ func (c *Client) sendGetAdminWebhooksIdDeliveries(ctx context.Context, params Ge
 
 // GetBackfill invokes getBackfill operation.
 //
-// The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill
 func (c *Client) GetBackfill(ctx context.Context) (GetBackfillRes, error) {
@@ -4439,7 +4462,7 @@ func (c *Client) sendGetBackfill(ctx context.Context) (res GetBackfillRes, err e
 
 // GetBackfillSettings invokes getBackfillSettings operation.
 //
-// The backfill queue's settings.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill/settings
 func (c *Client) GetBackfillSettings(ctx context.Context) (GetBackfillSettingsRes, error) {
@@ -4564,8 +4587,7 @@ func (c *Client) sendGetBackfillSettings(ctx context.Context) (res GetBackfillSe
 
 // GetListenersMine invokes getListenersMine operation.
 //
-// Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and
-// budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine
 func (c *Client) GetListenersMine(ctx context.Context, params GetListenersMineParams) (GetListenersMineRes, error) {
@@ -4796,10 +4818,7 @@ func (c *Client) sendGetListenersMine(ctx context.Context, params GetListenersMi
 
 // GetListenersMineStream invokes getListenersMineStream operation.
 //
-// Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless
-// Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with
-// event error (unauthorized, or unavailable with retry:) when its credential is revoked or the
-// database stays unreachable; ?ticket= instead of Authorization.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine/stream
 func (c *Client) GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams) (GetListenersMineStreamRes, error) {
@@ -5022,7 +5041,7 @@ func (c *Client) sendGetListenersMineStream(ctx context.Context, params GetListe
 
 // GetMediaIdPreview invokes getMediaIdPreview operation.
 //
-// The cached JPEG preview of a media row (404 until cached).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/media/{id}/preview
 func (c *Client) GetMediaIdPreview(ctx context.Context, params GetMediaIdPreviewParams) (GetMediaIdPreviewRes, error) {
@@ -5166,7 +5185,7 @@ func (c *Client) sendGetMediaIdPreview(ctx context.Context, params GetMediaIdPre
 
 // GetOpenapijson invokes getOpenapijson operation.
 //
-// This document.
+// Anyone may call it, signed in or not.
 //
 // GET /api/openapi.json
 func (c *Client) GetOpenapijson(ctx context.Context) (GetOpenapijsonRes, error) {
@@ -5246,7 +5265,7 @@ func (c *Client) sendGetOpenapijson(ctx context.Context) (res GetOpenapijsonRes,
 
 // GetPitches invokes getPitches operation.
 //
-// Public pitches, newest first.
+// Anyone may call it, signed in or not.
 //
 // GET /api/pitches
 func (c *Client) GetPitches(ctx context.Context, params GetPitchesParams) (GetPitchesRes, error) {
@@ -5364,7 +5383,7 @@ func (c *Client) sendGetPitches(ctx context.Context, params GetPitchesParams) (r
 
 // GetScrapes invokes getScrapes operation.
 //
-// Scrapes with their counts (deleted ones leave the list).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes
 func (c *Client) GetScrapes(ctx context.Context, params GetScrapesParams) (GetScrapesRes, error) {
@@ -5561,7 +5580,7 @@ func (c *Client) sendGetScrapes(ctx context.Context, params GetScrapesParams) (r
 
 // GetScrapesId invokes getScrapesId operation.
 //
-// One scrape with its counts.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}
 func (c *Client) GetScrapesId(ctx context.Context, params GetScrapesIdParams) (GetScrapesIdRes, error) {
@@ -5704,7 +5723,7 @@ func (c *Client) sendGetScrapesId(ctx context.Context, params GetScrapesIdParams
 
 // GetScrapesIdMedia invokes getScrapesIdMedia operation.
 //
-// A scrape's media rows, optionally in one preview state.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}/media
 func (c *Client) GetScrapesIdMedia(ctx context.Context, params GetScrapesIdMediaParams) (GetScrapesIdMediaRes, error) {
@@ -5903,7 +5922,7 @@ func (c *Client) sendGetScrapesIdMedia(ctx context.Context, params GetScrapesIdM
 
 // GetSession invokes getSession operation.
 //
-// Who is signed in.
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
 //
 // GET /api/session
 func (c *Client) GetSession(ctx context.Context) (GetSessionRes, error) {
@@ -6028,7 +6047,7 @@ func (c *Client) sendGetSession(ctx context.Context) (res GetSessionRes, err err
 
 // GetSongs invokes getSongs operation.
 //
-// Public songs, by art or newest.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs
 func (c *Client) GetSongs(ctx context.Context, params GetSongsParams) (GetSongsRes, error) {
@@ -6163,7 +6182,7 @@ func (c *Client) sendGetSongs(ctx context.Context, params GetSongsParams) (res G
 
 // GetSongsId invokes getSongsId operation.
 //
-// A public song with its allowed revisions and comments.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs/{id}
 func (c *Client) GetSongsId(ctx context.Context, params GetSongsIdParams) (GetSongsIdRes, error) {
@@ -6261,8 +6280,8 @@ func (c *Client) sendGetSongsId(ctx context.Context, params GetSongsIdParams) (r
 
 // PatchAdminUsersId invokes patchAdminUsersId operation.
 //
-// Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be
-// disabled (409).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/users/{id}
 func (c *Client) PatchAdminUsersId(ctx context.Context, request *UserPatch, params PatchAdminUsersIdParams) (PatchAdminUsersIdRes, error) {
@@ -6425,7 +6444,8 @@ func (c *Client) sendPatchAdminUsersId(ctx context.Context, request *UserPatch, 
 
 // PatchAdminWebhooksId invokes patchAdminWebhooksId operation.
 //
-// Enable or disable a webhook; disabling cancels its pending deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/webhooks/{id}
 func (c *Client) PatchAdminWebhooksId(ctx context.Context, request *WebhookUpdate, params PatchAdminWebhooksIdParams) (PatchAdminWebhooksIdRes, error) {
@@ -6588,7 +6608,8 @@ func (c *Client) sendPatchAdminWebhooksId(ctx context.Context, request *WebhookU
 
 // PatchScrapesId invokes patchScrapesId operation.
 //
-// Change a scrape's state (active, paused, done, failed) or downloaded count.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/scrapes/{id}
 func (c *Client) PatchScrapesId(ctx context.Context, request *ScrapePatch, params PatchScrapesIdParams) (PatchScrapesIdRes, error) {
@@ -6751,8 +6772,8 @@ func (c *Client) sendPatchScrapesId(ctx context.Context, request *ScrapePatch, p
 
 // PostAdminBackfillWalkRelease invokes postAdminBackfillWalkRelease operation.
 //
-// End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a
-// push takes it again. Audited.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/backfill/walk/release
 func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params PostAdminBackfillWalkReleaseParams) (PostAdminBackfillWalkReleaseRes, error) {
@@ -6894,7 +6915,8 @@ func (c *Client) sendPostAdminBackfillWalkRelease(ctx context.Context, params Po
 
 // PostAdminDeliveriesIdRedeliver invokes postAdminDeliveriesIdRedeliver operation.
 //
-// Make a delivery due now, pending again, with the same webhook-id.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/deliveries/{id}/redeliver
 func (c *Client) PostAdminDeliveriesIdRedeliver(ctx context.Context, params PostAdminDeliveriesIdRedeliverParams) (PostAdminDeliveriesIdRedeliverRes, error) {
@@ -7055,7 +7077,8 @@ func (c *Client) sendPostAdminDeliveriesIdRedeliver(ctx context.Context, params 
 
 // PostAdminItemsKindIdVerdict invokes postAdminItemsKindIdVerdict operation.
 //
-// Decide an item's verdict by hand: settles its screen job as the admin's verdict.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/items/{kind}/{id}/verdict
 func (c *Client) PostAdminItemsKindIdVerdict(ctx context.Context, request *VerdictRequest, params PostAdminItemsKindIdVerdictParams) (PostAdminItemsKindIdVerdictRes, error) {
@@ -7238,8 +7261,8 @@ func (c *Client) sendPostAdminItemsKindIdVerdict(ctx context.Context, request *V
 
 // PostAdminJobsIdRetry invokes postAdminJobsIdRetry operation.
 //
-// Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an
-// attempt by itself.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/{id}/retry
 func (c *Client) PostAdminJobsIdRetry(ctx context.Context, params PostAdminJobsIdRetryParams) (PostAdminJobsIdRetryRes, error) {
@@ -7400,8 +7423,8 @@ func (c *Client) sendPostAdminJobsIdRetry(ctx context.Context, params PostAdminJ
 
 // PostAdminJobsRetry invokes postAdminJobsRetry operation.
 //
-// Make every job the filter selects due now, except running ones and those whose budget still cannot
-// cover them.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/retry
 func (c *Client) PostAdminJobsRetry(ctx context.Context, request *JobFilterRequest, params PostAdminJobsRetryParams) (PostAdminJobsRetryRes, error) {
@@ -7546,9 +7569,8 @@ func (c *Client) sendPostAdminJobsRetry(ctx context.Context, request *JobFilterR
 
 // PostAdminModelProbe invokes postAdminModelProbe operation.
 //
-// One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s
-// across replicas; allowed while work is held): an answer closes the breaker. Answers the model's
-// state after it, with what the call found.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/model/probe
 func (c *Client) PostAdminModelProbe(ctx context.Context, params PostAdminModelProbeParams) (PostAdminModelProbeRes, error) {
@@ -7690,8 +7712,8 @@ func (c *Client) sendPostAdminModelProbe(ctx context.Context, params PostAdminMo
 
 // PostAdminReviewKindIdClaim invokes postAdminReviewKindIdClaim operation.
 //
-// Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409
-// claimed.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/review/{kind}/{id}/claim
 func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, params PostAdminReviewKindIdClaimParams) (PostAdminReviewKindIdClaimRes, error) {
@@ -7871,7 +7893,8 @@ func (c *Client) sendPostAdminReviewKindIdClaim(ctx context.Context, params Post
 
 // PostAdminUsers invokes postAdminUsers operation.
 //
-// Create a user; the token is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users
 func (c *Client) PostAdminUsers(ctx context.Context, request *UserRequest, params PostAdminUsersParams) (PostAdminUsersRes, error) {
@@ -8016,7 +8039,8 @@ func (c *Client) sendPostAdminUsers(ctx context.Context, request *UserRequest, p
 
 // PostAdminUsersIdToken invokes postAdminUsersIdToken operation.
 //
-// Give a user a new token, shown once; the old one and the user's sessions stop working at once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users/{id}/token
 func (c *Client) PostAdminUsersIdToken(ctx context.Context, params PostAdminUsersIdTokenParams) (PostAdminUsersIdTokenRes, error) {
@@ -8177,7 +8201,8 @@ func (c *Client) sendPostAdminUsersIdToken(ctx context.Context, params PostAdmin
 
 // PostAdminWebhooks invokes postAdminWebhooks operation.
 //
-// Subscribe a URL to events; the signing secret is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks
 func (c *Client) PostAdminWebhooks(ctx context.Context, request *WebhookRequest, params PostAdminWebhooksParams) (PostAdminWebhooksRes, error) {
@@ -8322,7 +8347,8 @@ func (c *Client) sendPostAdminWebhooks(ctx context.Context, request *WebhookRequ
 
 // PostAdminWebhooksDeliveriesIdRedeliver invokes postAdminWebhooksDeliveriesIdRedeliver operation.
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers:
+// admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -8485,9 +8511,8 @@ func (c *Client) sendPostAdminWebhooksDeliveriesIdRedeliver(ctx context.Context,
 
 // PostAdminWebhooksIdSecret invokes postAdminWebhooksIdSecret operation.
 //
-// Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil
-// (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in
-// webhook-signature.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks/{id}/secret
 func (c *Client) PostAdminWebhooksIdSecret(ctx context.Context, params PostAdminWebhooksIdSecretParams) (PostAdminWebhooksIdSecretRes, error) {
@@ -8648,7 +8673,8 @@ func (c *Client) sendPostAdminWebhooksIdSecret(ctx context.Context, params PostA
 
 // PostBackfillPause invokes postBackfillPause operation.
 //
-// Pause every job, or one chat's, after its current batch; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/pause
 func (c *Client) PostBackfillPause(ctx context.Context, request OptBackfillTarget, params PostBackfillPauseParams) (PostBackfillPauseRes, error) {
@@ -8793,7 +8819,8 @@ func (c *Client) sendPostBackfillPause(ctx context.Context, request OptBackfillT
 
 // PostBackfillStart invokes postBackfillStart operation.
 //
-// Start every job with pending rows, smallest first, or one chat's; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/start
 func (c *Client) PostBackfillStart(ctx context.Context, request OptBackfillTarget, params PostBackfillStartParams) (PostBackfillStartRes, error) {
@@ -8938,7 +8965,8 @@ func (c *Client) sendPostBackfillStart(ctx context.Context, request OptBackfillT
 
 // PostListenersItemsKindIdAppeal invokes postListenersItemsKindIdAppeal operation.
 //
-// Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/items/{kind}/{id}/appeal
 func (c *Client) PostListenersItemsKindIdAppeal(ctx context.Context, request *AppealRequest, params PostListenersItemsKindIdAppealParams) (PostListenersItemsKindIdAppealRes, error) {
@@ -9121,7 +9149,8 @@ func (c *Client) sendPostListenersItemsKindIdAppeal(ctx context.Context, request
 
 // PostListenersMineTicket invokes postListenersMineTicket operation.
 //
-// A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/mine/ticket
 func (c *Client) PostListenersMineTicket(ctx context.Context, params PostListenersMineTicketParams) (PostListenersMineTicketRes, error) {
@@ -9263,7 +9292,8 @@ func (c *Client) sendPostListenersMineTicket(ctx context.Context, params PostLis
 
 // PostListenersPitches invokes postListenersPitches operation.
 //
-// Pitch; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/pitches
 func (c *Client) PostListenersPitches(ctx context.Context, request *BodyRequest, params PostListenersPitchesParams) (PostListenersPitchesRes, error) {
@@ -9408,7 +9438,8 @@ func (c *Client) sendPostListenersPitches(ctx context.Context, request *BodyRequ
 
 // PostListenersSongs invokes postListenersSongs operation.
 //
-// Publish a song; its first revision is screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs
 func (c *Client) PostListenersSongs(ctx context.Context, request *SongRequest, params PostListenersSongsParams) (PostListenersSongsRes, error) {
@@ -9553,7 +9584,8 @@ func (c *Client) sendPostListenersSongs(ctx context.Context, request *SongReques
 
 // PostListenersSongsIdComments invokes postListenersSongsIdComments operation.
 //
-// Comment on a song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/comments
 func (c *Client) PostListenersSongsIdComments(ctx context.Context, request *BodyRequest, params PostListenersSongsIdCommentsParams) (PostListenersSongsIdCommentsRes, error) {
@@ -9717,7 +9749,8 @@ func (c *Client) sendPostListenersSongsIdComments(ctx context.Context, request *
 
 // PostListenersSongsIdRevisions invokes postListenersSongsIdRevisions operation.
 //
-// Add a revision to your song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/revisions
 func (c *Client) PostListenersSongsIdRevisions(ctx context.Context, request *RevisionRequest, params PostListenersSongsIdRevisionsParams) (PostListenersSongsIdRevisionsRes, error) {
@@ -9881,7 +9914,8 @@ func (c *Client) sendPostListenersSongsIdRevisions(ctx context.Context, request 
 
 // PostScrapes invokes postScrapes operation.
 //
-// Record a scrape the bot starts: active, it holds the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes
 func (c *Client) PostScrapes(ctx context.Context, request *ScrapeRequest, params PostScrapesParams) (PostScrapesRes, error) {
@@ -10026,8 +10060,8 @@ func (c *Client) sendPostScrapes(ctx context.Context, request *ScrapeRequest, pa
 
 // PostScrapesIdMedia invokes postScrapesIdMedia operation.
 //
-// Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless
-// OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes/{id}/media
 func (c *Client) PostScrapesIdMedia(ctx context.Context, request *MediaPushRequest, params PostScrapesIdMediaParams) (PostScrapesIdMediaRes, error) {
@@ -10191,7 +10225,7 @@ func (c *Client) sendPostScrapesIdMedia(ctx context.Context, request *MediaPushR
 
 // PostSession invokes postSession operation.
 //
-// Exchange a token for a browser session cookie.
+// Anyone may call it, signed in or not.
 //
 // POST /api/session
 func (c *Client) PostSession(ctx context.Context, request *SessionRequest) (PostSessionRes, error) {
@@ -10274,8 +10308,8 @@ func (c *Client) sendPostSession(ctx context.Context, request *SessionRequest) (
 
 // PutAdminHolds invokes putAdminHolds operation.
 //
-// Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out
-// keeps its value.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/holds
 func (c *Client) PutAdminHolds(ctx context.Context, request *HoldsRequest, params PutAdminHoldsParams) (PutAdminHoldsRes, error) {
@@ -10420,7 +10454,8 @@ func (c *Client) sendPutAdminHolds(ctx context.Context, request *HoldsRequest, p
 
 // PutAdminUsersIdBudget invokes putAdminUsersIdBudget operation.
 //
-// Set a user's daily budget (null: the default).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/users/{id}/budget
 func (c *Client) PutAdminUsersIdBudget(ctx context.Context, request *BudgetRequest, params PutAdminUsersIdBudgetParams) (PutAdminUsersIdBudgetRes, error) {
@@ -10584,7 +10619,8 @@ func (c *Client) sendPutAdminUsersIdBudget(ctx context.Context, request *BudgetR
 
 // PutBackfillSettings invokes putBackfillSettings operation.
 //
-// Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/backfill/settings
 func (c *Client) PutBackfillSettings(ctx context.Context, request *BackfillSettingsRequest, params PutBackfillSettingsParams) (PutBackfillSettingsRes, error) {

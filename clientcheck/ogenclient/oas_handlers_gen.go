@@ -35,7 +35,8 @@ func (c *codeRecorder) Unwrap() http.ResponseWriter {
 
 // handleDeleteAdminWebhooksIdRequest handles deleteAdminWebhooksId operation.
 //
-// Delete a webhook with its deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/admin/webhooks/{id}
 func (s *Server) handleDeleteAdminWebhooksIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -258,7 +259,8 @@ func (s *Server) handleDeleteAdminWebhooksIdRequest(args [1]string, argsEscaped 
 
 // handleDeleteListenersCommentsIdRequest handles deleteListenersCommentsId operation.
 //
-// Delete your comment and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/comments/{id}
 func (s *Server) handleDeleteListenersCommentsIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -481,7 +483,8 @@ func (s *Server) handleDeleteListenersCommentsIdRequest(args [1]string, argsEsca
 
 // handleDeleteListenersPitchesIdRequest handles deleteListenersPitchesId operation.
 //
-// Delete your pitch and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/pitches/{id}
 func (s *Server) handleDeleteListenersPitchesIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -704,7 +707,8 @@ func (s *Server) handleDeleteListenersPitchesIdRequest(args [1]string, argsEscap
 
 // handleDeleteListenersRevisionsIdRequest handles deleteListenersRevisionsId operation.
 //
-// Delete your revision and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/revisions/{id}
 func (s *Server) handleDeleteListenersRevisionsIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -927,7 +931,8 @@ func (s *Server) handleDeleteListenersRevisionsIdRequest(args [1]string, argsEsc
 
 // handleDeleteListenersSongsIdRequest handles deleteListenersSongsId operation.
 //
-// Delete your song, its revisions and comments, and their owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/songs/{id}
 func (s *Server) handleDeleteListenersSongsIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1150,7 +1155,8 @@ func (s *Server) handleDeleteListenersSongsIdRequest(args [1]string, argsEscaped
 
 // handleDeleteScrapesIdRequest handles deleteScrapesId operation.
 //
-// Delete a scrape: pending-delete now, its previews and rows go in the background.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/scrapes/{id}
 func (s *Server) handleDeleteScrapesIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1373,7 +1379,7 @@ func (s *Server) handleDeleteScrapesIdRequest(args [1]string, argsEscaped bool, 
 
 // handleDeleteSessionRequest handles deleteSession operation.
 //
-// Sign the browser session out.
+// Anyone may call it, signed in or not.
 //
 // DELETE /api/session
 func (s *Server) handleDeleteSessionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1508,7 +1514,7 @@ func (s *Server) handleDeleteSessionRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminAuditRequest handles getAdminAudit operation.
 //
-// The audit trail: every operator action, who, when, on what and what changed; newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/audit
 func (s *Server) handleGetAdminAuditRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1751,7 +1757,7 @@ func (s *Server) handleGetAdminAuditRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminBudgetsRequest handles getAdminBudgets operation.
 //
-// Each author's spend today and limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/budgets
 func (s *Server) handleGetAdminBudgetsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1974,7 +1980,7 @@ func (s *Server) handleGetAdminBudgetsRequest(args [0]string, argsEscaped bool, 
 
 // handleGetAdminDeliveriesIdRequest handles getAdminDeliveriesId operation.
 //
-// One delivery with its payload and every attempt.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/deliveries/{id}
 func (s *Server) handleGetAdminDeliveriesIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -2193,7 +2199,7 @@ func (s *Server) handleGetAdminDeliveriesIdRequest(args [1]string, argsEscaped b
 
 // handleGetAdminEventsRequest handles getAdminEvents operation.
 //
-// Attempt events, newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/events
 func (s *Server) handleGetAdminEventsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -2440,7 +2446,7 @@ func (s *Server) handleGetAdminEventsRequest(args [0]string, argsEscaped bool, w
 
 // handleGetAdminHoldsRequest handles getAdminHolds operation.
 //
-// What is held: screens, scores, webhook deliveries.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/holds
 func (s *Server) handleGetAdminHoldsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -2644,7 +2650,7 @@ func (s *Server) handleGetAdminHoldsRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminJobsRequest handles getAdminJobs operation.
 //
-// Owed jobs, filtered.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs
 func (s *Server) handleGetAdminJobsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -2903,7 +2909,7 @@ func (s *Server) handleGetAdminJobsRequest(args [0]string, argsEscaped bool, w h
 
 // handleGetAdminJobsIdRequest handles getAdminJobsId operation.
 //
-// One owed job, its item's title, its author, and every attempt with its error.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs/{id}
 func (s *Server) handleGetAdminJobsIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -3122,7 +3128,7 @@ func (s *Server) handleGetAdminJobsIdRequest(args [1]string, argsEscaped bool, w
 
 // handleGetAdminModelRequest handles getAdminModel operation.
 //
-// The model's breaker (closed, open, probing) and this process's calls in flight and their cap.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/model
 func (s *Server) handleGetAdminModelRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -3326,7 +3332,7 @@ func (s *Server) handleGetAdminModelRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminPluginsRequest handles getAdminPlugins operation.
 //
-// The admin SPA's plugin manifest.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/plugins
 func (s *Server) handleGetAdminPluginsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -3530,8 +3536,7 @@ func (s *Server) handleGetAdminPluginsRequest(args [0]string, argsEscaped bool, 
 
 // handleGetAdminReviewRequest handles getAdminReview operation.
 //
-// The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its
-// content, the model's suggestion, its author's history and its claim; decided with the verdict route.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review
 func (s *Server) handleGetAdminReviewRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -3766,8 +3771,7 @@ func (s *Server) handleGetAdminReviewRequest(args [0]string, argsEscaped bool, w
 
 // handleGetAdminReviewMeasuresRequest handles getAdminReviewMeasures operation.
 //
-// The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per
-// reason, the share of the model's suggestions overturned.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review/measures
 func (s *Server) handleGetAdminReviewMeasuresRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -3971,7 +3975,7 @@ func (s *Server) handleGetAdminReviewMeasuresRequest(args [0]string, argsEscaped
 
 // handleGetAdminStatsRequest handles getAdminStats operation.
 //
-// The overview's summary.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/stats
 func (s *Server) handleGetAdminStatsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -4175,7 +4179,7 @@ func (s *Server) handleGetAdminStatsRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminUsersRequest handles getAdminUsers operation.
 //
-// Every user, with whether they are disabled.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/users
 func (s *Server) handleGetAdminUsersRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -4398,7 +4402,7 @@ func (s *Server) handleGetAdminUsersRequest(args [0]string, argsEscaped bool, w 
 
 // handleGetAdminWebhooksRequest handles getAdminWebhooks operation.
 //
-// Webhook subscriptions.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks
 func (s *Server) handleGetAdminWebhooksRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -4621,7 +4625,8 @@ func (s *Server) handleGetAdminWebhooksRequest(args [0]string, argsEscaped bool,
 
 // handleGetAdminWebhooksDeliveriesIdRequest handles getAdminWebhooksDeliveriesId operation.
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a
+// bearer token, or a browser session cookie).
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -4842,7 +4847,7 @@ func (s *Server) handleGetAdminWebhooksDeliveriesIdRequest(args [1]string, argsE
 
 // handleGetAdminWebhooksIdDeliveriesRequest handles getAdminWebhooksIdDeliveries operation.
 //
-// A webhook's deliveries, newest first, each with its latest attempts.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks/{id}/deliveries
 func (s *Server) handleGetAdminWebhooksIdDeliveriesRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -5073,7 +5078,7 @@ func (s *Server) handleGetAdminWebhooksIdDeliveriesRequest(args [1]string, argsE
 
 // handleGetBackfillRequest handles getBackfill operation.
 //
-// The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill
 func (s *Server) handleGetBackfillRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -5277,7 +5282,7 @@ func (s *Server) handleGetBackfillRequest(args [0]string, argsEscaped bool, w ht
 
 // handleGetBackfillSettingsRequest handles getBackfillSettings operation.
 //
-// The backfill queue's settings.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill/settings
 func (s *Server) handleGetBackfillSettingsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -5481,8 +5486,7 @@ func (s *Server) handleGetBackfillSettingsRequest(args [0]string, argsEscaped bo
 
 // handleGetListenersMineRequest handles getListenersMine operation.
 //
-// Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and
-// budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine
 func (s *Server) handleGetListenersMineRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -5721,10 +5725,7 @@ func (s *Server) handleGetListenersMineRequest(args [0]string, argsEscaped bool,
 
 // handleGetListenersMineStreamRequest handles getListenersMineStream operation.
 //
-// Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless
-// Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with
-// event error (unauthorized, or unavailable with retry:) when its credential is revoked or the
-// database stays unreachable; ?ticket= instead of Authorization.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine/stream
 func (s *Server) handleGetListenersMineStreamRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -5953,7 +5954,7 @@ func (s *Server) handleGetListenersMineStreamRequest(args [0]string, argsEscaped
 
 // handleGetMediaIdPreviewRequest handles getMediaIdPreview operation.
 //
-// The cached JPEG preview of a media row (404 until cached).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/media/{id}/preview
 func (s *Server) handleGetMediaIdPreviewRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -6172,7 +6173,7 @@ func (s *Server) handleGetMediaIdPreviewRequest(args [1]string, argsEscaped bool
 
 // handleGetOpenapijsonRequest handles getOpenapijson operation.
 //
-// This document.
+// Anyone may call it, signed in or not.
 //
 // GET /api/openapi.json
 func (s *Server) handleGetOpenapijsonRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -6307,7 +6308,7 @@ func (s *Server) handleGetOpenapijsonRequest(args [0]string, argsEscaped bool, w
 
 // handleGetPitchesRequest handles getPitches operation.
 //
-// Public pitches, newest first.
+// Anyone may call it, signed in or not.
 //
 // GET /api/pitches
 func (s *Server) handleGetPitchesRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -6465,7 +6466,7 @@ func (s *Server) handleGetPitchesRequest(args [0]string, argsEscaped bool, w htt
 
 // handleGetScrapesRequest handles getScrapes operation.
 //
-// Scrapes with their counts (deleted ones leave the list).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes
 func (s *Server) handleGetScrapesRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -6696,7 +6697,7 @@ func (s *Server) handleGetScrapesRequest(args [0]string, argsEscaped bool, w htt
 
 // handleGetScrapesIdRequest handles getScrapesId operation.
 //
-// One scrape with its counts.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}
 func (s *Server) handleGetScrapesIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -6915,7 +6916,7 @@ func (s *Server) handleGetScrapesIdRequest(args [1]string, argsEscaped bool, w h
 
 // handleGetScrapesIdMediaRequest handles getScrapesIdMedia operation.
 //
-// A scrape's media rows, optionally in one preview state.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}/media
 func (s *Server) handleGetScrapesIdMediaRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -7146,7 +7147,7 @@ func (s *Server) handleGetScrapesIdMediaRequest(args [1]string, argsEscaped bool
 
 // handleGetSessionRequest handles getSession operation.
 //
-// Who is signed in.
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
 //
 // GET /api/session
 func (s *Server) handleGetSessionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -7350,7 +7351,7 @@ func (s *Server) handleGetSessionRequest(args [0]string, argsEscaped bool, w htt
 
 // handleGetSongsRequest handles getSongs operation.
 //
-// Public songs, by art or newest.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs
 func (s *Server) handleGetSongsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -7512,7 +7513,7 @@ func (s *Server) handleGetSongsRequest(args [0]string, argsEscaped bool, w http.
 
 // handleGetSongsIdRequest handles getSongsId operation.
 //
-// A public song with its allowed revisions and comments.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs/{id}
 func (s *Server) handleGetSongsIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -7666,8 +7667,8 @@ func (s *Server) handleGetSongsIdRequest(args [1]string, argsEscaped bool, w htt
 
 // handlePatchAdminUsersIdRequest handles patchAdminUsersId operation.
 //
-// Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be
-// disabled (409).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/users/{id}
 func (s *Server) handlePatchAdminUsersIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -7905,7 +7906,8 @@ func (s *Server) handlePatchAdminUsersIdRequest(args [1]string, argsEscaped bool
 
 // handlePatchAdminWebhooksIdRequest handles patchAdminWebhooksId operation.
 //
-// Enable or disable a webhook; disabling cancels its pending deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/webhooks/{id}
 func (s *Server) handlePatchAdminWebhooksIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -8143,7 +8145,8 @@ func (s *Server) handlePatchAdminWebhooksIdRequest(args [1]string, argsEscaped b
 
 // handlePatchScrapesIdRequest handles patchScrapesId operation.
 //
-// Change a scrape's state (active, paused, done, failed) or downloaded count.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/scrapes/{id}
 func (s *Server) handlePatchScrapesIdRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -8381,8 +8384,8 @@ func (s *Server) handlePatchScrapesIdRequest(args [1]string, argsEscaped bool, w
 
 // handlePostAdminBackfillWalkReleaseRequest handles postAdminBackfillWalkRelease operation.
 //
-// End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a
-// push takes it again. Audited.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/backfill/walk/release
 func (s *Server) handlePostAdminBackfillWalkReleaseRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -8601,7 +8604,8 @@ func (s *Server) handlePostAdminBackfillWalkReleaseRequest(args [0]string, argsE
 
 // handlePostAdminDeliveriesIdRedeliverRequest handles postAdminDeliveriesIdRedeliver operation.
 //
-// Make a delivery due now, pending again, with the same webhook-id.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/deliveries/{id}/redeliver
 func (s *Server) handlePostAdminDeliveriesIdRedeliverRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -8824,7 +8828,8 @@ func (s *Server) handlePostAdminDeliveriesIdRedeliverRequest(args [1]string, arg
 
 // handlePostAdminItemsKindIdVerdictRequest handles postAdminItemsKindIdVerdict operation.
 //
-// Decide an item's verdict by hand: settles its screen job as the admin's verdict.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/items/{kind}/{id}/verdict
 func (s *Server) handlePostAdminItemsKindIdVerdictRequest(args [2]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -9066,8 +9071,8 @@ func (s *Server) handlePostAdminItemsKindIdVerdictRequest(args [2]string, argsEs
 
 // handlePostAdminJobsIdRetryRequest handles postAdminJobsIdRetry operation.
 //
-// Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an
-// attempt by itself.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/{id}/retry
 func (s *Server) handlePostAdminJobsIdRetryRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -9290,8 +9295,8 @@ func (s *Server) handlePostAdminJobsIdRetryRequest(args [1]string, argsEscaped b
 
 // handlePostAdminJobsRetryRequest handles postAdminJobsRetry operation.
 //
-// Make every job the filter selects due now, except running ones and those whose budget still cannot
-// cover them.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/retry
 func (s *Server) handlePostAdminJobsRetryRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -9525,9 +9530,8 @@ func (s *Server) handlePostAdminJobsRetryRequest(args [0]string, argsEscaped boo
 
 // handlePostAdminModelProbeRequest handles postAdminModelProbe operation.
 //
-// One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s
-// across replicas; allowed while work is held): an answer closes the breaker. Answers the model's
-// state after it, with what the call found.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/model/probe
 func (s *Server) handlePostAdminModelProbeRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -9746,8 +9750,8 @@ func (s *Server) handlePostAdminModelProbeRequest(args [0]string, argsEscaped bo
 
 // handlePostAdminReviewKindIdClaimRequest handles postAdminReviewKindIdClaim operation.
 //
-// Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409
-// claimed.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/review/{kind}/{id}/claim
 func (s *Server) handlePostAdminReviewKindIdClaimRequest(args [2]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -9974,7 +9978,8 @@ func (s *Server) handlePostAdminReviewKindIdClaimRequest(args [2]string, argsEsc
 
 // handlePostAdminUsersRequest handles postAdminUsers operation.
 //
-// Create a user; the token is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users
 func (s *Server) handlePostAdminUsersRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -10208,7 +10213,8 @@ func (s *Server) handlePostAdminUsersRequest(args [0]string, argsEscaped bool, w
 
 // handlePostAdminUsersIdTokenRequest handles postAdminUsersIdToken operation.
 //
-// Give a user a new token, shown once; the old one and the user's sessions stop working at once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users/{id}/token
 func (s *Server) handlePostAdminUsersIdTokenRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -10431,7 +10437,8 @@ func (s *Server) handlePostAdminUsersIdTokenRequest(args [1]string, argsEscaped 
 
 // handlePostAdminWebhooksRequest handles postAdminWebhooks operation.
 //
-// Subscribe a URL to events; the signing secret is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks
 func (s *Server) handlePostAdminWebhooksRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -10665,7 +10672,8 @@ func (s *Server) handlePostAdminWebhooksRequest(args [0]string, argsEscaped bool
 
 // handlePostAdminWebhooksDeliveriesIdRedeliverRequest handles postAdminWebhooksDeliveriesIdRedeliver operation.
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers:
+// admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -10890,9 +10898,8 @@ func (s *Server) handlePostAdminWebhooksDeliveriesIdRedeliverRequest(args [1]str
 
 // handlePostAdminWebhooksIdSecretRequest handles postAdminWebhooksIdSecret operation.
 //
-// Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil
-// (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in
-// webhook-signature.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks/{id}/secret
 func (s *Server) handlePostAdminWebhooksIdSecretRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -11115,7 +11122,8 @@ func (s *Server) handlePostAdminWebhooksIdSecretRequest(args [1]string, argsEsca
 
 // handlePostBackfillPauseRequest handles postBackfillPause operation.
 //
-// Pause every job, or one chat's, after its current batch; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/pause
 func (s *Server) handlePostBackfillPauseRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -11349,7 +11357,8 @@ func (s *Server) handlePostBackfillPauseRequest(args [0]string, argsEscaped bool
 
 // handlePostBackfillStartRequest handles postBackfillStart operation.
 //
-// Start every job with pending rows, smallest first, or one chat's; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/start
 func (s *Server) handlePostBackfillStartRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -11583,7 +11592,8 @@ func (s *Server) handlePostBackfillStartRequest(args [0]string, argsEscaped bool
 
 // handlePostListenersItemsKindIdAppealRequest handles postListenersItemsKindIdAppeal operation.
 //
-// Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/items/{kind}/{id}/appeal
 func (s *Server) handlePostListenersItemsKindIdAppealRequest(args [2]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -11825,7 +11835,8 @@ func (s *Server) handlePostListenersItemsKindIdAppealRequest(args [2]string, arg
 
 // handlePostListenersMineTicketRequest handles postListenersMineTicket operation.
 //
-// A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/mine/ticket
 func (s *Server) handlePostListenersMineTicketRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -12044,7 +12055,8 @@ func (s *Server) handlePostListenersMineTicketRequest(args [0]string, argsEscape
 
 // handlePostListenersPitchesRequest handles postListenersPitches operation.
 //
-// Pitch; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/pitches
 func (s *Server) handlePostListenersPitchesRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -12278,7 +12290,8 @@ func (s *Server) handlePostListenersPitchesRequest(args [0]string, argsEscaped b
 
 // handlePostListenersSongsRequest handles postListenersSongs operation.
 //
-// Publish a song; its first revision is screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs
 func (s *Server) handlePostListenersSongsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -12512,7 +12525,8 @@ func (s *Server) handlePostListenersSongsRequest(args [0]string, argsEscaped boo
 
 // handlePostListenersSongsIdCommentsRequest handles postListenersSongsIdComments operation.
 //
-// Comment on a song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/comments
 func (s *Server) handlePostListenersSongsIdCommentsRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -12750,7 +12764,8 @@ func (s *Server) handlePostListenersSongsIdCommentsRequest(args [1]string, argsE
 
 // handlePostListenersSongsIdRevisionsRequest handles postListenersSongsIdRevisions operation.
 //
-// Add a revision to your song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/revisions
 func (s *Server) handlePostListenersSongsIdRevisionsRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -12988,7 +13003,8 @@ func (s *Server) handlePostListenersSongsIdRevisionsRequest(args [1]string, args
 
 // handlePostScrapesRequest handles postScrapes operation.
 //
-// Record a scrape the bot starts: active, it holds the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes
 func (s *Server) handlePostScrapesRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -13222,8 +13238,8 @@ func (s *Server) handlePostScrapesRequest(args [0]string, argsEscaped bool, w ht
 
 // handlePostScrapesIdMediaRequest handles postScrapesIdMedia operation.
 //
-// Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless
-// OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes/{id}/media
 func (s *Server) handlePostScrapesIdMediaRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -13461,7 +13477,7 @@ func (s *Server) handlePostScrapesIdMediaRequest(args [1]string, argsEscaped boo
 
 // handlePostSessionRequest handles postSession operation.
 //
-// Exchange a token for a browser session cookie.
+// Anyone may call it, signed in or not.
 //
 // POST /api/session
 func (s *Server) handlePostSessionRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -13615,8 +13631,8 @@ func (s *Server) handlePostSessionRequest(args [0]string, argsEscaped bool, w ht
 
 // handlePutAdminHoldsRequest handles putAdminHolds operation.
 //
-// Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out
-// keeps its value.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/holds
 func (s *Server) handlePutAdminHoldsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -13850,7 +13866,8 @@ func (s *Server) handlePutAdminHoldsRequest(args [0]string, argsEscaped bool, w 
 
 // handlePutAdminUsersIdBudgetRequest handles putAdminUsersIdBudget operation.
 //
-// Set a user's daily budget (null: the default).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/users/{id}/budget
 func (s *Server) handlePutAdminUsersIdBudgetRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -14088,7 +14105,8 @@ func (s *Server) handlePutAdminUsersIdBudgetRequest(args [1]string, argsEscaped 
 
 // handlePutBackfillSettingsRequest handles putBackfillSettings operation.
 //
-// Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/backfill/settings
 func (s *Server) handlePutBackfillSettingsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {

@@ -4531,6 +4531,25 @@ func (s *GetListenersMineStreamKind) UnmarshalText(data []byte) error {
 	}
 }
 
+// The data of one event of the view's stream, JSON on one line. Event `mine` (`id:` the view's ETag,
+// to send back as Last-Event-ID) carries the view as GET /api/listeners/mine answers it (Mine), at
+// once and on every change; event `error`, the stream's last, the error (Error), with `retry:`
+// (milliseconds) after a fault. Between events `: ping` comments every 15 s carry no event.
+// Ref: #/components/schemas/MineEvent
+type GetListenersMineStreamOK struct {
+	Data io.Reader
+}
+
+// Read reads data from the Data reader.
+//
+// Kept to satisfy the io.Reader interface.
+func (s GetListenersMineStreamOK) Read(p []byte) (n int, err error) {
+	if s.Data == nil {
+		return 0, io.EOF
+	}
+	return s.Data.Read(p)
+}
+
 // GetListenersMineStreamOKRawTextEventStream represents raw HTTP response for GetListenersMineStream text/event-stream.
 type GetListenersMineStreamOKRawTextEventStream struct {
 	Response *http.Response `json:"-"`
@@ -6626,170 +6645,6 @@ func (s *Mine) SetItems(val []MineItem) {
 // SetNextCursor sets the value of NextCursor.
 func (s *Mine) SetNextCursor(val NilString) {
 	s.NextCursor = val
-}
-
-// One server-sent event of the view's stream. Between events the server sends `: ping` comments every
-// 15 s, which carry no event.
-// Ref: #/components/schemas/MineEvent
-type MineEvent struct {
-	// JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`).
-	Data MineEventData `json:"data"`
-	// `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable
-	// after `retry`).
-	Event MineEventEvent `json:"event"`
-	// Of a `mine` event: the view's ETag; send it back as Last-Event-ID.
-	ID OptString `json:"id"`
-	// Of an `error` event: milliseconds to wait before connecting again.
-	Retry OptInt `json:"retry"`
-}
-
-// GetData returns the value of Data.
-func (s *MineEvent) GetData() MineEventData {
-	return s.Data
-}
-
-// GetEvent returns the value of Event.
-func (s *MineEvent) GetEvent() MineEventEvent {
-	return s.Event
-}
-
-// GetID returns the value of ID.
-func (s *MineEvent) GetID() OptString {
-	return s.ID
-}
-
-// GetRetry returns the value of Retry.
-func (s *MineEvent) GetRetry() OptInt {
-	return s.Retry
-}
-
-// SetData sets the value of Data.
-func (s *MineEvent) SetData(val MineEventData) {
-	s.Data = val
-}
-
-// SetEvent sets the value of Event.
-func (s *MineEvent) SetEvent(val MineEventEvent) {
-	s.Event = val
-}
-
-// SetID sets the value of ID.
-func (s *MineEvent) SetID(val OptString) {
-	s.ID = val
-}
-
-// SetRetry sets the value of Retry.
-func (s *MineEvent) SetRetry(val OptInt) {
-	s.Retry = val
-}
-
-// JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`).
-// MineEventData represents sum type.
-type MineEventData struct {
-	// Type selects the active sum variant, switch on this field.
-	Type  MineEventDataType
-	Mine  Mine
-	Error Error
-}
-
-// MineEventDataType is oneOf type of MineEventData.
-type MineEventDataType string
-
-// Possible values for MineEventDataType.
-const (
-	MineMineEventData  MineEventDataType = "Mine"
-	ErrorMineEventData MineEventDataType = "Error"
-)
-
-// IsMine reports whether MineEventData is Mine.
-func (s MineEventData) IsMine() bool { return s.Type == MineMineEventData }
-
-// IsError reports whether MineEventData is Error.
-func (s MineEventData) IsError() bool { return s.Type == ErrorMineEventData }
-
-// SetMine sets MineEventData to Mine.
-func (s *MineEventData) SetMine(v Mine) {
-	s.Type = MineMineEventData
-	s.Mine = v
-}
-
-// GetMine returns Mine and true boolean if MineEventData is Mine.
-func (s MineEventData) GetMine() (v Mine, ok bool) {
-	if !s.IsMine() {
-		return v, false
-	}
-	return s.Mine, true
-}
-
-// NewMineMineEventData returns new MineEventData from Mine.
-func NewMineMineEventData(v Mine) MineEventData {
-	var s MineEventData
-	s.SetMine(v)
-	return s
-}
-
-// SetError sets MineEventData to Error.
-func (s *MineEventData) SetError(v Error) {
-	s.Type = ErrorMineEventData
-	s.Error = v
-}
-
-// GetError returns Error and true boolean if MineEventData is Error.
-func (s MineEventData) GetError() (v Error, ok bool) {
-	if !s.IsError() {
-		return v, false
-	}
-	return s.Error, true
-}
-
-// NewErrorMineEventData returns new MineEventData from Error.
-func NewErrorMineEventData(v Error) MineEventData {
-	var s MineEventData
-	s.SetError(v)
-	return s
-}
-
-// `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable
-// after `retry`).
-type MineEventEvent string
-
-const (
-	MineEventEventMine  MineEventEvent = "mine"
-	MineEventEventError MineEventEvent = "error"
-)
-
-// AllValues returns all MineEventEvent values.
-func (MineEventEvent) AllValues() []MineEventEvent {
-	return []MineEventEvent{
-		MineEventEventMine,
-		MineEventEventError,
-	}
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (s MineEventEvent) MarshalText() ([]byte, error) {
-	switch s {
-	case MineEventEventMine:
-		return []byte(s), nil
-	case MineEventEventError:
-		return []byte(s), nil
-	default:
-		return nil, errors.Errorf("invalid value: %q", s)
-	}
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (s *MineEventEvent) UnmarshalText(data []byte) error {
-	switch MineEventEvent(data) {
-	case MineEventEventMine:
-		*s = MineEventEventMine
-		return nil
-	case MineEventEventError:
-		*s = MineEventEventError
-		return nil
-	default:
-		return errors.Errorf("invalid value: %q", data)
-	}
 }
 
 // MineHeaders wraps Mine with response headers.

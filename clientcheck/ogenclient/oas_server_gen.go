@@ -11,135 +11,140 @@ import (
 type Handler interface {
 	// DeleteAdminWebhooksId implements deleteAdminWebhooksId operation.
 	//
-	// Delete a webhook with its deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/admin/webhooks/{id}
 	DeleteAdminWebhooksId(ctx context.Context, params DeleteAdminWebhooksIdParams) (DeleteAdminWebhooksIdRes, error)
 	// DeleteListenersCommentsId implements deleteListenersCommentsId operation.
 	//
-	// Delete your comment and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/comments/{id}
 	DeleteListenersCommentsId(ctx context.Context, params DeleteListenersCommentsIdParams) (DeleteListenersCommentsIdRes, error)
 	// DeleteListenersPitchesId implements deleteListenersPitchesId operation.
 	//
-	// Delete your pitch and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/pitches/{id}
 	DeleteListenersPitchesId(ctx context.Context, params DeleteListenersPitchesIdParams) (DeleteListenersPitchesIdRes, error)
 	// DeleteListenersRevisionsId implements deleteListenersRevisionsId operation.
 	//
-	// Delete your revision and its owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/revisions/{id}
 	DeleteListenersRevisionsId(ctx context.Context, params DeleteListenersRevisionsIdParams) (DeleteListenersRevisionsIdRes, error)
 	// DeleteListenersSongsId implements deleteListenersSongsId operation.
 	//
-	// Delete your song, its revisions and comments, and their owed jobs.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/listeners/songs/{id}
 	DeleteListenersSongsId(ctx context.Context, params DeleteListenersSongsIdParams) (DeleteListenersSongsIdRes, error)
 	// DeleteScrapesId implements deleteScrapesId operation.
 	//
-	// Delete a scrape: pending-delete now, its previews and rows go in the background.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// DELETE /api/scrapes/{id}
 	DeleteScrapesId(ctx context.Context, params DeleteScrapesIdParams) (DeleteScrapesIdRes, error)
 	// DeleteSession implements deleteSession operation.
 	//
-	// Sign the browser session out.
+	// Anyone may call it, signed in or not.
 	//
 	// DELETE /api/session
 	DeleteSession(ctx context.Context) (DeleteSessionRes, error)
 	// GetAdminAudit implements getAdminAudit operation.
 	//
-	// The audit trail: every operator action, who, when, on what and what changed; newest first.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/audit
 	GetAdminAudit(ctx context.Context, params GetAdminAuditParams) (GetAdminAuditRes, error)
 	// GetAdminBudgets implements getAdminBudgets operation.
 	//
-	// Each author's spend today and limit.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/budgets
 	GetAdminBudgets(ctx context.Context, params GetAdminBudgetsParams) (GetAdminBudgetsRes, error)
 	// GetAdminDeliveriesId implements getAdminDeliveriesId operation.
 	//
-	// One delivery with its payload and every attempt.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/deliveries/{id}
 	GetAdminDeliveriesId(ctx context.Context, params GetAdminDeliveriesIdParams) (GetAdminDeliveriesIdRes, error)
 	// GetAdminEvents implements getAdminEvents operation.
 	//
-	// Attempt events, newest first.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/events
 	GetAdminEvents(ctx context.Context, params GetAdminEventsParams) (GetAdminEventsRes, error)
 	// GetAdminHolds implements getAdminHolds operation.
 	//
-	// What is held: screens, scores, webhook deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/holds
 	GetAdminHolds(ctx context.Context) (GetAdminHoldsRes, error)
 	// GetAdminJobs implements getAdminJobs operation.
 	//
-	// Owed jobs, filtered.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/jobs
 	GetAdminJobs(ctx context.Context, params GetAdminJobsParams) (GetAdminJobsRes, error)
 	// GetAdminJobsId implements getAdminJobsId operation.
 	//
-	// One owed job, its item's title, its author, and every attempt with its error.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/jobs/{id}
 	GetAdminJobsId(ctx context.Context, params GetAdminJobsIdParams) (GetAdminJobsIdRes, error)
 	// GetAdminModel implements getAdminModel operation.
 	//
-	// The model's breaker (closed, open, probing) and this process's calls in flight and their cap.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/model
 	GetAdminModel(ctx context.Context) (GetAdminModelRes, error)
 	// GetAdminPlugins implements getAdminPlugins operation.
 	//
-	// The admin SPA's plugin manifest.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/plugins
 	GetAdminPlugins(ctx context.Context) (GetAdminPluginsRes, error)
 	// GetAdminReview implements getAdminReview operation.
 	//
-	// The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its
-	// content, the model's suggestion, its author's history and its claim; decided with the verdict route.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/review
 	GetAdminReview(ctx context.Context, params GetAdminReviewParams) (GetAdminReviewRes, error)
 	// GetAdminReviewMeasures implements getAdminReviewMeasures operation.
 	//
-	// The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per
-	// reason, the share of the model's suggestions overturned.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/review/measures
 	GetAdminReviewMeasures(ctx context.Context) (GetAdminReviewMeasuresRes, error)
 	// GetAdminStats implements getAdminStats operation.
 	//
-	// The overview's summary.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/stats
 	GetAdminStats(ctx context.Context) (GetAdminStatsRes, error)
 	// GetAdminUsers implements getAdminUsers operation.
 	//
-	// Every user, with whether they are disabled.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/users
 	GetAdminUsers(ctx context.Context, params GetAdminUsersParams) (GetAdminUsersRes, error)
 	// GetAdminWebhooks implements getAdminWebhooks operation.
 	//
-	// Webhook subscriptions.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/webhooks
 	GetAdminWebhooks(ctx context.Context, params GetAdminWebhooksParams) (GetAdminWebhooksRes, error)
 	// GetAdminWebhooksDeliveriesId implements getAdminWebhooksDeliveriesId operation.
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a
+	// bearer token, or a browser session cookie).
 	//
 	// Deprecated: schema marks this operation as deprecated.
 	//
@@ -147,171 +152,177 @@ type Handler interface {
 	GetAdminWebhooksDeliveriesId(ctx context.Context, params GetAdminWebhooksDeliveriesIdParams) (GetAdminWebhooksDeliveriesIdRes, error)
 	// GetAdminWebhooksIdDeliveries implements getAdminWebhooksIdDeliveries operation.
 	//
-	// A webhook's deliveries, newest first, each with its latest attempts.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/admin/webhooks/{id}/deliveries
 	GetAdminWebhooksIdDeliveries(ctx context.Context, params GetAdminWebhooksIdDeliveriesParams) (GetAdminWebhooksIdDeliveriesRes, error)
 	// GetBackfill implements getBackfill operation.
 	//
-	// The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/backfill
 	GetBackfill(ctx context.Context) (GetBackfillRes, error)
 	// GetBackfillSettings implements getBackfillSettings operation.
 	//
-	// The backfill queue's settings.
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/backfill/settings
 	GetBackfillSettings(ctx context.Context) (GetBackfillSettingsRes, error)
 	// GetListenersMine implements getListenersMine operation.
 	//
-	// Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and
-	// budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll.
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// GET /api/listeners/mine
 	GetListenersMine(ctx context.Context, params GetListenersMineParams) (GetListenersMineRes, error)
 	// GetMediaIdPreview implements getMediaIdPreview operation.
 	//
-	// The cached JPEG preview of a media row (404 until cached).
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/media/{id}/preview
 	GetMediaIdPreview(ctx context.Context, params GetMediaIdPreviewParams) (GetMediaIdPreviewRes, error)
 	// GetOpenapijson implements getOpenapijson operation.
 	//
-	// This document.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/openapi.json
 	GetOpenapijson(ctx context.Context) (GetOpenapijsonRes, error)
 	// GetPitches implements getPitches operation.
 	//
-	// Public pitches, newest first.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/pitches
 	GetPitches(ctx context.Context, params GetPitchesParams) (GetPitchesRes, error)
 	// GetScrapes implements getScrapes operation.
 	//
-	// Scrapes with their counts (deleted ones leave the list).
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes
 	GetScrapes(ctx context.Context, params GetScrapesParams) (GetScrapesRes, error)
 	// GetScrapesId implements getScrapesId operation.
 	//
-	// One scrape with its counts.
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes/{id}
 	GetScrapesId(ctx context.Context, params GetScrapesIdParams) (GetScrapesIdRes, error)
 	// GetScrapesIdMedia implements getScrapesIdMedia operation.
 	//
-	// A scrape's media rows, optionally in one preview state.
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// GET /api/scrapes/{id}/media
 	GetScrapesIdMedia(ctx context.Context, params GetScrapesIdMediaParams) (GetScrapesIdMediaRes, error)
 	// GetSession implements getSession operation.
 	//
-	// Who is signed in.
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
 	//
 	// GET /api/session
 	GetSession(ctx context.Context) (GetSessionRes, error)
 	// GetSongs implements getSongs operation.
 	//
-	// Public songs, by art or newest.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/songs
 	GetSongs(ctx context.Context, params GetSongsParams) (GetSongsRes, error)
 	// GetSongsId implements getSongsId operation.
 	//
-	// A public song with its allowed revisions and comments.
+	// Anyone may call it, signed in or not.
 	//
 	// GET /api/songs/{id}
 	GetSongsId(ctx context.Context, params GetSongsIdParams) (GetSongsIdRes, error)
 	// PatchAdminUsersId implements patchAdminUsersId operation.
 	//
-	// Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be
-	// disabled (409).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/admin/users/{id}
 	PatchAdminUsersId(ctx context.Context, req *UserPatch, params PatchAdminUsersIdParams) (PatchAdminUsersIdRes, error)
 	// PatchAdminWebhooksId implements patchAdminWebhooksId operation.
 	//
-	// Enable or disable a webhook; disabling cancels its pending deliveries.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/admin/webhooks/{id}
 	PatchAdminWebhooksId(ctx context.Context, req *WebhookUpdate, params PatchAdminWebhooksIdParams) (PatchAdminWebhooksIdRes, error)
 	// PatchScrapesId implements patchScrapesId operation.
 	//
-	// Change a scrape's state (active, paused, done, failed) or downloaded count.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PATCH /api/scrapes/{id}
 	PatchScrapesId(ctx context.Context, req *ScrapePatch, params PatchScrapesIdParams) (PatchScrapesIdRes, error)
 	// PostAdminBackfillWalkRelease implements postAdminBackfillWalkRelease operation.
 	//
-	// End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a
-	// push takes it again. Audited.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/backfill/walk/release
 	PostAdminBackfillWalkRelease(ctx context.Context, params PostAdminBackfillWalkReleaseParams) (PostAdminBackfillWalkReleaseRes, error)
 	// PostAdminDeliveriesIdRedeliver implements postAdminDeliveriesIdRedeliver operation.
 	//
-	// Make a delivery due now, pending again, with the same webhook-id.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/deliveries/{id}/redeliver
 	PostAdminDeliveriesIdRedeliver(ctx context.Context, params PostAdminDeliveriesIdRedeliverParams) (PostAdminDeliveriesIdRedeliverRes, error)
 	// PostAdminItemsKindIdVerdict implements postAdminItemsKindIdVerdict operation.
 	//
-	// Decide an item's verdict by hand: settles its screen job as the admin's verdict.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/items/{kind}/{id}/verdict
 	PostAdminItemsKindIdVerdict(ctx context.Context, req *VerdictRequest, params PostAdminItemsKindIdVerdictParams) (PostAdminItemsKindIdVerdictRes, error)
 	// PostAdminJobsIdRetry implements postAdminJobsIdRetry operation.
 	//
-	// Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an
-	// attempt by itself.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/jobs/{id}/retry
 	PostAdminJobsIdRetry(ctx context.Context, params PostAdminJobsIdRetryParams) (PostAdminJobsIdRetryRes, error)
 	// PostAdminJobsRetry implements postAdminJobsRetry operation.
 	//
-	// Make every job the filter selects due now, except running ones and those whose budget still cannot
-	// cover them.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/jobs/retry
 	PostAdminJobsRetry(ctx context.Context, req *JobFilterRequest, params PostAdminJobsRetryParams) (PostAdminJobsRetryRes, error)
 	// PostAdminModelProbe implements postAdminModelProbe operation.
 	//
-	// One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s
-	// across replicas; allowed while work is held): an answer closes the breaker. Answers the model's
-	// state after it, with what the call found.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/model/probe
 	PostAdminModelProbe(ctx context.Context, params PostAdminModelProbeParams) (PostAdminModelProbeRes, error)
 	// PostAdminReviewKindIdClaim implements postAdminReviewKindIdClaim operation.
 	//
-	// Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409
-	// claimed.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/review/{kind}/{id}/claim
 	PostAdminReviewKindIdClaim(ctx context.Context, params PostAdminReviewKindIdClaimParams) (PostAdminReviewKindIdClaimRes, error)
 	// PostAdminUsers implements postAdminUsers operation.
 	//
-	// Create a user; the token is shown once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/users
 	PostAdminUsers(ctx context.Context, req *UserRequest, params PostAdminUsersParams) (PostAdminUsersRes, error)
 	// PostAdminUsersIdToken implements postAdminUsersIdToken operation.
 	//
-	// Give a user a new token, shown once; the old one and the user's sessions stop working at once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/users/{id}/token
 	PostAdminUsersIdToken(ctx context.Context, params PostAdminUsersIdTokenParams) (PostAdminUsersIdTokenRes, error)
 	// PostAdminWebhooks implements postAdminWebhooks operation.
 	//
-	// Subscribe a URL to events; the signing secret is shown once.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/webhooks
 	PostAdminWebhooks(ctx context.Context, req *WebhookRequest, params PostAdminWebhooksParams) (PostAdminWebhooksRes, error)
 	// PostAdminWebhooksDeliveriesIdRedeliver implements postAdminWebhooksDeliveriesIdRedeliver operation.
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers:
+	// admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Deprecated: schema marks this operation as deprecated.
 	//
@@ -319,95 +330,105 @@ type Handler interface {
 	PostAdminWebhooksDeliveriesIdRedeliver(ctx context.Context, params PostAdminWebhooksDeliveriesIdRedeliverParams) (PostAdminWebhooksDeliveriesIdRedeliverRes, error)
 	// PostAdminWebhooksIdSecret implements postAdminWebhooksIdSecret operation.
 	//
-	// Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil
-	// (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in
-	// webhook-signature.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/admin/webhooks/{id}/secret
 	PostAdminWebhooksIdSecret(ctx context.Context, params PostAdminWebhooksIdSecretParams) (PostAdminWebhooksIdSecretRes, error)
 	// PostBackfillPause implements postBackfillPause operation.
 	//
-	// Pause every job, or one chat's, after its current batch; the body is optional.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/backfill/pause
 	PostBackfillPause(ctx context.Context, req OptBackfillTarget, params PostBackfillPauseParams) (PostBackfillPauseRes, error)
 	// PostBackfillStart implements postBackfillStart operation.
 	//
-	// Start every job with pending rows, smallest first, or one chat's; the body is optional.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/backfill/start
 	PostBackfillStart(ctx context.Context, req OptBackfillTarget, params PostBackfillStartParams) (PostBackfillStartRes, error)
 	// PostListenersItemsKindIdAppeal implements postListenersItemsKindIdAppeal operation.
 	//
-	// Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/items/{kind}/{id}/appeal
 	PostListenersItemsKindIdAppeal(ctx context.Context, req *AppealRequest, params PostListenersItemsKindIdAppealParams) (PostListenersItemsKindIdAppealRes, error)
 	// PostListenersMineTicket implements postListenersMineTicket operation.
 	//
-	// A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/mine/ticket
 	PostListenersMineTicket(ctx context.Context, params PostListenersMineTicketParams) (PostListenersMineTicketRes, error)
 	// PostListenersPitches implements postListenersPitches operation.
 	//
-	// Pitch; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/pitches
 	PostListenersPitches(ctx context.Context, req *BodyRequest, params PostListenersPitchesParams) (PostListenersPitchesRes, error)
 	// PostListenersSongs implements postListenersSongs operation.
 	//
-	// Publish a song; its first revision is screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs
 	PostListenersSongs(ctx context.Context, req *SongRequest, params PostListenersSongsParams) (PostListenersSongsRes, error)
 	// PostListenersSongsIdComments implements postListenersSongsIdComments operation.
 	//
-	// Comment on a song; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs/{id}/comments
 	PostListenersSongsIdComments(ctx context.Context, req *BodyRequest, params PostListenersSongsIdCommentsParams) (PostListenersSongsIdCommentsRes, error)
 	// PostListenersSongsIdRevisions implements postListenersSongsIdRevisions operation.
 	//
-	// Add a revision to your song; screened inline.
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/listeners/songs/{id}/revisions
 	PostListenersSongsIdRevisions(ctx context.Context, req *RevisionRequest, params PostListenersSongsIdRevisionsParams) (PostListenersSongsIdRevisionsRes, error)
 	// PostScrapes implements postScrapes operation.
 	//
-	// Record a scrape the bot starts: active, it holds the walk lock.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/scrapes
 	PostScrapes(ctx context.Context, req *ScrapeRequest, params PostScrapesParams) (PostScrapesRes, error)
 	// PostScrapesIdMedia implements postScrapesIdMedia operation.
 	//
-	// Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless
-	// OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock.
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// POST /api/scrapes/{id}/media
 	PostScrapesIdMedia(ctx context.Context, req *MediaPushRequest, params PostScrapesIdMediaParams) (PostScrapesIdMediaRes, error)
 	// PostSession implements postSession operation.
 	//
-	// Exchange a token for a browser session cookie.
+	// Anyone may call it, signed in or not.
 	//
 	// POST /api/session
 	PostSession(ctx context.Context, req *SessionRequest) (PostSessionRes, error)
 	// PutAdminHolds implements putAdminHolds operation.
 	//
-	// Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out
-	// keeps its value.
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/admin/holds
 	PutAdminHolds(ctx context.Context, req *HoldsRequest, params PutAdminHoldsParams) (PutAdminHoldsRes, error)
 	// PutAdminUsersIdBudget implements putAdminUsersIdBudget operation.
 	//
-	// Set a user's daily budget (null: the default).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/admin/users/{id}/budget
 	PutAdminUsersIdBudget(ctx context.Context, req *BudgetRequest, params PutAdminUsersIdBudgetParams) (PutAdminUsersIdBudgetRes, error)
 	// PutBackfillSettings implements putBackfillSettings operation.
 	//
-	// Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000).
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
 	//
 	// PUT /api/backfill/settings
 	PutBackfillSettings(ctx context.Context, req *BackfillSettingsRequest, params PutBackfillSettingsParams) (PutBackfillSettingsRes, error)
@@ -421,10 +442,7 @@ type Handler interface {
 type RawHandler interface {
 	// GetListenersMineStream implements getListenersMineStream operation.
 	//
-	// Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless
-	// Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with
-	// event error (unauthorized, or unavailable with retry:) when its credential is revoked or the
-	// database stays unreachable; ?ticket= instead of Authorization.
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// GET /api/listeners/mine/stream
 	GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams, w http.ResponseWriter) error

@@ -17,7 +17,8 @@ var _ RawHandler = UnimplementedHandler{}
 
 // DeleteAdminWebhooksId implements deleteAdminWebhooksId operation.
 //
-// Delete a webhook with its deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/admin/webhooks/{id}
 func (UnimplementedHandler) DeleteAdminWebhooksId(ctx context.Context, params DeleteAdminWebhooksIdParams) (r DeleteAdminWebhooksIdRes, _ error) {
@@ -26,7 +27,8 @@ func (UnimplementedHandler) DeleteAdminWebhooksId(ctx context.Context, params De
 
 // DeleteListenersCommentsId implements deleteListenersCommentsId operation.
 //
-// Delete your comment and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/comments/{id}
 func (UnimplementedHandler) DeleteListenersCommentsId(ctx context.Context, params DeleteListenersCommentsIdParams) (r DeleteListenersCommentsIdRes, _ error) {
@@ -35,7 +37,8 @@ func (UnimplementedHandler) DeleteListenersCommentsId(ctx context.Context, param
 
 // DeleteListenersPitchesId implements deleteListenersPitchesId operation.
 //
-// Delete your pitch and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/pitches/{id}
 func (UnimplementedHandler) DeleteListenersPitchesId(ctx context.Context, params DeleteListenersPitchesIdParams) (r DeleteListenersPitchesIdRes, _ error) {
@@ -44,7 +47,8 @@ func (UnimplementedHandler) DeleteListenersPitchesId(ctx context.Context, params
 
 // DeleteListenersRevisionsId implements deleteListenersRevisionsId operation.
 //
-// Delete your revision and its owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/revisions/{id}
 func (UnimplementedHandler) DeleteListenersRevisionsId(ctx context.Context, params DeleteListenersRevisionsIdParams) (r DeleteListenersRevisionsIdRes, _ error) {
@@ -53,7 +57,8 @@ func (UnimplementedHandler) DeleteListenersRevisionsId(ctx context.Context, para
 
 // DeleteListenersSongsId implements deleteListenersSongsId operation.
 //
-// Delete your song, its revisions and comments, and their owed jobs.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/listeners/songs/{id}
 func (UnimplementedHandler) DeleteListenersSongsId(ctx context.Context, params DeleteListenersSongsIdParams) (r DeleteListenersSongsIdRes, _ error) {
@@ -62,7 +67,8 @@ func (UnimplementedHandler) DeleteListenersSongsId(ctx context.Context, params D
 
 // DeleteScrapesId implements deleteScrapesId operation.
 //
-// Delete a scrape: pending-delete now, its previews and rows go in the background.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // DELETE /api/scrapes/{id}
 func (UnimplementedHandler) DeleteScrapesId(ctx context.Context, params DeleteScrapesIdParams) (r DeleteScrapesIdRes, _ error) {
@@ -71,7 +77,7 @@ func (UnimplementedHandler) DeleteScrapesId(ctx context.Context, params DeleteSc
 
 // DeleteSession implements deleteSession operation.
 //
-// Sign the browser session out.
+// Anyone may call it, signed in or not.
 //
 // DELETE /api/session
 func (UnimplementedHandler) DeleteSession(ctx context.Context) (r DeleteSessionRes, _ error) {
@@ -80,7 +86,7 @@ func (UnimplementedHandler) DeleteSession(ctx context.Context) (r DeleteSessionR
 
 // GetAdminAudit implements getAdminAudit operation.
 //
-// The audit trail: every operator action, who, when, on what and what changed; newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/audit
 func (UnimplementedHandler) GetAdminAudit(ctx context.Context, params GetAdminAuditParams) (r GetAdminAuditRes, _ error) {
@@ -89,7 +95,7 @@ func (UnimplementedHandler) GetAdminAudit(ctx context.Context, params GetAdminAu
 
 // GetAdminBudgets implements getAdminBudgets operation.
 //
-// Each author's spend today and limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/budgets
 func (UnimplementedHandler) GetAdminBudgets(ctx context.Context, params GetAdminBudgetsParams) (r GetAdminBudgetsRes, _ error) {
@@ -98,7 +104,7 @@ func (UnimplementedHandler) GetAdminBudgets(ctx context.Context, params GetAdmin
 
 // GetAdminDeliveriesId implements getAdminDeliveriesId operation.
 //
-// One delivery with its payload and every attempt.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/deliveries/{id}
 func (UnimplementedHandler) GetAdminDeliveriesId(ctx context.Context, params GetAdminDeliveriesIdParams) (r GetAdminDeliveriesIdRes, _ error) {
@@ -107,7 +113,7 @@ func (UnimplementedHandler) GetAdminDeliveriesId(ctx context.Context, params Get
 
 // GetAdminEvents implements getAdminEvents operation.
 //
-// Attempt events, newest first.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/events
 func (UnimplementedHandler) GetAdminEvents(ctx context.Context, params GetAdminEventsParams) (r GetAdminEventsRes, _ error) {
@@ -116,7 +122,7 @@ func (UnimplementedHandler) GetAdminEvents(ctx context.Context, params GetAdminE
 
 // GetAdminHolds implements getAdminHolds operation.
 //
-// What is held: screens, scores, webhook deliveries.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/holds
 func (UnimplementedHandler) GetAdminHolds(ctx context.Context) (r GetAdminHoldsRes, _ error) {
@@ -125,7 +131,7 @@ func (UnimplementedHandler) GetAdminHolds(ctx context.Context) (r GetAdminHoldsR
 
 // GetAdminJobs implements getAdminJobs operation.
 //
-// Owed jobs, filtered.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs
 func (UnimplementedHandler) GetAdminJobs(ctx context.Context, params GetAdminJobsParams) (r GetAdminJobsRes, _ error) {
@@ -134,7 +140,7 @@ func (UnimplementedHandler) GetAdminJobs(ctx context.Context, params GetAdminJob
 
 // GetAdminJobsId implements getAdminJobsId operation.
 //
-// One owed job, its item's title, its author, and every attempt with its error.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/jobs/{id}
 func (UnimplementedHandler) GetAdminJobsId(ctx context.Context, params GetAdminJobsIdParams) (r GetAdminJobsIdRes, _ error) {
@@ -143,7 +149,7 @@ func (UnimplementedHandler) GetAdminJobsId(ctx context.Context, params GetAdminJ
 
 // GetAdminModel implements getAdminModel operation.
 //
-// The model's breaker (closed, open, probing) and this process's calls in flight and their cap.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/model
 func (UnimplementedHandler) GetAdminModel(ctx context.Context) (r GetAdminModelRes, _ error) {
@@ -152,7 +158,7 @@ func (UnimplementedHandler) GetAdminModel(ctx context.Context) (r GetAdminModelR
 
 // GetAdminPlugins implements getAdminPlugins operation.
 //
-// The admin SPA's plugin manifest.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/plugins
 func (UnimplementedHandler) GetAdminPlugins(ctx context.Context) (r GetAdminPluginsRes, _ error) {
@@ -161,8 +167,7 @@ func (UnimplementedHandler) GetAdminPlugins(ctx context.Context) (r GetAdminPlug
 
 // GetAdminReview implements getAdminReview operation.
 //
-// The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its
-// content, the model's suggestion, its author's history and its claim; decided with the verdict route.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review
 func (UnimplementedHandler) GetAdminReview(ctx context.Context, params GetAdminReviewParams) (r GetAdminReviewRes, _ error) {
@@ -171,8 +176,7 @@ func (UnimplementedHandler) GetAdminReview(ctx context.Context, params GetAdminR
 
 // GetAdminReviewMeasures implements getAdminReviewMeasures operation.
 //
-// The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per
-// reason, the share of the model's suggestions overturned.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/review/measures
 func (UnimplementedHandler) GetAdminReviewMeasures(ctx context.Context) (r GetAdminReviewMeasuresRes, _ error) {
@@ -181,7 +185,7 @@ func (UnimplementedHandler) GetAdminReviewMeasures(ctx context.Context) (r GetAd
 
 // GetAdminStats implements getAdminStats operation.
 //
-// The overview's summary.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/stats
 func (UnimplementedHandler) GetAdminStats(ctx context.Context) (r GetAdminStatsRes, _ error) {
@@ -190,7 +194,7 @@ func (UnimplementedHandler) GetAdminStats(ctx context.Context) (r GetAdminStatsR
 
 // GetAdminUsers implements getAdminUsers operation.
 //
-// Every user, with whether they are disabled.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/users
 func (UnimplementedHandler) GetAdminUsers(ctx context.Context, params GetAdminUsersParams) (r GetAdminUsersRes, _ error) {
@@ -199,7 +203,7 @@ func (UnimplementedHandler) GetAdminUsers(ctx context.Context, params GetAdminUs
 
 // GetAdminWebhooks implements getAdminWebhooks operation.
 //
-// Webhook subscriptions.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks
 func (UnimplementedHandler) GetAdminWebhooks(ctx context.Context, params GetAdminWebhooksParams) (r GetAdminWebhooksRes, _ error) {
@@ -208,7 +212,8 @@ func (UnimplementedHandler) GetAdminWebhooks(ctx context.Context, params GetAdmi
 
 // GetAdminWebhooksDeliveriesId implements getAdminWebhooksDeliveriesId operation.
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a
+// bearer token, or a browser session cookie).
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -219,7 +224,7 @@ func (UnimplementedHandler) GetAdminWebhooksDeliveriesId(ctx context.Context, pa
 
 // GetAdminWebhooksIdDeliveries implements getAdminWebhooksIdDeliveries operation.
 //
-// A webhook's deliveries, newest first, each with its latest attempts.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/admin/webhooks/{id}/deliveries
 func (UnimplementedHandler) GetAdminWebhooksIdDeliveries(ctx context.Context, params GetAdminWebhooksIdDeliveriesParams) (r GetAdminWebhooksIdDeliveriesRes, _ error) {
@@ -228,7 +233,7 @@ func (UnimplementedHandler) GetAdminWebhooksIdDeliveries(ctx context.Context, pa
 
 // GetBackfill implements getBackfill operation.
 //
-// The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill
 func (UnimplementedHandler) GetBackfill(ctx context.Context) (r GetBackfillRes, _ error) {
@@ -237,7 +242,7 @@ func (UnimplementedHandler) GetBackfill(ctx context.Context) (r GetBackfillRes, 
 
 // GetBackfillSettings implements getBackfillSettings operation.
 //
-// The backfill queue's settings.
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // GET /api/backfill/settings
 func (UnimplementedHandler) GetBackfillSettings(ctx context.Context) (r GetBackfillSettingsRes, _ error) {
@@ -246,8 +251,7 @@ func (UnimplementedHandler) GetBackfillSettings(ctx context.Context) (r GetBackf
 
 // GetListenersMine implements getListenersMine operation.
 //
-// Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and
-// budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine
 func (UnimplementedHandler) GetListenersMine(ctx context.Context, params GetListenersMineParams) (r GetListenersMineRes, _ error) {
@@ -256,10 +260,7 @@ func (UnimplementedHandler) GetListenersMine(ctx context.Context, params GetList
 
 // GetListenersMineStream implements getListenersMineStream operation.
 //
-// Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless
-// Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with
-// event error (unauthorized, or unavailable with retry:) when its credential is revoked or the
-// database stays unreachable; ?ticket= instead of Authorization.
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // GET /api/listeners/mine/stream
 func (UnimplementedHandler) GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams, w http.ResponseWriter) error {
@@ -268,7 +269,7 @@ func (UnimplementedHandler) GetListenersMineStream(ctx context.Context, params G
 
 // GetMediaIdPreview implements getMediaIdPreview operation.
 //
-// The cached JPEG preview of a media row (404 until cached).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/media/{id}/preview
 func (UnimplementedHandler) GetMediaIdPreview(ctx context.Context, params GetMediaIdPreviewParams) (r GetMediaIdPreviewRes, _ error) {
@@ -277,7 +278,7 @@ func (UnimplementedHandler) GetMediaIdPreview(ctx context.Context, params GetMed
 
 // GetOpenapijson implements getOpenapijson operation.
 //
-// This document.
+// Anyone may call it, signed in or not.
 //
 // GET /api/openapi.json
 func (UnimplementedHandler) GetOpenapijson(ctx context.Context) (r GetOpenapijsonRes, _ error) {
@@ -286,7 +287,7 @@ func (UnimplementedHandler) GetOpenapijson(ctx context.Context) (r GetOpenapijso
 
 // GetPitches implements getPitches operation.
 //
-// Public pitches, newest first.
+// Anyone may call it, signed in or not.
 //
 // GET /api/pitches
 func (UnimplementedHandler) GetPitches(ctx context.Context, params GetPitchesParams) (r GetPitchesRes, _ error) {
@@ -295,7 +296,7 @@ func (UnimplementedHandler) GetPitches(ctx context.Context, params GetPitchesPar
 
 // GetScrapes implements getScrapes operation.
 //
-// Scrapes with their counts (deleted ones leave the list).
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes
 func (UnimplementedHandler) GetScrapes(ctx context.Context, params GetScrapesParams) (r GetScrapesRes, _ error) {
@@ -304,7 +305,7 @@ func (UnimplementedHandler) GetScrapes(ctx context.Context, params GetScrapesPar
 
 // GetScrapesId implements getScrapesId operation.
 //
-// One scrape with its counts.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}
 func (UnimplementedHandler) GetScrapesId(ctx context.Context, params GetScrapesIdParams) (r GetScrapesIdRes, _ error) {
@@ -313,7 +314,7 @@ func (UnimplementedHandler) GetScrapesId(ctx context.Context, params GetScrapesI
 
 // GetScrapesIdMedia implements getScrapesIdMedia operation.
 //
-// A scrape's media rows, optionally in one preview state.
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // GET /api/scrapes/{id}/media
 func (UnimplementedHandler) GetScrapesIdMedia(ctx context.Context, params GetScrapesIdMediaParams) (r GetScrapesIdMediaRes, _ error) {
@@ -322,7 +323,7 @@ func (UnimplementedHandler) GetScrapesIdMedia(ctx context.Context, params GetScr
 
 // GetSession implements getSession operation.
 //
-// Who is signed in.
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
 //
 // GET /api/session
 func (UnimplementedHandler) GetSession(ctx context.Context) (r GetSessionRes, _ error) {
@@ -331,7 +332,7 @@ func (UnimplementedHandler) GetSession(ctx context.Context) (r GetSessionRes, _ 
 
 // GetSongs implements getSongs operation.
 //
-// Public songs, by art or newest.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs
 func (UnimplementedHandler) GetSongs(ctx context.Context, params GetSongsParams) (r GetSongsRes, _ error) {
@@ -340,7 +341,7 @@ func (UnimplementedHandler) GetSongs(ctx context.Context, params GetSongsParams)
 
 // GetSongsId implements getSongsId operation.
 //
-// A public song with its allowed revisions and comments.
+// Anyone may call it, signed in or not.
 //
 // GET /api/songs/{id}
 func (UnimplementedHandler) GetSongsId(ctx context.Context, params GetSongsIdParams) (r GetSongsIdRes, _ error) {
@@ -349,8 +350,8 @@ func (UnimplementedHandler) GetSongsId(ctx context.Context, params GetSongsIdPar
 
 // PatchAdminUsersId implements patchAdminUsersId operation.
 //
-// Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be
-// disabled (409).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/users/{id}
 func (UnimplementedHandler) PatchAdminUsersId(ctx context.Context, req *UserPatch, params PatchAdminUsersIdParams) (r PatchAdminUsersIdRes, _ error) {
@@ -359,7 +360,8 @@ func (UnimplementedHandler) PatchAdminUsersId(ctx context.Context, req *UserPatc
 
 // PatchAdminWebhooksId implements patchAdminWebhooksId operation.
 //
-// Enable or disable a webhook; disabling cancels its pending deliveries.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/admin/webhooks/{id}
 func (UnimplementedHandler) PatchAdminWebhooksId(ctx context.Context, req *WebhookUpdate, params PatchAdminWebhooksIdParams) (r PatchAdminWebhooksIdRes, _ error) {
@@ -368,7 +370,8 @@ func (UnimplementedHandler) PatchAdminWebhooksId(ctx context.Context, req *Webho
 
 // PatchScrapesId implements patchScrapesId operation.
 //
-// Change a scrape's state (active, paused, done, failed) or downloaded count.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PATCH /api/scrapes/{id}
 func (UnimplementedHandler) PatchScrapesId(ctx context.Context, req *ScrapePatch, params PatchScrapesIdParams) (r PatchScrapesIdRes, _ error) {
@@ -377,8 +380,8 @@ func (UnimplementedHandler) PatchScrapesId(ctx context.Context, req *ScrapePatch
 
 // PostAdminBackfillWalkRelease implements postAdminBackfillWalkRelease operation.
 //
-// End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a
-// push takes it again. Audited.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/backfill/walk/release
 func (UnimplementedHandler) PostAdminBackfillWalkRelease(ctx context.Context, params PostAdminBackfillWalkReleaseParams) (r PostAdminBackfillWalkReleaseRes, _ error) {
@@ -387,7 +390,8 @@ func (UnimplementedHandler) PostAdminBackfillWalkRelease(ctx context.Context, pa
 
 // PostAdminDeliveriesIdRedeliver implements postAdminDeliveriesIdRedeliver operation.
 //
-// Make a delivery due now, pending again, with the same webhook-id.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/deliveries/{id}/redeliver
 func (UnimplementedHandler) PostAdminDeliveriesIdRedeliver(ctx context.Context, params PostAdminDeliveriesIdRedeliverParams) (r PostAdminDeliveriesIdRedeliverRes, _ error) {
@@ -396,7 +400,8 @@ func (UnimplementedHandler) PostAdminDeliveriesIdRedeliver(ctx context.Context, 
 
 // PostAdminItemsKindIdVerdict implements postAdminItemsKindIdVerdict operation.
 //
-// Decide an item's verdict by hand: settles its screen job as the admin's verdict.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/items/{kind}/{id}/verdict
 func (UnimplementedHandler) PostAdminItemsKindIdVerdict(ctx context.Context, req *VerdictRequest, params PostAdminItemsKindIdVerdictParams) (r PostAdminItemsKindIdVerdictRes, _ error) {
@@ -405,8 +410,8 @@ func (UnimplementedHandler) PostAdminItemsKindIdVerdict(ctx context.Context, req
 
 // PostAdminJobsIdRetry implements postAdminJobsIdRetry operation.
 //
-// Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an
-// attempt by itself.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/{id}/retry
 func (UnimplementedHandler) PostAdminJobsIdRetry(ctx context.Context, params PostAdminJobsIdRetryParams) (r PostAdminJobsIdRetryRes, _ error) {
@@ -415,8 +420,8 @@ func (UnimplementedHandler) PostAdminJobsIdRetry(ctx context.Context, params Pos
 
 // PostAdminJobsRetry implements postAdminJobsRetry operation.
 //
-// Make every job the filter selects due now, except running ones and those whose budget still cannot
-// cover them.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/jobs/retry
 func (UnimplementedHandler) PostAdminJobsRetry(ctx context.Context, req *JobFilterRequest, params PostAdminJobsRetryParams) (r PostAdminJobsRetryRes, _ error) {
@@ -425,9 +430,8 @@ func (UnimplementedHandler) PostAdminJobsRetry(ctx context.Context, req *JobFilt
 
 // PostAdminModelProbe implements postAdminModelProbe operation.
 //
-// One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s
-// across replicas; allowed while work is held): an answer closes the breaker. Answers the model's
-// state after it, with what the call found.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/model/probe
 func (UnimplementedHandler) PostAdminModelProbe(ctx context.Context, params PostAdminModelProbeParams) (r PostAdminModelProbeRes, _ error) {
@@ -436,8 +440,8 @@ func (UnimplementedHandler) PostAdminModelProbe(ctx context.Context, params Post
 
 // PostAdminReviewKindIdClaim implements postAdminReviewKindIdClaim operation.
 //
-// Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409
-// claimed.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/review/{kind}/{id}/claim
 func (UnimplementedHandler) PostAdminReviewKindIdClaim(ctx context.Context, params PostAdminReviewKindIdClaimParams) (r PostAdminReviewKindIdClaimRes, _ error) {
@@ -446,7 +450,8 @@ func (UnimplementedHandler) PostAdminReviewKindIdClaim(ctx context.Context, para
 
 // PostAdminUsers implements postAdminUsers operation.
 //
-// Create a user; the token is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users
 func (UnimplementedHandler) PostAdminUsers(ctx context.Context, req *UserRequest, params PostAdminUsersParams) (r PostAdminUsersRes, _ error) {
@@ -455,7 +460,8 @@ func (UnimplementedHandler) PostAdminUsers(ctx context.Context, req *UserRequest
 
 // PostAdminUsersIdToken implements postAdminUsersIdToken operation.
 //
-// Give a user a new token, shown once; the old one and the user's sessions stop working at once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/users/{id}/token
 func (UnimplementedHandler) PostAdminUsersIdToken(ctx context.Context, params PostAdminUsersIdTokenParams) (r PostAdminUsersIdTokenRes, _ error) {
@@ -464,7 +470,8 @@ func (UnimplementedHandler) PostAdminUsersIdToken(ctx context.Context, params Po
 
 // PostAdminWebhooks implements postAdminWebhooks operation.
 //
-// Subscribe a URL to events; the signing secret is shown once.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks
 func (UnimplementedHandler) PostAdminWebhooks(ctx context.Context, req *WebhookRequest, params PostAdminWebhooksParams) (r PostAdminWebhooksRes, _ error) {
@@ -473,7 +480,8 @@ func (UnimplementedHandler) PostAdminWebhooks(ctx context.Context, req *WebhookR
 
 // PostAdminWebhooksDeliveriesIdRedeliver implements postAdminWebhooksDeliveriesIdRedeliver operation.
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers:
+// admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Deprecated: schema marks this operation as deprecated.
 //
@@ -484,9 +492,8 @@ func (UnimplementedHandler) PostAdminWebhooksDeliveriesIdRedeliver(ctx context.C
 
 // PostAdminWebhooksIdSecret implements postAdminWebhooksIdSecret operation.
 //
-// Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil
-// (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in
-// webhook-signature.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/admin/webhooks/{id}/secret
 func (UnimplementedHandler) PostAdminWebhooksIdSecret(ctx context.Context, params PostAdminWebhooksIdSecretParams) (r PostAdminWebhooksIdSecretRes, _ error) {
@@ -495,7 +502,8 @@ func (UnimplementedHandler) PostAdminWebhooksIdSecret(ctx context.Context, param
 
 // PostBackfillPause implements postBackfillPause operation.
 //
-// Pause every job, or one chat's, after its current batch; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/pause
 func (UnimplementedHandler) PostBackfillPause(ctx context.Context, req OptBackfillTarget, params PostBackfillPauseParams) (r PostBackfillPauseRes, _ error) {
@@ -504,7 +512,8 @@ func (UnimplementedHandler) PostBackfillPause(ctx context.Context, req OptBackfi
 
 // PostBackfillStart implements postBackfillStart operation.
 //
-// Start every job with pending rows, smallest first, or one chat's; the body is optional.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/backfill/start
 func (UnimplementedHandler) PostBackfillStart(ctx context.Context, req OptBackfillTarget, params PostBackfillStartParams) (r PostBackfillStartRes, _ error) {
@@ -513,7 +522,8 @@ func (UnimplementedHandler) PostBackfillStart(ctx context.Context, req OptBackfi
 
 // PostListenersItemsKindIdAppeal implements postListenersItemsKindIdAppeal operation.
 //
-// Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/items/{kind}/{id}/appeal
 func (UnimplementedHandler) PostListenersItemsKindIdAppeal(ctx context.Context, req *AppealRequest, params PostListenersItemsKindIdAppealParams) (r PostListenersItemsKindIdAppealRes, _ error) {
@@ -522,7 +532,8 @@ func (UnimplementedHandler) PostListenersItemsKindIdAppeal(ctx context.Context, 
 
 // PostListenersMineTicket implements postListenersMineTicket operation.
 //
-// A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/mine/ticket
 func (UnimplementedHandler) PostListenersMineTicket(ctx context.Context, params PostListenersMineTicketParams) (r PostListenersMineTicketRes, _ error) {
@@ -531,7 +542,8 @@ func (UnimplementedHandler) PostListenersMineTicket(ctx context.Context, params 
 
 // PostListenersPitches implements postListenersPitches operation.
 //
-// Pitch; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/pitches
 func (UnimplementedHandler) PostListenersPitches(ctx context.Context, req *BodyRequest, params PostListenersPitchesParams) (r PostListenersPitchesRes, _ error) {
@@ -540,7 +552,8 @@ func (UnimplementedHandler) PostListenersPitches(ctx context.Context, req *BodyR
 
 // PostListenersSongs implements postListenersSongs operation.
 //
-// Publish a song; its first revision is screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs
 func (UnimplementedHandler) PostListenersSongs(ctx context.Context, req *SongRequest, params PostListenersSongsParams) (r PostListenersSongsRes, _ error) {
@@ -549,7 +562,8 @@ func (UnimplementedHandler) PostListenersSongs(ctx context.Context, req *SongReq
 
 // PostListenersSongsIdComments implements postListenersSongsIdComments operation.
 //
-// Comment on a song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/comments
 func (UnimplementedHandler) PostListenersSongsIdComments(ctx context.Context, req *BodyRequest, params PostListenersSongsIdCommentsParams) (r PostListenersSongsIdCommentsRes, _ error) {
@@ -558,7 +572,8 @@ func (UnimplementedHandler) PostListenersSongsIdComments(ctx context.Context, re
 
 // PostListenersSongsIdRevisions implements postListenersSongsIdRevisions operation.
 //
-// Add a revision to your song; screened inline.
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/listeners/songs/{id}/revisions
 func (UnimplementedHandler) PostListenersSongsIdRevisions(ctx context.Context, req *RevisionRequest, params PostListenersSongsIdRevisionsParams) (r PostListenersSongsIdRevisionsRes, _ error) {
@@ -567,7 +582,8 @@ func (UnimplementedHandler) PostListenersSongsIdRevisions(ctx context.Context, r
 
 // PostScrapes implements postScrapes operation.
 //
-// Record a scrape the bot starts: active, it holds the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes
 func (UnimplementedHandler) PostScrapes(ctx context.Context, req *ScrapeRequest, params PostScrapesParams) (r PostScrapesRes, _ error) {
@@ -576,8 +592,8 @@ func (UnimplementedHandler) PostScrapes(ctx context.Context, req *ScrapeRequest,
 
 // PostScrapesIdMedia implements postScrapesIdMedia operation.
 //
-// Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless
-// OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock.
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // POST /api/scrapes/{id}/media
 func (UnimplementedHandler) PostScrapesIdMedia(ctx context.Context, req *MediaPushRequest, params PostScrapesIdMediaParams) (r PostScrapesIdMediaRes, _ error) {
@@ -586,7 +602,7 @@ func (UnimplementedHandler) PostScrapesIdMedia(ctx context.Context, req *MediaPu
 
 // PostSession implements postSession operation.
 //
-// Exchange a token for a browser session cookie.
+// Anyone may call it, signed in or not.
 //
 // POST /api/session
 func (UnimplementedHandler) PostSession(ctx context.Context, req *SessionRequest) (r PostSessionRes, _ error) {
@@ -595,8 +611,8 @@ func (UnimplementedHandler) PostSession(ctx context.Context, req *SessionRequest
 
 // PutAdminHolds implements putAdminHolds operation.
 //
-// Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out
-// keeps its value.
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/holds
 func (UnimplementedHandler) PutAdminHolds(ctx context.Context, req *HoldsRequest, params PutAdminHoldsParams) (r PutAdminHoldsRes, _ error) {
@@ -605,7 +621,8 @@ func (UnimplementedHandler) PutAdminHolds(ctx context.Context, req *HoldsRequest
 
 // PutAdminUsersIdBudget implements putAdminUsersIdBudget operation.
 //
-// Set a user's daily budget (null: the default).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/admin/users/{id}/budget
 func (UnimplementedHandler) PutAdminUsersIdBudget(ctx context.Context, req *BudgetRequest, params PutAdminUsersIdBudgetParams) (r PutAdminUsersIdBudgetRes, _ error) {
@@ -614,7 +631,8 @@ func (UnimplementedHandler) PutAdminUsersIdBudget(ctx context.Context, req *Budg
 
 // PutBackfillSettings implements putBackfillSettings operation.
 //
-// Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000).
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
 //
 // PUT /api/backfill/settings
 func (UnimplementedHandler) PutBackfillSettings(ctx context.Context, req *BackfillSettingsRequest, params PutBackfillSettingsParams) (r PutBackfillSettingsRes, _ error) {

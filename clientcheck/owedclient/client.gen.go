@@ -659,24 +659,6 @@ func (e MediaItemRequestKind) Valid() bool {
 	}
 }
 
-// Defines values for MineEventEvent.
-const (
-	MineEventEventError MineEventEvent = "error"
-	MineEventEventMine  MineEventEvent = "mine"
-)
-
-// Valid indicates whether the value is a known member of the MineEventEvent enum.
-func (e MineEventEvent) Valid() bool {
-	switch e {
-	case MineEventEventError:
-		return true
-	case MineEventEventMine:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for MineItemKind.
 const (
 	MineItemKindComment  MineItemKind = "comment"
@@ -2274,28 +2256,10 @@ type Mine struct {
 	NextCursor *string    `json:"nextCursor"`
 }
 
-// MineEvent One server-sent event of the view's stream. Between events the server sends `: ping` comments every 15 s, which carry no event.
+// MineEvent The data of one event of the view's stream, JSON on one line. Event `mine` (`id:` the view's ETag, to send back as Last-Event-ID) carries the view as GET /api/listeners/mine answers it (Mine), at once and on every change; event `error`, the stream's last, the error (Error), with `retry:` (milliseconds) after a fault. Between events `: ping` comments every 15 s carry no event.
 type MineEvent struct {
-	// Data JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)
-	Data MineEvent_Data `json:"data"`
-
-	// Event `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)
-	Event MineEventEvent `json:"event"`
-
-	// Id of a `mine` event: the view's ETag; send it back as Last-Event-ID
-	Id *string `json:"id,omitempty"`
-
-	// Retry of an `error` event: milliseconds to wait before connecting again
-	Retry *int `json:"retry,omitempty"`
-}
-
-// MineEvent_Data JSON on one line: the view as GET /api/listeners/mine answers it (`mine`), or the error (`error`)
-type MineEvent_Data struct {
 	union json.RawMessage
 }
-
-// MineEventEvent `mine`: the view changed (or is sent first); `error`: the stream ends (unauthorized, or unavailable after `retry`)
-type MineEventEvent string
 
 // MineItem defines model for MineItem.
 type MineItem struct {
@@ -3364,22 +3328,22 @@ type PostScrapesIdMediaJSONRequestBody = MediaPushRequest
 // PostSessionJSONRequestBody defines body for PostSession for application/json ContentType.
 type PostSessionJSONRequestBody = SessionRequest
 
-// AsMine returns the union data inside the MineEvent_Data as a Mine
-func (t MineEvent_Data) AsMine() (Mine, error) {
+// AsMine returns the union data inside the MineEvent as a Mine
+func (t MineEvent) AsMine() (Mine, error) {
 	var body Mine
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromMine overwrites any union data inside the MineEvent_Data as the provided Mine
-func (t *MineEvent_Data) FromMine(v Mine) error {
+// FromMine overwrites any union data inside the MineEvent as the provided Mine
+func (t *MineEvent) FromMine(v Mine) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeMine performs a merge with any union data inside the MineEvent_Data, using the provided Mine
-func (t *MineEvent_Data) MergeMine(v Mine) error {
+// MergeMine performs a merge with any union data inside the MineEvent, using the provided Mine
+func (t *MineEvent) MergeMine(v Mine) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3390,22 +3354,22 @@ func (t *MineEvent_Data) MergeMine(v Mine) error {
 	return err
 }
 
-// AsError returns the union data inside the MineEvent_Data as a Error
-func (t MineEvent_Data) AsError() (Error, error) {
+// AsError returns the union data inside the MineEvent as a Error
+func (t MineEvent) AsError() (Error, error) {
 	var body Error
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromError overwrites any union data inside the MineEvent_Data as the provided Error
-func (t *MineEvent_Data) FromError(v Error) error {
+// FromError overwrites any union data inside the MineEvent as the provided Error
+func (t *MineEvent) FromError(v Error) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeError performs a merge with any union data inside the MineEvent_Data, using the provided Error
-func (t *MineEvent_Data) MergeError(v Error) error {
+// MergeError performs a merge with any union data inside the MineEvent, using the provided Error
+func (t *MineEvent) MergeError(v Error) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3416,12 +3380,12 @@ func (t *MineEvent_Data) MergeError(v Error) error {
 	return err
 }
 
-func (t MineEvent_Data) MarshalJSON() ([]byte, error) {
+func (t MineEvent) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *MineEvent_Data) UnmarshalJSON(b []byte) error {
+func (t *MineEvent) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -3502,40 +3466,56 @@ type ClientInterface interface {
 
 	// GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 	GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
 	PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminBudgets Each author's spend today and limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 	GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminDeliveriesId One delivery with its payload and every attempt
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/deliveries/{id} (the `GetAdminDeliveriesId` operationId).
 	GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminDeliveriesIdRedeliver Make a delivery due now, pending again, with the same webhook-id
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 	PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminEvents Attempt events, newest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/events (the `GetAdminEvents` operationId).
 	GetAdminEvents(ctx context.Context, params *GetAdminEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminHolds What is held: screens, scores, webhook deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 	GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutAdminHoldsWithBody Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3544,12 +3524,16 @@ type ClientInterface interface {
 
 	// PutAdminHolds Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3558,6 +3542,8 @@ type ClientInterface interface {
 
 	// PostAdminItemsKindIdVerdict Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -3565,10 +3551,14 @@ type ClientInterface interface {
 
 	// GetAdminJobs Owed jobs, filtered
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/jobs (the `GetAdminJobs` operationId).
 	GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminJobsRetryWithBody Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3577,6 +3567,8 @@ type ClientInterface interface {
 
 	// PostAdminJobsRetry Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -3584,55 +3576,77 @@ type ClientInterface interface {
 
 	// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/jobs/{id}/retry (the `PostAdminJobsIdRetry` operationId).
 	PostAdminJobsIdRetry(ctx context.Context, id int, params *PostAdminJobsIdRetryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminModel The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModel(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
 	PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminPlugins The admin SPA's plugin manifest
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
 	GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 	GetAdminStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminUsers Every user, with whether they are disabled
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/users (the `GetAdminUsers` operationId).
 	GetAdminUsers(ctx context.Context, params *GetAdminUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminUsersWithBody Create a user; the token is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3641,12 +3655,16 @@ type ClientInterface interface {
 
 	// PostAdminUsers Create a user; the token is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
 	PostAdminUsers(ctx context.Context, params *PostAdminUsersParams, body PostAdminUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchAdminUsersIdWithBody Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3655,12 +3673,16 @@ type ClientInterface interface {
 
 	// PatchAdminUsersId Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
 	PatchAdminUsersId(ctx context.Context, id int, params *PatchAdminUsersIdParams, body PatchAdminUsersIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutAdminUsersIdBudgetWithBody Set a user's daily budget (null: the default)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3669,6 +3691,8 @@ type ClientInterface interface {
 
 	// PutAdminUsersIdBudget Set a user's daily budget (null: the default)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -3676,15 +3700,21 @@ type ClientInterface interface {
 
 	// PostAdminUsersIdToken Give a user a new token, shown once; the old one and the user's sessions stop working at once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 	PostAdminUsersIdToken(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminWebhooks Webhook subscriptions
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/webhooks (the `GetAdminWebhooks` operationId).
 	GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminWebhooksWithBody Subscribe a URL to events; the signing secret is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3693,6 +3723,8 @@ type ClientInterface interface {
 
 	// PostAdminWebhooks Subscribe a URL to events; the signing secret is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -3700,7 +3732,7 @@ type ClientInterface interface {
 
 	// GetAdminWebhooksDeliveriesId One delivery (deprecated: GET /api/admin/deliveries/{id})
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/webhooks/deliveries/{id} (the `GetAdminWebhooksDeliveriesId` operationId).
 	//
@@ -3709,7 +3741,7 @@ type ClientInterface interface {
 
 	// PostAdminWebhooksDeliveriesIdRedeliver Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/webhooks/deliveries/{id}/redeliver (the `PostAdminWebhooksDeliveriesIdRedeliver` operationId).
 	//
@@ -3718,10 +3750,14 @@ type ClientInterface interface {
 
 	// DeleteAdminWebhooksId Delete a webhook with its deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 	DeleteAdminWebhooksId(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchAdminWebhooksIdWithBody Enable or disable a webhook; disabling cancels its pending deliveries
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3730,6 +3766,8 @@ type ClientInterface interface {
 
 	// PatchAdminWebhooksId Enable or disable a webhook; disabling cancels its pending deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -3737,20 +3775,28 @@ type ClientInterface interface {
 
 	// GetAdminWebhooksIdDeliveries A webhook's deliveries, newest first, each with its latest attempts
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/webhooks/{id}/deliveries (the `GetAdminWebhooksIdDeliveries` operationId).
 	GetAdminWebhooksIdDeliveries(ctx context.Context, id int, params *GetAdminWebhooksIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminWebhooksIdSecret Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 	PostAdminWebhooksIdSecret(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBackfill The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/backfill (the `GetBackfill` operationId).
 	GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostBackfillPauseWithBody Pause every job, or one chat's, after its current batch; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3759,6 +3805,8 @@ type ClientInterface interface {
 
 	// PostBackfillPause Pause every job, or one chat's, after its current batch; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -3766,10 +3814,14 @@ type ClientInterface interface {
 
 	// GetBackfillSettings The backfill queue's settings
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 	GetBackfillSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutBackfillSettingsWithBody Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3778,12 +3830,16 @@ type ClientInterface interface {
 
 	// PutBackfillSettings Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
 	PutBackfillSettings(ctx context.Context, params *PutBackfillSettingsParams, body PutBackfillSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostBackfillStartWithBody Start every job with pending rows, smallest first, or one chat's; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3792,6 +3848,8 @@ type ClientInterface interface {
 
 	// PostBackfillStart Start every job with pending rows, smallest first, or one chat's; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -3799,10 +3857,14 @@ type ClientInterface interface {
 
 	// DeleteListenersCommentsId Delete your comment and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 	DeleteListenersCommentsId(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3811,6 +3873,8 @@ type ClientInterface interface {
 
 	// PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -3818,20 +3882,28 @@ type ClientInterface interface {
 
 	// GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
+	// Callers: author (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMine(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+	//
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 	GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 	PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersPitchesWithBody Pitch; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3840,6 +3912,8 @@ type ClientInterface interface {
 
 	// PostListenersPitches Pitch; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -3847,15 +3921,21 @@ type ClientInterface interface {
 
 	// DeleteListenersPitchesId Delete your pitch and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/pitches/{id} (the `DeleteListenersPitchesId` operationId).
 	DeleteListenersPitchesId(ctx context.Context, id int, params *DeleteListenersPitchesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteListenersRevisionsId Delete your revision and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 	DeleteListenersRevisionsId(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsWithBody Publish a song; its first revision is screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3864,6 +3944,8 @@ type ClientInterface interface {
 
 	// PostListenersSongs Publish a song; its first revision is screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -3871,10 +3953,14 @@ type ClientInterface interface {
 
 	// DeleteListenersSongsId Delete your song, its revisions and comments, and their owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/songs/{id} (the `DeleteListenersSongsId` operationId).
 	DeleteListenersSongsId(ctx context.Context, id int, params *DeleteListenersSongsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsIdCommentsWithBody Comment on a song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3883,12 +3969,16 @@ type ClientInterface interface {
 
 	// PostListenersSongsIdComments Comment on a song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
 	PostListenersSongsIdComments(ctx context.Context, id int, params *PostListenersSongsIdCommentsParams, body PostListenersSongsIdCommentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsIdRevisionsWithBody Add a revision to your song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3897,6 +3987,8 @@ type ClientInterface interface {
 
 	// PostListenersSongsIdRevisions Add a revision to your song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -3904,25 +3996,35 @@ type ClientInterface interface {
 
 	// GetMediaIdPreview The cached JPEG preview of a media row (404 until cached)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 	GetMediaIdPreview(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenapijson This document
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Corresponds with GET /api/openapi.json (the `GetOpenapijson` operationId).
 	GetOpenapijson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPitches Public pitches, newest first
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with GET /api/pitches (the `GetPitches` operationId).
 	GetPitches(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetScrapes Scrapes with their counts (deleted ones leave the list)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes (the `GetScrapes` operationId).
 	GetScrapes(ctx context.Context, params *GetScrapesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostScrapesWithBody Record a scrape the bot starts: active, it holds the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3931,6 +4033,8 @@ type ClientInterface interface {
 
 	// PostScrapes Record a scrape the bot starts: active, it holds the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -3938,15 +4042,21 @@ type ClientInterface interface {
 
 	// DeleteScrapesId Delete a scrape: pending-delete now, its previews and rows go in the background
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 	DeleteScrapesId(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetScrapesId One scrape with its counts
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes/{id} (the `GetScrapesId` operationId).
 	GetScrapesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchScrapesIdWithBody Change a scrape's state (active, paused, done, failed) or downloaded count
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3955,6 +4065,8 @@ type ClientInterface interface {
 
 	// PatchScrapesId Change a scrape's state (active, paused, done, failed) or downloaded count
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -3962,10 +4074,14 @@ type ClientInterface interface {
 
 	// GetScrapesIdMedia A scrape's media rows, optionally in one preview state
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 	GetScrapesIdMedia(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostScrapesIdMediaWithBody Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3974,6 +4090,8 @@ type ClientInterface interface {
 
 	// PostScrapesIdMedia Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -3981,15 +4099,21 @@ type ClientInterface interface {
 
 	// DeleteSession Sign the browser session out
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with DELETE /api/session (the `DeleteSession` operationId).
 	DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSession Who is signed in
 	//
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/session (the `GetSession` operationId).
 	GetSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSessionWithBody Exchange a token for a browser session cookie
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3998,6 +4122,8 @@ type ClientInterface interface {
 
 	// PostSession Exchange a token for a browser session cookie
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
@@ -4005,16 +4131,22 @@ type ClientInterface interface {
 
 	// GetSongs Public songs, by art or newest
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with GET /api/songs (the `GetSongs` operationId).
 	GetSongs(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSongsId A public song with its allowed revisions and comments
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 	GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 func (c *Client) GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4031,6 +4163,8 @@ func (c *Client) GetAdminAudit(ctx context.Context, params *GetAdminAuditParams,
 
 // PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
 func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminBackfillWalkReleaseRequest(c.Server, params)
@@ -4045,6 +4179,8 @@ func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params *PostA
 }
 
 // GetAdminBudgets Each author's spend today and limit
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 func (c *Client) GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4061,6 +4197,8 @@ func (c *Client) GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsPar
 
 // GetAdminDeliveriesId One delivery with its payload and every attempt
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/deliveries/{id} (the `GetAdminDeliveriesId` operationId).
 func (c *Client) GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminDeliveriesIdRequest(c.Server, id)
@@ -4075,6 +4213,8 @@ func (c *Client) GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ..
 }
 
 // PostAdminDeliveriesIdRedeliver Make a delivery due now, pending again, with the same webhook-id
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 func (c *Client) PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4091,6 +4231,8 @@ func (c *Client) PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, par
 
 // GetAdminEvents Attempt events, newest first
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/events (the `GetAdminEvents` operationId).
 func (c *Client) GetAdminEvents(ctx context.Context, params *GetAdminEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminEventsRequest(c.Server, params)
@@ -4106,6 +4248,8 @@ func (c *Client) GetAdminEvents(ctx context.Context, params *GetAdminEventsParam
 
 // GetAdminHolds What is held: screens, scores, webhook deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 func (c *Client) GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminHoldsRequest(c.Server)
@@ -4120,6 +4264,8 @@ func (c *Client) GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorF
 }
 
 // PutAdminHoldsWithBody Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4138,6 +4284,8 @@ func (c *Client) PutAdminHoldsWithBody(ctx context.Context, params *PutAdminHold
 
 // PutAdminHolds Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
@@ -4154,6 +4302,8 @@ func (c *Client) PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams,
 }
 
 // PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4172,6 +4322,8 @@ func (c *Client) PostAdminItemsKindIdVerdictWithBody(ctx context.Context, kind P
 
 // PostAdminItemsKindIdVerdict Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -4189,6 +4341,8 @@ func (c *Client) PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdmin
 
 // GetAdminJobs Owed jobs, filtered
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/jobs (the `GetAdminJobs` operationId).
 func (c *Client) GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminJobsRequest(c.Server, params)
@@ -4203,6 +4357,8 @@ func (c *Client) GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, r
 }
 
 // PostAdminJobsRetryWithBody Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4221,6 +4377,8 @@ func (c *Client) PostAdminJobsRetryWithBody(ctx context.Context, params *PostAdm
 
 // PostAdminJobsRetry Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -4238,6 +4396,8 @@ func (c *Client) PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRe
 
 // GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminJobsIdRequest(c.Server, id)
@@ -4252,6 +4412,8 @@ func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...Reque
 }
 
 // PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/jobs/{id}/retry (the `PostAdminJobsIdRetry` operationId).
 func (c *Client) PostAdminJobsIdRetry(ctx context.Context, id int, params *PostAdminJobsIdRetryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4268,6 +4430,8 @@ func (c *Client) PostAdminJobsIdRetry(ctx context.Context, id int, params *PostA
 
 // GetAdminModel The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 func (c *Client) GetAdminModel(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminModelRequest(c.Server)
@@ -4282,6 +4446,8 @@ func (c *Client) GetAdminModel(ctx context.Context, reqEditors ...RequestEditorF
 }
 
 // PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
 func (c *Client) PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4298,6 +4464,8 @@ func (c *Client) PostAdminModelProbe(ctx context.Context, params *PostAdminModel
 
 // GetAdminPlugins The admin SPA's plugin manifest
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 func (c *Client) GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminPluginsRequest(c.Server)
@@ -4312,6 +4480,8 @@ func (c *Client) GetAdminPlugins(ctx context.Context, reqEditors ...RequestEdito
 }
 
 // GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
 func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4328,6 +4498,8 @@ func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParam
 
 // GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminReviewMeasuresRequest(c.Server)
@@ -4342,6 +4514,8 @@ func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...Reque
 }
 
 // PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4358,6 +4532,8 @@ func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminR
 
 // GetAdminStats The overview's summary
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 func (c *Client) GetAdminStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminStatsRequest(c.Server)
@@ -4373,6 +4549,8 @@ func (c *Client) GetAdminStats(ctx context.Context, reqEditors ...RequestEditorF
 
 // GetAdminUsers Every user, with whether they are disabled
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/users (the `GetAdminUsers` operationId).
 func (c *Client) GetAdminUsers(ctx context.Context, params *GetAdminUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminUsersRequest(c.Server, params)
@@ -4387,6 +4565,8 @@ func (c *Client) GetAdminUsers(ctx context.Context, params *GetAdminUsersParams,
 }
 
 // PostAdminUsersWithBody Create a user; the token is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4405,6 +4585,8 @@ func (c *Client) PostAdminUsersWithBody(ctx context.Context, params *PostAdminUs
 
 // PostAdminUsers Create a user; the token is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
@@ -4421,6 +4603,8 @@ func (c *Client) PostAdminUsers(ctx context.Context, params *PostAdminUsersParam
 }
 
 // PatchAdminUsersIdWithBody Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4439,6 +4623,8 @@ func (c *Client) PatchAdminUsersIdWithBody(ctx context.Context, id int, params *
 
 // PatchAdminUsersId Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
@@ -4455,6 +4641,8 @@ func (c *Client) PatchAdminUsersId(ctx context.Context, id int, params *PatchAdm
 }
 
 // PutAdminUsersIdBudgetWithBody Set a user's daily budget (null: the default)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4473,6 +4661,8 @@ func (c *Client) PutAdminUsersIdBudgetWithBody(ctx context.Context, id int, para
 
 // PutAdminUsersIdBudget Set a user's daily budget (null: the default)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -4490,6 +4680,8 @@ func (c *Client) PutAdminUsersIdBudget(ctx context.Context, id int, params *PutA
 
 // PostAdminUsersIdToken Give a user a new token, shown once; the old one and the user's sessions stop working at once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 func (c *Client) PostAdminUsersIdToken(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminUsersIdTokenRequest(c.Server, id, params)
@@ -4505,6 +4697,8 @@ func (c *Client) PostAdminUsersIdToken(ctx context.Context, id int, params *Post
 
 // GetAdminWebhooks Webhook subscriptions
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/webhooks (the `GetAdminWebhooks` operationId).
 func (c *Client) GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminWebhooksRequest(c.Server, params)
@@ -4519,6 +4713,8 @@ func (c *Client) GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksP
 }
 
 // PostAdminWebhooksWithBody Subscribe a URL to events; the signing secret is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4537,6 +4733,8 @@ func (c *Client) PostAdminWebhooksWithBody(ctx context.Context, params *PostAdmi
 
 // PostAdminWebhooks Subscribe a URL to events; the signing secret is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -4554,7 +4752,7 @@ func (c *Client) PostAdminWebhooks(ctx context.Context, params *PostAdminWebhook
 
 // GetAdminWebhooksDeliveriesId One delivery (deprecated: GET /api/admin/deliveries/{id})
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/webhooks/deliveries/{id} (the `GetAdminWebhooksDeliveriesId` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -4572,7 +4770,7 @@ func (c *Client) GetAdminWebhooksDeliveriesId(ctx context.Context, id int, reqEd
 
 // PostAdminWebhooksDeliveriesIdRedeliver Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/webhooks/deliveries/{id}/redeliver (the `PostAdminWebhooksDeliveriesIdRedeliver` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -4590,6 +4788,8 @@ func (c *Client) PostAdminWebhooksDeliveriesIdRedeliver(ctx context.Context, id 
 
 // DeleteAdminWebhooksId Delete a webhook with its deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 func (c *Client) DeleteAdminWebhooksId(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteAdminWebhooksIdRequest(c.Server, id, params)
@@ -4604,6 +4804,8 @@ func (c *Client) DeleteAdminWebhooksId(ctx context.Context, id int, params *Dele
 }
 
 // PatchAdminWebhooksIdWithBody Enable or disable a webhook; disabling cancels its pending deliveries
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4622,6 +4824,8 @@ func (c *Client) PatchAdminWebhooksIdWithBody(ctx context.Context, id int, param
 
 // PatchAdminWebhooksId Enable or disable a webhook; disabling cancels its pending deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -4639,6 +4843,8 @@ func (c *Client) PatchAdminWebhooksId(ctx context.Context, id int, params *Patch
 
 // GetAdminWebhooksIdDeliveries A webhook's deliveries, newest first, each with its latest attempts
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/webhooks/{id}/deliveries (the `GetAdminWebhooksIdDeliveries` operationId).
 func (c *Client) GetAdminWebhooksIdDeliveries(ctx context.Context, id int, params *GetAdminWebhooksIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminWebhooksIdDeliveriesRequest(c.Server, id, params)
@@ -4653,6 +4859,8 @@ func (c *Client) GetAdminWebhooksIdDeliveries(ctx context.Context, id int, param
 }
 
 // PostAdminWebhooksIdSecret Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 func (c *Client) PostAdminWebhooksIdSecret(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4669,6 +4877,8 @@ func (c *Client) PostAdminWebhooksIdSecret(ctx context.Context, id int, params *
 
 // GetBackfill The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/backfill (the `GetBackfill` operationId).
 func (c *Client) GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackfillRequest(c.Server)
@@ -4683,6 +4893,8 @@ func (c *Client) GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // PostBackfillPauseWithBody Pause every job, or one chat's, after its current batch; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4701,6 +4913,8 @@ func (c *Client) PostBackfillPauseWithBody(ctx context.Context, params *PostBack
 
 // PostBackfillPause Pause every job, or one chat's, after its current batch; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -4718,6 +4932,8 @@ func (c *Client) PostBackfillPause(ctx context.Context, params *PostBackfillPaus
 
 // GetBackfillSettings The backfill queue's settings
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 func (c *Client) GetBackfillSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackfillSettingsRequest(c.Server)
@@ -4732,6 +4948,8 @@ func (c *Client) GetBackfillSettings(ctx context.Context, reqEditors ...RequestE
 }
 
 // PutBackfillSettingsWithBody Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4750,6 +4968,8 @@ func (c *Client) PutBackfillSettingsWithBody(ctx context.Context, params *PutBac
 
 // PutBackfillSettings Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
@@ -4766,6 +4986,8 @@ func (c *Client) PutBackfillSettings(ctx context.Context, params *PutBackfillSet
 }
 
 // PostBackfillStartWithBody Start every job with pending rows, smallest first, or one chat's; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4784,6 +5006,8 @@ func (c *Client) PostBackfillStartWithBody(ctx context.Context, params *PostBack
 
 // PostBackfillStart Start every job with pending rows, smallest first, or one chat's; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -4801,6 +5025,8 @@ func (c *Client) PostBackfillStart(ctx context.Context, params *PostBackfillStar
 
 // DeleteListenersCommentsId Delete your comment and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 func (c *Client) DeleteListenersCommentsId(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersCommentsIdRequest(c.Server, id, params)
@@ -4815,6 +5041,8 @@ func (c *Client) DeleteListenersCommentsId(ctx context.Context, id int, params *
 }
 
 // PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4833,6 +5061,8 @@ func (c *Client) PostListenersItemsKindIdAppealWithBody(ctx context.Context, kin
 
 // PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -4850,6 +5080,8 @@ func (c *Client) PostListenersItemsKindIdAppeal(ctx context.Context, kind PostLi
 
 // GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
+// Callers: author (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetListenersMineRequest(c.Server, params)
@@ -4864,6 +5096,8 @@ func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineP
 }
 
 // GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+//
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4880,6 +5114,8 @@ func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListener
 
 // PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 func (c *Client) PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostListenersMineTicketRequest(c.Server, params)
@@ -4894,6 +5130,8 @@ func (c *Client) PostListenersMineTicket(ctx context.Context, params *PostListen
 }
 
 // PostListenersPitchesWithBody Pitch; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4912,6 +5150,8 @@ func (c *Client) PostListenersPitchesWithBody(ctx context.Context, params *PostL
 
 // PostListenersPitches Pitch; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -4929,6 +5169,8 @@ func (c *Client) PostListenersPitches(ctx context.Context, params *PostListeners
 
 // DeleteListenersPitchesId Delete your pitch and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/pitches/{id} (the `DeleteListenersPitchesId` operationId).
 func (c *Client) DeleteListenersPitchesId(ctx context.Context, id int, params *DeleteListenersPitchesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersPitchesIdRequest(c.Server, id, params)
@@ -4944,6 +5186,8 @@ func (c *Client) DeleteListenersPitchesId(ctx context.Context, id int, params *D
 
 // DeleteListenersRevisionsId Delete your revision and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 func (c *Client) DeleteListenersRevisionsId(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersRevisionsIdRequest(c.Server, id, params)
@@ -4958,6 +5202,8 @@ func (c *Client) DeleteListenersRevisionsId(ctx context.Context, id int, params 
 }
 
 // PostListenersSongsWithBody Publish a song; its first revision is screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4976,6 +5222,8 @@ func (c *Client) PostListenersSongsWithBody(ctx context.Context, params *PostLis
 
 // PostListenersSongs Publish a song; its first revision is screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -4993,6 +5241,8 @@ func (c *Client) PostListenersSongs(ctx context.Context, params *PostListenersSo
 
 // DeleteListenersSongsId Delete your song, its revisions and comments, and their owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/songs/{id} (the `DeleteListenersSongsId` operationId).
 func (c *Client) DeleteListenersSongsId(ctx context.Context, id int, params *DeleteListenersSongsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersSongsIdRequest(c.Server, id, params)
@@ -5007,6 +5257,8 @@ func (c *Client) DeleteListenersSongsId(ctx context.Context, id int, params *Del
 }
 
 // PostListenersSongsIdCommentsWithBody Comment on a song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5025,6 +5277,8 @@ func (c *Client) PostListenersSongsIdCommentsWithBody(ctx context.Context, id in
 
 // PostListenersSongsIdComments Comment on a song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
@@ -5041,6 +5295,8 @@ func (c *Client) PostListenersSongsIdComments(ctx context.Context, id int, param
 }
 
 // PostListenersSongsIdRevisionsWithBody Add a revision to your song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5059,6 +5315,8 @@ func (c *Client) PostListenersSongsIdRevisionsWithBody(ctx context.Context, id i
 
 // PostListenersSongsIdRevisions Add a revision to your song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -5076,6 +5334,8 @@ func (c *Client) PostListenersSongsIdRevisions(ctx context.Context, id int, para
 
 // GetMediaIdPreview The cached JPEG preview of a media row (404 until cached)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 func (c *Client) GetMediaIdPreview(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMediaIdPreviewRequest(c.Server, id)
@@ -5090,6 +5350,8 @@ func (c *Client) GetMediaIdPreview(ctx context.Context, id int, reqEditors ...Re
 }
 
 // GetOpenapijson This document
+//
+// Anyone may call it, signed in or not.
 //
 // Corresponds with GET /api/openapi.json (the `GetOpenapijson` operationId).
 func (c *Client) GetOpenapijson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5106,6 +5368,8 @@ func (c *Client) GetOpenapijson(ctx context.Context, reqEditors ...RequestEditor
 
 // GetPitches Public pitches, newest first
 //
+// Anyone may call it, signed in or not.
+//
 // Corresponds with GET /api/pitches (the `GetPitches` operationId).
 func (c *Client) GetPitches(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPitchesRequest(c.Server, params)
@@ -5121,6 +5385,8 @@ func (c *Client) GetPitches(ctx context.Context, params *GetPitchesParams, reqEd
 
 // GetScrapes Scrapes with their counts (deleted ones leave the list)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes (the `GetScrapes` operationId).
 func (c *Client) GetScrapes(ctx context.Context, params *GetScrapesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesRequest(c.Server, params)
@@ -5135,6 +5401,8 @@ func (c *Client) GetScrapes(ctx context.Context, params *GetScrapesParams, reqEd
 }
 
 // PostScrapesWithBody Record a scrape the bot starts: active, it holds the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5153,6 +5421,8 @@ func (c *Client) PostScrapesWithBody(ctx context.Context, params *PostScrapesPar
 
 // PostScrapes Record a scrape the bot starts: active, it holds the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -5170,6 +5440,8 @@ func (c *Client) PostScrapes(ctx context.Context, params *PostScrapesParams, bod
 
 // DeleteScrapesId Delete a scrape: pending-delete now, its previews and rows go in the background
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 func (c *Client) DeleteScrapesId(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteScrapesIdRequest(c.Server, id, params)
@@ -5185,6 +5457,8 @@ func (c *Client) DeleteScrapesId(ctx context.Context, id int, params *DeleteScra
 
 // GetScrapesId One scrape with its counts
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes/{id} (the `GetScrapesId` operationId).
 func (c *Client) GetScrapesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesIdRequest(c.Server, id)
@@ -5199,6 +5473,8 @@ func (c *Client) GetScrapesId(ctx context.Context, id int, reqEditors ...Request
 }
 
 // PatchScrapesIdWithBody Change a scrape's state (active, paused, done, failed) or downloaded count
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5217,6 +5493,8 @@ func (c *Client) PatchScrapesIdWithBody(ctx context.Context, id int, params *Pat
 
 // PatchScrapesId Change a scrape's state (active, paused, done, failed) or downloaded count
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -5234,6 +5512,8 @@ func (c *Client) PatchScrapesId(ctx context.Context, id int, params *PatchScrape
 
 // GetScrapesIdMedia A scrape's media rows, optionally in one preview state
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 func (c *Client) GetScrapesIdMedia(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesIdMediaRequest(c.Server, id, params)
@@ -5248,6 +5528,8 @@ func (c *Client) GetScrapesIdMedia(ctx context.Context, id int, params *GetScrap
 }
 
 // PostScrapesIdMediaWithBody Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5266,6 +5548,8 @@ func (c *Client) PostScrapesIdMediaWithBody(ctx context.Context, id int, params 
 
 // PostScrapesIdMedia Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -5283,6 +5567,8 @@ func (c *Client) PostScrapesIdMedia(ctx context.Context, id int, params *PostScr
 
 // DeleteSession Sign the browser session out
 //
+// Anyone may call it, signed in or not.
+//
 // Corresponds with DELETE /api/session (the `DeleteSession` operationId).
 func (c *Client) DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSessionRequest(c.Server)
@@ -5298,6 +5584,8 @@ func (c *Client) DeleteSession(ctx context.Context, reqEditors ...RequestEditorF
 
 // GetSession Who is signed in
 //
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/session (the `GetSession` operationId).
 func (c *Client) GetSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSessionRequest(c.Server)
@@ -5312,6 +5600,8 @@ func (c *Client) GetSession(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // PostSessionWithBody Exchange a token for a browser session cookie
+//
+// Anyone may call it, signed in or not.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5330,6 +5620,8 @@ func (c *Client) PostSessionWithBody(ctx context.Context, contentType string, bo
 
 // PostSession Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
@@ -5347,6 +5639,8 @@ func (c *Client) PostSession(ctx context.Context, body PostSessionJSONRequestBod
 
 // GetSongs Public songs, by art or newest
 //
+// Anyone may call it, signed in or not.
+//
 // Corresponds with GET /api/songs (the `GetSongs` operationId).
 func (c *Client) GetSongs(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSongsRequest(c.Server, params)
@@ -5361,6 +5655,8 @@ func (c *Client) GetSongs(ctx context.Context, params *GetSongsParams, reqEditor
 }
 
 // GetSongsId A public song with its allowed revisions and comments
+//
+// Anyone may call it, signed in or not.
 //
 // Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 func (c *Client) GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9154,12 +9450,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 	GetAdminAuditWithResponse(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*GetAdminAuditResponse, error)
 
 	// PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9168,12 +9468,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminBudgetsWithResponse Each author's spend today and limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 	GetAdminBudgetsWithResponse(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*GetAdminBudgetsResponse, error)
 
 	// GetAdminDeliveriesIdWithResponse One delivery with its payload and every attempt
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9182,12 +9486,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminDeliveriesIdRedeliverWithResponse Make a delivery due now, pending again, with the same webhook-id
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 	PostAdminDeliveriesIdRedeliverWithResponse(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*PostAdminDeliveriesIdRedeliverResponse, error)
 
 	// GetAdminEventsWithResponse Attempt events, newest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9196,12 +9504,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminHoldsWithResponse What is held: screens, scores, webhook deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 	GetAdminHoldsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminHoldsResponse, error)
 
 	// PutAdminHoldsWithBodyWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9210,12 +9522,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutAdminHoldsWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHoldsWithResponse(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAdminHoldsResponse, error)
 
 	// PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9224,12 +9540,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminItemsKindIdVerdictWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdictWithResponse(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminItemsKindIdVerdictResponse, error)
 
 	// GetAdminJobsWithResponse Owed jobs, filtered
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9238,12 +9558,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminJobsRetryWithBodyWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetryWithBodyWithResponse(ctx context.Context, params *PostAdminJobsRetryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminJobsRetryResponse, error)
 
 	// PostAdminJobsRetryWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9252,12 +9576,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetAdminJobsIdResponse, error)
 
 	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9266,12 +9594,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminModelWithResponse The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModelWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminModelResponse, error)
 
 	// PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9280,12 +9612,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminPluginsWithResponse The admin SPA's plugin manifest
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPluginsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminPluginsResponse, error)
 
 	// GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9294,12 +9630,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasuresWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminReviewMeasuresResponse, error)
 
 	// PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9308,12 +9648,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 	GetAdminStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminStatsResponse, error)
 
 	// GetAdminUsersWithResponse Every user, with whether they are disabled
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9322,12 +9666,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminUsersWithBodyWithResponse Create a user; the token is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
 	PostAdminUsersWithBodyWithResponse(ctx context.Context, params *PostAdminUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminUsersResponse, error)
 
 	// PostAdminUsersWithResponse Create a user; the token is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9336,12 +9684,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchAdminUsersIdWithBodyWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
 	PatchAdminUsersIdWithBodyWithResponse(ctx context.Context, id int, params *PatchAdminUsersIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchAdminUsersIdResponse, error)
 
 	// PatchAdminUsersIdWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9350,12 +9702,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutAdminUsersIdBudgetWithBodyWithResponse Set a user's daily budget (null: the default)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
 	PutAdminUsersIdBudgetWithBodyWithResponse(ctx context.Context, id int, params *PutAdminUsersIdBudgetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAdminUsersIdBudgetResponse, error)
 
 	// PutAdminUsersIdBudgetWithResponse Set a user's daily budget (null: the default)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9364,12 +9720,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminUsersIdTokenWithResponse Give a user a new token, shown once; the old one and the user's sessions stop working at once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 	PostAdminUsersIdTokenWithResponse(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*PostAdminUsersIdTokenResponse, error)
 
 	// GetAdminWebhooksWithResponse Webhook subscriptions
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9378,12 +9738,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksWithBodyWithResponse Subscribe a URL to events; the signing secret is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
 	PostAdminWebhooksWithBodyWithResponse(ctx context.Context, params *PostAdminWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminWebhooksResponse, error)
 
 	// PostAdminWebhooksWithResponse Subscribe a URL to events; the signing secret is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9392,7 +9756,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminWebhooksDeliveriesIdWithResponse One delivery (deprecated: GET /api/admin/deliveries/{id})
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9403,7 +9767,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksDeliveriesIdRedeliverWithResponse Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9414,12 +9778,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteAdminWebhooksIdWithResponse Delete a webhook with its deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 	DeleteAdminWebhooksIdWithResponse(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*DeleteAdminWebhooksIdResponse, error)
 
 	// PatchAdminWebhooksIdWithBodyWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9428,12 +9796,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchAdminWebhooksIdWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
 	PatchAdminWebhooksIdWithResponse(ctx context.Context, id int, params *PatchAdminWebhooksIdParams, body PatchAdminWebhooksIdJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchAdminWebhooksIdResponse, error)
 
 	// GetAdminWebhooksIdDeliveriesWithResponse A webhook's deliveries, newest first, each with its latest attempts
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9442,12 +9814,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksIdSecretWithResponse Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 	PostAdminWebhooksIdSecretWithResponse(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*PostAdminWebhooksIdSecretResponse, error)
 
 	// GetBackfillWithResponse The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9456,12 +9832,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostBackfillPauseWithBodyWithResponse Pause every job, or one chat's, after its current batch; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
 	PostBackfillPauseWithBodyWithResponse(ctx context.Context, params *PostBackfillPauseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBackfillPauseResponse, error)
 
 	// PostBackfillPauseWithResponse Pause every job, or one chat's, after its current batch; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9470,12 +9850,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetBackfillSettingsWithResponse The backfill queue's settings
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 	GetBackfillSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBackfillSettingsResponse, error)
 
 	// PutBackfillSettingsWithBodyWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9484,12 +9868,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutBackfillSettingsWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
 	PutBackfillSettingsWithResponse(ctx context.Context, params *PutBackfillSettingsParams, body PutBackfillSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutBackfillSettingsResponse, error)
 
 	// PostBackfillStartWithBodyWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9498,12 +9886,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostBackfillStartWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
 	PostBackfillStartWithResponse(ctx context.Context, params *PostBackfillStartParams, body PostBackfillStartJSONRequestBody, reqEditors ...RequestEditorFn) (*PostBackfillStartResponse, error)
 
 	// DeleteListenersCommentsIdWithResponse Delete your comment and its owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9512,12 +9904,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
 	PostListenersItemsKindIdAppealWithBodyWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error)
 
 	// PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9526,12 +9922,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
+	// Callers: author (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMineWithResponse(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*GetListenersMineResponse, error)
 
 	// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+	//
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9540,12 +9940,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 	PostListenersMineTicketWithResponse(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*PostListenersMineTicketResponse, error)
 
 	// PostListenersPitchesWithBodyWithResponse Pitch; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9554,12 +9958,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersPitchesWithResponse Pitch; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
 	PostListenersPitchesWithResponse(ctx context.Context, params *PostListenersPitchesParams, body PostListenersPitchesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersPitchesResponse, error)
 
 	// DeleteListenersPitchesIdWithResponse Delete your pitch and its owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9568,12 +9976,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteListenersRevisionsIdWithResponse Delete your revision and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 	DeleteListenersRevisionsIdWithResponse(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*DeleteListenersRevisionsIdResponse, error)
 
 	// PostListenersSongsWithBodyWithResponse Publish a song; its first revision is screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9582,12 +9994,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsWithResponse Publish a song; its first revision is screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
 	PostListenersSongsWithResponse(ctx context.Context, params *PostListenersSongsParams, body PostListenersSongsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersSongsResponse, error)
 
 	// DeleteListenersSongsIdWithResponse Delete your song, its revisions and comments, and their owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9596,12 +10012,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsIdCommentsWithBodyWithResponse Comment on a song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
 	PostListenersSongsIdCommentsWithBodyWithResponse(ctx context.Context, id int, params *PostListenersSongsIdCommentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersSongsIdCommentsResponse, error)
 
 	// PostListenersSongsIdCommentsWithResponse Comment on a song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9610,12 +10030,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsIdRevisionsWithBodyWithResponse Add a revision to your song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
 	PostListenersSongsIdRevisionsWithBodyWithResponse(ctx context.Context, id int, params *PostListenersSongsIdRevisionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersSongsIdRevisionsResponse, error)
 
 	// PostListenersSongsIdRevisionsWithResponse Add a revision to your song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9624,12 +10048,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetMediaIdPreviewWithResponse The cached JPEG preview of a media row (404 until cached)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 	GetMediaIdPreviewWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMediaIdPreviewResponse, error)
 
 	// GetOpenapijsonWithResponse This document
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9638,12 +10066,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetPitchesWithResponse Public pitches, newest first
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/pitches (the `GetPitches` operationId).
 	GetPitchesWithResponse(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*GetPitchesResponse, error)
 
 	// GetScrapesWithResponse Scrapes with their counts (deleted ones leave the list)
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9652,12 +10084,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostScrapesWithBodyWithResponse Record a scrape the bot starts: active, it holds the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
 	PostScrapesWithBodyWithResponse(ctx context.Context, params *PostScrapesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostScrapesResponse, error)
 
 	// PostScrapesWithResponse Record a scrape the bot starts: active, it holds the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9666,12 +10102,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteScrapesIdWithResponse Delete a scrape: pending-delete now, its previews and rows go in the background
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 	DeleteScrapesIdWithResponse(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*DeleteScrapesIdResponse, error)
 
 	// GetScrapesIdWithResponse One scrape with its counts
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9680,12 +10120,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchScrapesIdWithBodyWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
 	PatchScrapesIdWithBodyWithResponse(ctx context.Context, id int, params *PatchScrapesIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchScrapesIdResponse, error)
 
 	// PatchScrapesIdWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9694,12 +10138,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetScrapesIdMediaWithResponse A scrape's media rows, optionally in one preview state
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 	GetScrapesIdMediaWithResponse(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*GetScrapesIdMediaResponse, error)
 
 	// PostScrapesIdMediaWithBodyWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9708,12 +10156,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostScrapesIdMediaWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
 	PostScrapesIdMediaWithResponse(ctx context.Context, id int, params *PostScrapesIdMediaParams, body PostScrapesIdMediaJSONRequestBody, reqEditors ...RequestEditorFn) (*PostScrapesIdMediaResponse, error)
 
 	// DeleteSessionWithResponse Sign the browser session out
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9722,12 +10174,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetSessionWithResponse Who is signed in
 	//
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/session (the `GetSession` operationId).
 	GetSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSessionResponse, error)
 
 	// PostSessionWithBodyWithResponse Exchange a token for a browser session cookie
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9736,6 +10192,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostSessionWithResponse Exchange a token for a browser session cookie
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
@@ -9743,12 +10201,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetSongsWithResponse Public songs, by art or newest
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/songs (the `GetSongs` operationId).
 	GetSongsWithResponse(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*GetSongsResponse, error)
 
 	// GetSongsIdWithResponse A public song with its allowed revisions and comments
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17533,6 +17995,8 @@ func (r GetSongsIdResponse) ContentType() string {
 
 // GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
@@ -17545,6 +18009,8 @@ func (c *ClientWithResponses) GetAdminAuditWithResponse(ctx context.Context, par
 }
 
 // PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17559,6 +18025,8 @@ func (c *ClientWithResponses) PostAdminBackfillWalkReleaseWithResponse(ctx conte
 
 // GetAdminBudgetsWithResponse Each author's spend today and limit
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
@@ -17571,6 +18039,8 @@ func (c *ClientWithResponses) GetAdminBudgetsWithResponse(ctx context.Context, p
 }
 
 // GetAdminDeliveriesIdWithResponse One delivery with its payload and every attempt
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17585,6 +18055,8 @@ func (c *ClientWithResponses) GetAdminDeliveriesIdWithResponse(ctx context.Conte
 
 // PostAdminDeliveriesIdRedeliverWithResponse Make a delivery due now, pending again, with the same webhook-id
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
@@ -17597,6 +18069,8 @@ func (c *ClientWithResponses) PostAdminDeliveriesIdRedeliverWithResponse(ctx con
 }
 
 // GetAdminEventsWithResponse Attempt events, newest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17611,6 +18085,8 @@ func (c *ClientWithResponses) GetAdminEventsWithResponse(ctx context.Context, pa
 
 // GetAdminHoldsWithResponse What is held: screens, scores, webhook deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
@@ -17623,6 +18099,8 @@ func (c *ClientWithResponses) GetAdminHoldsWithResponse(ctx context.Context, req
 }
 
 // PutAdminHoldsWithBodyWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17637,6 +18115,8 @@ func (c *ClientWithResponses) PutAdminHoldsWithBodyWithResponse(ctx context.Cont
 
 // PutAdminHoldsWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
@@ -17649,6 +18129,8 @@ func (c *ClientWithResponses) PutAdminHoldsWithResponse(ctx context.Context, par
 }
 
 // PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17663,6 +18145,8 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithBodyWithResponse(ct
 
 // PostAdminItemsKindIdVerdictWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -17675,6 +18159,8 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithResponse(ctx contex
 }
 
 // GetAdminJobsWithResponse Owed jobs, filtered
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17689,6 +18175,8 @@ func (c *ClientWithResponses) GetAdminJobsWithResponse(ctx context.Context, para
 
 // PostAdminJobsRetryWithBodyWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -17701,6 +18189,8 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithBodyWithResponse(ctx context
 }
 
 // PostAdminJobsRetryWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17715,6 +18205,8 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithResponse(ctx context.Context
 
 // GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
@@ -17727,6 +18219,8 @@ func (c *ClientWithResponses) GetAdminJobsIdWithResponse(ctx context.Context, id
 }
 
 // PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17741,6 +18235,8 @@ func (c *ClientWithResponses) PostAdminJobsIdRetryWithResponse(ctx context.Conte
 
 // GetAdminModelWithResponse The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
@@ -17753,6 +18249,8 @@ func (c *ClientWithResponses) GetAdminModelWithResponse(ctx context.Context, req
 }
 
 // PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17767,6 +18265,8 @@ func (c *ClientWithResponses) PostAdminModelProbeWithResponse(ctx context.Contex
 
 // GetAdminPluginsWithResponse The admin SPA's plugin manifest
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
@@ -17779,6 +18279,8 @@ func (c *ClientWithResponses) GetAdminPluginsWithResponse(ctx context.Context, r
 }
 
 // GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17793,6 +18295,8 @@ func (c *ClientWithResponses) GetAdminReviewWithResponse(ctx context.Context, pa
 
 // GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
@@ -17805,6 +18309,8 @@ func (c *ClientWithResponses) GetAdminReviewMeasuresWithResponse(ctx context.Con
 }
 
 // PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17819,6 +18325,8 @@ func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context
 
 // GetAdminStatsWithResponse The overview's summary
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
@@ -17831,6 +18339,8 @@ func (c *ClientWithResponses) GetAdminStatsWithResponse(ctx context.Context, req
 }
 
 // GetAdminUsersWithResponse Every user, with whether they are disabled
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17845,6 +18355,8 @@ func (c *ClientWithResponses) GetAdminUsersWithResponse(ctx context.Context, par
 
 // PostAdminUsersWithBodyWithResponse Create a user; the token is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
@@ -17857,6 +18369,8 @@ func (c *ClientWithResponses) PostAdminUsersWithBodyWithResponse(ctx context.Con
 }
 
 // PostAdminUsersWithResponse Create a user; the token is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17871,6 +18385,8 @@ func (c *ClientWithResponses) PostAdminUsersWithResponse(ctx context.Context, pa
 
 // PatchAdminUsersIdWithBodyWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
@@ -17883,6 +18399,8 @@ func (c *ClientWithResponses) PatchAdminUsersIdWithBodyWithResponse(ctx context.
 }
 
 // PatchAdminUsersIdWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17897,6 +18415,8 @@ func (c *ClientWithResponses) PatchAdminUsersIdWithResponse(ctx context.Context,
 
 // PutAdminUsersIdBudgetWithBodyWithResponse Set a user's daily budget (null: the default)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -17909,6 +18429,8 @@ func (c *ClientWithResponses) PutAdminUsersIdBudgetWithBodyWithResponse(ctx cont
 }
 
 // PutAdminUsersIdBudgetWithResponse Set a user's daily budget (null: the default)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17923,6 +18445,8 @@ func (c *ClientWithResponses) PutAdminUsersIdBudgetWithResponse(ctx context.Cont
 
 // PostAdminUsersIdTokenWithResponse Give a user a new token, shown once; the old one and the user's sessions stop working at once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
@@ -17935,6 +18459,8 @@ func (c *ClientWithResponses) PostAdminUsersIdTokenWithResponse(ctx context.Cont
 }
 
 // GetAdminWebhooksWithResponse Webhook subscriptions
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17949,6 +18475,8 @@ func (c *ClientWithResponses) GetAdminWebhooksWithResponse(ctx context.Context, 
 
 // PostAdminWebhooksWithBodyWithResponse Subscribe a URL to events; the signing secret is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -17961,6 +18489,8 @@ func (c *ClientWithResponses) PostAdminWebhooksWithBodyWithResponse(ctx context.
 }
 
 // PostAdminWebhooksWithResponse Subscribe a URL to events; the signing secret is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17975,7 +18505,7 @@ func (c *ClientWithResponses) PostAdminWebhooksWithResponse(ctx context.Context,
 
 // GetAdminWebhooksDeliveriesIdWithResponse One delivery (deprecated: GET /api/admin/deliveries/{id})
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17992,7 +18522,7 @@ func (c *ClientWithResponses) GetAdminWebhooksDeliveriesIdWithResponse(ctx conte
 
 // PostAdminWebhooksDeliveriesIdRedeliverWithResponse Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18009,6 +18539,8 @@ func (c *ClientWithResponses) PostAdminWebhooksDeliveriesIdRedeliverWithResponse
 
 // DeleteAdminWebhooksIdWithResponse Delete a webhook with its deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
@@ -18021,6 +18553,8 @@ func (c *ClientWithResponses) DeleteAdminWebhooksIdWithResponse(ctx context.Cont
 }
 
 // PatchAdminWebhooksIdWithBodyWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18035,6 +18569,8 @@ func (c *ClientWithResponses) PatchAdminWebhooksIdWithBodyWithResponse(ctx conte
 
 // PatchAdminWebhooksIdWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -18047,6 +18583,8 @@ func (c *ClientWithResponses) PatchAdminWebhooksIdWithResponse(ctx context.Conte
 }
 
 // GetAdminWebhooksIdDeliveriesWithResponse A webhook's deliveries, newest first, each with its latest attempts
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18061,6 +18599,8 @@ func (c *ClientWithResponses) GetAdminWebhooksIdDeliveriesWithResponse(ctx conte
 
 // PostAdminWebhooksIdSecretWithResponse Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
@@ -18073,6 +18613,8 @@ func (c *ClientWithResponses) PostAdminWebhooksIdSecretWithResponse(ctx context.
 }
 
 // GetBackfillWithResponse The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18087,6 +18629,8 @@ func (c *ClientWithResponses) GetBackfillWithResponse(ctx context.Context, reqEd
 
 // PostBackfillPauseWithBodyWithResponse Pause every job, or one chat's, after its current batch; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -18099,6 +18643,8 @@ func (c *ClientWithResponses) PostBackfillPauseWithBodyWithResponse(ctx context.
 }
 
 // PostBackfillPauseWithResponse Pause every job, or one chat's, after its current batch; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18113,6 +18659,8 @@ func (c *ClientWithResponses) PostBackfillPauseWithResponse(ctx context.Context,
 
 // GetBackfillSettingsWithResponse The backfill queue's settings
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
@@ -18125,6 +18673,8 @@ func (c *ClientWithResponses) GetBackfillSettingsWithResponse(ctx context.Contex
 }
 
 // PutBackfillSettingsWithBodyWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18139,6 +18689,8 @@ func (c *ClientWithResponses) PutBackfillSettingsWithBodyWithResponse(ctx contex
 
 // PutBackfillSettingsWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
@@ -18151,6 +18703,8 @@ func (c *ClientWithResponses) PutBackfillSettingsWithResponse(ctx context.Contex
 }
 
 // PostBackfillStartWithBodyWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18165,6 +18719,8 @@ func (c *ClientWithResponses) PostBackfillStartWithBodyWithResponse(ctx context.
 
 // PostBackfillStartWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -18177,6 +18733,8 @@ func (c *ClientWithResponses) PostBackfillStartWithResponse(ctx context.Context,
 }
 
 // DeleteListenersCommentsIdWithResponse Delete your comment and its owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18191,6 +18749,8 @@ func (c *ClientWithResponses) DeleteListenersCommentsIdWithResponse(ctx context.
 
 // PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -18203,6 +18763,8 @@ func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithBodyWithResponse
 }
 
 // PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18217,6 +18779,8 @@ func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithResponse(ctx con
 
 // GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
+// Callers: author (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
@@ -18229,6 +18793,8 @@ func (c *ClientWithResponses) GetListenersMineWithResponse(ctx context.Context, 
 }
 
 // GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+//
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18243,6 +18809,8 @@ func (c *ClientWithResponses) GetListenersMineStreamWithResponse(ctx context.Con
 
 // PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
@@ -18255,6 +18823,8 @@ func (c *ClientWithResponses) PostListenersMineTicketWithResponse(ctx context.Co
 }
 
 // PostListenersPitchesWithBodyWithResponse Pitch; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18269,6 +18839,8 @@ func (c *ClientWithResponses) PostListenersPitchesWithBodyWithResponse(ctx conte
 
 // PostListenersPitchesWithResponse Pitch; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -18281,6 +18853,8 @@ func (c *ClientWithResponses) PostListenersPitchesWithResponse(ctx context.Conte
 }
 
 // DeleteListenersPitchesIdWithResponse Delete your pitch and its owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18295,6 +18869,8 @@ func (c *ClientWithResponses) DeleteListenersPitchesIdWithResponse(ctx context.C
 
 // DeleteListenersRevisionsIdWithResponse Delete your revision and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
@@ -18307,6 +18883,8 @@ func (c *ClientWithResponses) DeleteListenersRevisionsIdWithResponse(ctx context
 }
 
 // PostListenersSongsWithBodyWithResponse Publish a song; its first revision is screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18321,6 +18899,8 @@ func (c *ClientWithResponses) PostListenersSongsWithBodyWithResponse(ctx context
 
 // PostListenersSongsWithResponse Publish a song; its first revision is screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -18333,6 +18913,8 @@ func (c *ClientWithResponses) PostListenersSongsWithResponse(ctx context.Context
 }
 
 // DeleteListenersSongsIdWithResponse Delete your song, its revisions and comments, and their owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18347,6 +18929,8 @@ func (c *ClientWithResponses) DeleteListenersSongsIdWithResponse(ctx context.Con
 
 // PostListenersSongsIdCommentsWithBodyWithResponse Comment on a song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
@@ -18359,6 +18943,8 @@ func (c *ClientWithResponses) PostListenersSongsIdCommentsWithBodyWithResponse(c
 }
 
 // PostListenersSongsIdCommentsWithResponse Comment on a song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18373,6 +18959,8 @@ func (c *ClientWithResponses) PostListenersSongsIdCommentsWithResponse(ctx conte
 
 // PostListenersSongsIdRevisionsWithBodyWithResponse Add a revision to your song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -18385,6 +18973,8 @@ func (c *ClientWithResponses) PostListenersSongsIdRevisionsWithBodyWithResponse(
 }
 
 // PostListenersSongsIdRevisionsWithResponse Add a revision to your song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18399,6 +18989,8 @@ func (c *ClientWithResponses) PostListenersSongsIdRevisionsWithResponse(ctx cont
 
 // GetMediaIdPreviewWithResponse The cached JPEG preview of a media row (404 until cached)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
@@ -18411,6 +19003,8 @@ func (c *ClientWithResponses) GetMediaIdPreviewWithResponse(ctx context.Context,
 }
 
 // GetOpenapijsonWithResponse This document
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18425,6 +19019,8 @@ func (c *ClientWithResponses) GetOpenapijsonWithResponse(ctx context.Context, re
 
 // GetPitchesWithResponse Public pitches, newest first
 //
+// Anyone may call it, signed in or not.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/pitches (the `GetPitches` operationId).
@@ -18437,6 +19033,8 @@ func (c *ClientWithResponses) GetPitchesWithResponse(ctx context.Context, params
 }
 
 // GetScrapesWithResponse Scrapes with their counts (deleted ones leave the list)
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18451,6 +19049,8 @@ func (c *ClientWithResponses) GetScrapesWithResponse(ctx context.Context, params
 
 // PostScrapesWithBodyWithResponse Record a scrape the bot starts: active, it holds the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -18463,6 +19063,8 @@ func (c *ClientWithResponses) PostScrapesWithBodyWithResponse(ctx context.Contex
 }
 
 // PostScrapesWithResponse Record a scrape the bot starts: active, it holds the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18477,6 +19079,8 @@ func (c *ClientWithResponses) PostScrapesWithResponse(ctx context.Context, param
 
 // DeleteScrapesIdWithResponse Delete a scrape: pending-delete now, its previews and rows go in the background
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
@@ -18489,6 +19093,8 @@ func (c *ClientWithResponses) DeleteScrapesIdWithResponse(ctx context.Context, i
 }
 
 // GetScrapesIdWithResponse One scrape with its counts
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18503,6 +19109,8 @@ func (c *ClientWithResponses) GetScrapesIdWithResponse(ctx context.Context, id i
 
 // PatchScrapesIdWithBodyWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -18515,6 +19123,8 @@ func (c *ClientWithResponses) PatchScrapesIdWithBodyWithResponse(ctx context.Con
 }
 
 // PatchScrapesIdWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18529,6 +19139,8 @@ func (c *ClientWithResponses) PatchScrapesIdWithResponse(ctx context.Context, id
 
 // GetScrapesIdMediaWithResponse A scrape's media rows, optionally in one preview state
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
@@ -18541,6 +19153,8 @@ func (c *ClientWithResponses) GetScrapesIdMediaWithResponse(ctx context.Context,
 }
 
 // PostScrapesIdMediaWithBodyWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18555,6 +19169,8 @@ func (c *ClientWithResponses) PostScrapesIdMediaWithBodyWithResponse(ctx context
 
 // PostScrapesIdMediaWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -18567,6 +19183,8 @@ func (c *ClientWithResponses) PostScrapesIdMediaWithResponse(ctx context.Context
 }
 
 // DeleteSessionWithResponse Sign the browser session out
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18581,6 +19199,8 @@ func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, req
 
 // GetSessionWithResponse Who is signed in
 //
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/session (the `GetSession` operationId).
@@ -18593,6 +19213,8 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, reqEdi
 }
 
 // PostSessionWithBodyWithResponse Exchange a token for a browser session cookie
+//
+// Anyone may call it, signed in or not.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18607,6 +19229,8 @@ func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Contex
 
 // PostSessionWithResponse Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
@@ -18620,6 +19244,8 @@ func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, body 
 
 // GetSongsWithResponse Public songs, by art or newest
 //
+// Anyone may call it, signed in or not.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/songs (the `GetSongs` operationId).
@@ -18632,6 +19258,8 @@ func (c *ClientWithResponses) GetSongsWithResponse(ctx context.Context, params *
 }
 
 // GetSongsIdWithResponse A public song with its allowed revisions and comments
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
