@@ -39,7 +39,7 @@ type errorJSON struct {
 }
 
 type errorDetail struct {
-	Code    string  `json:"code"`
+	Code    string  `json:"code" enum:"errorCode" description:"what went wrong, stable: each error answer of an operation lists its codes"`
 	Message string  `json:"message"`
 	Field   *string `json:"field" description:"the field at fault; null when no field is"`
 }

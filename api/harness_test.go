@@ -415,8 +415,15 @@ type openAPISchemas struct {
 type docPath struct {
 	template string
 	pattern  *regexp.Regexp
-	literal  int // characters outside parameters: the most literal template wins
-	methods  map[string]map[string]bool
+	literal  int                             // characters outside parameters: the most literal template wins
+	methods  map[string]map[string]docAnswer // method → status ("default" too) → answer
+}
+
+// docAnswer is one JSON answer the document declares: where its schema is and, for an error,
+// the codes it lists (x-error-codes).
+type docAnswer struct {
+	schema string // a JSON pointer into the document
+	codes  []string
 }
 
 var schemasOfDoc openAPISchemas
@@ -442,19 +449,30 @@ func (s *openAPISchemas) load(a interface{ OpenAPI() map[string]any }) error {
 		}
 		s.compiled = map[string]*jsonschema.Schema{}
 		param := regexp.MustCompile(`\{\w+\}`)
+		escape := strings.NewReplacer("~", "~0", "/", "~1").Replace
 		for tmpl, item := range obj(obj(doc)["paths"]) {
 			quoted := strings.NewReplacer(`\{`, "{", `\}`, "}").Replace(regexp.QuoteMeta(tmpl))
-			p := docPath{template: tmpl, methods: map[string]map[string]bool{},
+			p := docPath{template: tmpl, methods: map[string]map[string]docAnswer{},
 				pattern: regexp.MustCompile("^" + param.ReplaceAllLiteralString(quoted, "[^/]+") + "$"),
 				literal: len(param.ReplaceAllLiteralString(tmpl, ""))}
 			for method, op := range obj(item) {
-				codes := map[string]bool{}
+				answers := map[string]docAnswer{}
 				for code, answer := range obj(obj(op)["responses"]) {
-					if _, json := obj(obj(answer)["content"])["application/json"]; json {
-						codes[code] = true
+					at := "#/paths/" + url.PathEscape(escape(tmpl)) + "/" + method + "/responses/" + code
+					if ref, ok := obj(answer)["$ref"].(string); ok {
+						at = ref
+						answer = obj(obj(obj(doc)["components"])["responses"])[strings.TrimPrefix(ref, "#/components/responses/")]
 					}
+					if _, json := obj(obj(answer)["content"])["application/json"]; !json {
+						continue
+					}
+					var codes []string
+					for _, c := range list(obj(answer)["x-error-codes"]) {
+						codes = append(codes, c.(string))
+					}
+					answers[code] = docAnswer{at + "/content/application~1json/schema", codes}
 				}
-				p.methods[strings.ToUpper(method)] = codes
+				p.methods[strings.ToUpper(method)] = answers
 			}
 			s.paths = append(s.paths, p)
 		}
@@ -462,9 +480,11 @@ func (s *openAPISchemas) load(a interface{ OpenAPI() map[string]any }) error {
 	return s.err
 }
 
-// schemaFor is the schema of an answer to method on path with status, and the route it names
-// ("" when the document names none: the answer is then checked only as an error).
-func (s *openAPISchemas) schemaFor(method, path string, status int) (*jsonschema.Schema, string, error) {
+// schemaFor is the schema of an answer to method on path with status, the route it names (""
+// when the document names none: the answer is then checked only as an error) and, for an
+// error, the codes the document lists for it. A status the route does not declare (500
+// aside, the default) is an error.
+func (s *openAPISchemas) schemaFor(method, path string, status int) (*jsonschema.Schema, string, []string, error) {
 	var best *docPath
 	for i := range s.paths {
 		p := &s.paths[i]
@@ -472,28 +492,29 @@ func (s *openAPISchemas) schemaFor(method, path string, status int) (*jsonschema
 			best = p
 		}
 	}
-	loc := docURL + "#/components/schemas/Error"
+	answer := docAnswer{schema: "#/components/schemas/Error"}
 	route := ""
 	if best != nil && best.methods[method] != nil {
 		route = method + " " + best.template
-		code := strconv.Itoa(status)
-		if !best.methods[method][code] {
-			code = "default"
+		var ok bool
+		if answer, ok = best.methods[method][strconv.Itoa(status)]; !ok {
+			if answer, ok = best.methods[method]["default"]; !ok || status != http.StatusInternalServerError {
+				return nil, route, nil, fmt.Errorf("%s answered %d, a status its operation does not declare", route, status)
+			}
 		}
-		pointer := strings.NewReplacer("~", "~0", "/", "~1").Replace(best.template)
-		loc = docURL + "#/paths/" + url.PathEscape(pointer) + "/" + strings.ToLower(method) + "/responses/" + code + "/content/application~1json/schema"
 	}
+	loc := docURL + answer.schema
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sch, ok := s.compiled[loc]; ok {
-		return sch, route, nil
+		return sch, route, answer.codes, nil
 	}
 	sch, err := s.compiler.Compile(loc)
 	if err != nil {
-		return nil, route, err
+		return nil, route, nil, err
 	}
 	s.compiled[loc] = sch
-	return sch, route, nil
+	return sch, route, answer.codes, nil
 }
 
 // checkAnswers makes the world's client check every JSON answer from /api against the document.
@@ -527,9 +548,9 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := schemasOfDoc.load(c.w.env.App.API); err != nil {
 		t.Fatalf("the OpenAPI document does not load as JSON Schema: %v", err)
 	}
-	sch, route, err := schemasOfDoc.schemaFor(req.Method, req.URL.Path, res.StatusCode)
+	sch, route, codes, err := schemasOfDoc.schemaFor(req.Method, req.URL.Path, res.StatusCode)
 	if err != nil {
-		t.Fatalf("%s %s: the document's schema does not compile: %v", req.Method, req.URL.Path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	if route == "" {
 		route = req.Method + " " + req.URL.Path + " (no route)"
@@ -543,6 +564,9 @@ func (c *answerChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 	secretsNotStored(t, route, res, v)
 	if err := sch.Validate(v); err != nil {
 		t.Errorf("%s answered %d with JSON its schema does not allow: %v\nbody: %.300s", route, res.StatusCode, err, body)
+	}
+	if code, _ := obj(obj(v)["error"])["code"].(string); codes != nil && !slices.Contains(codes, code) {
+		t.Errorf("%s answered %d with code %q, which its answer does not list (%v): add it to routeErrors (api/openapi_errors.go)", route, res.StatusCode, code, codes)
 	}
 	return res, nil
 }
@@ -566,7 +590,7 @@ func TestAnswerCheckerRefuses(t *testing.T) {
 		{http.MethodGet, "/api/songs/7", 200, `{"song":{"id":7,"title":"t","userId":1,"art":null,"createdAt":"2026-12-02T07:00:00.000Z"},"revisions":null,"comments":[]}`, "/revisions"},
 		{http.MethodGet, "/api/songs/7", 404, `{"error":{"code":"not_found","message":"song not found"}}`, "field"},
 	} {
-		sch, route, err := schemasOfDoc.schemaFor(c.method, c.path, c.status)
+		sch, route, _, err := schemasOfDoc.schemaFor(c.method, c.path, c.status)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,9 +75,9 @@ func madeOf[T any](made []any) (T, bool) {
 // request for the store (a COMMIT whose answer is lost is asked after), and carries out its
 // Idempotency-Key: a key of 1–255 printable characters, the caller's own. The first request
 // runs and its answer is kept (in the write's transaction where the write is one); a repeat
-// with the same method, path and body within the TTL is answered with it and
-// Idempotent-Replayed: true; another request with the key 422; a repeat while the first runs
-// 409. A first request that fails having written nothing keeps nothing, so its repeat runs.
+// with the same method, path, query and body (as JSON: canonicalJSON) within the TTL is
+// answered with it and Idempotent-Replayed: true; another request with the key 422; a repeat
+// while the first runs 409. A first request that fails having written nothing keeps nothing, so its repeat runs.
 func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 	secret := secretAnswers[method+" "+path]
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -104,7 +104,7 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			sum := sha256.New()
 			io.WriteString(sum, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery+"\n")
-			sum.Write(body)
+			sum.Write(canonicalJSON(body))
 			fp := hex.EncodeToString(sum.Sum(nil))
 			ctx := req.Context()
 			state, lease, kept, err := a.Store.IdemBegin(ctx, u.ID, k, fp, a.now(), a.idempotencyTTL())
@@ -176,6 +176,23 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			return err
 		}
 	}
+}
+
+// canonicalJSON is a JSON body in one form whatever its whitespace, key order or string
+// escapes, so that a retry that says the same thing is the same request; a body that is not
+// JSON is taken as it is (the handler refuses it, and nothing is kept).
+func canonicalJSON(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // numbers keep their text: 1.0 and 1 stay two requests, as a decimal may mean
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return body
+	}
+	b, err := json.Marshal(v) // objects' keys sorted
+	if err != nil {
+		return body
+	}
+	return b
 }
 
 // settleKey ends a request's hold on its key (models.IdemSettle tries again while the database

@@ -47,6 +47,18 @@ func TestIdempotencyKeyOnTwoReplicas(t *testing.T) {
 		if n := pitches(); n != 1 {
 			t.Fatalf("%d pitches after a replay, want 1", n)
 		}
+		// The same JSON written otherwise (whitespace, escapes) is the same request: a replay.
+		for _, body := range []string{"{ \"body\" :\n\t\"a pitch\" }", `{"body":"a\u0020pitch"}`} {
+			if r := b.Do(http.MethodPost, "/api/listeners/pitches", ann, body, "Idempotency-Key", "k-1"); r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the same JSON %q: %d %s", body, r.Status, r.Body)
+			}
+		}
+		// ... and in another key order.
+		song := a.Do(http.MethodPost, "/api/listeners/songs", ann, `{"title":"t","code":"x"}`, "Idempotency-Key", "k-order")
+		if r := b.Do(http.MethodPost, "/api/listeners/songs", ann, `{"code":"x","title":"t"}`, "Idempotency-Key", "k-order"); song.Status != http.StatusCreated ||
+			r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "true" || string(r.Body) != string(song.Body) {
+			t.Fatalf("the same JSON in another key order: %d %s, first %d %s", r.Status, r.Body, song.Status, song.Body)
+		}
 		// The same key with another body: 422, nothing written.
 		other := b.Do(http.MethodPost, "/api/listeners/pitches", ann, map[string]string{"body": "another pitch"}, "Idempotency-Key", "k-1")
 		if other.Status != http.StatusUnprocessableEntity || other.ErrorCode() != "idempotency_mismatch" {

@@ -560,7 +560,7 @@ func TestCORS(t *testing.T) {
 		r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "Origin", site)
 		expose := strings.ToLower(r.Header.Get("Access-Control-Expose-Headers"))
 		if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != site || !strings.Contains(expose, "etag") ||
-			!strings.Contains(expose, "retry-after") || !strings.Contains(expose, "location") {
+			!strings.Contains(expose, "retry-after") || !strings.Contains(expose, "location") || !strings.Contains(expose, "idempotent-replayed") {
 			t.Fatalf("GET from the site: %d %v", r.Status, r.Header)
 		}
 		if r := w.do(http.MethodGet, "/api/songs", asAnon, nil, "Origin", site); r.Header.Get("Access-Control-Allow-Origin") != site {

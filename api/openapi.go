@@ -19,7 +19,8 @@ func OpenAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}")
 // answers are the schemas of the Go types the handlers read and send (see schemaMaker).
 func (a *API) OpenAPI() map[string]any {
 	m := newSchemaMaker()
-	errorSchema := m.answer(reflect.TypeFor[errorJSON]())
+	m.answer(reflect.TypeFor[errorJSON]())
+	shared := map[string]any{}
 	paths := map[string]map[string]any{}
 	for _, r := range a.routes() {
 		p := OpenAPIPath(r.path)
@@ -27,6 +28,7 @@ func (a *API) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		op := map[string]any{"summary": r.summary, "operationId": operationID(r)}
+		describe(r, op)
 		var params []any
 		for _, p := range pathParam.FindAllStringSubmatch(r.path, -1) {
 			schema := map[string]any{"type": "integer", "minimum": 1}
@@ -48,18 +50,19 @@ func (a *API) OpenAPI() map[string]any {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": m.answer(reflect.TypeOf(r.response))}}
 		}
 		if streamAnswers[r.method+" "+r.path] {
-			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string",
-				"description": "events `mine`: `id:` the view's ETag, `data:` the view as in GET /api/listeners/mine (schema Mine); `: ping` comments every 15 s; send Last-Event-ID to skip an event you hold"}}}
+			// ogen's client would read the stream to its end (it has none): it gets the
+			// answer raw, at the headers, as the other Go generators do.
+			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": m.mineEvent(), "x-ogen-raw-response": true}}
 		}
 		if mt, bin := binaryAnswers[r.method+" "+r.path]; bin {
 			ok["content"] = map[string]any{mt: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 		}
-		responses := map[string]any{strconv.Itoa(r.status): ok, "default": map[string]any{
-			"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": errorSchema}}}}
+		responses := map[string]any{strconv.Itoa(r.status): ok}
+		addErrorAnswers(r, responses, shared)
 		traits(r, op, ok, responses)
 		op["responses"] = responses
 		if r.roles != nil {
-			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
+			op["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"sessionCookie": []any{}}}
 			op["x-roles"] = r.roles
 		} else {
 			op["security"] = []any{}
@@ -70,18 +73,30 @@ func (a *API) OpenAPI() map[string]any {
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "owed", "version": a.Version,
 			"description": "owed owes work to a community site's content and never loses it. Errors are {\"error\":{\"code\",\"message\",\"field\"}}; lists page with limit and an opaque cursor; times are RFC 3339 UTC.",
-			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"}},
+			"license":     map[string]any{"name": "Proprietary", "identifier": "LicenseRef-owed-proprietary"},
+			"contact":     map[string]any{"name": "The operators of this owed"}},
+		"tags":    tagList(),
 		"servers": []any{map[string]any{"url": "/", "description": "the owed that serves this document"}},
 		"paths":   paths,
 		"components": map[string]any{
-			"responses": sharedResponses(errorSchema),
+			"responses": shared,
 			"securitySchemes": map[string]any{
-				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
-				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
+				"bearer":        map[string]any{"type": "http", "scheme": "bearer"},
+				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie},
 			},
 			"schemas": m.components,
 		},
 	}
+}
+
+// mineEvent is the schema of the data of one event of the view's stream: text/event-stream
+// read as it comes (never whole: it does not end). Generators that know the media type (hey-api,
+// ogen) make a stream of these, each event's data parsed as JSON.
+func (m *schemaMaker) mineEvent() map[string]any {
+	m.components["MineEvent"] = map[string]any{
+		"description": "The data of one event of the view's stream, JSON on one line. Event `mine` (`id:` the view's ETag, to send back as Last-Event-ID) carries the view as GET /api/listeners/mine answers it (Mine), at once and on every change; event `error`, the stream's last, the error (Error), with `retry:` (milliseconds) after a fault. Between events `: ping` comments every 15 s carry no event.",
+		"oneOf":       []any{m.answer(reflect.TypeFor[mineJSON]()), m.answer(reflect.TypeFor[errorJSON]())}}
+	return ref("MineEvent")
 }
 
 // queryParams documents the query parameters of route r: the fields of its query struct (nil
@@ -98,6 +113,9 @@ func (m *schemaMaker) queryParams(r route) []any {
 		}
 		schema := m.request(f.Type)
 		applyTags(schema, f.Tag)
+		if _, has := schema["minLength"]; schema["type"] == "string" && schema["format"] == nil && !has {
+			schema["minLength"] = 1 // an empty value is refused (onceEach)
+		}
 		limitParam(r, name, schema)
 		params = append(params, map[string]any{"name": name, "in": "query", "required": false, "schema": schema})
 	}

@@ -7,8 +7,8 @@ import (
 
 // What the OpenAPI document says of a route beyond its types is made here from the route's
 // method and from a few tables of routes, so that a route added anywhere gets the same
-// declarations as its like: every write documents Idempotency-Key, 429, 507; every route 503
-// and the error schema for its 4xx answers; a list its limit's maximum.
+// declarations as its like: every write of a signed-in caller documents Idempotency-Key; a
+// list its limit's maximum; the error answers are openapi_errors.go's.
 
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
@@ -48,52 +48,21 @@ func holdsConnection(r route) bool {
 	return slices.Contains(queryNames(r.query), "wait")
 }
 
-// retryAfterHeader is the Retry-After header of the answers a client should retry later.
-var retryAfterHeader = map[string]any{"Retry-After": map[string]any{
-	"description": "seconds to wait before trying again",
-	"schema":      map[string]any{"type": "integer", "minimum": 0}}}
-
-// sharedResponses are the answers many operations share, as components.responses.
-func sharedResponses(errorSchema map[string]any) map[string]any {
-	content := map[string]any{"application/json": map[string]any{"schema": errorSchema}}
-	return map[string]any{
-		"Error": map[string]any{"description": "An error: bad input (400, code invalid), no or a bad credential (401), not allowed (403), not found (404), a conflict (409), too large (413), not JSON (415), an Idempotency-Key reused with another body (422)",
-			"content": content},
-		"RateLimited": map[string]any{"description": "Too many requests (code rate_limited): the write limit, or too many streams and long polls of this user; retry after Retry-After",
-			"headers": retryAfterHeader, "content": content},
-		"Unavailable": map[string]any{"description": "Unavailable (code unavailable): the database does not answer, or too many streams in this process; retry after Retry-After",
-			"headers": retryAfterHeader, "content": content},
-		"InsufficientStorage": map[string]any{"description": "Insufficient storage (code insufficient_storage): the database's disk is full; nothing was written; retry after Retry-After",
-			"headers": retryAfterHeader, "content": content},
-	}
-}
-
-func responseRef(name string) map[string]any {
-	return map[string]any{"$ref": "#/components/responses/" + name}
-}
-
 // traits adds to op (an operation of route r, its success answer ok) what r's method and
-// tables say: headers, the answers every route of its kind may give, deprecation.
+// tables say: headers, 304, deprecation.
 func traits(r route, op map[string]any, ok map[string]any, responses map[string]any) {
 	key := r.method + " " + r.path
 	var params []any
 	if p, has := op["parameters"].([]any); has {
 		params = p
 	}
-	if isWrite(r.method) {
+	if takesIdempotencyKey(r) {
 		params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
-			"description": "makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight",
+			"description": "makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After",
 			"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}})
 		addHeader(ok, "Idempotent-Replayed", "true when this answer is the replay of an earlier request with the same Idempotency-Key",
 			map[string]any{"type": "string", "enum": []any{"true"}})
-		responses["429"] = responseRef("RateLimited")
-		responses["507"] = responseRef("InsufficientStorage")
 	}
-	if holdsConnection(r) {
-		responses["429"] = responseRef("RateLimited")
-	}
-	responses["503"] = responseRef("Unavailable")
-	responses["4XX"] = responseRef("Error")
 	if conditionalAnswers[key] {
 		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
 			"description": "the ETag of the view you hold: 304 when it is still current (with wait, after holding the answer)",
@@ -112,7 +81,7 @@ func traits(r route, op map[string]any, ok map[string]any, responses map[string]
 	}
 	if alias, ok := deprecatedRoutes[key]; ok {
 		op["deprecated"] = true
-		op["description"] = "Deprecated alias of " + alias + ", kept for existing clients."
+		op["description"] = "Deprecated alias of " + alias + ", kept for existing clients. " + op["description"].(string)
 	}
 }
 

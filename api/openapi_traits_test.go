@@ -11,8 +11,9 @@ import (
 )
 
 // TestOpenAPIForGeneratedClients: what a client generator needs is in the document, for every
-// route of its kind (issue 26): writes take Idempotency-Key and may answer 429 and 507, every
-// operation 503 and 4XX with the error schema, the answers to retry carry Retry-After; floats
+// route of its kind: writes of a signed-in caller take Idempotency-Key and may answer 409, 422,
+// 429 and 507, every operation 401 and 503, each error status declared with the error schema
+// and the codes it may carry, the answers to retry carry Retry-After; floats
 // are doubles; no enum lists null; every limit has its maximum and every required string its
 // minLength; the view's ETag, If-None-Match and 304 and the stream's Last-Event-ID and media
 // type are declared; servers and a license are given; deprecated aliases are marked.
@@ -46,26 +47,43 @@ func TestOpenAPIForGeneratedClients(t *testing.T) {
 			for _, p := range list(op["parameters"]) {
 				params[obj(p)["in"].(string)+":"+obj(p)["name"].(string)] = obj(p)
 			}
-			want := []string{"4XX", "503"}
-			write := method != "get"
-			if write {
-				want = append(want, "429", "507")
-				if params["header:Idempotency-Key"] == nil {
-					t.Errorf("%s: no Idempotency-Key header", where)
-				}
+			// Every error answer is declared by status, with the error schema and its codes;
+			// the ones to retry later carry Retry-After.
+			want := map[string]string{"401": "unauthorized", "503": "unavailable"}
+			if op["security"] != nil && len(list(op["security"])) > 0 {
+				want["403"] = "forbidden"
 			}
-			for _, code := range want {
-				answer := resolve(responses[code])
+			if method != "get" {
+				want["507"] = "insufficient_storage"
+				want["403"] = "csrf"
+			}
+			if params["header:Idempotency-Key"] != nil {
+				want["409"], want["422"], want["429"] = "idempotency_in_flight", "idempotency_mismatch", "rate_limited"
+			}
+			if op["requestBody"] != nil {
+				want["400"], want["413"], want["415"] = "invalid", "too_large", "unsupported_media_type"
+			}
+			if strings.Contains(path, "{") {
+				want["404"] = "not_found"
+			}
+			for status, code := range want {
+				answer := resolve(responses[status])
 				if answer == nil {
-					t.Errorf("%s: no %s answer", where, code)
+					t.Errorf("%s: no %s answer", where, status)
 					continue
 				}
 				if ref, _ := obj(obj(obj(answer["content"])["application/json"])["schema"])["$ref"].(string); ref != "#/components/schemas/Error" {
-					t.Errorf("%s: %s answer is not the error schema: %v", where, code, answer)
+					t.Errorf("%s: %s answer is not the error schema: %v", where, status, answer)
 				}
-				if code != "4XX" && obj(answer["headers"])["Retry-After"] == nil {
-					t.Errorf("%s: %s answer without Retry-After", where, code)
+				if !slices.Contains(list(answer["x-error-codes"]), any(code)) || !strings.Contains(answer["description"].(string), "`"+code+"`") {
+					t.Errorf("%s: %s answer does not list the code %s: %v", where, status, code, answer)
 				}
+				if (status == "429" || status == "503" || status == "507" || code == "idempotency_in_flight") && obj(answer["headers"])["Retry-After"] == nil {
+					t.Errorf("%s: %s answer without Retry-After", where, status)
+				}
+			}
+			if _, loose := responses["4XX"]; loose {
+				t.Errorf("%s: a 4XX answer: declare each status", where)
 			}
 			if p := params["query:limit"]; p != nil {
 				if max, ok := obj(p["schema"])["maximum"].(float64); !ok || max < 1 {

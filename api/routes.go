@@ -133,7 +133,8 @@ func (a *API) Register(e *echo.Echo) {
 }
 
 // onceEach refuses a documented query parameter given more than once (?task=a&task=b): which
-// of the values would count is a guess a filter must not make.
+// of the values would count is a guess a filter must not make. It refuses one given empty
+// (?limit=) too, as any malformed value: the document says a value is given or left out.
 func onceEach(params []string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -141,6 +142,9 @@ func onceEach(params []string) echo.MiddlewareFunc {
 			for _, p := range params {
 				if len(q[p]) > 1 {
 					return invalid(p, p+" must be given once")
+				}
+				if vs, given := q[p]; given && vs[0] == "" {
+					return invalid(p, p+" must not be empty: leave it out instead")
 				}
 			}
 			return next(c)

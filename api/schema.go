@@ -60,6 +60,7 @@ var enumLists = map[string][]string{
 	"reviewReason":   names(models.ReviewReasons),
 	"appealState":    appealStates,
 	"auditAction":    auditActions,
+	"errorCode":      errorCodes,
 }
 
 // patterns are the regular expressions a pattern tag may name instead of spelling one out.
@@ -178,6 +179,9 @@ func (m *schemaMaker) object(t reflect.Type, request bool) map[string]any {
 		}
 	}
 	o := map[string]any{"type": "object", "properties": props}
+	if request {
+		o["additionalProperties"] = false // bind refuses an unknown field
+	}
 	if required != nil {
 		o["required"] = required
 	}

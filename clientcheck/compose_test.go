@@ -66,8 +66,16 @@ func TestComposeFile(t *testing.T) {
 	if maxConns == 0 {
 		maxConns = 100 // PostgreSQL's default
 	}
-	if need := maxReplicas*per + 10; need > maxConns {
-		t.Errorf("%d replicas x %d connections + 10 reserved = %d, over PostgreSQL's max_connections %d", maxReplicas, per, need, maxConns)
+	// Each replica holds its pool and one connection more, which LISTENs for changes.
+	if need := maxReplicas*(per+1) + 10; need > maxConns {
+		t.Errorf("%d replicas x (%d connections + 1 LISTEN) + 10 reserved = %d, over PostgreSQL's max_connections %d", maxReplicas, per, need, maxConns)
+	}
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "replicas x (OWED_DATABASE_MAX_CONNS + 1) + 10") {
+		t.Error("the compose file's comment does not give the connection formula with the LISTEN connection")
 	}
 
 	dockerfile, err := os.ReadFile("../Dockerfile")
@@ -105,6 +113,45 @@ func TestComposeFile(t *testing.T) {
 		func(o *loader.Options) { o.SetProjectName("owed", true) }); err == nil || !strings.Contains(err.Error(), "OWED_ADMIN_TOKEN") {
 		t.Errorf("without OWED_ADMIN_TOKEN: %v, want a refusal naming it", err)
 	}
+}
+
+// TestComposeScales: `docker compose up --scale owed=3` works as the file's comment says. A
+// scaled service can bind no fixed host port nor take a fixed container name (Docker refuses
+// the second replica), so owed publishes none; a proxy publishes 127.0.0.1:8080 and forwards to
+// the service's name, which Docker's DNS answers with every replica; and the proxy starts once
+// owed is healthy.
+func TestComposeScales(t *testing.T) {
+	p := loadCompose(t, map[string]string{"OWED_ADMIN_TOKEN": strings.Repeat("a", 48)})
+	owed, err := p.GetService("owed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range owed.Ports {
+		if port.Published != "" {
+			t.Errorf("owed publishes host port %s: a second replica cannot bind it", port.Published)
+		}
+	}
+	if owed.ContainerName != "" {
+		t.Errorf("owed has container_name %q: a second replica cannot take it", owed.ContainerName)
+	}
+	proxy, err := p.GetService("proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := false
+	for _, port := range proxy.Ports {
+		published = published || port.HostIP == "127.0.0.1" && port.Published == "8080" && port.Target == 8080
+	}
+	if !published || !slices.Equal(proxy.Command, types.ShellCommand{"caddy", "reverse-proxy", "--from", ":8080", "--to", "owed:8080"}) {
+		t.Errorf("proxy: ports %+v, command %q: want 127.0.0.1:8080 forwarded to owed:8080", proxy.Ports, proxy.Command)
+	}
+	if dep, ok := proxy.DependsOn["owed"]; !ok || dep.Condition != types.ServiceConditionHealthy {
+		t.Errorf("proxy depends on %+v: want owed healthy", proxy.DependsOn)
+	}
+	if v := owed.Environment["OWED_TRUSTED_PROXIES"]; v == nil || *v == "" {
+		t.Error("owed does not trust the proxy's X-Forwarded-For: every client would count as the proxy")
+	}
+
 }
 
 // TestDockerignore: the build context leaves out the local database and the git history.

@@ -233,6 +233,102 @@ func (e DisabledReason) Valid() bool {
 	}
 }
 
+// Defines values for ErrorDetailCode.
+const (
+	ErrorDetailCodeAppealed                 ErrorDetailCode = "appealed"
+	ErrorDetailCodeBudget                   ErrorDetailCode = "budget"
+	ErrorDetailCodeClaimed                  ErrorDetailCode = "claimed"
+	ErrorDetailCodeConflict                 ErrorDetailCode = "conflict"
+	ErrorDetailCodeCsrf                     ErrorDetailCode = "csrf"
+	ErrorDetailCodeDecided                  ErrorDetailCode = "decided"
+	ErrorDetailCodeError                    ErrorDetailCode = "error"
+	ErrorDetailCodeForbidden                ErrorDetailCode = "forbidden"
+	ErrorDetailCodeHeld                     ErrorDetailCode = "held"
+	ErrorDetailCodeIdempotencyAnswerNotKept ErrorDetailCode = "idempotency_answer_not_kept"
+	ErrorDetailCodeIdempotencyInFlight      ErrorDetailCode = "idempotency_in_flight"
+	ErrorDetailCodeIdempotencyMismatch      ErrorDetailCode = "idempotency_mismatch"
+	ErrorDetailCodeInFlight                 ErrorDetailCode = "in_flight"
+	ErrorDetailCodeInsufficientStorage      ErrorDetailCode = "insufficient_storage"
+	ErrorDetailCodeInternal                 ErrorDetailCode = "internal"
+	ErrorDetailCodeInvalid                  ErrorDetailCode = "invalid"
+	ErrorDetailCodeLeased                   ErrorDetailCode = "leased"
+	ErrorDetailCodeMethodNotAllowed         ErrorDetailCode = "method_not_allowed"
+	ErrorDetailCodeNotBlocked               ErrorDetailCode = "not_blocked"
+	ErrorDetailCodeNotFound                 ErrorDetailCode = "not_found"
+	ErrorDetailCodeRateLimited              ErrorDetailCode = "rate_limited"
+	ErrorDetailCodeReview                   ErrorDetailCode = "review"
+	ErrorDetailCodeSameModerator            ErrorDetailCode = "same_moderator"
+	ErrorDetailCodeTooLarge                 ErrorDetailCode = "too_large"
+	ErrorDetailCodeUnauthorized             ErrorDetailCode = "unauthorized"
+	ErrorDetailCodeUnavailable              ErrorDetailCode = "unavailable"
+	ErrorDetailCodeUnsupportedMediaType     ErrorDetailCode = "unsupported_media_type"
+	ErrorDetailCodeWebhookDisabled          ErrorDetailCode = "webhook_disabled"
+)
+
+// Valid indicates whether the value is a known member of the ErrorDetailCode enum.
+func (e ErrorDetailCode) Valid() bool {
+	switch e {
+	case ErrorDetailCodeAppealed:
+		return true
+	case ErrorDetailCodeBudget:
+		return true
+	case ErrorDetailCodeClaimed:
+		return true
+	case ErrorDetailCodeConflict:
+		return true
+	case ErrorDetailCodeCsrf:
+		return true
+	case ErrorDetailCodeDecided:
+		return true
+	case ErrorDetailCodeError:
+		return true
+	case ErrorDetailCodeForbidden:
+		return true
+	case ErrorDetailCodeHeld:
+		return true
+	case ErrorDetailCodeIdempotencyAnswerNotKept:
+		return true
+	case ErrorDetailCodeIdempotencyInFlight:
+		return true
+	case ErrorDetailCodeIdempotencyMismatch:
+		return true
+	case ErrorDetailCodeInFlight:
+		return true
+	case ErrorDetailCodeInsufficientStorage:
+		return true
+	case ErrorDetailCodeInternal:
+		return true
+	case ErrorDetailCodeInvalid:
+		return true
+	case ErrorDetailCodeLeased:
+		return true
+	case ErrorDetailCodeMethodNotAllowed:
+		return true
+	case ErrorDetailCodeNotBlocked:
+		return true
+	case ErrorDetailCodeNotFound:
+		return true
+	case ErrorDetailCodeRateLimited:
+		return true
+	case ErrorDetailCodeReview:
+		return true
+	case ErrorDetailCodeSameModerator:
+		return true
+	case ErrorDetailCodeTooLarge:
+		return true
+	case ErrorDetailCodeUnauthorized:
+		return true
+	case ErrorDetailCodeUnavailable:
+		return true
+	case ErrorDetailCodeUnsupportedMediaType:
+		return true
+	case ErrorDetailCodeWebhookDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventEvent.
 const (
 	EventEventScore  EventEvent = "score"
@@ -1905,12 +2001,16 @@ type Error struct {
 
 // ErrorDetail defines model for ErrorDetail.
 type ErrorDetail struct {
-	Code string `json:"code"`
+	// Code what went wrong, stable: each error answer of an operation lists its codes
+	Code ErrorDetailCode `json:"code"`
 
 	// Field the field at fault; null when no field is
 	Field   *string `json:"field"`
 	Message string  `json:"message"`
 }
+
+// ErrorDetailCode what went wrong, stable: each error answer of an operation lists its codes
+type ErrorDetailCode string
 
 // Event defines model for Event.
 type Event struct {
@@ -2154,6 +2254,11 @@ type Mine struct {
 	Budget     Budget     `json:"budget"`
 	Items      []MineItem `json:"items"`
 	NextCursor *string    `json:"nextCursor"`
+}
+
+// MineEvent The data of one event of the view's stream, JSON on one line. Event `mine` (`id:` the view's ETag, to send back as Last-Event-ID) carries the view as GET /api/listeners/mine answers it (Mine), at once and on every change; event `error`, the stream's last, the error (Error), with `retry:` (milliseconds) after a fault. Between events `: ping` comments every 15 s carry no event.
+type MineEvent struct {
+	union json.RawMessage
 }
 
 // MineItem defines model for MineItem.
@@ -2724,14 +2829,47 @@ type WebhookUpdate struct {
 // Why defines model for Why.
 type Why string
 
+// BadRequest defines model for BadRequest.
+type BadRequest = Error
+
+// CSRF defines model for CSRF.
+type CSRF = Error
+
+// Forbidden defines model for Forbidden.
+type Forbidden = Error
+
+// ForbiddenOrCSRF defines model for ForbiddenOrCSRF.
+type ForbiddenOrCSRF = Error
+
+// IdempotencyConflict defines model for IdempotencyConflict.
+type IdempotencyConflict = Error
+
+// IdempotencyMismatch defines model for IdempotencyMismatch.
+type IdempotencyMismatch = Error
+
 // InsufficientStorage defines model for InsufficientStorage.
 type InsufficientStorage = Error
+
+// Internal defines model for Internal.
+type Internal = Error
+
+// NotFound defines model for NotFound.
+type NotFound = Error
 
 // RateLimited defines model for RateLimited.
 type RateLimited = Error
 
+// TooLarge defines model for TooLarge.
+type TooLarge = Error
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = Error
+
 // Unavailable defines model for Unavailable.
 type Unavailable = Error
+
+// UnsupportedMediaType defines model for UnsupportedMediaType.
+type UnsupportedMediaType = Error
 
 // GetAdminAuditParams defines parameters for GetAdminAudit.
 type GetAdminAuditParams struct {
@@ -2749,7 +2887,7 @@ type GetAdminAuditParamsAction string
 
 // PostAdminBackfillWalkReleaseParams defines parameters for PostAdminBackfillWalkRelease.
 type PostAdminBackfillWalkReleaseParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2761,7 +2899,7 @@ type GetAdminBudgetsParams struct {
 
 // PostAdminDeliveriesIdRedeliverParams defines parameters for PostAdminDeliveriesIdRedeliver.
 type PostAdminDeliveriesIdRedeliverParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2791,13 +2929,13 @@ type GetAdminEventsParamsOutcome string
 
 // PutAdminHoldsParams defines parameters for PutAdminHolds.
 type PutAdminHoldsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminItemsKindIdVerdictParams defines parameters for PostAdminItemsKindIdVerdict.
 type PostAdminItemsKindIdVerdictParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2836,19 +2974,19 @@ type GetAdminJobsParamsSort string
 
 // PostAdminJobsRetryParams defines parameters for PostAdminJobsRetry.
 type PostAdminJobsRetryParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminJobsIdRetryParams defines parameters for PostAdminJobsIdRetry.
 type PostAdminJobsIdRetryParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminModelProbeParams defines parameters for PostAdminModelProbe.
 type PostAdminModelProbeParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2869,7 +3007,7 @@ type GetAdminReviewParamsReason string
 
 // PostAdminReviewKindIdClaimParams defines parameters for PostAdminReviewKindIdClaim.
 type PostAdminReviewKindIdClaimParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2884,25 +3022,25 @@ type GetAdminUsersParams struct {
 
 // PostAdminUsersParams defines parameters for PostAdminUsers.
 type PostAdminUsersParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchAdminUsersIdParams defines parameters for PatchAdminUsersId.
 type PatchAdminUsersIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PutAdminUsersIdBudgetParams defines parameters for PutAdminUsersIdBudget.
 type PutAdminUsersIdBudgetParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminUsersIdTokenParams defines parameters for PostAdminUsersIdToken.
 type PostAdminUsersIdTokenParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2914,25 +3052,25 @@ type GetAdminWebhooksParams struct {
 
 // PostAdminWebhooksParams defines parameters for PostAdminWebhooks.
 type PostAdminWebhooksParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostAdminWebhooksDeliveriesIdRedeliverParams defines parameters for PostAdminWebhooksDeliveriesIdRedeliver.
 type PostAdminWebhooksDeliveriesIdRedeliverParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteAdminWebhooksIdParams defines parameters for DeleteAdminWebhooksId.
 type DeleteAdminWebhooksIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchAdminWebhooksIdParams defines parameters for PatchAdminWebhooksId.
 type PatchAdminWebhooksIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2948,37 +3086,37 @@ type GetAdminWebhooksIdDeliveriesParamsStatus string
 
 // PostAdminWebhooksIdSecretParams defines parameters for PostAdminWebhooksIdSecret.
 type PostAdminWebhooksIdSecretParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostBackfillPauseParams defines parameters for PostBackfillPause.
 type PostBackfillPauseParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PutBackfillSettingsParams defines parameters for PutBackfillSettings.
 type PutBackfillSettingsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostBackfillStartParams defines parameters for PostBackfillStart.
 type PostBackfillStartParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersCommentsIdParams defines parameters for DeleteListenersCommentsId.
 type DeleteListenersCommentsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersItemsKindIdAppealParams defines parameters for PostListenersItemsKindIdAppeal.
 type PostListenersItemsKindIdAppealParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3023,49 +3161,49 @@ type GetListenersMineStreamParamsKind string
 
 // PostListenersMineTicketParams defines parameters for PostListenersMineTicket.
 type PostListenersMineTicketParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersPitchesParams defines parameters for PostListenersPitches.
 type PostListenersPitchesParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersPitchesIdParams defines parameters for DeleteListenersPitchesId.
 type DeleteListenersPitchesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersRevisionsIdParams defines parameters for DeleteListenersRevisionsId.
 type DeleteListenersRevisionsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsParams defines parameters for PostListenersSongs.
 type PostListenersSongsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteListenersSongsIdParams defines parameters for DeleteListenersSongsId.
 type DeleteListenersSongsIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsIdCommentsParams defines parameters for PostListenersSongsIdComments.
 type PostListenersSongsIdCommentsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostListenersSongsIdRevisionsParams defines parameters for PostListenersSongsIdRevisions.
 type PostListenersSongsIdRevisionsParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3088,19 +3226,19 @@ type GetScrapesParamsState string
 
 // PostScrapesParams defines parameters for PostScrapes.
 type PostScrapesParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteScrapesIdParams defines parameters for DeleteScrapesId.
 type DeleteScrapesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PatchScrapesIdParams defines parameters for PatchScrapesId.
 type PatchScrapesIdParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3116,19 +3254,7 @@ type GetScrapesIdMediaParamsState string
 
 // PostScrapesIdMediaParams defines parameters for PostScrapesIdMedia.
 type PostScrapesIdMediaParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
-	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
-}
-
-// DeleteSessionParams defines parameters for DeleteSession.
-type DeleteSessionParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
-	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
-}
-
-// PostSessionParams defines parameters for PostSession.
-type PostSessionParams struct {
-	// IdempotencyKey makes a retry safe: a repeat with the same key and body replays the first answer (Idempotent-Replayed: true); another body answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3201,6 +3327,68 @@ type PostScrapesIdMediaJSONRequestBody = MediaPushRequest
 
 // PostSessionJSONRequestBody defines body for PostSession for application/json ContentType.
 type PostSessionJSONRequestBody = SessionRequest
+
+// AsMine returns the union data inside the MineEvent as a Mine
+func (t MineEvent) AsMine() (Mine, error) {
+	var body Mine
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMine overwrites any union data inside the MineEvent as the provided Mine
+func (t *MineEvent) FromMine(v Mine) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMine performs a merge with any union data inside the MineEvent, using the provided Mine
+func (t *MineEvent) MergeMine(v Mine) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsError returns the union data inside the MineEvent as a Error
+func (t MineEvent) AsError() (Error, error) {
+	var body Error
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromError overwrites any union data inside the MineEvent as the provided Error
+func (t *MineEvent) FromError(v Error) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeError performs a merge with any union data inside the MineEvent, using the provided Error
+func (t *MineEvent) MergeError(v Error) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MineEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MineEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -3278,40 +3466,56 @@ type ClientInterface interface {
 
 	// GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 	GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
 	PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminBudgets Each author's spend today and limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 	GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminDeliveriesId One delivery with its payload and every attempt
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/deliveries/{id} (the `GetAdminDeliveriesId` operationId).
 	GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminDeliveriesIdRedeliver Make a delivery due now, pending again, with the same webhook-id
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 	PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminEvents Attempt events, newest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/events (the `GetAdminEvents` operationId).
 	GetAdminEvents(ctx context.Context, params *GetAdminEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminHolds What is held: screens, scores, webhook deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 	GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutAdminHoldsWithBody Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3320,12 +3524,16 @@ type ClientInterface interface {
 
 	// PutAdminHolds Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3334,6 +3542,8 @@ type ClientInterface interface {
 
 	// PostAdminItemsKindIdVerdict Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -3341,10 +3551,14 @@ type ClientInterface interface {
 
 	// GetAdminJobs Owed jobs, filtered
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/jobs (the `GetAdminJobs` operationId).
 	GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminJobsRetryWithBody Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3353,6 +3567,8 @@ type ClientInterface interface {
 
 	// PostAdminJobsRetry Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -3360,55 +3576,77 @@ type ClientInterface interface {
 
 	// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/jobs/{id}/retry (the `PostAdminJobsIdRetry` operationId).
 	PostAdminJobsIdRetry(ctx context.Context, id int, params *PostAdminJobsIdRetryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminModel The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModel(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
 	PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminPlugins The admin SPA's plugin manifest
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
 	GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 	GetAdminStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminUsers Every user, with whether they are disabled
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/users (the `GetAdminUsers` operationId).
 	GetAdminUsers(ctx context.Context, params *GetAdminUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminUsersWithBody Create a user; the token is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3417,12 +3655,16 @@ type ClientInterface interface {
 
 	// PostAdminUsers Create a user; the token is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
 	PostAdminUsers(ctx context.Context, params *PostAdminUsersParams, body PostAdminUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchAdminUsersIdWithBody Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3431,12 +3673,16 @@ type ClientInterface interface {
 
 	// PatchAdminUsersId Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
 	PatchAdminUsersId(ctx context.Context, id int, params *PatchAdminUsersIdParams, body PatchAdminUsersIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutAdminUsersIdBudgetWithBody Set a user's daily budget (null: the default)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3445,6 +3691,8 @@ type ClientInterface interface {
 
 	// PutAdminUsersIdBudget Set a user's daily budget (null: the default)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -3452,15 +3700,21 @@ type ClientInterface interface {
 
 	// PostAdminUsersIdToken Give a user a new token, shown once; the old one and the user's sessions stop working at once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 	PostAdminUsersIdToken(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminWebhooks Webhook subscriptions
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/webhooks (the `GetAdminWebhooks` operationId).
 	GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminWebhooksWithBody Subscribe a URL to events; the signing secret is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3469,6 +3723,8 @@ type ClientInterface interface {
 
 	// PostAdminWebhooks Subscribe a URL to events; the signing secret is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -3476,7 +3732,7 @@ type ClientInterface interface {
 
 	// GetAdminWebhooksDeliveriesId One delivery (deprecated: GET /api/admin/deliveries/{id})
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/webhooks/deliveries/{id} (the `GetAdminWebhooksDeliveriesId` operationId).
 	//
@@ -3485,7 +3741,7 @@ type ClientInterface interface {
 
 	// PostAdminWebhooksDeliveriesIdRedeliver Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/webhooks/deliveries/{id}/redeliver (the `PostAdminWebhooksDeliveriesIdRedeliver` operationId).
 	//
@@ -3494,10 +3750,14 @@ type ClientInterface interface {
 
 	// DeleteAdminWebhooksId Delete a webhook with its deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 	DeleteAdminWebhooksId(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchAdminWebhooksIdWithBody Enable or disable a webhook; disabling cancels its pending deliveries
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3506,6 +3766,8 @@ type ClientInterface interface {
 
 	// PatchAdminWebhooksId Enable or disable a webhook; disabling cancels its pending deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -3513,20 +3775,28 @@ type ClientInterface interface {
 
 	// GetAdminWebhooksIdDeliveries A webhook's deliveries, newest first, each with its latest attempts
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/admin/webhooks/{id}/deliveries (the `GetAdminWebhooksIdDeliveries` operationId).
 	GetAdminWebhooksIdDeliveries(ctx context.Context, id int, params *GetAdminWebhooksIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminWebhooksIdSecret Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 	PostAdminWebhooksIdSecret(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBackfill The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/backfill (the `GetBackfill` operationId).
 	GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostBackfillPauseWithBody Pause every job, or one chat's, after its current batch; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3535,6 +3805,8 @@ type ClientInterface interface {
 
 	// PostBackfillPause Pause every job, or one chat's, after its current batch; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -3542,10 +3814,14 @@ type ClientInterface interface {
 
 	// GetBackfillSettings The backfill queue's settings
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 	GetBackfillSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutBackfillSettingsWithBody Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3554,12 +3830,16 @@ type ClientInterface interface {
 
 	// PutBackfillSettings Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
 	PutBackfillSettings(ctx context.Context, params *PutBackfillSettingsParams, body PutBackfillSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostBackfillStartWithBody Start every job with pending rows, smallest first, or one chat's; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3568,6 +3848,8 @@ type ClientInterface interface {
 
 	// PostBackfillStart Start every job with pending rows, smallest first, or one chat's; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -3575,10 +3857,14 @@ type ClientInterface interface {
 
 	// DeleteListenersCommentsId Delete your comment and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 	DeleteListenersCommentsId(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3587,6 +3873,8 @@ type ClientInterface interface {
 
 	// PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -3594,20 +3882,28 @@ type ClientInterface interface {
 
 	// GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
+	// Callers: author (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMine(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+	//
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 	GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 	PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersPitchesWithBody Pitch; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3616,6 +3912,8 @@ type ClientInterface interface {
 
 	// PostListenersPitches Pitch; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -3623,15 +3921,21 @@ type ClientInterface interface {
 
 	// DeleteListenersPitchesId Delete your pitch and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/pitches/{id} (the `DeleteListenersPitchesId` operationId).
 	DeleteListenersPitchesId(ctx context.Context, id int, params *DeleteListenersPitchesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteListenersRevisionsId Delete your revision and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 	DeleteListenersRevisionsId(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsWithBody Publish a song; its first revision is screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3640,6 +3944,8 @@ type ClientInterface interface {
 
 	// PostListenersSongs Publish a song; its first revision is screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -3647,10 +3953,14 @@ type ClientInterface interface {
 
 	// DeleteListenersSongsId Delete your song, its revisions and comments, and their owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/listeners/songs/{id} (the `DeleteListenersSongsId` operationId).
 	DeleteListenersSongsId(ctx context.Context, id int, params *DeleteListenersSongsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsIdCommentsWithBody Comment on a song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3659,12 +3969,16 @@ type ClientInterface interface {
 
 	// PostListenersSongsIdComments Comment on a song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
 	PostListenersSongsIdComments(ctx context.Context, id int, params *PostListenersSongsIdCommentsParams, body PostListenersSongsIdCommentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostListenersSongsIdRevisionsWithBody Add a revision to your song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3673,6 +3987,8 @@ type ClientInterface interface {
 
 	// PostListenersSongsIdRevisions Add a revision to your song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -3680,25 +3996,35 @@ type ClientInterface interface {
 
 	// GetMediaIdPreview The cached JPEG preview of a media row (404 until cached)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 	GetMediaIdPreview(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenapijson This document
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Corresponds with GET /api/openapi.json (the `GetOpenapijson` operationId).
 	GetOpenapijson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPitches Public pitches, newest first
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with GET /api/pitches (the `GetPitches` operationId).
 	GetPitches(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetScrapes Scrapes with their counts (deleted ones leave the list)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes (the `GetScrapes` operationId).
 	GetScrapes(ctx context.Context, params *GetScrapesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostScrapesWithBody Record a scrape the bot starts: active, it holds the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3707,6 +4033,8 @@ type ClientInterface interface {
 
 	// PostScrapes Record a scrape the bot starts: active, it holds the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -3714,15 +4042,21 @@ type ClientInterface interface {
 
 	// DeleteScrapesId Delete a scrape: pending-delete now, its previews and rows go in the background
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 	DeleteScrapesId(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetScrapesId One scrape with its counts
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes/{id} (the `GetScrapesId` operationId).
 	GetScrapesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchScrapesIdWithBody Change a scrape's state (active, paused, done, failed) or downloaded count
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3731,6 +4065,8 @@ type ClientInterface interface {
 
 	// PatchScrapesId Change a scrape's state (active, paused, done, failed) or downloaded count
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -3738,10 +4074,14 @@ type ClientInterface interface {
 
 	// GetScrapesIdMedia A scrape's media rows, optionally in one preview state
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 	GetScrapesIdMedia(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostScrapesIdMediaWithBody Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3750,6 +4090,8 @@ type ClientInterface interface {
 
 	// PostScrapesIdMedia Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -3757,40 +4099,54 @@ type ClientInterface interface {
 
 	// DeleteSession Sign the browser session out
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-	DeleteSession(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSession Who is signed in
+	//
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/session (the `GetSession` operationId).
 	GetSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSessionWithBody Exchange a token for a browser session cookie
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithBody(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSession Exchange a token for a browser session cookie
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSession(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSession(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSongs Public songs, by art or newest
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Corresponds with GET /api/songs (the `GetSongs` operationId).
 	GetSongs(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSongsId A public song with its allowed revisions and comments
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 	GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 func (c *Client) GetAdminAudit(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3807,6 +4163,8 @@ func (c *Client) GetAdminAudit(ctx context.Context, params *GetAdminAuditParams,
 
 // PostAdminBackfillWalkRelease End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/admin/backfill/walk/release (the `PostAdminBackfillWalkRelease` operationId).
 func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params *PostAdminBackfillWalkReleaseParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminBackfillWalkReleaseRequest(c.Server, params)
@@ -3821,6 +4179,8 @@ func (c *Client) PostAdminBackfillWalkRelease(ctx context.Context, params *PostA
 }
 
 // GetAdminBudgets Each author's spend today and limit
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 func (c *Client) GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3837,6 +4197,8 @@ func (c *Client) GetAdminBudgets(ctx context.Context, params *GetAdminBudgetsPar
 
 // GetAdminDeliveriesId One delivery with its payload and every attempt
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/deliveries/{id} (the `GetAdminDeliveriesId` operationId).
 func (c *Client) GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminDeliveriesIdRequest(c.Server, id)
@@ -3851,6 +4213,8 @@ func (c *Client) GetAdminDeliveriesId(ctx context.Context, id int, reqEditors ..
 }
 
 // PostAdminDeliveriesIdRedeliver Make a delivery due now, pending again, with the same webhook-id
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 func (c *Client) PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3867,6 +4231,8 @@ func (c *Client) PostAdminDeliveriesIdRedeliver(ctx context.Context, id int, par
 
 // GetAdminEvents Attempt events, newest first
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/events (the `GetAdminEvents` operationId).
 func (c *Client) GetAdminEvents(ctx context.Context, params *GetAdminEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminEventsRequest(c.Server, params)
@@ -3882,6 +4248,8 @@ func (c *Client) GetAdminEvents(ctx context.Context, params *GetAdminEventsParam
 
 // GetAdminHolds What is held: screens, scores, webhook deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 func (c *Client) GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminHoldsRequest(c.Server)
@@ -3896,6 +4264,8 @@ func (c *Client) GetAdminHolds(ctx context.Context, reqEditors ...RequestEditorF
 }
 
 // PutAdminHoldsWithBody Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3914,6 +4284,8 @@ func (c *Client) PutAdminHoldsWithBody(ctx context.Context, params *PutAdminHold
 
 // PutAdminHolds Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
@@ -3930,6 +4302,8 @@ func (c *Client) PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams,
 }
 
 // PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3948,6 +4322,8 @@ func (c *Client) PostAdminItemsKindIdVerdictWithBody(ctx context.Context, kind P
 
 // PostAdminItemsKindIdVerdict Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -3965,6 +4341,8 @@ func (c *Client) PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdmin
 
 // GetAdminJobs Owed jobs, filtered
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/jobs (the `GetAdminJobs` operationId).
 func (c *Client) GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminJobsRequest(c.Server, params)
@@ -3979,6 +4357,8 @@ func (c *Client) GetAdminJobs(ctx context.Context, params *GetAdminJobsParams, r
 }
 
 // PostAdminJobsRetryWithBody Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3997,6 +4377,8 @@ func (c *Client) PostAdminJobsRetryWithBody(ctx context.Context, params *PostAdm
 
 // PostAdminJobsRetry Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -4014,6 +4396,8 @@ func (c *Client) PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRe
 
 // GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminJobsIdRequest(c.Server, id)
@@ -4028,6 +4412,8 @@ func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...Reque
 }
 
 // PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/jobs/{id}/retry (the `PostAdminJobsIdRetry` operationId).
 func (c *Client) PostAdminJobsIdRetry(ctx context.Context, id int, params *PostAdminJobsIdRetryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4044,6 +4430,8 @@ func (c *Client) PostAdminJobsIdRetry(ctx context.Context, id int, params *PostA
 
 // GetAdminModel The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 func (c *Client) GetAdminModel(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminModelRequest(c.Server)
@@ -4058,6 +4446,8 @@ func (c *Client) GetAdminModel(ctx context.Context, reqEditors ...RequestEditorF
 }
 
 // PostAdminModelProbe One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/model/probe (the `PostAdminModelProbe` operationId).
 func (c *Client) PostAdminModelProbe(ctx context.Context, params *PostAdminModelProbeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4074,6 +4464,8 @@ func (c *Client) PostAdminModelProbe(ctx context.Context, params *PostAdminModel
 
 // GetAdminPlugins The admin SPA's plugin manifest
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 func (c *Client) GetAdminPlugins(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminPluginsRequest(c.Server)
@@ -4088,6 +4480,8 @@ func (c *Client) GetAdminPlugins(ctx context.Context, reqEditors ...RequestEdito
 }
 
 // GetAdminReview The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/review (the `GetAdminReview` operationId).
 func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4104,6 +4498,8 @@ func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParam
 
 // GetAdminReviewMeasures The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminReviewMeasuresRequest(c.Server)
@@ -4118,6 +4514,8 @@ func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...Reque
 }
 
 // PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4134,6 +4532,8 @@ func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminR
 
 // GetAdminStats The overview's summary
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 func (c *Client) GetAdminStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminStatsRequest(c.Server)
@@ -4149,6 +4549,8 @@ func (c *Client) GetAdminStats(ctx context.Context, reqEditors ...RequestEditorF
 
 // GetAdminUsers Every user, with whether they are disabled
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/users (the `GetAdminUsers` operationId).
 func (c *Client) GetAdminUsers(ctx context.Context, params *GetAdminUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminUsersRequest(c.Server, params)
@@ -4163,6 +4565,8 @@ func (c *Client) GetAdminUsers(ctx context.Context, params *GetAdminUsersParams,
 }
 
 // PostAdminUsersWithBody Create a user; the token is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4181,6 +4585,8 @@ func (c *Client) PostAdminUsersWithBody(ctx context.Context, params *PostAdminUs
 
 // PostAdminUsers Create a user; the token is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
@@ -4197,6 +4603,8 @@ func (c *Client) PostAdminUsers(ctx context.Context, params *PostAdminUsersParam
 }
 
 // PatchAdminUsersIdWithBody Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4215,6 +4623,8 @@ func (c *Client) PatchAdminUsersIdWithBody(ctx context.Context, id int, params *
 
 // PatchAdminUsersId Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
@@ -4231,6 +4641,8 @@ func (c *Client) PatchAdminUsersId(ctx context.Context, id int, params *PatchAdm
 }
 
 // PutAdminUsersIdBudgetWithBody Set a user's daily budget (null: the default)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4249,6 +4661,8 @@ func (c *Client) PutAdminUsersIdBudgetWithBody(ctx context.Context, id int, para
 
 // PutAdminUsersIdBudget Set a user's daily budget (null: the default)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -4266,6 +4680,8 @@ func (c *Client) PutAdminUsersIdBudget(ctx context.Context, id int, params *PutA
 
 // PostAdminUsersIdToken Give a user a new token, shown once; the old one and the user's sessions stop working at once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 func (c *Client) PostAdminUsersIdToken(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminUsersIdTokenRequest(c.Server, id, params)
@@ -4281,6 +4697,8 @@ func (c *Client) PostAdminUsersIdToken(ctx context.Context, id int, params *Post
 
 // GetAdminWebhooks Webhook subscriptions
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/webhooks (the `GetAdminWebhooks` operationId).
 func (c *Client) GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminWebhooksRequest(c.Server, params)
@@ -4295,6 +4713,8 @@ func (c *Client) GetAdminWebhooks(ctx context.Context, params *GetAdminWebhooksP
 }
 
 // PostAdminWebhooksWithBody Subscribe a URL to events; the signing secret is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4313,6 +4733,8 @@ func (c *Client) PostAdminWebhooksWithBody(ctx context.Context, params *PostAdmi
 
 // PostAdminWebhooks Subscribe a URL to events; the signing secret is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -4330,7 +4752,7 @@ func (c *Client) PostAdminWebhooks(ctx context.Context, params *PostAdminWebhook
 
 // GetAdminWebhooksDeliveriesId One delivery (deprecated: GET /api/admin/deliveries/{id})
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/webhooks/deliveries/{id} (the `GetAdminWebhooksDeliveriesId` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -4348,7 +4770,7 @@ func (c *Client) GetAdminWebhooksDeliveriesId(ctx context.Context, id int, reqEd
 
 // PostAdminWebhooksDeliveriesIdRedeliver Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/webhooks/deliveries/{id}/redeliver (the `PostAdminWebhooksDeliveriesIdRedeliver` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -4366,6 +4788,8 @@ func (c *Client) PostAdminWebhooksDeliveriesIdRedeliver(ctx context.Context, id 
 
 // DeleteAdminWebhooksId Delete a webhook with its deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 func (c *Client) DeleteAdminWebhooksId(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteAdminWebhooksIdRequest(c.Server, id, params)
@@ -4380,6 +4804,8 @@ func (c *Client) DeleteAdminWebhooksId(ctx context.Context, id int, params *Dele
 }
 
 // PatchAdminWebhooksIdWithBody Enable or disable a webhook; disabling cancels its pending deliveries
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4398,6 +4824,8 @@ func (c *Client) PatchAdminWebhooksIdWithBody(ctx context.Context, id int, param
 
 // PatchAdminWebhooksId Enable or disable a webhook; disabling cancels its pending deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -4415,6 +4843,8 @@ func (c *Client) PatchAdminWebhooksId(ctx context.Context, id int, params *Patch
 
 // GetAdminWebhooksIdDeliveries A webhook's deliveries, newest first, each with its latest attempts
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/admin/webhooks/{id}/deliveries (the `GetAdminWebhooksIdDeliveries` operationId).
 func (c *Client) GetAdminWebhooksIdDeliveries(ctx context.Context, id int, params *GetAdminWebhooksIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminWebhooksIdDeliveriesRequest(c.Server, id, params)
@@ -4429,6 +4859,8 @@ func (c *Client) GetAdminWebhooksIdDeliveries(ctx context.Context, id int, param
 }
 
 // PostAdminWebhooksIdSecret Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 func (c *Client) PostAdminWebhooksIdSecret(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4445,6 +4877,8 @@ func (c *Client) PostAdminWebhooksIdSecret(ctx context.Context, id int, params *
 
 // GetBackfill The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/backfill (the `GetBackfill` operationId).
 func (c *Client) GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackfillRequest(c.Server)
@@ -4459,6 +4893,8 @@ func (c *Client) GetBackfill(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // PostBackfillPauseWithBody Pause every job, or one chat's, after its current batch; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4477,6 +4913,8 @@ func (c *Client) PostBackfillPauseWithBody(ctx context.Context, params *PostBack
 
 // PostBackfillPause Pause every job, or one chat's, after its current batch; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -4494,6 +4932,8 @@ func (c *Client) PostBackfillPause(ctx context.Context, params *PostBackfillPaus
 
 // GetBackfillSettings The backfill queue's settings
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 func (c *Client) GetBackfillSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBackfillSettingsRequest(c.Server)
@@ -4508,6 +4948,8 @@ func (c *Client) GetBackfillSettings(ctx context.Context, reqEditors ...RequestE
 }
 
 // PutBackfillSettingsWithBody Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4526,6 +4968,8 @@ func (c *Client) PutBackfillSettingsWithBody(ctx context.Context, params *PutBac
 
 // PutBackfillSettings Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
@@ -4542,6 +4986,8 @@ func (c *Client) PutBackfillSettings(ctx context.Context, params *PutBackfillSet
 }
 
 // PostBackfillStartWithBody Start every job with pending rows, smallest first, or one chat's; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4560,6 +5006,8 @@ func (c *Client) PostBackfillStartWithBody(ctx context.Context, params *PostBack
 
 // PostBackfillStart Start every job with pending rows, smallest first, or one chat's; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -4577,6 +5025,8 @@ func (c *Client) PostBackfillStart(ctx context.Context, params *PostBackfillStar
 
 // DeleteListenersCommentsId Delete your comment and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/comments/{id} (the `DeleteListenersCommentsId` operationId).
 func (c *Client) DeleteListenersCommentsId(ctx context.Context, id int, params *DeleteListenersCommentsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersCommentsIdRequest(c.Server, id, params)
@@ -4591,6 +5041,8 @@ func (c *Client) DeleteListenersCommentsId(ctx context.Context, id int, params *
 }
 
 // PostListenersItemsKindIdAppealWithBody Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4609,6 +5061,8 @@ func (c *Client) PostListenersItemsKindIdAppealWithBody(ctx context.Context, kin
 
 // PostListenersItemsKindIdAppeal Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -4626,6 +5080,8 @@ func (c *Client) PostListenersItemsKindIdAppeal(ctx context.Context, kind PostLi
 
 // GetListenersMine Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
+// Callers: author (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetListenersMineRequest(c.Server, params)
@@ -4640,6 +5096,8 @@ func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineP
 }
 
 // GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+//
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4656,6 +5114,8 @@ func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListener
 
 // PostListenersMineTicket A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 func (c *Client) PostListenersMineTicket(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostListenersMineTicketRequest(c.Server, params)
@@ -4670,6 +5130,8 @@ func (c *Client) PostListenersMineTicket(ctx context.Context, params *PostListen
 }
 
 // PostListenersPitchesWithBody Pitch; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4688,6 +5150,8 @@ func (c *Client) PostListenersPitchesWithBody(ctx context.Context, params *PostL
 
 // PostListenersPitches Pitch; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -4705,6 +5169,8 @@ func (c *Client) PostListenersPitches(ctx context.Context, params *PostListeners
 
 // DeleteListenersPitchesId Delete your pitch and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/pitches/{id} (the `DeleteListenersPitchesId` operationId).
 func (c *Client) DeleteListenersPitchesId(ctx context.Context, id int, params *DeleteListenersPitchesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersPitchesIdRequest(c.Server, id, params)
@@ -4720,6 +5186,8 @@ func (c *Client) DeleteListenersPitchesId(ctx context.Context, id int, params *D
 
 // DeleteListenersRevisionsId Delete your revision and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 func (c *Client) DeleteListenersRevisionsId(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersRevisionsIdRequest(c.Server, id, params)
@@ -4734,6 +5202,8 @@ func (c *Client) DeleteListenersRevisionsId(ctx context.Context, id int, params 
 }
 
 // PostListenersSongsWithBody Publish a song; its first revision is screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4752,6 +5222,8 @@ func (c *Client) PostListenersSongsWithBody(ctx context.Context, params *PostLis
 
 // PostListenersSongs Publish a song; its first revision is screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -4769,6 +5241,8 @@ func (c *Client) PostListenersSongs(ctx context.Context, params *PostListenersSo
 
 // DeleteListenersSongsId Delete your song, its revisions and comments, and their owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/listeners/songs/{id} (the `DeleteListenersSongsId` operationId).
 func (c *Client) DeleteListenersSongsId(ctx context.Context, id int, params *DeleteListenersSongsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteListenersSongsIdRequest(c.Server, id, params)
@@ -4783,6 +5257,8 @@ func (c *Client) DeleteListenersSongsId(ctx context.Context, id int, params *Del
 }
 
 // PostListenersSongsIdCommentsWithBody Comment on a song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4801,6 +5277,8 @@ func (c *Client) PostListenersSongsIdCommentsWithBody(ctx context.Context, id in
 
 // PostListenersSongsIdComments Comment on a song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
@@ -4817,6 +5295,8 @@ func (c *Client) PostListenersSongsIdComments(ctx context.Context, id int, param
 }
 
 // PostListenersSongsIdRevisionsWithBody Add a revision to your song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4835,6 +5315,8 @@ func (c *Client) PostListenersSongsIdRevisionsWithBody(ctx context.Context, id i
 
 // PostListenersSongsIdRevisions Add a revision to your song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -4852,6 +5334,8 @@ func (c *Client) PostListenersSongsIdRevisions(ctx context.Context, id int, para
 
 // GetMediaIdPreview The cached JPEG preview of a media row (404 until cached)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 func (c *Client) GetMediaIdPreview(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMediaIdPreviewRequest(c.Server, id)
@@ -4866,6 +5350,8 @@ func (c *Client) GetMediaIdPreview(ctx context.Context, id int, reqEditors ...Re
 }
 
 // GetOpenapijson This document
+//
+// Anyone may call it, signed in or not.
 //
 // Corresponds with GET /api/openapi.json (the `GetOpenapijson` operationId).
 func (c *Client) GetOpenapijson(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4882,6 +5368,8 @@ func (c *Client) GetOpenapijson(ctx context.Context, reqEditors ...RequestEditor
 
 // GetPitches Public pitches, newest first
 //
+// Anyone may call it, signed in or not.
+//
 // Corresponds with GET /api/pitches (the `GetPitches` operationId).
 func (c *Client) GetPitches(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPitchesRequest(c.Server, params)
@@ -4897,6 +5385,8 @@ func (c *Client) GetPitches(ctx context.Context, params *GetPitchesParams, reqEd
 
 // GetScrapes Scrapes with their counts (deleted ones leave the list)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes (the `GetScrapes` operationId).
 func (c *Client) GetScrapes(ctx context.Context, params *GetScrapesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesRequest(c.Server, params)
@@ -4911,6 +5401,8 @@ func (c *Client) GetScrapes(ctx context.Context, params *GetScrapesParams, reqEd
 }
 
 // PostScrapesWithBody Record a scrape the bot starts: active, it holds the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4929,6 +5421,8 @@ func (c *Client) PostScrapesWithBody(ctx context.Context, params *PostScrapesPar
 
 // PostScrapes Record a scrape the bot starts: active, it holds the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -4946,6 +5440,8 @@ func (c *Client) PostScrapes(ctx context.Context, params *PostScrapesParams, bod
 
 // DeleteScrapesId Delete a scrape: pending-delete now, its previews and rows go in the background
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 func (c *Client) DeleteScrapesId(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteScrapesIdRequest(c.Server, id, params)
@@ -4961,6 +5457,8 @@ func (c *Client) DeleteScrapesId(ctx context.Context, id int, params *DeleteScra
 
 // GetScrapesId One scrape with its counts
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes/{id} (the `GetScrapesId` operationId).
 func (c *Client) GetScrapesId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesIdRequest(c.Server, id)
@@ -4975,6 +5473,8 @@ func (c *Client) GetScrapesId(ctx context.Context, id int, reqEditors ...Request
 }
 
 // PatchScrapesIdWithBody Change a scrape's state (active, paused, done, failed) or downloaded count
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4993,6 +5493,8 @@ func (c *Client) PatchScrapesIdWithBody(ctx context.Context, id int, params *Pat
 
 // PatchScrapesId Change a scrape's state (active, paused, done, failed) or downloaded count
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -5010,6 +5512,8 @@ func (c *Client) PatchScrapesId(ctx context.Context, id int, params *PatchScrape
 
 // GetScrapesIdMedia A scrape's media rows, optionally in one preview state
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 func (c *Client) GetScrapesIdMedia(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScrapesIdMediaRequest(c.Server, id, params)
@@ -5024,6 +5528,8 @@ func (c *Client) GetScrapesIdMedia(ctx context.Context, id int, params *GetScrap
 }
 
 // PostScrapesIdMediaWithBody Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5042,6 +5548,8 @@ func (c *Client) PostScrapesIdMediaWithBody(ctx context.Context, id int, params 
 
 // PostScrapesIdMedia Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -5059,9 +5567,11 @@ func (c *Client) PostScrapesIdMedia(ctx context.Context, id int, params *PostScr
 
 // DeleteSession Sign the browser session out
 //
+// Anyone may call it, signed in or not.
+//
 // Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-func (c *Client) DeleteSession(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteSessionRequest(c.Server, params)
+func (c *Client) DeleteSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSessionRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5073,6 +5583,8 @@ func (c *Client) DeleteSession(ctx context.Context, params *DeleteSessionParams,
 }
 
 // GetSession Who is signed in
+//
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/session (the `GetSession` operationId).
 func (c *Client) GetSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5089,11 +5601,13 @@ func (c *Client) GetSession(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // PostSessionWithBody Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *Client) PostSessionWithBody(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSessionRequestWithBody(c.Server, params, contentType, body)
+func (c *Client) PostSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSessionRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5106,11 +5620,13 @@ func (c *Client) PostSessionWithBody(ctx context.Context, params *PostSessionPar
 
 // PostSession Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *Client) PostSession(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSessionRequest(c.Server, params, body)
+func (c *Client) PostSession(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSessionRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5122,6 +5638,8 @@ func (c *Client) PostSession(ctx context.Context, params *PostSessionParams, bod
 }
 
 // GetSongs Public songs, by art or newest
+//
+// Anyone may call it, signed in or not.
 //
 // Corresponds with GET /api/songs (the `GetSongs` operationId).
 func (c *Client) GetSongs(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5137,6 +5655,8 @@ func (c *Client) GetSongs(ctx context.Context, params *GetSongsParams, reqEditor
 }
 
 // GetSongsId A public song with its allowed revisions and comments
+//
+// Anyone may call it, signed in or not.
 //
 // Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 func (c *Client) GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8679,7 +9199,7 @@ func NewPostScrapesIdMediaRequestWithBody(server string, id int, params *PostScr
 }
 
 // NewDeleteSessionRequest constructs an http.Request for the DeleteSession method
-func NewDeleteSessionRequest(server string, params *DeleteSessionParams) (*http.Request, error) {
+func NewDeleteSessionRequest(server string) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8700,21 +9220,6 @@ func NewDeleteSessionRequest(server string, params *DeleteSessionParams) (*http.
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
-	}
-
-	if params != nil {
-
-		if params.IdempotencyKey != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("Idempotency-Key", headerParam0)
-		}
-
 	}
 
 	return req, nil
@@ -8748,18 +9253,18 @@ func NewGetSessionRequest(server string) (*http.Request, error) {
 }
 
 // NewPostSessionRequest calls the generic PostSession builder with application/json body
-func NewPostSessionRequest(server string, params *PostSessionParams, body PostSessionJSONRequestBody) (*http.Request, error) {
+func NewPostSessionRequest(server string, body PostSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostSessionRequestWithBody(server, params, "application/json", bodyReader)
+	return NewPostSessionRequestWithBody(server, "application/json", bodyReader)
 }
 
 // NewPostSessionRequestWithBody constructs an http.Request for the PostSession method, with any body, and a specified content type
-func NewPostSessionRequestWithBody(server string, params *PostSessionParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostSessionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8783,21 +9288,6 @@ func NewPostSessionRequestWithBody(server string, params *PostSessionParams, con
 	}
 
 	req.Header.Add("Content-Type", contentType)
-
-	if params != nil {
-
-		if params.IdempotencyKey != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("Idempotency-Key", headerParam0)
-		}
-
-	}
 
 	return req, nil
 }
@@ -8960,12 +9450,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
 	GetAdminAuditWithResponse(ctx context.Context, params *GetAdminAuditParams, reqEditors ...RequestEditorFn) (*GetAdminAuditResponse, error)
 
 	// PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8974,12 +9468,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminBudgetsWithResponse Each author's spend today and limit
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
 	GetAdminBudgetsWithResponse(ctx context.Context, params *GetAdminBudgetsParams, reqEditors ...RequestEditorFn) (*GetAdminBudgetsResponse, error)
 
 	// GetAdminDeliveriesIdWithResponse One delivery with its payload and every attempt
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8988,12 +9486,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminDeliveriesIdRedeliverWithResponse Make a delivery due now, pending again, with the same webhook-id
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
 	PostAdminDeliveriesIdRedeliverWithResponse(ctx context.Context, id int, params *PostAdminDeliveriesIdRedeliverParams, reqEditors ...RequestEditorFn) (*PostAdminDeliveriesIdRedeliverResponse, error)
 
 	// GetAdminEventsWithResponse Attempt events, newest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9002,12 +9504,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminHoldsWithResponse What is held: screens, scores, webhook deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
 	GetAdminHoldsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminHoldsResponse, error)
 
 	// PutAdminHoldsWithBodyWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9016,12 +9522,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutAdminHoldsWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHoldsWithResponse(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAdminHoldsResponse, error)
 
 	// PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9030,12 +9540,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminItemsKindIdVerdictWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdictWithResponse(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminItemsKindIdVerdictResponse, error)
 
 	// GetAdminJobsWithResponse Owed jobs, filtered
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9044,12 +9558,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminJobsRetryWithBodyWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetryWithBodyWithResponse(ctx context.Context, params *PostAdminJobsRetryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminJobsRetryResponse, error)
 
 	// PostAdminJobsRetryWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9058,12 +9576,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetAdminJobsIdResponse, error)
 
 	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9072,12 +9594,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminModelWithResponse The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
 	GetAdminModelWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminModelResponse, error)
 
 	// PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9086,12 +9612,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminPluginsWithResponse The admin SPA's plugin manifest
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
 	GetAdminPluginsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminPluginsResponse, error)
 
 	// GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9100,12 +9630,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasuresWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminReviewMeasuresResponse, error)
 
 	// PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9114,12 +9648,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
 	GetAdminStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminStatsResponse, error)
 
 	// GetAdminUsersWithResponse Every user, with whether they are disabled
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9128,12 +9666,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminUsersWithBodyWithResponse Create a user; the token is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
 	PostAdminUsersWithBodyWithResponse(ctx context.Context, params *PostAdminUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminUsersResponse, error)
 
 	// PostAdminUsersWithResponse Create a user; the token is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9142,12 +9684,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchAdminUsersIdWithBodyWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
 	PatchAdminUsersIdWithBodyWithResponse(ctx context.Context, id int, params *PatchAdminUsersIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchAdminUsersIdResponse, error)
 
 	// PatchAdminUsersIdWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9156,12 +9702,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutAdminUsersIdBudgetWithBodyWithResponse Set a user's daily budget (null: the default)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
 	PutAdminUsersIdBudgetWithBodyWithResponse(ctx context.Context, id int, params *PutAdminUsersIdBudgetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAdminUsersIdBudgetResponse, error)
 
 	// PutAdminUsersIdBudgetWithResponse Set a user's daily budget (null: the default)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9170,12 +9720,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminUsersIdTokenWithResponse Give a user a new token, shown once; the old one and the user's sessions stop working at once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
 	PostAdminUsersIdTokenWithResponse(ctx context.Context, id int, params *PostAdminUsersIdTokenParams, reqEditors ...RequestEditorFn) (*PostAdminUsersIdTokenResponse, error)
 
 	// GetAdminWebhooksWithResponse Webhook subscriptions
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9184,12 +9738,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksWithBodyWithResponse Subscribe a URL to events; the signing secret is shown once
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
 	PostAdminWebhooksWithBodyWithResponse(ctx context.Context, params *PostAdminWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminWebhooksResponse, error)
 
 	// PostAdminWebhooksWithResponse Subscribe a URL to events; the signing secret is shown once
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9198,7 +9756,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAdminWebhooksDeliveriesIdWithResponse One delivery (deprecated: GET /api/admin/deliveries/{id})
 	//
-	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+	// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9209,7 +9767,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksDeliveriesIdRedeliverWithResponse Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 	//
-	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+	// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9220,12 +9778,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteAdminWebhooksIdWithResponse Delete a webhook with its deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
 	DeleteAdminWebhooksIdWithResponse(ctx context.Context, id int, params *DeleteAdminWebhooksIdParams, reqEditors ...RequestEditorFn) (*DeleteAdminWebhooksIdResponse, error)
 
 	// PatchAdminWebhooksIdWithBodyWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9234,12 +9796,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchAdminWebhooksIdWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
 	PatchAdminWebhooksIdWithResponse(ctx context.Context, id int, params *PatchAdminWebhooksIdParams, body PatchAdminWebhooksIdJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchAdminWebhooksIdResponse, error)
 
 	// GetAdminWebhooksIdDeliveriesWithResponse A webhook's deliveries, newest first, each with its latest attempts
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9248,12 +9814,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostAdminWebhooksIdSecretWithResponse Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
 	PostAdminWebhooksIdSecretWithResponse(ctx context.Context, id int, params *PostAdminWebhooksIdSecretParams, reqEditors ...RequestEditorFn) (*PostAdminWebhooksIdSecretResponse, error)
 
 	// GetBackfillWithResponse The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9262,12 +9832,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostBackfillPauseWithBodyWithResponse Pause every job, or one chat's, after its current batch; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
 	PostBackfillPauseWithBodyWithResponse(ctx context.Context, params *PostBackfillPauseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBackfillPauseResponse, error)
 
 	// PostBackfillPauseWithResponse Pause every job, or one chat's, after its current batch; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9276,12 +9850,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetBackfillSettingsWithResponse The backfill queue's settings
 	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
 	GetBackfillSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBackfillSettingsResponse, error)
 
 	// PutBackfillSettingsWithBodyWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9290,12 +9868,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutBackfillSettingsWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
 	PutBackfillSettingsWithResponse(ctx context.Context, params *PutBackfillSettingsParams, body PutBackfillSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutBackfillSettingsResponse, error)
 
 	// PostBackfillStartWithBodyWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9304,12 +9886,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostBackfillStartWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
 	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
 	PostBackfillStartWithResponse(ctx context.Context, params *PostBackfillStartParams, body PostBackfillStartJSONRequestBody, reqEditors ...RequestEditorFn) (*PostBackfillStartResponse, error)
 
 	// DeleteListenersCommentsIdWithResponse Delete your comment and its owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9318,12 +9904,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
 	PostListenersItemsKindIdAppealWithBodyWithResponse(ctx context.Context, kind PostListenersItemsKindIdAppealParamsKind, id int, params *PostListenersItemsKindIdAppealParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersItemsKindIdAppealResponse, error)
 
 	// PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9332,12 +9922,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 	//
+	// Callers: author (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
 	GetListenersMineWithResponse(ctx context.Context, params *GetListenersMineParams, reqEditors ...RequestEditorFn) (*GetListenersMineResponse, error)
 
 	// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+	//
+	// Callers: author (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9346,12 +9940,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
 	PostListenersMineTicketWithResponse(ctx context.Context, params *PostListenersMineTicketParams, reqEditors ...RequestEditorFn) (*PostListenersMineTicketResponse, error)
 
 	// PostListenersPitchesWithBodyWithResponse Pitch; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9360,12 +9958,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersPitchesWithResponse Pitch; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
 	PostListenersPitchesWithResponse(ctx context.Context, params *PostListenersPitchesParams, body PostListenersPitchesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersPitchesResponse, error)
 
 	// DeleteListenersPitchesIdWithResponse Delete your pitch and its owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9374,12 +9976,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteListenersRevisionsIdWithResponse Delete your revision and its owed jobs
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
 	DeleteListenersRevisionsIdWithResponse(ctx context.Context, id int, params *DeleteListenersRevisionsIdParams, reqEditors ...RequestEditorFn) (*DeleteListenersRevisionsIdResponse, error)
 
 	// PostListenersSongsWithBodyWithResponse Publish a song; its first revision is screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9388,12 +9994,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsWithResponse Publish a song; its first revision is screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
 	PostListenersSongsWithResponse(ctx context.Context, params *PostListenersSongsParams, body PostListenersSongsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostListenersSongsResponse, error)
 
 	// DeleteListenersSongsIdWithResponse Delete your song, its revisions and comments, and their owed jobs
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9402,12 +10012,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsIdCommentsWithBodyWithResponse Comment on a song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
 	PostListenersSongsIdCommentsWithBodyWithResponse(ctx context.Context, id int, params *PostListenersSongsIdCommentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersSongsIdCommentsResponse, error)
 
 	// PostListenersSongsIdCommentsWithResponse Comment on a song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9416,12 +10030,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostListenersSongsIdRevisionsWithBodyWithResponse Add a revision to your song; screened inline
 	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
 	PostListenersSongsIdRevisionsWithBodyWithResponse(ctx context.Context, id int, params *PostListenersSongsIdRevisionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostListenersSongsIdRevisionsResponse, error)
 
 	// PostListenersSongsIdRevisionsWithResponse Add a revision to your song; screened inline
+	//
+	// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9430,12 +10048,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetMediaIdPreviewWithResponse The cached JPEG preview of a media row (404 until cached)
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
 	GetMediaIdPreviewWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMediaIdPreviewResponse, error)
 
 	// GetOpenapijsonWithResponse This document
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9444,12 +10066,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetPitchesWithResponse Public pitches, newest first
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/pitches (the `GetPitches` operationId).
 	GetPitchesWithResponse(ctx context.Context, params *GetPitchesParams, reqEditors ...RequestEditorFn) (*GetPitchesResponse, error)
 
 	// GetScrapesWithResponse Scrapes with their counts (deleted ones leave the list)
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9458,12 +10084,16 @@ type ClientWithResponsesInterface interface {
 
 	// PostScrapesWithBodyWithResponse Record a scrape the bot starts: active, it holds the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
 	PostScrapesWithBodyWithResponse(ctx context.Context, params *PostScrapesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostScrapesResponse, error)
 
 	// PostScrapesWithResponse Record a scrape the bot starts: active, it holds the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9472,12 +10102,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteScrapesIdWithResponse Delete a scrape: pending-delete now, its previews and rows go in the background
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
 	DeleteScrapesIdWithResponse(ctx context.Context, id int, params *DeleteScrapesIdParams, reqEditors ...RequestEditorFn) (*DeleteScrapesIdResponse, error)
 
 	// GetScrapesIdWithResponse One scrape with its counts
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9486,12 +10120,16 @@ type ClientWithResponsesInterface interface {
 
 	// PatchScrapesIdWithBodyWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
 	PatchScrapesIdWithBodyWithResponse(ctx context.Context, id int, params *PatchScrapesIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchScrapesIdResponse, error)
 
 	// PatchScrapesIdWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9500,12 +10138,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetScrapesIdMediaWithResponse A scrape's media rows, optionally in one preview state
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
 	GetScrapesIdMediaWithResponse(ctx context.Context, id int, params *GetScrapesIdMediaParams, reqEditors ...RequestEditorFn) (*GetScrapesIdMediaResponse, error)
 
 	// PostScrapesIdMediaWithBodyWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9514,6 +10156,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostScrapesIdMediaWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 	//
+	// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -9521,12 +10165,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteSessionWithResponse Sign the browser session out
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-	DeleteSessionWithResponse(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error)
+	DeleteSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error)
 
 	// GetSessionWithResponse Who is signed in
+	//
+	// Callers: any signed-in user (a bearer token, or a browser session cookie).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9535,19 +10183,25 @@ type ClientWithResponsesInterface interface {
 
 	// PostSessionWithBodyWithResponse Exchange a token for a browser session cookie
 	//
+	// Anyone may call it, signed in or not.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithBodyWithResponse(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
+	PostSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
 
 	// PostSessionWithResponse Exchange a token for a browser session cookie
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/session (the `PostSession` operationId).
-	PostSessionWithResponse(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
+	PostSessionWithResponse(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error)
 
 	// GetSongsWithResponse Public songs, by art or newest
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9555,6 +10209,8 @@ type ClientWithResponsesInterface interface {
 	GetSongsWithResponse(ctx context.Context, params *GetSongsParams, reqEditors ...RequestEditorFn) (*GetSongsResponse, error)
 
 	// GetSongsIdWithResponse A public song with its allowed revisions and comments
+	//
+	// Anyone may call it, signed in or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9572,12 +10228,16 @@ type GetAdminAuditResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AuditList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminAuditResponse503Headers
 }
@@ -9587,9 +10247,19 @@ func (r GetAdminAuditResponse) GetJSON200() *AuditList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminAuditResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminAuditResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9598,7 +10268,7 @@ func (r GetAdminAuditResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminAuditResponse) GetJSONDefault() *Error {
+func (r GetAdminAuditResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9636,6 +10306,11 @@ type PostAdminBackfillWalkReleaseResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminBackfillWalkReleaseResponse409Headers the declared response headers of an HTTP 409 response for PostAdminBackfillWalkRelease
+type PostAdminBackfillWalkReleaseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminBackfillWalkReleaseResponse429Headers the declared response headers of an HTTP 429 response for PostAdminBackfillWalkRelease
 type PostAdminBackfillWalkReleaseResponse429Headers struct {
 	RetryAfter *int
@@ -9656,18 +10331,30 @@ type PostAdminBackfillWalkReleaseResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminBackfillWalkReleaseResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminBackfillWalkReleaseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminBackfillWalkReleaseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9681,14 +10368,39 @@ func (r PostAdminBackfillWalkReleaseResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminBackfillWalkReleaseResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminBackfillWalkReleaseResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminBackfillWalkReleaseResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9702,7 +10414,7 @@ func (r PostAdminBackfillWalkReleaseResponse) GetJSON507() *InsufficientStorage 
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminBackfillWalkReleaseResponse) GetJSONDefault() *Error {
+func (r PostAdminBackfillWalkReleaseResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9745,12 +10457,16 @@ type GetAdminBudgetsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BudgetList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminBudgetsResponse503Headers
 }
@@ -9760,9 +10476,19 @@ func (r GetAdminBudgetsResponse) GetJSON200() *BudgetList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminBudgetsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminBudgetsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9771,7 +10497,7 @@ func (r GetAdminBudgetsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminBudgetsResponse) GetJSONDefault() *Error {
+func (r GetAdminBudgetsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9814,12 +10540,16 @@ type GetAdminDeliveriesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminDeliveriesIdResponse503Headers
 }
@@ -9829,9 +10559,19 @@ func (r GetAdminDeliveriesIdResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminDeliveriesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminDeliveriesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9840,7 +10580,7 @@ func (r GetAdminDeliveriesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminDeliveriesIdResponse) GetJSONDefault() *Error {
+func (r GetAdminDeliveriesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9878,6 +10618,11 @@ type PostAdminDeliveriesIdRedeliverResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminDeliveriesIdRedeliverResponse409Headers the declared response headers of an HTTP 409 response for PostAdminDeliveriesIdRedeliver
+type PostAdminDeliveriesIdRedeliverResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminDeliveriesIdRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PostAdminDeliveriesIdRedeliver
 type PostAdminDeliveriesIdRedeliverResponse429Headers struct {
 	RetryAfter *int
@@ -9898,18 +10643,32 @@ type PostAdminDeliveriesIdRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminDeliveriesIdRedeliverResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminDeliveriesIdRedeliverResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminDeliveriesIdRedeliverResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9923,14 +10682,44 @@ func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9944,7 +10733,7 @@ func (r PostAdminDeliveriesIdRedeliverResponse) GetJSON507() *InsufficientStorag
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminDeliveriesIdRedeliverResponse) GetJSONDefault() *Error {
+func (r PostAdminDeliveriesIdRedeliverResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -9987,12 +10776,16 @@ type GetAdminEventsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EventList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminEventsResponse503Headers
 }
@@ -10002,9 +10795,19 @@ func (r GetAdminEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminEventsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10013,7 +10816,7 @@ func (r GetAdminEventsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminEventsResponse) GetJSONDefault() *Error {
+func (r GetAdminEventsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10056,12 +10859,14 @@ type GetAdminHoldsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Holds
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminHoldsResponse503Headers
 }
@@ -10071,9 +10876,14 @@ func (r GetAdminHoldsResponse) GetJSON200() *Holds {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminHoldsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminHoldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminHoldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10082,7 +10892,7 @@ func (r GetAdminHoldsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminHoldsResponse) GetJSONDefault() *Error {
+func (r GetAdminHoldsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10120,6 +10930,11 @@ type PutAdminHoldsResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutAdminHoldsResponse409Headers the declared response headers of an HTTP 409 response for PutAdminHolds
+type PutAdminHoldsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutAdminHoldsResponse429Headers the declared response headers of an HTTP 429 response for PutAdminHolds
 type PutAdminHoldsResponse429Headers struct {
 	RetryAfter *int
@@ -10140,18 +10955,32 @@ type PutAdminHoldsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Holds
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutAdminHoldsResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutAdminHoldsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutAdminHoldsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10165,14 +10994,44 @@ func (r PutAdminHoldsResponse) GetJSON200() *Holds {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAdminHoldsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutAdminHoldsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutAdminHoldsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10186,7 +11045,7 @@ func (r PutAdminHoldsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutAdminHoldsResponse) GetJSONDefault() *Error {
+func (r PutAdminHoldsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10224,6 +11083,11 @@ type PostAdminItemsKindIdVerdictResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminItemsKindIdVerdictResponse409Headers the declared response headers of an HTTP 409 response for PostAdminItemsKindIdVerdict
+type PostAdminItemsKindIdVerdictResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminItemsKindIdVerdictResponse429Headers the declared response headers of an HTTP 429 response for PostAdminItemsKindIdVerdict
 type PostAdminItemsKindIdVerdictResponse429Headers struct {
 	RetryAfter *int
@@ -10244,18 +11108,34 @@ type PostAdminItemsKindIdVerdictResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Screen
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminItemsKindIdVerdictResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminItemsKindIdVerdictResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminItemsKindIdVerdictResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10269,14 +11149,49 @@ func (r PostAdminItemsKindIdVerdictResponse) GetJSON200() *Screen {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminItemsKindIdVerdictResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminItemsKindIdVerdictResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminItemsKindIdVerdictResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10290,7 +11205,7 @@ func (r PostAdminItemsKindIdVerdictResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminItemsKindIdVerdictResponse) GetJSONDefault() *Error {
+func (r PostAdminItemsKindIdVerdictResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10333,12 +11248,16 @@ type GetAdminJobsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminJobsResponse503Headers
 }
@@ -10348,9 +11267,19 @@ func (r GetAdminJobsResponse) GetJSON200() *JobList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminJobsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10359,7 +11288,7 @@ func (r GetAdminJobsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminJobsResponse) GetJSONDefault() *Error {
+func (r GetAdminJobsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10397,6 +11326,11 @@ type PostAdminJobsRetryResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminJobsRetryResponse409Headers the declared response headers of an HTTP 409 response for PostAdminJobsRetry
+type PostAdminJobsRetryResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminJobsRetryResponse429Headers the declared response headers of an HTTP 429 response for PostAdminJobsRetry
 type PostAdminJobsRetryResponse429Headers struct {
 	RetryAfter *int
@@ -10417,18 +11351,32 @@ type PostAdminJobsRetryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Retried
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminJobsRetryResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminJobsRetryResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminJobsRetryResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10442,14 +11390,44 @@ func (r PostAdminJobsRetryResponse) GetJSON200() *Retried {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminJobsRetryResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminJobsRetryResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminJobsRetryResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10463,7 +11441,7 @@ func (r PostAdminJobsRetryResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminJobsRetryResponse) GetJSONDefault() *Error {
+func (r PostAdminJobsRetryResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10506,12 +11484,16 @@ type GetAdminJobsIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobDetail
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminJobsIdResponse503Headers
 }
@@ -10521,9 +11503,19 @@ func (r GetAdminJobsIdResponse) GetJSON200() *JobDetail {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminJobsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminJobsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10532,7 +11524,7 @@ func (r GetAdminJobsIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminJobsIdResponse) GetJSONDefault() *Error {
+func (r GetAdminJobsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10570,6 +11562,11 @@ type PostAdminJobsIdRetryResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminJobsIdRetryResponse409Headers the declared response headers of an HTTP 409 response for PostAdminJobsIdRetry
+type PostAdminJobsIdRetryResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminJobsIdRetryResponse429Headers the declared response headers of an HTTP 429 response for PostAdminJobsIdRetry
 type PostAdminJobsIdRetryResponse429Headers struct {
 	RetryAfter *int
@@ -10590,18 +11587,32 @@ type PostAdminJobsIdRetryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JobDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminJobsIdRetryResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminJobsIdRetryResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminJobsIdRetryResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10615,14 +11626,44 @@ func (r PostAdminJobsIdRetryResponse) GetJSON200() *JobDetail {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminJobsIdRetryResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminJobsIdRetryResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminJobsIdRetryResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10636,7 +11677,7 @@ func (r PostAdminJobsIdRetryResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminJobsIdRetryResponse) GetJSONDefault() *Error {
+func (r PostAdminJobsIdRetryResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10679,12 +11720,14 @@ type GetAdminModelResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelState
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminModelResponse503Headers
 }
@@ -10694,9 +11737,14 @@ func (r GetAdminModelResponse) GetJSON200() *ModelState {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminModelResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminModelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10705,7 +11753,7 @@ func (r GetAdminModelResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminModelResponse) GetJSONDefault() *Error {
+func (r GetAdminModelResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10743,6 +11791,11 @@ type PostAdminModelProbeResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminModelProbeResponse409Headers the declared response headers of an HTTP 409 response for PostAdminModelProbe
+type PostAdminModelProbeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminModelProbeResponse429Headers the declared response headers of an HTTP 429 response for PostAdminModelProbe
 type PostAdminModelProbeResponse429Headers struct {
 	RetryAfter *int
@@ -10763,18 +11816,30 @@ type PostAdminModelProbeResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelState
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminModelProbeResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminModelProbeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminModelProbeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10788,14 +11853,39 @@ func (r PostAdminModelProbeResponse) GetJSON200() *ModelState {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminModelProbeResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminModelProbeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminModelProbeResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10809,7 +11899,7 @@ func (r PostAdminModelProbeResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminModelProbeResponse) GetJSONDefault() *Error {
+func (r PostAdminModelProbeResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10852,12 +11942,14 @@ type GetAdminPluginsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Plugins
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminPluginsResponse503Headers
 }
@@ -10867,9 +11959,14 @@ func (r GetAdminPluginsResponse) GetJSON200() *Plugins {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminPluginsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminPluginsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminPluginsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10878,7 +11975,7 @@ func (r GetAdminPluginsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminPluginsResponse) GetJSONDefault() *Error {
+func (r GetAdminPluginsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10921,12 +12018,16 @@ type GetAdminReviewResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminReviewResponse503Headers
 }
@@ -10936,9 +12037,19 @@ func (r GetAdminReviewResponse) GetJSON200() *ReviewList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminReviewResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminReviewResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminReviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminReviewResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10947,7 +12058,7 @@ func (r GetAdminReviewResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminReviewResponse) GetJSONDefault() *Error {
+func (r GetAdminReviewResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -10990,12 +12101,14 @@ type GetAdminReviewMeasuresResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewMeasures
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminReviewMeasuresResponse503Headers
 }
@@ -11005,9 +12118,14 @@ func (r GetAdminReviewMeasuresResponse) GetJSON200() *ReviewMeasures {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminReviewMeasuresResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminReviewMeasuresResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11016,7 +12134,7 @@ func (r GetAdminReviewMeasuresResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminReviewMeasuresResponse) GetJSONDefault() *Error {
+func (r GetAdminReviewMeasuresResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11054,6 +12172,11 @@ type PostAdminReviewKindIdClaimResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminReviewKindIdClaimResponse409Headers the declared response headers of an HTTP 409 response for PostAdminReviewKindIdClaim
+type PostAdminReviewKindIdClaimResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminReviewKindIdClaimResponse429Headers the declared response headers of an HTTP 429 response for PostAdminReviewKindIdClaim
 type PostAdminReviewKindIdClaimResponse429Headers struct {
 	RetryAfter *int
@@ -11074,18 +12197,32 @@ type PostAdminReviewKindIdClaimResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReviewEntry
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminReviewKindIdClaimResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminReviewKindIdClaimResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminReviewKindIdClaimResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11099,14 +12236,44 @@ func (r PostAdminReviewKindIdClaimResponse) GetJSON200() *ReviewEntry {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminReviewKindIdClaimResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminReviewKindIdClaimResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminReviewKindIdClaimResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11120,7 +12287,7 @@ func (r PostAdminReviewKindIdClaimResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminReviewKindIdClaimResponse) GetJSONDefault() *Error {
+func (r PostAdminReviewKindIdClaimResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11163,12 +12330,14 @@ type GetAdminStatsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Stats
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminStatsResponse503Headers
 }
@@ -11178,9 +12347,14 @@ func (r GetAdminStatsResponse) GetJSON200() *Stats {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminStatsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminStatsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminStatsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11189,7 +12363,7 @@ func (r GetAdminStatsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminStatsResponse) GetJSONDefault() *Error {
+func (r GetAdminStatsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11232,12 +12406,16 @@ type GetAdminUsersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminUsersResponse503Headers
 }
@@ -11247,9 +12425,19 @@ func (r GetAdminUsersResponse) GetJSON200() *UserList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminUsersResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminUsersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminUsersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminUsersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11258,7 +12446,7 @@ func (r GetAdminUsersResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminUsersResponse) GetJSONDefault() *Error {
+func (r GetAdminUsersResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11296,6 +12484,11 @@ type PostAdminUsersResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminUsersResponse409Headers the declared response headers of an HTTP 409 response for PostAdminUsers
+type PostAdminUsersResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminUsersResponse429Headers the declared response headers of an HTTP 429 response for PostAdminUsers
 type PostAdminUsersResponse429Headers struct {
 	RetryAfter *int
@@ -11316,18 +12509,32 @@ type PostAdminUsersResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *UserCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostAdminUsersResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminUsersResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminUsersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11341,14 +12548,44 @@ func (r PostAdminUsersResponse) GetJSON201() *UserCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminUsersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminUsersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminUsersResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminUsersResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminUsersResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminUsersResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminUsersResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminUsersResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminUsersResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11362,7 +12599,7 @@ func (r PostAdminUsersResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminUsersResponse) GetJSONDefault() *Error {
+func (r PostAdminUsersResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11400,6 +12637,11 @@ type PatchAdminUsersIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchAdminUsersIdResponse409Headers the declared response headers of an HTTP 409 response for PatchAdminUsersId
+type PatchAdminUsersIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchAdminUsersIdResponse429Headers the declared response headers of an HTTP 429 response for PatchAdminUsersId
 type PatchAdminUsersIdResponse429Headers struct {
 	RetryAfter *int
@@ -11420,18 +12662,34 @@ type PatchAdminUsersIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserAdmin
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchAdminUsersIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchAdminUsersIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchAdminUsersIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11445,14 +12703,49 @@ func (r PatchAdminUsersIdResponse) GetJSON200() *UserAdmin {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchAdminUsersIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchAdminUsersIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchAdminUsersIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11466,7 +12759,7 @@ func (r PatchAdminUsersIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchAdminUsersIdResponse) GetJSONDefault() *Error {
+func (r PatchAdminUsersIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11504,6 +12797,11 @@ type PutAdminUsersIdBudgetResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutAdminUsersIdBudgetResponse409Headers the declared response headers of an HTTP 409 response for PutAdminUsersIdBudget
+type PutAdminUsersIdBudgetResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutAdminUsersIdBudgetResponse429Headers the declared response headers of an HTTP 429 response for PutAdminUsersIdBudget
 type PutAdminUsersIdBudgetResponse429Headers struct {
 	RetryAfter *int
@@ -11524,18 +12822,34 @@ type PutAdminUsersIdBudgetResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BudgetRow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutAdminUsersIdBudgetResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutAdminUsersIdBudgetResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutAdminUsersIdBudgetResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11549,14 +12863,49 @@ func (r PutAdminUsersIdBudgetResponse) GetJSON200() *BudgetRow {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAdminUsersIdBudgetResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutAdminUsersIdBudgetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutAdminUsersIdBudgetResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11570,7 +12919,7 @@ func (r PutAdminUsersIdBudgetResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutAdminUsersIdBudgetResponse) GetJSONDefault() *Error {
+func (r PutAdminUsersIdBudgetResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11608,6 +12957,11 @@ type PostAdminUsersIdTokenResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminUsersIdTokenResponse409Headers the declared response headers of an HTTP 409 response for PostAdminUsersIdToken
+type PostAdminUsersIdTokenResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminUsersIdTokenResponse429Headers the declared response headers of an HTTP 429 response for PostAdminUsersIdToken
 type PostAdminUsersIdTokenResponse429Headers struct {
 	RetryAfter *int
@@ -11628,18 +12982,32 @@ type PostAdminUsersIdTokenResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UserCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminUsersIdTokenResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminUsersIdTokenResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminUsersIdTokenResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11653,14 +13021,44 @@ func (r PostAdminUsersIdTokenResponse) GetJSON200() *UserCreated {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminUsersIdTokenResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminUsersIdTokenResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminUsersIdTokenResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11674,7 +13072,7 @@ func (r PostAdminUsersIdTokenResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminUsersIdTokenResponse) GetJSONDefault() *Error {
+func (r PostAdminUsersIdTokenResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11717,12 +13115,16 @@ type GetAdminWebhooksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksResponse503Headers
 }
@@ -11732,9 +13134,19 @@ func (r GetAdminWebhooksResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11743,7 +13155,7 @@ func (r GetAdminWebhooksResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11781,6 +13193,11 @@ type PostAdminWebhooksResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooks
+type PostAdminWebhooksResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooks
 type PostAdminWebhooksResponse429Headers struct {
 	RetryAfter *int
@@ -11801,18 +13218,32 @@ type PostAdminWebhooksResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *WebhookCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostAdminWebhooksResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11826,14 +13257,44 @@ func (r PostAdminWebhooksResponse) GetJSON201() *WebhookCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11847,7 +13308,7 @@ func (r PostAdminWebhooksResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11890,12 +13351,16 @@ type GetAdminWebhooksDeliveriesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksDeliveriesIdResponse503Headers
 }
@@ -11905,9 +13370,19 @@ func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON200() *DeliveryAnswer {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11916,7 +13391,7 @@ func (r GetAdminWebhooksDeliveriesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksDeliveriesIdResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksDeliveriesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -11954,6 +13429,11 @@ type PostAdminWebhooksDeliveriesIdRedeliverResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooksDeliveriesIdRedeliver
+type PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooksDeliveriesIdRedeliver
 type PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers struct {
 	RetryAfter *int
@@ -11974,18 +13454,32 @@ type PostAdminWebhooksDeliveriesIdRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminWebhooksDeliveriesIdRedeliverResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11999,14 +13493,44 @@ func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON200() *DeliveryAn
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12020,7 +13544,7 @@ func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSON507() *Insufficie
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksDeliveriesIdRedeliverResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12058,6 +13582,11 @@ type DeleteAdminWebhooksIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteAdminWebhooksIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteAdminWebhooksId
+type DeleteAdminWebhooksIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteAdminWebhooksIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteAdminWebhooksId
 type DeleteAdminWebhooksIdResponse429Headers struct {
 	RetryAfter *int
@@ -12076,18 +13605,32 @@ type DeleteAdminWebhooksIdResponse507Headers struct {
 type DeleteAdminWebhooksIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteAdminWebhooksIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteAdminWebhooksIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteAdminWebhooksIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12096,14 +13639,44 @@ type DeleteAdminWebhooksIdResponse struct {
 	Headers507 *DeleteAdminWebhooksIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAdminWebhooksIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteAdminWebhooksIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteAdminWebhooksIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12117,7 +13690,7 @@ func (r DeleteAdminWebhooksIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteAdminWebhooksIdResponse) GetJSONDefault() *Error {
+func (r DeleteAdminWebhooksIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12155,6 +13728,11 @@ type PatchAdminWebhooksIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchAdminWebhooksIdResponse409Headers the declared response headers of an HTTP 409 response for PatchAdminWebhooksId
+type PatchAdminWebhooksIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchAdminWebhooksIdResponse429Headers the declared response headers of an HTTP 429 response for PatchAdminWebhooksId
 type PatchAdminWebhooksIdResponse429Headers struct {
 	RetryAfter *int
@@ -12175,18 +13753,34 @@ type PatchAdminWebhooksIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchAdminWebhooksIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchAdminWebhooksIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchAdminWebhooksIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12200,14 +13794,49 @@ func (r PatchAdminWebhooksIdResponse) GetJSON200() *WebhookAnswer {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchAdminWebhooksIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchAdminWebhooksIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchAdminWebhooksIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12221,7 +13850,7 @@ func (r PatchAdminWebhooksIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchAdminWebhooksIdResponse) GetJSONDefault() *Error {
+func (r PatchAdminWebhooksIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12264,12 +13893,18 @@ type GetAdminWebhooksIdDeliveriesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeliveryList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAdminWebhooksIdDeliveriesResponse503Headers
 }
@@ -12279,9 +13914,24 @@ func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON200() *DeliveryList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12290,7 +13940,7 @@ func (r GetAdminWebhooksIdDeliveriesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetAdminWebhooksIdDeliveriesResponse) GetJSONDefault() *Error {
+func (r GetAdminWebhooksIdDeliveriesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12328,6 +13978,11 @@ type PostAdminWebhooksIdSecretResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostAdminWebhooksIdSecretResponse409Headers the declared response headers of an HTTP 409 response for PostAdminWebhooksIdSecret
+type PostAdminWebhooksIdSecretResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostAdminWebhooksIdSecretResponse429Headers the declared response headers of an HTTP 429 response for PostAdminWebhooksIdSecret
 type PostAdminWebhooksIdSecretResponse429Headers struct {
 	RetryAfter *int
@@ -12348,18 +14003,32 @@ type PostAdminWebhooksIdSecretResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookSecret
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostAdminWebhooksIdSecretResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminWebhooksIdSecretResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostAdminWebhooksIdSecretResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12373,14 +14042,44 @@ func (r PostAdminWebhooksIdSecretResponse) GetJSON200() *WebhookSecret {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminWebhooksIdSecretResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostAdminWebhooksIdSecretResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostAdminWebhooksIdSecretResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12394,7 +14093,7 @@ func (r PostAdminWebhooksIdSecretResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostAdminWebhooksIdSecretResponse) GetJSONDefault() *Error {
+func (r PostAdminWebhooksIdSecretResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12437,12 +14136,14 @@ type GetBackfillResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBackfillResponse503Headers
 }
@@ -12452,9 +14153,14 @@ func (r GetBackfillResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetBackfillResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBackfillResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackfillResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12463,7 +14169,7 @@ func (r GetBackfillResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetBackfillResponse) GetJSONDefault() *Error {
+func (r GetBackfillResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12501,6 +14207,11 @@ type PostBackfillPauseResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostBackfillPauseResponse409Headers the declared response headers of an HTTP 409 response for PostBackfillPause
+type PostBackfillPauseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostBackfillPauseResponse429Headers the declared response headers of an HTTP 429 response for PostBackfillPause
 type PostBackfillPauseResponse429Headers struct {
 	RetryAfter *int
@@ -12521,18 +14232,32 @@ type PostBackfillPauseResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostBackfillPauseResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostBackfillPauseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostBackfillPauseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12546,14 +14271,44 @@ func (r PostBackfillPauseResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostBackfillPauseResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostBackfillPauseResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostBackfillPauseResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12567,7 +14322,7 @@ func (r PostBackfillPauseResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostBackfillPauseResponse) GetJSONDefault() *Error {
+func (r PostBackfillPauseResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12610,12 +14365,14 @@ type GetBackfillSettingsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillSettings
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBackfillSettingsResponse503Headers
 }
@@ -12625,9 +14382,14 @@ func (r GetBackfillSettingsResponse) GetJSON200() *BackfillSettings {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetBackfillSettingsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBackfillSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackfillSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12636,7 +14398,7 @@ func (r GetBackfillSettingsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetBackfillSettingsResponse) GetJSONDefault() *Error {
+func (r GetBackfillSettingsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12674,6 +14436,11 @@ type PutBackfillSettingsResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PutBackfillSettingsResponse409Headers the declared response headers of an HTTP 409 response for PutBackfillSettings
+type PutBackfillSettingsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutBackfillSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutBackfillSettings
 type PutBackfillSettingsResponse429Headers struct {
 	RetryAfter *int
@@ -12694,18 +14461,32 @@ type PutBackfillSettingsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutBackfillSettingsResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutBackfillSettingsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutBackfillSettingsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12719,14 +14500,44 @@ func (r PutBackfillSettingsResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutBackfillSettingsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PutBackfillSettingsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PutBackfillSettingsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12740,7 +14551,7 @@ func (r PutBackfillSettingsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PutBackfillSettingsResponse) GetJSONDefault() *Error {
+func (r PutBackfillSettingsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12778,6 +14589,11 @@ type PostBackfillStartResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostBackfillStartResponse409Headers the declared response headers of an HTTP 409 response for PostBackfillStart
+type PostBackfillStartResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostBackfillStartResponse429Headers the declared response headers of an HTTP 429 response for PostBackfillStart
 type PostBackfillStartResponse429Headers struct {
 	RetryAfter *int
@@ -12798,18 +14614,32 @@ type PostBackfillStartResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BackfillStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostBackfillStartResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostBackfillStartResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostBackfillStartResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12823,14 +14653,44 @@ func (r PostBackfillStartResponse) GetJSON200() *BackfillStatus {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBackfillStartResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostBackfillStartResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostBackfillStartResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostBackfillStartResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostBackfillStartResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostBackfillStartResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostBackfillStartResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostBackfillStartResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostBackfillStartResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12844,7 +14704,7 @@ func (r PostBackfillStartResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostBackfillStartResponse) GetJSONDefault() *Error {
+func (r PostBackfillStartResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12882,6 +14742,11 @@ type DeleteListenersCommentsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersCommentsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersCommentsId
+type DeleteListenersCommentsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersCommentsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersCommentsId
 type DeleteListenersCommentsIdResponse429Headers struct {
 	RetryAfter *int
@@ -12900,18 +14765,32 @@ type DeleteListenersCommentsIdResponse507Headers struct {
 type DeleteListenersCommentsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersCommentsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersCommentsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersCommentsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12920,14 +14799,44 @@ type DeleteListenersCommentsIdResponse struct {
 	Headers507 *DeleteListenersCommentsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersCommentsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersCommentsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersCommentsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -12941,7 +14850,7 @@ func (r DeleteListenersCommentsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersCommentsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersCommentsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -12979,6 +14888,11 @@ type PostListenersItemsKindIdAppealResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersItemsKindIdAppealResponse409Headers the declared response headers of an HTTP 409 response for PostListenersItemsKindIdAppeal
+type PostListenersItemsKindIdAppealResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersItemsKindIdAppealResponse429Headers the declared response headers of an HTTP 429 response for PostListenersItemsKindIdAppeal
 type PostListenersItemsKindIdAppealResponse429Headers struct {
 	RetryAfter *int
@@ -12999,18 +14913,34 @@ type PostListenersItemsKindIdAppealResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Appeal
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersItemsKindIdAppealResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersItemsKindIdAppealResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersItemsKindIdAppealResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13024,14 +14954,49 @@ func (r PostListenersItemsKindIdAppealResponse) GetJSON201() *Appeal {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersItemsKindIdAppealResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersItemsKindIdAppealResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersItemsKindIdAppealResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13045,7 +15010,7 @@ func (r PostListenersItemsKindIdAppealResponse) GetJSON507() *InsufficientStorag
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersItemsKindIdAppealResponse) GetJSONDefault() *Error {
+func (r PostListenersItemsKindIdAppealResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13103,14 +15068,18 @@ type GetListenersMineResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Mine
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetListenersMineResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -13126,14 +15095,24 @@ func (r GetListenersMineResponse) GetJSON200() *Mine {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetListenersMineResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetListenersMineResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetListenersMineResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r GetListenersMineResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetListenersMineResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13142,7 +15121,7 @@ func (r GetListenersMineResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetListenersMineResponse) GetJSONDefault() *Error {
+func (r GetListenersMineResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13188,28 +15167,42 @@ type GetListenersMineStreamResponse503Headers struct {
 type GetListenersMineStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetListenersMineStreamResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetListenersMineStreamResponse503Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetListenersMineStreamResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r GetListenersMineStreamResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetListenersMineStreamResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13218,7 +15211,7 @@ func (r GetListenersMineStreamResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetListenersMineStreamResponse) GetJSONDefault() *Error {
+func (r GetListenersMineStreamResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13256,6 +15249,11 @@ type PostListenersMineTicketResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersMineTicketResponse409Headers the declared response headers of an HTTP 409 response for PostListenersMineTicket
+type PostListenersMineTicketResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersMineTicketResponse429Headers the declared response headers of an HTTP 429 response for PostListenersMineTicket
 type PostListenersMineTicketResponse429Headers struct {
 	RetryAfter *int
@@ -13276,18 +15274,30 @@ type PostListenersMineTicketResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Ticket
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PostListenersMineTicketResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersMineTicketResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersMineTicketResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13301,14 +15311,39 @@ func (r PostListenersMineTicketResponse) GetJSON200() *Ticket {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersMineTicketResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersMineTicketResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersMineTicketResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13322,7 +15357,7 @@ func (r PostListenersMineTicketResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersMineTicketResponse) GetJSONDefault() *Error {
+func (r PostListenersMineTicketResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13360,6 +15395,11 @@ type PostListenersPitchesResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersPitchesResponse409Headers the declared response headers of an HTTP 409 response for PostListenersPitches
+type PostListenersPitchesResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersPitchesResponse429Headers the declared response headers of an HTTP 429 response for PostListenersPitches
 type PostListenersPitchesResponse429Headers struct {
 	RetryAfter *int
@@ -13380,18 +15420,32 @@ type PostListenersPitchesResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *PitchCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersPitchesResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersPitchesResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersPitchesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13405,14 +15459,44 @@ func (r PostListenersPitchesResponse) GetJSON201() *PitchCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersPitchesResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersPitchesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersPitchesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13426,7 +15510,7 @@ func (r PostListenersPitchesResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersPitchesResponse) GetJSONDefault() *Error {
+func (r PostListenersPitchesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13464,6 +15548,11 @@ type DeleteListenersPitchesIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersPitchesIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersPitchesId
+type DeleteListenersPitchesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersPitchesIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersPitchesId
 type DeleteListenersPitchesIdResponse429Headers struct {
 	RetryAfter *int
@@ -13482,18 +15571,32 @@ type DeleteListenersPitchesIdResponse507Headers struct {
 type DeleteListenersPitchesIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersPitchesIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersPitchesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersPitchesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13502,14 +15605,44 @@ type DeleteListenersPitchesIdResponse struct {
 	Headers507 *DeleteListenersPitchesIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersPitchesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersPitchesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersPitchesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13523,7 +15656,7 @@ func (r DeleteListenersPitchesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersPitchesIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersPitchesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13561,6 +15694,11 @@ type DeleteListenersRevisionsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersRevisionsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersRevisionsId
+type DeleteListenersRevisionsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersRevisionsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersRevisionsId
 type DeleteListenersRevisionsIdResponse429Headers struct {
 	RetryAfter *int
@@ -13579,18 +15717,32 @@ type DeleteListenersRevisionsIdResponse507Headers struct {
 type DeleteListenersRevisionsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersRevisionsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersRevisionsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersRevisionsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13599,14 +15751,44 @@ type DeleteListenersRevisionsIdResponse struct {
 	Headers507 *DeleteListenersRevisionsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersRevisionsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersRevisionsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersRevisionsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13620,7 +15802,7 @@ func (r DeleteListenersRevisionsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersRevisionsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersRevisionsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13658,6 +15840,11 @@ type PostListenersSongsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongs
+type PostListenersSongsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongs
 type PostListenersSongsResponse429Headers struct {
 	RetryAfter *int
@@ -13678,18 +15865,32 @@ type PostListenersSongsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *SongCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13703,14 +15904,44 @@ func (r PostListenersSongsResponse) GetJSON201() *SongCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13724,7 +15955,7 @@ func (r PostListenersSongsResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13762,6 +15993,11 @@ type DeleteListenersSongsIdResponse204Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteListenersSongsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteListenersSongsId
+type DeleteListenersSongsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteListenersSongsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteListenersSongsId
 type DeleteListenersSongsIdResponse429Headers struct {
 	RetryAfter *int
@@ -13780,18 +16016,32 @@ type DeleteListenersSongsIdResponse507Headers struct {
 type DeleteListenersSongsIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteListenersSongsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteListenersSongsIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteListenersSongsIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13800,14 +16050,44 @@ type DeleteListenersSongsIdResponse struct {
 	Headers507 *DeleteListenersSongsIdResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteListenersSongsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteListenersSongsIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteListenersSongsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13821,7 +16101,7 @@ func (r DeleteListenersSongsIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteListenersSongsIdResponse) GetJSONDefault() *Error {
+func (r DeleteListenersSongsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13859,6 +16139,11 @@ type PostListenersSongsIdCommentsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsIdCommentsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongsIdComments
+type PostListenersSongsIdCommentsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsIdCommentsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongsIdComments
 type PostListenersSongsIdCommentsResponse429Headers struct {
 	RetryAfter *int
@@ -13879,18 +16164,34 @@ type PostListenersSongsIdCommentsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *CommentCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsIdCommentsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsIdCommentsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsIdCommentsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13904,14 +16205,49 @@ func (r PostListenersSongsIdCommentsResponse) GetJSON201() *CommentCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsIdCommentsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsIdCommentsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsIdCommentsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13925,7 +16261,7 @@ func (r PostListenersSongsIdCommentsResponse) GetJSON507() *InsufficientStorage 
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsIdCommentsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsIdCommentsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -13963,6 +16299,11 @@ type PostListenersSongsIdRevisionsResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostListenersSongsIdRevisionsResponse409Headers the declared response headers of an HTTP 409 response for PostListenersSongsIdRevisions
+type PostListenersSongsIdRevisionsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostListenersSongsIdRevisionsResponse429Headers the declared response headers of an HTTP 429 response for PostListenersSongsIdRevisions
 type PostListenersSongsIdRevisionsResponse429Headers struct {
 	RetryAfter *int
@@ -13983,18 +16324,34 @@ type PostListenersSongsIdRevisionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *RevisionCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostListenersSongsIdRevisionsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostListenersSongsIdRevisionsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostListenersSongsIdRevisionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14008,14 +16365,49 @@ func (r PostListenersSongsIdRevisionsResponse) GetJSON201() *RevisionCreated {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostListenersSongsIdRevisionsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostListenersSongsIdRevisionsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostListenersSongsIdRevisionsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14029,7 +16421,7 @@ func (r PostListenersSongsIdRevisionsResponse) GetJSON507() *InsufficientStorage
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostListenersSongsIdRevisionsResponse) GetJSONDefault() *Error {
+func (r PostListenersSongsIdRevisionsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14070,19 +16462,33 @@ type GetMediaIdPreviewResponse503Headers struct {
 type GetMediaIdPreviewResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetMediaIdPreviewResponse503Headers
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetMediaIdPreviewResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMediaIdPreviewResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14091,7 +16497,7 @@ func (r GetMediaIdPreviewResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetMediaIdPreviewResponse) GetJSONDefault() *Error {
+func (r GetMediaIdPreviewResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14134,12 +16540,12 @@ type GetOpenapijsonResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpenapijsonResponse503Headers
 }
@@ -14149,9 +16555,9 @@ func (r GetOpenapijsonResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetOpenapijsonResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenapijsonResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14160,7 +16566,7 @@ func (r GetOpenapijsonResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetOpenapijsonResponse) GetJSONDefault() *Error {
+func (r GetOpenapijsonResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14203,12 +16609,14 @@ type GetPitchesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PitchList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPitchesResponse503Headers
 }
@@ -14218,9 +16626,14 @@ func (r GetPitchesResponse) GetJSON200() *PitchList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetPitchesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPitchesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPitchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14229,7 +16642,7 @@ func (r GetPitchesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetPitchesResponse) GetJSONDefault() *Error {
+func (r GetPitchesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14272,12 +16685,16 @@ type GetScrapesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ScrapeList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesResponse503Headers
 }
@@ -14287,9 +16704,19 @@ func (r GetScrapesResponse) GetJSON200() *ScrapeList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetScrapesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14298,7 +16725,7 @@ func (r GetScrapesResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesResponse) GetJSONDefault() *Error {
+func (r GetScrapesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14336,6 +16763,11 @@ type PostScrapesResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostScrapesResponse409Headers the declared response headers of an HTTP 409 response for PostScrapes
+type PostScrapesResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostScrapesResponse429Headers the declared response headers of an HTTP 429 response for PostScrapes
 type PostScrapesResponse429Headers struct {
 	RetryAfter *int
@@ -14356,18 +16788,32 @@ type PostScrapesResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostScrapesResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostScrapesResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostScrapesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14381,14 +16827,44 @@ func (r PostScrapesResponse) GetJSON201() *Scrape {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostScrapesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostScrapesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostScrapesResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostScrapesResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostScrapesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostScrapesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostScrapesResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostScrapesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostScrapesResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14402,7 +16878,7 @@ func (r PostScrapesResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostScrapesResponse) GetJSONDefault() *Error {
+func (r PostScrapesResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14440,6 +16916,11 @@ type DeleteScrapesIdResponse202Headers struct {
 	IdempotentReplayed *string
 }
 
+// DeleteScrapesIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteScrapesId
+type DeleteScrapesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteScrapesIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteScrapesId
 type DeleteScrapesIdResponse429Headers struct {
 	RetryAfter *int
@@ -14460,18 +16941,32 @@ type DeleteScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *DeleteScrapesIdResponse202Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteScrapesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteScrapesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14485,14 +16980,44 @@ func (r DeleteScrapesIdResponse) GetJSON202() *Scrape {
 	return r.JSON202
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteScrapesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DeleteScrapesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14506,7 +17031,7 @@ func (r DeleteScrapesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteScrapesIdResponse) GetJSONDefault() *Error {
+func (r DeleteScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14549,12 +17074,16 @@ type GetScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Scrape
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesIdResponse503Headers
 }
@@ -14564,9 +17093,19 @@ func (r GetScrapesIdResponse) GetJSON200() *Scrape {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14575,7 +17114,7 @@ func (r GetScrapesIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesIdResponse) GetJSONDefault() *Error {
+func (r GetScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14613,6 +17152,11 @@ type PatchScrapesIdResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// PatchScrapesIdResponse409Headers the declared response headers of an HTTP 409 response for PatchScrapesId
+type PatchScrapesIdResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PatchScrapesIdResponse429Headers the declared response headers of an HTTP 429 response for PatchScrapesId
 type PatchScrapesIdResponse429Headers struct {
 	RetryAfter *int
@@ -14633,18 +17177,34 @@ type PatchScrapesIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Scrape
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchScrapesIdResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PatchScrapesIdResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchScrapesIdResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14658,14 +17218,49 @@ func (r PatchScrapesIdResponse) GetJSON200() *Scrape {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchScrapesIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PatchScrapesIdResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PatchScrapesIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14679,7 +17274,7 @@ func (r PatchScrapesIdResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PatchScrapesIdResponse) GetJSONDefault() *Error {
+func (r PatchScrapesIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14722,12 +17317,18 @@ type GetScrapesIdMediaResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *MediaList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScrapesIdMediaResponse503Headers
 }
@@ -14737,9 +17338,24 @@ func (r GetScrapesIdMediaResponse) GetJSON200() *MediaList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetScrapesIdMediaResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetScrapesIdMediaResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14748,7 +17364,7 @@ func (r GetScrapesIdMediaResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetScrapesIdMediaResponse) GetJSONDefault() *Error {
+func (r GetScrapesIdMediaResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14786,6 +17402,11 @@ type PostScrapesIdMediaResponse202Headers struct {
 	IdempotentReplayed *string
 }
 
+// PostScrapesIdMediaResponse409Headers the declared response headers of an HTTP 409 response for PostScrapesIdMedia
+type PostScrapesIdMediaResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PostScrapesIdMediaResponse429Headers the declared response headers of an HTTP 429 response for PostScrapesIdMedia
 type PostScrapesIdMediaResponse429Headers struct {
 	RetryAfter *int
@@ -14806,18 +17427,34 @@ type PostScrapesIdMediaResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Accepted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *PostScrapesIdMediaResponse202Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostScrapesIdMediaResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostScrapesIdMediaResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14831,14 +17468,49 @@ func (r PostScrapesIdMediaResponse) GetJSON202() *Accepted {
 	return r.JSON202
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostScrapesIdMediaResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostScrapesIdMediaResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostScrapesIdMediaResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14852,7 +17524,7 @@ func (r PostScrapesIdMediaResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostScrapesIdMediaResponse) GetJSONDefault() *Error {
+func (r PostScrapesIdMediaResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14885,16 +17557,6 @@ func (r PostScrapesIdMediaResponse) ContentType() string {
 	return ""
 }
 
-// DeleteSessionResponse204Headers the declared response headers of an HTTP 204 response for DeleteSession
-type DeleteSessionResponse204Headers struct {
-	IdempotentReplayed *string
-}
-
-// DeleteSessionResponse429Headers the declared response headers of an HTTP 429 response for DeleteSession
-type DeleteSessionResponse429Headers struct {
-	RetryAfter *int
-}
-
 // DeleteSessionResponse503Headers the declared response headers of an HTTP 503 response for DeleteSession
 type DeleteSessionResponse503Headers struct {
 	RetryAfter *int
@@ -14908,34 +17570,37 @@ type DeleteSessionResponse507Headers struct {
 type DeleteSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *CSRF
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *DeleteSessionResponse204Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *DeleteSessionResponse429Headers
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteSessionResponse503Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
 	Headers507 *DeleteSessionResponse507Headers
 }
 
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r DeleteSessionResponse) GetJSON429() *RateLimited {
-	return r.JSON429
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r DeleteSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSessionResponse) GetJSON403() *CSRF {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteSessionResponse) GetJSON413() *TooLarge {
+	return r.JSON413
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -14949,7 +17614,7 @@ func (r DeleteSessionResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteSessionResponse) GetJSONDefault() *Error {
+func (r DeleteSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -14992,12 +17657,14 @@ type GetSessionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Session
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSessionResponse503Headers
 }
@@ -15007,9 +17674,14 @@ func (r GetSessionResponse) GetJSON200() *Session {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSessionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15018,7 +17690,7 @@ func (r GetSessionResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSessionResponse) GetJSONDefault() *Error {
+func (r GetSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15051,11 +17723,6 @@ func (r GetSessionResponse) ContentType() string {
 	return ""
 }
 
-// PostSessionResponse204Headers the declared response headers of an HTTP 204 response for PostSession
-type PostSessionResponse204Headers struct {
-	IdempotentReplayed *string
-}
-
 // PostSessionResponse429Headers the declared response headers of an HTTP 429 response for PostSession
 type PostSessionResponse429Headers struct {
 	RetryAfter *int
@@ -15074,18 +17741,24 @@ type PostSessionResponse507Headers struct {
 type PostSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *CSRF
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *PostSessionResponse204Headers
+	JSONDefault *Internal
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15094,14 +17767,34 @@ type PostSessionResponse struct {
 	Headers507 *PostSessionResponse507Headers
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSessionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSessionResponse) GetJSON403() *CSRF {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostSessionResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostSessionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PostSessionResponse) GetJSON429() *RateLimited {
 	return r.JSON429
-}
-
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r PostSessionResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15115,7 +17808,7 @@ func (r PostSessionResponse) GetJSON507() *InsufficientStorage {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostSessionResponse) GetJSONDefault() *Error {
+func (r PostSessionResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15158,12 +17851,14 @@ type GetSongsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SongList
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSongsResponse503Headers
 }
@@ -15173,9 +17868,14 @@ func (r GetSongsResponse) GetJSON200() *SongList {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSongsResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSongsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSongsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15184,7 +17884,7 @@ func (r GetSongsResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSongsResponse) GetJSONDefault() *Error {
+func (r GetSongsResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15227,12 +17927,14 @@ type GetSongsIdResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SongDetail
-	// JSON4XX the response for an HTTP 4XX `application/json` response
-	JSON4XX *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
+	JSONDefault *Internal
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetSongsIdResponse503Headers
 }
@@ -15242,9 +17944,14 @@ func (r GetSongsIdResponse) GetJSON200() *SongDetail {
 	return r.JSON200
 }
 
-// GetJSON4XX returns the response for an HTTP 4XX `application/json` response
-func (r GetSongsIdResponse) GetJSON4XX() *Error {
-	return r.JSON4XX
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSongsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSongsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15253,7 +17960,7 @@ func (r GetSongsIdResponse) GetJSON503() *Unavailable {
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetSongsIdResponse) GetJSONDefault() *Error {
+func (r GetSongsIdResponse) GetJSONDefault() *Internal {
 	return r.JSONDefault
 }
 
@@ -15288,6 +17995,8 @@ func (r GetSongsIdResponse) ContentType() string {
 
 // GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/audit (the `GetAdminAudit` operationId).
@@ -15300,6 +18009,8 @@ func (c *ClientWithResponses) GetAdminAuditWithResponse(ctx context.Context, par
 }
 
 // PostAdminBackfillWalkReleaseWithResponse End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15314,6 +18025,8 @@ func (c *ClientWithResponses) PostAdminBackfillWalkReleaseWithResponse(ctx conte
 
 // GetAdminBudgetsWithResponse Each author's spend today and limit
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/budgets (the `GetAdminBudgets` operationId).
@@ -15326,6 +18039,8 @@ func (c *ClientWithResponses) GetAdminBudgetsWithResponse(ctx context.Context, p
 }
 
 // GetAdminDeliveriesIdWithResponse One delivery with its payload and every attempt
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15340,6 +18055,8 @@ func (c *ClientWithResponses) GetAdminDeliveriesIdWithResponse(ctx context.Conte
 
 // PostAdminDeliveriesIdRedeliverWithResponse Make a delivery due now, pending again, with the same webhook-id
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/deliveries/{id}/redeliver (the `PostAdminDeliveriesIdRedeliver` operationId).
@@ -15352,6 +18069,8 @@ func (c *ClientWithResponses) PostAdminDeliveriesIdRedeliverWithResponse(ctx con
 }
 
 // GetAdminEventsWithResponse Attempt events, newest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15366,6 +18085,8 @@ func (c *ClientWithResponses) GetAdminEventsWithResponse(ctx context.Context, pa
 
 // GetAdminHoldsWithResponse What is held: screens, scores, webhook deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/holds (the `GetAdminHolds` operationId).
@@ -15378,6 +18099,8 @@ func (c *ClientWithResponses) GetAdminHoldsWithResponse(ctx context.Context, req
 }
 
 // PutAdminHoldsWithBodyWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15392,6 +18115,8 @@ func (c *ClientWithResponses) PutAdminHoldsWithBodyWithResponse(ctx context.Cont
 
 // PutAdminHoldsWithResponse Hold or lift work: held work is claimed by no replica, neither charged nor asked; a field left out keeps its value
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
@@ -15404,6 +18129,8 @@ func (c *ClientWithResponses) PutAdminHoldsWithResponse(ctx context.Context, par
 }
 
 // PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15418,6 +18145,8 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithBodyWithResponse(ct
 
 // PostAdminItemsKindIdVerdictWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
@@ -15430,6 +18159,8 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithResponse(ctx contex
 }
 
 // GetAdminJobsWithResponse Owed jobs, filtered
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15444,6 +18175,8 @@ func (c *ClientWithResponses) GetAdminJobsWithResponse(ctx context.Context, para
 
 // PostAdminJobsRetryWithBodyWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
@@ -15456,6 +18189,8 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithBodyWithResponse(ctx context
 }
 
 // PostAdminJobsRetryWithResponse Make every job the filter selects due now, except running ones and those whose budget still cannot cover them
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15470,6 +18205,8 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithResponse(ctx context.Context
 
 // GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
@@ -15482,6 +18219,8 @@ func (c *ClientWithResponses) GetAdminJobsIdWithResponse(ctx context.Context, id
 }
 
 // PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15496,6 +18235,8 @@ func (c *ClientWithResponses) PostAdminJobsIdRetryWithResponse(ctx context.Conte
 
 // GetAdminModelWithResponse The model's breaker (closed, open, probing) and this process's calls in flight and their cap
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/model (the `GetAdminModel` operationId).
@@ -15508,6 +18249,8 @@ func (c *ClientWithResponses) GetAdminModelWithResponse(ctx context.Context, req
 }
 
 // PostAdminModelProbeWithResponse One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15522,6 +18265,8 @@ func (c *ClientWithResponses) PostAdminModelProbeWithResponse(ctx context.Contex
 
 // GetAdminPluginsWithResponse The admin SPA's plugin manifest
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/plugins (the `GetAdminPlugins` operationId).
@@ -15534,6 +18279,8 @@ func (c *ClientWithResponses) GetAdminPluginsWithResponse(ctx context.Context, r
 }
 
 // GetAdminReviewWithResponse The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15548,6 +18295,8 @@ func (c *ClientWithResponses) GetAdminReviewWithResponse(ctx context.Context, pa
 
 // GetAdminReviewMeasuresWithResponse The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
@@ -15560,6 +18309,8 @@ func (c *ClientWithResponses) GetAdminReviewMeasuresWithResponse(ctx context.Con
 }
 
 // PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15574,6 +18325,8 @@ func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context
 
 // GetAdminStatsWithResponse The overview's summary
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/admin/stats (the `GetAdminStats` operationId).
@@ -15586,6 +18339,8 @@ func (c *ClientWithResponses) GetAdminStatsWithResponse(ctx context.Context, req
 }
 
 // GetAdminUsersWithResponse Every user, with whether they are disabled
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15600,6 +18355,8 @@ func (c *ClientWithResponses) GetAdminUsersWithResponse(ctx context.Context, par
 
 // PostAdminUsersWithBodyWithResponse Create a user; the token is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/users (the `PostAdminUsers` operationId).
@@ -15612,6 +18369,8 @@ func (c *ClientWithResponses) PostAdminUsersWithBodyWithResponse(ctx context.Con
 }
 
 // PostAdminUsersWithResponse Create a user; the token is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15626,6 +18385,8 @@ func (c *ClientWithResponses) PostAdminUsersWithResponse(ctx context.Context, pa
 
 // PatchAdminUsersIdWithBodyWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/admin/users/{id} (the `PatchAdminUsersId` operationId).
@@ -15638,6 +18399,8 @@ func (c *ClientWithResponses) PatchAdminUsersIdWithBodyWithResponse(ctx context.
 }
 
 // PatchAdminUsersIdWithResponse Disable (lock out) or enable a user; their owed work stays; the last enabled admin cannot be disabled (409)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15652,6 +18415,8 @@ func (c *ClientWithResponses) PatchAdminUsersIdWithResponse(ctx context.Context,
 
 // PutAdminUsersIdBudgetWithBodyWithResponse Set a user's daily budget (null: the default)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/admin/users/{id}/budget (the `PutAdminUsersIdBudget` operationId).
@@ -15664,6 +18429,8 @@ func (c *ClientWithResponses) PutAdminUsersIdBudgetWithBodyWithResponse(ctx cont
 }
 
 // PutAdminUsersIdBudgetWithResponse Set a user's daily budget (null: the default)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15678,6 +18445,8 @@ func (c *ClientWithResponses) PutAdminUsersIdBudgetWithResponse(ctx context.Cont
 
 // PostAdminUsersIdTokenWithResponse Give a user a new token, shown once; the old one and the user's sessions stop working at once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/users/{id}/token (the `PostAdminUsersIdToken` operationId).
@@ -15690,6 +18459,8 @@ func (c *ClientWithResponses) PostAdminUsersIdTokenWithResponse(ctx context.Cont
 }
 
 // GetAdminWebhooksWithResponse Webhook subscriptions
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15704,6 +18475,8 @@ func (c *ClientWithResponses) GetAdminWebhooksWithResponse(ctx context.Context, 
 
 // PostAdminWebhooksWithBodyWithResponse Subscribe a URL to events; the signing secret is shown once
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/webhooks (the `PostAdminWebhooks` operationId).
@@ -15716,6 +18489,8 @@ func (c *ClientWithResponses) PostAdminWebhooksWithBodyWithResponse(ctx context.
 }
 
 // PostAdminWebhooksWithResponse Subscribe a URL to events; the signing secret is shown once
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15730,7 +18505,7 @@ func (c *ClientWithResponses) PostAdminWebhooksWithResponse(ctx context.Context,
 
 // GetAdminWebhooksDeliveriesIdWithResponse One delivery (deprecated: GET /api/admin/deliveries/{id})
 //
-// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients.
+// Deprecated alias of GET /api/admin/deliveries/{id}, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15747,7 +18522,7 @@ func (c *ClientWithResponses) GetAdminWebhooksDeliveriesIdWithResponse(ctx conte
 
 // PostAdminWebhooksDeliveriesIdRedeliverWithResponse Redeliver (deprecated: POST /api/admin/deliveries/{id}/redeliver)
 //
-// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients.
+// Deprecated alias of POST /api/admin/deliveries/{id}/redeliver, kept for existing clients. Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15764,6 +18539,8 @@ func (c *ClientWithResponses) PostAdminWebhooksDeliveriesIdRedeliverWithResponse
 
 // DeleteAdminWebhooksIdWithResponse Delete a webhook with its deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/admin/webhooks/{id} (the `DeleteAdminWebhooksId` operationId).
@@ -15776,6 +18553,8 @@ func (c *ClientWithResponses) DeleteAdminWebhooksIdWithResponse(ctx context.Cont
 }
 
 // PatchAdminWebhooksIdWithBodyWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15790,6 +18569,8 @@ func (c *ClientWithResponses) PatchAdminWebhooksIdWithBodyWithResponse(ctx conte
 
 // PatchAdminWebhooksIdWithResponse Enable or disable a webhook; disabling cancels its pending deliveries
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/admin/webhooks/{id} (the `PatchAdminWebhooksId` operationId).
@@ -15802,6 +18583,8 @@ func (c *ClientWithResponses) PatchAdminWebhooksIdWithResponse(ctx context.Conte
 }
 
 // GetAdminWebhooksIdDeliveriesWithResponse A webhook's deliveries, newest first, each with its latest attempts
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15816,6 +18599,8 @@ func (c *ClientWithResponses) GetAdminWebhooksIdDeliveriesWithResponse(ctx conte
 
 // PostAdminWebhooksIdSecretWithResponse Give a webhook a new signing secret, shown once (Cache-Control: no-store); until previousSecretUntil (OWED_WEBHOOK_SECRET_OVERLAP) each delivery carries a signature by each secret, space-separated in webhook-signature
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/admin/webhooks/{id}/secret (the `PostAdminWebhooksIdSecret` operationId).
@@ -15828,6 +18613,8 @@ func (c *ClientWithResponses) PostAdminWebhooksIdSecretWithResponse(ctx context.
 }
 
 // GetBackfillWithResponse The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit
+//
+// Callers: admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15842,6 +18629,8 @@ func (c *ClientWithResponses) GetBackfillWithResponse(ctx context.Context, reqEd
 
 // PostBackfillPauseWithBodyWithResponse Pause every job, or one chat's, after its current batch; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/backfill/pause (the `PostBackfillPause` operationId).
@@ -15854,6 +18643,8 @@ func (c *ClientWithResponses) PostBackfillPauseWithBodyWithResponse(ctx context.
 }
 
 // PostBackfillPauseWithResponse Pause every job, or one chat's, after its current batch; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15868,6 +18659,8 @@ func (c *ClientWithResponses) PostBackfillPauseWithResponse(ctx context.Context,
 
 // GetBackfillSettingsWithResponse The backfill queue's settings
 //
+// Callers: admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/backfill/settings (the `GetBackfillSettings` operationId).
@@ -15880,6 +18673,8 @@ func (c *ClientWithResponses) GetBackfillSettingsWithResponse(ctx context.Contex
 }
 
 // PutBackfillSettingsWithBodyWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15894,6 +18689,8 @@ func (c *ClientWithResponses) PutBackfillSettingsWithBodyWithResponse(ctx contex
 
 // PutBackfillSettingsWithResponse Replace the backfill settings (batchSize 1-500, batchPauseMs 0-3600000)
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/backfill/settings (the `PutBackfillSettings` operationId).
@@ -15906,6 +18703,8 @@ func (c *ClientWithResponses) PutBackfillSettingsWithResponse(ctx context.Contex
 }
 
 // PostBackfillStartWithBodyWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15920,6 +18719,8 @@ func (c *ClientWithResponses) PostBackfillStartWithBodyWithResponse(ctx context.
 
 // PostBackfillStartWithResponse Start every job with pending rows, smallest first, or one chat's; the body is optional
 //
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/backfill/start (the `PostBackfillStart` operationId).
@@ -15932,6 +18733,8 @@ func (c *ClientWithResponses) PostBackfillStartWithResponse(ctx context.Context,
 }
 
 // DeleteListenersCommentsIdWithResponse Delete your comment and its owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15946,6 +18749,8 @@ func (c *ClientWithResponses) DeleteListenersCommentsIdWithResponse(ctx context.
 
 // PostListenersItemsKindIdAppealWithBodyWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/items/{kind}/{id}/appeal (the `PostListenersItemsKindIdAppeal` operationId).
@@ -15958,6 +18763,8 @@ func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithBodyWithResponse
 }
 
 // PostListenersItemsKindIdAppealWithResponse Appeal the block of your item, once, with an optional note: it enters the review queue as an appeal
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15972,6 +18779,8 @@ func (c *ClientWithResponses) PostListenersItemsKindIdAppealWithResponse(ctx con
 
 // GetListenersMineWithResponse Your items (newest first across kinds, filtered, paged), their verdicts, scores, owed jobs and budget; runs your due jobs in the background; with wait=N and a matching If-None-Match, a long poll
 //
+// Callers: author (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/listeners/mine (the `GetListenersMine` operationId).
@@ -15984,6 +18793,8 @@ func (c *ClientWithResponses) GetListenersMineWithResponse(ctx context.Context, 
 }
 
 // GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
+//
+// Callers: author (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15998,6 +18809,8 @@ func (c *ClientWithResponses) GetListenersMineStreamWithResponse(ctx context.Con
 
 // PostListenersMineTicketWithResponse A stream ticket for EventSource: valid 60 s, once, bound to you and the credential that asked
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/mine/ticket (the `PostListenersMineTicket` operationId).
@@ -16010,6 +18823,8 @@ func (c *ClientWithResponses) PostListenersMineTicketWithResponse(ctx context.Co
 }
 
 // PostListenersPitchesWithBodyWithResponse Pitch; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16024,6 +18839,8 @@ func (c *ClientWithResponses) PostListenersPitchesWithBodyWithResponse(ctx conte
 
 // PostListenersPitchesWithResponse Pitch; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/pitches (the `PostListenersPitches` operationId).
@@ -16036,6 +18853,8 @@ func (c *ClientWithResponses) PostListenersPitchesWithResponse(ctx context.Conte
 }
 
 // DeleteListenersPitchesIdWithResponse Delete your pitch and its owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16050,6 +18869,8 @@ func (c *ClientWithResponses) DeleteListenersPitchesIdWithResponse(ctx context.C
 
 // DeleteListenersRevisionsIdWithResponse Delete your revision and its owed jobs
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/listeners/revisions/{id} (the `DeleteListenersRevisionsId` operationId).
@@ -16062,6 +18883,8 @@ func (c *ClientWithResponses) DeleteListenersRevisionsIdWithResponse(ctx context
 }
 
 // PostListenersSongsWithBodyWithResponse Publish a song; its first revision is screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16076,6 +18899,8 @@ func (c *ClientWithResponses) PostListenersSongsWithBodyWithResponse(ctx context
 
 // PostListenersSongsWithResponse Publish a song; its first revision is screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs (the `PostListenersSongs` operationId).
@@ -16088,6 +18913,8 @@ func (c *ClientWithResponses) PostListenersSongsWithResponse(ctx context.Context
 }
 
 // DeleteListenersSongsIdWithResponse Delete your song, its revisions and comments, and their owed jobs
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16102,6 +18929,8 @@ func (c *ClientWithResponses) DeleteListenersSongsIdWithResponse(ctx context.Con
 
 // PostListenersSongsIdCommentsWithBodyWithResponse Comment on a song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs/{id}/comments (the `PostListenersSongsIdComments` operationId).
@@ -16114,6 +18943,8 @@ func (c *ClientWithResponses) PostListenersSongsIdCommentsWithBodyWithResponse(c
 }
 
 // PostListenersSongsIdCommentsWithResponse Comment on a song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16128,6 +18959,8 @@ func (c *ClientWithResponses) PostListenersSongsIdCommentsWithResponse(ctx conte
 
 // PostListenersSongsIdRevisionsWithBodyWithResponse Add a revision to your song; screened inline
 //
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/listeners/songs/{id}/revisions (the `PostListenersSongsIdRevisions` operationId).
@@ -16140,6 +18973,8 @@ func (c *ClientWithResponses) PostListenersSongsIdRevisionsWithBodyWithResponse(
 }
 
 // PostListenersSongsIdRevisionsWithResponse Add a revision to your song; screened inline
+//
+// Callers: author (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16154,6 +18989,8 @@ func (c *ClientWithResponses) PostListenersSongsIdRevisionsWithResponse(ctx cont
 
 // GetMediaIdPreviewWithResponse The cached JPEG preview of a media row (404 until cached)
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/media/{id}/preview (the `GetMediaIdPreview` operationId).
@@ -16166,6 +19003,8 @@ func (c *ClientWithResponses) GetMediaIdPreviewWithResponse(ctx context.Context,
 }
 
 // GetOpenapijsonWithResponse This document
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16180,6 +19019,8 @@ func (c *ClientWithResponses) GetOpenapijsonWithResponse(ctx context.Context, re
 
 // GetPitchesWithResponse Public pitches, newest first
 //
+// Anyone may call it, signed in or not.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/pitches (the `GetPitches` operationId).
@@ -16192,6 +19033,8 @@ func (c *ClientWithResponses) GetPitchesWithResponse(ctx context.Context, params
 }
 
 // GetScrapesWithResponse Scrapes with their counts (deleted ones leave the list)
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16206,6 +19049,8 @@ func (c *ClientWithResponses) GetScrapesWithResponse(ctx context.Context, params
 
 // PostScrapesWithBodyWithResponse Record a scrape the bot starts: active, it holds the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/scrapes (the `PostScrapes` operationId).
@@ -16218,6 +19063,8 @@ func (c *ClientWithResponses) PostScrapesWithBodyWithResponse(ctx context.Contex
 }
 
 // PostScrapesWithResponse Record a scrape the bot starts: active, it holds the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16232,6 +19079,8 @@ func (c *ClientWithResponses) PostScrapesWithResponse(ctx context.Context, param
 
 // DeleteScrapesIdWithResponse Delete a scrape: pending-delete now, its previews and rows go in the background
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/scrapes/{id} (the `DeleteScrapesId` operationId).
@@ -16244,6 +19093,8 @@ func (c *ClientWithResponses) DeleteScrapesIdWithResponse(ctx context.Context, i
 }
 
 // GetScrapesIdWithResponse One scrape with its counts
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16258,6 +19109,8 @@ func (c *ClientWithResponses) GetScrapesIdWithResponse(ctx context.Context, id i
 
 // PatchScrapesIdWithBodyWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/scrapes/{id} (the `PatchScrapesId` operationId).
@@ -16270,6 +19123,8 @@ func (c *ClientWithResponses) PatchScrapesIdWithBodyWithResponse(ctx context.Con
 }
 
 // PatchScrapesIdWithResponse Change a scrape's state (active, paused, done, failed) or downloaded count
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16284,6 +19139,8 @@ func (c *ClientWithResponses) PatchScrapesIdWithResponse(ctx context.Context, id
 
 // GetScrapesIdMediaWithResponse A scrape's media rows, optionally in one preview state
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/scrapes/{id}/media (the `GetScrapesIdMedia` operationId).
@@ -16296,6 +19153,8 @@ func (c *ClientWithResponses) GetScrapesIdMediaWithResponse(ctx context.Context,
 }
 
 // PostScrapesIdMediaWithBodyWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
+//
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16310,6 +19169,8 @@ func (c *ClientWithResponses) PostScrapesIdMediaWithBodyWithResponse(ctx context
 
 // PostScrapesIdMediaWithResponse Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock
 //
+// Callers: bot, admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/scrapes/{id}/media (the `PostScrapesIdMedia` operationId).
@@ -16323,11 +19184,13 @@ func (c *ClientWithResponses) PostScrapesIdMediaWithResponse(ctx context.Context
 
 // DeleteSessionWithResponse Sign the browser session out
 //
+// Anyone may call it, signed in or not.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/session (the `DeleteSession` operationId).
-func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, params *DeleteSessionParams, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error) {
-	rsp, err := c.DeleteSession(ctx, params, reqEditors...)
+func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error) {
+	rsp, err := c.DeleteSession(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16335,6 +19198,8 @@ func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, par
 }
 
 // GetSessionWithResponse Who is signed in
+//
+// Callers: any signed-in user (a bearer token, or a browser session cookie).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16349,11 +19214,13 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, reqEdi
 
 // PostSessionWithBodyWithResponse Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Context, params *PostSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
-	rsp, err := c.PostSessionWithBody(ctx, params, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
+	rsp, err := c.PostSessionWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16362,11 +19229,13 @@ func (c *ClientWithResponses) PostSessionWithBodyWithResponse(ctx context.Contex
 
 // PostSessionWithResponse Exchange a token for a browser session cookie
 //
+// Anyone may call it, signed in or not.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/session (the `PostSession` operationId).
-func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, params *PostSessionParams, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
-	rsp, err := c.PostSession(ctx, params, body, reqEditors...)
+func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, body PostSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSessionResponse, error) {
+	rsp, err := c.PostSession(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16374,6 +19243,8 @@ func (c *ClientWithResponses) PostSessionWithResponse(ctx context.Context, param
 }
 
 // GetSongsWithResponse Public songs, by art or newest
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16387,6 +19258,8 @@ func (c *ClientWithResponses) GetSongsWithResponse(ctx context.Context, params *
 }
 
 // GetSongsIdWithResponse A public song with its allowed revisions and comments
+//
+// Anyone may call it, signed in or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16420,12 +19293,26 @@ func ParseGetAdminAuditResponse(rsp *http.Response) (*GetAdminAuditResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16435,7 +19322,7 @@ func ParseGetAdminAuditResponse(rsp *http.Response) (*GetAdminAuditResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16480,19 +19367,54 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16509,7 +19431,7 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16528,6 +19450,16 @@ func ParsePostAdminBackfillWalkReleaseResponse(rsp *http.Response) (*PostAdminBa
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminBackfillWalkReleaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminBackfillWalkReleaseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16584,12 +19516,26 @@ func ParseGetAdminBudgetsResponse(rsp *http.Response) (*GetAdminBudgetsResponse,
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16599,7 +19545,7 @@ func ParseGetAdminBudgetsResponse(rsp *http.Response) (*GetAdminBudgetsResponse,
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16644,12 +19590,26 @@ func ParseGetAdminDeliveriesIdResponse(rsp *http.Response) (*GetAdminDeliveriesI
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16659,7 +19619,7 @@ func ParseGetAdminDeliveriesIdResponse(rsp *http.Response) (*GetAdminDeliveriesI
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16704,19 +19664,61 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16733,7 +19735,7 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16752,6 +19754,16 @@ func ParsePostAdminDeliveriesIdRedeliverResponse(rsp *http.Response) (*PostAdmin
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminDeliveriesIdRedeliverResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminDeliveriesIdRedeliverResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16808,12 +19820,26 @@ func ParseGetAdminEventsResponse(rsp *http.Response) (*GetAdminEventsResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16823,7 +19849,7 @@ func ParseGetAdminEventsResponse(rsp *http.Response) (*GetAdminEventsResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16868,12 +19894,19 @@ func ParseGetAdminHoldsResponse(rsp *http.Response) (*GetAdminHoldsResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16883,7 +19916,7 @@ func ParseGetAdminHoldsResponse(rsp *http.Response) (*GetAdminHoldsResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16928,19 +19961,61 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -16957,7 +20032,7 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16976,6 +20051,16 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutAdminHoldsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutAdminHoldsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17032,19 +20117,68 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17061,7 +20195,7 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17080,6 +20214,16 @@ func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminIte
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminItemsKindIdVerdictResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminItemsKindIdVerdictResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17136,12 +20280,26 @@ func ParseGetAdminJobsResponse(rsp *http.Response) (*GetAdminJobsResponse, error
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17151,7 +20309,7 @@ func ParseGetAdminJobsResponse(rsp *http.Response) (*GetAdminJobsResponse, error
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17196,19 +20354,61 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17225,7 +20425,7 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17244,6 +20444,16 @@ func ParsePostAdminJobsRetryResponse(rsp *http.Response) (*PostAdminJobsRetryRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminJobsRetryResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminJobsRetryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17300,12 +20510,26 @@ func ParseGetAdminJobsIdResponse(rsp *http.Response) (*GetAdminJobsIdResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17315,7 +20539,7 @@ func ParseGetAdminJobsIdResponse(rsp *http.Response) (*GetAdminJobsIdResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17360,19 +20584,61 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17389,7 +20655,7 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17408,6 +20674,16 @@ func ParsePostAdminJobsIdRetryResponse(rsp *http.Response) (*PostAdminJobsIdRetr
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminJobsIdRetryResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminJobsIdRetryResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17464,12 +20740,19 @@ func ParseGetAdminModelResponse(rsp *http.Response) (*GetAdminModelResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17479,7 +20762,7 @@ func ParseGetAdminModelResponse(rsp *http.Response) (*GetAdminModelResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17524,19 +20807,54 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17553,7 +20871,7 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17572,6 +20890,16 @@ func ParsePostAdminModelProbeResponse(rsp *http.Response) (*PostAdminModelProbeR
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminModelProbeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminModelProbeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17628,12 +20956,19 @@ func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse,
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17643,7 +20978,7 @@ func ParseGetAdminPluginsResponse(rsp *http.Response) (*GetAdminPluginsResponse,
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17688,12 +21023,26 @@ func ParseGetAdminReviewResponse(rsp *http.Response) (*GetAdminReviewResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17703,7 +21052,7 @@ func ParseGetAdminReviewResponse(rsp *http.Response) (*GetAdminReviewResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17748,12 +21097,19 @@ func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMea
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17763,7 +21119,7 @@ func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMea
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17808,19 +21164,61 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17837,7 +21235,7 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17856,6 +21254,16 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminReviewKindIdClaimResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminReviewKindIdClaimResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17912,12 +21320,19 @@ func ParseGetAdminStatsResponse(rsp *http.Response) (*GetAdminStatsResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17927,7 +21342,7 @@ func ParseGetAdminStatsResponse(rsp *http.Response) (*GetAdminStatsResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17972,12 +21387,26 @@ func ParseGetAdminUsersResponse(rsp *http.Response) (*GetAdminUsersResponse, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17987,7 +21416,7 @@ func ParseGetAdminUsersResponse(rsp *http.Response) (*GetAdminUsersResponse, err
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18032,19 +21461,61 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18061,7 +21532,7 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18080,6 +21551,16 @@ func ParsePostAdminUsersResponse(rsp *http.Response) (*PostAdminUsersResponse, e
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminUsersResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminUsersResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18136,19 +21617,68 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18165,7 +21695,7 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18184,6 +21714,16 @@ func ParsePatchAdminUsersIdResponse(rsp *http.Response) (*PatchAdminUsersIdRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchAdminUsersIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchAdminUsersIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18240,19 +21780,68 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18269,7 +21858,7 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18288,6 +21877,16 @@ func ParsePutAdminUsersIdBudgetResponse(rsp *http.Response) (*PutAdminUsersIdBud
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutAdminUsersIdBudgetResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutAdminUsersIdBudgetResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18344,19 +21943,61 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18373,7 +22014,7 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18392,6 +22033,16 @@ func ParsePostAdminUsersIdTokenResponse(rsp *http.Response) (*PostAdminUsersIdTo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminUsersIdTokenResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminUsersIdTokenResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18448,12 +22099,26 @@ func ParseGetAdminWebhooksResponse(rsp *http.Response) (*GetAdminWebhooksRespons
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18463,7 +22128,7 @@ func ParseGetAdminWebhooksResponse(rsp *http.Response) (*GetAdminWebhooksRespons
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18508,19 +22173,61 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18537,7 +22244,7 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18556,6 +22263,16 @@ func ParsePostAdminWebhooksResponse(rsp *http.Response) (*PostAdminWebhooksRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18612,12 +22329,26 @@ func ParseGetAdminWebhooksDeliveriesIdResponse(rsp *http.Response) (*GetAdminWeb
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18627,7 +22358,7 @@ func ParseGetAdminWebhooksDeliveriesIdResponse(rsp *http.Response) (*GetAdminWeb
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18672,19 +22403,61 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18701,7 +22474,7 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18720,6 +22493,16 @@ func ParsePostAdminWebhooksDeliveriesIdRedeliverResponse(rsp *http.Response) (*P
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksDeliveriesIdRedeliverResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksDeliveriesIdRedeliverResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18772,19 +22555,61 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18801,7 +22626,7 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18820,6 +22645,16 @@ func ParseDeleteAdminWebhooksIdResponse(rsp *http.Response) (*DeleteAdminWebhook
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteAdminWebhooksIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteAdminWebhooksIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18876,19 +22711,68 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18905,7 +22789,7 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18924,6 +22808,16 @@ func ParsePatchAdminWebhooksIdResponse(rsp *http.Response) (*PatchAdminWebhooksI
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchAdminWebhooksIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchAdminWebhooksIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18980,12 +22874,33 @@ func ParseGetAdminWebhooksIdDeliveriesResponse(rsp *http.Response) (*GetAdminWeb
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18995,7 +22910,7 @@ func ParseGetAdminWebhooksIdDeliveriesResponse(rsp *http.Response) (*GetAdminWeb
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19040,19 +22955,61 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19069,7 +23026,7 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19088,6 +23045,16 @@ func ParsePostAdminWebhooksIdSecretResponse(rsp *http.Response) (*PostAdminWebho
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminWebhooksIdSecretResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostAdminWebhooksIdSecretResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19144,12 +23111,19 @@ func ParseGetBackfillResponse(rsp *http.Response) (*GetBackfillResponse, error) 
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19159,7 +23133,7 @@ func ParseGetBackfillResponse(rsp *http.Response) (*GetBackfillResponse, error) 
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19204,19 +23178,61 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19233,7 +23249,7 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19252,6 +23268,16 @@ func ParsePostBackfillPauseResponse(rsp *http.Response) (*PostBackfillPauseRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostBackfillPauseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostBackfillPauseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19308,12 +23334,19 @@ func ParseGetBackfillSettingsResponse(rsp *http.Response) (*GetBackfillSettingsR
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19323,7 +23356,7 @@ func ParseGetBackfillSettingsResponse(rsp *http.Response) (*GetBackfillSettingsR
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19368,19 +23401,61 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19397,7 +23472,7 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19416,6 +23491,16 @@ func ParsePutBackfillSettingsResponse(rsp *http.Response) (*PutBackfillSettingsR
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutBackfillSettingsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutBackfillSettingsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19472,19 +23557,61 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19501,7 +23628,7 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19520,6 +23647,16 @@ func ParsePostBackfillStartResponse(rsp *http.Response) (*PostBackfillStartRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostBackfillStartResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostBackfillStartResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19572,19 +23709,61 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19601,7 +23780,7 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19620,6 +23799,16 @@ func ParseDeleteListenersCommentsIdResponse(rsp *http.Response) (*DeleteListener
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersCommentsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersCommentsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19676,19 +23865,68 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19705,7 +23943,7 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19724,6 +23962,16 @@ func ParsePostListenersItemsKindIdAppealResponse(rsp *http.Response) (*PostListe
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersItemsKindIdAppealResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersItemsKindIdAppealResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19783,19 +24031,33 @@ func ParseGetListenersMineResponse(rsp *http.Response) (*GetListenersMineRespons
 	case rsp.StatusCode == 304:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19805,7 +24067,7 @@ func ParseGetListenersMineResponse(rsp *http.Response) (*GetListenersMineRespons
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19873,19 +24135,33 @@ func ParseGetListenersMineStreamResponse(rsp *http.Response) (*GetListenersMineS
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19895,7 +24171,7 @@ func ParseGetListenersMineStreamResponse(rsp *http.Response) (*GetListenersMineS
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19950,19 +24226,54 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -19979,7 +24290,7 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19998,6 +24309,16 @@ func ParsePostListenersMineTicketResponse(rsp *http.Response) (*PostListenersMin
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersMineTicketResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersMineTicketResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20054,19 +24375,61 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20083,7 +24446,7 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20102,6 +24465,16 @@ func ParsePostListenersPitchesResponse(rsp *http.Response) (*PostListenersPitche
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersPitchesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersPitchesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20154,19 +24527,61 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20183,7 +24598,7 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20202,6 +24617,16 @@ func ParseDeleteListenersPitchesIdResponse(rsp *http.Response) (*DeleteListeners
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersPitchesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersPitchesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20254,19 +24679,61 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20283,7 +24750,7 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20302,6 +24769,16 @@ func ParseDeleteListenersRevisionsIdResponse(rsp *http.Response) (*DeleteListene
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersRevisionsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersRevisionsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20358,19 +24835,61 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20387,7 +24906,7 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20406,6 +24925,16 @@ func ParsePostListenersSongsResponse(rsp *http.Response) (*PostListenersSongsRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20458,19 +24987,61 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20487,7 +25058,7 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20506,6 +25077,16 @@ func ParseDeleteListenersSongsIdResponse(rsp *http.Response) (*DeleteListenersSo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteListenersSongsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteListenersSongsIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20562,19 +25143,68 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20591,7 +25221,7 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20610,6 +25240,16 @@ func ParsePostListenersSongsIdCommentsResponse(rsp *http.Response) (*PostListene
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsIdCommentsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsIdCommentsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20666,19 +25306,68 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20695,7 +25384,7 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20714,6 +25403,16 @@ func ParsePostListenersSongsIdRevisionsResponse(rsp *http.Response) (*PostListen
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostListenersSongsIdRevisionsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostListenersSongsIdRevisionsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20763,12 +25462,26 @@ func ParseGetMediaIdPreviewResponse(rsp *http.Response) (*GetMediaIdPreviewRespo
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20778,7 +25491,7 @@ func ParseGetMediaIdPreviewResponse(rsp *http.Response) (*GetMediaIdPreviewRespo
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20823,12 +25536,12 @@ func ParseGetOpenapijsonResponse(rsp *http.Response) (*GetOpenapijsonResponse, e
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20838,7 +25551,7 @@ func ParseGetOpenapijsonResponse(rsp *http.Response) (*GetOpenapijsonResponse, e
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20883,12 +25596,19 @@ func ParseGetPitchesResponse(rsp *http.Response) (*GetPitchesResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20898,7 +25618,7 @@ func ParseGetPitchesResponse(rsp *http.Response) (*GetPitchesResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20943,12 +25663,26 @@ func ParseGetScrapesResponse(rsp *http.Response) (*GetScrapesResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20958,7 +25692,7 @@ func ParseGetScrapesResponse(rsp *http.Response) (*GetScrapesResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21003,19 +25737,61 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21032,7 +25808,7 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21051,6 +25827,16 @@ func ParsePostScrapesResponse(rsp *http.Response) (*PostScrapesResponse, error) 
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostScrapesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostScrapesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21107,19 +25893,61 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21136,7 +25964,7 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21155,6 +25983,16 @@ func ParseDeleteScrapesIdResponse(rsp *http.Response) (*DeleteScrapesIdResponse,
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteScrapesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteScrapesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21211,12 +26049,26 @@ func ParseGetScrapesIdResponse(rsp *http.Response) (*GetScrapesIdResponse, error
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21226,7 +26078,7 @@ func ParseGetScrapesIdResponse(rsp *http.Response) (*GetScrapesIdResponse, error
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21271,19 +26123,68 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21300,7 +26201,7 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21319,6 +26220,16 @@ func ParsePatchScrapesIdResponse(rsp *http.Response) (*PatchScrapesIdResponse, e
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PatchScrapesIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PatchScrapesIdResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21375,12 +26286,33 @@ func ParseGetScrapesIdMediaResponse(rsp *http.Response) (*GetScrapesIdMediaRespo
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21390,7 +26322,7 @@ func ParseGetScrapesIdMediaResponse(rsp *http.Response) (*GetScrapesIdMediaRespo
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21435,19 +26367,68 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21464,7 +26445,7 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21483,6 +26464,16 @@ func ParsePostScrapesIdMediaResponse(rsp *http.Response) (*PostScrapesIdMediaRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostScrapesIdMediaResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostScrapesIdMediaResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21535,19 +26526,26 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 	case rsp.StatusCode == 204:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON429 = &dest
+		response.JSON401 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest CSRF
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21564,7 +26562,7 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21573,26 +26571,6 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers DeleteSessionResponse204Headers
-		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.IdempotentReplayed = &value
-		}
-		response.Headers204 = &headers
-	case rsp.StatusCode == 429:
-		var headers DeleteSessionResponse429Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = &value
-		}
-		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteSessionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21639,12 +26617,19 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21654,7 +26639,7 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21695,19 +26680,47 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest CSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON4XX = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21724,7 +26737,7 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 		response.JSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21733,16 +26746,6 @@ func ParsePostSessionResponse(rsp *http.Response) (*PostSessionResponse, error) 
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers PostSessionResponse204Headers
-		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.IdempotentReplayed = &value
-		}
-		response.Headers204 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostSessionResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21799,12 +26802,19 @@ func ParseGetSongsResponse(rsp *http.Response) (*GetSongsResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21814,7 +26824,7 @@ func ParseGetSongsResponse(rsp *http.Response) (*GetSongsResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21859,12 +26869,19 @@ func ParseGetSongsIdResponse(rsp *http.Response) (*GetSongsIdResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
-		var dest Error
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON4XX = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21874,7 +26891,7 @@ func ParseGetSongsIdResponse(rsp *http.Response) (*GetSongsIdResponse, error) {
 		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
+		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
-// Command gen makes owedclient from the document a real owed serves: it starts owed, saves
-// /api/openapi.json as owedclient/openapi.json and runs the pinned oapi-codegen (go.mod's tool
-// line) on it. Run it from clientcheck/: go run ./cmd/gen
+// Command gen makes the two Go clients from the document a real owed serves: it starts owed,
+// saves /api/openapi.json as owedclient/openapi.json and runs on it the pinned oapi-codegen
+// (owedclient) and ogen with its default options (ogenclient), both go.mod's tool lines. Run
+// it from clientcheck/: go run ./cmd/gen
 package main
 
 import (
@@ -38,11 +39,16 @@ func run() error {
 	if err := os.WriteFile("owedclient/openapi.json", doc, 0o644); err != nil {
 		return err
 	}
-	gen := exec.Command("go", "tool", "oapi-codegen", "-config", "oapi-codegen.yaml", "owedclient/openapi.json")
-	gen.Stdout, gen.Stderr = os.Stdout, os.Stderr
-	if err := gen.Run(); err != nil {
-		return fmt.Errorf("oapi-codegen: %w", err)
+	for _, tool := range [][]string{
+		{"oapi-codegen", "-config", "oapi-codegen.yaml", "owedclient/openapi.json"},
+		{"ogen", "-target", "ogenclient", "-package", "ogenclient", "-clean", "-loglevel", "warn", "owedclient/openapi.json"},
+	} {
+		gen := exec.Command("go", append([]string{"tool"}, tool...)...)
+		gen.Stdout, gen.Stderr = os.Stdout, os.Stderr
+		if err := gen.Run(); err != nil {
+			return fmt.Errorf("%s: %w", tool[0], err)
+		}
 	}
-	fmt.Println("clientcheck gen: owedclient/client.gen.go made from the served document")
+	fmt.Println("clientcheck gen: owedclient (oapi-codegen) and ogenclient (ogen) made from the served document")
 	return nil
 }
