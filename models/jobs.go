@@ -212,7 +212,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	// the budget's charges (also in author order).
 	sorted := slices.Clone(rows)
 	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
-	param, err := screenRowsJSON(sorted)
+	param, err := jsonParam(sorted)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		if len(events) == 0 {
 			return nil
 		}
-		param, err := screenRowsJSON(events)
+		param, err := jsonParam(events)
 		if err != nil {
 			return err
 		}
