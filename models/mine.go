@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -256,26 +255,6 @@ func (d *dueMemo) put(userID, version int64, next time.Time) {
 		clear(d.m)
 	}
 	d.m[userID] = dueSeen{version: version, next: next}
-}
-
-// Mine lists all of the author's own items, newest first across kinds, with their verdicts,
-// scores and owed jobs.
-func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
-	jobs, err := s.JobsOfUser(ctx, userID)
-	if err != nil {
-		return nil, fmt.Errorf("mine: %w", err)
-	}
-	return s.MineWithJobs(ctx, userID, jobs)
-}
-
-// MineWithJobs is Mine with the author's owed jobs already read (by MineVersion, whose Jobs
-// it takes).
-func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
-	items, _, err := s.MinePage(ctx, userID, jobs, MineFilter{Limit: math.MaxInt32})
-	if err != nil {
-		return nil, fmt.Errorf("mine of user %d: %w", userID, err)
-	}
-	return items, nil
 }
 
 // MineFilter selects and pages an author's own items.
