@@ -41,3 +41,6 @@ func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 	items, _, err := s.MinePage(ctx, userID, nil, MineFilter{Limit: math.MaxInt32})
 	return items, err
 }
+
+// UniqueViolation is uniqueViolation: err is a refusal by the unique index named index.
+var UniqueViolation = uniqueViolation
