@@ -231,7 +231,7 @@ func TestRaisingTheLimitMakesBudgetJobsDue(t *testing.T) {
 		w.sweep()
 		var waiting models.Job
 		for _, id := range []int64{a, b} {
-			if j, err := w.store().ListJobs(t.Context(), models.JobFilter{ItemID: id, Kind: models.KindPitch}, 0, 1); err == nil && len(j) == 1 {
+			if j, err := owedtest.ListJobs(t.Context(), w.store(), models.JobFilter{ItemID: id, Kind: models.KindPitch}, 0, 1); err == nil && len(j) == 1 {
 				waiting = j[0]
 			}
 		}

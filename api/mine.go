@@ -3,9 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -221,7 +221,11 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	return out.appendJSON(slices.Grow(dst, 256+256*len(out.Items)))
+	body, err := json.Marshal(&out)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, body...), nil
 }
 
 // mine lists the caller's own items (newest first across kinds, filtered and paged) with their

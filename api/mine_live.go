@@ -185,14 +185,6 @@ func (a *API) earlyRefusal(c echo.Context, token string) error {
 	return nil
 }
 
-// StreamsOpen is how many streams and held long polls this process holds (for tests).
-func (a *API) StreamsOpen() int {
-	cp := &a.liveState().caps
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	return cp.total
-}
-
 // coalescer shares one read among the waiters that want it: a waiter asks for a read of a
 // key that started after the wake that woke it (notify's Watch.At), and gets the result of
 // such a read, in flight or just done, if there is one; otherwise it starts one (after any
@@ -329,9 +321,6 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 	}
 	return v.([]byte), nil
 }
-
-// LiveReads is how many shared re-reads of authors' views waiters have made (for tests).
-func (a *API) LiveReads() int64 { return a.liveState().reads.Load() }
 
 // retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
 // server closes, pausing between tries (25 ms, doubling, at most 1 s) on the API's clock; past liveRetryFor

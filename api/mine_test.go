@@ -332,7 +332,7 @@ func TestMineSweepsOnlyWhatIsDue(t *testing.T) {
 			t.Fatalf("mine with a due job: %d %s", r.Status, r.Body)
 		}
 		wait.Until(t, "the due pitch screened by the author's sweep", func() bool {
-			jobs, err := st.ListJobs(ctx, models.JobFilter{Kind: models.KindPitch, ItemID: pitch}, 0, 10)
+			jobs, err := owedtest.ListJobs(ctx, st, models.JobFilter{Kind: models.KindPitch, ItemID: pitch}, 0, 10)
 			return err == nil && len(jobs) == 0 && model.Calls() > calls
 		})
 	})

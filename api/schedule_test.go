@@ -62,7 +62,7 @@ func TestStatsListsTheScheduleAndCronRunsTheSweep(t *testing.T) {
 		}
 		w.env.Clock.Advance(2 * time.Minute)
 		wait.Until(t, "the sweep's entry to settle the pitch", func() bool {
-			jobs, err := w.store().ListJobs(context.Background(), models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch, ItemID: pitch}, 0, 10)
+			jobs, err := owedtest.ListJobs(context.Background(), w.store(), models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch, ItemID: pitch}, 0, 10)
 			return err == nil && len(jobs) == 0
 		})
 		wait.Until(t, "the sweep's entry to have run", func() bool { return schedule()[0]["lastRunAt"] != nil })

@@ -214,7 +214,7 @@ func (w *world) seedContent() {
 	w.sweep()
 	w.sweep()
 	setLimit(4)
-	jobs, err := env.App.Store.ListJobs(context.Background(), models.JobFilter{UserID: w.users["bo"], Why: models.WhyBudget}, 0, 10)
+	jobs, err := owedtest.ListJobs(context.Background(), env.App.Store, models.JobFilter{UserID: w.users["bo"], Why: models.WhyBudget}, 0, 10)
 	if err != nil || len(jobs) == 0 {
 		w.t.Fatalf("bo's budget jobs: %v %v", jobs, err)
 	}
@@ -229,7 +229,7 @@ func (w *world) seedContent() {
 	w.sweep()
 	env.Clock.Advance(2 * time.Minute)
 	env.Model.Reset()
-	jobs, err = env.App.Store.ListJobs(context.Background(), models.JobFilter{Why: models.WhyUpstream}, 0, 10)
+	jobs, err = owedtest.ListJobs(context.Background(), env.App.Store, models.JobFilter{Why: models.WhyUpstream}, 0, 10)
 	if err != nil || len(jobs) < 3 {
 		w.t.Fatalf("upstream jobs: %v %v", jobs, err)
 	}

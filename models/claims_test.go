@@ -77,7 +77,7 @@ func TestClaimConcurrentClaimersNeverShare(t *testing.T) {
 			t.Fatalf("claimed %d distinct jobs, want all %d", len(owner), jobs)
 		}
 		// Every claim holds in the database, with the owner that got it.
-		leased, err := f.store.ListJobs(f.ctx, models.JobFilter{State: "leased"}, 0, 1000)
+		leased, err := owedtest.ListJobs(f.ctx, f.store, models.JobFilter{State: "leased"}, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestListAndRetryJobs(t *testing.T) {
 
 		count := func(flt models.JobFilter) []int64 {
 			t.Helper()
-			jobs, err := f.store.ListJobs(f.ctx, flt, 0, 100)
+			jobs, err := owedtest.ListJobs(f.ctx, f.store, flt, 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,8 +297,8 @@ func TestListAndRetryJobs(t *testing.T) {
 			}
 		}
 		// Paging by id.
-		first, _ := f.store.ListJobs(f.ctx, models.JobFilter{}, 0, 2)
-		next, _ := f.store.ListJobs(f.ctx, models.JobFilter{}, first[1].ID, 2)
+		first, _ := owedtest.ListJobs(f.ctx, f.store, models.JobFilter{}, 0, 2)
+		next, _ := owedtest.ListJobs(f.ctx, f.store, models.JobFilter{}, first[1].ID, 2)
 		if len(first) != 2 || len(next) != 1 || next[0].ItemID != pb.ID {
 			t.Errorf("pages = %+v / %+v", first, next)
 		}

@@ -374,13 +374,8 @@ type scoreRow struct {
 // numbers is left out, as json.Unmarshal leaves it.
 func (r scoreRow) score() Score {
 	sc := Score{RevisionID: r.RevisionID, Art: r.Art, Model: r.Model, Rubric: r.Rubric, ScoredAt: r.ScoredAt}
-	var ok bool
-	if sc.ArtRuns, ok = scoreRuns(r.ArtRuns); !ok {
-		json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)
-	}
-	if sc.Criteria, ok = scoreCriteria(r.Criteria); !ok {
-		json.Unmarshal([]byte(r.Criteria), &sc.Criteria)
-	}
+	json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)
+	json.Unmarshal([]byte(r.Criteria), &sc.Criteria)
 	if sc.ArtRuns == nil {
 		sc.ArtRuns = []float64{}
 	}

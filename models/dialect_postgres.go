@@ -175,6 +175,13 @@ func postgresFault(err error) Fault {
 	return FaultNone
 }
 
+// postgresUnique reports whether err is PostgreSQL refusing a row (unique_violation, 23505)
+// for the unique index or constraint named index.
+func postgresUnique(err error, index string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == index
+}
+
 // txID is the transaction's id (txid_current assigns one, which a write takes anyway).
 func (postgresDialect) txID(ctx context.Context, tx *Store) (int64, error) {
 	var id int64

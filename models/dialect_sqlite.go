@@ -223,6 +223,15 @@ func sqliteFault(err error) Fault {
 	return FaultNone
 }
 
+// sqliteUnique reports whether err is SQLite refusing a row for the unique index named index.
+// SQLite's error carries no index name of its own, only its message ("UNIQUE constraint
+// failed: index 'name'", or the columns for a constraint written with its table).
+func sqliteUnique(err error, index string) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique &&
+		strings.HasSuffix(se.Error(), "index '"+index+"'")
+}
+
 // txID: SQLite is a local file; a COMMIT that answered an error did not commit.
 func (sqliteDialect) txID(context.Context, *Store) (int64, error) { return 0, nil }
 

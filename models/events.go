@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 )
 
@@ -146,86 +144,15 @@ func newScreenRow(c screenCall, now int64) screenRow {
 	return screenRow{kind: c.kind, itemID: c.itemID, verdict: c.verdict, confidence: c.confidence, at: now, ev: ev}
 }
 
-// MarshalJSON writes the row as screenColumns name it, by hand: a batch of verdicts is
-// encoded on the hot path, and the values are only integers, numbers, text and NULL.
+// MarshalJSON writes the row as one JSON object keyed by screenColumns' names (fromJSON reads
+// its columns by name, so the keys' order does not matter).
 func (r screenRow) MarshalJSON() ([]byte, error) {
-	return r.appendJSON(make([]byte, 0, 512))
-}
-
-// appendJSON appends the row as MarshalJSON writes it.
-func (r screenRow) appendJSON(b []byte) ([]byte, error) {
-	var err error
+	obj := make(map[string]any, len(screenColumns))
 	for i, v := range []any{string(r.kind), r.itemID, string(r.verdict), r.confidence, r.at} {
-		if i == 0 {
-			b = append(b, '{')
-		} else {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, screenColumns[i].name) // plain ASCII names: Go's quoting is JSON's
-		b = append(b, ':')
-		if b, err = appendJSONValue(b, v); err != nil {
-			return nil, fmt.Errorf("column %s: %w", screenColumns[i].name, err)
-		}
+		obj[screenColumns[i].name] = v
 	}
 	for _, f := range eventFields {
-		b = append(b, `,"e_`...)
-		b = append(b, f.name...)
-		b = append(b, `":`...)
-		if b, err = appendJSONValue(b, f.value(&r.ev)); err != nil {
-			return nil, fmt.Errorf("event column %s: %w", f.name, err)
-		}
+		obj["e_"+f.name] = f.value(&r.ev)
 	}
-	return append(b, '}'), nil
-}
-
-// screenRowsJSON is rows as one JSON array for fromJSON: jsonParam's result, written without
-// encoding/json, which re-reads (compacts) every row a MarshalJSON hands it.
-func screenRowsJSON(rows []screenRow) (string, error) {
-	b := make([]byte, 0, 2+len(rows)*512)
-	b = append(b, '[')
-	for i, r := range rows {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = r.appendJSON(b); err != nil {
-			return "", err
-		}
-	}
-	return string(append(b, ']')), nil
-}
-
-// plainJSON reports whether s is printable ASCII that JSON keeps as it is between quotes (the
-// tasks, kinds, outcomes and verdicts a row mostly holds).
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendJSONValue appends v (as eventFields' value gives it) as JSON.
-func appendJSONValue(b []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case int64:
-		return strconv.AppendInt(b, v, 10), nil
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%v is not a JSON number", v)
-		}
-		return strconv.AppendFloat(b, v, 'g', -1, 64), nil
-	case string:
-		if plainJSON(v) {
-			b = append(b, '"')
-			b = append(b, v...)
-			return append(b, '"'), nil
-		}
-		s, err := json.Marshal(v)
-		return append(b, s...), err
-	}
-	return nil, fmt.Errorf("%T is not a column value", v)
+	return json.Marshal(obj)
 }

@@ -1,5 +1,10 @@
 package models
 
+import (
+	"context"
+	"math"
+)
+
 // The SQL written from the held rule and the calls a task costs, for the tests that check it
 // agrees with the Go rule.
 var (
@@ -30,3 +35,12 @@ var MineVersionSQL = mineVersionByScalars
 func MineRowsSQL(userID int64, f MineFilter, state ItemState) (string, []any) {
 	return mineRowsSQL(userID, f, mineStateFilter[state])
 }
+
+// Mine is the author's whole view: every item, newest first, with its owed jobs.
+func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
+	items, _, err := s.MinePage(ctx, userID, nil, MineFilter{Limit: math.MaxInt32})
+	return items, err
+}
+
+// UniqueViolation is uniqueViolation: err is a refusal by the unique index named index.
+var UniqueViolation = uniqueViolation

@@ -69,3 +69,10 @@ func FaultOf(err error) Fault {
 	}
 	return FaultNone
 }
+
+// uniqueViolation reports whether err is the database refusing a row for the unique index (or
+// constraint) named index. Each dialect file reads its own driver's error (sqliteUnique,
+// postgresUnique).
+func uniqueViolation(err error, index string) bool {
+	return sqliteUnique(err, index) || postgresUnique(err, index)
+}

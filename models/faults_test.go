@@ -46,6 +46,34 @@ func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
 	}
 }
 
+// A unique index's refusal is told by the driver's error and the index's name, on both
+// dialects: the case-folded name's index is told from the token's constraint, and a name
+// taken by two writers at once is ErrNameTaken.
+func TestUniqueViolationNamesItsIndex(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		insert := `INSERT INTO users (name, role, token_hash, created_at) VALUES (?, 'author', ?, 0)`
+		if _, err := f.store.RawExec(f.ctx, insert, "Ann", "h1"); err != nil {
+			t.Fatal(err)
+		}
+		_, byName := f.store.RawExec(f.ctx, insert, "ANN", "h2")
+		_, byToken := f.store.RawExec(f.ctx, insert, "bob", "h1")
+		if byName == nil || byToken == nil {
+			t.Fatalf("inserts that break a unique index: %v, %v; want both refused", byName, byToken)
+		}
+		if !models.UniqueViolation(byName, "users_name_folded") {
+			t.Errorf("the folded name's refusal %v is not told as users_name_folded", byName)
+		}
+		if models.UniqueViolation(byToken, "users_name_folded") {
+			t.Errorf("the token's refusal %v is told as users_name_folded", byToken)
+		}
+		if models.UniqueViolation(errors.New("UNIQUE constraint failed: index 'users_name_folded'"), "users_name_folded") {
+			t.Error("an error that only says the words is told as a refusal")
+		}
+	})
+}
+
 // A transaction that failed on a transient fault before its commit runs again (3 tries in
 // all) and commits once; any other error is not tried again.
 func TestWithTxTriesATransientFaultAgain(t *testing.T) {

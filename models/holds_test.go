@@ -157,11 +157,11 @@ func TestJobFilterWithHoldsKnownSelectsTheSame(t *testing.T) {
 					if err != nil || got != want {
 						t.Errorf("holds %+v, why %q, task %q: %d jobs with the holds known, %d read in SQL (%v)", h, why, task, got, want, err)
 					}
-					wantRows, err := f.store.ListJobs(f.ctx, inSQL, 0, 100)
+					wantRows, err := owedtest.ListJobs(f.ctx, f.store, inSQL, 0, 100)
 					if err != nil {
 						t.Fatal(err)
 					}
-					gotRows, err := f.store.ListJobs(f.ctx, known, 0, 100)
+					gotRows, err := owedtest.ListJobs(f.ctx, f.store, known, 0, 100)
 					if err != nil || len(gotRows) != len(wantRows) || int64(len(wantRows)) != want {
 						t.Errorf("holds %+v, why %q, task %q: lists %d with the holds known, %d in SQL, count %d (%v)", h, why, task, len(gotRows), len(wantRows), want, err)
 					}

@@ -29,7 +29,7 @@ type Job struct {
 	LeaseOwner *string    `gorm:"column:lease_owner"`
 	CreatedAt  time.Time  `gorm:"column:created_at;serializer:unixms"`
 	// LastError is the last attempt's error; read by the admin's queries only (JobByID,
-	// ListJobs), not by the claims and the author's view.
+	// ListJobRows), not by the claims and the author's view.
 	LastError *string `gorm:"column:last_error"`
 }
 
@@ -212,7 +212,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	// the budget's charges (also in author order).
 	sorted := slices.Clone(rows)
 	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
-	param, err := screenRowsJSON(sorted)
+	param, err := jsonParam(sorted)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		if len(events) == 0 {
 			return nil
 		}
-		param, err := screenRowsJSON(events)
+		param, err := jsonParam(events)
 		if err != nil {
 			return err
 		}
@@ -529,23 +529,6 @@ func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	return out, rows.Err()
 }
 
-// ListJobs pages through owed jobs by id, after the id afterID.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter, afterID int64, limit int) ([]Job, error) {
-	var after *JobCursor
-	if afterID > 0 {
-		after = &JobCursor{ID: afterID}
-	}
-	rows, err := s.ListJobRows(ctx, f, JobsByID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs by id: %w", err)
-	}
-	jobs := make([]Job, len(rows))
-	for i, r := range rows {
-		jobs[i] = r.Job
-	}
-	return jobs, nil
-}
-
 // ListJobRows pages through owed jobs in order (JobsByID, JobsByDue, JobsByAttempts), after
 // the cursor (nil: from the start).
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
@@ -632,19 +615,6 @@ var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jo
 func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	r, err := s.RetryJobsReport(ctx, f)
 	return r.Retried, err
-}
-
-// JobsOfUser lists an author's owed jobs.
-func (s *Store) JobsOfUser(ctx context.Context, userID int64) ([]Job, error) {
-	rows, err := s.query(ctx, s.read, `SELECT `+jobColumns+` FROM content_jobs WHERE user_id = ? ORDER BY id`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("jobs of user %d: %w", userID, err)
-	}
-	jobs, err := scanJobs(rows, 8)
-	if err != nil {
-		return nil, fmt.Errorf("jobs of user %d: %w", userID, err)
-	}
-	return jobs, nil
 }
 
 // EventFilter selects attempt events.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -258,26 +257,6 @@ func (d *dueMemo) put(userID, version int64, next time.Time) {
 	d.m[userID] = dueSeen{version: version, next: next}
 }
 
-// Mine lists all of the author's own items, newest first across kinds, with their verdicts,
-// scores and owed jobs.
-func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
-	jobs, err := s.JobsOfUser(ctx, userID)
-	if err != nil {
-		return nil, fmt.Errorf("mine: %w", err)
-	}
-	return s.MineWithJobs(ctx, userID, jobs)
-}
-
-// MineWithJobs is Mine with the author's owed jobs already read (by MineVersion, whose Jobs
-// it takes).
-func (s *Store) MineWithJobs(ctx context.Context, userID int64, jobs []Job) ([]MineItem, error) {
-	items, _, err := s.MinePage(ctx, userID, jobs, MineFilter{Limit: math.MaxInt32})
-	if err != nil {
-		return nil, fmt.Errorf("mine of user %d: %w", userID, err)
-	}
-	return items, nil
-}
-
 // MineFilter selects and pages an author's own items.
 type MineFilter struct {
 	State ItemState // "" (any)
@@ -475,19 +454,21 @@ func giveJobs(items []MineItem, jobs []Job) {
 // the few that name no item of the page are left out here. The author is a filter only
 // (+user_id): by content_jobs_user_due a page would read every job of the author.
 func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
-	var kinds, ids []any
-	seen := map[Kind]bool{}
+	ids := make([]int64, len(items))
+	var kinds []string // the page's kinds, as SQL text: each one of Kinds
 	for i := range items {
-		ids = append(ids, items[i].ID)
-		if !seen[items[i].Kind] {
-			seen[items[i].Kind] = true
-			kinds = append(kinds, items[i].Kind)
+		ids[i] = items[i].ID
+		if k := `'` + string(items[i].Kind) + `'`; KindRank(items[i].Kind) >= 0 && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
 		}
 	}
-	args := append(append([]any{userID}, kinds...), ids...)
+	idList, err := jsonParam(ids)
+	if err != nil {
+		return err
+	}
 	rows, err := s.query(ctx, s.read, `SELECT `+mineJobColumns+` FROM content_jobs
-		WHERE +user_id = ? AND task IN ('screen', 'score') AND kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)
-		AND item_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY id`, args...)
+		WHERE +user_id = ? AND task IN ('screen', 'score') AND kind IN (`+strings.Join(kinds, ", ")+`)
+		AND `+s.dialect.idIn("item_id")+` ORDER BY id`, userID, idList)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func TestMineVersion(t *testing.T) {
 
 		v := version()
 		// Screens owed: two revisions, the comment, the first pitch.
-		jobs, err := f.store.JobsOfUser(f.ctx, ann)
+		jobs, err := owedtest.ListJobs(f.ctx, f.store, models.JobFilter{UserID: ann}, 0, 100)
 		if err != nil || len(jobs) != 4 || v.Jobs != 4 || v.NextDueAt == nil || !v.NextDueAt.Equal(jobs[0].DueAt) {
 			t.Fatalf("ann's jobs: %+v %v; version %+v", jobs, err, v)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -398,12 +397,9 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 	ids := slices.Clone(userIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
-	args := make([]any, 0, 3*len(ids))
-	for range 3 {
-		for _, id := range ids {
-			args = append(args, id)
-		}
+	idList, err := jsonParam(ids)
+	if err != nil {
+		return nil, fmt.Errorf("author histories: %w", err)
 	}
 	var rows []struct {
 		UserID  int64  `gorm:"column:user_id"`
@@ -417,11 +413,11 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 		return `(SELECT s.verdict FROM screens s WHERE s.kind = '` + kind + `' AND s.item_id = i.id)`
 	}
 	q := `SELECT user_id, verdict, COUNT(*) AS n FROM (
-		SELECT i.user_id, ` + verdictOf("revision") + ` AS verdict FROM revisions i WHERE i.user_id IN (` + marks + `)
-		UNION ALL SELECT i.user_id, ` + verdictOf("comment") + ` FROM comments i WHERE i.user_id IN (` + marks + `)
-		UNION ALL SELECT i.user_id, ` + verdictOf("pitch") + ` FROM pitches i WHERE i.user_id IN (` + marks + `)
+		SELECT i.user_id, ` + verdictOf("revision") + ` AS verdict FROM revisions i WHERE ` + s.dialect.idIn("i.user_id") + `
+		UNION ALL SELECT i.user_id, ` + verdictOf("comment") + ` FROM comments i WHERE ` + s.dialect.idIn("i.user_id") + `
+		UNION ALL SELECT i.user_id, ` + verdictOf("pitch") + ` FROM pitches i WHERE ` + s.dialect.idIn("i.user_id") + `
 	) x WHERE verdict IS NOT NULL GROUP BY user_id, verdict`
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+	if err := s.scan(ctx, s.read, &rows, q, idList, idList, idList); err != nil {
 		return nil, fmt.Errorf("author histories: %w", err)
 	}
 	for _, r := range rows {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -75,7 +74,7 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role,
 	}
 	if err := s.scan(ctx, s.db, &u.ID, `INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		u.Name, u.Role, u.TokenHash, u.CreatedAt.UnixMilli()); err != nil {
-		if strings.Contains(err.Error(), "users_name_folded") {
+		if uniqueViolation(err, "users_name_folded") {
 			return User{}, fmt.Errorf("create user %s: %w", name, ErrNameTaken)
 		}
 		return User{}, fmt.Errorf("create user %s: %w", name, err)

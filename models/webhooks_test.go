@@ -170,7 +170,7 @@ func TestWebhookDeliveryCommitsWithTheVerdict(t *testing.T) {
 		if sc, err := h.store.ScreenOf(h.ctx, models.KindPitch, pitch.ID); err != nil || sc.Verdict != nil {
 			t.Fatalf("the verdict was kept without its delivery: %+v %v", sc, err)
 		}
-		jobs, err := h.store.ListJobs(h.ctx, models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch, ItemID: pitch.ID}, 0, 10)
+		jobs, err := owedtest.ListJobs(h.ctx, h.store, models.JobFilter{Task: models.TaskScreen, Kind: models.KindPitch, ItemID: pitch.ID}, 0, 10)
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("screen job after the rollback: %v %v", jobs, err)
 		}

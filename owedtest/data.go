@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/owed/owed/clock"
@@ -101,7 +102,7 @@ func (d *Data) CountJobs() int64 {
 // Jobs lists every owed job of an item, screen before score.
 func (d *Data) Jobs(kind models.Kind, itemID int64) []models.Job {
 	d.T.Helper()
-	jobs, err := d.Store.ListJobs(d.Ctx, models.JobFilter{Kind: kind, ItemID: itemID}, 0, 100)
+	jobs, err := ListJobs(d.Ctx, d.Store, models.JobFilter{Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
 		d.T.Fatalf("list jobs: %v", err)
 	}
@@ -111,7 +112,7 @@ func (d *Data) Jobs(kind models.Kind, itemID int64) []models.Job {
 // Job finds the one owed job of an item's task; ok is false when there is none.
 func (d *Data) Job(task models.Task, kind models.Kind, itemID int64) (models.Job, bool) {
 	d.T.Helper()
-	jobs, err := d.Store.ListJobs(d.Ctx, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 100)
+	jobs, err := ListJobs(d.Ctx, d.Store, models.JobFilter{Task: task, Kind: kind, ItemID: itemID}, 0, 100)
 	if err != nil {
 		d.T.Fatalf("list jobs: %v", err)
 	}
@@ -171,4 +172,24 @@ func (d *Data) Spent(userID int64) int64 {
 		d.T.Fatalf("spent: %v", err)
 	}
 	return n
+}
+
+// ListJobs pages through owed jobs by id after the id afterID, as the admin's list reads them.
+func ListJobs(ctx context.Context, s *models.Store, f models.JobFilter, afterID int64, limit int) ([]models.Job, error) {
+	var after *models.JobCursor
+	if afterID > 0 {
+		after = &models.JobCursor{ID: afterID}
+	}
+	rows, err := s.ListJobRows(ctx, f, models.JobsByID, after, limit)
+	jobs := make([]models.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = r.Job
+	}
+	return jobs, err
+}
+
+// Mine is an author's whole view: every item, newest first, with its owed jobs.
+func Mine(ctx context.Context, s *models.Store, userID int64) ([]models.MineItem, error) {
+	items, _, err := s.MinePage(ctx, userID, nil, models.MineFilter{Limit: math.MaxInt32})
+	return items, err
 }

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -312,6 +311,3 @@ func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
 	}
 	return st, nil
 }
-
-// errNoSlot is the cause of a job given up on because no model slot came free within its lease.
-var errNoSlot = errors.New("no model slot came free within the lease")

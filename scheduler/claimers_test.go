@@ -97,7 +97,7 @@ func TestWriteScreensInlineAndScoreFollows(t *testing.T) {
 
 		// The score follows in the background, nobody asking (waited for before the model changes).
 		wait.Until(t, "the score in the background", func() bool {
-			jobs, _ := env.App.Store.ListJobs(context.Background(), models.JobFilter{Task: models.TaskScore}, 0, 10)
+			jobs, _ := owedtest.ListJobs(context.Background(), env.App.Store, models.JobFilter{Task: models.TaskScore}, 0, 10)
 			return len(jobs) == 0
 		})
 
@@ -187,7 +187,7 @@ func TestWriteSlowModelAnswersPendingAndScreensInBackground(t *testing.T) {
 		close(release)
 		// The screen ends in the background, and the score follows it there.
 		wait.Until(t, "the screen and the score in the background", func() bool {
-			items, _ := env.App.Store.Mine(context.Background(), annID)
+			items, _ := owedtest.Mine(context.Background(), env.App.Store, annID)
 			return len(items) == 1 && items[0].Verdict != nil && items[0].Score != nil
 		})
 		stop(t, env, 10*time.Second)
@@ -288,7 +288,7 @@ func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
 		}
 		stop(t, env, 200*time.Millisecond) // cancels the hung sweep and frees its lease
 
-		jobs, _ := env.App.Store.ListJobs(context.Background(), models.JobFilter{UserID: annID}, 0, 10)
+		jobs, _ := owedtest.ListJobs(context.Background(), env.App.Store, models.JobFilter{UserID: annID}, 0, 10)
 		if len(jobs) != 3 {
 			t.Fatalf("jobs = %d, want 3 still owed", len(jobs))
 		}
@@ -310,14 +310,14 @@ func TestMineSweepsAgainAfterTheLastSweepEnded(t *testing.T) {
 		env.App.Store.CreatePitch(ctx, annID, "first")
 		mine(t, env, ann)
 		wait.Until(t, "the first sweep", func() bool {
-			jobs, _ := env.App.Store.ListJobs(ctx, models.JobFilter{UserID: annID}, 0, 10)
+			jobs, _ := owedtest.ListJobs(ctx, env.App.Store, models.JobFilter{UserID: annID}, 0, 10)
 			return len(jobs) == 0
 		})
 		env.App.Store.CreatePitch(ctx, annID, "second")
 		// The first sweep may still be finishing; views keep coming until one sweeps again.
 		wait.Until(t, "a second sweep", func() bool {
 			env.Do(http.MethodGet, "/api/listeners/mine", ann, nil)
-			jobs, _ := env.App.Store.ListJobs(ctx, models.JobFilter{UserID: annID}, 0, 10)
+			jobs, _ := owedtest.ListJobs(ctx, env.App.Store, models.JobFilter{UserID: annID}, 0, 10)
 			return len(jobs) == 0
 		})
 		if env.Model.Calls() != 2 {

@@ -167,29 +167,6 @@ func (c *Content) ModelProblem() string {
 // Config is the runner's configuration with defaults applied.
 func (c *Content) Config() ContentConfig { return c.cfg }
 
-// Run runs one claimed job to its ending and records it (see finish), waiting first for its
-// model slots at the periodic sweep's priority, within the job's lease (a job that gets none
-// in time is let go unasked). An error means nothing could be recorded (the database
-// failing): the job keeps its lease until it runs out, and is then due again.
-func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
-	n := callsOf(job.Task)
-	if n == 0 {
-		out, _, err := c.run(ctx, leased{job: job}) // refused before any call: no slot needed
-		return out, err
-	}
-	ev := attemptEvent(job, job.Task)
-	waitCtx, cancel, ok := c.withinLease(ctx, job)
-	defer cancel()
-	if !ok {
-		return c.finish(ctx, job, &ev, release(errLeaseOver))
-	}
-	if err := c.gate.Acquire(waitCtx, PrioritySweep, n); err != nil {
-		return c.finish(ctx, job, &ev, release(fmt.Errorf("job %d: %w", job.ID, errNoSlot)))
-	}
-	out, _, err := c.run(ctx, leased{job: job, slots: c.gate.hold(n)})
-	return out, err
-}
-
 // errorText is an attempt's error as kept: nil when empty, else at most
 // modelclient.MaxErrorChars characters.
 func errorText(s string) *string {
@@ -407,14 +384,6 @@ func (c *Content) SweepAuthor(userID int64) {
 // starts its sweep before it returns, so once a view has answered, this tells a view that
 // started no sweep from one whose sweep found nothing, with nothing to wait for.
 func (c *Content) AuthorSweeps() int64 { return c.authorSweeps.Load() }
-
-// AuthorSweepsUnderWay is how many author sweeps (SweepAuthor) are running now: one that is no
-// longer counted has made its last claim and logged its ending (a signal for tests).
-func (c *Content) AuthorSweepsUnderWay() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.authors)
-}
 
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).

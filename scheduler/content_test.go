@@ -123,7 +123,7 @@ func TestRunScoreRecordsMeanOfThreeRuns(t *testing.T) {
 		if got := r.spent(ann); got != 3 {
 			t.Errorf("spent = %d, want 3", got)
 		}
-		items, _ := r.store.Mine(r.ctx, ann)
+		items, _ := owedtest.Mine(r.ctx, r.store, ann)
 		if len(items) != 1 || items[0].Score == nil {
 			t.Fatalf("mine = %+v", items)
 		}
@@ -412,7 +412,7 @@ func TestRunUpstreamWaitsLongerOfBackoffAndRetryAfter(t *testing.T) {
 		if got := r.spent(ann); got != before+3 {
 			t.Errorf("spent %d, want %d", got, before+3)
 		}
-		if items, _ := r.store.Mine(r.ctx, ann); slices.ContainsFunc(items, func(it models.MineItem) bool { return it.Score != nil }) {
+		if items, _ := owedtest.Mine(r.ctx, r.store, ann); slices.ContainsFunc(items, func(it models.MineItem) bool { return it.Score != nil }) {
 			t.Error("a score was recorded from a failed attempt")
 		}
 	})
@@ -594,7 +594,7 @@ func TestSweepBudgetNeverAboveLimitAndResetsAtMidnight(t *testing.T) {
 			t.Fatalf("spent ann %d bob %d, calls %d; want 25, 5 and 30", r.spent(ann), r.spent(bob), r.model.Calls())
 		}
 		midnight := models.BudgetReset(r.clk.Now())
-		waiting, _ := r.store.ListJobs(r.ctx, models.JobFilter{Why: models.WhyBudget}, 0, 100)
+		waiting, _ := owedtest.ListJobs(r.ctx, r.store, models.JobFilter{Why: models.WhyBudget}, 0, 100)
 		if len(waiting) != 18 {
 			t.Fatalf("%d jobs wait for the budget, want 15 + 3", len(waiting))
 		}
@@ -687,7 +687,7 @@ func TestSweepEndsWhenEverythingWaits(t *testing.T) {
 		if err != nil || n != 20 || r.model.Calls() != 20 {
 			t.Fatalf("sweep = %d, %v, calls %d; want 20 each", n, err, r.model.Calls())
 		}
-		jobs, _ := r.store.ListJobs(r.ctx, models.JobFilter{Why: models.WhyUpstream}, 0, 100)
+		jobs, _ := owedtest.ListJobs(r.ctx, r.store, models.JobFilter{Why: models.WhyUpstream}, 0, 100)
 		if len(jobs) != 20 {
 			t.Fatalf("%d jobs wait upstream, want 20", len(jobs))
 		}
@@ -725,7 +725,7 @@ func TestRunItemScreensThenScores(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.noJob(models.TaskScore, models.KindRevision, rev)
-		if items, _ := r.store.Mine(r.ctx, ann); len(items) != 1 || items[0].Score == nil || len(items[0].Score.ArtRuns) != 3 {
+		if items, _ := owedtest.Mine(r.ctx, r.store, ann); len(items) != 1 || items[0].Score == nil || len(items[0].Score.ArtRuns) != 3 {
 			t.Fatalf("mine = %+v, want the revision scored from 3 runs", items)
 		}
 		// Once stopped, nothing more starts.

@@ -1,5 +1,39 @@
 package scheduler
 
+import (
+	"context"
+
+	"github.com/owed/owed/models"
+)
+
+// Run runs one job the test claimed as a sweep runs what it claimed (run): its task's model
+// slots taken first, at the sweep's priority.
+func (c *Content) Run(ctx context.Context, job models.Job) (Outcome, error) {
+	var s *slots
+	if n := callsOf(job.Task); n > 0 {
+		if err := c.gate.Acquire(ctx, PrioritySweep, n); err != nil {
+			return Pending, err
+		}
+		s = c.gate.hold(n)
+	}
+	out, _, err := c.run(ctx, leased{job: job, slots: s})
+	return out, err
+}
+
+// AuthorSweepsUnderWay is how many author sweeps (SweepAuthor) are running now: one that is no
+// longer counted has made its last claim and logged its ending.
+func (c *Content) AuthorSweepsUnderWay() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.authors)
+}
+
+// AcquireUpTo waits until at least one slot is free for priority p and takes as many as are
+// free, up to most; it says how many it took.
+func (g *Gate) AcquireUpTo(ctx context.Context, p Priority, most int) (int, error) {
+	return g.acquire(ctx, p, 1, max(most, 1))
+}
+
 // ModelWaiters is how many jobs wait for model slots in c's gate (tests only).
 func (c *Content) ModelWaiters() int {
 	c.gate.mu.Lock()

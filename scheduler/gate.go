@@ -60,14 +60,6 @@ func (g *Gate) Acquire(ctx context.Context, p Priority, n int) error {
 	return err
 }
 
-// AcquireUpTo waits until at least one slot is free for priority p and takes as many as are
-// free, up to most; it says how many it took. It fails only when ctx ends first, holding
-// nothing. A sweep takes this way the slots of the jobs it then claims, so it claims no more
-// jobs than can be asked about at once.
-func (g *Gate) AcquireUpTo(ctx context.Context, p Priority, most int) (int, error) {
-	return g.acquire(ctx, p, 1, max(most, 1))
-}
-
 func (g *Gate) acquire(ctx context.Context, p Priority, least, most int) (int, error) {
 	g.mu.Lock()
 	if g.first() == nil && g.cap-g.used >= least {

@@ -269,7 +269,7 @@ func Queue(ctx context.Context, cfg Config, mode string, authors, n int) (harnes
 	return res, check(context.WithoutCancel(ctx), db, "owed queue", want)
 }
 
-// sweepShaped is scheduler.Content.Sweep's loop with run in place of Content.Run: claim as many
+// sweepShaped is scheduler.Content.Sweep's loop with run in place of the content job: claim as many
 // due jobs as there are free slots, run each in its own goroutine, until none is due and none
 // is running.
 func sweepShaped(ctx context.Context, store *models.Store, concurrency int, owner string, lease time.Duration,
