@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,6 +46,9 @@ type Options struct {
 	// negative: the plain rate). The ETA accuracy benchmark compares them; see
 	// scheduler.BackfillConfig.RateWindow.
 	BackfillRateWindow time.Duration
+	// DatabaseClock sets Clock by the database's clock, as the real clock always is (a test of
+	// replicas whose clocks disagree); a given Clock is otherwise kept as it is.
+	DatabaseClock bool
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -99,6 +103,10 @@ type App struct {
 	metricsAddr   string
 	failed        chan error // see Failed
 	timeouts      ServerTimeouts
+	// dbClock is Clock when it is set by the database's clock (checkClock), else nil;
+	// clockProblem the skew past OWED_MAX_CLOCK_SKEW it last found.
+	dbClock      *clock.Offset
+	clockProblem atomic.Pointer[string]
 	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
 	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
 	// names the process that holds it.
@@ -108,8 +116,9 @@ type App struct {
 // New opens the database (applying migrations), makes the first admin if there is none, and
 // assembles the runners and the HTTP handler. Nothing runs until Start.
 func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
+	dbClock := databaseClock(opts)
+	if dbClock != nil {
+		opts.Clock = dbClock
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -123,7 +132,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
-		failed: make(chan error, 1)}
+		failed: make(chan error, 1), dbClock: dbClock}
+	if dbClock != nil {
+		a.checkClock(ctx)
+	}
 	a.owner = models.NewLeaseOwner()
 	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
 	if !a.Notify.Listens() {
@@ -333,6 +345,7 @@ func (a *App) newEcho() *echo.Echo {
 	h.Notify = a.Notify
 	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log), a.Config.Origins()
 	h.Schedule = a.Schedule
+	h.ClockProblem = a.ClockProblem
 	a.API = h
 	h.Register(e)
 	if a.Config.MetricsAddr == "" {
@@ -419,6 +432,11 @@ func (a *App) newSchedule() error {
 		ScheduleOn(*scheduler.Schedule) error
 	}{a.Content, a.Backfill, a.Webhooks} {
 		if err := r.ScheduleOn(s); err != nil {
+			return err
+		}
+	}
+	if a.dbClock != nil {
+		if err := s.Every("clock check", clockCheckEvery, a.checkClock); err != nil {
 			return err
 		}
 	}
