@@ -17,7 +17,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/netutil"
 
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
@@ -318,6 +317,7 @@ func (a *App) newEcho() *echo.Echo {
 			}
 		})
 	}
+	e.Pre(healthOnlyOnReservedSlots)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		a.Log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
 		return err
@@ -535,9 +535,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	t := a.timeouts
-	ln = netutil.LimitListener(ln, int(maxConnections(a.Config.MaxConnections)))
+	conns := maxConnections(a.Config.MaxConnections)
+	proxies, _ := a.Config.Proxies() // FromEnv checked them
+	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies))
+	ln = slotListener{Listener: ln, s: s}
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
-		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		ConnState: s.connState, ConnContext: connContext}
 	if err := a.serveMetrics(); err != nil {
 		return fmt.Errorf("OWED_METRICS_ADDR: %w", err)
 	}
