@@ -46,6 +46,9 @@ type API struct {
 	BackfillSummary func(ctx context.Context) *scheduler.BackfillSummary
 	// Schedule, when set, is listed in the overview (each entry with its next run).
 	Schedule *scheduler.Schedule
+	// ClockProblem, when set, says how far the process's clock is from the database's when
+	// that is too far ("" otherwise); /readyz shows it as "clock".
+	ClockProblem func() string
 	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
 	Backfill *scheduler.Backfill
 	// Media is the media engine whose cached previews /api/media/{id}/preview serves.

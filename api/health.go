@@ -42,6 +42,11 @@ func (a *API) readyz(c echo.Context) error {
 	} else if d := a.modelDegraded(ctx); d != "" {
 		out["model"] = d
 	}
+	if a.ClockProblem != nil {
+		if p := a.ClockProblem(); p != "" {
+			out["clock"] = p
+		}
+	}
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/netutil"
 
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/clock"
@@ -45,6 +45,9 @@ type Options struct {
 	// negative: the plain rate). The ETA accuracy benchmark compares them; see
 	// scheduler.BackfillConfig.RateWindow.
 	BackfillRateWindow time.Duration
+	// DatabaseClock sets Clock by the database's clock, as the real clock always is (a test of
+	// replicas whose clocks disagree); a given Clock is otherwise kept as it is.
+	DatabaseClock bool
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -99,6 +102,10 @@ type App struct {
 	metricsAddr   string
 	failed        chan error // see Failed
 	timeouts      ServerTimeouts
+	// dbClock is Clock when it is set by the database's clock (checkClock), else nil;
+	// clockProblem the skew past OWED_MAX_CLOCK_SKEW it last found.
+	dbClock      *clock.Offset
+	clockProblem atomic.Pointer[string]
 	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
 	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
 	// names the process that holds it.
@@ -108,8 +115,9 @@ type App struct {
 // New opens the database (applying migrations), makes the first admin if there is none, and
 // assembles the runners and the HTTP handler. Nothing runs until Start.
 func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
+	dbClock := databaseClock(opts)
+	if dbClock != nil {
+		opts.Clock = dbClock
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -123,7 +131,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
-		failed: make(chan error, 1)}
+		failed: make(chan error, 1), dbClock: dbClock}
+	if dbClock != nil {
+		a.checkClock(ctx)
+	}
 	a.owner = models.NewLeaseOwner()
 	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
 	if !a.Notify.Listens() {
@@ -306,6 +317,7 @@ func (a *App) newEcho() *echo.Echo {
 			}
 		})
 	}
+	e.Pre(healthOnlyOnReservedSlots)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		a.Log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
 		return err
@@ -333,6 +345,7 @@ func (a *App) newEcho() *echo.Echo {
 	h.Notify = a.Notify
 	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log), a.Config.Origins()
 	h.Schedule = a.Schedule
+	h.ClockProblem = a.ClockProblem
 	a.API = h
 	h.Register(e)
 	if a.Config.MetricsAddr == "" {
@@ -419,6 +432,11 @@ func (a *App) newSchedule() error {
 		ScheduleOn(*scheduler.Schedule) error
 	}{a.Content, a.Backfill, a.Webhooks} {
 		if err := r.ScheduleOn(s); err != nil {
+			return err
+		}
+	}
+	if a.dbClock != nil {
+		if err := s.Every("clock check", clockCheckEvery, a.checkClock); err != nil {
 			return err
 		}
 	}
@@ -517,9 +535,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	t := a.timeouts
-	ln = netutil.LimitListener(ln, int(maxConnections(a.Config.MaxConnections)))
+	conns := maxConnections(a.Config.MaxConnections)
+	proxies, _ := a.Config.Proxies() // FromEnv checked them
+	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies))
+	ln = slotListener{Listener: ln, s: s}
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
-		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		ConnState: s.connState, ConnContext: connContext}
 	if err := a.serveMetrics(); err != nil {
 		return fmt.Errorf("OWED_METRICS_ADDR: %w", err)
 	}

@@ -95,6 +95,13 @@ type Config struct {
 	ReviewBelowRevision float64
 	ReviewBelowComment  float64
 	ReviewBelowPitch    float64
+
+	// MaxClockSkew is how far this process's clock may be from the database's before it says
+	// so (a log line, /readyz's "clock"); time is read from the database's clock either way.
+	MaxClockSkew time.Duration
+	// MaxConnectionsPerIP is how many of the listener's connections one client address may
+	// hold (0: a quarter of MaxConnections).
+	MaxConnectionsPerIP int64
 }
 
 // ReviewBand is the review band per kind of item: each kind's own value, else ReviewBelow.
@@ -178,7 +185,8 @@ func Defaults() Config {
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
 		WebhookSecretOverlap: webhooks.DefaultSecretOverlap,
 		ReviewBelowRevision:  -1, ReviewBelowComment: -1, ReviewBelowPitch: -1,
-		RetainAudit: 8760 * time.Hour,
+		RetainAudit:  8760 * time.Hour,
+		MaxClockSkew: DefaultMaxClockSkew,
 	}
 }
 
@@ -285,6 +293,8 @@ var Settings = []Setting{
 	{Env: "OWED_STREAMS_PER_USER", Default: shown(defaults.StreamsPerUser), Usage: "streams and held long polls of `mine` one user may have open together; past it 429 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.StreamsPerUser }, 1)},
 	{Env: "OWED_MAX_STREAMS", Default: shown(defaults.MaxStreams), Usage: "streams and held long polls of the process; past it 503 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.MaxStreams }, 1)},
 	{Env: "OWED_MAX_CONNECTIONS", Default: "the open-file limit less a tenth", Usage: "connections the listener holds at once; more wait to be accepted, so the file limit is never reached and `/healthz` keeps answering", set: number(func(c *Config) *int64 { return &c.MaxConnections }, 16)},
+	{Env: "OWED_MAX_CONNECTIONS_PER_IP", Default: "a quarter of `OWED_MAX_CONNECTIONS`", Usage: "connections one client address may hold (a trusted proxy's address has no share of its own); near the cap idle keep-alive connections are closed first, and a few slots above it are kept for `/healthz` and `/readyz`", set: number(func(c *Config) *int64 { return &c.MaxConnectionsPerIP }, 1)},
+	{Env: "OWED_MAX_CLOCK_SKEW", Default: shown(defaults.MaxClockSkew), Usage: "how far this process's clock may be from the database's before it says so in the log and `/readyz` (`clock`); owed keeps time by the database's clock either way", set: duration(func(c *Config) *time.Duration { return &c.MaxClockSkew }, 0)},
 	{Env: "OWED_CORS_ORIGINS", Default: "none", Usage: "comma-separated exact origins (`https://site.example`) whose browsers may call the listener and public routes (never `/api/admin/*`); see docs/live.md", set: corsOrigins},
 	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stopping process lets running jobs finish", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},

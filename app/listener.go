@@ -1,15 +1,43 @@
 package app
 
 import (
+	"container/list"
+	"context"
 	"log/slog"
+	"net"
+	"net/http"
+	"sync"
 	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/api"
 )
 
-// The listener holds at most maxConnections connections at once (OWED_MAX_CONNECTIONS;
-// netutil.LimitListener in Serve): past it, new connections wait in the kernel's backlog until
-// one ends, instead of the process running out of file descriptors (accept4: too many open
-// files), which would leave /healthz and the admin unanswered. The streams and long polls of
-// `mine` are capped below it (streamsUnder), so whatever they do there is room for the rest.
+// The listener holds at most maxConnections connections at once (OWED_MAX_CONNECTIONS), so the
+// process never runs out of file descriptors (accept4: too many open files), and shares them
+// out (slots):
+//
+//   - One client address holds at most its share (OWED_MAX_CONNECTIONS_PER_IP, default a
+//     quarter of the cap); a trusted proxy's address has no share of its own, since every
+//     client behind it comes through it.
+//   - Near the cap, idle keep-alive connections are closed first, the longest idle first: a
+//     connection that sent one request and went silent makes room for one that asks something.
+//   - A few slots above the cap are kept for health checks (reserveOf): a connection that finds
+//     no slot (the listener full, or its address at its share) takes one of them if its
+//     address holds fewer than half, for one request within reserveLife; /healthz and /readyz
+//     are answered there, anything else 503 `unavailable` (reservedOnly). So the health routes
+//     answer under any flood, from one address or many.
+//   - A connection that finds no room at all is closed at once, rather than left in the
+//     kernel's backlog where /healthz would wait behind it.
+//
+// The streams and long polls of `mine` are capped below the cap (streamsUnder), so whatever
+// they do there is room for the rest.
+
+// reserveLife is how long a connection on a reserved slot has to send its request and read
+// the answer (the readiness check's database ping takes up to 2 s).
+const reserveLife = 3 * time.Second
 
 // maxConnections is the configured cap, or by default the open-file limit less a tenth of it
 // (at least 256 kept for the database, the preview cache and the log).
@@ -25,6 +53,17 @@ func maxConnections(configured int64) int64 {
 	return max(n-max(n/10, 256), 64)
 }
 
+// connectionsPerIP is the configured share of one client address, or a quarter of the cap.
+func connectionsPerIP(configured, maxConns int64) int {
+	if configured > 0 {
+		return int(min(configured, maxConns))
+	}
+	return int(max(maxConns/4, 1))
+}
+
+// reserveOf is how many slots above the cap are kept for health checks.
+func reserveOf(maxConns int) int { return max(4, maxConns/64) }
+
 // streamsUnder is OWED_MAX_STREAMS, lowered if need be to leave a tenth of the connections
 // (at least 4) to everything else.
 func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
@@ -35,4 +74,188 @@ func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 		return int(max(room, 1))
 	}
 	return int(maxStreams)
+}
+
+// slots is the listener's bookkeeping of connections: how many hold a slot, of each address,
+// and which are idle between requests.
+type slots struct {
+	max, perIP, reserve int
+	exempt              func(net.IP) bool // addresses with no share of their own (trusted proxies)
+
+	mu       sync.Mutex
+	held     int            // connections on ordinary slots
+	reserved int            // on reserved ones
+	byIP     map[string]int // ordinary slots by address
+	resByIP  map[string]int // reserved slots by address
+	idle     *list.List     // idle connections (*slotConn), longest idle first
+}
+
+func newSlots(maxConns, perIP int, exempt func(net.IP) bool) *slots {
+	return &slots{max: maxConns, perIP: perIP, reserve: reserveOf(maxConns), exempt: exempt,
+		byIP: map[string]int{}, resByIP: map[string]int{}, idle: list.New()}
+}
+
+// slotListener is a listener whose connections hold slots.
+type slotListener struct {
+	net.Listener
+	s *slots
+}
+
+// Accept returns the next connection that finds room, closing those that find none.
+func (l slotListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		sc, idle := l.s.admit(c)
+		if idle != nil {
+			idle.Conn.Close() // its slot is already given back
+		}
+		if sc != nil {
+			return sc, nil
+		}
+		c.Close()
+	}
+}
+
+// admit gives c a slot, or nil when there is none for it; idle is a connection it let go to
+// make room, for the caller to close.
+func (s *slots) admit(c net.Conn) (sc *slotConn, idle *slotConn) {
+	ip := peerIP(c)
+	key := ip.String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mayHold := s.exempt(ip) || s.byIP[key] < s.perIP
+	if mayHold && s.held >= s.max-s.reserve {
+		if e := s.idle.Front(); e != nil {
+			idle = e.Value.(*slotConn)
+			s.releaseLocked(idle)
+		}
+	}
+	switch {
+	case mayHold && s.held < s.max:
+		s.held++
+		s.byIP[key]++
+		return &slotConn{Conn: c, s: s, key: key}, idle
+	case s.reserved < s.reserve && s.resByIP[key] < max(1, s.reserve/2):
+		s.reserved++
+		s.resByIP[key]++
+		end := time.Now().Add(reserveLife)
+		c.SetDeadline(end)
+		return &slotConn{Conn: c, s: s, key: key, end: end}, idle
+	}
+	return nil, idle
+}
+
+// releaseLocked gives sc's slot back, once.
+func (s *slots) releaseLocked(sc *slotConn) {
+	if sc.released {
+		return
+	}
+	sc.released = true
+	if sc.idleAt != nil {
+		s.idle.Remove(sc.idleAt)
+		sc.idleAt = nil
+	}
+	counts, n := s.byIP, &s.held
+	if !sc.end.IsZero() {
+		counts, n = s.resByIP, &s.reserved
+	}
+	*n--
+	if counts[sc.key]--; counts[sc.key] <= 0 {
+		delete(counts, sc.key)
+	}
+}
+
+// connState follows the server's connections (http.Server.ConnState): an idle one may be closed
+// to make room; one on a reserved slot ends after its one answer.
+func (s *slots) connState(c net.Conn, st http.ConnState) {
+	sc, ok := c.(*slotConn)
+	if !ok {
+		return
+	}
+	if st == http.StateIdle && sc.reservedSlot() {
+		sc.Close()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case sc.released:
+	case st == http.StateIdle && sc.idleAt == nil:
+		sc.idleAt = s.idle.PushBack(sc)
+	case st != http.StateIdle && sc.idleAt != nil:
+		s.idle.Remove(sc.idleAt)
+		sc.idleAt = nil
+	}
+}
+
+// slotConn is a connection holding a slot, given back when it is closed.
+type slotConn struct {
+	net.Conn
+	s   *slots
+	key string
+	end time.Time // on a reserved slot: when the connection ends, whatever deadlines say
+
+	released bool          // guarded by s.mu
+	idleAt   *list.Element // in s.idle while idle; guarded by s.mu
+}
+
+func (c *slotConn) reservedSlot() bool { return !c.end.IsZero() }
+
+func (c *slotConn) Close() error {
+	c.s.mu.Lock()
+	c.s.releaseLocked(c)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// within keeps a reserved slot's deadlines within its end.
+func (c *slotConn) within(t time.Time) time.Time {
+	if c.reservedSlot() && (t.IsZero() || t.After(c.end)) {
+		return c.end
+	}
+	return t
+}
+
+func (c *slotConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.within(t)) }
+func (c *slotConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.within(t)) }
+func (c *slotConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.within(t)) }
+
+// peerIP is a connection's remote address (nil when it has none).
+func peerIP(c net.Conn) net.IP {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP
+	}
+	return nil
+}
+
+// reservedKey marks, in a request's context, a connection on a reserved slot.
+type reservedKey struct{}
+
+// connContext marks the requests of a connection on a reserved slot (http.Server.ConnContext).
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if sc, ok := c.(*slotConn); ok && sc.reservedSlot() {
+		return context.WithValue(ctx, reservedKey{}, true)
+	}
+	return ctx
+}
+
+// onReservedSlot reports whether r came on a reserved slot, where only health is answered.
+func onReservedSlot(r *http.Request) bool {
+	v, _ := r.Context().Value(reservedKey{}).(bool)
+	return v
+}
+
+// healthOnlyOnReservedSlots answers a request that came on a reserved slot 503 `unavailable`
+// unless it asks /healthz or /readyz: those slots are kept for health checks.
+func healthOnlyOnReservedSlots(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p := c.Request().URL.Path; onReservedSlot(c.Request()) && p != "/healthz" && p != "/readyz" {
+			return &api.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+				Message: "the server holds as many connections as it may; try again shortly"}
+		}
+		return next(c)
+	}
 }

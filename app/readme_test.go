@@ -50,8 +50,8 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_WRITE_BURST": "7", "OWED_WEBHOOK_SECRET_OVERLAP": "90m", "OWED_DATABASE_MAX_CONNS": "9", "OWED_SHUTDOWN_GRACE": "3s",
 		"OWED_RETAIN_EVENTS": "48h", "OWED_RETAIN_DELIVERIES": "96h", "OWED_IDEMPOTENCY_TTL": "2h", "OWED_LOG_LEVEL": "warn", "OWED_LOG_FORMAT": "text",
 		"OWED_STREAMS_PER_USER": "3", "OWED_MAX_STREAMS": "500", "OWED_MAX_CONNECTIONS": "900", "OWED_CORS_ORIGINS": "https://site.example,http://localhost:5173",
-		"OWED_RETAIN_AUDIT": "240h",
-		"OWED_PUBLIC_URL":   "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
+		"OWED_RETAIN_AUDIT": "240h", "OWED_MAX_CLOCK_SKEW": "2s", "OWED_MAX_CONNECTIONS_PER_IP": "50",
+		"OWED_PUBLIC_URL": "https://owed.example.org", "OWED_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
 		// issue 23, faults-edge
 		"OWED_MODEL_PROXY": "http://proxy.internal:3128", "OWED_METRICS_TOKEN": "metrics-secret", "OWED_METRICS_ADDR": "127.0.0.1:9090",
 		"OWED_REVIEW_BELOW": "0.6", "OWED_REVIEW_BELOW_REVISION": "0.7", "OWED_REVIEW_BELOW_COMMENT": "0", "OWED_REVIEW_BELOW_PITCH": "1",

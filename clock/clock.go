@@ -5,6 +5,7 @@ package clock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -175,3 +176,32 @@ func (s Stepping) NewTimer(d time.Duration) (<-chan time.Time, func()) {
 	c <- now
 	return c, func() {}
 }
+
+// Offset is a clock set off from another by a shift that may change while it runs: owed's
+// reading of the database's time, the process's clock corrected by the skew last measured
+// against the database (so replicas whose own clocks disagree still agree on leases and due
+// times), and in tests a replica whose clock runs behind or ahead. Durations are the base
+// clock's: timers wait on it unchanged.
+type Offset struct {
+	Base  Clock
+	shift atomic.Int64 // nanoseconds
+}
+
+// NewOffset is base shifted by d.
+func NewOffset(base Clock, d time.Duration) *Offset {
+	o := &Offset{Base: base}
+	o.shift.Store(int64(d))
+	return o
+}
+
+// Now is the base clock's time plus the shift.
+func (o *Offset) Now() time.Time { return o.Base.Now().Add(o.Shift()) }
+
+// NewTimer is the base clock's timer.
+func (o *Offset) NewTimer(d time.Duration) (<-chan time.Time, func()) { return o.Base.NewTimer(d) }
+
+// Shift is how far this clock is set off from its base.
+func (o *Offset) Shift() time.Duration { return time.Duration(o.shift.Load()) }
+
+// SetShift sets it off by d from now on.
+func (o *Offset) SetShift(d time.Duration) { o.shift.Store(int64(d)) }

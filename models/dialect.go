@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -70,6 +71,9 @@ type dialect interface {
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)
 	// commitMayLand reports whether a failed COMMIT without a txID may still have committed.
 	commitMayLand() bool
+	// clockNow is the database server's time, which every replica's leases and due times are
+	// read against (Store.DatabaseTime).
+	clockNow(ctx context.Context, s *Store) (time.Time, error)
 
 	// batchReads reports whether the items to screen are read in batches (see
 	// Store.ScreenSubject): worth it where every read is a round trip to a server.

@@ -208,3 +208,10 @@ func (postgresDialect) txStatus(ctx context.Context, s *Store, id int64) (outcom
 
 // commitMayLand: a COMMIT whose connection was cut may have committed on the server.
 func (postgresDialect) commitMayLand() bool { return true }
+
+// clockNow is the server's own clock (clock_timestamp: now, not the transaction's start).
+func (postgresDialect) clockNow(ctx context.Context, s *Store) (time.Time, error) {
+	var ms int64
+	err := s.scan(ctx, s.db, &ms, `SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)`)
+	return time.UnixMilli(ms).UTC(), err
+}

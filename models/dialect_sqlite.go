@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
@@ -240,6 +241,11 @@ func (sqliteDialect) txStatus(context.Context, *Store, int64) (outcome, error) {
 }
 
 func (sqliteDialect) commitMayLand() bool { return false }
+
+// clockNow: SQLite is a file on this host, so its clock is the host's.
+func (sqliteDialect) clockNow(context.Context, *Store) (time.Time, error) {
+	return time.Now().UTC(), nil
+}
 
 // privateFiles makes the database's folder (0700 when made here) and the database file the
 // owner's alone before SQLite opens it: SQLite creates a database 0644, and its WAL and SHM

@@ -180,6 +180,16 @@ func (s *Store) Dialect() string { return s.dialect.name() }
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
+// DatabaseTime is the database server's clock now (on SQLite, this host's), which a
+// process's clock is set by so that replicas agree on leases and due times.
+func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
+	t, err := s.dialect.clockNow(ctx, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return t, nil
+}
+
 // nowMs is the store's clock in epoch milliseconds, the unit of every time column.
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
