@@ -6,7 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/owed/owed/clock"
@@ -17,8 +16,9 @@ import (
 	"github.com/owed/owed/scheduler"
 )
 
-// API holds what the handlers need.
-type API struct {
+// Config is what the handlers need: the parts of the process they call and the limits they
+// keep. Zero limits take their defaults.
+type Config struct {
 	Store   *models.Store
 	Content *scheduler.Content
 	Clock   clock.Clock
@@ -66,12 +66,11 @@ type API struct {
 	// X-Forwarded-Proto is then believed; nil trusts none.
 	TrustedProxy func(ip net.IP) bool
 
-	signIns signInLimits
 	// MediaAllowPrivate lets the bot push media URLs whose host is a loopback, private or
 	// otherwise non-public address.
 	MediaAllowPrivate bool
 	// Notify wakes the long polls and streams of `mine` when an author's view changes; when
-	// nil, a process-local notifier is made (which hears nothing unless the store tells it).
+	// nil, New makes a process-local notifier (which hears nothing unless the store tells it).
 	Notify *notify.Hub
 	// StreamsPerUser caps one user's streams and held long polls together (429 past it);
 	// MaxStreams the process's (503). 0: the defaults (DefaultStreamsPerUser, DefaultMaxStreams).
@@ -79,11 +78,39 @@ type API struct {
 	// CORSOrigins are the exact origins whose browsers may call the listener and public routes
 	// (never /api/admin/*); none: no CORS.
 	CORSOrigins []string
+}
 
-	liveOnce sync.Once
-	live     *live
-	memOnce  sync.Once   // mine_memory.go
-	memory   *mineMemory // mine_memory.go
+// API is the handlers with their dependencies and the state they share; make it with New.
+type API struct {
+	Config
+	live    *live
+	memory  *mineMemory // mine_memory.go
+	signIns signInLimits
+}
+
+// New returns the API ready to Register: its defaults filled in and its shared state made.
+func New(cfg Config) *API {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Notify == nil {
+		cfg.Notify = notify.New("", cfg.Log)
+	}
+	if cfg.StreamsPerUser <= 0 {
+		cfg.StreamsPerUser = DefaultStreamsPerUser
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.StreamSettle <= 0 {
+		cfg.StreamSettle = DefaultStreamSettle
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	a := &API{Config: cfg, memory: &mineMemory{byUser: map[int64]*mineMemo{}}, signIns: newSignInLimits()}
+	a.live = a.newLive()
+	return a
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }

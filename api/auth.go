@@ -107,7 +107,6 @@ func (a *API) signIn(c echo.Context) error {
 	}
 	// Both limits are taken before the token is looked up, so guesses are limited too: by
 	// address, since each guess is another token.
-	a.signIns.init()
 	now := a.now()
 	ok, wait := a.signIns.addr.take(addrKey(c.RealIP()), now)
 	if ok {
@@ -151,7 +150,7 @@ func (a *API) signOut(c echo.Context) error {
 		if u := caller(c); u != nil {
 			// This process's streams and long polls of the session end now (PostgreSQL's
 			// trigger tells every replica; SQLite has only this one).
-			a.notifier().Changed(u.ID)
+			a.Notify.Changed(u.ID)
 		}
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,

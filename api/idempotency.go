@@ -1,15 +1,12 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -107,7 +104,7 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			sum.Write(canonicalJSON(body))
 			fp := hex.EncodeToString(sum.Sum(nil))
 			ctx := req.Context()
-			state, lease, kept, err := a.Store.IdemBegin(ctx, u.ID, k, fp, a.now(), a.idempotencyTTL())
+			state, lease, kept, err := a.Store.IdemBegin(ctx, u.ID, k, fp, a.now(), a.IdempotencyTTL)
 			if err != nil {
 				return err
 			}
@@ -203,13 +200,6 @@ func (a *API) settleKey(f func() error) {
 	}
 }
 
-func (a *API) idempotencyTTL() time.Duration {
-	if a.IdempotencyTTL > 0 {
-		return a.IdempotencyTTL
-	}
-	return DefaultIdempotencyTTL
-}
-
 // idempotencyKey is the header's one key: 1–255 printable ASCII characters, as given or as a
 // structured-field string ("…").
 func idempotencyKey(values []string) (string, error) {
@@ -246,13 +236,6 @@ func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
-}
-
-func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if h, ok := r.ResponseWriter.(http.Hijacker); ok {
-		return h.Hijack()
-	}
-	return nil, nil, errors.New("not a hijacker")
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

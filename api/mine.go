@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,7 +156,7 @@ func (st *mineState) recheckAt() time.Time {
 // mineBody appends to dst the view's answer at st: the page q asks for, with nextCursor; kept
 // by its ETag (mineCache), so a view asked for again, unchanged, is not built again.
 func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState, dst []byte) ([]byte, error) {
-	cache := a.liveState().cache
+	cache := a.live.cache
 	if body, ok := cache.get(st.etag, dst); ok {
 		return body, nil
 	}
@@ -261,7 +260,7 @@ func (a *API) mine(c echo.Context) error {
 	var w *notify.Watch
 	if q.wait > 0 && inm != "" {
 		// Watched before the version is read, so that no change falls between the two.
-		w = a.notifier().Watch(u.ID)
+		w = a.Notify.Watch(u.ID)
 		defer func() { w.Close() }()
 	}
 	var st mineState
@@ -380,64 +379,19 @@ func (a *API) mineStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := a.notifier().Watch(u.ID)
-	st, err := a.readMine(ctx, u, &q)
-	if err != nil {
-		w.Close()
-		release()
+	defer release()
+	cred := credOf(c)
+	s := &mineStreamer{a: a, u: u, q: q, w: a.Notify.Watch(u.ID), last: req.Header.Get("Last-Event-ID"), cred: cred}
+	defer func() { s.w.Close() }()
+	if s.st, err = a.readMine(ctx, u, &q); err != nil {
 		return err
 	}
-	cred := credOf(c)
+	s.until = a.credUntil(ctx, cred)
 	res := c.Response()
 	h := res.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the events
-	s := &mineStreamer{a: a, u: u, q: q, st: st, w: w, last: req.Header.Get("Last-Event-ID"), cred: cred, until: a.credUntil(ctx, cred)}
-	if req.ProtoMajor == 1 {
-		if conn, brw, err := http.NewResponseController(res.Writer).Hijack(); err == nil {
-			// The stream takes the connection over and the handler returns: net/http's
-			// per-request state (the connection's read and write buffers, the request, its
-			// goroutine's stack) is let go, and a held stream costs a few kilobytes instead of
-			// some twenty. The answer is delimited by closing the connection.
-			h.Set("Connection", "close")
-			h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-			var head bytes.Buffer
-			head.WriteString("HTTP/1.1 200 OK\r\n")
-			_ = h.Write(&head)
-			head.WriteString("\r\n")
-			_ = brw // what the client sent after its request (nothing, for a stream) is dropped
-			l := a.liveState()
-			l.streams.Add(1)
-			sctx, cancel := context.WithCancel(context.Background()) // nothing of the request is kept
-			s.send = func(b []byte) bool {
-				_ = conn.SetWriteDeadline(time.Now().Add(time.Minute))
-				_, err := conn.Write(b)
-				return err == nil
-			}
-			go func() {
-				// A stream's client sends nothing more: a read ends only when it hangs up.
-				var one [1]byte
-				_ = conn.SetReadDeadline(time.Time{})
-				_, _ = conn.Read(one[:])
-				cancel()
-			}()
-			go func() {
-				defer l.streams.Done()
-				defer release()
-				defer conn.Close()
-				defer cancel()
-				if s.send(append(head.Bytes(), ": owed\n\n"...)) {
-					s.run(sctx)
-				}
-				s.w.Close()
-			}()
-			return nil
-		}
-	}
-	// HTTP/2, or a writer that cannot be taken over: stream through the handler.
-	defer release()
-	defer func() { s.w.Close() }()
 	res.WriteHeader(http.StatusOK)
 	rc := outlive(res, time.Minute)
 	s.send = func(b []byte) bool {
@@ -559,11 +513,7 @@ const DefaultStreamSettle = 25 * time.Millisecond
 // down first. It waits on the wall clock: a pause to gather changes, not a time any rule of
 // the view depends on.
 func (a *API) settle(ctx context.Context, closing <-chan struct{}) bool {
-	d := a.StreamSettle
-	if d <= 0 {
-		d = DefaultStreamSettle
-	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(a.StreamSettle)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -600,61 +550,24 @@ func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
 	return rc
 }
 
-// live is what the views share: the notifier (a process-local one when the app gave none), the
-// signal that the server is shutting down, and the cache of answers.
+// live is what the views share: the signal that the server is shutting down, and the cache of
+// answers.
 type live struct {
-	once    sync.Once
-	hub     *notify.Hub
 	closed  chan struct{}
 	closeMu sync.Once
 	cache   *mineCache
-	streams sync.WaitGroup // streams that took their connection over
-	caps    liveCaps       // held streams and long polls, per user and in all (mine_live.go)
-	co      coalescer      // shared re-reads of woken waiters
-	reads   atomic.Int64   // shared re-reads of the view made, for tests
+	caps    liveCaps     // held streams and long polls, per user and in all (mine_live.go)
+	co      coalescer    // shared re-reads of woken waiters
+	reads   atomic.Int64 // shared re-reads of the view made, for tests
 }
 
-func (a *API) liveState() *live {
-	a.liveOnce.Do(func() {
-		a.live = &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes)}
-		a.live.caps.byUser = map[int64]int{}
-		a.live.caps.full, a.live.caps.fullOf = map[string]int64{}, map[int64][]string{}
-		a.live.caps.open = a.liveGauge()
-		a.live.co.flights = map[string]*flight{}
-	})
-	return a.live
-}
+func (a *API) closing() <-chan struct{} { return a.live.closed }
 
-// notifier is the Hub that wakes long polls and streams.
-func (a *API) notifier() *notify.Hub {
-	if a.Notify != nil {
-		return a.Notify
-	}
-	l := a.liveState()
-	l.once.Do(func() { l.hub = notify.New("", a.Log) })
-	return l.hub
-}
-
-func (a *API) closing() <-chan struct{} { return a.liveState().closed }
-
-// WaitStreams waits, until ctx ends, for the streams that took their connection over (which the
-// HTTP server's graceful shutdown does not count) to end after CloseStreams.
-func (a *API) WaitStreams(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { a.liveState().streams.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// CloseStreams ends every stream and answers every long poll (304) now, and any later one at
-// once: the server is shutting down, and its graceful shutdown waits for open requests.
+// CloseStreams ends every stream and answers every held long poll (304) now, and any later one
+// at once: the server is shutting down, and its graceful shutdown waits for open requests. The
+// app registers it with the HTTP server's RegisterOnShutdown.
 func (a *API) CloseStreams() {
-	l := a.liveState()
-	l.closeMu.Do(func() { close(l.closed) })
+	a.live.closeMu.Do(func() { close(a.live.closed) })
 }
 
 func earliest(a, b time.Time) time.Time {

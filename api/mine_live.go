@@ -18,7 +18,7 @@ import (
 	"github.com/owed/owed/notify"
 )
 
-// The live edge of `mine` under stress (issue 22): caps on what one user and the process hold
+// The live edge of `mine` under stress: caps on what one user and the process hold
 // open, one shared re-read per change, credentials checked again at every wake, and faults
 // that end a stream with an error event rather than silence it.
 
@@ -105,14 +105,8 @@ type liveCaps struct {
 // holdSlot takes a slot for a held connection of u: released by the func it returns (once),
 // or refused with 429 (the user's cap) or 503 (the process's), each with Retry-After.
 func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error) {
-	l := a.liveState()
+	l := a.live
 	perUser, max := a.StreamsPerUser, a.MaxStreams
-	if perUser <= 0 {
-		perUser = DefaultStreamsPerUser
-	}
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
 	cp := &l.caps
 	cp.mu.Lock()
 	if cp.byUser[userID] >= perUser {
@@ -169,15 +163,11 @@ func (a *API) earlyRefusal(c echo.Context, token string) error {
 	default:
 		return nil
 	}
-	cp := &a.liveState().caps
+	cp := &a.live.caps
 	h := models.HashToken(token)
 	cp.mu.Lock()
 	userID, full := cp.full[h]
-	perUser := a.StreamsPerUser
-	if perUser <= 0 {
-		perUser = DefaultStreamsPerUser
-	}
-	full = full && cp.byUser[userID] >= perUser
+	full = full && cp.byUser[userID] >= a.StreamsPerUser
 	cp.mu.Unlock()
 	if full {
 		return refuseHold(c, errTooManyStreams)
@@ -281,7 +271,7 @@ type credRead struct {
 // connections of one author cost one read per change, not N. errRevoked when the credential
 // no longer works.
 func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark int64) (liveView, error) {
-	l := a.liveState()
+	l := a.live
 	cv, err := l.co.do("c|"+strconv.FormatInt(userID, 10)+"|"+cred.Kind+"|"+cred.Hash, mark, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
@@ -311,7 +301,7 @@ func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark 
 
 // liveBody is mineBody shared: waiters that need the same tag's answer at once build it once.
 func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
-	v, err := a.liveState().co.do("b|"+st.etag, 0, func() (any, error) {
+	v, err := a.live.co.do("b|"+st.etag, 0, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
 		return a.mineBody(ctx, u, q, st, nil) // shared by its waiters: a buffer of its own
@@ -386,6 +376,13 @@ func errorEvent(e *Error, retry time.Duration) []byte {
 	return append(b, "\n\n"...)
 }
 
+// newLive is the views' shared state, its gauge registered on the API's registry.
+func (a *API) newLive() *live {
+	return &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes),
+		caps: liveCaps{byUser: map[int64]int{}, full: map[string]int64{}, fullOf: map[int64][]string{}, open: a.liveGauge()},
+		co:   coalescer{flights: map[string]*flight{}}}
+}
+
 // liveGauge is owed_streams_open, registered on the API's registry when there is one.
 func (a *API) liveGauge() *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "owed_streams_open",
@@ -402,7 +399,7 @@ func (a *API) liveGauge() *prometheus.GaugeVec {
 // corsHeaders are what a browser on an allowed origin may send and read.
 var (
 	corsAllowHeaders  = []string{echo.HeaderAuthorization, echo.HeaderContentType, "If-None-Match", "Last-Event-ID", "Idempotency-Key"}
-	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation, headerReplayed}
+	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation}
 )
 
 // corsPaths are the routes browsers on other origins may call: the listener (author) routes

@@ -31,12 +31,6 @@ type mineMemo struct {
 	limit int64 // the author's effective daily limit when read
 }
 
-// mineMemoryOf is the API's mineMemory.
-func (a *API) mineMemoryOf() *mineMemory {
-	a.memOnce.Do(func() { a.memory = &mineMemory{byUser: map[int64]*mineMemo{}} })
-	return a.memory
-}
-
 // keep remembers v as u's version, read after mark was taken; it takes the mark over.
 func (m *mineMemory) keep(u *models.User, mark notify.VersionMark, v models.MineVersion) {
 	m.mu.Lock()
@@ -68,7 +62,7 @@ func (m *mineMemory) forget(userID int64, e *mineMemo) {
 // must, it starts a sweep of u's jobs when one is due by now (the kept earliest due time or
 // lease end), and forgets the version then, so the next request reads it afresh.
 func (a *API) mineFromMemory(ctx context.Context, u *models.User, q *mineQuery) (mineState, bool) {
-	m := a.mineMemoryOf()
+	m := a.memory
 	m.mu.Lock()
 	e := m.byUser[u.ID]
 	m.mu.Unlock()
@@ -79,7 +73,7 @@ func (a *API) mineFromMemory(ctx context.Context, u *models.User, q *mineQuery) 
 		}
 		return mineState{}, false
 	}
-	if !a.notifier().Sync(ctx) || e.mark.Changed() {
+	if !a.Notify.Sync(ctx) || e.mark.Changed() {
 		return mineState{}, false
 	}
 	v := e.v
@@ -92,12 +86,12 @@ func (a *API) mineFromMemory(ctx context.Context, u *models.User, q *mineQuery) 
 
 // readMineKept is readMine that keeps what it read in memory for the next poll.
 func (a *API) readMineKept(ctx context.Context, u *models.User, q *mineQuery) (mineState, error) {
-	mark := a.notifier().MarkVersion(u.ID) // before the read, so no change falls between the two
+	mark := a.Notify.MarkVersion(u.ID) // before the read, so no change falls between the two
 	st, err := a.readMine(ctx, u, q)
 	if err != nil || st.v.Due {
 		mark.Release() // a due job: the sweep just started will change the view
 		return st, err
 	}
-	a.mineMemoryOf().keep(u, mark, st.v)
+	a.memory.keep(u, mark, st.v)
 	return st, nil
 }

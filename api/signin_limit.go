@@ -65,15 +65,12 @@ func (k *keyedLimiter) len() int { return k.keys.Len() }
 
 // signInLimits are the sign-in limiters of one API.
 type signInLimits struct {
-	once       sync.Once
 	addr, toks *keyedLimiter
 }
 
-func (s *signInLimits) init() {
-	s.once.Do(func() {
-		s.addr = newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys)
-		s.toks = newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)
-	})
+func newSignInLimits() signInLimits {
+	return signInLimits{addr: newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys),
+		toks: newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)}
 }
 
 // addrKey is the sign-in limit's key for a client address: the address itself for IPv4, its

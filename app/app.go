@@ -324,30 +324,16 @@ func (a *App) newEcho() *echo.Echo {
 	}}))
 	e.Use(a.measure)
 	e.Use(middleware.BodyLimit("2M"))
-	h := &api.API{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
+	a.API = api.New(api.Config{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
 		InlineWait: a.Config.InlineWait, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
-		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst),
-		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies)}
-	h.Webhooks, h.WebhooksAllowPrivate = a.Webhooks, a.Config.WebhooksAllowPrivate
-	h.WebhookSecretOverlap = a.Config.WebhookSecretOverlap
-	h.Retention = models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered}
-	h.IdempotencyTTL = a.Config.IdempotencyTTL
-	h.MediaAllowPrivate = a.Config.MediaAllowPrivate
-	h.Backfill, h.Media = a.Backfill, a.Media
-	h.BackfillSummary = func(ctx context.Context) *scheduler.BackfillSummary {
-		s, err := a.Backfill.Summary(ctx)
-		if err != nil {
-			a.Log.Error("backfill summary", "err", err)
-			return nil
-		}
-		return &s
-	}
-	h.Notify = a.Notify
-	h.StreamsPerUser, h.MaxStreams, h.CORSOrigins = int(a.Config.StreamsPerUser), streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log), a.Config.Origins()
-	h.Schedule = a.Schedule
-	h.ClockProblem = a.ClockProblem
-	a.API = h
-	h.Register(e)
+		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst), IdempotencyTTL: a.Config.IdempotencyTTL,
+		Retention:       models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered},
+		BackfillSummary: a.backfillSummary, Schedule: a.Schedule, Backfill: a.Backfill, Media: a.Media,
+		Webhooks: a.Webhooks, WebhooksAllowPrivate: a.Config.WebhooksAllowPrivate, WebhookSecretOverlap: a.Config.WebhookSecretOverlap,
+		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies), MediaAllowPrivate: a.Config.MediaAllowPrivate,
+		Notify: a.Notify, StreamsPerUser: int(a.Config.StreamsPerUser), MaxStreams: streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log),
+		CORSOrigins: a.Config.Origins(), ClockProblem: a.ClockProblem})
+	a.API.Register(e)
 	if a.Config.MetricsAddr == "" {
 		e.GET("/metrics", a.metricsHandler()) // else on a listener of its own (serveMetrics)
 	}
@@ -356,6 +342,17 @@ func (a *App) newEcho() *echo.Echo {
 	e.GET("/admin/*", spa)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/admin/") })
 	return e
+}
+
+// backfillSummary is the backfill queue's summary for the overview, or nil when it cannot be
+// read now.
+func (a *App) backfillSummary(ctx context.Context) *scheduler.BackfillSummary {
+	s, err := a.Backfill.Summary(ctx)
+	if err != nil {
+		a.Log.Error("backfill summary", "err", err)
+		return nil
+	}
+	return &s
 }
 
 // ipExtractor finds a request's client address: the TCP peer's, unless the peer is one of the
@@ -542,6 +539,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 		ConnState: s.connState, ConnContext: connContext}
+	// Its graceful shutdown waits for open requests, and a stream never ends by itself.
+	a.server.RegisterOnShutdown(a.API.CloseStreams)
 	if err := a.serveMetrics(); err != nil {
 		return fmt.Errorf("OWED_METRICS_ADDR: %w", err)
 	}
@@ -568,67 +567,56 @@ func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
 // exits with that error (owed serve does) rather than leave the runners working unreachable.
 func (a *App) Failed() <-chan error { return a.failed }
 
-// Shutdown stops in order, each stage with the full grace (the time left before ctx's deadline
-// when Shutdown is called; without a deadline, until ctx ends): HTTP (no new requests,
-// in-flight ones finish; long polls and streams end first), the notifier, cron (no entry runs
-// any more; a chore under way finishes within its grace, else is cancelled), then the runners
-// at once, each on a grace of its own (draining HTTP does not use it up): they claim nothing
-// more, let their running work finish within the grace (then cancel it) and release the leases
-// still held (content jobs and webhook deliveries; the backfill's batch is cut short and its
-// lease released), and last the database. A stop can so take up to three graces in all.
+// Shutdown stops the process in the reverse order of what depends on what, every stage under
+// ctx's one deadline (without a deadline, until ctx ends): HTTP (no new requests; in-flight ones
+// finish, held long polls answer and streams end at once), cron (no entry runs any more; a
+// chore under way is cancelled when the deadline comes), the runners at once (they claim
+// nothing more, let their running work finish until the deadline, then cancel it, and release
+// the leases still held, which is done even past the deadline), the notifier (which the
+// runners' last commits may still wake), and last the database. A stage that overruns leaves
+// the later ones only what remains of the deadline, so the stop takes about the grace at most.
 func (a *App) Shutdown(ctx context.Context) error {
-	// Long polls answer and streams end first: a graceful HTTP shutdown waits for every open
-	// request, and a stream never ends by itself.
-	a.API.CloseStreams()
-	serving := []stopper{a.API.WaitStreams}
-	if a.server != nil {
-		serving = append(serving, a.server.Shutdown)
-	}
-	if a.metricsServer != nil {
-		serving = append(serving, a.metricsServer.Shutdown)
-	}
-	notifier := func(context.Context) error { a.Notify.Stop(); return nil }
-	err := stopInStages(ctx, serving, []stopper{notifier}, []stopper{a.Schedule.Stop},
-		[]stopper{a.Content.Stop, a.Backfill.Stop, a.Webhooks.Stop})
-	return errors.Join(err, a.Store.Close())
+	return stopInStages(ctx, a.stages()...)
 }
 
 // stopper stops one part of the process within its context.
 type stopper func(ctx context.Context) error
 
-// stopInStages runs the stages one after another, the stoppers of a stage at once, each
-// stopper with the full grace (graceOf), and joins their errors.
-func stopInStages(ctx context.Context, stages ...[]stopper) error {
-	grace := graceOf(ctx)
+// stage is a step of the stop: its stoppers run at once.
+type stage struct {
+	name  string
+	stops []stopper
+}
+
+// stages are the steps of Shutdown, in order.
+func (a *App) stages() []stage {
+	var serving []stopper
+	for _, srv := range []*http.Server{a.server, a.metricsServer} {
+		if srv != nil {
+			serving = append(serving, srv.Shutdown)
+		}
+	}
+	return []stage{
+		{"http", serving},
+		{"cron", []stopper{a.Schedule.Stop}},
+		{"runners", []stopper{a.Content.Stop, a.Backfill.Stop, a.Webhooks.Stop}},
+		{"notifier", []stopper{func(context.Context) error { a.Notify.Stop(); return nil }}},
+		{"database", []stopper{func(context.Context) error { return a.Store.Close() }}},
+	}
+}
+
+// stopInStages runs the stages one after another, the stoppers of a stage at once, all under
+// ctx, and joins their errors.
+func stopInStages(ctx context.Context, stages ...stage) error {
 	var errs []error
-	for _, stage := range stages {
-		stopped := make([]error, len(stage))
+	for _, st := range stages {
+		stopped := make([]error, len(st.stops))
 		var wg sync.WaitGroup
-		for i, stop := range stage {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := grace()
-				defer cancel()
-				stopped[i] = stop(ctx)
-			}()
+		for i, stop := range st.stops {
+			wg.Go(func() { stopped[i] = stop(ctx) })
 		}
 		wg.Wait()
 		errs = append(errs, stopped...)
 	}
 	return errors.Join(errs...)
-}
-
-// graceOf makes the context of each stage of a stop: with ctx's deadline, a fresh one of the
-// time left on it now, whatever the stages before took; without a deadline, one that ends
-// with ctx.
-func graceOf(ctx context.Context) func() (context.Context, context.CancelFunc) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
-	}
-	grace := time.Until(deadline)
-	return func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), grace)
-	}
 }
