@@ -45,6 +45,9 @@ type Options struct {
 	// negative: the plain rate). The ETA accuracy benchmark compares them; see
 	// scheduler.BackfillConfig.RateWindow.
 	BackfillRateWindow time.Duration
+	// BeatEvery is the notifier's heartbeat period (zero: notify.DefaultBeatEvery); tests of
+	// a deaf listener make it short.
+	BeatEvery time.Duration
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -117,15 +120,22 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
 		return nil, err
 	}
+	lockTimeout, statementTimeout := cfg.StoreTimeouts()
 	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
-		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget})
+		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget, MaxConnLifetime: cfg.DatabaseMaxConnLifetime,
+		LockTimeout: lockTimeout, StatementTimeout: statementTimeout, MigrateLockTimeout: cfg.MigrateLockTimeout})
 	if err != nil {
 		return nil, err
 	}
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
 		failed: make(chan error, 1)}
 	a.owner = models.NewLeaseOwner()
-	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
+	a.Notify = notify.New(cfg.ListenURL(), opts.Log)
+	if a.Notify.Listens() {
+		a.Notify.SetHeartbeat(func(ctx context.Context, payload string) error {
+			return store.Notify(ctx, notify.Channel, payload)
+		}, opts.BeatEvery)
+	}
 	if !a.Notify.Listens() {
 		// SQLite: every writer is in this process, and the store tells the notifier itself.
 		// PostgreSQL's triggers notify every replica, this one included.
