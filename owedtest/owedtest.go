@@ -154,7 +154,8 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 		f(&cfg)
 	}
 	clk := clock.NewFake(Start)
-	opts := app.Options{Clock: clk, Log: Logger(t)}
+	// A heartbeat a second: a test of a deaf listener sees readiness fall within two.
+	opts := app.Options{Clock: clk, Log: Logger(t), BeatEvery: time.Second}
 	if fakeSleep {
 		opts.Clock = clock.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
 	}
