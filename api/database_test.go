@@ -199,3 +199,43 @@ func TestDeafListener(t *testing.T) {
 		return unavailable(r) && strings.Contains(string(r.Body), "hears nothing")
 	})
 }
+
+// TestLiveThroughPgbouncer: two replicas whose pools go through pgbouncer in transaction mode
+// and whose notifiers LISTEN on a direct connection. A stream held on one sees each item
+// written through the other within 2 s, the other's view never answers a stale 304 after the
+// write's commit, writes answer 201, and both are ready (their heartbeats are heard).
+func TestLiveThroughPgbouncer(t *testing.T) {
+	t.Parallel()
+	pooled, direct := owedtest.PooledURLs(t)
+	listen := func(c *app.Config) { c.DatabaseListenURL = direct }
+	w := newWorld(t, pooled, listen).quiet()
+	w2 := &world{t: t, env: owedtest.NewEnv(t, pooled, listen), tok: w.tok, uid: w.uid}
+	w2.quiet()
+
+	_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+	next(t, events, false)
+	etag := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).Header.Get("ETag")
+	for i := range 5 {
+		began := time.Now()
+		if r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "through the pooler"}); r.Status != http.StatusCreated {
+			t.Fatalf("write %d: %d %s", i, r.Status, r.Body)
+		}
+		written := time.Now()
+		if ev := next(t, events, false); ev.Event != "mine" {
+			t.Fatalf("write %d: the stream sent %q %s", i, ev.Event, ev.Data)
+		}
+		if took := time.Since(written); took > 2*time.Second {
+			t.Errorf("write %d: the other replica's stream saw it %v after the commit", i, took)
+		}
+		r := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", etag)
+		if r.Status != http.StatusOK {
+			t.Fatalf("write %d: the other replica's view answered %d to the old ETag %v after the commit", i, r.Status, time.Since(began))
+		}
+		etag = r.Header.Get("ETag")
+	}
+	for _, r := range []*world{w, w2} {
+		if a := r.env.Do(http.MethodGet, "/readyz", "", nil); a.Status != http.StatusOK {
+			t.Errorf("/readyz: %d %s", a.Status, a.Body)
+		}
+	}
+}

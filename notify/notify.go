@@ -280,6 +280,11 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notify: parse database URL: %w", err)
 	}
+	if !strings.Contains(h.url, "default_query_exec_mode") {
+		// Nothing prepared on the server: a listen URL that goes through a pooler in
+		// transaction mode by mistake still connects, and the heartbeat says what is wrong.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	if cfg.RuntimeParams["application_name"] == "" {
 		// The URL's own name, when it gives one, names this connection too, so an operator
 		// (or a failover test) finds all of a replica's connections by it.
