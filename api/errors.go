@@ -79,6 +79,10 @@ var (
 		Message: "the database did not answer; nothing was written, try again shortly"}
 	errStorage = &Error{Status: http.StatusInsufficientStorage, Code: "insufficient_storage",
 		Message: "the database cannot take writes (storage full or read-only); nothing was written"}
+	errNotPrimary = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the database server reached is not the primary; nothing was written, try again shortly"}
+	errTimeout = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the database was busy past its lock or statement timeout; nothing was written, try again shortly"}
 )
 
 // retryAfterSeconds is the Retry-After of 503 and 507 answers.
@@ -116,8 +120,8 @@ func codeOf(status int) string {
 // ErrorHandler answers every error in the SPEC's shape; it is the one place errors become
 // answers. Errors meant for clients (*Error, Echo's own) say what they say; the store's
 // not-found (named by what the store says was missing) and forbidden map to 404 and 403; a
-// database fault (models.FaultOf) to 503 `unavailable` (transient) or 507
-// `insufficient_storage`, both with Retry-After; anything else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
+// database fault (models.FaultOf) to 503 `unavailable` (transient, not the primary, a lock
+// or statement timeout) or 507 `insufficient_storage`, all with Retry-After; anything else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -137,6 +141,12 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		case models.FaultOf(err) == models.FaultStorage:
 			log.Error("request failed: the database takes no writes", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 			out = errStorage
+		case models.FaultOf(err) == models.FaultNotPrimary:
+			log.Error("request failed: the database server is not the primary", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = errNotPrimary
+		case models.FaultOf(err) == models.FaultTimeout:
+			log.Warn("request failed: a database timeout", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = errTimeout
 		case errors.As(err, &he) && he.Code < 500:
 			msg := http.StatusText(he.Code)
 			if m, ok := he.Message.(string); ok && m != "" {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/owed/owed/models"
 )
 
 // healthz answers while the process serves.
@@ -13,15 +15,22 @@ func (a *API) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only while the database answers and takes writes, so a load balancer
-// stops sending requests to a replica that cannot reach it, or whose database is full. Its "model" says "configured" or why not (e.g.
+// readyz answers 200 only while the database answers and takes writes (a read-only server, a
+// standby, is not ready) and the notifier hears it, so a load balancer stops sending requests
+// to a replica that cannot reach it, whose database is full, or that cannot tell its clients
+// of changes. The database is asked on a connection of its own, never behind the pool. Its "model" says "configured" or why not (e.g.
 // "no model configured").
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := a.Store.Ping(ctx); err != nil {
 		a.Log.Warn("not ready", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: "the database does not answer"}})
+		msg := "the database does not answer"
+		if models.FaultOf(err) == models.FaultNotPrimary {
+			msg = "the database server reached is read-only (not the primary)"
+		}
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: msg}})
 	}
 	// A database that takes no writes (full, read-only) is not ready until a write succeeds
 	// again: a client's, or the probe's here.
@@ -33,6 +42,14 @@ func (a *API) readyz(c echo.Context) error {
 			a.Log.Warn("not ready", "reason", p)
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "insufficient_storage", Message: p}})
+		}
+	}
+	// A listener that hears nothing leaves streams and kept versions blind to other replicas'
+	// writes: not ready, saying why.
+	if a.Notify != nil {
+		if p := a.Notify.Problem(); p != "" {
+			c.Response().Header().Set("Retry-After", retryAfterSeconds)
+			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: p}})
 		}
 	}
 	// Ready without a model too (writes are taken and wait as owed), but saying so.
@@ -58,12 +75,19 @@ func (a *API) modelProblem() string {
 	return a.Content.ModelProblem()
 }
 
+// modelStateWait bounds readiness's read of the model's breaker.
+const modelStateWait = 250 * time.Millisecond
+
 // modelDegraded says, while the model's breaker is open or probing, that the model is degraded
 // and why (its last real error); "" while it is closed.
 func (a *API) modelDegraded(ctx context.Context) string {
 	if a.Content == nil {
 		return ""
 	}
+	// The breaker's row is read on the store's pool, which outside locks can hold: a short
+	// wait, and without an answer the model is not called degraded.
+	ctx, cancel := context.WithTimeout(ctx, modelStateWait)
+	defer cancel()
 	st, err := a.Content.ModelState(ctx)
 	if err != nil || st.State == "closed" {
 		return ""

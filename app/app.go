@@ -48,6 +48,9 @@ type Options struct {
 	// DatabaseClock sets Clock by the database's clock, as the real clock always is (a test of
 	// replicas whose clocks disagree); a given Clock is otherwise kept as it is.
 	DatabaseClock bool
+	// BeatEvery is the notifier's heartbeat period (zero: notify.DefaultBeatEvery); tests of
+	// a deaf listener make it short.
+	BeatEvery time.Duration
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -125,8 +128,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
 		return nil, err
 	}
+	lockTimeout, statementTimeout := cfg.StoreTimeouts()
 	store, err := models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Clock: opts.Clock, Logger: opts.Log,
-		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget})
+		MaxConns: int(cfg.DatabaseMaxConns), DailyLimit: cfg.DailyBudget, MaxConnLifetime: cfg.DatabaseMaxConnLifetime,
+		LockTimeout: lockTimeout, StatementTimeout: statementTimeout, MigrateLockTimeout: cfg.MigrateLockTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		a.checkClock(ctx)
 	}
 	a.owner = models.NewLeaseOwner()
-	a.Notify = notify.New(cfg.DatabaseURL, opts.Log)
+	a.Notify = notify.New(cfg.ListenURL(), opts.Log)
+	if a.Notify.Listens() {
+		a.Notify.SetHeartbeat(func(ctx context.Context, payload string) error {
+			return store.Notify(ctx, notify.Channel, payload)
+		}, opts.BeatEvery)
+	}
 	if !a.Notify.Listens() {
 		// SQLite: every writer is in this process, and the store tells the notifier itself.
 		// PostgreSQL's triggers notify every replica, this one included.

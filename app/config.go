@@ -14,8 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/owed/owed/api"
 	"github.com/owed/owed/media"
+	"github.com/owed/owed/migrations"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/scheduler"
@@ -102,6 +105,39 @@ type Config struct {
 	// MaxConnectionsPerIP is how many of the listener's connections one client address may
 	// hold (0: a quarter of MaxConnections).
 	MaxConnectionsPerIP int64
+	// PostgreSQL behind a pooler, through a failover, under outside locks (docs/scaling.md):
+	// DatabaseListenURL is a direct (session) connection for LISTEN ("": DatabaseURL);
+	// MigrateLockTimeout bounds a start's wait for another process's migration lock;
+	// DatabaseMaxConnLifetime replaces pooled connections; DatabaseLockTimeout and
+	// DatabaseStatementTimeout bound each statement of a transaction (0: the server's own).
+	DatabaseListenURL        string
+	MigrateLockTimeout       time.Duration
+	DatabaseMaxConnLifetime  time.Duration
+	DatabaseLockTimeout      time.Duration
+	DatabaseStatementTimeout time.Duration
+}
+
+// ListenURL is the database URL the notifier LISTENs on (PostgreSQL), or "" on SQLite.
+func (c Config) ListenURL() string {
+	switch {
+	case !models.IsPostgres(c.DatabaseURL):
+		return ""
+	case c.DatabaseListenURL != "":
+		return c.DatabaseListenURL
+	}
+	return c.DatabaseURL
+}
+
+// StoreTimeouts are the lock and statement timeouts as models.Options takes them (below 0:
+// off).
+func (c Config) StoreTimeouts() (lock, statement time.Duration) {
+	off := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	return off(c.DatabaseLockTimeout), off(c.DatabaseStatementTimeout)
 }
 
 // ReviewBand is the review band per kind of item: each kind's own value, else ReviewBelow.
@@ -185,8 +221,10 @@ func Defaults() Config {
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
 		WebhookSecretOverlap: webhooks.DefaultSecretOverlap,
 		ReviewBelowRevision:  -1, ReviewBelowComment: -1, ReviewBelowPitch: -1,
-		RetainAudit:  8760 * time.Hour,
-		MaxClockSkew: DefaultMaxClockSkew,
+		RetainAudit:        8760 * time.Hour,
+		MaxClockSkew:       DefaultMaxClockSkew,
+		MigrateLockTimeout: migrations.DefaultLockTimeout, DatabaseMaxConnLifetime: models.DefaultMaxConnLifetime,
+		DatabaseLockTimeout: models.DefaultLockTimeout, DatabaseStatementTimeout: models.DefaultStatementTimeout,
 	}
 }
 
@@ -228,7 +266,7 @@ type Setting struct {
 var Settings = []Setting{
 	{Env: "OWED_ADDR", Default: shown(defaults.Addr), Usage: "listen address", set: text(func(c *Config) *string { return &c.Addr })},
 	{Env: "OWED_DATA_DIR", Flag: "data", Default: shown(defaults.DataDir), Usage: "database file and preview cache", set: text(func(c *Config) *string { return &c.DataDir })},
-	{Env: "OWED_DATABASE_URL", Flag: "database", Default: "SQLite file in the data dir", Usage: "or `postgres://…` for several replicas", set: databaseURL},
+	{Env: "OWED_DATABASE_URL", Flag: "database", Default: "SQLite file in the data dir", Usage: "or `postgres://…` (or `host=… dbname=…`; several hosts as `a,b`) for several replicas", set: databaseURL},
 	{Env: "OWED_ADMIN_TOKEN", Default: "none (a first admin token is printed once on an empty database)", Usage: "admin bearer token, at least 32 characters", set: text(func(c *Config) *string { return &c.AdminToken })},
 	{Env: "OWED_MODEL_URL", Default: "none", Usage: "the model's URL; without one jobs wait as `unreachable`", set: text(func(c *Config) *string { return &c.ModelURL })},
 	{Env: "OWED_MODEL_KEY", Default: "none", Usage: "the model's bearer key (never logged)", set: text(func(c *Config) *string { return &c.ModelKey })},
@@ -290,6 +328,16 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_WRITE_BURST", Default: shown(defaults.WriteBurst), Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
 	{Env: "OWED_DATABASE_MAX_CONNS", Default: shown(defaults.DatabaseMaxConns), Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
+	{Env: "OWED_DATABASE_LISTEN_URL", Default: "`OWED_DATABASE_URL`", Usage: "a direct (session) PostgreSQL connection for `LISTEN` when `OWED_DATABASE_URL` goes through a pooler in transaction mode (docs/scaling.md)", set: func(c *Config, v string) error {
+		if !models.IsPostgres(v) {
+			return fmt.Errorf("want a PostgreSQL URL (postgres://… or host=… dbname=…)")
+		}
+		return postgresURL(&c.DatabaseListenURL, v)
+	}},
+	{Env: "OWED_MIGRATE_LOCK_TIMEOUT", Default: shown(defaults.MigrateLockTimeout), Usage: "how long a start waits for another process's migration lock (PostgreSQL) before it exits with an error", set: duration(func(c *Config) *time.Duration { return &c.MigrateLockTimeout }, time.Second)},
+	{Env: "OWED_DATABASE_MAX_CONN_LIFETIME", Default: shown(defaults.DatabaseMaxConnLifetime), Usage: "a pooled PostgreSQL connection is replaced after this long, so a pool that reached a standby finds the primary again", set: duration(func(c *Config) *time.Duration { return &c.DatabaseMaxConnLifetime }, time.Second)},
+	{Env: "OWED_DATABASE_LOCK_TIMEOUT", Default: shown(defaults.DatabaseLockTimeout), Usage: "a PostgreSQL statement waiting this long for a lock fails: 503 `unavailable` (`0`: the server's setting)", set: duration(func(c *Config) *time.Duration { return &c.DatabaseLockTimeout }, 0)},
+	{Env: "OWED_DATABASE_STATEMENT_TIMEOUT", Default: shown(defaults.DatabaseStatementTimeout), Usage: "a PostgreSQL statement running this long fails: 503 `unavailable` (`0`: the server's setting)", set: duration(func(c *Config) *time.Duration { return &c.DatabaseStatementTimeout }, 0)},
 	{Env: "OWED_STREAMS_PER_USER", Default: shown(defaults.StreamsPerUser), Usage: "streams and held long polls of `mine` one user may have open together; past it 429 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.StreamsPerUser }, 1)},
 	{Env: "OWED_MAX_STREAMS", Default: shown(defaults.MaxStreams), Usage: "streams and held long polls of the process; past it 503 with `Retry-After`", set: number(func(c *Config) *int64 { return &c.MaxStreams }, 1)},
 	{Env: "OWED_MAX_CONNECTIONS", Default: "the open-file limit less a tenth", Usage: "connections the listener holds at once; more wait to be accepted, so the file limit is never reached and `/healthz` keeps answering", set: number(func(c *Config) *int64 { return &c.MaxConnections }, 16)},
@@ -370,6 +418,9 @@ func (c Config) Validate() error {
 	var errs []string
 	if c.MediaMinGap > c.MediaMaxGap {
 		errs = append(errs, "OWED_MEDIA_MIN_GAP_MS must not exceed OWED_MEDIA_MAX_GAP_MS")
+	}
+	if c.DatabaseListenURL != "" && !models.IsPostgres(c.DatabaseURL) {
+		errs = append(errs, "OWED_DATABASE_LISTEN_URL needs a PostgreSQL OWED_DATABASE_URL")
 	}
 	if n := len(c.AdminToken); n > 0 && n < MinAdminToken {
 		// The token itself is never shown: it is a credential.
@@ -490,13 +541,25 @@ func boolean(field func(*Config) *bool) func(*Config, string) error {
 }
 
 func databaseURL(c *Config, v string) error {
-	if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") &&
-		!strings.HasPrefix(v, "sqlite:") && !strings.HasPrefix(v, "file:") {
+	if strings.HasPrefix(v, "sqlite:") || strings.HasPrefix(v, "file:") {
+		c.DatabaseURL = v
+		return nil
+	}
+	if !models.IsPostgres(v) {
 		// Anything else would be taken for an SQLite file path, a typo silently making a new
 		// empty database.
-		return fmt.Errorf("want postgres://…, or sqlite:PATH for an SQLite file")
+		return fmt.Errorf("want postgres://… (or host=… dbname=…), or sqlite:PATH for an SQLite file")
 	}
-	c.DatabaseURL = v
+	return postgresURL(&c.DatabaseURL, v)
+}
+
+// postgresURL keeps v in dst if the driver can read it: a URL or key/value string, with one
+// host or several (postgres://a,b/owed, host=a,b).
+func postgresURL(dst *string, v string) error {
+	if _, err := pgconn.ParseConfig(v); err != nil {
+		return fmt.Errorf("not a PostgreSQL connection string the driver reads (postgres://host1,host2/db?target_session_attrs=read-write, or host=host1,host2 dbname=db)")
+	}
+	*dst = v
 	return nil
 }
 

@@ -176,3 +176,38 @@ func TestShortAdminTokenRefused(t *testing.T) {
 		t.Fatalf("a 32-character admin token: %v", err)
 	}
 }
+
+// TestDatabaseURLForms: PostgreSQL is named by a URL or a key/value string, each with one
+// host or several (a failover's list, with target_session_attrs); anything else that is not
+// an SQLite name is refused, and so is a listen URL beside SQLite.
+func TestDatabaseURLForms(t *testing.T) {
+	for _, v := range []string{
+		"postgres://db/owed",
+		"postgres://db1,db2/owed?target_session_attrs=read-write",
+		"postgresql://owed:pw@db1:5432,db2:5433/owed?target_session_attrs=read-write&sslmode=disable",
+		"host=db1,db2 dbname=owed target_session_attrs=read-write",
+		"host=db1,db2 port=5432,5433 user=owed dbname=owed",
+		"sqlite:/var/lib/owed/owed.db",
+	} {
+		c, err := app.FromEnv(env(map[string]string{"OWED_DATABASE_URL": v}))
+		if err != nil || c.DatabaseURL != v {
+			t.Errorf("OWED_DATABASE_URL=%q: %q, %v", v, c.DatabaseURL, err)
+		}
+	}
+	for _, v := range []string{"owed.db", "mysql://db/owed", "postgres://db/owed?sslmode=sometimes", "host=db dbname=owed sslmode=sometimes"} {
+		if _, err := app.FromEnv(env(map[string]string{"OWED_DATABASE_URL": v})); err == nil {
+			t.Errorf("OWED_DATABASE_URL=%q was accepted", v)
+		}
+	}
+	c, err := app.FromEnv(env(map[string]string{"OWED_DATABASE_URL": "postgres://pooler:6432/owed",
+		"OWED_DATABASE_LISTEN_URL": "host=db1,db2 dbname=owed target_session_attrs=read-write"}))
+	if err != nil || c.ListenURL() != "host=db1,db2 dbname=owed target_session_attrs=read-write" {
+		t.Errorf("listen URL = %q, %v", c.ListenURL(), err)
+	}
+	if c, _ := app.FromEnv(env(map[string]string{"OWED_DATABASE_URL": "postgres://db/owed"})); c.ListenURL() != "postgres://db/owed" {
+		t.Errorf("listen URL by default = %q, want the database URL", c.ListenURL())
+	}
+	if _, err := app.FromEnv(env(map[string]string{"OWED_DATABASE_LISTEN_URL": "postgres://db/owed"})); err == nil {
+		t.Error("a listen URL beside SQLite was accepted")
+	}
+}

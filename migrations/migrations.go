@@ -1,20 +1,26 @@
 // Package migrations holds owed's versioned SQL schema, one folder per dialect, and applies it.
 //
 // Files are named NNNN_name.sql; each is applied once, in order, inside a transaction, and
-// recorded in schema_migrations. On PostgreSQL an advisory lock serialises replicas that start
-// together, so exactly one of them applies a pending version.
+// recorded in schema_migrations. On PostgreSQL every pending version is applied in one
+// transaction that first takes a transaction-scoped advisory lock, which serialises replicas
+// that start together (exactly one of them applies a pending version) and which no pooler can
+// leave held: it ends with the transaction.
 package migrations
 
 import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed sqlite/*.sql postgres/*.sql
@@ -30,9 +36,11 @@ type dialect struct {
 	// record to another version (to, from, name); record one (version, name, applied_at);
 	// count the schema_migrations tables of the database's current schema.
 	renumber, insert, exists string
-	// lock and unlock take and give back the lock that keeps replicas from migrating at the
-	// same time ("" where the database's one writer already does).
-	lock, unlock string
+	// tryLock takes, for the rest of the transaction, the lock that keeps replicas from
+	// migrating at the same time, answering whether it got it; waitLock waits for it, up to
+	// the lock timeout setLockTimeout sets ($1, milliseconds). "" where the database's one
+	// writer already keeps replicas apart (every version then has a transaction of its own).
+	tryLock, setLockTimeout, waitLock string
 	// renumbered lists migrations that moved to another version after databases had
 	// recorded them (see renumber).
 	renumbered []renumbering
@@ -59,12 +67,13 @@ var dialects = map[string]dialect{
 		renumbered: []renumbering{{name: "public_title", from: 4, to: 5}},
 	},
 	"postgres": {
-		name:     "postgres",
-		renumber: `UPDATE schema_migrations SET version = $1 WHERE version = $2 AND name = $3`,
-		insert:   `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		exists:   `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`,
-		lock:     `SELECT pg_advisory_lock(` + strconv.Itoa(advisoryKey) + `)`,
-		unlock:   `SELECT pg_advisory_unlock(` + strconv.Itoa(advisoryKey) + `)`,
+		name:           "postgres",
+		renumber:       `UPDATE schema_migrations SET version = $1 WHERE version = $2 AND name = $3`,
+		insert:         `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+		exists:         `SELECT count(*) FROM pg_tables WHERE tablename = 'schema_migrations' AND schemaname = current_schema()`,
+		tryLock:        `SELECT pg_try_advisory_xact_lock(` + strconv.Itoa(advisoryKey) + `)`,
+		setLockTimeout: `SELECT set_config('lock_timeout', $1, true)`,
+		waitLock:       `SELECT pg_advisory_xact_lock(` + strconv.Itoa(advisoryKey) + `)`,
 	},
 }
 
@@ -123,7 +132,7 @@ func List(dialect string) ([]Migration, error) {
 // renumber moves the records of renumbered migrations to their new versions, so that a
 // database that applied one under its old version does not apply it again. A migration that
 // now takes the old version is then applied as any pending one.
-func renumber(ctx context.Context, conn *sql.Conn, d dialect) error {
+func renumber(ctx context.Context, conn execer, d dialect) error {
 	for _, r := range d.renumbered {
 		if _, err := conn.ExecContext(ctx, d.renumber, r.to, r.from, r.name); err != nil {
 			return fmt.Errorf("migrations: renumber %s from %d to %d: %w", r.name, r.from, r.to, err)
@@ -132,9 +141,35 @@ func renumber(ctx context.Context, conn *sql.Conn, d dialect) error {
 	return nil
 }
 
-// Apply brings db up to the newest version of the dialect ("sqlite" or "postgres") and
-// returns the versions it applied. A failing migration rolls back whole and stops the rest.
+// DefaultLockTimeout is LockWait.Timeout when none is set.
+const DefaultLockTimeout = 2 * time.Minute
+
+// LockWait is how a start waits for another process's migration lock (PostgreSQL): up to
+// Timeout (0: DefaultLockTimeout), saying so on Log once when it has to wait.
+type LockWait struct {
+	Timeout time.Duration
+	Log     *slog.Logger
+}
+
+// ErrLockTimeout is a start that waited LockWait.Timeout for another process's migration
+// lock without getting it.
+var ErrLockTimeout = errors.New("migrations: another process held the migration lock past the lock timeout")
+
+// execer runs statements on a connection or in a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// Apply is ApplyWith, waiting for the lock as long as DefaultLockTimeout, silently.
 func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
+	return ApplyWith(ctx, db, dialect, LockWait{})
+}
+
+// ApplyWith brings db up to the newest version of the dialect ("sqlite" or "postgres") and
+// returns the versions it applied. A failing migration rolls back whole and stops the rest
+// (on PostgreSQL, with every version of this start: they share its transaction).
+func ApplyWith(ctx context.Context, db *sql.DB, dialect string, wait LockWait) ([]int, error) {
 	d, err := dialectNamed(dialect)
 	if err != nil {
 		return nil, err
@@ -148,23 +183,71 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		return nil, fmt.Errorf("migrations: connect: %w", err)
 	}
 	defer conn.Close()
-	if d.lock != "" {
-		if _, err := conn.ExecContext(ctx, d.lock); err != nil {
-			return nil, fmt.Errorf("migrations: lock: %w", err)
-		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), d.unlock)
+	if d.tryLock == "" {
+		return pending(ctx, conn, d, list, true)
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := lock(ctx, tx, d, wait); err != nil {
+		return nil, err
+	}
+	applied, err := pending(ctx, tx, d, list, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("migrations: commit: %w", err)
+	}
+	return applied, nil
+}
+
+// lock takes the migration lock in tx, waiting up to wait.Timeout with a log line.
+func lock(ctx context.Context, tx *sql.Tx, d dialect, wait LockWait) error {
+	var got bool
+	if err := tx.QueryRowContext(ctx, d.tryLock).Scan(&got); err != nil {
+		return fmt.Errorf("migrations: lock: %w", err)
+	}
+	if got {
+		return nil
+	}
+	timeout := wait.Timeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	if wait.Log != nil {
+		wait.Log.Warn("migrations: waiting for another process's migration lock", "timeout", timeout)
+	}
+	if _, err := tx.ExecContext(ctx, d.setLockTimeout, strconv.FormatInt(timeout.Milliseconds(), 10)); err != nil {
+		return fmt.Errorf("migrations: lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, d.waitLock); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" {
+			return fmt.Errorf("%w (%s, OWED_MIGRATE_LOCK_TIMEOUT): a process that is migrating, or a session holding "+
+				"pg_advisory_lock(%d), keeps it; see pg_locks", ErrLockTimeout, timeout, advisoryKey)
+		}
+		return fmt.Errorf("migrations: lock: %w", err)
+	}
+	return nil
+}
+
+// pending applies the versions not yet recorded, each in a transaction of its own when own
+// is true (run is then a connection), else in run's.
+func pending(ctx context.Context, run execer, d dialect, list []Migration, own bool) ([]int, error) {
+	if _, err := run.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,
 		name       text    NOT NULL,
 		applied_at bigint  NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("migrations: version table: %w", err)
 	}
-	if err := renumber(ctx, conn, d); err != nil {
+	if err := renumber(ctx, run, d); err != nil {
 		return nil, err
 	}
 	done := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	rows, err := run.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: applied versions: %w", err)
 	}
@@ -192,24 +275,37 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
 		if done[m.Version] {
 			continue
 		}
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return applied, fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			tx.Rollback()
-			return applied, fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, d.insert, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
-			tx.Rollback()
-			return applied, fmt.Errorf("migrations: record %04d_%s: %w", m.Version, m.Name, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return applied, fmt.Errorf("migrations: %04d_%s: commit: %w", m.Version, m.Name, err)
+		if err := step(ctx, run, d, m, own); err != nil {
+			return applied, err
 		}
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// step applies m and records it: in a transaction of its own when own is true.
+func step(ctx context.Context, run execer, d dialect, m Migration, own bool) error {
+	var tx *sql.Tx
+	if own {
+		var err error
+		if tx, err = run.(*sql.Conn).BeginTx(ctx, nil); err != nil {
+			return fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
+		}
+		defer tx.Rollback()
+		run = tx
+	}
+	if _, err := run.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migrations: %04d_%s: %w", m.Version, m.Name, err)
+	}
+	if _, err := run.ExecContext(ctx, d.insert, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("migrations: record %04d_%s: %w", m.Version, m.Name, err)
+	}
+	if tx != nil {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrations: %04d_%s: commit: %w", m.Version, m.Name, err)
+		}
+	}
+	return nil
 }
 
 // NewerSchemaError is a database migrated by a newer owed than this one: running on it could

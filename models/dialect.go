@@ -27,6 +27,14 @@ type dialect interface {
 	// open opens the writer and reader pools of opts' database (the same pool when the
 	// database has no single-writer rule); config makes a fresh GORM config for each.
 	open(ctx context.Context, opts Options, config func() *gorm.Config) (writer, reader *gorm.DB, err error)
+	// healthPool is the pool readiness asks (Store.Ping): one that the store's own work
+	// cannot hold (writer is the store's writer).
+	healthPool(opts Options, writer *gorm.DB) (*sql.DB, error)
+	// notify is a statement that sends a notification on channel ($1) whose payload is the
+	// current schema, a colon and $2 ("" where nothing listens).
+	notify() string
+	// readOnly is a statement whose one value is "on" when the server takes no writes.
+	readOnly() string
 	// openPlain opens opts' database without migrating it, for commands that must change
 	// nothing (a status report, a backup).
 	openPlain(opts Options) (*sql.DB, error)
@@ -64,9 +72,12 @@ type dialect interface {
 	// writableCTEs reports whether a WITH clause may hold INSERTs, so that a batch of
 	// verdicts and their events can be written in one statement.
 	writableCTEs() bool
-	// txID is the id of tx's transaction, read so that a COMMIT whose answer was lost can be
-	// asked after (txStatus); 0 where a COMMIT's error always means it did not commit.
-	txID(ctx context.Context, tx *Store) (int64, error)
+	// txStart is the first statement of each transaction: it sets the store's lock and
+	// statement timeouts for the transaction alone (so a pooler that hands the next
+	// transaction another server connection keeps them), and when id is true reads the
+	// transaction's id, so that a COMMIT whose answer was lost can be asked after (txStatus);
+	// 0 where a COMMIT's error always means it did not commit.
+	txStart(ctx context.Context, tx *Store, id bool) (int64, error)
 	// txStatus says whether transaction id committed, on one of s's connections.
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)
 	// commitMayLand reports whether a failed COMMIT without a txID may still have committed.
@@ -92,13 +103,22 @@ type dialect interface {
 	keyRead(ctx context.Context) context.Context
 }
 
-// dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL, else
-// SQLite.
+// dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL or a
+// key/value connection string, else SQLite.
 func dialectOf(opts Options) dialect {
-	if strings.HasPrefix(opts.URL, "postgres://") || strings.HasPrefix(opts.URL, "postgresql://") {
+	if IsPostgres(opts.URL) {
 		return postgresDialect{}
 	}
 	return sqliteDialect{}
+}
+
+// IsPostgres reports whether url names a PostgreSQL database: a postgres:// URL, or a
+// key/value connection string (host=a,b dbname=owed …). Anything else is SQLite.
+func IsPostgres(url string) bool {
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		return true
+	}
+	return !strings.HasPrefix(url, "sqlite:") && !strings.HasPrefix(url, "file:") && strings.Contains(url, "=")
 }
 
 // column is one column of rows passed as JSON: its name and SQL type.

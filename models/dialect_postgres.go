@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
@@ -23,12 +25,13 @@ func (postgresDialect) name() string { return Postgres }
 const DefaultMaxConns = 32
 
 func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
-	db, err := gorm.Open(postgres.Open(opts.URL), config())
+	sqlDB, err := postgresPool(opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open postgres: %w", err)
+		return nil, nil, err
 	}
-	sqlDB, err := db.DB()
+	db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), config())
 	if err != nil {
+		sqlDB.Close()
 		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
 	conns := opts.MaxConns
@@ -41,13 +44,66 @@ func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm
 	return db, db, nil
 }
 
-func (postgresDialect) openPlain(opts Options) (*sql.DB, error) {
-	db, err := sql.Open("pgx", opts.URL)
+// healthPool: one connection of its own, so that /readyz never waits behind the writes that
+// hold the main pool (a long outside lock can hold all of them).
+func (postgresDialect) healthPool(opts Options, _ *gorm.DB) (*sql.DB, error) {
+	db, err := postgresPool(opts)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
+}
+
+// DefaultExecMode is how statements are sent when the URL does not say
+// (default_query_exec_mode): each as an unnamed statement, parsed, bound and run in one round
+// trip, with nothing kept on the server connection, so a pooler in transaction mode (which
+// hands each transaction whichever server connection is free) never meets a statement
+// prepared on another one, and a migration by another replica never leaves a cached
+// description stale. It screened as fast as pgx's cached statements on bench/cmd/screen
+// (docs/scaling.md).
+const DefaultExecMode = pgx.QueryExecModeExec
+
+// DefaultMaxConnLifetime is Options.MaxConnLifetime when none is set.
+const DefaultMaxConnLifetime = 30 * time.Minute
+
+// postgresPool opens a database/sql pool on opts' PostgreSQL: statements in a mode poolers
+// accept (DefaultExecMode unless the URL names one), each connection replaced after
+// MaxConnLifetime, and a connection that finds its server is not the primary closed at once,
+// so the pool's next connection looks for the primary again.
+func postgresPool(opts Options) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(opts.URL)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	if !strings.Contains(opts.URL, "default_query_exec_mode") {
+		cfg.DefaultQueryExecMode = DefaultExecMode
+	}
+	keep := cfg.OnPgError
+	cfg.OnPgError = func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
+		if notPrimary(pe) {
+			return false
+		}
+		return keep == nil || keep(c, pe)
+	}
+	db := stdlib.OpenDB(*cfg)
+	life := opts.MaxConnLifetime
+	if life <= 0 {
+		life = DefaultMaxConnLifetime
+	}
+	db.SetConnMaxLifetime(life)
 	return db, nil
 }
+
+func (postgresDialect) openPlain(opts Options) (*sql.DB, error) { return postgresPool(opts) }
+
+func (postgresDialect) notify() string {
+	return `SELECT pg_notify(?, current_schema() || ':' || ?)`
+}
+
+// readOnly: a standby, or a server or database whose transactions default to read-only.
+func (postgresDialect) readOnly() string { return `SELECT current_setting('transaction_read_only')` }
 
 // backup: PostgreSQL's own tools (pg_dump) make consistent copies of a live database.
 func (postgresDialect) backup(context.Context, Options, string) error { return ErrBackupPostgres }
@@ -152,16 +208,22 @@ func (postgresDialect) keyRead(ctx context.Context) context.Context { return ctx
 // postgresFault classifies PostgreSQL's errors by SQLSTATE: connection exceptions (class 08),
 // an administrator's or a crash's shutdown (57P01–57P03), serialization failures and
 // deadlocks (40001, 40P01) and too many connections (53300) are transient; a full disk (53100)
-// is storage. A connection the driver found closed, or could not make, is transient too.
+// is storage; a server that is not the primary (notPrimary) is its own class; a lock timeout
+// (55P03) and a statement timeout or cancel (57014) are timeouts. A connection the driver
+// found closed, or could not make, is transient too.
 func postgresFault(err error) Fault {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
+		case notPrimary(pe):
+			return FaultNotPrimary
 		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03",
 			pe.Code == "40001", pe.Code == "40P01", pe.Code == "53300":
 			return FaultTransient
 		case pe.Code == "53100":
 			return FaultStorage
+		case pe.Code == "55P03", pe.Code == "57014":
+			return FaultTimeout
 		}
 		return FaultNone
 	}
@@ -182,11 +244,43 @@ func postgresUnique(err error, index string) bool {
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == index
 }
 
-// txID is the transaction's id (txid_current assigns one, which a write takes anyway).
-func (postgresDialect) txID(ctx context.Context, tx *Store) (int64, error) {
-	var id int64
-	err := tx.scan(ctx, tx.db, &id, `SELECT txid_current()`)
-	return id, err
+// notPrimary reports whether pe says the server takes no writes because it is not the
+// primary: a read-only transaction (25006: a standby, or default_transaction_read_only), or a
+// standby refusing to hand out a transaction id (txid_current, which every client write reads
+// first, fails so with an internal error code).
+func notPrimary(pe *pgconn.PgError) bool {
+	return pe.Code == "25006" || (pe.Code == "XX000" && strings.Contains(pe.Message, "during recovery"))
+}
+
+// txStart sets the timeouts with set_config(…, true), which lasts until the transaction
+// ends, and reads the transaction's id in the same round trip when asked (txid_current assigns
+// one, which a write takes anyway). A timeout that is off is left as the server has it.
+func (postgresDialect) txStart(ctx context.Context, tx *Store, id bool) (int64, error) {
+	lock, stmt := tx.timeouts.lock, tx.timeouts.statement
+	if !id && lock <= 0 && stmt <= 0 {
+		return 0, nil
+	}
+	what, args := "0", []any{}
+	if id {
+		what = "txid_current()"
+	}
+	var set []string
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"lock_timeout", lock}, {"statement_timeout", stmt}} {
+		if t.d > 0 {
+			set = append(set, `set_config('`+t.name+`', ?, true) <> ''`)
+			args = append(args, strconv.FormatInt(t.d.Milliseconds(), 10))
+		}
+	}
+	q := `SELECT ` + what
+	if len(set) > 0 {
+		q += ` WHERE ` + strings.Join(set, ` AND `)
+	}
+	var n int64
+	err := tx.scan(ctx, tx.db, &n, q, args...)
+	return n, err
 }
 
 // txStatus asks after a transaction whose COMMIT's answer was lost (PostgreSQL 10+).

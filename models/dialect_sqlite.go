@@ -92,6 +92,14 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	return w, r, nil
 }
 
+// healthPool: the writer, so that readiness learns the file still takes its connection.
+func (sqliteDialect) healthPool(_ Options, writer *gorm.DB) (*sql.DB, error) { return writer.DB() }
+
+// notify: one process holds SQLite, and the store tells its notifier itself.
+func (sqliteDialect) notify() string { return "" }
+
+func (sqliteDialect) readOnly() string { return `SELECT 'off'` }
+
 func (sqliteDialect) openPlain(opts Options) (*sql.DB, error) {
 	path := sqlitePath(opts)
 	if _, err := os.Stat(path); err != nil {
@@ -233,8 +241,9 @@ func sqliteUnique(err error, index string) bool {
 		strings.HasSuffix(se.Error(), "index '"+index+"'")
 }
 
-// txID: SQLite is a local file; a COMMIT that answered an error did not commit.
-func (sqliteDialect) txID(context.Context, *Store) (int64, error) { return 0, nil }
+// txStart: SQLite is a local file (a COMMIT that answered an error did not commit) with one
+// writer, whose waits busy_timeout bounds.
+func (sqliteDialect) txStart(context.Context, *Store, bool) (int64, error) { return 0, nil }
 
 func (sqliteDialect) txStatus(context.Context, *Store, int64) (outcome, error) {
 	return outcomeAborted, nil

@@ -24,6 +24,14 @@ const (
 	// FaultStorage is a database that cannot take writes: full, read-only, or failing its I/O.
 	// Trying again succeeds only once an operator makes room.
 	FaultStorage
+	// FaultNotPrimary is a PostgreSQL server that answers but is not (or no longer) the
+	// primary: a standby, or a server or role that makes every transaction read-only. The
+	// connection that met it is dropped, so the pool connects again and, given several hosts
+	// and target_session_attrs=read-write, finds the primary.
+	FaultNotPrimary
+	// FaultTimeout is a statement that waited past the lock timeout or ran past the statement
+	// timeout (or was cancelled by the server). Trying again at once would wait as long again.
+	FaultTimeout
 )
 
 func (f Fault) String() string {
@@ -32,6 +40,10 @@ func (f Fault) String() string {
 		return "transient"
 	case FaultStorage:
 		return "storage"
+	case FaultNotPrimary:
+		return "not primary"
+	case FaultTimeout:
+		return "timeout"
 	}
 	return "none"
 }
@@ -42,11 +54,17 @@ func (f Fault) String() string {
 // what happened.
 var ErrCommitUnknown = errors.New("the commit's outcome is unknown")
 
+// errReadOnlyServer is Ping's answer from a server whose transactions are read-only.
+var errReadOnlyServer = errors.New("the database server is read-only (not the primary)")
+
 // FaultOf classifies err. Each dialect file knows its own driver's codes (sqliteFault,
 // postgresFault); a connection that was cut is transient on either.
 func FaultOf(err error) Fault {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return FaultNone
+	}
+	if errors.Is(err, errReadOnlyServer) {
+		return FaultNotPrimary
 	}
 	if f := sqliteFault(err); f != FaultNone {
 		return f

@@ -29,6 +29,11 @@ func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
 		{&pgconn.PgError{Code: "53300"}, models.FaultTransient},
 		{&pgconn.PgError{Code: "53100"}, models.FaultStorage},
 		{&pgconn.PgError{Code: "23505"}, models.FaultNone}, // a unique violation is a bug or a conflict
+		{&pgconn.PgError{Code: "25006"}, models.FaultNotPrimary},
+		{&pgconn.PgError{Code: "XX000", Message: "cannot assign TransactionIds during recovery"}, models.FaultNotPrimary},
+		{&pgconn.PgError{Code: "XX000", Message: "something else"}, models.FaultNone},
+		{&pgconn.PgError{Code: "55P03"}, models.FaultTimeout},
+		{&pgconn.PgError{Code: "57014"}, models.FaultTimeout},
 		{fmt.Errorf("create pitch: %w", sqlite3.Error{Code: sqlite3.ErrBusy}), models.FaultTransient},
 		{sqlite3.Error{Code: sqlite3.ErrLocked}, models.FaultTransient},
 		{sqlite3.Error{Code: sqlite3.ErrFull}, models.FaultStorage},

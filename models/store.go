@@ -8,6 +8,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,39 @@ type Options struct {
 	// SlowStatement is how long a statement may take before it is logged at warn (0:
 	// DefaultSlowStatement).
 	SlowStatement time.Duration
+	// MaxConnLifetime is how long a PostgreSQL connection is used before it is replaced (0:
+	// DefaultMaxConnLifetime), so a pool that reached a standby finds the primary again.
+	MaxConnLifetime time.Duration
+	// LockTimeout and StatementTimeout bound, on PostgreSQL, each statement of a transaction:
+	// waiting for a lock, and running (0: DefaultLockTimeout, DefaultStatementTimeout; below
+	// 0: the server's own setting). Each transaction sets them for itself (txStart).
+	LockTimeout, StatementTimeout time.Duration
+	// MigrateLockTimeout is how long Open waits for another process's migration lock
+	// (PostgreSQL; 0: migrations.DefaultLockTimeout) before it fails with
+	// migrations.ErrLockTimeout.
+	MigrateLockTimeout time.Duration
+}
+
+// The timeouts' defaults (Options.LockTimeout, Options.StatementTimeout).
+const (
+	DefaultLockTimeout      = 5 * time.Second
+	DefaultStatementTimeout = 30 * time.Second
+)
+
+// timeouts are a store's lock and statement timeouts (0: the server's).
+type timeouts struct{ lock, statement time.Duration }
+
+func timeoutsOf(opts Options) timeouts {
+	pick := func(d, def time.Duration) time.Duration {
+		switch {
+		case d == 0:
+			return def
+		case d < 0:
+			return 0
+		}
+		return d
+	}
+	return timeouts{lock: pick(opts.LockTimeout, DefaultLockTimeout), statement: pick(opts.StatementTimeout, DefaultStatementTimeout)}
 }
 
 // DefaultDailyLimit is Options.DailyLimit when none is set.
@@ -90,6 +124,10 @@ type Store struct {
 	health *storeHealth
 	// dailyLimit is the limit of users without their own (Options.DailyLimit).
 	dailyLimit int64
+	// timeouts are set by each transaction for itself (Options.LockTimeout …).
+	timeouts timeouts
+	// ping is the pool readiness asks (dialect.healthPool).
+	ping *sql.DB
 
 	// changes hears, after commit, which authors' own views a write changed (see Changes);
 	// a transaction's store collects them in pending until its commit.
@@ -136,12 +174,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err
 	}
+	s.timeouts = timeoutsOf(opts)
+	if s.ping, err = s.dialect.healthPool(opts, s.db); err != nil {
+		s.Close()
+		return nil, err
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	applied, err := migrations.Apply(ctx, sqlDB, s.dialect.name())
+	applied, err := migrations.ApplyWith(ctx, sqlDB, s.dialect.name(), migrations.LockWait{Timeout: opts.MigrateLockTimeout, Log: opts.Logger})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -250,23 +293,51 @@ func (s *Store) changedAll() {
 	}
 }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers, and takes writes (an error of FaultNotPrimary when
+// the server's transactions are read-only), on a pool of its own that the store's work never
+// holds (dialect.healthPool).
 func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	if err := s.retryRepeatable(ctx, func() error { return s.scan(ctx, s.db, &one, "SELECT 1") }); err != nil {
+	var ro string
+	err := s.retryRepeatable(ctx, func() error { return s.ping.QueryRowContext(ctx, s.dialect.readOnly()).Scan(&ro) })
+	switch {
+	case err != nil:
 		return fmt.Errorf("ping: %w", err)
+	case ro == "on":
+		// A connection left on a standby would keep saying so after a failover: the next
+		// ping connects again.
+		s.ping.SetMaxIdleConns(0)
+		s.ping.SetMaxIdleConns(1)
+		return fmt.Errorf("ping: %w", errReadOnlyServer)
 	}
 	return nil
 }
 
-// Close closes both pools.
+// Notify sends a notification on channel through the store's pool, with the payload prefixed
+// by the store's schema as the triggers' are (PostgreSQL; nothing on SQLite): the notifier's
+// heartbeat.
+func (s *Store) Notify(ctx context.Context, channel, payload string) error {
+	q := s.dialect.notify()
+	if q == "" {
+		return nil
+	}
+	var empty string
+	return s.scan(ctx, s.db, &empty, q, channel, payload)
+}
+
+// Close closes the pools.
 func (s *Store) Close() error {
 	var errs []error
+	pools := []*sql.DB{s.ping}
 	for _, g := range []*gorm.DB{s.read, s.db} {
 		if g == nil {
 			continue
 		}
 		if d, err := g.DB(); err == nil {
+			pools = append(pools, d)
+		}
+	}
+	for _, d := range pools {
+		if d != nil {
 			errs = append(errs, d.Close())
 		}
 	}

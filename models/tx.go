@@ -60,18 +60,16 @@ func (s *Store) txOnce(ctx context.Context, req *Request, fn func(tx *Store) err
 		return true, db.Error
 	}
 	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending,
-		dailyLimit: s.dailyLimit, health: s.health}
+		dailyLimit: s.dailyLimit, health: s.health, timeouts: s.timeouts}
 	committed := false
 	defer func() {
 		if !committed {
 			db.Rollback()
 		}
 	}()
-	var txid int64
-	if req != nil {
-		if txid, err = s.dialect.txID(ctx, tx); err != nil {
-			return true, err
-		}
+	txid, err := s.dialect.txStart(ctx, tx, req != nil)
+	if err != nil {
+		return true, err
 	}
 	if err = fn(tx); err != nil {
 		return true, err

@@ -59,6 +59,7 @@ type Hub struct {
 	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
 	watches int // open watches
 	sync    syncState
+	beat    *beat // the heartbeat (SetHeartbeat), nil without
 }
 
 // signal is one change of an author: c closes at it, and next is the change after it.
@@ -92,17 +93,15 @@ func (s *signal) fire() {
 	close(s.c)
 }
 
-// New makes a Hub. With a postgres:// URL it LISTENs there once started; otherwise it hears
+// New makes a Hub. With a PostgreSQL URL (a postgres:// URL or a key/value string) it LISTENs
+// there once started, on a session of its own (never through a pooler in transaction mode,
+// which would hand the LISTEN a server connection it then gives to others); with "" it hears
 // only Changed.
-func New(databaseURL string, log *slog.Logger) *Hub {
+func New(listenURL string, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Hub{log: log, waits: map[int64]*signal{}, refs: map[int64]int{}, marks: map[int64]int{}}
-	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
-		h.url = databaseURL
-	}
-	return h
+	return &Hub{url: listenURL, log: log, waits: map[int64]*signal{}, refs: map[int64]int{}, marks: map[int64]int{}}
 }
 
 // Listens reports whether the Hub hears changes from PostgreSQL (so in-process calls to
@@ -281,6 +280,11 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notify: parse database URL: %w", err)
 	}
+	if !strings.Contains(h.url, "default_query_exec_mode") {
+		// Nothing prepared on the server: a listen URL that goes through a pooler in
+		// transaction mode by mistake still connects, and the heartbeat says what is wrong.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	if cfg.RuntimeParams["application_name"] == "" {
 		// The URL's own name, when it gives one, names this connection too, so an operator
 		// (or a failover test) finds all of a replica's connections by it.
@@ -318,6 +322,11 @@ const (
 
 func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 	defer close(h.done)
+	if h.beat != nil {
+		beating := make(chan struct{})
+		go func() { defer close(beating); h.beats(ctx) }()
+		defer func() { <-beating }()
+	}
 	for {
 		err := h.receive(ctx, conn)
 		h.setUp(false)
@@ -365,8 +374,8 @@ func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
 	h.mu.Unlock()
 	handle := func(n *pgconn.Notification) {
 		rest, ok := strings.CutPrefix(n.Payload, prefix)
-		if !ok {
-			return // another schema's owed, in the same database
+		if !ok || h.heardBeat(rest) {
+			return // another schema's owed, in the same database; or a heartbeat
 		}
 		if rest == "*" { // every author's view (a hold: migration 0010)
 			h.WakeAll()

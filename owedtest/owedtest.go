@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -77,6 +78,47 @@ func PostgresURL(t testing.TB, base string) string {
 		db.Close()
 	})
 	return schemaURL(t, base, schema)
+}
+
+// PgbouncerEnv names a pgbouncer in transaction mode in front of the server at PostgresEnv
+// (every database name passed through; .ci/pgbouncer starts one), for the tests that run
+// through a pooler.
+const PgbouncerEnv = "OWED_TEST_PGBOUNCER_URL"
+
+// PooledURLs makes a fresh database on the server at PostgresEnv, dropped when the test ends,
+// and returns its URL through the pgbouncer at PgbouncerEnv and its direct URL (for LISTEN).
+// A database rather than a schema: a pooler in transaction mode refuses a search_path in the
+// startup packet. It skips the test unless both variables are set.
+func PooledURLs(t testing.TB) (pooled, direct string) {
+	t.Helper()
+	base, bouncer := os.Getenv(PostgresEnv), os.Getenv(PgbouncerEnv)
+	if base == "" || bouncer == "" {
+		t.Skip("needs PostgreSQL behind pgbouncer: set " + PostgresEnv + " and " + PgbouncerEnv)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "owedpgb_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	if _, err := db.Exec(`CREATE DATABASE ` + name); err != nil {
+		db.Close()
+		t.Fatalf("postgres: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
+		db.Close()
+	})
+	at := func(u string) string {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatalf("postgres url: %v", err)
+		}
+		parsed.Path = "/" + name
+		return parsed.String()
+	}
+	return at(bouncer), at(base)
 }
 
 // Logger is a quiet logger for tests (errors only), or verbose with OWED_TEST_LOG=1.
@@ -154,7 +196,8 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 		f(&cfg)
 	}
 	clk := clock.NewFake(Start)
-	opts := app.Options{Clock: clk, Log: Logger(t)}
+	// A heartbeat a second: a test of a deaf listener sees readiness fall within two.
+	opts := app.Options{Clock: clk, Log: Logger(t), BeatEvery: time.Second}
 	if fakeSleep {
 		opts.Clock = clock.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
 	}

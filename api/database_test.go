@@ -1,0 +1,241 @@
+package api_test
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
+)
+
+// postgresBase is the test server's URL, or a skip.
+func postgresBase(t *testing.T) string {
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip("PostgreSQL only: set " + owedtest.PostgresEnv)
+	}
+	return base
+}
+
+func openSQL(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// unavailable reports whether r is 503 unavailable with Retry-After.
+func unavailable(r owedtest.Response) bool {
+	return r.Status == http.StatusServiceUnavailable && r.ErrorCode() == "unavailable" && r.Header.Get("Retry-After") != ""
+}
+
+// TestReadOnlyServer: a replica whose server turns read-only under it (its sessions are cut,
+// and the new ones are read-only, as a standby's are) answers writes 503 unavailable with
+// Retry-After and /readyz 503 within 5 s; once the server takes writes again, the
+// connections that met the read-only server were dropped, so writes succeed again without
+// waiting for the pool's connections to age out.
+func TestReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	base := postgresBase(t)
+	admin := openSQL(t, base)
+	b := make([]byte, 4)
+	rand.Read(b)
+	role := "owedro_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(`CREATE ROLE ` + role + ` LOGIN SUPERUSER`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
+		time.Sleep(100 * time.Millisecond)
+		admin.Exec(`DROP ROLE IF EXISTS ` + role)
+	})
+	u, _ := url.Parse(owedtest.PostgresURL(t, base))
+	u.User = url.User(role)
+	w := newWorld(t, u.String(), func(c *app.Config) { c.DatabaseMaxConns = 2 }).quiet()
+	if r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "before"}); r.Status != http.StatusCreated {
+		t.Fatalf("a write before: %d %s", r.Status, r.Body)
+	}
+
+	if _, err := admin.Exec(`ALTER ROLE ` + role + ` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role); err != nil {
+		t.Fatal(err)
+	}
+	var last owedtest.Response
+	wait.Within(t, 5*time.Second, "a write to answer 503 unavailable", func() bool {
+		last = w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "read-only"})
+		if last.Status == http.StatusCreated {
+			t.Fatalf("a write to a read-only server succeeded: %s", last.Body)
+		}
+		return unavailable(last)
+	})
+	if !strings.Contains(string(last.Body), "not the primary") {
+		t.Errorf("the 503 says %s", last.Body)
+	}
+	wait.Within(t, 5*time.Second, "/readyz to answer 503", func() bool {
+		r := w.env.Do(http.MethodGet, "/readyz", "", nil)
+		return unavailable(r) && strings.Contains(string(r.Body), "read-only")
+	})
+
+	// The server takes writes again. No session is cut: the pool's connections that met the
+	// read-only server must have been dropped for a write to succeed.
+	if _, err := admin.Exec(`ALTER ROLE ` + role + ` RESET default_transaction_read_only`); err != nil {
+		t.Fatal(err)
+	}
+	inARow := 0
+	wait.Within(t, 5*time.Second, "ten writes in a row to succeed again", func() bool {
+		r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "after"})
+		switch {
+		case r.Status == http.StatusCreated:
+			inARow++
+		case unavailable(r):
+			inARow = 0
+		default:
+			t.Fatalf("a write after: %d %s", r.Status, r.Body)
+		}
+		return inARow == 10
+	})
+	wait.Within(t, 5*time.Second, "/readyz to answer 200", func() bool {
+		return w.env.Do(http.MethodGet, "/readyz", "", nil).Status == http.StatusOK
+	})
+}
+
+// TestOutsideLock: while an outside transaction holds an exclusive lock on pitches, writes of
+// pitches answer 503 unavailable with Retry-After after the lock timeout (more writers than
+// pool connections: none waits for the lock's end), while /healthz and /readyz answer 200
+// within a second throughout; once the lock is gone, writes succeed.
+func TestOutsideLock(t *testing.T) {
+	t.Parallel()
+	base := postgresBase(t)
+	dbURL := owedtest.PostgresURL(t, base)
+	const lockTimeout = time.Second
+	w := newWorld(t, dbURL, func(c *app.Config) { c.DatabaseLockTimeout = lockTimeout; c.DatabaseMaxConns = 3 }).quiet()
+
+	locker := openSQL(t, dbURL)
+	tx, err := locker.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`LOCK TABLE pitches IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var health sync.WaitGroup
+	health.Add(1)
+	go func() {
+		defer health.Done()
+		for {
+			for _, path := range []string{"/healthz", "/readyz"} {
+				began := time.Now()
+				r := w.env.Do(http.MethodGet, path, "", nil)
+				if took := time.Since(began); r.Status != http.StatusOK || took > time.Second {
+					t.Errorf("%s under the lock: %d after %v: %s", path, r.Status, took, r.Body)
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+
+	const writers = 6
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			began := time.Now()
+			r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "locked out"})
+			took := time.Since(began)
+			if !unavailable(r) {
+				t.Errorf("a write under the lock: %d %s", r.Status, r.Body)
+			}
+			// Each waits its lock timeout after a connection of the pool is free: at most
+			// writers/conns rounds, with room for a loaded machine.
+			if took > 5*lockTimeout {
+				t.Errorf("a write under the lock answered after %v", took)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	health.Wait()
+	tx.Rollback()
+	if r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "after the lock"}); r.Status != http.StatusCreated {
+		t.Fatalf("a write after the lock: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestDeafListener: a replica whose LISTEN connection hears nothing (here: it listens on
+// another database, as LISTEN through a pooler in transaction mode hears nothing) finds it
+// out by its heartbeat and says so in /readyz (503, with why), within a few seconds.
+func TestDeafListener(t *testing.T) {
+	t.Parallel()
+	base := postgresBase(t)
+	elsewhere, _ := url.Parse(base)
+	elsewhere.Path = "/postgres"
+	w := newWorld(t, owedtest.PostgresURL(t, base), func(c *app.Config) { c.DatabaseListenURL = elsewhere.String() })
+	wait.Within(t, 10*time.Second, "/readyz to say the listener hears nothing", func() bool {
+		r := w.env.Do(http.MethodGet, "/readyz", "", nil)
+		return unavailable(r) && strings.Contains(string(r.Body), "hears nothing")
+	})
+}
+
+// TestLiveThroughPgbouncer: two replicas whose pools go through pgbouncer in transaction mode
+// and whose notifiers LISTEN on a direct connection. A stream held on one sees each item
+// written through the other within 2 s, the other's view never answers a stale 304 after the
+// write's commit, writes answer 201, and both are ready (their heartbeats are heard).
+func TestLiveThroughPgbouncer(t *testing.T) {
+	t.Parallel()
+	pooled, direct := owedtest.PooledURLs(t)
+	listen := func(c *app.Config) { c.DatabaseListenURL = direct }
+	w := newWorld(t, pooled, listen).quiet()
+	w2 := &world{t: t, env: owedtest.NewEnv(t, pooled, listen), tok: w.tok, uid: w.uid}
+	w2.quiet()
+
+	_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
+	next(t, events, false)
+	etag := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).Header.Get("ETag")
+	for i := range 5 {
+		began := time.Now()
+		if r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "through the pooler"}); r.Status != http.StatusCreated {
+			t.Fatalf("write %d: %d %s", i, r.Status, r.Body)
+		}
+		written := time.Now()
+		if ev := next(t, events, false); ev.Event != "mine" {
+			t.Fatalf("write %d: the stream sent %q %s", i, ev.Event, ev.Data)
+		}
+		if took := time.Since(written); took > 2*time.Second {
+			t.Errorf("write %d: the other replica's stream saw it %v after the commit", i, took)
+		}
+		r := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", etag)
+		if r.Status != http.StatusOK {
+			t.Fatalf("write %d: the other replica's view answered %d to the old ETag %v after the commit", i, r.Status, time.Since(began))
+		}
+		etag = r.Header.Get("ETag")
+	}
+	for _, r := range []*world{w, w2} {
+		if a := r.env.Do(http.MethodGet, "/readyz", "", nil); a.Status != http.StatusOK {
+			t.Errorf("/readyz: %d %s", a.Status, a.Body)
+		}
+	}
+}
