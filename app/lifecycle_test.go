@@ -65,7 +65,7 @@ func TestShutdownUnderOneDeadlineEndsStreamsAndKeepsTheNotifierForTheRunners(t *
 			}
 		}
 
-		ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+		ctx, cancel := context.WithTimeout(bg, 4*time.Second) // room for a loaded machine to end the stream
 		defer cancel()
 		deadline, _ := ctx.Deadline()
 		limit := int64(7)
