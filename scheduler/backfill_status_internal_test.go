@@ -118,6 +118,27 @@ func TestStatusLiveRate(t *testing.T) {
 	}
 }
 
+// The ETAs divide by the unrounded rate; only the rate shown is rounded to 0.1. At 0.14 rows a
+// minute, 7 pending rows take 50 minutes (at the 0.1 shown they would take 70).
+func TestStatusEtasUseTheUnroundedRate(t *testing.T) {
+	t.Parallel()
+	const now = 1_000_000
+	rate := 0.14
+	st := computeStatus(statusInput{now: now,
+		members: []models.BackfillMember{{ID: 1, ChatID: "alpha", Backend: "puppet", Counts: models.ScrapeCounts{Pending: 7, Total: 7}}},
+		jobs:    []models.BackfillJob{{ChatID: "alpha", State: models.BackfillRunning, PerMinute: &rate, ActiveAt: time.UnixMilli(now)}}})
+	if len(st.Jobs) != 1 {
+		t.Fatalf("jobs %+v, want alpha", st.Jobs)
+	}
+	j := st.Jobs[0]
+	if j.EtaRun == nil || j.EtaTotal == nil {
+		t.Fatalf("alpha has no ETA: %+v", j)
+	}
+	if j.PerMinute != 0.1 || *j.EtaRun != 50*time.Minute || *j.EtaTotal != 50*time.Minute {
+		t.Errorf("perMinute %v, etaRun %v, etaTotal %v; want 0.1 shown and 50m from the unrounded 0.14", j.PerMinute, *j.EtaRun, *j.EtaTotal)
+	}
+}
+
 // With nothing pending the totals have no ETA, not one of zero.
 func TestStatusTotalsWithNothingPendingHaveNoEta(t *testing.T) {
 	t.Parallel()
