@@ -178,10 +178,10 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 	}
 }
 
-// settleKey ends a request's hold on its key (models.IdemSettle tries again while the database
+// settleKey ends a request's hold on its key (Store.IdemSettle tries again while the database
 // does not answer).
 func (a *API) settleKey(f func() error) {
-	if err := models.IdemSettle(f); err != nil {
+	if err := a.Store.IdemSettle(context.Background(), f); err != nil {
 		a.Log.Warn("idempotency key", "err", err)
 	}
 }
