@@ -166,5 +166,5 @@ func (a *API) decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, a.screenOf(after, h))
+	return c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
 }

@@ -192,10 +192,10 @@ func canonicalJSON(body []byte) []byte {
 	return b
 }
 
-// settleKey ends a request's hold on its key (models.IdemSettle tries again while the database
+// settleKey ends a request's hold on its key (Store.IdemSettle tries again while the database
 // does not answer).
 func (a *API) settleKey(f func() error) {
-	if err := models.IdemSettle(f); err != nil {
+	if err := a.Store.IdemSettle(context.Background(), f); err != nil {
 		a.Log.Warn("idempotency key", "err", err)
 	}
 }

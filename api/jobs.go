@@ -98,32 +98,17 @@ type skippedJSON struct {
 	Held   int64 `json:"held" description:"their task is held: lift the hold to run them"`
 }
 
-// jobOf shows a job as the admin sees it: a job whose task is held and that no lease holds
-// says why held, whatever its row's why; one the open breaker puts off (deferred: until when)
-// says why breaker.
+// jobOf shows a job as the admin sees it, with the why it is shown (models.ShownWhy: deferred
+// is when the open breaker asks the jobs it puts off again).
 func (a *API) jobOf(h models.Holds, deferred *time.Time) func(j models.JobRow) jobJSON {
 	now := a.now()
 	return func(j models.JobRow) jobJSON {
 		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: timeStr(j.DueAt),
-			Attempts: j.Attempts, Why: j.Why, Status: j.Status, LeaseUntil: timePtr(j.LeaseUntil), LastError: j.LastError,
+			Attempts: j.Attempts, Status: j.Status, LeaseUntil: timePtr(j.LeaseUntil), LastError: j.LastError,
 			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
-		out.Why = shownWhy(h, deferred, j.Job, now)
+		out.Why = models.ShownWhy(h, deferred, &j.Job, now)
 		return out
 	}
-}
-
-// shownWhy is a job's why as shown: held while its task is held and no lease holds it; breaker
-// while the breaker puts it off (it is due by deferred, the breaker's next probe, or was put
-// off untried, and no lease holds it); else its row's why (its last real failure, if any).
-func shownWhy(h models.Holds, deferred *time.Time, j models.Job, now time.Time) *models.Why {
-	if w := heldWhy(h, j.Task, j.Why, j.LeaseUntil, now); w != j.Why {
-		return w
-	}
-	if deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now)) {
-		b := models.WhyBreaker
-		return &b
-	}
-	return j.Why
 }
 
 // deferral is when the jobs the open breaker puts off are asked again; nil while it is closed.
@@ -132,18 +117,6 @@ func (a *API) deferral(ctx context.Context) (*time.Time, error) {
 		return nil, nil
 	}
 	return a.Content.Deferral(ctx)
-}
-
-// heldWhy is a job's why as shown: held while its task is held and no lease holds it.
-func heldWhy(h models.Holds, task models.Task, why *models.Why, leaseUntil *time.Time, now time.Time) *models.Why {
-	if why != nil && *why == models.WhyReview {
-		return why // a moderator decides it, held or not
-	}
-	if h.Task(task) && (leaseUntil == nil || !leaseUntil.After(now)) {
-		held := models.WhyHeld
-		return &held
-	}
-	return why
 }
 
 var (

@@ -37,18 +37,14 @@ func stateOf(verdict *models.Verdict) models.ItemState {
 	return models.StateBlocked
 }
 
-// screenOf shows where an item's screening stands; while screens are held (h), a job no lease
-// holds says why held.
-func (a *API) screenOf(s models.ItemScreen, h models.Holds) screenJSON {
+// screenOf shows where an item's screening stands, its job's why as shown (models.ShownWhy,
+// with h the holds). A breaker that cannot be read now is taken as closed: the answer is
+// degraded, not failed.
+func (a *API) screenOf(ctx context.Context, s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
-		out.Why, out.Attempts = heldWhy(h, s.Job.Task, s.Job.Why, s.Job.LeaseUntil, a.now()), s.Job.Attempts
-		if out.Why == s.Job.Why {
-			// Put off by the open breaker: why breaker. (The breaker's row is cached while closed.)
-			if d, err := a.deferral(context.TODO()); err == nil {
-				out.Why = shownWhy(h, d, *s.Job, a.now())
-			}
-		}
+		deferred, _ := a.deferral(ctx) // the breaker's row is cached while closed
+		out.Why, out.Attempts = models.ShownWhy(h, deferred, s.Job, a.now()), s.Job.Attempts
 		if s.Job.Why == nil || *s.Job.Why != models.WhyReview { // a moderator decides: no next attempt
 			next := timeStr(s.Job.DueAt)
 			out.NextAttemptAt = &next
@@ -83,7 +79,7 @@ func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, crea
 			return pendingScreen(created, models.WhyUnavailable)
 		}
 	}
-	return a.screenOf(s, h)
+	return a.screenOf(ctx, s, h)
 }
 
 // pendingScreen is the screen of a new item whose state could not be read, or is not known

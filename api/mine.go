@@ -202,12 +202,9 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			Appeal: appeals[itemRef{it.Kind, it.ID}]}
 		from := len(briefs)
 		for _, j := range it.Jobs {
-			why := heldWhy(st.v.Held, j.Task, j.Why, nil, time.Time{}) // not by lease: the ETag does not hash leases
-			if why == j.Why && deferred != nil && (!j.DueAt.After(*deferred) || j.Why == nil) {
-				b := models.WhyBreaker // put off by the open breaker until its probe (a park moves due_at: a new ETag)
-				why = &b
-			}
-			b := jobBrief{Task: j.Task, Why: why, Attempts: j.Attempts}
+			// The view's jobs carry no lease (the ETag does not hash leases), and a park by the
+			// open breaker moves due_at: a new ETag.
+			b := jobBrief{Task: j.Task, Why: models.ShownWhy(st.v.Held, deferred, &j, time.Time{}), Attempts: j.Attempts}
 			if j.Why == nil || *j.Why != models.WhyReview { // a moderator decides: no next attempt
 				next := timeStr(j.DueAt)
 				b.NextAttemptAt = &next

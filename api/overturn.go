@@ -59,5 +59,5 @@ func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body 
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, a.screenOf(after, h))
+	return c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
 }

@@ -381,7 +381,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	if err != nil {
 		return true, err
 	}
-	return true, c.JSON(http.StatusOK, a.screenOf(after, h))
+	return true, c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
 }
 
 // inReview refuses to retry a job that waits for a moderator: it is decided in the review

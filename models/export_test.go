@@ -19,8 +19,8 @@ const AuthorJobsSQL = authorJobsSQL
 // EventColumns are the events table's columns as the store writes them (eventFields).
 var EventColumns = eventColumns
 
-// TxRetryPause is WithTx's pause after a failed try.
-var TxRetryPause = txRetryPause
+// TxBackoff is WithTx's policy.
+var TxBackoff = txBackoff
 
 // ClaimDueSQL is the dialect's claim of due jobs, bound, as a claim alone (its own
 // transaction) or inside a larger one sends it.

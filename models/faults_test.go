@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,11 +81,12 @@ func TestUniqueViolationNamesItsIndex(t *testing.T) {
 }
 
 // A transaction that failed on a transient fault before its commit runs again (3 tries in
-// all) and commits once; any other error is not tried again.
+// all, pausing on the store's clock) and commits once; any other error is not tried again.
 func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		var waits atomic.Int64
+		s := owedtest.Store(t, db, clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(time.Duration) { waits.Add(1) }})
 		ctx := context.Background()
 		u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
 		if err != nil {
@@ -102,8 +104,8 @@ func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil || tries != 3 {
-			t.Fatalf("err %v after %d tries, want success on the third", err, tries)
+		if err != nil || tries != 3 || waits.Load() != 2 {
+			t.Fatalf("err %v after %d tries and %d pauses on the clock, want success on the third after two", err, tries, waits.Load())
 		}
 		var n int
 		s.RawScan(ctx, &n, `SELECT COUNT(*) FROM pitches`)
@@ -127,10 +129,18 @@ func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 // the second twice that, so replicas cut off together spread out and back off.
 func TestTxRetryPauseDoublesWithJitter(t *testing.T) {
 	t.Parallel()
+	pauses := map[int][]time.Duration{}
+	for range 2000 {
+		try := 0
+		clk := clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(d time.Duration) { try++; pauses[try] = append(pauses[try], d) }}
+		models.TxBackoff.Do(context.Background(), clk, func() (bool, error) { return true, models.ErrCommitUnknown })
+	}
+	if len(pauses) != models.MaxTxTries-1 {
+		t.Fatalf("pauses after %d tries, want after each of the first %d", len(pauses), models.MaxTxTries-1)
+	}
 	for try, base := range map[int]time.Duration{1: 25 * time.Millisecond, 2: 50 * time.Millisecond} {
 		lo, hi := time.Duration(1<<62), time.Duration(0)
-		for range 2000 {
-			p := models.TxRetryPause(try)
+		for _, p := range pauses[try] {
 			lo, hi = min(lo, p), max(hi, p)
 		}
 		if lo < base/2 || hi >= base*3/2 {

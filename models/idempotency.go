@@ -163,24 +163,20 @@ func (s *Store) IdemRelease(ctx context.Context, userID int64, key string, lease
 func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease int64, cause error) error {
 	if FaultOf(cause) == FaultTransient {
 		ctx = context.WithoutCancel(ctx)
-		IdemSettle(func() error { return s.IdemRelease(ctx, userID, key, lease) })
+		s.IdemSettle(ctx, func() error { return s.IdemRelease(ctx, userID, key, lease) })
 	}
 	return fmt.Errorf("idempotency key: %w", cause)
 }
 
 // IdemSettle runs one of the statements that end a request's hold on its key, trying again
-// while the database does not answer (up to 10 tries over about a second): each try may meet
-// another connection the cut left dead in the pool, and a hold left behind would answer every
-// repeat 409 until its lease ran out.
-func IdemSettle(f func() error) error {
-	var err error
-	for try := 1; try <= 10; try++ {
-		if err = f(); err == nil || FaultOf(err) != FaultTransient {
-			return err
-		}
-		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
-	}
-	return err
+// while the database does not answer (up to 10 tries over about a second, on the store's
+// clock): each try may meet another connection the cut left dead in the pool, and a hold left
+// behind would answer every repeat 409 until its lease ran out.
+func (s *Store) IdemSettle(ctx context.Context, f func() error) error {
+	return settleBackoff.Do(ctx, s.clock, func() (bool, error) {
+		err := f()
+		return transient(err), err
+	})
 }
 
 func idemColumns(a *IdemAnswer) (status int, headers *string, body []byte, err error) {

@@ -1,11 +1,13 @@
 package models_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
@@ -149,12 +151,15 @@ func TestIdempotencyKeyWithoutTTL(t *testing.T) {
 }
 
 // TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer: transient faults are tried again,
-// up to ten times; any other error ends at once.
+// up to ten times, pausing on the store's clock; any other error ends at once.
 func TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 	t.Parallel()
+	fake := clock.NewFake(owedtest.Start)
+	s := owedtest.Store(t, "sqlite:"+t.TempDir()+"/owed.db", clock.Stepping{Fake: fake})
+	ctx := context.Background()
 	cut := fmt.Errorf("write: %w", models.ErrCommitUnknown)
 	calls := 0
-	if err := models.IdemSettle(func() error {
+	if err := s.IdemSettle(ctx, func() error {
 		if calls++; calls < 3 {
 			return cut
 		}
@@ -163,12 +168,16 @@ func TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 		t.Errorf("two cuts then success: %v after %d calls, want nil after 3", err, calls)
 	}
 	calls = 0
-	if err := models.IdemSettle(func() error { calls++; return cut }); !errors.Is(err, models.ErrCommitUnknown) || calls != 10 {
+	before := fake.Now()
+	if err := s.IdemSettle(ctx, func() error { calls++; return cut }); !errors.Is(err, models.ErrCommitUnknown) || calls != 10 {
 		t.Errorf("cut every time: %v after %d calls, want the cut after 10", err, calls)
+	}
+	if waited := fake.Now().Sub(before); waited < time.Second || waited > 2*time.Second {
+		t.Errorf("ten tries paused %v on the store's clock, want about a second", waited)
 	}
 	calls = 0
 	bug := errors.New("no such table")
-	if err := models.IdemSettle(func() error { calls++; return bug }); err != bug || calls != 1 {
+	if err := s.IdemSettle(ctx, func() error { calls++; return bug }); err != bug || calls != 1 {
 		t.Errorf("a bug: %v after %d calls, want it after 1", err, calls)
 	}
 }

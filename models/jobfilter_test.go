@@ -155,3 +155,101 @@ func TestListJobRowsPagesInEveryOrder(t *testing.T) {
 		}
 	})
 }
+
+// The shown why has one home (models.ShownWhy): the admin's filter by why (its SQL form) lists
+// exactly the jobs ShownWhy shows with that why, and DeferredByWhy counts exactly those it
+// shows as breaker, for every hold and with the breaker closed or open, over jobs of every
+// why, leased or not, due before the breaker's probe or after.
+func TestShownWhyInSQLAgreesWithGo(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		f := newFixture(t, db)
+		ann := f.User("ann")
+		now := f.clk.Now()
+		for _, title := range []string{"a", "b", "c"} { // their screens allowed: a score owed each
+			_, rev := f.rawSong(ann, title, `s("bd")`)
+			if ok, err := f.store.RecordScreen(f.ctx, models.KindRevision, rev, models.VerdictAllow, 0.9,
+				models.Event{Event: models.TaskScreen, Kind: models.KindRevision, ItemID: rev, UserID: ann, Outcome: models.OutcomeAllow}); err != nil || !ok {
+				t.Fatalf("record: %v %v", ok, err)
+			}
+		}
+		for i := range 12 {
+			f.InsertID(`INSERT INTO pitches (user_id, body, created_at) VALUES (?, ?, ?)`, ann, fmt.Sprint("p", i), f.NowMs())
+		}
+		// Each job a why (or none), a due time before the probe or after, and a lease or none.
+		whys := []any{nil, "upstream", "budget", "review", "unreachable"}
+		dues := []time.Time{now.Add(-time.Minute), now.Add(time.Hour)}
+		leases := []any{nil, ms(now.Add(time.Minute)), ms(now.Add(-time.Minute))}
+		var ids []int64
+		if err := f.store.RawScan(f.ctx, &ids, `SELECT id FROM content_jobs ORDER BY id`); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			why, due, lease := whys[i%len(whys)], dues[i/len(whys)%len(dues)], leases[i%len(leases)]
+			if why == "review" {
+				due = models.ReviewDue
+			}
+			f.Exec(`UPDATE content_jobs SET why = ?, due_at = ?, lease_until = ?, lease_owner = 'w' WHERE id = ?`, why, ms(due), lease, id)
+		}
+		probe := now.Add(5 * time.Second)
+		for _, h := range []models.Holds{{}, {Screen: true}, {Score: true}, {Screen: true, Score: true}} {
+			if err := f.store.SetHolds(f.ctx, h, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, deferred := range []*time.Time{nil, &probe} {
+				all, err := f.store.ListJobRows(f.ctx, models.JobFilter{}, models.JobsByID, nil, 1000)
+				if err != nil || len(all) != len(ids) {
+					t.Fatalf("all jobs: %d, %v", len(all), err)
+				}
+				want := map[models.Why][]int64{}
+				deferredByWhy := map[models.Why]int64{}
+				for _, j := range all {
+					w := models.Why("none")
+					if shown := models.ShownWhy(h, deferred, &j.Job, now); shown != nil {
+						w = *shown
+					}
+					want[w] = append(want[w], j.ID)
+					if w == models.WhyBreaker {
+						own := models.Why("none")
+						if j.Why != nil {
+							own = *j.Why
+						}
+						deferredByWhy[own]++
+					}
+				}
+				for _, why := range append([]models.Why{"none"}, models.Whys...) {
+					for _, held := range []*models.Holds{nil, &h} {
+						rows, err := f.store.ListJobRows(f.ctx, models.JobFilter{Why: why, Deferred: deferred, Held: held}, models.JobsByID, nil, 1000)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var got []int64
+						for _, r := range rows {
+							got = append(got, r.ID)
+						}
+						if fmt.Sprint(got) != fmt.Sprint(want[why]) {
+							t.Errorf("holds %+v, breaker until %v, holds known %v: why %s lists %v, ShownWhy shows %v",
+								h, deferred, held != nil, why, got, want[why])
+						}
+					}
+				}
+				if deferred != nil {
+					got, err := f.store.DeferredByWhy(f.ctx, *deferred)
+					if err != nil || fmt.Sprint(got) != fmt.Sprint(deferredByWhy) {
+						t.Errorf("holds %+v: DeferredByWhy %v (%v), ShownWhy shows as breaker %v", h, got, err, deferredByWhy)
+					}
+				}
+			}
+		}
+		// The cases hold something of each: held, breaker, review, leased and plain jobs.
+		if err := f.store.SetHolds(f.ctx, models.Holds{Score: true}, 1); err != nil {
+			t.Fatal(err)
+		}
+		for why, atLeast := range map[models.Why]int{models.WhyHeld: 1, models.WhyBreaker: 1, models.WhyReview: 1, "upstream": 1, "none": 1} {
+			rows, err := f.store.ListJobRows(f.ctx, models.JobFilter{Why: why, Deferred: &probe}, models.JobsByID, nil, 1000)
+			if err != nil || len(rows) < atLeast {
+				t.Errorf("scores held, breaker open: why %s lists %d jobs (%v), want some", why, len(rows), err)
+			}
+		}
+	})
+}

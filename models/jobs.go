@@ -369,7 +369,7 @@ type JobFilter struct {
 	ID     int64 // one job
 	Task   Task
 	Kind   Kind
-	Why    Why // "none" selects jobs with no why; "held" the jobs of a held task
+	Why    Why // the why shown (ShownWhy); "none" selects jobs shown with no why
 	UserID int64
 	Author string // part of the author's name, any case
 	ItemID int64
@@ -382,14 +382,12 @@ type JobFilter struct {
 	Held *Holds
 
 	// Deferred, when set, is when the jobs the open breaker puts off are asked again
-	// (Breaker.DeferredUntil): a job due by then (or put off untried, with no why of its own)
-	// and not leased shows why breaker, so
-	// why=breaker selects those and any other why leaves them out.
+	// (Breaker.DeferredUntil), as ShownWhy takes it.
 	Deferred *time.Time
 }
 
-// where builds the filter's SQL condition and arguments. A held job's why is held whatever its
-// row says, so why=held selects the held tasks' jobs and any other why leaves them out.
+// where builds the filter's SQL condition and arguments. A job is filtered by the why it is
+// shown (ShownWhy, in SQL shownSQL), not its row's.
 func (f JobFilter) where(now int64) (string, []any) {
 	var conds []string
 	var args []any
@@ -403,42 +401,22 @@ func (f JobFilter) where(now int64) (string, []any) {
 	if f.Kind != "" {
 		add("kind = ?", f.Kind)
 	}
-	held, notHeld := heldTask, " AND NOT "+heldTask
-	if f.Held != nil {
-		var tasks []string
-		for _, t := range Tasks {
-			if f.Held.Task(t) {
-				tasks = append(tasks, "'"+string(t)+"'")
+	if f.Why != "" {
+		held := heldTask
+		if f.Held != nil {
+			var tasks []string
+			for _, t := range Tasks {
+				if f.Held.Task(t) {
+					tasks = append(tasks, "'"+string(t)+"'")
+				}
+			}
+			held = "1 = 0"
+			if len(tasks) > 0 {
+				held = "task IN (" + strings.Join(tasks, ", ") + ")"
 			}
 		}
-		switch len(tasks) {
-		case 0:
-			held, notHeld = "1 = 0", ""
-		default:
-			list := strings.Join(tasks, ", ")
-			held, notHeld = "task IN ("+list+")", " AND task NOT IN ("+list+")"
-		}
-	}
-	notDeferred := ""
-	var deferArgs []any
-	if f.Deferred != nil && f.Why != "" && f.Why != WhyHeld {
-		notDeferred = " AND NOT ((due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?))"
-		deferArgs = []any{f.Deferred.UnixMilli(), now}
-	}
-	switch f.Why {
-	case "":
-	case WhyHeld:
-		add(held)
-	case WhyBreaker:
-		if f.Deferred == nil {
-			add("1 = 0")
-		} else {
-			add("(due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?)"+notHeld, f.Deferred.UnixMilli(), now)
-		}
-	case "none":
-		add("why IS NULL"+notHeld+notDeferred, deferArgs...)
-	default:
-		add("why = ?"+notHeld+notDeferred, append([]any{f.Why}, deferArgs...)...)
+		cond, a := shownSQL(f.Why, held, f.Deferred, now)
+		add(cond, a...)
 	}
 	if f.UserID != 0 {
 		add("user_id = ?", f.UserID)

@@ -99,8 +99,8 @@ func (s *Store) DeferredByWhy(ctx context.Context, until time.Time) (map[Why]int
 		Why *string `gorm:"column:why"`
 		N   int64   `gorm:"column:n"`
 	}
-	if err := s.scan(ctx, s.read, &groups, `SELECT why, COUNT(*) AS n FROM content_jobs
-		WHERE (due_at <= ? OR why IS NULL) AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+` GROUP BY why`, until.UnixMilli(), now); err != nil {
+	breaker, args := shownSQL(WhyBreaker, heldTask, &until, now)
+	if err := s.scan(ctx, s.read, &groups, `SELECT why, COUNT(*) AS n FROM content_jobs WHERE `+breaker+` GROUP BY why`, args...); err != nil {
 		return nil, fmt.Errorf("jobs put off by the breaker: %w", err)
 	}
 	out := map[Why]int64{}

@@ -4,19 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // MaxTxTries is how many times WithTx runs a transaction that failed on a transient fault
 // before it gives up and returns the fault.
 const MaxTxTries = 3
-
-// txRetryBase is the pause before the second try; the third waits twice as long. Each pause
-// is jittered by ±50% so that replicas cut off together do not come back together.
-const txRetryBase = 25 * time.Millisecond
 
 // withTx is WithTx's outermost transaction: begin, fn, the request's commit hook, commit, and
 // what a failure means. Begin and fn failing, or a COMMIT SQLite refused, certainly wrote
@@ -26,30 +20,11 @@ const txRetryBase = 25 * time.Millisecond
 // (txid_status); committed is success, aborted is tried again, unknown is ErrCommitUnknown.
 func (s *Store) withTx(ctx context.Context, fn func(tx *Store) error) error {
 	req := requestOf(ctx)
-	var err error
-	for try := 1; ; try++ {
-		var sure bool // the transaction certainly did not commit
-		sure, err = s.txOnce(ctx, req, fn)
+	return txBackoff.Do(ctx, s.clock, func() (bool, error) {
+		sure, err := s.txOnce(ctx, req, fn) // sure: the transaction certainly did not commit
 		s.noteWrite(err)
-		if err == nil || !sure || FaultOf(err) != FaultTransient || try >= MaxTxTries || ctx.Err() != nil {
-			break
-		}
-		t := time.NewTimer(txRetryPause(try))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-	return err
-}
-
-// txRetryPause is the pause after the try-th failed try: txRetryBase, doubled for each
-// earlier retry, jittered to between half and one and a half times that.
-func txRetryPause(try int) time.Duration {
-	pause := txRetryBase << (try - 1)
-	return pause/2 + rand.N(pause)
+		return sure && transient(err), err
+	})
 }
 
 // txOnce runs one try; sure reports that a failed try certainly did not commit.
@@ -117,15 +92,19 @@ const (
 // waiting up to a few seconds while the server still finishes it.
 func (s *Store) commitOutcome(ctx context.Context, txid int64) outcome {
 	ctx = context.WithoutCancel(ctx)
-	for i := 0; i < 20; i++ {
-		o, err := s.dialect.txStatus(ctx, s, txid)
-		if err == nil && o != outcomeUnknown {
-			return o
+	o := outcomeUnknown
+	askBackoff.Do(ctx, s.clock, func() (bool, error) {
+		var err error
+		if o, err = s.dialect.txStatus(ctx, s, txid); err == nil && o != outcomeUnknown {
+			return false, nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return outcomeUnknown
+		return true, errCommitPending
+	})
+	return o
 }
+
+// errCommitPending is a transaction whose outcome commitOutcome could not learn yet.
+var errCommitPending = errors.New("the commit's outcome is not known yet")
 
 // Request is what a client's request asks of the transactions it runs: that a COMMIT whose
 // outcome was lost is resolved (PostgreSQL reads each transaction's id to ask after it), and
@@ -261,9 +240,8 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 // Every request reads its caller, so this spares clients a 503 for a connection that died
 // idle.
 func (s *Store) retryRepeatable(ctx context.Context, f func() error) error {
-	err := f()
-	for try := 1; try < MaxTxTries && err != nil && !s.inTx && FaultOf(err) == FaultTransient && ctx.Err() == nil; try++ {
-		err = f()
-	}
-	return err
+	return repeatBackoff.Do(ctx, s.clock, func() (bool, error) {
+		err := f()
+		return !s.inTx && transient(err), err
+	})
 }
