@@ -66,16 +66,16 @@ func TestComposeFile(t *testing.T) {
 	if maxConns == 0 {
 		maxConns = 100 // PostgreSQL's default
 	}
-	// Each replica holds its pool and one connection more, which LISTENs for changes.
-	if need := maxReplicas*(per+1) + 10; need > maxConns {
-		t.Errorf("%d replicas x (%d connections + 1 LISTEN) + 10 reserved = %d, over PostgreSQL's max_connections %d", maxReplicas, per, need, maxConns)
+	// Each replica holds its pool and two connections more: one for /readyz, one that LISTENs.
+	if need := maxReplicas*(per+2) + 10; need > maxConns {
+		t.Errorf("%d replicas x (%d connections + /readyz + LISTEN) + 10 reserved = %d, over PostgreSQL's max_connections %d", maxReplicas, per, need, maxConns)
 	}
 	raw, err := os.ReadFile("../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), "replicas x (OWED_DATABASE_MAX_CONNS + 1) + 10") {
-		t.Error("the compose file's comment does not give the connection formula with the LISTEN connection")
+	if !strings.Contains(string(raw), "replicas x (OWED_DATABASE_MAX_CONNS + 2) + 10") {
+		t.Error("the compose file's comment does not give the connection formula with the /readyz and LISTEN connections")
 	}
 
 	dockerfile, err := os.ReadFile("../Dockerfile")

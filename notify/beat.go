@@ -81,6 +81,16 @@ func (h *Hub) heardBeat(rest string) bool {
 	return true
 }
 
+// beatAgain forgets the beats sent while the connection was down (a new LISTEN could not
+// hear them), so a reconnect is judged by the beats sent after it.
+func (h *Hub) beatAgain() {
+	if b := h.beat; b != nil {
+		b.mu.Lock()
+		b.heard = b.sent
+		b.mu.Unlock()
+	}
+}
+
 // beats sends a heartbeat every period until ctx ends, judging the last one first.
 func (h *Hub) beats(ctx context.Context) {
 	b := h.beat

@@ -362,6 +362,7 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 		// Whatever changed while the connection was down was not heard: every waiter looks.
 		h.log.Info("notify: listening again")
 		h.WakeAll()
+		h.beatAgain()
 		h.setUp(true)
 	}
 }

@@ -196,8 +196,8 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 		f(&cfg)
 	}
 	clk := clock.NewFake(Start)
-	// A heartbeat a second: a test of a deaf listener sees readiness fall within two.
-	opts := app.Options{Clock: clk, Log: Logger(t), BeatEvery: time.Second}
+	// A heartbeat every 2 s: a test of a deaf listener sees readiness fall within 4 s.
+	opts := app.Options{Clock: clk, Log: Logger(t), BeatEvery: 2 * time.Second}
 	if fakeSleep {
 		opts.Clock = clock.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
 	}

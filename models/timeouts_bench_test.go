@@ -1,0 +1,51 @@
+package models_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// BenchmarkTimeoutsPerTransaction: what setting the lock and statement timeouts at the start
+// of each transaction costs a pitch's write on PostgreSQL, as a client's write (the settings
+// share the round trip that reads the transaction's id) and as a write of no request (a round
+// trip of their own), against the same writes with the timeouts off.
+//
+//	OWED_TEST_POSTGRES_URL=… go test ./models -run '^$' -bench TimeoutsPerTransaction -benchtime 2000x
+func BenchmarkTimeoutsPerTransaction(b *testing.B) {
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		b.Skip("PostgreSQL only: set " + owedtest.PostgresEnv)
+	}
+	for _, c := range []struct {
+		name    string
+		timeout int // 0: the defaults, -1: off
+		request bool
+	}{{"request/on", 0, true}, {"request/off", -1, true}, {"plain/on", 0, false}, {"plain/off", -1, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := owedtest.Store(b, owedtest.PostgresURL(b, base), clock.NewFake(owedtest.Start), func(o *models.Options) {
+				if c.timeout < 0 {
+					o.LockTimeout, o.StatementTimeout = -1, -1
+				}
+			})
+			u, _, err := s.CreateUser(context.Background(), "ann", models.RoleAuthor)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if c.request {
+				ctx = models.WithRequest(ctx, &models.Request{})
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.CreatePitch(ctx, u.ID, "a pitch"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
