@@ -537,7 +537,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	t := a.timeouts
 	conns := maxConnections(a.Config.MaxConnections)
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
-	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies))
+	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies), t)
 	ln = slotListener{Listener: ln, s: s}
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
