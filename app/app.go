@@ -209,8 +209,12 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 // newBackfill makes the media engine (previews under the data directory, the configured
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
+	// The queue renews its lease between fetches, once a third of it has passed: a fetch that
+	// outlasted the rest would let the lease lapse mid-batch, another replica take the queue and
+	// fetch the same rows again, and this one's answer be dropped.
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
-		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock})
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock,
+		Timeout: min(media.DefaultTimeout, cfg.Lease/3)})
 	if err != nil {
 		return err
 	}
