@@ -22,7 +22,9 @@ func TestMediaFetchEndsWithinALeaseThird(t *testing.T) {
 		cfg.Lease, cfg.MediaAllowPrivate, cfg.MediaMinGap, cfg.MediaMaxGap = 1500*time.Millisecond, true, 0, 0
 	})
 	done := make(chan media.Result, 1)
-	go func() { done <- a.Media.Preview(context.Background(), media.Item{ID: 1, Kind: "image", URL: cdn.URL + "/m/1"}) }()
+	go func() {
+		done <- a.Media.Preview(context.Background(), media.Item{ID: 1, Kind: "image", URL: cdn.URL + "/m/1"})
+	}()
 	select {
 	case res := <-done:
 		if res.Outcome != media.Suspect {
