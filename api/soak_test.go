@@ -599,8 +599,78 @@ type faultyCDN struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	answers map[string][]string
+	answers map[string]string   // attempt → the answer the CDN chose
+	tries   map[string][]string // path → its attempts, in the order the client made them
+	failed  map[string]string   // attempt → where the client saw it end in an error: "trip" (no answer), "body"
 	faults  map[string]int
+}
+
+// attemptHeader carries an attempt's number from the client (observe) to the CDN (serve).
+const attemptHeader = "X-Soak-Attempt"
+
+// observe wraps the engine's transport so the CDN learns what the client itself got: an
+// answer whose reading outlived the fetch's deadline (a loaded machine can take that long) is
+// a timeout to the engine, whatever the CDN sent.
+func (c *faultyCDN) observe(rt http.RoundTripper) http.RoundTripper {
+	var n atomic.Int64
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		id := strconv.FormatInt(n.Add(1), 10)
+		req = req.Clone(req.Context())
+		req.Header.Set(attemptHeader, id)
+		c.mu.Lock()
+		c.tries[req.URL.Path] = append(c.tries[req.URL.Path], id)
+		c.mu.Unlock()
+		res, err := rt.RoundTrip(req)
+		if err != nil {
+			c.fail(id, "trip")
+			return nil, err
+		}
+		res.Body = &observedBody{ReadCloser: res.Body, fail: func() { c.fail(id, "body") }}
+		return res, nil
+	})
+}
+
+func (c *faultyCDN) fail(id, where string) {
+	c.mu.Lock()
+	c.failed[id] = where
+	c.mu.Unlock()
+}
+
+// seen is what the client got for path, attempt by attempt: the CDN's answer, or "timeout"
+// where the client's attempt ended in an error before its answer was read: before the headers
+// (or reaching no handler at all), or, for an image (or garbage), in its body; the other
+// answers are known from their headers alone.
+func (c *faultyCDN) seen(path string) []string {
+	var out []string
+	for _, id := range c.tries[path] {
+		a, ok := c.answers[id]
+		switch {
+		case !ok, c.failed[id] == "trip":
+			a = "timeout"
+		case c.failed[id] == "body" && (a == "ok" || a == "garbage"):
+			a = "timeout"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// observedBody tells when reading a body fails (io.EOF is its end, not a failure).
+type observedBody struct {
+	io.ReadCloser
+	fail func()
+}
+
+func (b *observedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.fail()
+	}
+	return n, err
 }
 
 var cdnFaults = []fault{{"503", 5}, {"404", 3}, {"429", 4}, {"garbage", 3}, {"400", 2}, {"drop", 4}, {"timeout", 2}}
@@ -616,7 +686,8 @@ var soakPNG = func() []byte {
 }()
 
 func newFaultyCDN(t *testing.T, rng *soakRand, now func() time.Time) *faultyCDN {
-	c := &faultyCDN{rng: rng, now: now, answers: map[string][]string{}, faults: map[string]int{}}
+	c := &faultyCDN{rng: rng, now: now, answers: map[string]string{}, tries: map[string][]string{}, failed: map[string]string{},
+		faults: map[string]int{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(c.srv.Close)
 	return c
@@ -625,7 +696,7 @@ func newFaultyCDN(t *testing.T, rng *soakRand, now func() time.Time) *faultyCDN 
 func (c *faultyCDN) serve(w http.ResponseWriter, r *http.Request) {
 	what := c.rng.pick(cdnFaults)
 	c.mu.Lock()
-	c.answers[r.URL.Path] = append(c.answers[r.URL.Path], what)
+	c.answers[r.Header.Get(attemptHeader)] = what
 	c.faults[what]++
 	c.mu.Unlock()
 	switch what {
@@ -729,7 +800,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		// Fresh connections only: the transport would otherwise retry a GET whose reused
 		// connection dropped, a second fetch the engine never asked for. The CDN is on loopback.
 		engine, err := media.New(media.Config{PreviewDir: t.TempDir(), Timeout: 300 * time.Millisecond, AllowPrivate: true,
-			Outbound: outbound.Options{DisableKeepAlives: true}, Clock: stepping})
+			Outbound: outbound.Options{DisableKeepAlives: true, Observe: cdn.observe}, Clock: stepping})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -813,7 +884,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 		states := map[models.MediaState]int{}
 		fetches := 0
 		for _, r := range rows {
-			answers := cdn.answers[strings.TrimPrefix(r.URL, cdn.srv.URL)]
+			answers := cdn.seen(strings.TrimPrefix(r.URL, cdn.srv.URL))
 			fetches += len(answers)
 			want, err := expected(r.Kind, answers)
 			if err != nil {

@@ -219,8 +219,12 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 // newBackfill makes the media engine (previews under the data directory, the configured
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
+	// The queue renews its lease between fetches, once a third of it has passed: a fetch that
+	// outlasted the rest would let the lease lapse mid-batch, another replica take the queue and
+	// fetch the same rows again, and this one's answer be dropped.
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
-		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock})
+		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock,
+		Timeout: min(media.DefaultTimeout, cfg.Lease/3)})
 	if err != nil {
 		return err
 	}
@@ -544,7 +548,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	t := a.timeouts
 	conns := maxConnections(a.Config.MaxConnections)
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
-	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies))
+	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies), t)
 	ln = slotListener{Listener: ln, s: s}
 	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,8 +23,15 @@ import (
 //   - One client address holds at most its share (OWED_MAX_CONNECTIONS_PER_IP, default a
 //     quarter of the cap); a trusted proxy's address has no share of its own, since every
 //     client behind it comes through it.
-//   - Near the cap, idle keep-alive connections are closed first, the longest idle first: a
-//     connection that sent one request and went silent makes room for one that asks something.
+//   - Near the cap, idle connections are closed first, the longest idle first: a kept-alive
+//     connection waiting for its next request, else one that has waited more than freshGrace
+//     for its first. A connection that sent one request and went silent (or none) makes room
+//     for one that asks something; one whose request is on its way is not cut.
+//   - A new connection waits for its first request as a kept-alive one waits for its next
+//     (IdleTimeout), and ReadHeaderTimeout runs from the request's first byte. net/http would
+//     start it when the connection is accepted, so a connection a client dialled ahead and kept
+//     unused in its pool for longer was closed under it, and the request the client then sent
+//     on it met EOF (a POST is not retried by clients).
 //   - A few slots above the cap are kept for health checks (reserveOf): a connection that finds
 //     no slot (the listener full, or its address at its share) takes one of them if its
 //     address holds fewer than half, for one request within reserveLife; /healthz and /readyz
@@ -38,6 +46,10 @@ import (
 // reserveLife is how long a connection on a reserved slot has to send its request and read
 // the answer (the readiness check's database ping takes up to 2 s).
 const reserveLife = 3 * time.Second
+
+// freshGrace is how long a new connection may wait for its first request before the listener,
+// near its cap, may close it to make room.
+const freshGrace = time.Second
 
 // maxConnections is the configured cap, or by default the open-file limit less a tenth of it
 // (at least 256 kept for the database, the preview cache and the log).
@@ -81,18 +93,20 @@ func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 type slots struct {
 	max, perIP, reserve int
 	exempt              func(net.IP) bool // addresses with no share of their own (trusted proxies)
+	idleFor, header     time.Duration     // the server's IdleTimeout and ReadHeaderTimeout
 
 	mu       sync.Mutex
 	held     int            // connections on ordinary slots
 	reserved int            // on reserved ones
 	byIP     map[string]int // ordinary slots by address
 	resByIP  map[string]int // reserved slots by address
-	idle     *list.List     // idle connections (*slotConn), longest idle first
+	kept     *list.List     // connections waiting for their next request (*slotConn), longest first
+	fresh    *list.List     // for their first, oldest first
 }
 
-func newSlots(maxConns, perIP int, exempt func(net.IP) bool) *slots {
-	return &slots{max: maxConns, perIP: perIP, reserve: reserveOf(maxConns), exempt: exempt,
-		byIP: map[string]int{}, resByIP: map[string]int{}, idle: list.New()}
+func newSlots(maxConns, perIP int, exempt func(net.IP) bool, t ServerTimeouts) *slots {
+	return &slots{max: maxConns, perIP: perIP, reserve: reserveOf(maxConns), exempt: exempt, idleFor: t.Idle,
+		header: t.ReadHeader, byIP: map[string]int{}, resByIP: map[string]int{}, kept: list.New(), fresh: list.New()}
 }
 
 // slotListener is a listener whose connections hold slots.
@@ -128,8 +142,8 @@ func (s *slots) admit(c net.Conn) (sc *slotConn, idle *slotConn) {
 	defer s.mu.Unlock()
 	mayHold := s.exempt(ip) || s.byIP[key] < s.perIP
 	if mayHold && s.held >= s.max-s.reserve {
-		if e := s.idle.Front(); e != nil {
-			idle = e.Value.(*slotConn)
+		idle = s.idlest(time.Now())
+		if idle != nil {
 			s.releaseLocked(idle)
 		}
 	}
@@ -137,7 +151,10 @@ func (s *slots) admit(c net.Conn) (sc *slotConn, idle *slotConn) {
 	case mayHold && s.held < s.max:
 		s.held++
 		s.byIP[key]++
-		return &slotConn{Conn: c, s: s, key: key}, idle
+		sc = &slotConn{Conn: c, s: s, key: key}
+		s.waitLocked(sc, s.fresh)
+		c.SetReadDeadline(time.Now().Add(s.idleFor))
+		return sc, idle
 	case s.reserved < s.reserve && s.resByIP[key] < max(1, s.reserve/2):
 		s.reserved++
 		s.resByIP[key]++
@@ -154,10 +171,7 @@ func (s *slots) releaseLocked(sc *slotConn) {
 		return
 	}
 	sc.released = true
-	if sc.idleAt != nil {
-		s.idle.Remove(sc.idleAt)
-		sc.idleAt = nil
-	}
+	s.waitLocked(sc, nil)
 	counts, n := s.byIP, &s.held
 	if !sc.end.IsZero() {
 		counts, n = s.resByIP, &s.reserved
@@ -182,13 +196,38 @@ func (s *slots) connState(c net.Conn, st http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case sc.released:
-	case st == http.StateIdle && sc.idleAt == nil:
-		sc.idleAt = s.idle.PushBack(sc)
-	case st != http.StateIdle && sc.idleAt != nil:
-		s.idle.Remove(sc.idleAt)
-		sc.idleAt = nil
+	case sc.released, st == http.StateNew: // admit put it in fresh
+	case st == http.StateIdle:
+		s.waitLocked(sc, s.kept)
+	default:
+		s.waitLocked(sc, nil)
 	}
+}
+
+// waitLocked moves sc to the end of the list of connections waiting as it does (nil: none).
+func (s *slots) waitLocked(sc *slotConn, l *list.List) {
+	if sc.waitIn == l {
+		return
+	}
+	if sc.waitIn != nil {
+		sc.waitIn.Remove(sc.waitAt)
+	}
+	sc.waitIn, sc.waitAt, sc.since = l, nil, time.Now()
+	if l != nil {
+		sc.waitAt = l.PushBack(sc)
+	}
+}
+
+// idlest is the connection to close to make room: the longest kept alive, else the oldest new
+// one past freshGrace; nil when there is none.
+func (s *slots) idlest(now time.Time) *slotConn {
+	if e := s.kept.Front(); e != nil {
+		return e.Value.(*slotConn)
+	}
+	if e := s.fresh.Front(); e != nil && now.Sub(e.Value.(*slotConn).since) > freshGrace {
+		return e.Value.(*slotConn)
+	}
+	return nil
 }
 
 // slotConn is a connection holding a slot, given back when it is closed.
@@ -199,7 +238,10 @@ type slotConn struct {
 	end time.Time // on a reserved slot: when the connection ends, whatever deadlines say
 
 	released bool          // guarded by s.mu
-	idleAt   *list.Element // in s.idle while idle; guarded by s.mu
+	waitIn   *list.List    // s.kept or s.fresh while it waits for a request; guarded by s.mu
+	waitAt   *list.Element // its place there
+	since    time.Time     // when it began to wait
+	begun    atomic.Bool   // its first byte has come
 }
 
 func (c *slotConn) reservedSlot() bool { return !c.end.IsZero() }
@@ -211,6 +253,16 @@ func (c *slotConn) Close() error {
 	return c.Conn.Close()
 }
 
+// Read starts ReadHeaderTimeout at the first byte (see above).
+func (c *slotConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.begun.Load() {
+		c.begun.Store(true)
+		c.Conn.SetReadDeadline(c.within(time.Now().Add(c.s.header)))
+	}
+	return n, err
+}
+
 // within keeps a reserved slot's deadlines within its end.
 func (c *slotConn) within(t time.Time) time.Time {
 	if c.reservedSlot() && (t.IsZero() || t.After(c.end)) {
@@ -219,8 +271,22 @@ func (c *slotConn) within(t time.Time) time.Time {
 	return t
 }
 
-func (c *slotConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.within(t)) }
-func (c *slotConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.within(t)) }
+// SetReadDeadline keeps the wait for the first byte set at admission: the server sets
+// ReadHeaderTimeout before it (http.Server, conn.serve), and Read sets it when that byte comes.
+func (c *slotConn) SetReadDeadline(t time.Time) error {
+	if !c.begun.Load() {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(c.within(t))
+}
+
+func (c *slotConn) SetDeadline(t time.Time) error {
+	if !c.begun.Load() {
+		return c.SetWriteDeadline(t)
+	}
+	return c.Conn.SetDeadline(c.within(t))
+}
+
 func (c *slotConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.within(t)) }
 
 // peerIP is a connection's remote address (nil when it has none).

@@ -102,6 +102,10 @@ type Options struct {
 	// environment's HTTP_PROXY and HTTPS_PROXY are never read. With the address check on, the
 	// proxy is what is dialled, and so what is checked.
 	Proxy *url.URL
+	// Observe, when set, wraps the client's transport. It exists for tests that must know what
+	// the client itself got (an answer, or the error its deadline ended it with), which a
+	// server cannot tell; owed itself never sets it.
+	Observe func(http.RoundTripper) http.RoundTripper
 }
 
 // NewClient returns the guarded client: a dialer that checks every address it connects to
@@ -133,8 +137,12 @@ func NewClient(o Options) *http.Client {
 	if o.Proxy != nil {
 		transport.Proxy = http.ProxyURL(o.Proxy)
 	}
+	var rt http.RoundTripper = transport
+	if o.Observe != nil {
+		rt = o.Observe(transport)
+	}
 	return &http.Client{
-		Transport: transport,
+		Transport: rt,
 		Timeout:   o.Timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if redirects == 0 {
