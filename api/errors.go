@@ -85,6 +85,19 @@ var (
 		Message: "the database was busy past its lock or statement timeout; nothing was written, try again shortly"}
 )
 
+// faultAnswers are the answers to each class of database fault, with how loudly, and why,
+// the failed request is logged.
+var faultAnswers = map[models.Fault]struct {
+	out   *Error
+	level slog.Level
+	why   string
+}{
+	models.FaultTransient:  {errUnavailable, slog.LevelWarn, "the database did not answer"},
+	models.FaultStorage:    {errStorage, slog.LevelError, "the database takes no writes"},
+	models.FaultNotPrimary: {errNotPrimary, slog.LevelError, "the database server is not the primary"},
+	models.FaultTimeout:    {errTimeout, slog.LevelWarn, "a database timeout"},
+}
+
 // retryAfterSeconds is the Retry-After of 503 and 507 answers.
 const retryAfterSeconds = "2"
 
@@ -135,18 +148,10 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			out = notFoundOf(err)
 		case errors.Is(err, models.ErrForbidden):
 			out = errForbidden
-		case models.FaultOf(err) == models.FaultTransient:
-			log.Warn("request failed: the database did not answer", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-			out = errUnavailable
-		case models.FaultOf(err) == models.FaultStorage:
-			log.Error("request failed: the database takes no writes", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-			out = errStorage
-		case models.FaultOf(err) == models.FaultNotPrimary:
-			log.Error("request failed: the database server is not the primary", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-			out = errNotPrimary
-		case models.FaultOf(err) == models.FaultTimeout:
-			log.Warn("request failed: a database timeout", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-			out = errTimeout
+		case faultAnswers[models.FaultOf(err)].out != nil:
+			fa := faultAnswers[models.FaultOf(err)]
+			log.Log(c.Request().Context(), fa.level, "request failed: "+fa.why, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			out = fa.out
 		case errors.As(err, &he) && he.Code < 500:
 			msg := http.StatusText(he.Code)
 			if m, ok := he.Message.(string); ok && m != "" {

@@ -57,6 +57,9 @@ func describe(r route, op map[string]any) {
 	if len(r.roles) == len(models.Roles) {
 		who = "Callers: any signed-in user (a bearer token, or a browser session cookie)."
 	}
+	if r.path == ticketPath {
+		who += " A browser's EventSource, which cannot send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket)."
+	}
 	if takesIdempotencyKey(r) {
 		who += " Send an Idempotency-Key to make a retry safe."
 	}

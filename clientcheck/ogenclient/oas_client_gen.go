@@ -196,7 +196,8 @@ type Invoker interface {
 	GetListenersMine(ctx context.Context, params GetListenersMineParams) (GetListenersMineRes, error)
 	// GetListenersMineStream invokes getListenersMineStream operation.
 	//
-	// Callers: author (a bearer token, or a browser session cookie).
+	// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot
+	// send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 	//
 	// GET /api/listeners/mine/stream
 	GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams) (GetListenersMineStreamRes, error)
@@ -4818,7 +4819,8 @@ func (c *Client) sendGetListenersMine(ctx context.Context, params GetListenersMi
 
 // GetListenersMineStream invokes getListenersMineStream operation.
 //
-// Callers: author (a bearer token, or a browser session cookie).
+// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot
+// send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 //
 // GET /api/listeners/mine/stream
 func (c *Client) GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams) (GetListenersMineStreamRes, error) {

@@ -5725,7 +5725,8 @@ func (s *Server) handleGetListenersMineRequest(args [0]string, argsEscaped bool,
 
 // handleGetListenersMineStreamRequest handles getListenersMineStream operation.
 //
-// Callers: author (a bearer token, or a browser session cookie).
+// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot
+// send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 //
 // GET /api/listeners/mine/stream
 func (s *Server) handleGetListenersMineStreamRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {

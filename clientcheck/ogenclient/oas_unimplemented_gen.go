@@ -260,7 +260,8 @@ func (UnimplementedHandler) GetListenersMine(ctx context.Context, params GetList
 
 // GetListenersMineStream implements getListenersMineStream operation.
 //
-// Callers: author (a bearer token, or a browser session cookie).
+// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot
+// send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 //
 // GET /api/listeners/mine/stream
 func (UnimplementedHandler) GetListenersMineStream(ctx context.Context, params GetListenersMineStreamParams, w http.ResponseWriter) error {

@@ -3889,7 +3889,7 @@ type ClientInterface interface {
 
 	// GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 	//
-	// Callers: author (a bearer token, or a browser session cookie).
+	// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 	//
 	// Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 	GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5097,7 +5097,7 @@ func (c *Client) GetListenersMine(ctx context.Context, params *GetListenersMineP
 
 // GetListenersMineStream Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 //
-// Callers: author (a bearer token, or a browser session cookie).
+// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 //
 // Corresponds with GET /api/listeners/mine/stream (the `GetListenersMineStream` operationId).
 func (c *Client) GetListenersMineStream(ctx context.Context, params *GetListenersMineStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9931,7 +9931,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 	//
-	// Callers: author (a bearer token, or a browser session cookie).
+	// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18794,7 +18794,7 @@ func (c *ClientWithResponses) GetListenersMineWithResponse(ctx context.Context, 
 
 // GetListenersMineStreamWithResponse Your view as server-sent events: event mine (id: the ETag, data: the view) at once unless Last-Event-ID is the current tag, then on every change; a ': ping' comment every 15 s; ends with event error (unauthorized, or unavailable with retry:) when its credential is revoked or the database stays unreachable; ?ticket= instead of Authorization
 //
-// Callers: author (a bearer token, or a browser session cookie).
+// Callers: author (a bearer token, or a browser session cookie). A browser's EventSource, which cannot send Authorization, gives ?ticket= instead (POST /api/listeners/mine/ticket).
 //
 // Returns a wrapper object for the known response body format(s).
 //
