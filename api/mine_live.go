@@ -399,7 +399,7 @@ func (a *API) liveGauge() *prometheus.GaugeVec {
 // corsHeaders are what a browser on an allowed origin may send and read.
 var (
 	corsAllowHeaders  = []string{echo.HeaderAuthorization, echo.HeaderContentType, "If-None-Match", "Last-Event-ID", "Idempotency-Key"}
-	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation}
+	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation, headerReplayed}
 )
 
 // corsPaths are the routes browsers on other origins may call: the listener (author) routes

@@ -102,11 +102,12 @@ func (h *Hub) beats(ctx context.Context) {
 		next := b.sent + 1
 		b.mu.Unlock()
 		sctx, cancel := context.WithTimeout(ctx, b.every)
+		at := time.Now()
 		err := b.send(sctx, beatTag+b.id+":"+strconv.FormatInt(next, 10))
 		cancel()
 		if err == nil {
 			b.mu.Lock()
-			b.sent, b.sentAt = next, time.Now()
+			b.sent, b.sentAt = next, at
 			b.mu.Unlock()
 		} else if ctx.Err() == nil {
 			h.log.Debug("notify: heartbeat not sent", "err", err)
@@ -120,7 +121,8 @@ func (h *Hub) beats(ctx context.Context) {
 }
 
 // judge decides, at now, whether the listener hears: deaf when the last beat sent has not
-// been heard a period after it was sent while the LISTEN connection is up (a lost connection
+// been heard by the next tick (half a period at least: a ticker may tick a little early)
+// while the LISTEN connection is up (a lost connection
 // is the reconnect loop's to report). Becoming deaf wakes every waiter, so none waits on a
 // change it cannot hear.
 func (h *Hub) judge(now time.Time) {
@@ -129,7 +131,7 @@ func (h *Hub) judge(now time.Time) {
 	up := h.sync.up
 	h.sync.mu.Unlock()
 	b.mu.Lock()
-	missed := up && b.sent > b.heard && now.Sub(b.sentAt) >= b.every
+	missed := up && b.sent > b.heard && now.Sub(b.sentAt) >= b.every/2
 	was := b.deaf
 	switch {
 	case missed && was == "":
