@@ -35,7 +35,7 @@ import (
 //   - A few slots above the cap are kept for health checks (reserveOf): a connection that finds
 //     no slot (the listener full, or its address at its share) takes one of them if its
 //     address holds fewer than half, for one request within reserveLife; /healthz and /readyz
-//     are answered there, anything else 503 `unavailable` (reservedOnly). So the health routes
+//     are answered there, anything else 503 `unavailable` (healthOnlyOnReservedSlots). So the health routes
 //     answer under any flood, from one address or many.
 //   - A connection that finds no room at all is closed at once, rather than left in the
 //     kernel's backlog where /healthz would wait behind it.
