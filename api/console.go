@@ -159,12 +159,26 @@ func (a *API) decide(c echo.Context) error {
 	}
 	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", sub.UserID, "outcome", models.OutcomeDecided,
 		"verdict", body.Verdict, "adminId", adminID)
-	if kind == models.KindRevision && body.Verdict == models.VerdictAllow && a.Content != nil {
-		a.Content.RunItem(models.TaskScore, models.KindRevision, id) // its score follows in the background
+	return a.decided(c, kind, id, body.Verdict, &after)
+}
+
+// decided answers an admin's verdict on an item with its screen as it stands after it (after,
+// or read now when nil), an allowed revision's score started first, in the background.
+func (a *API) decided(c echo.Context, kind models.Kind, id int64, verdict models.Verdict, after *models.ItemScreen) error {
+	ctx := c.Request().Context()
+	if kind == models.KindRevision && verdict == models.VerdictAllow && a.Content != nil {
+		a.Content.RunItem(models.TaskScore, models.KindRevision, id)
+	}
+	if after == nil {
+		s, err := a.Store.ScreenOf(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		after = &s
 	}
 	h, err := a.Store.Holds(ctx)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
+	return c.JSON(http.StatusOK, a.screenOf(ctx, *after, h))
 }

@@ -91,18 +91,10 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			body, err := io.ReadAll(req.Body)
+			fp, err := fingerprint(req)
 			if err != nil {
-				if bodyTooLarge(err) {
-					return tooLarge("", "the request body is too large")
-				}
-				return invalid("", "the request body could not be read")
+				return err
 			}
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			sum := sha256.New()
-			io.WriteString(sum, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery+"\n")
-			sum.Write(canonicalJSON(body))
-			fp := hex.EncodeToString(sum.Sum(nil))
 			ctx := req.Context()
 			state, lease, kept, err := a.Store.IdemBegin(ctx, u.ID, k, fp, a.now(), a.IdempotencyTTL)
 			if err != nil {
@@ -117,15 +109,7 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			case models.IdemNotKept:
 				return errIdemNotKept
 			case models.IdemReplay:
-				h := c.Response().Header()
-				for name, v := range kept.Headers {
-					h.Set(name, v)
-				}
-				h.Set(headerReplayed, "true")
-				if len(kept.Body) == 0 {
-					return c.NoContent(kept.Status)
-				}
-				return c.Blob(kept.Status, h.Get(echo.HeaderContentType), kept.Body)
+				return replay(c, kept)
 			}
 			// Run it, keeping in the write's transaction what the client would be told.
 			r := &models.Request{Hook: func(ctx context.Context, tx *models.Store, made []any) error {
@@ -149,27 +133,7 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 			err = next(c)
 			c.Response().Writer = rec.ResponseWriter
 			// The answer is kept past the request's end: the client may be gone, the key not.
-			bg := context.WithoutCancel(ctx)
-			status := c.Response().Status
-			switch {
-			case err != nil || status >= 500:
-				// The write committed (its transaction kept the answer: end the hold, so that
-				// repeats get it) or it did not (forget the key, so that a repeat runs). One of
-				// the two finds its row.
-				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, nil) })
-				a.settleKey(func() error { return a.Store.IdemRelease(bg, u.ID, k, lease) })
-			case secret || strings.Contains(c.Response().Header().Get(echo.HeaderCacheControl), "no-store"):
-				a.settleKey(func() error { return a.Store.IdemKeep(bg, u.ID, k, lease, nil) })
-				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, nil) })
-			default:
-				ans := &models.IdemAnswer{Status: status, Body: rec.body.Bytes(), Headers: map[string]string{}}
-				for _, name := range keptHeaders {
-					if v := c.Response().Header().Get(name); v != "" {
-						ans.Headers[name] = v
-					}
-				}
-				a.settleKey(func() error { return a.Store.IdemFinish(bg, u.ID, k, lease, ans) })
-			}
+			a.settleAnswer(context.WithoutCancel(ctx), c, u.ID, k, lease, rec, err != nil, secret)
 			return err
 		}
 	}
@@ -190,6 +154,62 @@ func canonicalJSON(body []byte) []byte {
 		return body
 	}
 	return b
+}
+
+// fingerprint reads the request's body (leaving it to be read again) and says what a repeat
+// must match: the method, path, query and body.
+func fingerprint(req *http.Request) (string, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		if bodyTooLarge(err) {
+			return "", tooLarge("", "the request body is too large")
+		}
+		return "", invalid("", "the request body could not be read")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.New()
+	io.WriteString(sum, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery+"\n")
+	sum.Write(canonicalJSON(body))
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+// replay answers a repeat with the kept answer, saying so (Idempotent-Replayed).
+func replay(c echo.Context, kept models.IdemAnswer) error {
+	h := c.Response().Header()
+	for name, v := range kept.Headers {
+		h.Set(name, v)
+	}
+	h.Set(headerReplayed, "true")
+	if len(kept.Body) == 0 {
+		return c.NoContent(kept.Status)
+	}
+	return c.Blob(kept.Status, h.Get(echo.HeaderContentType), kept.Body)
+}
+
+// settleAnswer ends the request's hold on its key once the handler has answered (rec, failed
+// when it returned an error): the answer is kept for repeats; none is kept for a secret or
+// no-store answer; a failed write's key is forgotten unless it committed.
+func (a *API) settleAnswer(ctx context.Context, c echo.Context, userID int64, k string, lease int64, rec *recorder, failed, secret bool) {
+	status := c.Response().Status
+	switch {
+	case failed || status >= 500:
+		// The write committed (its transaction kept the answer: end the hold, so that repeats
+		// get it) or it did not (forget the key, so that a repeat runs). One of the two finds
+		// its row.
+		a.settleKey(func() error { return a.Store.IdemFinish(ctx, userID, k, lease, nil) })
+		a.settleKey(func() error { return a.Store.IdemRelease(ctx, userID, k, lease) })
+	case secret || strings.Contains(c.Response().Header().Get(echo.HeaderCacheControl), "no-store"):
+		a.settleKey(func() error { return a.Store.IdemKeep(ctx, userID, k, lease, nil) })
+		a.settleKey(func() error { return a.Store.IdemFinish(ctx, userID, k, lease, nil) })
+	default:
+		ans := &models.IdemAnswer{Status: status, Body: rec.body.Bytes(), Headers: map[string]string{}}
+		for _, name := range keptHeaders {
+			if v := c.Response().Header().Get(name); v != "" {
+				ans.Headers[name] = v
+			}
+		}
+		a.settleKey(func() error { return a.Store.IdemFinish(ctx, userID, k, lease, ans) })
+	}
 }
 
 // settleKey ends a request's hold on its key (Store.IdemSettle tries again while the database

@@ -312,39 +312,47 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 	return v.([]byte), nil
 }
 
+// liveBackoff is how a waiter's failed re-read is tried again (retrying).
+var liveBackoff = models.Backoff{For: liveRetryFor, Pause: liveRetryFirst, MaxPause: liveRetryMax}
+
 // retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
-// server closes, pausing between tries (25 ms, doubling, at most 1 s) on the API's clock; past liveRetryFor
-// it gives up with errLiveUnavailable.
+// server closes, pausing between tries (liveBackoff) on the API's clock; past liveRetryFor it
+// gives up with errLiveUnavailable.
 func (a *API) retrying(ctx context.Context, read func() error) error {
-	giveUp := a.now().Add(liveRetryFor)
-	pause := liveRetryFirst
-	closing := a.closing()
-	for {
-		err := read()
-		if err == nil || errors.Is(err, errRevoked) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		now := a.now()
-		if !now.Before(giveUp) {
-			a.Log.Warn("mine: the database stays unreachable; ending the waiter", "err", err)
-			return errLiveUnavailable
-		}
-		a.Log.Warn("mine: re-read failed; retrying", "err", err, "in", pause)
-		timer, stop := a.Clock.NewTimer(min(pause, giveUp.Sub(now)))
-		select {
-		case <-timer:
-		case <-ctx.Done():
-			stop()
-			return ctx.Err()
-		case <-closing:
-			stop()
-			return errLiveUnavailable
-		}
-		pause = min(2*pause, liveRetryMax)
+	err := read()
+	if err == nil || errors.Is(err, errRevoked) {
+		return err
 	}
+	tries, cancel := context.WithCancel(ctx) // ended by the server closing too
+	defer cancel()
+	go func() {
+		select {
+		case <-a.closing():
+			cancel()
+		case <-tries.Done():
+		}
+	}()
+	first := true
+	err = liveBackoff.Do(tries, a.Clock, func() (bool, error) {
+		if !first {
+			err = read()
+		}
+		first = false
+		if err != nil && !errors.Is(err, errRevoked) {
+			a.Log.Warn("mine: re-read failed; retrying", "err", err)
+			return true, err
+		}
+		return false, err
+	})
+	switch {
+	case err == nil || errors.Is(err, errRevoked):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case tries.Err() == nil:
+		a.Log.Warn("mine: the database stays unreachable; ending the waiter", "err", err)
+	}
+	return errLiveUnavailable
 }
 
 // credUntil is when the request's credential ends by itself: a session's expiry (zero for a

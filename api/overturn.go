@@ -48,16 +48,5 @@ func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body 
 	}
 	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", userID, "outcome", models.OutcomeOverturned,
 		"verdict", body.Verdict, "was", was, "adminId", adminID)
-	if kind == models.KindRevision && body.Verdict == models.VerdictAllow && a.Content != nil {
-		a.Content.RunItem(models.TaskScore, models.KindRevision, id)
-	}
-	after, err := a.Store.ScreenOf(ctx, kind, id)
-	if err != nil {
-		return err
-	}
-	h, err := a.Store.Holds(ctx)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
+	return a.decided(c, kind, id, body.Verdict, nil)
 }

@@ -370,18 +370,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 		return true, err
 	}
 	a.Log.Info("appeal decided", "kind", kind, "itemId", id, "userId", authorID, "verdict", body.Verdict, "adminId", me)
-	if kind == models.KindRevision && body.Verdict == models.VerdictAllow && a.Content != nil {
-		a.Content.RunItem(models.TaskScore, models.KindRevision, id) // its score follows in the background
-	}
-	after, err := a.Store.ScreenOf(ctx, kind, id)
-	if err != nil {
-		return true, err
-	}
-	h, err := a.Store.Holds(ctx)
-	if err != nil {
-		return true, err
-	}
-	return true, c.JSON(http.StatusOK, a.screenOf(ctx, after, h))
+	return true, a.decided(c, kind, id, body.Verdict, nil)
 }
 
 // inReview refuses to retry a job that waits for a moderator: it is decided in the review

@@ -37,7 +37,7 @@ var (
 
 // Do runs f until it succeeds, or says the error it returned is not worth another try, the
 // tries or the time run out, or ctx ends; it returns f's last error. The pauses are waited on
-// clk.
+// clk (the store's: Options.RetryClock).
 func (b Backoff) Do(ctx context.Context, clk clock.Clock, f func() (again bool, err error)) error {
 	start := clk.Now()
 	pause := b.Pause

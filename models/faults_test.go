@@ -81,12 +81,14 @@ func TestUniqueViolationNamesItsIndex(t *testing.T) {
 }
 
 // A transaction that failed on a transient fault before its commit runs again (3 tries in
-// all, pausing on the store's clock) and commits once; any other error is not tried again.
+// all, pausing on the store's RetryClock) and commits once; any other error is not tried again.
 func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var waits atomic.Int64
-		s := owedtest.Store(t, db, clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(time.Duration) { waits.Add(1) }})
+		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start), func(o *models.Options) {
+			o.RetryClock = clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(time.Duration) { waits.Add(1) }}
+		})
 		ctx := context.Background()
 		u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
 		if err != nil {

@@ -57,16 +57,16 @@ func ptr[T any](v T) *T { return &v }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
-// postgresStore is a store on a fresh, migrated PostgreSQL schema with a stepping clock at
-// owedtest.Start (its retries' pauses end at once), for a test of what only PostgreSQL does;
-// without OWED_TEST_POSTGRES_URL the test is skipped.
+// postgresStore is a store on a fresh, migrated PostgreSQL schema with a fake clock at
+// owedtest.Start, for a test of what only PostgreSQL does; without OWED_TEST_POSTGRES_URL the
+// test is skipped.
 func postgresStore(t *testing.T, configure ...func(*models.Options)) *models.Store {
 	t.Helper()
 	base := os.Getenv(owedtest.PostgresEnv)
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
-	return owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.Stepping{Fake: clock.NewFake(owedtest.Start)}, configure...)
+	return owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start), configure...)
 }
 
 // logEveryStatement configures a store to log every statement (each is slow past a

@@ -170,10 +170,10 @@ func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease in
 
 // IdemSettle runs one of the statements that end a request's hold on its key, trying again
 // while the database does not answer (up to 10 tries over about a second, on the store's
-// clock): each try may meet another connection the cut left dead in the pool, and a hold left
+// RetryClock): each try may meet another connection the cut left dead in the pool, and a hold left
 // behind would answer every repeat 409 until its lease ran out.
 func (s *Store) IdemSettle(ctx context.Context, f func() error) error {
-	return settleBackoff.Do(ctx, s.clock, func() (bool, error) {
+	return settleBackoff.Do(ctx, s.retryClock, func() (bool, error) {
 		err := f()
 		return transient(err), err
 	})

@@ -151,11 +151,13 @@ func TestIdempotencyKeyWithoutTTL(t *testing.T) {
 }
 
 // TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer: transient faults are tried again,
-// up to ten times, pausing on the store's clock; any other error ends at once.
+// up to ten times, pausing on the store's RetryClock; any other error ends at once.
 func TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 	t.Parallel()
 	fake := clock.NewFake(owedtest.Start)
-	s := owedtest.Store(t, "sqlite:"+t.TempDir()+"/owed.db", clock.Stepping{Fake: fake})
+	s := owedtest.Store(t, "sqlite:"+t.TempDir()+"/owed.db", clock.NewFake(owedtest.Start), func(o *models.Options) {
+		o.RetryClock = clock.Stepping{Fake: fake}
+	})
 	ctx := context.Background()
 	cut := fmt.Errorf("write: %w", models.ErrCommitUnknown)
 	calls := 0
@@ -173,7 +175,7 @@ func TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 		t.Errorf("cut every time: %v after %d calls, want the cut after 10", err, calls)
 	}
 	if waited := fake.Now().Sub(before); waited < time.Second || waited > 2*time.Second {
-		t.Errorf("ten tries paused %v on the store's clock, want about a second", waited)
+		t.Errorf("ten tries paused %v on the store's RetryClock, want about a second", waited)
 	}
 	calls = 0
 	bug := errors.New("no such table")

@@ -271,41 +271,47 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		if err := scanKeys(res); err != nil {
 			return err
 		}
-		subscribed, err := tx.webhookSubscribed(ctx, EventItemScreened)
-		if err != nil {
-			return err
-		}
-		var events []screenRow
-		for i, c := range calls {
-			if !recorded[c.key()] {
-				continue
-			}
-			if subscribed { // checked once for the batch above
-				d, err := tx.screenedData(ctx, c.kind, c.itemID, c.verdict, c.confidence)
-				if err != nil {
-					return err
-				}
-				d.DecidedBy = c.ev.AdminID // a verdict by hand names its moderator
-				if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
-					return err
-				}
-			}
-			events = append(events, rows[i])
-		}
-		if len(events) == 0 {
-			return nil
-		}
-		param, err := jsonParam(events)
-		if err != nil {
-			return err
-		}
-		_, err = tx.exec(ctx, with+insertScreenEvents, param)
-		return err
+		return tx.screenedAfter(ctx, with, calls, rows, recorded)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return outcome(), nil
+}
+
+// screenedAfter, in recordScreens' transaction, owes the webhook deliveries of the verdicts
+// recorded (calls[i] recorded, rows[i] its row) and inserts their events.
+func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenCall, rows []screenRow, recorded map[itemKey]bool) error {
+	subscribed, err := tx.webhookSubscribed(ctx, EventItemScreened)
+	if err != nil {
+		return err
+	}
+	var events []screenRow
+	for i, c := range calls {
+		if !recorded[c.key()] {
+			continue
+		}
+		if subscribed { // checked once for the batch above
+			d, err := tx.screenedData(ctx, c.kind, c.itemID, c.verdict, c.confidence)
+			if err != nil {
+				return err
+			}
+			d.DecidedBy = c.ev.AdminID // a verdict by hand names its moderator
+			if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
+				return err
+			}
+		}
+		events = append(events, rows[i])
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	param, err := jsonParam(events)
+	if err != nil {
+		return err
+	}
+	_, err = tx.exec(ctx, with+insertScreenEvents, param)
+	return err
 }
 
 // RecordScore keeps a revision's score and its event in one transaction; the score's trigger

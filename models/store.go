@@ -64,7 +64,11 @@ type Options struct {
 	URL     string
 	DataDir string
 	Clock   clock.Clock
-	Logger  *slog.Logger
+	// RetryClock is the clock the store's retries pause on (Backoff); the wall clock when nil,
+	// whatever Clock is: a pause waits for the database to come back, which a test's fake
+	// clock, moved by hand, would never end (and a deadlock under load can meet any test).
+	RetryClock clock.Clock
+	Logger     *slog.Logger
 	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
 	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
@@ -118,7 +122,9 @@ type Store struct {
 	read    *gorm.DB // reads (SQLite: a pool of read-only connections)
 	dialect dialect  // chosen once, in Open
 	clock   clock.Clock
-	inTx    bool
+	// retryClock is what the store's retries pause on (Options.RetryClock).
+	retryClock clock.Clock
+	inTx       bool
 	// health is whether the database takes writes (see StorageProblem), shared by every
 	// transaction's store.
 	health *storeHealth
@@ -153,6 +159,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
+	if opts.RetryClock == nil {
+		opts.RetryClock = clock.Real{}
+	}
 	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
 	// GORM's own messages go to the store's logger: failed statements at error, and statements
 	// slower than opts.SlowStatement at warn, without their parameters (they can hold content
@@ -169,7 +178,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DailyLimit <= 0 {
 		opts.DailyLimit = DefaultDailyLimit
 	}
-	s := &Store{clock: opts.Clock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}, nextDue: newDueMemo()}
+	s := &Store{clock: opts.Clock, retryClock: opts.RetryClock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}, nextDue: newDueMemo()}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err

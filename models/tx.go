@@ -20,7 +20,7 @@ const MaxTxTries = 3
 // (txid_status); committed is success, aborted is tried again, unknown is ErrCommitUnknown.
 func (s *Store) withTx(ctx context.Context, fn func(tx *Store) error) error {
 	req := requestOf(ctx)
-	return txBackoff.Do(ctx, s.clock, func() (bool, error) {
+	return txBackoff.Do(ctx, s.retryClock, func() (bool, error) {
 		sure, err := s.txOnce(ctx, req, fn) // sure: the transaction certainly did not commit
 		s.noteWrite(err)
 		return sure && transient(err), err
@@ -34,7 +34,7 @@ func (s *Store) txOnce(ctx context.Context, req *Request, fn func(tx *Store) err
 	if db.Error != nil {
 		return true, db.Error
 	}
-	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, inTx: true, pending: pending,
+	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, retryClock: s.retryClock, inTx: true, pending: pending,
 		dailyLimit: s.dailyLimit, health: s.health, timeouts: s.timeouts}
 	committed := false
 	defer func() {
@@ -93,7 +93,7 @@ const (
 func (s *Store) commitOutcome(ctx context.Context, txid int64) outcome {
 	ctx = context.WithoutCancel(ctx)
 	o := outcomeUnknown
-	askBackoff.Do(ctx, s.clock, func() (bool, error) {
+	askBackoff.Do(ctx, s.retryClock, func() (bool, error) {
 		var err error
 		if o, err = s.dialect.txStatus(ctx, s, txid); err == nil && o != outcomeUnknown {
 			return false, nil
@@ -240,7 +240,7 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 // Every request reads its caller, so this spares clients a 503 for a connection that died
 // idle.
 func (s *Store) retryRepeatable(ctx context.Context, f func() error) error {
-	return repeatBackoff.Do(ctx, s.clock, func() (bool, error) {
+	return repeatBackoff.Do(ctx, s.retryClock, func() (bool, error) {
 		err := f()
 		return !s.inTx && transient(err), err
 	})

@@ -168,11 +168,16 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	for k, n := range pairs {
 		st.Total += n
 		st.ByTask[Task(k[0])] += n
-		if holds.Task(Task(k[0])) {
-			st.ByWhy[WhyHeld] += n // shown as held while the hold lasts (leased ones too: they are few)
-		} else {
-			st.ByWhy[Why(k[1])] += n
+		// By the why ShownWhy shows: the counts know no leases (leased jobs, few, are counted as
+		// if free), and the open breaker's share is the caller's (DeferredByWhy).
+		j, shown := Job{Task: Task(k[0])}, Why(k[1])
+		if shown != "none" {
+			j.Why = &shown
 		}
+		if w := ShownWhy(holds, nil, &j, time.Time{}); w != nil {
+			shown = *w
+		}
+		st.ByWhy[shown] += n
 	}
 	var agg struct {
 		Due    int64  `gorm:"column:due"`
