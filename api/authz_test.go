@@ -122,6 +122,9 @@ var routeMatrix = map[string]routeCase{
 	"GET /api/admin/events":      {admins, false, []int{200}, static("/api/admin/events", nil)},
 	"GET /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", nil)},
 	"PUT /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", map[string]any{"screen": false})},
+	"GET /api/admin/items/:kind/:id": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/items/pitch/%d", w.pitch(asAuthor, models.VerdictBlock)), nil
+	}},
 	"POST /api/admin/items/:kind/:id/verdict": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/items/pitch/%d/verdict", w.pitch(asAuthor, "")), map[string]any{"verdict": "allow", "note": "fine"}
 	}},

@@ -184,19 +184,7 @@ func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me i
 	if err != nil {
 		return nil, err
 	}
-	names := map[int64]string{}
-	name := func(id int64) (string, error) {
-		if n, ok := names[id]; ok {
-			return n, nil
-		}
-		u, err := a.Store.UserByID(ctx, id)
-		if errors.Is(err, models.ErrNotFound) {
-			err = nil
-		}
-		names[id] = u.Name
-		return u.Name, err
-	}
-	now := a.now()
+	name := a.userNames(ctx)
 	for _, e := range open {
 		sub, ok, err := a.Store.ScreenSubject(ctx, e.Kind, e.ItemID)
 		if err != nil {
@@ -213,12 +201,8 @@ func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me i
 		j := reviewEntryJSON{Kind: e.Kind, ID: e.ItemID, Reason: e.Reason, EnteredAt: timeStr(e.EnteredAt), Suggestion: e.Suggestion,
 			Confidence: e.Confidence, Note: e.Note, BlockedBy: e.BlockedBy, Content: reviewContentJSON{Title: sub.Title, Text: sub.Text},
 			Author: reviewAuthorJSON{ID: e.UserID, Name: n, Allowed: h.Allowed, Blocked: h.Blocked}}
-		if e.ClaimedBy != nil && e.ClaimUntil != nil && e.ClaimUntil.After(now) {
-			an, err := name(*e.ClaimedBy)
-			if err != nil {
-				return nil, err
-			}
-			j.Claim = &reviewClaimJSON{AdminID: *e.ClaimedBy, AdminName: an, Until: timeStr(*e.ClaimUntil), Mine: *e.ClaimedBy == me}
+		if j.Claim, err = a.claimOf(e, me, name); err != nil {
+			return nil, err
 		}
 		out = append(out, j)
 	}
