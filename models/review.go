@@ -357,7 +357,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 			}
 			if err := tx.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
 				d, err := tx.screenedData(ctx, kind, itemID, VerdictAllow, 1)
-				d.DecidedBy = ev.AdminID
+				d.DecidedBy, d.Note = ev.AdminID, ev.Note
 				return d, err
 			}); err != nil {
 				return err

@@ -141,6 +141,8 @@ type ItemScreenedData struct {
 	Confidence float64 `json:"confidence"`
 	// DecidedBy is the moderator's user id when the verdict was decided by hand.
 	DecidedBy *int64 `json:"decidedBy,omitempty"`
+	// Note is that moderator's note on this verdict (an overturn's own, never an earlier one's).
+	Note *string `json:"note,omitempty"`
 }
 
 // SongScoredData is the data of a song.scored event.
