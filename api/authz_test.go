@@ -138,6 +138,13 @@ var routeMatrix = map[string]routeCase{
 		}
 		return fmt.Sprintf("/api/admin/review/pitch/%d/claim", p), nil
 	}},
+	"DELETE /api/admin/review/:kind/:id/claim": {admins, false, []int{204}, func(w *world) (string, any) {
+		p := w.pitch(asAuthor, models.VerdictBlock)
+		if _, err := w.store().FileAppeal(context.Background(), models.KindPitch, p, w.uid[asAuthor], nil); err != nil {
+			w.t.Fatal(err)
+		}
+		return fmt.Sprintf("/api/admin/review/pitch/%d/claim", p), nil
+	}},
 	"POST /api/listeners/items/:kind/:id/appeal": {authors, true, []int{201}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", w.pitch(asAuthor, models.VerdictBlock)), map[string]any{"note": "please"}
 	}},

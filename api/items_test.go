@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,118 @@ func TestItemPage(t *testing.T) {
 			fmt.Sprintf("/api/admin/items/revision/%d", p+1000), "/api/admin/items/pitch/x"} {
 			checkError(t, w.do(http.MethodGet, path, asAdmin, nil), 404, "not_found", "")
 		}
+	})
+}
+
+// auditOf lists the audit trail through the API with query.
+func auditOf(t *testing.T, w *world, query string) []map[string]any {
+	t.Helper()
+	r := w.do(http.MethodGet, "/api/admin/audit"+query, asAdmin, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("audit%s: %d %s", query, r.Status, r.Body)
+	}
+	var out []map[string]any
+	for _, e := range list(r.JSON()["entries"]) {
+		out = append(out, obj(e))
+	}
+	return out
+}
+
+func actionsOf(entries []map[string]any) []string {
+	var out []string
+	for _, e := range entries {
+		out = append(out, e["action"].(string))
+	}
+	return out
+}
+
+// Every decision is audited with before and after: a review claim (not its renewal) and its
+// release, an appeal's decision, a webhook secret's rotation; the trail is filtered by target
+// and by admin, and refuses malformed filters.
+func TestEveryDecisionAudited(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db, allowPrivate).quiet()
+		mod2, mod2Tok := w.env.User("mod2", models.RoleAdmin)
+		p := w.pitch(asAuthor, models.VerdictBlock)
+		if r := w.do(http.MethodPost, fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", p), asAuthor, map[string]any{"note": "a joke"}); r.Status != 201 {
+			t.Fatalf("appeal: %d %s", r.Status, r.Body)
+		}
+		claimPath := fmt.Sprintf("/api/admin/review/pitch/%d/claim", p)
+		target := fmt.Sprintf("pitch:%d", p)
+		for _, step := range []struct {
+			tok    string
+			method string
+			status int
+		}{
+			{mod2Tok, http.MethodPost, 200},        // taken: audited
+			{mod2Tok, http.MethodPost, 200},        // renewed: not audited
+			{w.tok[asAdmin], http.MethodPost, 409}, // held by mod2
+			{w.tok[asAdmin], http.MethodDelete, 409},
+			{mod2Tok, http.MethodDelete, 204}, // released: audited
+			{mod2Tok, http.MethodDelete, 204}, // nothing to release: nothing audited
+			{w.tok[asAdmin], http.MethodPost, 200},
+		} {
+			if r := w.env.Do(step.method, claimPath, step.tok, nil); r.Status != step.status {
+				t.Fatalf("%s %s: %d %s, want %d", step.method, claimPath, r.Status, r.Body, step.status)
+			}
+			w.env.Clock.Advance(time.Second)
+		}
+		// Released, the entry is free: the queue shows no claim until the admin's.
+		r := w.do(http.MethodPost, verdictPath(models.KindPitch, p), asAdmin, map[string]any{"verdict": "allow", "note": "fine"})
+		if r.Status != 200 {
+			t.Fatalf("decide the appeal: %d %s", r.Status, r.Body)
+		}
+		checkError(t, w.env.Do(http.MethodDelete, claimPath, mod2Tok, nil), 404, "not_found", "")
+
+		got := auditOf(t, w, "?target="+target)
+		if a := actionsOf(got); fmt.Sprint(a) != fmt.Sprint([]string{models.AuditAppealDecide, models.AuditReviewClaim, models.AuditReviewRelease, models.AuditReviewClaim}) {
+			t.Fatalf("the item's trail: %v", a)
+		}
+		decide, claimAdmin, release, claimMod2 := got[0], got[1], got[2], got[3]
+		if b, a := obj(decide["before"]), obj(decide["after"]); b["verdict"] != "block" || b["appeal"] != "pending" || b["note"] != "a joke" ||
+			a["verdict"] != "allow" || a["appeal"] != "granted" || a["note"] != "fine" || num(decide["adminId"]) != w.uid[asAdmin] {
+			t.Errorf("the appeal's decision: %v", decide)
+		}
+		if claimMod2["before"] != nil || num(obj(claimMod2["after"])["claimedBy"]) != mod2 || obj(claimMod2["after"])["until"] == nil {
+			t.Errorf("mod2's claim: %v", claimMod2)
+		}
+		if num(obj(release["before"])["claimedBy"]) != mod2 || release["after"] != nil || num(release["adminId"]) != mod2 {
+			t.Errorf("mod2's release: %v", release)
+		}
+		if claimAdmin["before"] != nil || num(obj(claimAdmin["after"])["claimedBy"]) != w.uid[asAdmin] {
+			t.Errorf("the admin's claim after the release: %v", claimAdmin)
+		}
+		if a := actionsOf(auditOf(t, w, fmt.Sprintf("?adminId=%d", mod2))); fmt.Sprint(a) != fmt.Sprint([]string{models.AuditReviewRelease, models.AuditReviewClaim}) {
+			t.Errorf("mod2's trail: %v", a)
+		}
+		if a := actionsOf(auditOf(t, w, fmt.Sprintf("?adminId=%d&target=%s&action=review.claim", mod2, target))); len(a) != 1 {
+			t.Errorf("mod2's claims of the pitch: %v", a)
+		}
+		page := itemPage(t, w, models.KindPitch, p)
+		if n := len(list(page["audit"])); n != 4 {
+			t.Errorf("the item page's audit: %d entries, want 4", n)
+		}
+
+		// A webhook secret's rotation: when the one before stops signing, never a secret.
+		hook, first := subscribe(w, "http://127.0.0.1:9/hook", "item.screened")
+		r = w.do(http.MethodPost, fmt.Sprintf("/api/admin/webhooks/%d/secret", hook), asAdmin, nil)
+		if r.Status != 200 {
+			t.Fatalf("rotate: %d %s", r.Status, r.Body)
+		}
+		rot := auditOf(t, w, fmt.Sprintf("?target=webhook:%d&action=%s", hook, models.AuditWebhookSecret))
+		if len(rot) != 1 || obj(rot[0]["before"])["previousSecretUntil"] != nil || obj(rot[0]["after"])["previousSecretUntil"] != r.JSON()["previousSecretUntil"] {
+			t.Errorf("the rotation's entry: %v", rot)
+		}
+		if s := fmt.Sprint(rot); strings.Contains(s, first) || strings.Contains(s, r.JSON()["secret"].(string)) {
+			t.Errorf("a secret in the trail: %v", rot)
+		}
+
+		before := w.snapshot()
+		for q, field := range map[string]string{"?adminId=x": "adminId", "?adminId=0": "adminId", "?target=Pitch:1": "target",
+			"?target=": "target", "?target=pitch:1&target=pitch:2": "target", "?action=review.nap": "action"} {
+			checkError(t, w.do(http.MethodGet, "/api/admin/audit"+q, asAdmin, nil), 400, "invalid", field)
+		}
+		w.unchanged(t, before, "malformed audit filters")
 	})
 }

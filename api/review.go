@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -215,14 +216,39 @@ func claimedError(held *models.ErrClaimed) *Error {
 		Message: "another moderator (user " + itoa(int(held.AdminID)) + ") holds this entry until " + string(timeStr(held.Until))}
 }
 
+// claimAudit is a claim as the audit trail keeps it (nil: no live claim).
+func claimAudit(held *models.ErrClaimed) any {
+	if held == nil {
+		return nil
+	}
+	return map[string]any{"claimedBy": held.AdminID, "until": timeStr(held.Until)}
+}
+
 // claimReview gives the caller an item's open entries for models.ReviewClaimFor (again: renews).
+// Taking an entry is audited with the live claim it replaced, if any; a renewal is not (the
+// trail keeps who took an entry and when, not each renewal while it is shown).
 func (a *API) claimReview(c echo.Context) error {
 	kind, id, err := itemPath(c, "entry")
 	if err != nil {
 		return err
 	}
 	ctx, me := c.Request().Context(), caller(c).ID
-	claimed, err := a.Store.ClaimReview(ctx, kind, id, me, a.now().Add(models.ReviewClaimFor))
+	until := a.now().Add(models.ReviewClaimFor)
+	var claimed []models.ReviewEntry
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		was, err := tx.ReviewsOf(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		if claimed, err = tx.ClaimReview(ctx, kind, id, me, until); err != nil {
+			return err
+		}
+		before := models.HeldBy(was, 0, a.now()) // anyone's live claim: no admin has id 0
+		if before != nil && before.AdminID == me {
+			return nil
+		}
+		return audit(c, tx, models.AuditReviewClaim, itemTarget(kind, id), claimAudit(before), claimAudit(&models.ErrClaimed{AdminID: me, Until: until}))
+	})
 	var held *models.ErrClaimed
 	switch {
 	case errors.As(err, &held):
@@ -239,6 +265,44 @@ func (a *API) claimReview(c echo.Context) error {
 	}
 	a.Log.Info("review claim", "kind", kind, "itemId", id, "adminId", me)
 	return c.JSON(http.StatusOK, out[0])
+}
+
+// releaseReview ends the caller's claim on an item's open entries (a moderator skipping it), so
+// that the next moderator may take it at once; audited. With no claim of the caller's to end it
+// changes nothing: 204 while the entry is open and nobody else holds it, 409 claimed while
+// another moderator does, 404 when the item has no open entry.
+func (a *API) releaseReview(c echo.Context) error {
+	kind, id, err := itemPath(c, "entry")
+	if err != nil {
+		return err
+	}
+	ctx, me := c.Request().Context(), caller(c).ID
+	var released *time.Time
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if released, err = tx.ReleaseReview(ctx, kind, id, me); err != nil || released == nil {
+			return err
+		}
+		return audit(c, tx, models.AuditReviewRelease, itemTarget(kind, id), claimAudit(&models.ErrClaimed{AdminID: me, Until: *released}), nil)
+	})
+	if err != nil {
+		return err
+	}
+	if released == nil {
+		all, err := a.Store.ReviewsOf(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		if held := models.HeldBy(all, me, a.now()); held != nil {
+			return claimedError(held)
+		}
+		if !slices.ContainsFunc(all, func(e models.ReviewEntry) bool { return e.DecidedAt == nil }) {
+			return notFound("review entry")
+		}
+	} else {
+		a.Log.Info("review release", "kind", kind, "itemId", id, "adminId", me)
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // reviewMeasures answers the queue's measures: open entries, time to decision, overturns.
@@ -350,7 +414,18 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	confidence := 1.0
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: models.OutcomeDecided,
 		AdminID: &me, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
-	if err := a.Store.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
+	state := "denied"
+	if body.Verdict == models.VerdictAllow {
+		state = "granted"
+	}
+	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		if err := tx.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditAppealDecide, itemTarget(kind, id),
+			map[string]any{"verdict": models.VerdictBlock, "appeal": "pending", "note": appeal.Note, "blockedBy": appeal.BlockedBy},
+			map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note})
+	}); err != nil {
 		return true, err
 	}
 	a.Log.Info("appeal decided", "kind", kind, "itemId", id, "userId", authorID, "verdict", body.Verdict, "adminId", me)

@@ -71,6 +71,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/review", a.listReview, admins, "The review queue: the model's unsure verdicts and authors' appeals, oldest first, each with its content, the model's suggestion, its author's history and its claim; decided with the verdict route", nil, reviewListJSON{}, 200, reviewQuery{}},
 		{http.MethodGet, "/api/admin/review/measures", a.reviewMeasures, admins, "The review queue's measures over the last 7 days: open entries, time to decision (p50, p90) per reason, the share of the model's suggestions overturned", nil, reviewMeasuresJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/review/:kind/:id/claim", a.claimReview, admins, "Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed", nil, reviewEntryJSON{}, 200, nil},
+		{http.MethodDelete, "/api/admin/review/:kind/:id/claim", a.releaseReview, admins, "Release your claim on a review entry (skip it): the next moderator may take it at once; audited. Another moderator's live claim answers 409 claimed", nil, nil, 204, nil},
 		{http.MethodGet, "/api/admin/events", a.listEvents, admins, "Attempt events, newest first", nil, eventListJSON{}, 200, eventsQuery{}},
 		{http.MethodGet, "/api/admin/stats", a.stats, admins, "The overview's summary", nil, statsJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},

@@ -257,6 +257,22 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 	return nil, missing("review entry", fmt.Sprint("of ", kind, " ", itemID))
 }
 
+// ReleaseReview ends adminID's live claim on the item's open entries and answers when it would
+// have run out; nil when adminID held no live claim there (nothing changed).
+func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID int64) (*time.Time, error) {
+	var until []int64
+	// claim_until stays (RETURNING reads the row as updated): without a claimer it holds nothing.
+	if err := s.scan(ctx, s.db, &until, `UPDATE reviews SET claimed_by = NULL
+		WHERE kind = ? AND item_id = ? AND decided_at IS NULL AND claimed_by = ? AND claim_until > ?
+		RETURNING claim_until`, kind, itemID, adminID, s.nowMs()); err != nil {
+		return nil, fmt.Errorf("release the review of %s %d: %w", kind, itemID, err)
+	}
+	if len(until) == 0 {
+		return nil, nil
+	}
+	return msTime(&until[0]), nil
+}
+
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
 func HeldBy(open []ReviewEntry, adminID int64, now time.Time) *ErrClaimed {
 	for _, e := range open {
