@@ -28,6 +28,7 @@ type reviewEntryJSON struct {
 	Confidence *float64            `json:"confidence"`
 	Note       *string             `json:"note" description:"the author's note of an appeal"`
 	BlockedBy  *int64              `json:"blockedBy" description:"an appeal of a block by hand: the admin who blocked (another admin must decide)"`
+	BlockNote  *string             `json:"blockNote" description:"an appeal of a block by hand: the blocker's note on the block"`
 	Content    reviewContentJSON   `json:"content"`
 	Author     reviewAuthorJSON    `json:"author"`
 	Claim      *reviewClaimJSON    `json:"claim" description:"a moderator's live claim; null when none"`
@@ -68,6 +69,7 @@ type reviewQuery struct {
 	Kind   models.Kind         `query:"kind" enum:"kind"`
 	Reason models.ReviewReason `query:"reason" enum:"reviewReason"`
 	UserID int64               `query:"userId" description:"the author"`
+	Claim  string              `query:"claim" enum:"reviewClaim" description:"mine: your live claims; unclaimed: no live claim; available: unclaimed or yours (what you may take)"`
 	Limit  int                 `query:"limit" minimum:"1" maximum:"100" default:"20"`
 	Cursor string              `query:"cursor" description:"the nextCursor of the page before"`
 }
@@ -137,6 +139,10 @@ func (a *API) listReview(c echo.Context) error {
 	if f.UserID, err = queryID(c, "userId"); err != nil {
 		return err
 	}
+	if f.Claim, err = oneOf(c, "claim", models.ReviewClaimFilters...); err != nil {
+		return err
+	}
+	f.Me = caller(c).ID
 	limit, err := queryLimit(c, 20, 100)
 	if err != nil {
 		return err
@@ -204,6 +210,11 @@ func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me i
 			Author: reviewAuthorJSON{ID: e.UserID, Name: n, Allowed: h.Allowed, Blocked: h.Blocked}}
 		if j.Claim, err = a.claimOf(e, me, name); err != nil {
 			return nil, err
+		}
+		if e.Reason == models.ReviewAppeal && e.BlockedBy != nil {
+			if j.BlockNote, err = a.Store.BlockNote(ctx, e.Kind, e.ItemID); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, j)
 	}
