@@ -74,6 +74,9 @@ func (a *API) putHolds(c echo.Context) error {
 	if was.Deliveries && !h.Deliveries && a.Webhooks != nil {
 		a.Webhooks.Wake()
 	}
+	if (was.Screen && !h.Screen || was.Score && !h.Score) && a.Content != nil {
+		a.Content.Wake() // the held jobs are due now: run them, not at the next periodic sweep
+	}
 	return c.JSON(http.StatusOK, holdsOf(h))
 }
 
