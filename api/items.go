@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -55,7 +56,16 @@ type itemReviewJSON struct {
 	DecidedAt     *timestamp       `json:"decidedAt"`
 	DecidedBy     *int64           `json:"decidedBy"`
 	DecidedByName *string          `json:"decidedByName"`
-	Outcome       *models.Verdict  `json:"outcome" enum:"verdict"`
+	// DecidedByCreator makes visible what same_moderator cannot refuse: a blocker who created
+	// the admin account that then heard the appeal.
+	DecidedByCreator *auditAdminJSON `json:"decidedByCreator" description:"an appeal of a block by hand: the admin who created the decider's account, as the audit trail has it (null: not recorded)"`
+	Outcome          *models.Verdict `json:"outcome" enum:"verdict"`
+}
+
+// auditAdminJSON is an admin as the audit trail names them.
+type auditAdminJSON struct {
+	AdminID   *int64 `json:"adminId"`
+	AdminName string `json:"adminName"`
 }
 
 // itemPageRows caps each list of the page (newest kept): at the longest backoff an item's
@@ -101,6 +111,11 @@ func (a *API) getItem(c echo.Context) error {
 		r, err := a.itemReview(e, me, name)
 		if err != nil {
 			return err
+		}
+		if e.BlockedBy != nil && e.DecidedBy != nil {
+			if r.DecidedByCreator, err = a.creatorOf(ctx, *e.DecidedBy); err != nil {
+				return err
+			}
 		}
 		if e.Reason == models.ReviewAppeal {
 			out.Appeal = r
@@ -203,6 +218,16 @@ func (a *API) claimOf(e models.ReviewEntry, me int64, name func(int64) (string, 
 		return nil, err
 	}
 	return &reviewClaimJSON{AdminID: *e.ClaimedBy, AdminName: n, Until: timeStr(*e.ClaimUntil), Mine: *e.ClaimedBy == me}, nil
+}
+
+// creatorOf is the admin who created user id's account, as the audit trail has it; nil when it
+// has no record (the first admin, an account made on the command line, a pruned entry).
+func (a *API) creatorOf(ctx context.Context, id int64) (*auditAdminJSON, error) {
+	es, err := a.Store.ListAudit(ctx, models.AuditFilter{Action: models.AuditUserCreate, Target: "user:" + strconv.FormatInt(id, 10)}, 0, 1)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	return &auditAdminJSON{AdminID: es[0].AdminID, AdminName: es[0].AdminName}, nil
 }
 
 // userNames reads users' names, each once: a user deleted meanwhile has the empty name.

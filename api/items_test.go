@@ -241,3 +241,32 @@ func TestEveryDecisionAudited(t *testing.T) {
 		w.unchanged(t, before, "malformed audit filters")
 	})
 }
+
+// An appeal of a block by hand heard by an admin whose account the blocker created: allowed
+// (same_moderator compares accounts), but made visible on the item's page and in the trail.
+func TestAppealHeardByTheBlockersCreation(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db).quiet()
+		p := w.pitch(asAuthor, "")
+		if r := w.do(http.MethodPost, verdictPath(models.KindPitch, p), asAdmin, map[string]any{"verdict": "block", "note": "spam"}); r.Status != 200 {
+			t.Fatalf("block by hand: %d %s", r.Status, r.Body)
+		}
+		made := w.created("/api/admin/users", asAdmin, map[string]any{"name": "sock", "role": "admin"})
+		if r := w.do(http.MethodPost, fmt.Sprintf("/api/listeners/items/pitch/%d/appeal", p), asAuthor, map[string]any{}); r.Status != 201 {
+			t.Fatalf("appeal: %d %s", r.Status, r.Body)
+		}
+		checkError(t, w.do(http.MethodPost, verdictPath(models.KindPitch, p), asAdmin, map[string]any{"verdict": "allow"}), 409, "same_moderator", "")
+		if r := w.env.Do(http.MethodPost, verdictPath(models.KindPitch, p), made["token"].(string), map[string]any{"verdict": "allow"}); r.Status != 200 {
+			t.Fatalf("the created admin decides: %d %s", r.Status, r.Body)
+		}
+		ap := obj(itemPage(t, w, models.KindPitch, p)["appeal"])
+		if c := obj(ap["decidedByCreator"]); num(c["adminId"]) != w.uid[asAdmin] || num(ap["blockedBy"]) != w.uid[asAdmin] {
+			t.Errorf("the appeal on the item's page: %v", ap)
+		}
+		es := auditOf(t, w, "?action="+models.AuditAppealDecide)
+		if len(es) != 1 || num(obj(obj(es[0]["after"])["deciderCreatedBy"])["adminId"]) != w.uid[asAdmin] {
+			t.Errorf("the decision in the trail: %v", es)
+		}
+	})
+}

@@ -429,13 +429,21 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	if body.Verdict == models.VerdictAllow {
 		state = "granted"
 	}
+	decided := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note}
+	if appeal.BlockedBy != nil {
+		creator, err := a.creatorOf(ctx, me)
+		if err != nil {
+			return true, err
+		}
+		decided["deciderCreatedBy"] = creator
+	}
 	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
 		if err := tx.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
 			return err
 		}
 		return audit(c, tx, models.AuditAppealDecide, itemTarget(kind, id),
 			map[string]any{"verdict": models.VerdictBlock, "appeal": "pending", "note": appeal.Note, "blockedBy": appeal.BlockedBy},
-			map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note})
+			decided)
 	}); err != nil {
 		return true, err
 	}
