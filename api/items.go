@@ -103,25 +103,8 @@ func (a *API) getItem(c echo.Context) error {
 	if out.Events, out.Verdicts, err = a.itemEvents(ctx, kind, id, name); err != nil {
 		return err
 	}
-	reviews, err := a.Store.ReviewsOf(ctx, kind, id)
-	if err != nil {
+	if out.Review, out.Appeal, err = a.itemReviews(ctx, kind, id, me, name); err != nil {
 		return err
-	}
-	for _, e := range reviews {
-		r, err := a.itemReview(e, me, name)
-		if err != nil {
-			return err
-		}
-		if e.BlockedBy != nil && e.DecidedBy != nil {
-			if r.DecidedByCreator, err = a.creatorOf(ctx, *e.DecidedBy); err != nil {
-				return err
-			}
-		}
-		if e.Reason == models.ReviewAppeal {
-			out.Appeal = r
-		} else {
-			out.Review = r
-		}
 	}
 	entries, err := a.Store.ListAudit(ctx, models.AuditFilter{Target: itemTarget(kind, id)}, 0, itemPageRows)
 	if err != nil {
@@ -191,6 +174,31 @@ func (a *API) itemEvents(ctx context.Context, kind models.Kind, id int64, name f
 		verdicts = append(verdicts, iv)
 	}
 	return events, verdicts, nil
+}
+
+// itemReviews are an item's review entry (the model was unsure) and appeal, with their claims.
+func (a *API) itemReviews(ctx context.Context, kind models.Kind, id, me int64, name func(int64) (string, error)) (review, appeal *itemReviewJSON, err error) {
+	reviews, err := a.Store.ReviewsOf(ctx, kind, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range reviews {
+		r, err := a.itemReview(e, me, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.BlockedBy != nil && e.DecidedBy != nil {
+			if r.DecidedByCreator, err = a.creatorOf(ctx, *e.DecidedBy); err != nil {
+				return nil, nil, err
+			}
+		}
+		if e.Reason == models.ReviewAppeal {
+			appeal = r
+		} else {
+			review = r
+		}
+	}
+	return review, appeal, nil
 }
 
 // itemReview shows one review entry of an item with its live claim.

@@ -425,17 +425,9 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	confidence := 1.0
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: models.OutcomeDecided,
 		AdminID: &me, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
-	state := "denied"
-	if body.Verdict == models.VerdictAllow {
-		state = "granted"
-	}
-	decided := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note}
-	if appeal.BlockedBy != nil {
-		creator, err := a.creatorOf(ctx, me)
-		if err != nil {
-			return true, err
-		}
-		decided["deciderCreatedBy"] = creator
+	decided, err := a.appealDecided(ctx, *appeal, me, body)
+	if err != nil {
+		return true, err
 	}
 	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
 		if err := tx.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
@@ -460,6 +452,25 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 		return true, err
 	}
 	return true, c.JSON(http.StatusOK, a.screenOf(after, h))
+}
+
+// appealDecided is an appeal's decision as the audit trail keeps it (after): the verdict, the
+// appeal's state, the note, and for an appeal of a block by hand who created the decider's
+// account (what same_moderator cannot refuse: see creatorOf).
+func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me int64, body verdictRequest) (map[string]any, error) {
+	state := "denied"
+	if body.Verdict == models.VerdictAllow {
+		state = "granted"
+	}
+	out := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note}
+	if appeal.BlockedBy != nil {
+		creator, err := a.creatorOf(ctx, me)
+		if err != nil {
+			return nil, err
+		}
+		out["deciderCreatedBy"] = creator
+	}
+	return out, nil
 }
 
 // inReview refuses to retry a job that waits for a moderator: it is decided in the review
