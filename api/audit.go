@@ -45,7 +45,8 @@ var auditTarget = regexp.MustCompile(`^[a-z][a-z-]*(:[A-Za-z0-9_.@-]{1,100})?$`)
 var auditActions = []string{models.AuditHolds, models.AuditVerdict, models.AuditOverturn, models.AuditRetry, models.AuditRetryBulk,
 	models.AuditTokenRotate, models.AuditUserDisable, models.AuditUserEnable, models.AuditUserCreate, models.AuditBudget,
 	models.AuditWebhookCreate, models.AuditWebhookUpdate, models.AuditWebhookDelete, models.AuditBackfillStart,
-	models.AuditBackfillPause, models.AuditBackfillSet, models.AuditWalkRelease, models.AuditProbe}
+	models.AuditBackfillPause, models.AuditBackfillSet, models.AuditWalkRelease, models.AuditProbe,
+	models.AuditAppealDecide, models.AuditWebhookSecret, models.AuditReviewClaim, models.AuditReviewRelease}
 
 func auditEntryOf(e models.AuditEntry) auditEntryJSON {
 	out := auditEntryJSON{ID: e.ID, At: timeStr(e.At), AdminID: e.AdminID, AdminName: e.AdminName, Action: e.Action,

@@ -122,6 +122,9 @@ var routeMatrix = map[string]routeCase{
 	"GET /api/admin/events":      {admins, false, []int{200}, static("/api/admin/events", nil)},
 	"GET /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", nil)},
 	"PUT /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", map[string]any{"screen": false})},
+	"GET /api/admin/items/:kind/:id": {admins, false, []int{200}, func(w *world) (string, any) {
+		return fmt.Sprintf("/api/admin/items/pitch/%d", w.pitch(asAuthor, models.VerdictBlock)), nil
+	}},
 	"POST /api/admin/items/:kind/:id/verdict": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/items/pitch/%d/verdict", w.pitch(asAuthor, "")), map[string]any{"verdict": "allow", "note": "fine"}
 	}},
@@ -129,6 +132,13 @@ var routeMatrix = map[string]routeCase{
 	"GET /api/admin/review":          {admins, false, []int{200}, static("/api/admin/review", nil)},
 	"GET /api/admin/review/measures": {admins, false, []int{200}, static("/api/admin/review/measures", nil)},
 	"POST /api/admin/review/:kind/:id/claim": {admins, false, []int{200}, func(w *world) (string, any) {
+		p := w.pitch(asAuthor, models.VerdictBlock)
+		if _, err := w.store().FileAppeal(context.Background(), models.KindPitch, p, w.uid[asAuthor], nil); err != nil {
+			w.t.Fatal(err)
+		}
+		return fmt.Sprintf("/api/admin/review/pitch/%d/claim", p), nil
+	}},
+	"DELETE /api/admin/review/:kind/:id/claim": {admins, false, []int{204}, func(w *world) (string, any) {
 		p := w.pitch(asAuthor, models.VerdictBlock)
 		if _, err := w.store().FileAppeal(context.Background(), models.KindPitch, p, w.uid[asAuthor], nil); err != nil {
 			w.t.Fatal(err)

@@ -27,7 +27,7 @@ type holdsRequest struct {
 // verdictRequest is an admin's verdict on an item.
 type verdictRequest struct {
 	Verdict models.Verdict `json:"verdict" required:"true" enum:"verdict"`
-	Note    *string        `json:"note" nullable:"true" maxLength:"500"`
+	Note    *string        `json:"note" nullable:"true" maxLength:"500" description:"why, for moderators and webhooks (not shown to the author); required with overturn"`
 	// Overturn changes a verdict already given (the model's or an admin's): see overturn.go.
 	Overturn bool `json:"overturn" description:"change a verdict already given (event outcome overturned; the webhook is sent again)"`
 }
@@ -74,6 +74,9 @@ func (a *API) putHolds(c echo.Context) error {
 	if was.Deliveries && !h.Deliveries && a.Webhooks != nil {
 		a.Webhooks.Wake()
 	}
+	if (was.Screen && !h.Screen || was.Score && !h.Score) && a.Content != nil {
+		a.Content.Wake() // the held jobs are due now: run them, not at the next periodic sweep
+	}
 	return c.JSON(http.StatusOK, holdsOf(h))
 }
 
@@ -87,6 +90,9 @@ func (body *verdictRequest) check() error {
 	}
 	note, err := checkNote(body.Note)
 	body.Note = note
+	if err == nil && body.Overturn && note == nil {
+		return invalid("note", "an overturn needs a note of its own: why the verdict changes")
+	}
 	return err
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // closedPort is an address nothing listens on: a connection to it is refused.
@@ -578,5 +580,30 @@ func TestHoldWakesTheLongPoll(t *testing.T) {
 		if a = await(t, held, "the lift"); a.Status != http.StatusOK || strings.Contains(string(a.Body), `"why":"held"`) {
 			t.Fatalf("after the lift: %d %s", a.Status, a.Body)
 		}
+	})
+}
+
+// TestLiftingAHoldRunsTheHeldWork: lifting the screen hold runs the held screens at once, not
+// at the next periodic sweep.
+func TestLiftingAHoldRunsTheHeldWork(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w := newWorld(t, db)
+		// The sweep's loop, woken by what makes work due (no periodic schedule here: the fake
+		// clock never reaches it).
+		if err := w.env.App.Content.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := w.do(http.MethodPut, "/api/admin/holds", asAdmin, map[string]any{"screen": true}); r.Status != http.StatusOK {
+			t.Fatalf("hold: %d %s", r.Status, r.Body)
+		}
+		p := w.pitch(asAuthor, "")
+		if r := w.do(http.MethodPut, "/api/admin/holds", asAdmin, map[string]any{"screen": false}); r.Status != http.StatusOK {
+			t.Fatalf("lift: %d %s", r.Status, r.Body)
+		}
+		wait.Until(t, "the held screen run after the lift", func() bool {
+			s, err := w.store().ScreenOf(context.Background(), models.KindPitch, p)
+			return err == nil && s.Verdict != nil
+		})
 	})
 }

@@ -178,6 +178,8 @@ func TestIncidentModelDownHoldProbeRetry(t *testing.T) {
 
 // A verdict by hand, then overturned: the event says overturned with the admin and note, the
 // webhook is owed again, and the trail keeps before and after; the same verdict again is 409.
+// An overturn needs a note of its own, which the event, the trail and the webhook carry in place
+// of the first decision's.
 func TestVerdictOverturn(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -188,11 +190,16 @@ func TestVerdictOverturn(t *testing.T) {
 		before := w.snapshot()
 		checkError(t, w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "block"}), 409, "decided", "")
 		w.unchanged(t, before, "a verdict without overturn")
+		for _, body := range []map[string]any{{"verdict": "block", "overturn": true}, {"verdict": "block", "overturn": true, "note": "  "},
+			{"verdict": "block", "overturn": true, "note": nil}} {
+			checkError(t, w.do(http.MethodPost, path, asAdmin, body), 400, "invalid", "note")
+		}
+		w.unchanged(t, before, "an overturn without a note")
 		r := w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "block", "note": "spam", "overturn": true})
 		if r.Status != 200 || r.JSON()["state"] != "blocked" || r.JSON()["verdict"] != "block" {
 			t.Fatalf("overturn: %d %s", r.Status, r.Body)
 		}
-		checkError(t, w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "block", "overturn": true}), 409, "decided", "")
+		checkError(t, w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "block", "overturn": true, "note": "again"}), 409, "decided", "")
 		evs := list(w.do(http.MethodGet, fmt.Sprintf("/api/admin/events?kind=pitch&itemId=%d&outcome=overturned", p), asAdmin, nil).JSON()["events"])
 		if len(evs) != 1 || obj(evs[0])["note"] != "spam" || obj(evs[0])["verdict"] != "block" || num(obj(evs[0])["adminId"]) != w.uid[asAdmin] {
 			t.Errorf("overturned events %v", evs)
@@ -211,10 +218,24 @@ func TestVerdictOverturn(t *testing.T) {
 			t.Errorf("overturn entries %v", es)
 		}
 
-		// Overturned back to allow by hand: public again.
-		r = w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "allow", "overturn": true})
+		// Overturned back to allow by hand: public again, with the second overturn's own note.
+		r = w.do(http.MethodPost, path, asAdmin, map[string]any{"verdict": "allow", "overturn": true, "note": "a joke after all"})
 		if r.Status != 200 || r.JSON()["state"] != "public" {
 			t.Fatalf("overturn back: %d %s", r.Status, r.Body)
+		}
+		evs = list(w.do(http.MethodGet, fmt.Sprintf("/api/admin/events?kind=pitch&itemId=%d&outcome=overturned", p), asAdmin, nil).JSON()["events"])
+		if len(evs) != 2 || obj(evs[0])["note"] != "a joke after all" || obj(evs[0])["verdict"] != "allow" {
+			t.Errorf("overturned events %v", evs)
+		}
+		es = list(w.do(http.MethodGet, "/api/admin/audit?action=verdict.overturn", asAdmin, nil).JSON()["entries"])
+		if len(es) != 2 || obj(obj(es[0])["after"])["note"] != "a joke after all" {
+			t.Errorf("overturn entries %v", es)
+		}
+		var payloads []string
+		w.store().RawScan(t.Context(), &payloads, `SELECT payload FROM webhook_deliveries WHERE event = 'item.screened' ORDER BY id`)
+		if len(payloads) != 3 || strings.Contains(payloads[0], `"note"`) || !strings.Contains(payloads[1], `"note":"spam"`) ||
+			!strings.Contains(payloads[2], `"note":"a joke after all"`) || !strings.Contains(payloads[2], fmt.Sprintf(`"decidedBy":%d`, w.uid[asAdmin])) {
+			t.Errorf("item.screened payloads %v, want the model's without a note, then each overturn's own", payloads)
 		}
 	})
 }

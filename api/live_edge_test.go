@@ -117,6 +117,10 @@ func TestLiveCaps(t *testing.T) {
 		if r := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil); r.Status != http.StatusOK {
 			t.Fatalf("a plain GET past the cap: %d", r.Status)
 		}
+		// Nor is a ticket issued for a stream the cap would refuse.
+		before := w.snapshot()
+		checkRetryAfter(t, answer{Response: w.do(http.MethodPost, "/api/listeners/mine/ticket", asAuthor, nil)}, http.StatusTooManyRequests, "rate_limited", "a ticket at the cap")
+		w.unchanged(t, before, "a ticket refused at the cap")
 
 		// The process's cap: another author's first is the third in all; their second is refused.
 		_, ev3, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asOther])
@@ -139,6 +143,9 @@ func TestLiveCaps(t *testing.T) {
 			t.Fatalf("the long poll: %d", a.Status)
 		}
 		wait.Until(t, "the long poll's slot freed", func() bool { return api.StreamsOpen() == 1 })
+		if r := w.do(http.MethodPost, "/api/listeners/mine/ticket", asAuthor, nil); r.Status != http.StatusOK {
+			t.Errorf("a ticket below the cap: %d %s", r.Status, r.Body)
+		}
 		_, ev4, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
 		next(t, ev4, false)
 		_, ev5, _ := w.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])

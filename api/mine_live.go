@@ -146,6 +146,14 @@ func (a *API) holdSlot(c echo.Context, userID int64, kind string) (func(), error
 	}, nil
 }
 
+// atUserCap reports whether userID holds as many streams and held long polls here as they may.
+func (a *API) atUserCap(userID int64) bool {
+	cp := &a.live.caps
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.byUser[userID] >= a.StreamsPerUser
+}
+
 // earlyRefusal answers 429 at once, before authentication, to a bearer token whose user was
 // refused for their cap and has not freed a slot since, on a request that would be held (a
 // stream, or a long poll with wait and If-None-Match).

@@ -28,6 +28,7 @@ var routeErrors = map[string]map[int][]string{
 	"POST /api/admin/jobs/:id/retry":                    {409: {"leased", "held", "budget", "review"}},
 	"POST /api/admin/items/:kind/:id/verdict":           {409: {"decided", "claimed", "same_moderator"}},
 	"POST /api/admin/review/:kind/:id/claim":            {409: {"claimed"}},
+	"DELETE /api/admin/review/:kind/:id/claim":          {409: {"claimed"}},
 	"POST /api/listeners/items/:kind/:id/appeal":        {409: {"not_blocked", "appealed"}},
 	"POST /api/admin/deliveries/:id/redeliver":          {409: {"webhook_disabled", "in_flight"}},
 	"POST /api/admin/webhooks/deliveries/:id/redeliver": {409: {"webhook_disabled", "in_flight"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,7 @@ type reviewEntryJSON struct {
 	Confidence *float64            `json:"confidence"`
 	Note       *string             `json:"note" description:"the author's note of an appeal"`
 	BlockedBy  *int64              `json:"blockedBy" description:"an appeal of a block by hand: the admin who blocked (another admin must decide)"`
+	BlockNote  *string             `json:"blockNote" description:"an appeal of a block by hand: the blocker's note on the block"`
 	Content    reviewContentJSON   `json:"content"`
 	Author     reviewAuthorJSON    `json:"author"`
 	Claim      *reviewClaimJSON    `json:"claim" description:"a moderator's live claim; null when none"`
@@ -67,6 +69,7 @@ type reviewQuery struct {
 	Kind   models.Kind         `query:"kind" enum:"kind"`
 	Reason models.ReviewReason `query:"reason" enum:"reviewReason"`
 	UserID int64               `query:"userId" description:"the author"`
+	Claim  string              `query:"claim" enum:"reviewClaim" description:"mine: your live claims; unclaimed: no live claim; available: unclaimed or yours (what you may take)"`
 	Limit  int                 `query:"limit" minimum:"1" maximum:"100" default:"20"`
 	Cursor string              `query:"cursor" description:"the nextCursor of the page before"`
 }
@@ -136,6 +139,10 @@ func (a *API) listReview(c echo.Context) error {
 	if f.UserID, err = queryID(c, "userId"); err != nil {
 		return err
 	}
+	if f.Claim, err = oneOf(c, "claim", models.ReviewClaimFilters...); err != nil {
+		return err
+	}
+	f.Me = caller(c).ID
 	limit, err := queryLimit(c, 20, 100)
 	if err != nil {
 		return err
@@ -184,19 +191,7 @@ func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me i
 	if err != nil {
 		return nil, err
 	}
-	names := map[int64]string{}
-	name := func(id int64) (string, error) {
-		if n, ok := names[id]; ok {
-			return n, nil
-		}
-		u, err := a.Store.UserByID(ctx, id)
-		if errors.Is(err, models.ErrNotFound) {
-			err = nil
-		}
-		names[id] = u.Name
-		return u.Name, err
-	}
-	now := a.now()
+	name := a.userNames(ctx)
 	for _, e := range open {
 		sub, ok, err := a.Store.ScreenSubject(ctx, e.Kind, e.ItemID)
 		if err != nil {
@@ -213,12 +208,13 @@ func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me i
 		j := reviewEntryJSON{Kind: e.Kind, ID: e.ItemID, Reason: e.Reason, EnteredAt: timeStr(e.EnteredAt), Suggestion: e.Suggestion,
 			Confidence: e.Confidence, Note: e.Note, BlockedBy: e.BlockedBy, Content: reviewContentJSON{Title: sub.Title, Text: sub.Text},
 			Author: reviewAuthorJSON{ID: e.UserID, Name: n, Allowed: h.Allowed, Blocked: h.Blocked}}
-		if e.ClaimedBy != nil && e.ClaimUntil != nil && e.ClaimUntil.After(now) {
-			an, err := name(*e.ClaimedBy)
-			if err != nil {
+		if j.Claim, err = a.claimOf(e, me, name); err != nil {
+			return nil, err
+		}
+		if e.Reason == models.ReviewAppeal && e.BlockedBy != nil {
+			if j.BlockNote, err = a.Store.BlockNote(ctx, e.Kind, e.ItemID); err != nil {
 				return nil, err
 			}
-			j.Claim = &reviewClaimJSON{AdminID: *e.ClaimedBy, AdminName: an, Until: timeStr(*e.ClaimUntil), Mine: *e.ClaimedBy == me}
 		}
 		out = append(out, j)
 	}
@@ -231,14 +227,39 @@ func claimedError(held *models.ErrClaimed) *Error {
 		Message: "another moderator (user " + itoa(int(held.AdminID)) + ") holds this entry until " + string(timeStr(held.Until))}
 }
 
+// claimAudit is a claim as the audit trail keeps it (nil: no live claim).
+func claimAudit(held *models.ErrClaimed) any {
+	if held == nil {
+		return nil
+	}
+	return map[string]any{"claimedBy": held.AdminID, "until": timeStr(held.Until)}
+}
+
 // claimReview gives the caller an item's open entries for models.ReviewClaimFor (again: renews).
+// Taking an entry is audited with the live claim it replaced, if any; a renewal is not (the
+// trail keeps who took an entry and when, not each renewal while it is shown).
 func (a *API) claimReview(c echo.Context) error {
 	kind, id, err := itemPath(c, "entry")
 	if err != nil {
 		return err
 	}
 	ctx, me := c.Request().Context(), caller(c).ID
-	claimed, err := a.Store.ClaimReview(ctx, kind, id, me, a.now().Add(models.ReviewClaimFor))
+	until := a.now().Add(models.ReviewClaimFor)
+	var claimed []models.ReviewEntry
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		was, err := tx.ReviewsOf(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		if claimed, err = tx.ClaimReview(ctx, kind, id, me, until); err != nil {
+			return err
+		}
+		before := models.HeldBy(was, 0, a.now()) // anyone's live claim: no admin has id 0
+		if before != nil && before.AdminID == me {
+			return nil
+		}
+		return audit(c, tx, models.AuditReviewClaim, itemTarget(kind, id), claimAudit(before), claimAudit(&models.ErrClaimed{AdminID: me, Until: until}))
+	})
 	var held *models.ErrClaimed
 	switch {
 	case errors.As(err, &held):
@@ -255,6 +276,44 @@ func (a *API) claimReview(c echo.Context) error {
 	}
 	a.Log.Info("review claim", "kind", kind, "itemId", id, "adminId", me)
 	return c.JSON(http.StatusOK, out[0])
+}
+
+// releaseReview ends the caller's claim on an item's open entries (a moderator skipping it), so
+// that the next moderator may take it at once; audited. With no claim of the caller's to end it
+// changes nothing: 204 while the entry is open and nobody else holds it, 409 claimed while
+// another moderator does, 404 when the item has no open entry.
+func (a *API) releaseReview(c echo.Context) error {
+	kind, id, err := itemPath(c, "entry")
+	if err != nil {
+		return err
+	}
+	ctx, me := c.Request().Context(), caller(c).ID
+	var released *time.Time
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if released, err = tx.ReleaseReview(ctx, kind, id, me); err != nil || released == nil {
+			return err
+		}
+		return audit(c, tx, models.AuditReviewRelease, itemTarget(kind, id), claimAudit(&models.ErrClaimed{AdminID: me, Until: *released}), nil)
+	})
+	if err != nil {
+		return err
+	}
+	if released == nil {
+		all, err := a.Store.ReviewsOf(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		if held := models.HeldBy(all, me, a.now()); held != nil {
+			return claimedError(held)
+		}
+		if !slices.ContainsFunc(all, func(e models.ReviewEntry) bool { return e.DecidedAt == nil }) {
+			return notFound("review entry")
+		}
+	} else {
+		a.Log.Info("review release", "kind", kind, "itemId", id, "adminId", me)
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // reviewMeasures answers the queue's measures: open entries, time to decision, overturns.
@@ -366,11 +425,41 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	confidence := 1.0
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: models.OutcomeDecided,
 		AdminID: &me, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
-	if err := a.Store.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
+	decided, err := a.appealDecided(ctx, *appeal, me, body)
+	if err != nil {
+		return true, err
+	}
+	if err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		if err := tx.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
+			return err
+		}
+		return audit(c, tx, models.AuditAppealDecide, itemTarget(kind, id),
+			map[string]any{"verdict": models.VerdictBlock, "appeal": "pending", "note": appeal.Note, "blockedBy": appeal.BlockedBy},
+			decided)
+	}); err != nil {
 		return true, err
 	}
 	a.Log.Info("appeal decided", "kind", kind, "itemId", id, "userId", authorID, "verdict", body.Verdict, "adminId", me)
 	return true, a.decided(c, kind, id, body.Verdict, nil)
+}
+
+// appealDecided is an appeal's decision as the audit trail keeps it (after): the verdict, the
+// appeal's state, the note, and for an appeal of a block by hand who created the decider's
+// account (what same_moderator cannot refuse: see creatorOf).
+func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me int64, body verdictRequest) (map[string]any, error) {
+	state := "denied"
+	if body.Verdict == models.VerdictAllow {
+		state = "granted"
+	}
+	out := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note}
+	if appeal.BlockedBy != nil {
+		creator, err := a.creatorOf(ctx, me)
+		if err != nil {
+			return nil, err
+		}
+		out["deciderCreatedBy"] = creator
+	}
+	return out, nil
 }
 
 // inReview refuses to retry a job that waits for a moderator: it is decided in the review

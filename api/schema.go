@@ -58,6 +58,7 @@ var enumLists = map[string][]string{
 	"backfillState":  backfillStates,
 	"waitsFor":       scheduler.WaitReasons,
 	"reviewReason":   names(models.ReviewReasons),
+	"reviewClaim":    names(models.ReviewClaimFilters),
 	"appealState":    appealStates,
 	"auditAction":    auditActions,
 	"errorCode":      errorCodes,

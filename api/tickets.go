@@ -25,12 +25,16 @@ type ticketJSON struct {
 
 // createTicket gives the caller a ticket for one stream: valid 60 s, used once, bound to the
 // caller and to the credential (token or session) that asked, so a rotation, a sign-out or a
-// disable voids it. Only its hash is kept, in the database, so every replica accepts it.
+// disable voids it. A caller who holds their cap of streams and long polls on this process
+// gets 429 instead, as the stream would. Only its hash is kept, in the database, so every replica accepts it.
 func (a *API) createTicket(c echo.Context) error {
 	u := caller(c)
 	cred := credOf(c)
 	if cred.Kind == "" {
 		return errUnauthorized
+	}
+	if a.atUserCap(u.ID) { // the stream it is for would be refused
+		return retryAfter(c, capRetryAfter, errTooManyStreams)
 	}
 	t, exp, err := a.Store.CreateStreamTicket(c.Request().Context(), u.ID, cred, ticketTTL)
 	if err != nil {

@@ -2,10 +2,12 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/owed/owed/models"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -27,7 +29,20 @@ func (a *API) rotateWebhookSecret(c echo.Context) error {
 	}
 	until := a.Clock.Now().Add(a.WebhookSecretOverlap).Truncate(time.Millisecond)
 	secret := webhooks.NewSecret()
-	w, err := a.Store.RotateWebhookSecret(c.Request().Context(), id, secret, until)
+	ctx := c.Request().Context()
+	var w models.Webhook
+	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
+		was, err := tx.WebhookByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if w, err = tx.RotateWebhookSecret(ctx, id, secret, until); err != nil {
+			return err
+		}
+		// The secrets themselves never enter the trail: when the one before stops signing.
+		return audit(c, tx, models.AuditWebhookSecret, "webhook:"+strconv.FormatInt(id, 10),
+			map[string]any{"previousSecretUntil": timePtr(was.PreviousSecretUntil)}, map[string]any{"previousSecretUntil": timeStr(until)})
+	})
 	if err != nil {
 		return err
 	}

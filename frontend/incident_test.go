@@ -97,12 +97,13 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		b.shot(t, "incident-decided")
 	}
+	b.fill(t, "job-overturn-note", "spam after all")
 	b.click(t, "job-overturn")
 	b.waitJS(t, "the overturn's confirmation focused", `document.activeElement === `+jsEl("job-overturn-confirm-ok"))
 	b.click(t, "job-overturn-confirm-ok")
-	b.waitText(t, "job-decided", "Overturned to block")
+	b.waitText(t, "job-decided", "Overturned to block", "spam after all")
 	evs := list(w.api(t, fmt.Sprintf("/api/admin/events?outcome=overturned&itemId=%d&kind=%s", num(target["itemId"]), target["kind"]))["events"])
-	if len(evs) != 1 || obj(evs[0])["verdict"] != "block" {
+	if len(evs) != 1 || obj(evs[0])["verdict"] != "block" || obj(evs[0])["note"] != "spam after all" {
 		t.Errorf("overturned events %v", evs)
 	}
 	b.click(t, "job-detail-close")

@@ -134,16 +134,62 @@ func TestReviewPanelInChromium(t *testing.T) {
 		t.Errorf("left in the queue: %v, want only mod2's claimed entry", q)
 	}
 
+	// A team: a later entry opens first, past the older one mod2 holds; showing it claims it,
+	// skipping it releases the claim at once; the claim filters show what is free and what is
+	// the moderator's own.
+	env.Model.SetVerdict("block", 0.6)
+	late, err := env.App.Store.CreatePitch(ctx, authorID, "a later pitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Sweep()
+	lateEntry := fmt.Sprintf("review-entry-pitch-%d", late.ID)
+	claimOf := func(id int64) any {
+		for _, e := range list(ok(env.Do(http.MethodGet, "/api/admin/review", owedtest.AdminToken, nil), 200, "queue").JSON()["entries"]) {
+			if num(obj(e)["id"]) == id {
+				return obj(e)["claim"]
+			}
+		}
+		return nil
+	}
+	waitClaim := func(what string, mine bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			c := claimOf(late.ID)
+			if (c != nil && obj(c)["mine"] == true) == mine {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the claim is %v", what, c)
+			}
+		}
+	}
+	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/review"))
+	b.waitJS(t, "the later entry first, not mod2's", jsVisible(lateEntry))
+	waitClaim("shown", true)
+	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
+	b.key(t, "s")
+	waitClaim("skipped", false)
+	b.waitJS(t, "mod2's entry, all that is left", jsVisible(claimedEntry))
+	b.choose(t, "review-claim", "unclaimed") // mod2's is claimed, the later one skipped
+	b.waitJS(t, "nothing unclaimed but the skipped", jsVisible("review-empty"))
+	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/review"))
+	b.waitJS(t, "the later entry again", jsVisible(lateEntry))
+	waitClaim("shown again", true)
+	b.choose(t, "review-claim", "mine")
+	b.waitJS(t, "only the moderator's own (one entry: Next disabled)", jsVisible(lateEntry)+` && `+jsEl("review-next")+`.disabled`)
+	b.choose(t, "review-claim", "")
+
 	// At 360 px: the entry and its buttons on screen, no sideways scrolling.
 	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/review"))
-	b.waitJS(t, "the claimed entry", jsVisible(claimedEntry))
+	b.waitJS(t, "the later entry", jsVisible(lateEntry))
 	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
 	defer b.do(t, "desktop again", chromedp.EmulateViewport(1280, 860))
 	onScreen := func(id string) string {
 		return `((e) => { if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= innerWidth; })(` + jsEl(id) + `)`
 	}
-	b.waitJS(t, "laid out at 360 px", onScreen(claimedEntry))
-	for _, id := range []string{claimedEntry, "review-allow", "review-block", "review-skip", "review-content"} {
+	b.waitJS(t, "laid out at 360 px", onScreen(lateEntry))
+	for _, id := range []string{lateEntry, "review-claim", "review-allow", "review-block", "review-skip", "review-content"} {
 		if !eval[bool](t, b, onScreen(id)) {
 			t.Errorf("at 360 px %s is off screen", id)
 		}
@@ -154,7 +200,7 @@ func TestReviewPanelInChromium(t *testing.T) {
 	for _, v := range b.axeViolations(t) {
 		t.Errorf("review at 360 px: %s", v)
 	}
-	if got := eval[string](t, b, jsText("review-counts")); !strings.Contains(got, "1 unsure · 0 appealed") {
+	if got := eval[string](t, b, jsText("review-counts")); !strings.Contains(got, "2 unsure · 0 appealed") {
 		t.Errorf("counts after clearing: %q", got)
 	}
 }

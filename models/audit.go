@@ -29,6 +29,10 @@ const (
 	AuditBackfillSet   = "backfill.settings"
 	AuditWalkRelease   = "backfill.walk.release"
 	AuditProbe         = "model.probe"
+	AuditAppealDecide  = "appeal.decide"
+	AuditWebhookSecret = "webhook.secret.rotate"
+	AuditReviewClaim   = "review.claim"
+	AuditReviewRelease = "review.release"
 )
 
 // AuditEntry is one operator action: who (the admin's id and name as they were), when, the

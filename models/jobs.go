@@ -296,7 +296,7 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 			if err != nil {
 				return err
 			}
-			d.DecidedBy = c.ev.AdminID // a verdict by hand names its moderator
+			d.DecidedBy, d.Note = c.ev.AdminID, c.ev.Note // a verdict by hand names its moderator and why
 			if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
 				return err
 			}

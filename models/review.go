@@ -27,6 +27,22 @@ const (
 // ReviewReasons lists every reason an entry is in the review queue.
 var ReviewReasons = []ReviewReason{ReviewUnsure, ReviewAppeal}
 
+// ReviewClaimFilter selects open entries by their claim, as the moderator asking sees them.
+type ReviewClaimFilter string
+
+// Claim filters.
+const (
+	ClaimMine      ReviewClaimFilter = "mine"      // the asker's live claim
+	ClaimNone      ReviewClaimFilter = "unclaimed" // no live claim
+	ClaimAvailable ReviewClaimFilter = "available" // the asker may take it: unclaimed or their own
+)
+
+// ReviewClaimFilters lists every claim filter.
+var ReviewClaimFilters = []ReviewClaimFilter{ClaimMine, ClaimNone, ClaimAvailable}
+
+// unclaimedSQL is true of a reviews row no live claim holds; its one argument is now (ms).
+const unclaimedSQL = `(claimed_by IS NULL OR claim_until IS NULL OR claim_until <= ?)`
+
 // ReviewDue is the due time of a job that waits for a moderator: never, as far as the claims,
 // the sweeps, the breaker's passes and the views' "due" are concerned (they all compare due_at
 // with now), and out of the due index's way.
@@ -158,6 +174,8 @@ type ReviewFilter struct {
 	Kind   Kind
 	Reason ReviewReason
 	UserID int64
+	Claim  ReviewClaimFilter
+	Me     int64 // who asks, for Claim
 }
 
 // ReviewCursor is where a page of the queue starts: after the entry ID that entered at
@@ -182,6 +200,17 @@ func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCu
 	if f.UserID != 0 {
 		q += ` AND user_id = ?`
 		args = append(args, f.UserID)
+	}
+	switch now := s.nowMs(); f.Claim {
+	case ClaimMine:
+		q += ` AND claimed_by = ? AND claim_until > ?`
+		args = append(args, f.Me, now)
+	case ClaimNone:
+		q += ` AND ` + unclaimedSQL
+		args = append(args, now)
+	case ClaimAvailable:
+		q += ` AND (` + unclaimedSQL + ` OR claimed_by = ?)`
+		args = append(args, now, f.Me)
 	}
 	if after != nil {
 		q += ` AND (entered_at > ? OR (entered_at = ? AND id > ?))`
@@ -238,7 +267,7 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 	var rows []reviewRow
 	if err := s.scan(ctx, s.db, &rows, `UPDATE reviews SET claimed_by = ?, claim_until = ?
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL
-			AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until <= ? OR claimed_by = ?)
+			AND (`+unclaimedSQL+` OR claimed_by = ?)
 		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID); err != nil {
 		return nil, fmt.Errorf("claim the review of %s %d: %w", kind, itemID, err)
 	}
@@ -255,6 +284,36 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 		}
 	}
 	return nil, missing("review entry", fmt.Sprint("of ", kind, " ", itemID))
+}
+
+// ReleaseReview ends adminID's live claim on the item's open entries and answers when it would
+// have run out; nil when adminID held no live claim there (nothing changed).
+func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID int64) (*time.Time, error) {
+	var until []int64
+	// claim_until stays (RETURNING reads the row as updated): without a claimer it holds nothing.
+	if err := s.scan(ctx, s.db, &until, `UPDATE reviews SET claimed_by = NULL
+		WHERE kind = ? AND item_id = ? AND decided_at IS NULL AND claimed_by = ? AND claim_until > ?
+		RETURNING claim_until`, kind, itemID, adminID, s.nowMs()); err != nil {
+		return nil, fmt.Errorf("release the review of %s %d: %w", kind, itemID, err)
+	}
+	if len(until) == 0 {
+		return nil, nil
+	}
+	return msTime(&until[0]), nil
+}
+
+// BlockNote is the note of the item's last verdict by hand (the block an appeal of a block by
+// hand contests); nil when it had none. The events are kept OWED_RETAIN_EVENTS.
+func (s *Store) BlockNote(ctx context.Context, kind Kind, itemID int64) (*string, error) {
+	var notes []*string
+	if err := s.scan(ctx, s.read, &notes, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
+		return nil, fmt.Errorf("the block's note of %s %d: %w", kind, itemID, err)
+	}
+	if len(notes) == 0 {
+		return nil, nil
+	}
+	return notes[0], nil
 }
 
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
@@ -357,7 +416,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 			}
 			if err := tx.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
 				d, err := tx.screenedData(ctx, kind, itemID, VerdictAllow, 1)
-				d.DecidedBy = ev.AdminID
+				d.DecidedBy, d.Note = ev.AdminID, ev.Note
 				return d, err
 			}); err != nil {
 				return err

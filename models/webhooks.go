@@ -114,6 +114,10 @@ type Delivery struct {
 const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at, attempts, failures, last_status,
 	last_error, lease_until, lease_owner, delivered_at, created_at`
 
+// deliveryHeadColumns are deliveryColumns with the payload left out (a list's rows).
+const deliveryHeadColumns = `id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status,
+	last_error, lease_until, lease_owner, delivered_at, created_at`
+
 // DeliveryAttempt is one attempt at a delivery: the HTTP status (nil when none came back),
 // how long it took, and what went wrong (nil when it was delivered).
 type DeliveryAttempt struct {
@@ -137,6 +141,8 @@ type ItemScreenedData struct {
 	Confidence float64 `json:"confidence"`
 	// DecidedBy is the moderator's user id when the verdict was decided by hand.
 	DecidedBy *int64 `json:"decidedBy,omitempty"`
+	// Note is that moderator's note on this verdict (an overturn's own, never an earlier one's).
+	Note *string `json:"note,omitempty"`
 }
 
 // SongScoredData is the data of a song.scored event.
@@ -536,8 +542,7 @@ func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64,
 // ListDeliveries pages through a subscription's deliveries newest first, before the id
 // beforeID (0: from the newest), optionally of one status. Payloads are left out.
 func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status DeliveryStatus, beforeID int64, limit int) ([]Delivery, error) {
-	q := `SELECT id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status, last_error,
-		lease_until, lease_owner, delivered_at, created_at FROM webhook_deliveries WHERE webhook_id = ?`
+	q := `SELECT ` + deliveryHeadColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{webhookID}
 	if status != "" {
 		q += ` AND status = ?`

@@ -8,7 +8,8 @@ import { useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap, F
 const PAGE = 50;
 const ACTIONS = ['holds.set', 'verdict.decide', 'verdict.overturn', 'job.retry', 'jobs.retry', 'user.create', 'user.token.rotate',
   'user.disable', 'user.enable', 'user.budget', 'webhook.create', 'webhook.update', 'webhook.delete', 'backfill.start',
-  'backfill.pause', 'backfill.settings', 'backfill.walk.release', 'model.probe'];
+  'backfill.pause', 'backfill.settings', 'backfill.walk.release', 'model.probe', 'appeal.decide', 'webhook.secret.rotate',
+  'review.claim', 'review.release'];
 
 /** A before or after value, short: JSON without quotes around keys. */
 function show(v) {

@@ -534,9 +534,10 @@ function Decide({ ctx, kind, itemId, onDone }) {
   </form>`;
 }
 
-/** What was decided here, by whom, with the note; and the way to overturn it. */
+/** What was decided here, by whom, with the note; and the way to overturn it, with a note of its own. */
 function Decided({ ctx, d, onChange, onSettled }) {
   const [asking, setAsking] = useState(false);
+  const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const head = useRef(null);
   useEffect(() => {
@@ -546,9 +547,10 @@ function Decided({ ctx, d, onChange, onSettled }) {
   const overturn = async () => {
     setBusy(true);
     try {
-      await sendVerdict(ctx, d.kind, d.itemId, other, d.note, true);
+      await sendVerdict(ctx, d.kind, d.itemId, other, note.trim(), true);
       ctx.notify(`Overturned: the ${d.kind} is ${other === 'allow' ? 'allowed' : 'blocked'} now.`, 'ok');
-      onChange({ ...d, verdict: other, by: ctx.user && ctx.user.name, overturned: true });
+      onChange({ ...d, verdict: other, note: note.trim(), by: ctx.user && ctx.user.name, overturned: true });
+      setNote('');
       onSettled && onSettled();
     } catch (e) {
       ctx.notify('Could not overturn: ' + e.message, 'error');
@@ -560,10 +562,14 @@ function Decided({ ctx, d, onChange, onSettled }) {
     <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>
       by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
       The job is no longer owed.</p>
+    <div class="field">
+      <label for="overturn-note">Why overturn (required; moderators and webhooks see it)</label>
+      <input id="overturn-note" type="text" maxlength="500" required value=${note} onInput=${(e) => setNote(e.currentTarget.value)} data-testid="job-overturn-note" />
+    </div>
     ${asking
-      ? html`<${Confirm} text=${`Overturn: ${other} this ${d.kind} instead? Its webhook is sent again.`} confirmLabel=${busy ? 'Overturning…' : `Yes, ${other}`}
+      ? html`<${Confirm} text=${`Overturn: ${other} this ${d.kind} instead, with the note “${note.trim()}”? Its webhook is sent again.`} confirmLabel=${busy ? 'Overturning…' : `Yes, ${other}`}
           danger=${other === 'block'} busy=${busy} onConfirm=${overturn} onCancel=${() => setAsking(false)} testid="job-overturn-confirm" />`
-      : html`<button type="button" class="btn btn-small" onClick=${() => setAsking(true)} data-testid="job-overturn">Overturn (${other})…</button>`}
+      : html`<button type="button" class="btn btn-small" disabled=${!note.trim()} onClick=${() => setAsking(true)} data-testid="job-overturn">Overturn (${other})…</button>`}
   </div>`;
 }
 

@@ -1,11 +1,12 @@
 // Review: the moderators' queue, one entry at a time, built for speed (issue 28). Each entry is
 // an item the model was unsure of (its verdict below the review band) or an author's appeal of
 // a block, with the item's whole content, the model's suggestion, the author's history and
-// the appeal's note. Showing an entry claims it for 5 minutes (POST …/claim), so two
-// moderators never decide the same entry; an entry another moderator holds says so and cannot
-// be decided here. Keys: A allow, B block, S skip (not shown again this visit), N next.
-// Data: GET /api/admin/review every 10 s; POST /api/admin/review/{kind}/{id}/claim;
-// POST /api/admin/items/{kind}/{id}/verdict {verdict, note?}.
+// the appeal's note (and the blocker's). Showing an entry claims it for 5 minutes (POST
+// …/claim), so two moderators never decide the same entry; an entry another moderator holds
+// says so and cannot be decided here. The panel opens at the oldest entry nobody else holds.
+// Keys: A allow, B block, S skip (releases the claim; not shown again this visit), N next.
+// Data: GET /api/admin/review every 10 s (claim: mine or unclaimed to filter); POST and
+// DELETE /api/admin/review/{kind}/{id}/claim; POST /api/admin/items/{kind}/{id}/verdict.
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
@@ -16,7 +17,8 @@ const keyOf = (e) => e.kind + ':' + e.id;
 
 function Review({ ctx }) {
   const [reason, setReason] = useState('');
-  const live = useLive(ctx, () => ctx.api('/api/admin/review', { query: { limit: 100, reason } }), 10000, [reason]);
+  const [claim, setClaim] = useState('');
+  const live = useLive(ctx, () => ctx.api('/api/admin/review', { query: { limit: 100, reason, claim } }), 10000, [reason, claim]);
   const now = useNow(5000);
   const [skipped, setSkipped] = useState(() => new Set());
   const [done, setDone] = useState(() => new Set());
@@ -29,7 +31,7 @@ function Review({ ctx }) {
   const all = (live.data && live.data.entries) || [];
   const queue = all.filter((e) => !skipped.has(keyOf(e)) && !done.has(keyOf(e)));
   let i = queue.findIndex((e) => keyOf(e) === at);
-  if (i < 0) i = 0;
+  if (i < 0) i = Math.max(0, queue.findIndex((e) => !e.claim || e.claim.mine)); // the oldest nobody else holds
   const entry = queue[i] || null;
   const counts = (live.data && live.data.counts) || { unsure: 0, appeal: 0 };
 
@@ -64,6 +66,9 @@ function Review({ ctx }) {
   const skip = () => {
     if (!entry) return;
     const next = queue[i + 1] || queue[0];
+    if (own && !own.error) {
+      ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'DELETE' }).catch((x) => ctx.notify('Could not release the claim: ' + x.message, 'error'));
+    }
     setSkipped((s) => new Set(s).add(k));
     setAt(next && keyOf(next) !== k ? keyOf(next) : null);
   };
@@ -119,6 +124,14 @@ function Review({ ctx }) {
             <option value="appeal">appeals</option>
           </select>
         </div>
+        <div class="field field-inline">
+          <label for="rev-claim">Claims</label>
+          <select id="rev-claim" value=${claim} data-testid="review-claim" onChange=${(e) => setClaim(e.currentTarget.value)}>
+            <option value="">any</option>
+            <option value="mine">claimed by me</option>
+            <option value="unclaimed">unclaimed</option>
+          </select>
+        </div>
       </header>
       <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
       ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
@@ -144,7 +157,7 @@ function Review({ ctx }) {
           </div>`
         : null}
     </section>
-    <p class="muted small">Deciding here records the verdict as yours, like a verdict by hand on a job. An appeal of a block decided by hand is heard by another moderator. Skipped entries stay in the queue for everyone else.</p>
+    <p class="muted small">Deciding here records the verdict as yours, like a verdict by hand on a job. An appeal of a block decided by hand is heard by another moderator. Skipping releases your claim: the entry is free for everyone else at once.</p>
   </div>`;
 }
 
@@ -165,6 +178,7 @@ function Entry({ entry: e, now, pos, of, heldBy, sameModerator }) {
         ? html`Blocked ${e.blockedBy != null ? html`by hand (admin #${e.blockedBy})` : html`by the model${conf != null ? ` at ${conf}% confidence` : ''}`}.`
         : html`The model suggests <strong>${e.suggestion}</strong>${conf != null ? ` at ${conf}% confidence` : ''}.`}
     </p>
+    ${e.blockNote ? html`<blockquote class="review-note" data-testid="review-block-note"><span class="muted small">The blocker's note:</span> ${e.blockNote}</blockquote>` : null}
     ${e.note ? html`<blockquote class="review-note" data-testid="review-appeal-note"><span class="muted small">The author's note:</span> ${e.note}</blockquote>` : null}
     <div class="review-content" data-testid="review-content">
       ${e.content.title ? html`<div class="strong">${e.content.title}</div>` : null}

@@ -1,0 +1,28 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// ItemDeliveries lists the webhook deliveries an item's events caused (item.screened and
+// item.appeal.decided; song.scored for a revision), newest first, at most limit, without their
+// payloads. A delivery keeps no item column: it is found by its payload's data, whose first
+// fields name the item (ItemScreenedData and ItemAppealDecidedData begin with kind and id,
+// SongScoredData with revisionId), so the read passes over every kept delivery; the retention
+// keeps that bounded, and it serves one admin's page, not a hot path.
+func (s *Store) ItemDeliveries(ctx context.Context, kind Kind, itemID int64, limit int) ([]Delivery, error) {
+	id := strconv.FormatInt(itemID, 10)
+	item := `%"data":{"kind":"` + string(kind) + `","id":` + id + `,%`
+	scored := item // a comment or a pitch has no score
+	if kind == KindRevision {
+		scored = `%"data":{"revisionId":` + id + `,%`
+	}
+	var out []Delivery
+	if err := s.scan(ctx, s.read, &out, `SELECT `+deliveryHeadColumns+` FROM webhook_deliveries
+		WHERE payload LIKE ? OR payload LIKE ? ORDER BY id DESC LIMIT ?`, item, scored, max(limit, 0)); err != nil {
+		return nil, fmt.Errorf("deliveries of %s %d: %w", kind, itemID, err)
+	}
+	return out, nil
+}
