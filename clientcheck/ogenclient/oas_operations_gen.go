@@ -6,6 +6,7 @@ package ogenclient
 type OperationName = string
 
 const (
+	DeleteAdminReviewKindIdClaimOperation           OperationName = "DeleteAdminReviewKindIdClaim"
 	DeleteAdminWebhooksIdOperation                  OperationName = "DeleteAdminWebhooksId"
 	DeleteListenersCommentsIdOperation              OperationName = "DeleteListenersCommentsId"
 	DeleteListenersPitchesIdOperation               OperationName = "DeleteListenersPitchesId"
@@ -18,6 +19,7 @@ const (
 	GetAdminDeliveriesIdOperation                   OperationName = "GetAdminDeliveriesId"
 	GetAdminEventsOperation                         OperationName = "GetAdminEvents"
 	GetAdminHoldsOperation                          OperationName = "GetAdminHolds"
+	GetAdminItemsKindIdOperation                    OperationName = "GetAdminItemsKindId"
 	GetAdminJobsOperation                           OperationName = "GetAdminJobs"
 	GetAdminJobsIdOperation                         OperationName = "GetAdminJobsId"
 	GetAdminModelOperation                          OperationName = "GetAdminModel"

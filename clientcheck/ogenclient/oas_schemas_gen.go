@@ -201,6 +201,32 @@ func (s *AppealState) UnmarshalText(data []byte) error {
 	}
 }
 
+// Ref: #/components/schemas/AuditAdmin
+type AuditAdmin struct {
+	AdminId   NilInt `json:"adminId"`
+	AdminName string `json:"adminName"`
+}
+
+// GetAdminId returns the value of AdminId.
+func (s *AuditAdmin) GetAdminId() NilInt {
+	return s.AdminId
+}
+
+// GetAdminName returns the value of AdminName.
+func (s *AuditAdmin) GetAdminName() string {
+	return s.AdminName
+}
+
+// SetAdminId sets the value of AdminId.
+func (s *AuditAdmin) SetAdminId(val NilInt) {
+	s.AdminId = val
+}
+
+// SetAdminName sets the value of AdminName.
+func (s *AuditAdmin) SetAdminName(val string) {
+	s.AdminName = val
+}
+
 // Ref: #/components/schemas/AuditEntry
 type AuditEntry struct {
 	Action AuditEntryAction `json:"action"`
@@ -319,6 +345,10 @@ const (
 	AuditEntryActionBackfillSettings    AuditEntryAction = "backfill.settings"
 	AuditEntryActionBackfillWalkRelease AuditEntryAction = "backfill.walk.release"
 	AuditEntryActionModelProbe          AuditEntryAction = "model.probe"
+	AuditEntryActionAppealDecide        AuditEntryAction = "appeal.decide"
+	AuditEntryActionWebhookSecretRotate AuditEntryAction = "webhook.secret.rotate"
+	AuditEntryActionReviewClaim         AuditEntryAction = "review.claim"
+	AuditEntryActionReviewRelease       AuditEntryAction = "review.release"
 )
 
 // AllValues returns all AuditEntryAction values.
@@ -342,6 +372,10 @@ func (AuditEntryAction) AllValues() []AuditEntryAction {
 		AuditEntryActionBackfillSettings,
 		AuditEntryActionBackfillWalkRelease,
 		AuditEntryActionModelProbe,
+		AuditEntryActionAppealDecide,
+		AuditEntryActionWebhookSecretRotate,
+		AuditEntryActionReviewClaim,
+		AuditEntryActionReviewRelease,
 	}
 }
 
@@ -383,6 +417,14 @@ func (s AuditEntryAction) MarshalText() ([]byte, error) {
 	case AuditEntryActionBackfillWalkRelease:
 		return []byte(s), nil
 	case AuditEntryActionModelProbe:
+		return []byte(s), nil
+	case AuditEntryActionAppealDecide:
+		return []byte(s), nil
+	case AuditEntryActionWebhookSecretRotate:
+		return []byte(s), nil
+	case AuditEntryActionReviewClaim:
+		return []byte(s), nil
+	case AuditEntryActionReviewRelease:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -445,6 +487,18 @@ func (s *AuditEntryAction) UnmarshalText(data []byte) error {
 		return nil
 	case AuditEntryActionModelProbe:
 		*s = AuditEntryActionModelProbe
+		return nil
+	case AuditEntryActionAppealDecide:
+		*s = AuditEntryActionAppealDecide
+		return nil
+	case AuditEntryActionWebhookSecretRotate:
+		*s = AuditEntryActionWebhookSecretRotate
+		return nil
+	case AuditEntryActionReviewClaim:
+		*s = AuditEntryActionReviewClaim
+		return nil
+	case AuditEntryActionReviewRelease:
+		*s = AuditEntryActionReviewRelease
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -1911,6 +1965,95 @@ func (s *CommentRef) SetSongId(val int) {
 	s.SongId = val
 }
 
+type DeleteAdminReviewKindIdClaimBadRequest Error
+
+func (*DeleteAdminReviewKindIdClaimBadRequest) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimForbidden Error
+
+func (*DeleteAdminReviewKindIdClaimForbidden) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimKind string
+
+const (
+	DeleteAdminReviewKindIdClaimKindRevision DeleteAdminReviewKindIdClaimKind = "revision"
+	DeleteAdminReviewKindIdClaimKindComment  DeleteAdminReviewKindIdClaimKind = "comment"
+	DeleteAdminReviewKindIdClaimKindPitch    DeleteAdminReviewKindIdClaimKind = "pitch"
+)
+
+// AllValues returns all DeleteAdminReviewKindIdClaimKind values.
+func (DeleteAdminReviewKindIdClaimKind) AllValues() []DeleteAdminReviewKindIdClaimKind {
+	return []DeleteAdminReviewKindIdClaimKind{
+		DeleteAdminReviewKindIdClaimKindRevision,
+		DeleteAdminReviewKindIdClaimKindComment,
+		DeleteAdminReviewKindIdClaimKindPitch,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s DeleteAdminReviewKindIdClaimKind) MarshalText() ([]byte, error) {
+	switch s {
+	case DeleteAdminReviewKindIdClaimKindRevision:
+		return []byte(s), nil
+	case DeleteAdminReviewKindIdClaimKindComment:
+		return []byte(s), nil
+	case DeleteAdminReviewKindIdClaimKindPitch:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *DeleteAdminReviewKindIdClaimKind) UnmarshalText(data []byte) error {
+	switch DeleteAdminReviewKindIdClaimKind(data) {
+	case DeleteAdminReviewKindIdClaimKindRevision:
+		*s = DeleteAdminReviewKindIdClaimKindRevision
+		return nil
+	case DeleteAdminReviewKindIdClaimKindComment:
+		*s = DeleteAdminReviewKindIdClaimKindComment
+		return nil
+	case DeleteAdminReviewKindIdClaimKindPitch:
+		*s = DeleteAdminReviewKindIdClaimKindPitch
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+// DeleteAdminReviewKindIdClaimNoContent is response for DeleteAdminReviewKindIdClaim operation.
+type DeleteAdminReviewKindIdClaimNoContent struct {
+	IdempotentReplayed OptPostAdminBackfillWalkReleaseOKIdempotentReplayed
+}
+
+// GetIdempotentReplayed returns the value of IdempotentReplayed.
+func (s *DeleteAdminReviewKindIdClaimNoContent) GetIdempotentReplayed() OptPostAdminBackfillWalkReleaseOKIdempotentReplayed {
+	return s.IdempotentReplayed
+}
+
+// SetIdempotentReplayed sets the value of IdempotentReplayed.
+func (s *DeleteAdminReviewKindIdClaimNoContent) SetIdempotentReplayed(val OptPostAdminBackfillWalkReleaseOKIdempotentReplayed) {
+	s.IdempotentReplayed = val
+}
+
+func (*DeleteAdminReviewKindIdClaimNoContent) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimNotFound Error
+
+func (*DeleteAdminReviewKindIdClaimNotFound) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimRequestEntityTooLarge Error
+
+func (*DeleteAdminReviewKindIdClaimRequestEntityTooLarge) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimUnauthorized Error
+
+func (*DeleteAdminReviewKindIdClaimUnauthorized) deleteAdminReviewKindIdClaimRes() {}
+
+type DeleteAdminReviewKindIdClaimUnprocessableEntity Error
+
+func (*DeleteAdminReviewKindIdClaimUnprocessableEntity) deleteAdminReviewKindIdClaimRes() {}
+
 type DeleteAdminWebhooksIdBadRequest Error
 
 func (*DeleteAdminWebhooksIdBadRequest) deleteAdminWebhooksIdRes() {}
@@ -2904,6 +3047,7 @@ func (s *ErrorHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
+func (*ErrorHeaders) deleteAdminReviewKindIdClaimRes()           {}
 func (*ErrorHeaders) patchAdminUsersIdRes()                      {}
 func (*ErrorHeaders) patchScrapesIdRes()                         {}
 func (*ErrorHeaders) postAdminDeliveriesIdRedeliverRes()         {}
@@ -3341,6 +3485,10 @@ const (
 	GetAdminAuditActionBackfillSettings    GetAdminAuditAction = "backfill.settings"
 	GetAdminAuditActionBackfillWalkRelease GetAdminAuditAction = "backfill.walk.release"
 	GetAdminAuditActionModelProbe          GetAdminAuditAction = "model.probe"
+	GetAdminAuditActionAppealDecide        GetAdminAuditAction = "appeal.decide"
+	GetAdminAuditActionWebhookSecretRotate GetAdminAuditAction = "webhook.secret.rotate"
+	GetAdminAuditActionReviewClaim         GetAdminAuditAction = "review.claim"
+	GetAdminAuditActionReviewRelease       GetAdminAuditAction = "review.release"
 )
 
 // AllValues returns all GetAdminAuditAction values.
@@ -3364,6 +3512,10 @@ func (GetAdminAuditAction) AllValues() []GetAdminAuditAction {
 		GetAdminAuditActionBackfillSettings,
 		GetAdminAuditActionBackfillWalkRelease,
 		GetAdminAuditActionModelProbe,
+		GetAdminAuditActionAppealDecide,
+		GetAdminAuditActionWebhookSecretRotate,
+		GetAdminAuditActionReviewClaim,
+		GetAdminAuditActionReviewRelease,
 	}
 }
 
@@ -3405,6 +3557,14 @@ func (s GetAdminAuditAction) MarshalText() ([]byte, error) {
 	case GetAdminAuditActionBackfillWalkRelease:
 		return []byte(s), nil
 	case GetAdminAuditActionModelProbe:
+		return []byte(s), nil
+	case GetAdminAuditActionAppealDecide:
+		return []byte(s), nil
+	case GetAdminAuditActionWebhookSecretRotate:
+		return []byte(s), nil
+	case GetAdminAuditActionReviewClaim:
+		return []byte(s), nil
+	case GetAdminAuditActionReviewRelease:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -3467,6 +3627,18 @@ func (s *GetAdminAuditAction) UnmarshalText(data []byte) error {
 		return nil
 	case GetAdminAuditActionModelProbe:
 		*s = GetAdminAuditActionModelProbe
+		return nil
+	case GetAdminAuditActionAppealDecide:
+		*s = GetAdminAuditActionAppealDecide
+		return nil
+	case GetAdminAuditActionWebhookSecretRotate:
+		*s = GetAdminAuditActionWebhookSecretRotate
+		return nil
+	case GetAdminAuditActionReviewClaim:
+		*s = GetAdminAuditActionReviewClaim
+		return nil
+	case GetAdminAuditActionReviewRelease:
+		*s = GetAdminAuditActionReviewRelease
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -3790,6 +3962,66 @@ func (*GetAdminHoldsForbidden) getAdminHoldsRes() {}
 type GetAdminHoldsUnauthorized Error
 
 func (*GetAdminHoldsUnauthorized) getAdminHoldsRes() {}
+
+type GetAdminItemsKindIdForbidden Error
+
+func (*GetAdminItemsKindIdForbidden) getAdminItemsKindIdRes() {}
+
+type GetAdminItemsKindIdKind string
+
+const (
+	GetAdminItemsKindIdKindRevision GetAdminItemsKindIdKind = "revision"
+	GetAdminItemsKindIdKindComment  GetAdminItemsKindIdKind = "comment"
+	GetAdminItemsKindIdKindPitch    GetAdminItemsKindIdKind = "pitch"
+)
+
+// AllValues returns all GetAdminItemsKindIdKind values.
+func (GetAdminItemsKindIdKind) AllValues() []GetAdminItemsKindIdKind {
+	return []GetAdminItemsKindIdKind{
+		GetAdminItemsKindIdKindRevision,
+		GetAdminItemsKindIdKindComment,
+		GetAdminItemsKindIdKindPitch,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s GetAdminItemsKindIdKind) MarshalText() ([]byte, error) {
+	switch s {
+	case GetAdminItemsKindIdKindRevision:
+		return []byte(s), nil
+	case GetAdminItemsKindIdKindComment:
+		return []byte(s), nil
+	case GetAdminItemsKindIdKindPitch:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *GetAdminItemsKindIdKind) UnmarshalText(data []byte) error {
+	switch GetAdminItemsKindIdKind(data) {
+	case GetAdminItemsKindIdKindRevision:
+		*s = GetAdminItemsKindIdKindRevision
+		return nil
+	case GetAdminItemsKindIdKindComment:
+		*s = GetAdminItemsKindIdKindComment
+		return nil
+	case GetAdminItemsKindIdKindPitch:
+		*s = GetAdminItemsKindIdKindPitch
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+type GetAdminItemsKindIdNotFound Error
+
+func (*GetAdminItemsKindIdNotFound) getAdminItemsKindIdRes() {}
+
+type GetAdminItemsKindIdUnauthorized Error
+
+func (*GetAdminItemsKindIdUnauthorized) getAdminItemsKindIdRes() {}
 
 type GetAdminJobsBadRequest Error
 
@@ -4124,6 +4356,55 @@ func (*GetAdminPluginsUnauthorized) getAdminPluginsRes() {}
 type GetAdminReviewBadRequest Error
 
 func (*GetAdminReviewBadRequest) getAdminReviewRes() {}
+
+// Mine: your live claims; unclaimed: no live claim; available: unclaimed or yours (what you may take).
+type GetAdminReviewClaim string
+
+const (
+	GetAdminReviewClaimMine      GetAdminReviewClaim = "mine"
+	GetAdminReviewClaimUnclaimed GetAdminReviewClaim = "unclaimed"
+	GetAdminReviewClaimAvailable GetAdminReviewClaim = "available"
+)
+
+// AllValues returns all GetAdminReviewClaim values.
+func (GetAdminReviewClaim) AllValues() []GetAdminReviewClaim {
+	return []GetAdminReviewClaim{
+		GetAdminReviewClaimMine,
+		GetAdminReviewClaimUnclaimed,
+		GetAdminReviewClaimAvailable,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s GetAdminReviewClaim) MarshalText() ([]byte, error) {
+	switch s {
+	case GetAdminReviewClaimMine:
+		return []byte(s), nil
+	case GetAdminReviewClaimUnclaimed:
+		return []byte(s), nil
+	case GetAdminReviewClaimAvailable:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *GetAdminReviewClaim) UnmarshalText(data []byte) error {
+	switch GetAdminReviewClaim(data) {
+	case GetAdminReviewClaimMine:
+		*s = GetAdminReviewClaimMine
+		return nil
+	case GetAdminReviewClaimUnclaimed:
+		*s = GetAdminReviewClaimUnclaimed
+		return nil
+	case GetAdminReviewClaimAvailable:
+		*s = GetAdminReviewClaimAvailable
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 type GetAdminReviewForbidden Error
 
@@ -5096,6 +5377,7 @@ func (s *InsufficientStorageHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
+func (*InsufficientStorageHeaders) deleteAdminReviewKindIdClaimRes()           {}
 func (*InsufficientStorageHeaders) deleteAdminWebhooksIdRes()                  {}
 func (*InsufficientStorageHeaders) deleteListenersCommentsIdRes()              {}
 func (*InsufficientStorageHeaders) deleteListenersPitchesIdRes()               {}
@@ -5157,6 +5439,562 @@ func (s *InternalStatusCode) SetStatusCode(val int) {
 // SetResponse sets the value of Response.
 func (s *InternalStatusCode) SetResponse(val Error) {
 	s.Response = val
+}
+
+// Ref: #/components/schemas/ItemPage
+type ItemPage struct {
+	// Its author's appeal; null when none.
+	Appeal NilItemReview `json:"appeal"`
+	// The audit entries on the item (verdicts, overturns, appeal decisions, review claims), newest first.
+	Audit      []AuditEntry `json:"audit"`
+	Author     JobAuthor    `json:"author"`
+	Confidence NilFloat64   `json:"confidence"`
+	// The item's whole content (a revision's code, a comment's or pitch's body).
+	Content string `json:"content"`
+	// The webhook deliveries its events caused, newest first (attemptLog empty: see the delivery's own
+	// route).
+	Deliveries []Delivery `json:"deliveries"`
+	// Every screen and score attempt with its error, and every verdict by hand, newest first.
+	Events []Event `json:"events"`
+	ID     int     `json:"id"`
+	// The work it still owes.
+	Jobs []Job        `json:"jobs"`
+	Kind ItemPageKind `json:"kind"`
+	// Its entry in the review queue because the model was unsure; null when none.
+	Review NilItemReview `json:"review"`
+	// A revision's song title; empty for a comment or pitch.
+	Title string `json:"title"`
+	// The verdict it has now; null while none.
+	Verdict NilVerdict `json:"verdict"`
+	// Every verdict it was given, oldest first: the model's, by hand, overturned.
+	Verdicts []ItemVerdict `json:"verdicts"`
+}
+
+// GetAppeal returns the value of Appeal.
+func (s *ItemPage) GetAppeal() NilItemReview {
+	return s.Appeal
+}
+
+// GetAudit returns the value of Audit.
+func (s *ItemPage) GetAudit() []AuditEntry {
+	return s.Audit
+}
+
+// GetAuthor returns the value of Author.
+func (s *ItemPage) GetAuthor() JobAuthor {
+	return s.Author
+}
+
+// GetConfidence returns the value of Confidence.
+func (s *ItemPage) GetConfidence() NilFloat64 {
+	return s.Confidence
+}
+
+// GetContent returns the value of Content.
+func (s *ItemPage) GetContent() string {
+	return s.Content
+}
+
+// GetDeliveries returns the value of Deliveries.
+func (s *ItemPage) GetDeliveries() []Delivery {
+	return s.Deliveries
+}
+
+// GetEvents returns the value of Events.
+func (s *ItemPage) GetEvents() []Event {
+	return s.Events
+}
+
+// GetID returns the value of ID.
+func (s *ItemPage) GetID() int {
+	return s.ID
+}
+
+// GetJobs returns the value of Jobs.
+func (s *ItemPage) GetJobs() []Job {
+	return s.Jobs
+}
+
+// GetKind returns the value of Kind.
+func (s *ItemPage) GetKind() ItemPageKind {
+	return s.Kind
+}
+
+// GetReview returns the value of Review.
+func (s *ItemPage) GetReview() NilItemReview {
+	return s.Review
+}
+
+// GetTitle returns the value of Title.
+func (s *ItemPage) GetTitle() string {
+	return s.Title
+}
+
+// GetVerdict returns the value of Verdict.
+func (s *ItemPage) GetVerdict() NilVerdict {
+	return s.Verdict
+}
+
+// GetVerdicts returns the value of Verdicts.
+func (s *ItemPage) GetVerdicts() []ItemVerdict {
+	return s.Verdicts
+}
+
+// SetAppeal sets the value of Appeal.
+func (s *ItemPage) SetAppeal(val NilItemReview) {
+	s.Appeal = val
+}
+
+// SetAudit sets the value of Audit.
+func (s *ItemPage) SetAudit(val []AuditEntry) {
+	s.Audit = val
+}
+
+// SetAuthor sets the value of Author.
+func (s *ItemPage) SetAuthor(val JobAuthor) {
+	s.Author = val
+}
+
+// SetConfidence sets the value of Confidence.
+func (s *ItemPage) SetConfidence(val NilFloat64) {
+	s.Confidence = val
+}
+
+// SetContent sets the value of Content.
+func (s *ItemPage) SetContent(val string) {
+	s.Content = val
+}
+
+// SetDeliveries sets the value of Deliveries.
+func (s *ItemPage) SetDeliveries(val []Delivery) {
+	s.Deliveries = val
+}
+
+// SetEvents sets the value of Events.
+func (s *ItemPage) SetEvents(val []Event) {
+	s.Events = val
+}
+
+// SetID sets the value of ID.
+func (s *ItemPage) SetID(val int) {
+	s.ID = val
+}
+
+// SetJobs sets the value of Jobs.
+func (s *ItemPage) SetJobs(val []Job) {
+	s.Jobs = val
+}
+
+// SetKind sets the value of Kind.
+func (s *ItemPage) SetKind(val ItemPageKind) {
+	s.Kind = val
+}
+
+// SetReview sets the value of Review.
+func (s *ItemPage) SetReview(val NilItemReview) {
+	s.Review = val
+}
+
+// SetTitle sets the value of Title.
+func (s *ItemPage) SetTitle(val string) {
+	s.Title = val
+}
+
+// SetVerdict sets the value of Verdict.
+func (s *ItemPage) SetVerdict(val NilVerdict) {
+	s.Verdict = val
+}
+
+// SetVerdicts sets the value of Verdicts.
+func (s *ItemPage) SetVerdicts(val []ItemVerdict) {
+	s.Verdicts = val
+}
+
+func (*ItemPage) getAdminItemsKindIdRes() {}
+
+type ItemPageKind string
+
+const (
+	ItemPageKindRevision ItemPageKind = "revision"
+	ItemPageKindComment  ItemPageKind = "comment"
+	ItemPageKindPitch    ItemPageKind = "pitch"
+)
+
+// AllValues returns all ItemPageKind values.
+func (ItemPageKind) AllValues() []ItemPageKind {
+	return []ItemPageKind{
+		ItemPageKindRevision,
+		ItemPageKindComment,
+		ItemPageKindPitch,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s ItemPageKind) MarshalText() ([]byte, error) {
+	switch s {
+	case ItemPageKindRevision:
+		return []byte(s), nil
+	case ItemPageKindComment:
+		return []byte(s), nil
+	case ItemPageKindPitch:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *ItemPageKind) UnmarshalText(data []byte) error {
+	switch ItemPageKind(data) {
+	case ItemPageKindRevision:
+		*s = ItemPageKindRevision
+		return nil
+	case ItemPageKindComment:
+		*s = ItemPageKindComment
+		return nil
+	case ItemPageKindPitch:
+		*s = ItemPageKindPitch
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+// Ref: #/components/schemas/ItemReview
+type ItemReview struct {
+	// An appeal of a block by hand: the admin who blocked.
+	BlockedBy     NilInt    `json:"blockedBy"`
+	BlockedByName NilString `json:"blockedByName"`
+	// A moderator's live claim; null when none.
+	Claim      NilReviewClaim `json:"claim"`
+	Confidence NilFloat64     `json:"confidence"`
+	DecidedAt  NilDateTime    `json:"decidedAt"`
+	DecidedBy  NilInt         `json:"decidedBy"`
+	// An appeal of a block by hand: the admin who created the decider's account, as the audit trail has it
+	// (null: not recorded).
+	DecidedByCreator NilAuditAdmin `json:"decidedByCreator"`
+	DecidedByName    NilString     `json:"decidedByName"`
+	EnteredAt        time.Time     `json:"enteredAt"`
+	// The author's note of an appeal.
+	Note    NilString  `json:"note"`
+	Outcome NilVerdict `json:"outcome"`
+	// The model's verdict (unsure), or the block appealed.
+	Suggestion NilVerdict `json:"suggestion"`
+}
+
+// GetBlockedBy returns the value of BlockedBy.
+func (s *ItemReview) GetBlockedBy() NilInt {
+	return s.BlockedBy
+}
+
+// GetBlockedByName returns the value of BlockedByName.
+func (s *ItemReview) GetBlockedByName() NilString {
+	return s.BlockedByName
+}
+
+// GetClaim returns the value of Claim.
+func (s *ItemReview) GetClaim() NilReviewClaim {
+	return s.Claim
+}
+
+// GetConfidence returns the value of Confidence.
+func (s *ItemReview) GetConfidence() NilFloat64 {
+	return s.Confidence
+}
+
+// GetDecidedAt returns the value of DecidedAt.
+func (s *ItemReview) GetDecidedAt() NilDateTime {
+	return s.DecidedAt
+}
+
+// GetDecidedBy returns the value of DecidedBy.
+func (s *ItemReview) GetDecidedBy() NilInt {
+	return s.DecidedBy
+}
+
+// GetDecidedByCreator returns the value of DecidedByCreator.
+func (s *ItemReview) GetDecidedByCreator() NilAuditAdmin {
+	return s.DecidedByCreator
+}
+
+// GetDecidedByName returns the value of DecidedByName.
+func (s *ItemReview) GetDecidedByName() NilString {
+	return s.DecidedByName
+}
+
+// GetEnteredAt returns the value of EnteredAt.
+func (s *ItemReview) GetEnteredAt() time.Time {
+	return s.EnteredAt
+}
+
+// GetNote returns the value of Note.
+func (s *ItemReview) GetNote() NilString {
+	return s.Note
+}
+
+// GetOutcome returns the value of Outcome.
+func (s *ItemReview) GetOutcome() NilVerdict {
+	return s.Outcome
+}
+
+// GetSuggestion returns the value of Suggestion.
+func (s *ItemReview) GetSuggestion() NilVerdict {
+	return s.Suggestion
+}
+
+// SetBlockedBy sets the value of BlockedBy.
+func (s *ItemReview) SetBlockedBy(val NilInt) {
+	s.BlockedBy = val
+}
+
+// SetBlockedByName sets the value of BlockedByName.
+func (s *ItemReview) SetBlockedByName(val NilString) {
+	s.BlockedByName = val
+}
+
+// SetClaim sets the value of Claim.
+func (s *ItemReview) SetClaim(val NilReviewClaim) {
+	s.Claim = val
+}
+
+// SetConfidence sets the value of Confidence.
+func (s *ItemReview) SetConfidence(val NilFloat64) {
+	s.Confidence = val
+}
+
+// SetDecidedAt sets the value of DecidedAt.
+func (s *ItemReview) SetDecidedAt(val NilDateTime) {
+	s.DecidedAt = val
+}
+
+// SetDecidedBy sets the value of DecidedBy.
+func (s *ItemReview) SetDecidedBy(val NilInt) {
+	s.DecidedBy = val
+}
+
+// SetDecidedByCreator sets the value of DecidedByCreator.
+func (s *ItemReview) SetDecidedByCreator(val NilAuditAdmin) {
+	s.DecidedByCreator = val
+}
+
+// SetDecidedByName sets the value of DecidedByName.
+func (s *ItemReview) SetDecidedByName(val NilString) {
+	s.DecidedByName = val
+}
+
+// SetEnteredAt sets the value of EnteredAt.
+func (s *ItemReview) SetEnteredAt(val time.Time) {
+	s.EnteredAt = val
+}
+
+// SetNote sets the value of Note.
+func (s *ItemReview) SetNote(val NilString) {
+	s.Note = val
+}
+
+// SetOutcome sets the value of Outcome.
+func (s *ItemReview) SetOutcome(val NilVerdict) {
+	s.Outcome = val
+}
+
+// SetSuggestion sets the value of Suggestion.
+func (s *ItemReview) SetSuggestion(val NilVerdict) {
+	s.Suggestion = val
+}
+
+// Ref: #/components/schemas/ItemVerdict
+type ItemVerdict struct {
+	// Who decided by hand; null for the model.
+	AdminId    NilInt     `json:"adminId"`
+	AdminName  NilString  `json:"adminName"`
+	At         time.Time  `json:"at"`
+	Confidence NilFloat64 `json:"confidence"`
+	// Why, in the moderator's words (internal).
+	Note NilString `json:"note"`
+	// Allow or block: the model's; decided: by hand; overturned: changed by hand.
+	Outcome ItemVerdictOutcome `json:"outcome"`
+	Verdict ItemVerdictVerdict `json:"verdict"`
+}
+
+// GetAdminId returns the value of AdminId.
+func (s *ItemVerdict) GetAdminId() NilInt {
+	return s.AdminId
+}
+
+// GetAdminName returns the value of AdminName.
+func (s *ItemVerdict) GetAdminName() NilString {
+	return s.AdminName
+}
+
+// GetAt returns the value of At.
+func (s *ItemVerdict) GetAt() time.Time {
+	return s.At
+}
+
+// GetConfidence returns the value of Confidence.
+func (s *ItemVerdict) GetConfidence() NilFloat64 {
+	return s.Confidence
+}
+
+// GetNote returns the value of Note.
+func (s *ItemVerdict) GetNote() NilString {
+	return s.Note
+}
+
+// GetOutcome returns the value of Outcome.
+func (s *ItemVerdict) GetOutcome() ItemVerdictOutcome {
+	return s.Outcome
+}
+
+// GetVerdict returns the value of Verdict.
+func (s *ItemVerdict) GetVerdict() ItemVerdictVerdict {
+	return s.Verdict
+}
+
+// SetAdminId sets the value of AdminId.
+func (s *ItemVerdict) SetAdminId(val NilInt) {
+	s.AdminId = val
+}
+
+// SetAdminName sets the value of AdminName.
+func (s *ItemVerdict) SetAdminName(val NilString) {
+	s.AdminName = val
+}
+
+// SetAt sets the value of At.
+func (s *ItemVerdict) SetAt(val time.Time) {
+	s.At = val
+}
+
+// SetConfidence sets the value of Confidence.
+func (s *ItemVerdict) SetConfidence(val NilFloat64) {
+	s.Confidence = val
+}
+
+// SetNote sets the value of Note.
+func (s *ItemVerdict) SetNote(val NilString) {
+	s.Note = val
+}
+
+// SetOutcome sets the value of Outcome.
+func (s *ItemVerdict) SetOutcome(val ItemVerdictOutcome) {
+	s.Outcome = val
+}
+
+// SetVerdict sets the value of Verdict.
+func (s *ItemVerdict) SetVerdict(val ItemVerdictVerdict) {
+	s.Verdict = val
+}
+
+// Allow or block: the model's; decided: by hand; overturned: changed by hand.
+type ItemVerdictOutcome string
+
+const (
+	ItemVerdictOutcomeAllow      ItemVerdictOutcome = "allow"
+	ItemVerdictOutcomeBlock      ItemVerdictOutcome = "block"
+	ItemVerdictOutcomeScored     ItemVerdictOutcome = "scored"
+	ItemVerdictOutcomePending    ItemVerdictOutcome = "pending"
+	ItemVerdictOutcomeDecided    ItemVerdictOutcome = "decided"
+	ItemVerdictOutcomeOverturned ItemVerdictOutcome = "overturned"
+)
+
+// AllValues returns all ItemVerdictOutcome values.
+func (ItemVerdictOutcome) AllValues() []ItemVerdictOutcome {
+	return []ItemVerdictOutcome{
+		ItemVerdictOutcomeAllow,
+		ItemVerdictOutcomeBlock,
+		ItemVerdictOutcomeScored,
+		ItemVerdictOutcomePending,
+		ItemVerdictOutcomeDecided,
+		ItemVerdictOutcomeOverturned,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s ItemVerdictOutcome) MarshalText() ([]byte, error) {
+	switch s {
+	case ItemVerdictOutcomeAllow:
+		return []byte(s), nil
+	case ItemVerdictOutcomeBlock:
+		return []byte(s), nil
+	case ItemVerdictOutcomeScored:
+		return []byte(s), nil
+	case ItemVerdictOutcomePending:
+		return []byte(s), nil
+	case ItemVerdictOutcomeDecided:
+		return []byte(s), nil
+	case ItemVerdictOutcomeOverturned:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *ItemVerdictOutcome) UnmarshalText(data []byte) error {
+	switch ItemVerdictOutcome(data) {
+	case ItemVerdictOutcomeAllow:
+		*s = ItemVerdictOutcomeAllow
+		return nil
+	case ItemVerdictOutcomeBlock:
+		*s = ItemVerdictOutcomeBlock
+		return nil
+	case ItemVerdictOutcomeScored:
+		*s = ItemVerdictOutcomeScored
+		return nil
+	case ItemVerdictOutcomePending:
+		*s = ItemVerdictOutcomePending
+		return nil
+	case ItemVerdictOutcomeDecided:
+		*s = ItemVerdictOutcomeDecided
+		return nil
+	case ItemVerdictOutcomeOverturned:
+		*s = ItemVerdictOutcomeOverturned
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+type ItemVerdictVerdict string
+
+const (
+	ItemVerdictVerdictAllow ItemVerdictVerdict = "allow"
+	ItemVerdictVerdictBlock ItemVerdictVerdict = "block"
+)
+
+// AllValues returns all ItemVerdictVerdict values.
+func (ItemVerdictVerdict) AllValues() []ItemVerdictVerdict {
+	return []ItemVerdictVerdict{
+		ItemVerdictVerdictAllow,
+		ItemVerdictVerdictBlock,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s ItemVerdictVerdict) MarshalText() ([]byte, error) {
+	switch s {
+	case ItemVerdictVerdictAllow:
+		return []byte(s), nil
+	case ItemVerdictVerdictBlock:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *ItemVerdictVerdict) UnmarshalText(data []byte) error {
+	switch ItemVerdictVerdict(data) {
+	case ItemVerdictVerdictAllow:
+		*s = ItemVerdictVerdictAllow
+		return nil
+	case ItemVerdictVerdictBlock:
+		*s = ItemVerdictVerdictBlock
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
 }
 
 // Ref: #/components/schemas/Job
@@ -7199,6 +8037,51 @@ func (o NilAppeal) Or(d Appeal) Appeal {
 	return d
 }
 
+// NewNilAuditAdmin returns new NilAuditAdmin with value set to v.
+func NewNilAuditAdmin(v AuditAdmin) NilAuditAdmin {
+	return NilAuditAdmin{
+		Value: v,
+	}
+}
+
+// NilAuditAdmin is nullable AuditAdmin.
+type NilAuditAdmin struct {
+	Value AuditAdmin
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilAuditAdmin) SetTo(v AuditAdmin) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilAuditAdmin) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilAuditAdmin) SetToNull() {
+	o.Null = true
+	var v AuditAdmin
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilAuditAdmin) Get() (v AuditAdmin, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilAuditAdmin) Or(d AuditAdmin) AuditAdmin {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewNilBackendTotals returns new NilBackendTotals with value set to v.
 func NewNilBackendTotals(v BackendTotals) NilBackendTotals {
 	return NilBackendTotals{
@@ -7418,6 +8301,51 @@ func (o NilInt) Get() (v int, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o NilInt) Or(d int) int {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewNilItemReview returns new NilItemReview with value set to v.
+func NewNilItemReview(v ItemReview) NilItemReview {
+	return NilItemReview{
+		Value: v,
+	}
+}
+
+// NilItemReview is nullable ItemReview.
+type NilItemReview struct {
+	Value ItemReview
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilItemReview) SetTo(v ItemReview) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilItemReview) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilItemReview) SetToNull() {
+	o.Null = true
+	var v ItemReview
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilItemReview) Get() (v ItemReview, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilItemReview) Or(d ItemReview) ItemReview {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -8286,6 +9214,52 @@ func (o OptGetAdminJobsWhy) Get() (v GetAdminJobsWhy, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptGetAdminJobsWhy) Or(d GetAdminJobsWhy) GetAdminJobsWhy {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptGetAdminReviewClaim returns new OptGetAdminReviewClaim with value set to v.
+func NewOptGetAdminReviewClaim(v GetAdminReviewClaim) OptGetAdminReviewClaim {
+	return OptGetAdminReviewClaim{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptGetAdminReviewClaim is optional GetAdminReviewClaim.
+type OptGetAdminReviewClaim struct {
+	Value GetAdminReviewClaim
+	Set   bool
+}
+
+// IsSet returns true if OptGetAdminReviewClaim was set.
+func (o OptGetAdminReviewClaim) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptGetAdminReviewClaim) Reset() {
+	var v GetAdminReviewClaim
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptGetAdminReviewClaim) SetTo(v GetAdminReviewClaim) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptGetAdminReviewClaim) Get() (v GetAdminReviewClaim, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptGetAdminReviewClaim) Or(d GetAdminReviewClaim) GetAdminReviewClaim {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -10501,6 +11475,7 @@ func (s *RateLimitedHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
+func (*RateLimitedHeaders) deleteAdminReviewKindIdClaimRes()           {}
 func (*RateLimitedHeaders) deleteAdminWebhooksIdRes()                  {}
 func (*RateLimitedHeaders) deleteListenersCommentsIdRes()              {}
 func (*RateLimitedHeaders) deleteListenersPitchesIdRes()               {}
@@ -10777,6 +11752,8 @@ func (s *ReviewCounts) SetUnsure(val int) {
 // Ref: #/components/schemas/ReviewEntry
 type ReviewEntry struct {
 	Author ReviewAuthor `json:"author"`
+	// An appeal of a block by hand: the blocker's note on the block.
+	BlockNote NilString `json:"blockNote"`
 	// An appeal of a block by hand: the admin who blocked (another admin must decide).
 	BlockedBy NilInt `json:"blockedBy"`
 	// A moderator's live claim; null when none.
@@ -10797,6 +11774,11 @@ type ReviewEntry struct {
 // GetAuthor returns the value of Author.
 func (s *ReviewEntry) GetAuthor() ReviewAuthor {
 	return s.Author
+}
+
+// GetBlockNote returns the value of BlockNote.
+func (s *ReviewEntry) GetBlockNote() NilString {
+	return s.BlockNote
 }
 
 // GetBlockedBy returns the value of BlockedBy.
@@ -10852,6 +11834,11 @@ func (s *ReviewEntry) GetSuggestion() NilVerdict {
 // SetAuthor sets the value of Author.
 func (s *ReviewEntry) SetAuthor(val ReviewAuthor) {
 	s.Author = val
+}
+
+// SetBlockNote sets the value of BlockNote.
+func (s *ReviewEntry) SetBlockNote(val NilString) {
+	s.BlockNote = val
 }
 
 // SetBlockedBy sets the value of BlockedBy.
@@ -12644,6 +13631,7 @@ func (s *UnavailableHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
+func (*UnavailableHeaders) deleteAdminReviewKindIdClaimRes()           {}
 func (*UnavailableHeaders) deleteAdminWebhooksIdRes()                  {}
 func (*UnavailableHeaders) deleteListenersCommentsIdRes()              {}
 func (*UnavailableHeaders) deleteListenersPitchesIdRes()               {}
@@ -12656,6 +13644,7 @@ func (*UnavailableHeaders) getAdminBudgetsRes()                        {}
 func (*UnavailableHeaders) getAdminDeliveriesIdRes()                   {}
 func (*UnavailableHeaders) getAdminEventsRes()                         {}
 func (*UnavailableHeaders) getAdminHoldsRes()                          {}
+func (*UnavailableHeaders) getAdminItemsKindIdRes()                    {}
 func (*UnavailableHeaders) getAdminJobsIdRes()                         {}
 func (*UnavailableHeaders) getAdminJobsRes()                           {}
 func (*UnavailableHeaders) getAdminModelRes()                          {}
@@ -13217,6 +14206,7 @@ func (s *Verdict) UnmarshalText(data []byte) error {
 
 // Ref: #/components/schemas/VerdictRequest
 type VerdictRequest struct {
+	// Why, for moderators and webhooks (not shown to the author); required with overturn.
 	Note OptNilString `json:"note"`
 	// Change a verdict already given (event outcome overturned; the webhook is sent again).
 	Overturn OptBool               `json:"overturn"`

@@ -36,6 +36,7 @@ func findAuthorization(h http.Header, prefix string) (string, bool) {
 
 // operationRolesBearer is a private map storing roles per operation.
 var operationRolesBearer = map[string][]string{
+	DeleteAdminReviewKindIdClaimOperation:           []string{},
 	DeleteAdminWebhooksIdOperation:                  []string{},
 	DeleteListenersCommentsIdOperation:              []string{},
 	DeleteListenersPitchesIdOperation:               []string{},
@@ -47,6 +48,7 @@ var operationRolesBearer = map[string][]string{
 	GetAdminDeliveriesIdOperation:                   []string{},
 	GetAdminEventsOperation:                         []string{},
 	GetAdminHoldsOperation:                          []string{},
+	GetAdminItemsKindIdOperation:                    []string{},
 	GetAdminJobsOperation:                           []string{},
 	GetAdminJobsIdOperation:                         []string{},
 	GetAdminModelOperation:                          []string{},
@@ -120,6 +122,7 @@ func GetRolesForBearer(operation string) []string {
 
 // operationRolesSessionCookie is a private map storing roles per operation.
 var operationRolesSessionCookie = map[string][]string{
+	DeleteAdminReviewKindIdClaimOperation:           []string{},
 	DeleteAdminWebhooksIdOperation:                  []string{},
 	DeleteListenersCommentsIdOperation:              []string{},
 	DeleteListenersPitchesIdOperation:               []string{},
@@ -131,6 +134,7 @@ var operationRolesSessionCookie = map[string][]string{
 	GetAdminDeliveriesIdOperation:                   []string{},
 	GetAdminEventsOperation:                         []string{},
 	GetAdminHoldsOperation:                          []string{},
+	GetAdminItemsKindIdOperation:                    []string{},
 	GetAdminJobsOperation:                           []string{},
 	GetAdminJobsIdOperation:                         []string{},
 	GetAdminModelOperation:                          []string{},

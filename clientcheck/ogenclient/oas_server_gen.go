@@ -9,6 +9,13 @@ import (
 
 // Handler handles operations described by OpenAPI v3 specification.
 type Handler interface {
+	// DeleteAdminReviewKindIdClaim implements deleteAdminReviewKindIdClaim operation.
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+	// retry safe.
+	//
+	// DELETE /api/admin/review/{kind}/{id}/claim
+	DeleteAdminReviewKindIdClaim(ctx context.Context, params DeleteAdminReviewKindIdClaimParams) (DeleteAdminReviewKindIdClaimRes, error)
 	// DeleteAdminWebhooksId implements deleteAdminWebhooksId operation.
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
@@ -87,6 +94,12 @@ type Handler interface {
 	//
 	// GET /api/admin/holds
 	GetAdminHolds(ctx context.Context) (GetAdminHoldsRes, error)
+	// GetAdminItemsKindId implements getAdminItemsKindId operation.
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// GET /api/admin/items/{kind}/{id}
+	GetAdminItemsKindId(ctx context.Context, params GetAdminItemsKindIdParams) (GetAdminItemsKindIdRes, error)
 	// GetAdminJobs implements getAdminJobs operation.
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).

@@ -15,6 +15,16 @@ type UnimplementedHandler struct{}
 var _ Handler = UnimplementedHandler{}
 var _ RawHandler = UnimplementedHandler{}
 
+// DeleteAdminReviewKindIdClaim implements deleteAdminReviewKindIdClaim operation.
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
+// retry safe.
+//
+// DELETE /api/admin/review/{kind}/{id}/claim
+func (UnimplementedHandler) DeleteAdminReviewKindIdClaim(ctx context.Context, params DeleteAdminReviewKindIdClaimParams) (r DeleteAdminReviewKindIdClaimRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // DeleteAdminWebhooksId implements deleteAdminWebhooksId operation.
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a
@@ -126,6 +136,15 @@ func (UnimplementedHandler) GetAdminEvents(ctx context.Context, params GetAdminE
 //
 // GET /api/admin/holds
 func (UnimplementedHandler) GetAdminHolds(ctx context.Context) (r GetAdminHoldsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// GetAdminItemsKindId implements getAdminItemsKindId operation.
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// GET /api/admin/items/{kind}/{id}
+func (UnimplementedHandler) GetAdminItemsKindId(ctx context.Context, params GetAdminItemsKindIdParams) (r GetAdminItemsKindIdRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 

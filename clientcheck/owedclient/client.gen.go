@@ -40,6 +40,7 @@ func (e AppealState) Valid() bool {
 
 // Defines values for AuditEntryAction.
 const (
+	AuditEntryActionAppealDecide        AuditEntryAction = "appeal.decide"
 	AuditEntryActionBackfillPause       AuditEntryAction = "backfill.pause"
 	AuditEntryActionBackfillSettings    AuditEntryAction = "backfill.settings"
 	AuditEntryActionBackfillStart       AuditEntryAction = "backfill.start"
@@ -48,6 +49,8 @@ const (
 	AuditEntryActionJobRetry            AuditEntryAction = "job.retry"
 	AuditEntryActionJobsRetry           AuditEntryAction = "jobs.retry"
 	AuditEntryActionModelProbe          AuditEntryAction = "model.probe"
+	AuditEntryActionReviewClaim         AuditEntryAction = "review.claim"
+	AuditEntryActionReviewRelease       AuditEntryAction = "review.release"
 	AuditEntryActionUserBudget          AuditEntryAction = "user.budget"
 	AuditEntryActionUserCreate          AuditEntryAction = "user.create"
 	AuditEntryActionUserDisable         AuditEntryAction = "user.disable"
@@ -57,12 +60,15 @@ const (
 	AuditEntryActionVerdictOverturn     AuditEntryAction = "verdict.overturn"
 	AuditEntryActionWebhookCreate       AuditEntryAction = "webhook.create"
 	AuditEntryActionWebhookDelete       AuditEntryAction = "webhook.delete"
+	AuditEntryActionWebhookSecretRotate AuditEntryAction = "webhook.secret.rotate"
 	AuditEntryActionWebhookUpdate       AuditEntryAction = "webhook.update"
 )
 
 // Valid indicates whether the value is a known member of the AuditEntryAction enum.
 func (e AuditEntryAction) Valid() bool {
 	switch e {
+	case AuditEntryActionAppealDecide:
+		return true
 	case AuditEntryActionBackfillPause:
 		return true
 	case AuditEntryActionBackfillSettings:
@@ -78,6 +84,10 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionJobsRetry:
 		return true
 	case AuditEntryActionModelProbe:
+		return true
+	case AuditEntryActionReviewClaim:
+		return true
+	case AuditEntryActionReviewRelease:
 		return true
 	case AuditEntryActionUserBudget:
 		return true
@@ -96,6 +106,8 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionWebhookCreate:
 		return true
 	case AuditEntryActionWebhookDelete:
+		return true
+	case AuditEntryActionWebhookSecretRotate:
 		return true
 	case AuditEntryActionWebhookUpdate:
 		return true
@@ -392,6 +404,75 @@ func (e EventOutcome) Valid() bool {
 	case EventOutcomePending:
 		return true
 	case EventOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ItemPageKind.
+const (
+	ItemPageKindComment  ItemPageKind = "comment"
+	ItemPageKindPitch    ItemPageKind = "pitch"
+	ItemPageKindRevision ItemPageKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ItemPageKind enum.
+func (e ItemPageKind) Valid() bool {
+	switch e {
+	case ItemPageKindComment:
+		return true
+	case ItemPageKindPitch:
+		return true
+	case ItemPageKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ItemVerdictOutcome.
+const (
+	ItemVerdictOutcomeAllow      ItemVerdictOutcome = "allow"
+	ItemVerdictOutcomeBlock      ItemVerdictOutcome = "block"
+	ItemVerdictOutcomeDecided    ItemVerdictOutcome = "decided"
+	ItemVerdictOutcomeOverturned ItemVerdictOutcome = "overturned"
+	ItemVerdictOutcomePending    ItemVerdictOutcome = "pending"
+	ItemVerdictOutcomeScored     ItemVerdictOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the ItemVerdictOutcome enum.
+func (e ItemVerdictOutcome) Valid() bool {
+	switch e {
+	case ItemVerdictOutcomeAllow:
+		return true
+	case ItemVerdictOutcomeBlock:
+		return true
+	case ItemVerdictOutcomeDecided:
+		return true
+	case ItemVerdictOutcomeOverturned:
+		return true
+	case ItemVerdictOutcomePending:
+		return true
+	case ItemVerdictOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ItemVerdictVerdict.
+const (
+	ItemVerdictVerdictAllow ItemVerdictVerdict = "allow"
+	ItemVerdictVerdictBlock ItemVerdictVerdict = "block"
+)
+
+// Valid indicates whether the value is a known member of the ItemVerdictVerdict enum.
+func (e ItemVerdictVerdict) Valid() bool {
+	switch e {
+	case ItemVerdictVerdictAllow:
+		return true
+	case ItemVerdictVerdictBlock:
 		return true
 	default:
 		return false
@@ -1084,6 +1165,7 @@ func (e Why) Valid() bool {
 
 // Defines values for GetAdminAuditParamsAction.
 const (
+	GetAdminAuditParamsActionAppealDecide        GetAdminAuditParamsAction = "appeal.decide"
 	GetAdminAuditParamsActionBackfillPause       GetAdminAuditParamsAction = "backfill.pause"
 	GetAdminAuditParamsActionBackfillSettings    GetAdminAuditParamsAction = "backfill.settings"
 	GetAdminAuditParamsActionBackfillStart       GetAdminAuditParamsAction = "backfill.start"
@@ -1092,6 +1174,8 @@ const (
 	GetAdminAuditParamsActionJobRetry            GetAdminAuditParamsAction = "job.retry"
 	GetAdminAuditParamsActionJobsRetry           GetAdminAuditParamsAction = "jobs.retry"
 	GetAdminAuditParamsActionModelProbe          GetAdminAuditParamsAction = "model.probe"
+	GetAdminAuditParamsActionReviewClaim         GetAdminAuditParamsAction = "review.claim"
+	GetAdminAuditParamsActionReviewRelease       GetAdminAuditParamsAction = "review.release"
 	GetAdminAuditParamsActionUserBudget          GetAdminAuditParamsAction = "user.budget"
 	GetAdminAuditParamsActionUserCreate          GetAdminAuditParamsAction = "user.create"
 	GetAdminAuditParamsActionUserDisable         GetAdminAuditParamsAction = "user.disable"
@@ -1101,12 +1185,15 @@ const (
 	GetAdminAuditParamsActionVerdictOverturn     GetAdminAuditParamsAction = "verdict.overturn"
 	GetAdminAuditParamsActionWebhookCreate       GetAdminAuditParamsAction = "webhook.create"
 	GetAdminAuditParamsActionWebhookDelete       GetAdminAuditParamsAction = "webhook.delete"
+	GetAdminAuditParamsActionWebhookSecretRotate GetAdminAuditParamsAction = "webhook.secret.rotate"
 	GetAdminAuditParamsActionWebhookUpdate       GetAdminAuditParamsAction = "webhook.update"
 )
 
 // Valid indicates whether the value is a known member of the GetAdminAuditParamsAction enum.
 func (e GetAdminAuditParamsAction) Valid() bool {
 	switch e {
+	case GetAdminAuditParamsActionAppealDecide:
+		return true
 	case GetAdminAuditParamsActionBackfillPause:
 		return true
 	case GetAdminAuditParamsActionBackfillSettings:
@@ -1122,6 +1209,10 @@ func (e GetAdminAuditParamsAction) Valid() bool {
 	case GetAdminAuditParamsActionJobsRetry:
 		return true
 	case GetAdminAuditParamsActionModelProbe:
+		return true
+	case GetAdminAuditParamsActionReviewClaim:
+		return true
+	case GetAdminAuditParamsActionReviewRelease:
 		return true
 	case GetAdminAuditParamsActionUserBudget:
 		return true
@@ -1140,6 +1231,8 @@ func (e GetAdminAuditParamsAction) Valid() bool {
 	case GetAdminAuditParamsActionWebhookCreate:
 		return true
 	case GetAdminAuditParamsActionWebhookDelete:
+		return true
+	case GetAdminAuditParamsActionWebhookSecretRotate:
 		return true
 	case GetAdminAuditParamsActionWebhookUpdate:
 		return true
@@ -1256,6 +1349,27 @@ func (e GetAdminEventsParamsOutcome) Valid() bool {
 	case GetAdminEventsParamsOutcomePending:
 		return true
 	case GetAdminEventsParamsOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminItemsKindIdParamsKind.
+const (
+	GetAdminItemsKindIdParamsKindComment  GetAdminItemsKindIdParamsKind = "comment"
+	GetAdminItemsKindIdParamsKindPitch    GetAdminItemsKindIdParamsKind = "pitch"
+	GetAdminItemsKindIdParamsKindRevision GetAdminItemsKindIdParamsKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminItemsKindIdParamsKind enum.
+func (e GetAdminItemsKindIdParamsKind) Valid() bool {
+	switch e {
+	case GetAdminItemsKindIdParamsKindComment:
+		return true
+	case GetAdminItemsKindIdParamsKindPitch:
+		return true
+	case GetAdminItemsKindIdParamsKindRevision:
 		return true
 	default:
 		return false
@@ -1442,6 +1556,48 @@ func (e GetAdminReviewParamsReason) Valid() bool {
 	case GetAdminReviewParamsReasonAppeal:
 		return true
 	case GetAdminReviewParamsReasonUnsure:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminReviewParamsClaim.
+const (
+	GetAdminReviewParamsClaimAvailable GetAdminReviewParamsClaim = "available"
+	GetAdminReviewParamsClaimMine      GetAdminReviewParamsClaim = "mine"
+	GetAdminReviewParamsClaimUnclaimed GetAdminReviewParamsClaim = "unclaimed"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminReviewParamsClaim enum.
+func (e GetAdminReviewParamsClaim) Valid() bool {
+	switch e {
+	case GetAdminReviewParamsClaimAvailable:
+		return true
+	case GetAdminReviewParamsClaimMine:
+		return true
+	case GetAdminReviewParamsClaimUnclaimed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAdminReviewKindIdClaimParamsKind.
+const (
+	DeleteAdminReviewKindIdClaimParamsKindComment  DeleteAdminReviewKindIdClaimParamsKind = "comment"
+	DeleteAdminReviewKindIdClaimParamsKindPitch    DeleteAdminReviewKindIdClaimParamsKind = "pitch"
+	DeleteAdminReviewKindIdClaimParamsKindRevision DeleteAdminReviewKindIdClaimParamsKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAdminReviewKindIdClaimParamsKind enum.
+func (e DeleteAdminReviewKindIdClaimParamsKind) Valid() bool {
+	switch e {
+	case DeleteAdminReviewKindIdClaimParamsKindComment:
+		return true
+	case DeleteAdminReviewKindIdClaimParamsKindPitch:
+		return true
+	case DeleteAdminReviewKindIdClaimParamsKindRevision:
 		return true
 	default:
 		return false
@@ -1694,6 +1850,12 @@ type AppealState string
 // AppealRequest defines model for AppealRequest.
 type AppealRequest struct {
 	Note *string `json:"note,omitempty"`
+}
+
+// AuditAdmin defines model for AuditAdmin.
+type AuditAdmin struct {
+	AdminId   *int   `json:"adminId"`
+	AdminName string `json:"adminName"`
 }
 
 // AuditEntry defines model for AuditEntry.
@@ -2073,6 +2235,93 @@ type HoldsRequest struct {
 	Screen     *bool `json:"screen,omitempty"`
 }
 
+// ItemPage defines model for ItemPage.
+type ItemPage struct {
+	// Appeal its author's appeal; null when none
+	Appeal *ItemReview `json:"appeal"`
+
+	// Audit the audit entries on the item (verdicts, overturns, appeal decisions, review claims), newest first
+	Audit      []AuditEntry `json:"audit"`
+	Author     JobAuthor    `json:"author"`
+	Confidence *float64     `json:"confidence"`
+
+	// Content the item's whole content (a revision's code, a comment's or pitch's body)
+	Content string `json:"content"`
+
+	// Deliveries the webhook deliveries its events caused, newest first (attemptLog empty: see the delivery's own route)
+	Deliveries []Delivery `json:"deliveries"`
+
+	// Events every screen and score attempt with its error, and every verdict by hand, newest first
+	Events []Event `json:"events"`
+	Id     int     `json:"id"`
+
+	// Jobs the work it still owes
+	Jobs []Job        `json:"jobs"`
+	Kind ItemPageKind `json:"kind"`
+
+	// Review its entry in the review queue because the model was unsure; null when none
+	Review *ItemReview `json:"review"`
+
+	// Title a revision's song title; empty for a comment or pitch
+	Title string `json:"title"`
+
+	// Verdict the verdict it has now; null while none
+	Verdict *Verdict `json:"verdict"`
+
+	// Verdicts every verdict it was given, oldest first: the model's, by hand, overturned
+	Verdicts []ItemVerdict `json:"verdicts"`
+}
+
+// ItemPageKind defines model for ItemPage.Kind.
+type ItemPageKind string
+
+// ItemReview defines model for ItemReview.
+type ItemReview struct {
+	// BlockedBy an appeal of a block by hand: the admin who blocked
+	BlockedBy     *int    `json:"blockedBy"`
+	BlockedByName *string `json:"blockedByName"`
+
+	// Claim a moderator's live claim; null when none
+	Claim      *ReviewClaim `json:"claim"`
+	Confidence *float64     `json:"confidence"`
+	DecidedAt  *time.Time   `json:"decidedAt"`
+	DecidedBy  *int         `json:"decidedBy"`
+
+	// DecidedByCreator an appeal of a block by hand: the admin who created the decider's account, as the audit trail has it (null: not recorded)
+	DecidedByCreator *AuditAdmin `json:"decidedByCreator"`
+	DecidedByName    *string     `json:"decidedByName"`
+	EnteredAt        time.Time   `json:"enteredAt"`
+
+	// Note the author's note of an appeal
+	Note    *string  `json:"note"`
+	Outcome *Verdict `json:"outcome"`
+
+	// Suggestion the model's verdict (unsure), or the block appealed
+	Suggestion *Verdict `json:"suggestion"`
+}
+
+// ItemVerdict defines model for ItemVerdict.
+type ItemVerdict struct {
+	// AdminId who decided by hand; null for the model
+	AdminId    *int      `json:"adminId"`
+	AdminName  *string   `json:"adminName"`
+	At         time.Time `json:"at"`
+	Confidence *float64  `json:"confidence"`
+
+	// Note why, in the moderator's words (internal)
+	Note *string `json:"note"`
+
+	// Outcome allow or block: the model's; decided: by hand; overturned: changed by hand
+	Outcome ItemVerdictOutcome `json:"outcome"`
+	Verdict ItemVerdictVerdict `json:"verdict"`
+}
+
+// ItemVerdictOutcome allow or block: the model's; decided: by hand; overturned: changed by hand
+type ItemVerdictOutcome string
+
+// ItemVerdictVerdict defines model for ItemVerdict.Verdict.
+type ItemVerdictVerdict string
+
 // Job defines model for Job.
 type Job struct {
 	Attempts int       `json:"attempts"`
@@ -2423,6 +2672,9 @@ type ReviewCounts struct {
 type ReviewEntry struct {
 	Author ReviewAuthor `json:"author"`
 
+	// BlockNote an appeal of a block by hand: the blocker's note on the block
+	BlockNote *string `json:"blockNote"`
+
 	// BlockedBy an appeal of a block by hand: the admin who blocked (another admin must decide)
 	BlockedBy *int `json:"blockedBy"`
 
@@ -2751,6 +3003,7 @@ type Verdict string
 
 // VerdictRequest defines model for VerdictRequest.
 type VerdictRequest struct {
+	// Note why, for moderators and webhooks (not shown to the author); required with overturn
 	Note *string `json:"note,omitempty"`
 
 	// Overturn change a verdict already given (event outcome overturned; the webhook is sent again)
@@ -2933,6 +3186,9 @@ type PutAdminHoldsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// GetAdminItemsKindIdParamsKind defines parameters for GetAdminItemsKindId.
+type GetAdminItemsKindIdParamsKind string
+
 // PostAdminItemsKindIdVerdictParams defines parameters for PostAdminItemsKindIdVerdict.
 type PostAdminItemsKindIdVerdictParams struct {
 	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
@@ -2995,6 +3251,7 @@ type GetAdminReviewParams struct {
 	Kind   *GetAdminReviewParamsKind   `form:"kind,omitempty" json:"kind,omitempty"`
 	Reason *GetAdminReviewParamsReason `form:"reason,omitempty" json:"reason,omitempty"`
 	UserId *int                        `form:"userId,omitempty" json:"userId,omitempty"`
+	Claim  *GetAdminReviewParamsClaim  `form:"claim,omitempty" json:"claim,omitempty"`
 	Limit  *int                        `form:"limit,omitempty" json:"limit,omitempty"`
 	Cursor *string                     `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
@@ -3004,6 +3261,18 @@ type GetAdminReviewParamsKind string
 
 // GetAdminReviewParamsReason defines parameters for GetAdminReview.
 type GetAdminReviewParamsReason string
+
+// GetAdminReviewParamsClaim defines parameters for GetAdminReview.
+type GetAdminReviewParamsClaim string
+
+// DeleteAdminReviewKindIdClaimParams defines parameters for DeleteAdminReviewKindIdClaim.
+type DeleteAdminReviewKindIdClaimParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteAdminReviewKindIdClaimParamsKind defines parameters for DeleteAdminReviewKindIdClaim.
+type DeleteAdminReviewKindIdClaimParamsKind string
 
 // PostAdminReviewKindIdClaimParams defines parameters for PostAdminReviewKindIdClaim.
 type PostAdminReviewKindIdClaimParams struct {
@@ -3531,6 +3800,13 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetAdminItemsKindId An item's page: its content, author and verdict, the work it owes, every attempt with its error, every verdict (the model's, by hand, overturned) with who and why, its review entries and appeal with their claims, the audit entries on it and the webhook deliveries it caused
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Corresponds with GET /api/admin/items/{kind}/{id} (the `GetAdminItemsKindId` operationId).
+	GetAdminItemsKindId(ctx context.Context, kind GetAdminItemsKindIdParamsKind, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
@@ -3622,6 +3898,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAdminReviewKindIdClaim Release your claim on a review entry (skip it): the next moderator may take it at once; audited. Another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with DELETE /api/admin/review/{kind}/{id}/claim (the `DeleteAdminReviewKindIdClaim` operationId).
+	DeleteAdminReviewKindIdClaim(ctx context.Context, kind DeleteAdminReviewKindIdClaimParamsKind, id int, params *DeleteAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostAdminReviewKindIdClaim Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
 	//
@@ -4301,6 +4584,23 @@ func (c *Client) PutAdminHolds(ctx context.Context, params *PutAdminHoldsParams,
 	return c.Client.Do(req)
 }
 
+// GetAdminItemsKindId An item's page: its content, author and verdict, the work it owes, every attempt with its error, every verdict (the model's, by hand, overturned) with who and why, its review entries and appeal with their claims, the audit entries on it and the webhook deliveries it caused
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Corresponds with GET /api/admin/items/{kind}/{id} (the `GetAdminItemsKindId` operationId).
+func (c *Client) GetAdminItemsKindId(ctx context.Context, kind GetAdminItemsKindIdParamsKind, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminItemsKindIdRequest(c.Server, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PostAdminItemsKindIdVerdictWithBody Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
@@ -4503,6 +4803,23 @@ func (c *Client) GetAdminReview(ctx context.Context, params *GetAdminReviewParam
 // Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 func (c *Client) GetAdminReviewMeasures(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminReviewMeasuresRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAdminReviewKindIdClaim Release your claim on a review entry (skip it): the next moderator may take it at once; audited. Another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with DELETE /api/admin/review/{kind}/{id}/claim (the `DeleteAdminReviewKindIdClaim` operationId).
+func (c *Client) DeleteAdminReviewKindIdClaim(ctx context.Context, kind DeleteAdminReviewKindIdClaimParamsKind, id int, params *DeleteAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAdminReviewKindIdClaimRequest(c.Server, kind, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6208,6 +6525,47 @@ func NewPutAdminHoldsRequestWithBody(server string, params *PutAdminHoldsParams,
 	return req, nil
 }
 
+// NewGetAdminItemsKindIdRequest constructs an http.Request for the GetAdminItemsKindId method
+func NewGetAdminItemsKindIdRequest(server string, kind GetAdminItemsKindIdParamsKind, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/items/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPostAdminItemsKindIdVerdictRequest calls the generic PostAdminItemsKindIdVerdict builder with application/json body
 func NewPostAdminItemsKindIdVerdictRequest(server string, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6749,6 +7107,18 @@ func NewGetAdminReviewRequest(server string, params *GetAdminReviewParams) (*htt
 
 		}
 
+		if params.Claim != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "claim", *params.Claim, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -6809,6 +7179,62 @@ func NewGetAdminReviewMeasuresRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteAdminReviewKindIdClaimRequest constructs an http.Request for the DeleteAdminReviewKindIdClaim method
+func NewDeleteAdminReviewKindIdClaimRequest(server string, kind DeleteAdminReviewKindIdClaimParamsKind, id int, params *DeleteAdminReviewKindIdClaimParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/review/%s/%s/claim", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9529,6 +9955,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/admin/holds (the `PutAdminHolds` operationId).
 	PutAdminHoldsWithResponse(ctx context.Context, params *PutAdminHoldsParams, body PutAdminHoldsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAdminHoldsResponse, error)
 
+	// GetAdminItemsKindIdWithResponse An item's page: its content, author and verdict, the work it owes, every attempt with its error, every verdict (the model's, by hand, overturned) with who and why, its review entries and appeal with their claims, the audit entries on it and the webhook deliveries it caused
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/items/{kind}/{id} (the `GetAdminItemsKindId` operationId).
+	GetAdminItemsKindIdWithResponse(ctx context.Context, kind GetAdminItemsKindIdParamsKind, id int, reqEditors ...RequestEditorFn) (*GetAdminItemsKindIdResponse, error)
+
 	// PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
@@ -9636,6 +10071,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/admin/review/measures (the `GetAdminReviewMeasures` operationId).
 	GetAdminReviewMeasuresWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminReviewMeasuresResponse, error)
+
+	// DeleteAdminReviewKindIdClaimWithResponse Release your claim on a review entry (skip it): the next moderator may take it at once; audited. Another moderator's live claim answers 409 claimed
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/admin/review/{kind}/{id}/claim (the `DeleteAdminReviewKindIdClaim` operationId).
+	DeleteAdminReviewKindIdClaimWithResponse(ctx context.Context, kind DeleteAdminReviewKindIdClaimParamsKind, id int, params *DeleteAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*DeleteAdminReviewKindIdClaimResponse, error)
 
 	// PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
 	//
@@ -11078,6 +11522,89 @@ func (r PutAdminHoldsResponse) ContentType() string {
 	return ""
 }
 
+// GetAdminItemsKindIdResponse503Headers the declared response headers of an HTTP 503 response for GetAdminItemsKindId
+type GetAdminItemsKindIdResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminItemsKindIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemPage
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminItemsKindIdResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSON200() *ItemPage {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminItemsKindIdResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminItemsKindIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminItemsKindIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminItemsKindIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminItemsKindIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostAdminItemsKindIdVerdictResponse200Headers the declared response headers of an HTTP 200 response for PostAdminItemsKindIdVerdict
 type PostAdminItemsKindIdVerdictResponse200Headers struct {
 	IdempotentReplayed *string
@@ -12161,6 +12688,152 @@ func (r GetAdminReviewMeasuresResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAdminReviewMeasuresResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAdminReviewKindIdClaimResponse204Headers the declared response headers of an HTTP 204 response for DeleteAdminReviewKindIdClaim
+type DeleteAdminReviewKindIdClaimResponse204Headers struct {
+	IdempotentReplayed *string
+}
+
+// DeleteAdminReviewKindIdClaimResponse409Headers the declared response headers of an HTTP 409 response for DeleteAdminReviewKindIdClaim
+type DeleteAdminReviewKindIdClaimResponse409Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminReviewKindIdClaimResponse429Headers the declared response headers of an HTTP 429 response for DeleteAdminReviewKindIdClaim
+type DeleteAdminReviewKindIdClaimResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminReviewKindIdClaimResponse503Headers the declared response headers of an HTTP 503 response for DeleteAdminReviewKindIdClaim
+type DeleteAdminReviewKindIdClaimResponse503Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminReviewKindIdClaimResponse507Headers the declared response headers of an HTTP 507 response for DeleteAdminReviewKindIdClaim
+type DeleteAdminReviewKindIdClaimResponse507Headers struct {
+	RetryAfter *int
+}
+
+type DeleteAdminReviewKindIdClaimResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAdminReviewKindIdClaimResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteAdminReviewKindIdClaimResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAdminReviewKindIdClaimResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAdminReviewKindIdClaimResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *DeleteAdminReviewKindIdClaimResponse507Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteAdminReviewKindIdClaimResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAdminReviewKindIdClaimResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAdminReviewKindIdClaimResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAdminReviewKindIdClaimResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAdminReviewKindIdClaimResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18128,6 +18801,21 @@ func (c *ClientWithResponses) PutAdminHoldsWithResponse(ctx context.Context, par
 	return ParsePutAdminHoldsResponse(rsp)
 }
 
+// GetAdminItemsKindIdWithResponse An item's page: its content, author and verdict, the work it owes, every attempt with its error, every verdict (the model's, by hand, overturned) with who and why, its review entries and appeal with their claims, the audit entries on it and the webhook deliveries it caused
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/items/{kind}/{id} (the `GetAdminItemsKindId` operationId).
+func (c *ClientWithResponses) GetAdminItemsKindIdWithResponse(ctx context.Context, kind GetAdminItemsKindIdParamsKind, id int, reqEditors ...RequestEditorFn) (*GetAdminItemsKindIdResponse, error) {
+	rsp, err := c.GetAdminItemsKindId(ctx, kind, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminItemsKindIdResponse(rsp)
+}
+
 // PostAdminItemsKindIdVerdictWithBodyWithResponse Decide an item's verdict by hand: settles its screen job as the admin's verdict
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
@@ -18306,6 +18994,21 @@ func (c *ClientWithResponses) GetAdminReviewMeasuresWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseGetAdminReviewMeasuresResponse(rsp)
+}
+
+// DeleteAdminReviewKindIdClaimWithResponse Release your claim on a review entry (skip it): the next moderator may take it at once; audited. Another moderator's live claim answers 409 claimed
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/admin/review/{kind}/{id}/claim (the `DeleteAdminReviewKindIdClaim` operationId).
+func (c *ClientWithResponses) DeleteAdminReviewKindIdClaimWithResponse(ctx context.Context, kind DeleteAdminReviewKindIdClaimParamsKind, id int, params *DeleteAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*DeleteAdminReviewKindIdClaimResponse, error) {
+	rsp, err := c.DeleteAdminReviewKindIdClaim(ctx, kind, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAdminReviewKindIdClaimResponse(rsp)
 }
 
 // PostAdminReviewKindIdClaimWithResponse Claim a review entry for 5 minutes (again: renew); another moderator's live claim answers 409 claimed
@@ -20096,6 +20799,80 @@ func ParsePutAdminHoldsResponse(rsp *http.Response) (*PutAdminHoldsResponse, err
 	return response, nil
 }
 
+// ParseGetAdminItemsKindIdResponse parses an HTTP response from a GetAdminItemsKindIdWithResponse call
+func ParseGetAdminItemsKindIdResponse(rsp *http.Response) (*GetAdminItemsKindIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminItemsKindIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminItemsKindIdResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePostAdminItemsKindIdVerdictResponse parses an HTTP response from a PostAdminItemsKindIdVerdictWithResponse call
 func ParsePostAdminItemsKindIdVerdictResponse(rsp *http.Response) (*PostAdminItemsKindIdVerdictResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21138,6 +21915,158 @@ func ParseGetAdminReviewMeasuresResponse(rsp *http.Response) (*GetAdminReviewMea
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAdminReviewKindIdClaimResponse parses an HTTP response from a DeleteAdminReviewKindIdClaimWithResponse call
+func ParseDeleteAdminReviewKindIdClaimResponse(rsp *http.Response) (*DeleteAdminReviewKindIdClaimResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAdminReviewKindIdClaimResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAdminReviewKindIdClaimResponse204Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteAdminReviewKindIdClaimResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAdminReviewKindIdClaimResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAdminReviewKindIdClaimResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers DeleteAdminReviewKindIdClaimResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
