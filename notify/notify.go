@@ -53,7 +53,6 @@ type Hub struct {
 	refs    map[int64]int     // per author, open watches
 	marks   map[int64]int     // per author, open version marks (not waiters: see MarkVersion)
 	schema  string            // the schema whose notifications count (the listening connection's)
-	pid     uint32            // the listening connection's backend
 	stop    context.CancelFunc
 	done    chan struct{}
 	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
@@ -232,14 +231,6 @@ func (h *Hub) WokenAll() int {
 	return h.wakeAll
 }
 
-// ListenerPID is the PostgreSQL backend of the LISTEN connection (0 before Start): for tests
-// that cut it.
-func (h *Hub) ListenerPID() uint32 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.pid
-}
-
 // Start begins listening on PostgreSQL (nothing to do in-process). The first LISTEN is made
 // before Start returns, so a replica that serves after Start hears every later change; an
 // error there is returned. Later losses of the connection are retried with backoff until Stop.
@@ -309,7 +300,7 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("notify: listen: %w", err)
 	}
 	h.mu.Lock()
-	h.schema, h.pid = schema, conn.PgConn().PID()
+	h.schema = schema
 	h.mu.Unlock()
 	return conn, nil
 }

@@ -3,8 +3,10 @@ package notify_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,8 +87,9 @@ func TestListenHearsOtherConnectionsAndReconnects(t *testing.T) {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
 	url := owedtest.PostgresURL(t, base)
+	hubURL, app := listenerURL(url)
 	ctx := context.Background()
-	h := notify.New(url, owedtest.Logger(t))
+	h := notify.New(hubURL, owedtest.Logger(t))
 	if !h.Listens() {
 		t.Fatal("a PostgreSQL hub does not listen")
 	}
@@ -124,8 +127,8 @@ func TestListenHearsOtherConnectionsAndReconnects(t *testing.T) {
 	// Cut the LISTEN connection: the hub wakes everyone at once (nothing is heard while it is
 	// down), reconnects, and wakes everyone once more (what changed meanwhile was not heard).
 	waiting := h.Watch(9)
-	pid := h.ListenerPID()
-	if _, err := db.Exec(`SELECT pg_terminate_backend($1)`, int64(pid)); err != nil {
+	pid := listenerPID(t, db, app)
+	if _, err := db.Exec(`SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
 	waitFired(t, waiting, "the loss")
@@ -135,7 +138,7 @@ func TestListenHearsOtherConnectionsAndReconnects(t *testing.T) {
 	if n := h.WokenAll(); n < 2 {
 		t.Errorf("woken all %d times after one cut, want the loss and the reconnect", n)
 	}
-	if h.ListenerPID() == pid {
+	if now := listenerPID(t, db, app); now == pid {
 		t.Error("the listener's backend is the one that was cut")
 	}
 	ten := h.Watch(10)
@@ -174,4 +177,25 @@ func TestNext(t *testing.T) {
 	if h.Waiting() != 0 || h.Watchers() != 0 {
 		t.Fatalf("after the last close: %d authors, %d watches", h.Waiting(), h.Watchers())
 	}
+}
+
+// listenerURL is url with an application_name of its own (app), which names the LISTEN
+// connection of a hub given it, and no other connection.
+func listenerURL(url string) (hubURL, app string) {
+	app = fmt.Sprintf("owednotify%d", time.Now().UnixNano())
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "application_name=" + app, app
+}
+
+// listenerPID is the backend of the connection named app (listenerURL).
+func listenerPID(t *testing.T, db *sql.DB, app string) int64 {
+	t.Helper()
+	var pid int64
+	if err := db.QueryRow(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&pid); err != nil {
+		t.Fatalf("the listener's backend: %v", err)
+	}
+	return pid
 }

@@ -23,8 +23,9 @@ func TestSyncHearsEveryCommittedNotification(t *testing.T) {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
 	url := owedtest.PostgresURL(t, base)
+	hubURL, app := listenerURL(url)
 	ctx := context.Background()
-	h := notify.New(url, owedtest.Logger(t))
+	h := notify.New(hubURL, owedtest.Logger(t))
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestSyncHearsEveryCommittedNotification(t *testing.T) {
 	// Cut: Sync cannot tell (or tells only after the hub listens again, and then everything
 	// marked before was woken).
 	m := h.MarkVersion(1)
-	if _, err := db.Exec(`SELECT pg_terminate_backend($1)`, int64(h.ListenerPID())); err != nil {
+	if _, err := db.Exec(`SELECT pg_terminate_backend($1)`, listenerPID(t, db, app)); err != nil {
 		t.Fatal(err)
 	}
 	if h.Sync(ctx) && !m.Changed() {
