@@ -67,6 +67,12 @@ function jobState(j, tick) {
 }
 const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
 
+/** When the job runs next: a held job waits for the hold's lifting, whatever its due time. */
+function NextAttempt({ j, now }) {
+  if (j.why === 'held') return html`<span class="muted" title="nothing held runs: lift the hold to run it">when the hold is lifted</span>`;
+  return html`<${Rel} at=${j.dueAt} now=${now} />`;
+}
+
 function Jobs({ ctx }) {
   const [filters, setFilters] = useState(() => fromParams(ctx.params()));
   // Pages, not an ever longer table: the page's cursor and the cursors of the pages before it.
@@ -326,7 +332,7 @@ function Jobs({ ctx }) {
                       ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
                     <td class="num opt">${j.attempts}</td>
                     <td class="num opt">${j.status ?? html`<span class="muted">—</span>`}</td>
-                    <td class="c-next"><${Rel} at=${j.dueAt} now=${now} /></td>
+                    <td class="c-next"><${NextAttempt} j=${j} now=${now} /></td>
                     <td class="opt">${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
                     <td class="actions">
                       <button type="button" class="btn btn-small btn-quiet" onClick=${(e) => open(j.id, e.currentTarget)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
@@ -413,7 +419,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
           <dt>Last error</dt><dd data-testid="job-detail-error">${j.lastError ? html`<code class="err-block">${j.lastError}</code>` : html`<span class="muted">—</span>`}</dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
-          <dt>Next attempt</dt><dd><${Rel} at=${j.dueAt} /> <span class="muted small">${fmt.time(j.dueAt)}</span></dd>
+          <dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
           <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
         </dl>
         ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {

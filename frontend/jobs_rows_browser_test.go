@@ -1,0 +1,68 @@
+package frontend_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest"
+)
+
+// TestJobRowsInChromium: the Content jobs rows say what a waiting job waits for. A held job's
+// next attempt is the hold's lifting (not a past time).
+func TestJobRowsInChromium(t *testing.T) {
+	exe := chromiumPath(t)
+	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
+	ctx := context.Background()
+	authorID, _ := env.User("ada", models.RoleAuthor)
+	ok := func(r owedtest.Response, status int, what string) owedtest.Response {
+		t.Helper()
+		if r.Status != status {
+			t.Fatalf("%s: %d %s", what, r.Status, r.Body)
+		}
+		return r
+	}
+	jobOf := func(itemID int64) string {
+		t.Helper()
+		jobs := list(ok(env.Do(http.MethodGet, fmt.Sprintf("/api/admin/jobs?itemId=%d", itemID), owedtest.AdminToken, nil), 200, "jobs").JSON()["jobs"])
+		if len(jobs) != 1 {
+			t.Fatalf("jobs of item %d: %v", itemID, jobs)
+		}
+		return fmt.Sprint(num(obj(jobs[0])["id"]))
+	}
+
+	// A pitch created under a hold on screens.
+	ok(env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": true}), 200, "hold screens")
+	heldPitch, err := env.App.Store.CreatePitch(ctx, authorID, "a pitch under a hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Sweep()
+	held := jobOf(heldPitch.ID)
+	env.Clock.Advance(2 * time.Minute) // the held job's due time is past
+
+	offset := time.Until(env.Clock.Now())
+	b := newBrowser(t, exe, env.Server.URL, offset)
+	t.Cleanup(b.checkProblems)
+	b.do(t, "open /admin/jobs", chromedp.Navigate(b.base+"/admin/jobs"), chromedp.WaitVisible(tid("signin-token")))
+	b.fill(t, "signin-token", owedtest.AdminToken)
+	b.click(t, "signin-submit")
+	b.waitText(t, "job-row-"+held, "held")
+	next := func(id string) string {
+		return eval[string](t, b, jsEl("job-row-"+id)+`.querySelector('.c-next').textContent`)
+	}
+
+	// Held: waits for the hold.
+	if got := next(held); strings.Contains(got, "ago") || !strings.Contains(got, "hold") {
+		t.Errorf("a held job's next attempt reads %q, want that it waits for the hold", got)
+	}
+	for _, v := range b.axeViolations(t) {
+		t.Errorf("jobs: %s", v)
+	}
+}
