@@ -10,15 +10,17 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
 
 // TestJobRowsInChromium: the Content jobs rows say what a waiting job waits for. A held job's
-// next attempt is the hold's lifting (not a past time).
+// next attempt is the hold's lifting (not a past time), a job in review is due never (no
+// relative time).
 func TestJobRowsInChromium(t *testing.T) {
 	exe := chromiumPath(t)
-	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
+	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) { c.ReviewBelow = 0.8 })
 	ctx := context.Background()
 	authorID, _ := env.User("ada", models.RoleAuthor)
 	ok := func(r owedtest.Response, status int, what string) owedtest.Response {
@@ -37,7 +39,14 @@ func TestJobRowsInChromium(t *testing.T) {
 		return fmt.Sprint(num(obj(jobs[0])["id"]))
 	}
 
-	// A pitch created under a hold on screens.
+	// One pitch the model is unsure of (in review), one created under a hold on screens.
+	env.Model.SetVerdict("block", 0.6)
+	unsure, err := env.App.Store.CreatePitch(ctx, authorID, "a pitch the model is unsure of")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Sweep()
+	review := jobOf(unsure.ID)
 	ok(env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": true}), 200, "hold screens")
 	heldPitch, err := env.App.Store.CreatePitch(ctx, authorID, "a pitch under a hold")
 	if err != nil {
@@ -61,6 +70,13 @@ func TestJobRowsInChromium(t *testing.T) {
 	// Held: waits for the hold.
 	if got := next(held); strings.Contains(got, "ago") || !strings.Contains(got, "hold") {
 		t.Errorf("a held job's next attempt reads %q, want that it waits for the hold", got)
+	}
+	// In review (lift the hold first: under it every screen job shows held): due never.
+	ok(env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": false}), 200, "lift the hold")
+	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/jobs?itemId="+fmt.Sprint(unsure.ID)))
+	b.waitText(t, "job-row-"+review, "review")
+	if got := next(review); strings.Contains(got, "in ") || strings.ContainsAny(got, "0123456789") {
+		t.Errorf("a job in review (due never) reads %q as its next attempt", got)
 	}
 	for _, v := range b.axeViolations(t) {
 		t.Errorf("jobs: %s", v)

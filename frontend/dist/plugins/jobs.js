@@ -67,9 +67,11 @@ function jobState(j, tick) {
 }
 const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
 
-/** When the job runs next: a held job waits for the hold's lifting, whatever its due time. */
+/** When the job runs next: a held job waits for the hold's lifting, whatever its due time; a
+ * job in review is due never (it waits for a moderator's verdict, not for a time). */
 function NextAttempt({ j, now }) {
   if (j.why === 'held') return html`<span class="muted" title="nothing held runs: lift the hold to run it">when the hold is lifted</span>`;
+  if (j.why === 'review') return html`<span class="muted" title="decided in the Review panel">when a moderator decides</span>`;
   return html`<${Rel} at=${j.dueAt} now=${now} />`;
 }
 
@@ -419,7 +421,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
           <dt>Last error</dt><dd data-testid="job-detail-error">${j.lastError ? html`<code class="err-block">${j.lastError}</code>` : html`<span class="muted">—</span>`}</dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
-          <dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
+          <dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' || j.why === 'review' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
           <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
         </dl>
         ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {
