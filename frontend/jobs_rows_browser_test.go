@@ -17,7 +17,8 @@ import (
 
 // TestJobRowsInChromium: the Content jobs rows say what a waiting job waits for. A held job's
 // next attempt is the hold's lifting (not a past time), a job in review is due never (no
-// relative time).
+// relative time), neither offers a Retry the server refuses, nor does a job settled by a
+// verdict by hand.
 func TestJobRowsInChromium(t *testing.T) {
 	exe := chromiumPath(t)
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) { c.ReviewBelow = 0.8 })
@@ -66,10 +67,14 @@ func TestJobRowsInChromium(t *testing.T) {
 	next := func(id string) string {
 		return eval[string](t, b, jsEl("job-row-"+id)+`.querySelector('.c-next').textContent`)
 	}
+	hasRetry := func(id string) bool { return eval[bool](t, b, `!!`+jsEl("job-retry-"+id)) }
 
-	// Held: waits for the hold.
+	// Held: waits for the hold, no Retry.
 	if got := next(held); strings.Contains(got, "ago") || !strings.Contains(got, "hold") {
 		t.Errorf("a held job's next attempt reads %q, want that it waits for the hold", got)
+	}
+	if hasRetry(held) {
+		t.Errorf("a held job offers Retry")
 	}
 	// In review (lift the hold first: under it every screen job shows held): due never.
 	ok(env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": false}), 200, "lift the hold")
@@ -77,6 +82,25 @@ func TestJobRowsInChromium(t *testing.T) {
 	b.waitText(t, "job-row-"+review, "review")
 	if got := next(review); strings.Contains(got, "in ") || strings.ContainsAny(got, "0123456789") {
 		t.Errorf("a job in review (due never) reads %q as its next attempt", got)
+	}
+	if hasRetry(review) {
+		t.Errorf("a job in review offers Retry")
+	}
+
+	b.click(t, "job-detail-"+review)
+	b.waitJS(t, "the detail", jsVisible("job-decide-block"))
+	if eval[bool](t, b, `!!`+jsEl("job-detail-retry")) {
+		t.Errorf("the detail of a job in review offers Retry")
+	}
+
+	// Decided by hand (the once held job, due now the hold is lifted): no Retry on it once settled.
+	b.do(t, "the once held job", chromedp.Navigate(b.base+"/admin/jobs?job="+held))
+	b.waitJS(t, "its detail with Retry", jsVisible("job-decide-block")+` && !!`+jsEl("job-detail-retry"))
+	b.click(t, "job-decide-block")
+	b.click(t, "job-decide-confirm-ok")
+	b.waitJS(t, "decided", jsVisible("job-decided"))
+	if eval[bool](t, b, `!!`+jsEl("job-detail-retry")) {
+		t.Errorf("a decided job offers Retry")
 	}
 	for _, v := range b.axeViolations(t) {
 		t.Errorf("jobs: %s", v)

@@ -67,6 +67,10 @@ function jobState(j, tick) {
 }
 const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
 
+/** Whether Retry can run the job: the server refuses a held one (lift the hold) and one in
+ * review (a moderator's verdict settles it), so neither offers the button. */
+const retryable = (j) => j.why !== 'held' && j.why !== 'review';
+
 /** When the job runs next: a held job waits for the hold's lifting, whatever its due time; a
  * job in review is due never (it waits for a moderator's verdict, not for a time). */
 function NextAttempt({ j, now }) {
@@ -338,7 +342,7 @@ function Jobs({ ctx }) {
                     <td class="opt">${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
                     <td class="actions">
                       <button type="button" class="btn btn-small btn-quiet" onClick=${(e) => open(j.id, e.currentTarget)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
-                      <button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>
+                      ${retryable(j) ? html`<button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>` : null}
                     </td>
                   </tr>`;
                 })}
@@ -401,7 +405,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
       <h2 id="job-detail-h" tabindex="-1" ref=${head}>Job ${id}</h2>
       <div class="row">
         <a class="small" href=${'/admin/jobs?job=' + encodeURIComponent(id)} data-testid="job-detail-link" title="A link to this job">Link</a>
-        ${j ? html`<button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)} data-testid="job-detail-retry">Retry now</button>` : null}
+        ${j && !decided && !gone && retryable(j) ? html`<button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)} data-testid="job-detail-retry">Retry now</button>` : null}
         <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close" aria-label="Close the job's details (Esc)">Close</button>
       </div>
     </header>
