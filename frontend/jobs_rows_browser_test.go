@@ -18,7 +18,7 @@ import (
 // TestJobRowsInChromium: the Content jobs rows say what a waiting job waits for. A held job's
 // next attempt is the hold's lifting (not a past time), a job in review is due never (no
 // relative time), neither offers a Retry the server refuses, nor does a job settled by a
-// verdict by hand.
+// verdict by hand, which reads "Decided: block by admin".
 func TestJobRowsInChromium(t *testing.T) {
 	exe := chromiumPath(t)
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) { c.ReviewBelow = 0.8 })
@@ -99,6 +99,9 @@ func TestJobRowsInChromium(t *testing.T) {
 	b.click(t, "job-decide-block")
 	b.click(t, "job-decide-confirm-ok")
 	b.waitJS(t, "decided", jsVisible("job-decided"))
+	if got := eval[string](t, b, jsEl("job-decided")+`.querySelector('p').textContent.replace(/\s+/g, ' ')`); !strings.Contains(got, "Decided: block by admin") {
+		t.Errorf("the verdict reads %q, want %q", got, "Decided: block by admin")
+	}
 	if eval[bool](t, b, `!!`+jsEl("job-detail-retry")) {
 		t.Errorf("a decided job offers Retry")
 	}

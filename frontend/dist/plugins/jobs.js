@@ -571,8 +571,7 @@ function Decided({ ctx, d, onChange, onSettled }) {
     setAsking(false);
   };
   return html`<div class="note note-info" role="status" data-testid="job-decided">
-    <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>
-      by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
+    <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>${' '}by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
       The job is no longer owed.</p>
     <div class="field">
       <label for="overturn-note">Why overturn (required; moderators and webhooks see it)</label>
