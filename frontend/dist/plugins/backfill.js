@@ -1,10 +1,11 @@
 // Backfill (the bot tab): one job per chat with its member scrapes, progress, throughput and
 // ETAs, in run order (the running job, then the queue, then paused, idle and done jobs), each
 // saying what its ETA waits for; start and pause all jobs or one chat; a live countdown while a
-// rate limit holds; and the queue settings. Data: GET /api/backfill every 3 s; POST /api/backfill/{start,pause};
+// rate limit holds; releasing the walk lock (confirmed); and the queue settings. Data: GET /api/backfill
+// every 3 s; POST /api/backfill/{start,pause}; POST /api/admin/backfill/walk/release;
 // PUT /api/backfill/settings.
 
-import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
+import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
 import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, Stat, TableWrap } from '../lib/ui.js';
 
@@ -48,6 +49,12 @@ function measured(job, status) {
 }
 
 const active = (j) => j.state === 'running' || j.state === 'queued';
+
+/** An ETA as the estimate it is: "about 1m 45s"; "now", "—" and the like as they are. */
+const estimate = (ms) => {
+  const v = fmt.eta(ms);
+  return /\d/.test(v) ? 'about ' + v : v;
+};
 
 const RANK = { running: 0, queued: 1, paused: 2, idle: 3, done: 4 };
 
@@ -143,6 +150,7 @@ function Backfill({ ctx }) {
           <strong>${s.walkingChat ? html`A walk of <code data-testid="backfill-walking-chat">${s.walkingChat}</code> is running.` : 'A walk is running.'}</strong>
           <span>The bot is reading ${s.walkingChat ? 'that' : "a chat's"} history and holds the media-traffic lock: the queue waits until it stops pushing
             (the lock lapses ${fmt.relative(s.walkingUntil, now)} unless the walk pushes again).</span>
+          <${ReleaseWalk} ctx=${ctx} chat=${s.walkingChat} onDone=${live.setData} />
         </div>`
       : null}
     <p class="sr-only" aria-live="polite">${limited ? `Backfill rate limited until ${fmt.time(s.limitedUntil)}.` : ''}</p>
@@ -184,6 +192,52 @@ function Backfill({ ctx }) {
         <${Settings} ctx=${ctx} status=${s} onSaved=${live.setData} />
         <${Backends} byBackend=${t.byBackend || {}} members=${allMembers} />
       </div>
+    </div>
+  </div>`;
+}
+
+/** Release the walk lock (the bot's walk may have died), once confirmed; Esc cancels. */
+function ReleaseWalk({ ctx, chat, onDone }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const ok = useRef(null);
+  const cancel = () => {
+    setAsking(false);
+    requestAnimationFrame(() => document.querySelector('[data-testid="backfill-walk-release"]')?.focus());
+  };
+  useEffect(() => {
+    if (!asking) return;
+    ok.current && ok.current.focus();
+    const onKey = (e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) {
+        e.preventDefault();
+        cancel();
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [asking]);
+  const release = async () => {
+    setBusy(true);
+    try {
+      const st = await ctx.api('/api/admin/backfill/walk/release', { method: 'POST' });
+      if (st && Array.isArray(st.jobs)) onDone(st);
+      ctx.notify('Walk lock released: the queue goes on now.', 'ok');
+    } catch (e) {
+      ctx.notify('Could not release the walk lock: ' + e.message, 'error');
+    }
+    setBusy(false);
+    setAsking(false);
+  };
+  if (!asking) {
+    return html`<button type="button" class="btn btn-small" onClick=${() => setAsking(true)} data-testid="backfill-walk-release">Release the walk lock…</button>`;
+  }
+  const q = `Release the walk lock${chat ? ' of chat ' + chat : ''}? The queue goes on now; if the walk is still alive, its next push takes the lock again.`;
+  return html`<div class="confirm" role="alertdialog" aria-label=${q} data-testid="backfill-walk-confirm">
+    <p>${q} <span class="muted small">(Esc cancels)</span></p>
+    <div class="row">
+      <button type="button" ref=${ok} class="btn btn-danger" disabled=${busy} onClick=${release} data-testid="backfill-walk-confirm-ok">${busy ? 'Releasing…' : 'Yes, release it'}</button>
+      <button type="button" class="btn btn-quiet" disabled=${busy} onClick=${cancel} data-testid="backfill-walk-confirm-cancel">Cancel</button>
     </div>
   </div>`;
 }
@@ -255,9 +309,10 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) 
       <div><dt>Rate</dt><dd class="num" data-testid=${'backfill-rate-' + id}>${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} waitedMs=${j.waitedMs || 0} />${
         m && j.waitedMs > 0 ? html`<span class="muted small"> · ${fmt.duration(j.waitedMs)} of rate-limit waits counted</span>` : null}</dd></div>
       <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it and the wait in hand" data-testid=${'backfill-starts-' + id}>${
-        j.state === 'running' ? 'running now' : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : fmt.eta(j.etaStartMs)}</dd></div>
-      <div><dt>Runs for</dt><dd class="num">${(j.pending || 0) > 0 ? fmt.eta(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
-      <div><dt>Done in</dt><dd class="num" data-testid=${'backfill-done-in-' + id}>${fmt.eta(j.etaTotalMs)}</dd></div>
+        j.state === 'running' ? 'running now' : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : estimate(j.etaStartMs)}</dd></div>
+      <div><dt>Runs for</dt><dd class="num" title="an estimate from the rate: how long the job will run once it runs, not how long it has run" data-testid=${'backfill-runs-for-' + id}>${
+        (j.pending || 0) > 0 ? estimate(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
+      <div><dt>Done in</dt><dd class="num" title="an estimate from the rate and the waits ahead" data-testid=${'backfill-done-in-' + id}>${estimate(j.etaTotalMs)}</dd></div>
       <div class="fig-wide"><dt>Waits for</dt><dd data-testid=${'backfill-waits-' + id}>${waitText(j, ordered || [], status,
         { limited: limitedLeft !== null, limitedLeft, walking, now })}</dd></div>
       <div><dt>Started</dt><dd data-testid=${'backfill-started-' + id}>${startedText(j, now)}</dd></div>

@@ -67,6 +67,18 @@ function jobState(j, tick) {
 }
 const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
 
+/** Whether Retry can run the job: the server refuses a held one (lift the hold) and one in
+ * review (a moderator's verdict settles it), so neither offers the button. */
+const retryable = (j) => j.why !== 'held' && j.why !== 'review';
+
+/** When the job runs next: a held job waits for the hold's lifting, whatever its due time; a
+ * job in review is due never (it waits for a moderator's verdict, not for a time). */
+function NextAttempt({ j, now }) {
+  if (j.why === 'held') return html`<span class="muted" title="nothing held runs: lift the hold to run it">when the hold is lifted</span>`;
+  if (j.why === 'review') return html`<span class="muted" title="decided in the Review panel">when a moderator decides</span>`;
+  return html`<${Rel} at=${j.dueAt} now=${now} />`;
+}
+
 function Jobs({ ctx }) {
   const [filters, setFilters] = useState(() => fromParams(ctx.params()));
   // Pages, not an ever longer table: the page's cursor and the cursors of the pages before it.
@@ -326,11 +338,11 @@ function Jobs({ ctx }) {
                       ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
                     <td class="num opt">${j.attempts}</td>
                     <td class="num opt">${j.status ?? html`<span class="muted">—</span>`}</td>
-                    <td class="c-next"><${Rel} at=${j.dueAt} now=${now} /></td>
+                    <td class="c-next"><${NextAttempt} j=${j} now=${now} /></td>
                     <td class="opt">${j.leaseUntil && Date.parse(j.leaseUntil) > now ? html`until <${Rel} at=${j.leaseUntil} now=${now} />` : html`<span class="muted">—</span>`}</td>
                     <td class="actions">
                       <button type="button" class="btn btn-small btn-quiet" onClick=${(e) => open(j.id, e.currentTarget)} aria-label=${'Details of job ' + j.id} data-testid=${'job-detail-' + j.id}>Details</button>
-                      <button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>
+                      ${retryable(j) ? html`<button type="button" class="btn btn-small" onClick=${() => retry(j.id)} aria-label=${'Retry job ' + j.id} data-testid=${'job-retry-' + j.id}>Retry</button>` : null}
                     </td>
                   </tr>`;
                 })}
@@ -393,7 +405,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
       <h2 id="job-detail-h" tabindex="-1" ref=${head}>Job ${id}</h2>
       <div class="row">
         <a class="small" href=${'/admin/jobs?job=' + encodeURIComponent(id)} data-testid="job-detail-link" title="A link to this job">Link</a>
-        ${j ? html`<button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)} data-testid="job-detail-retry">Retry now</button>` : null}
+        ${j && !decided && !gone && retryable(j) ? html`<button type="button" class="btn btn-small" onClick=${() => onRetry(id).then(live.refresh)} data-testid="job-detail-retry">Retry now</button>` : null}
         <button type="button" class="btn btn-small btn-quiet" onClick=${onClose} data-testid="job-detail-close" aria-label="Close the job's details (Esc)">Close</button>
       </div>
     </header>
@@ -413,7 +425,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
           <dt>Last error</dt><dd data-testid="job-detail-error">${j.lastError ? html`<code class="err-block">${j.lastError}</code>` : html`<span class="muted">—</span>`}</dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
-          <dt>Next attempt</dt><dd><${Rel} at=${j.dueAt} /> <span class="muted small">${fmt.time(j.dueAt)}</span></dd>
+          <dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' || j.why === 'review' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
           <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
         </dl>
         ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {
@@ -559,8 +571,7 @@ function Decided({ ctx, d, onChange, onSettled }) {
     setAsking(false);
   };
   return html`<div class="note note-info" role="status" data-testid="job-decided">
-    <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>
-      by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
+    <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>${' '}by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
       The job is no longer owed.</p>
     <div class="field">
       <label for="overturn-note">Why overturn (required; moderators and webhooks see it)</label>
