@@ -5,9 +5,9 @@
 // every 3 s; POST /api/backfill/{start,pause}; POST /api/admin/backfill/walk/release;
 // PUT /api/backfill/settings.
 
-import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
+import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, Stat, TableWrap } from '../lib/ui.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, Stat, TableWrap, Confirm } from '../lib/ui.js';
 
 const KINDS = ['image', 'gif', 'video', 'audio'];
 const STATE_KIND = { idle: 'neutral', queued: 'info', running: 'run', paused: 'warn', done: 'ok' };
@@ -200,23 +200,10 @@ function Backfill({ ctx }) {
 function ReleaseWalk({ ctx, chat, onDone }) {
   const [asking, setAsking] = useState(false);
   const [busy, setBusy] = useState(false);
-  const ok = useRef(null);
   const cancel = () => {
     setAsking(false);
     requestAnimationFrame(() => document.querySelector('[data-testid="backfill-walk-release"]')?.focus());
   };
-  useEffect(() => {
-    if (!asking) return;
-    ok.current && ok.current.focus();
-    const onKey = (e) => {
-      if (e.key === 'Escape' && !e.defaultPrevented) {
-        e.preventDefault();
-        cancel();
-      }
-    };
-    addEventListener('keydown', onKey);
-    return () => removeEventListener('keydown', onKey);
-  }, [asking]);
   const release = async () => {
     setBusy(true);
     try {
@@ -233,13 +220,8 @@ function ReleaseWalk({ ctx, chat, onDone }) {
     return html`<button type="button" class="btn btn-small" onClick=${() => setAsking(true)} data-testid="backfill-walk-release">Release the walk lock…</button>`;
   }
   const q = `Release the walk lock${chat ? ' of chat ' + chat : ''}? The queue goes on now; if the walk is still alive, its next push takes the lock again.`;
-  return html`<div class="confirm" role="alertdialog" aria-label=${q} data-testid="backfill-walk-confirm">
-    <p>${q} <span class="muted small">(Esc cancels)</span></p>
-    <div class="row">
-      <button type="button" ref=${ok} class="btn btn-danger" disabled=${busy} onClick=${release} data-testid="backfill-walk-confirm-ok">${busy ? 'Releasing…' : 'Yes, release it'}</button>
-      <button type="button" class="btn btn-quiet" disabled=${busy} onClick=${cancel} data-testid="backfill-walk-confirm-cancel">Cancel</button>
-    </div>
-  </div>`;
+  return html`<${Confirm} text=${q} confirmLabel=${busy ? 'Releasing…' : 'Yes, release it'} danger busy=${busy}
+    onConfirm=${release} onCancel=${cancel} testid="backfill-walk-confirm" />`;
 }
 
 function RateLabel({ measured: m, waitedMs }) {

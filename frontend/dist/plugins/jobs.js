@@ -7,7 +7,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText, Confirm } from '../lib/ui.js';
 
 const PAGE = 50;
 const FILTER_KEYS = ['id', 'task', 'kind', 'why', 'state', 'author', 'userId', 'itemId'];
@@ -477,30 +477,6 @@ async function sendVerdict(ctx, kind, itemId, verdict, note, overturn) {
   if (note) body.note = note;
   if (overturn) body.overturn = true;
   return ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, { method: 'POST', body });
-}
-
-/** A confirmation: focus on its confirm button, Esc cancels. */
-function Confirm({ text, confirmLabel, danger, busy, onConfirm, onCancel, testid }) {
-  const ok = useRef(null);
-  useEffect(() => {
-    ok.current && ok.current.focus();
-    const onKey = (e) => {
-      if (e.key === 'Escape' && !e.defaultPrevented) {
-        e.preventDefault();
-        onCancel();
-      }
-    };
-    // Capture: before the detail's own Esc (which closes it) sees the key.
-    addEventListener('keydown', onKey, true);
-    return () => removeEventListener('keydown', onKey, true);
-  }, []);
-  return html`<div class="confirm" role="alertdialog" aria-label=${text} data-testid=${testid}>
-    <p>${text} <span class="muted small">(Esc cancels)</span></p>
-    <div class="row">
-      <button type="button" ref=${ok} class=${'btn ' + (danger ? 'btn-danger' : 'btn-primary')} disabled=${busy} onClick=${onConfirm} data-testid=${testid + '-ok'}>${confirmLabel}</button>
-      <button type="button" class="btn btn-quiet" disabled=${busy} onClick=${onCancel} data-testid=${testid + '-cancel'}>Cancel</button>
-    </div>
-  </div>`;
 }
 
 /** Decide by hand: allow or block the item, with a note, as the admin's verdict, once confirmed. */
