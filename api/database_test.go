@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -200,42 +201,134 @@ func TestDeafListener(t *testing.T) {
 	})
 }
 
-// TestLiveThroughPgbouncer: two replicas whose pools go through pgbouncer in transaction mode
-// and whose notifiers LISTEN on a direct connection. A stream held on one sees each item
-// written through the other within 2 s, the other's view never answers a stale 304 after the
-// write's commit, writes answer 201, and both are ready (their heartbeats are heard).
+// TestLiveThroughPgbouncer: three replicas whose pools go through pgbouncer in transaction
+// mode and whose notifiers LISTEN on a direct connection. Writes go to each replica in turn;
+// every answer is counted and none is a 500; after each write's answer, every replica's held
+// stream carries the new item within 2 s, and every replica's view answers the ETag held
+// before the write with 200 (not a stale 304) within 2 s; all three stay ready (their
+// heartbeats are heard).
 func TestLiveThroughPgbouncer(t *testing.T) {
 	t.Parallel()
 	pooled, direct := owedtest.PooledURLs(t)
 	listen := func(c *app.Config) { c.DatabaseListenURL = direct }
-	w := newWorld(t, pooled, listen).quiet()
-	w2 := &world{t: t, env: owedtest.NewEnv(t, pooled, listen), tok: w.tok, uid: w.uid}
-	w2.quiet()
+	first := newWorld(t, pooled, listen).quiet()
+	replicas := []*world{first}
+	for range 2 {
+		replicas = append(replicas, (&world{t: t, env: owedtest.NewEnv(t, pooled, listen), tok: first.tok, uid: first.uid}).quiet())
+	}
+	const writes, within = 15, 2 * time.Second
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	count := func(r owedtest.Response) owedtest.Response {
+		mu.Lock()
+		statuses[r.Status]++
+		mu.Unlock()
+		return r
+	}
+	streams := make([]<-chan sse, len(replicas))
+	etags := make([]string, len(replicas))
+	for i, r := range replicas {
+		_, streams[i], _ = r.rawStream("", "Authorization", "Bearer "+first.tok[asAuthor])
+		next(t, streams[i], false)
+		etags[i] = count(r.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil)).Header.Get("ETag")
+	}
+	var unseen, stale int
+	var slowestEvent, slowestView time.Duration // the longest wait after an answer, for the log
+	longest := func(d *time.Duration, since time.Time) {
+		mu.Lock()
+		*d = max(*d, time.Since(since))
+		mu.Unlock()
+	}
+	for n := range writes {
+		r := count(replicas[n%len(replicas)].do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "through the pooler"}))
+		if r.Status != http.StatusCreated {
+			t.Errorf("write %d on replica %d: %d %s", n, n%len(replicas), r.Status, r.Body)
+			continue
+		}
+		answered := time.Now()
+		pitch := num(obj(r.JSON()["pitch"])["id"])
+		var wg sync.WaitGroup
+		for i, rep := range replicas {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if !streamShows(streams[i], pitch, answered.Add(within)) {
+					mu.Lock()
+					unseen++
+					mu.Unlock()
+					t.Errorf("write %d: replica %d's stream did not carry pitch %d within %v of the answer", n, i, pitch, within)
+					return
+				}
+				longest(&slowestEvent, answered)
+			}()
+			go func() {
+				defer wg.Done()
+				var fresh owedtest.Response
+				if !wait.For(within-time.Since(answered), func() bool {
+					fresh = count(rep.env.Do(http.MethodGet, "/api/listeners/mine", first.tok[asAuthor], nil, "If-None-Match", etags[i]))
+					return fresh.Status != http.StatusNotModified
+				}) {
+					mu.Lock()
+					stale++
+					mu.Unlock()
+					t.Errorf("write %d: replica %d still answered 304 to the old ETag %v after the answer", n, i, time.Since(answered))
+					return
+				}
+				longest(&slowestView, answered)
+				if fresh.Status != http.StatusOK || !viewHas(fresh.Body, pitch) {
+					t.Errorf("write %d: replica %d's view: %d %s", n, i, fresh.Status, fresh.Body)
+				}
+				etags[i] = fresh.Header.Get("ETag")
+			}()
+		}
+		wg.Wait()
+	}
+	for i, r := range replicas {
+		if a := count(r.env.Do(http.MethodGet, "/readyz", "", nil)); a.Status != http.StatusOK {
+			t.Errorf("replica %d /readyz: %d %s", i, a.Status, a.Body)
+		}
+	}
+	t.Logf("%d writes over %d replicas: answers by status %v; %d stream misses and %d stale 304s past %v; slowest after an answer: event %v, fresh view %v",
+		writes, len(replicas), statuses, unseen, stale, within, slowestEvent.Round(time.Millisecond), slowestView.Round(time.Millisecond))
+	if statuses[http.StatusInternalServerError] != 0 {
+		t.Errorf("%d answers were 500", statuses[http.StatusInternalServerError])
+	}
+}
 
-	_, events, _ := w2.rawStream("", "Authorization", "Bearer "+w.tok[asAuthor])
-	next(t, events, false)
-	etag := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil).Header.Get("ETag")
-	for i := range 5 {
-		began := time.Now()
-		if r := w.do(http.MethodPost, "/api/listeners/pitches", asAuthor, map[string]string{"body": "through the pooler"}); r.Status != http.StatusCreated {
-			t.Fatalf("write %d: %d %s", i, r.Status, r.Body)
-		}
-		written := time.Now()
-		if ev := next(t, events, false); ev.Event != "mine" {
-			t.Fatalf("write %d: the stream sent %q %s", i, ev.Event, ev.Data)
-		}
-		if took := time.Since(written); took > 2*time.Second {
-			t.Errorf("write %d: the other replica's stream saw it %v after the commit", i, took)
-		}
-		r := w2.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil, "If-None-Match", etag)
-		if r.Status != http.StatusOK {
-			t.Fatalf("write %d: the other replica's view answered %d to the old ETag %v after the commit", i, r.Status, time.Since(began))
-		}
-		etag = r.Header.Get("ETag")
-	}
-	for _, r := range []*world{w, w2} {
-		if a := r.env.Do(http.MethodGet, "/readyz", "", nil); a.Status != http.StatusOK {
-			t.Errorf("/readyz: %d %s", a.Status, a.Body)
+// streamShows reads events until one is a view holding the pitch, reporting false if none
+// came by deadline.
+func streamShows(events <-chan sse, pitch int64, deadline time.Time) bool {
+	timeout := time.After(time.Until(deadline))
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false
+			}
+			if ev.Event == "mine" && viewHas([]byte(ev.Data), pitch) {
+				return true
+			}
+		case <-timeout:
+			return false
 		}
 	}
+}
+
+// viewHas reports whether a view (GET /api/listeners/mine's body) lists the pitch.
+func viewHas(body []byte, pitch int64) bool {
+	var v struct {
+		Items []struct {
+			Kind string `json:"kind"`
+			ID   int64  `json:"id"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	for _, it := range v.Items {
+		if it.Kind == "pitch" && it.ID == pitch {
+			return true
+		}
+	}
+	return false
 }
