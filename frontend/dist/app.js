@@ -475,6 +475,9 @@ function HoldBanner() {
       notify('Could not lift the hold: ' + e.message, 'error');
     }
     setBusy(false);
+    // The button goes with the banner: the focus goes to the panel beneath it (or stays on
+    // the button when something is still held).
+    requestAnimationFrame(() => (document.querySelector('[data-testid="hold-lift"]') || document.querySelector('.panel:not([hidden])'))?.focus());
   };
   return html`<div class="note note-warn hold-banner" role="status" data-testid="hold-banner">
     <span><strong>On hold:</strong> ${held.map((k) => HELD[k]).join(', ')}. Nothing held is claimed, charged or sent until the hold is lifted.</span>
