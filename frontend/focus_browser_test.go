@@ -74,6 +74,7 @@ func TestFocusAfterActionsInChromium(t *testing.T) {
 	ok(env.Do(http.MethodPut, "/api/admin/holds", owedtest.AdminToken, map[string]any{"screen": true}), 200, "hold screens")
 	b.tab(t, "backfill")
 	b.click(t, "hold-lift")
+	b.click(t, "hold-lift-confirm-ok")
 	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 	b.waitJS(t, "the focus on the panel", `document.activeElement === `+jsEl("panel-backfill"))
 
