@@ -13,7 +13,9 @@ import (
 )
 
 // TestHoldLiftInChromium: the banner's "Lift the hold" asks first, naming what it lifts, and
-// lifts only the holds the operator keeps picked; Esc lifts nothing.
+// lifts only the holds the operator keeps picked; Esc lifts nothing. The toasts say what runs
+// and what stays held: a test call under a hold on screens runs none of them, and the lift
+// names what it lifted and what is still held.
 func TestHoldLiftInChromium(t *testing.T) {
 	exe := chromiumPath(t)
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
@@ -51,6 +53,18 @@ func TestHoldLiftInChromium(t *testing.T) {
 		t.Fatalf("Esc lifted a hold: %v", h)
 	}
 
+	toast := func(what, part string) {
+		t.Helper()
+		b.waitJS(t, what, `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes(`+jsq(part)+`))`)
+	}
+	// A test call under the hold: the model answers, the held screens still do not run.
+	b.tab(t, "overview")
+	b.click(t, "model-probe")
+	toast("the probe's toast", "The model answered")
+	if got := eval[string](t, b, `[...document.querySelectorAll('[data-testid="toast"]')].map((e) => e.textContent).join(' | ')`); strings.Contains(got, "run now") || !strings.Contains(got, "Screens stay held") {
+		t.Errorf("under a hold on screens the probe toasts %q, want that screens stay held and nothing said to run", got)
+	}
+
 	// Keep deliveries held: only screens are lifted.
 	b.click(t, "hold-lift")
 	b.click(t, "hold-pick-deliveries")
@@ -61,4 +75,5 @@ func TestHoldLiftInChromium(t *testing.T) {
 		t.Errorf("holds after lifting screens alone = %v", h)
 	}
 	b.waitJS(t, "the focus back on the button", `document.activeElement === `+jsEl("hold-lift"))
+	toast("the lift's toast", "Lifted: screens — the held ones run now. Still held: webhook deliveries")
 }

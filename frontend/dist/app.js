@@ -439,6 +439,14 @@ function MoreTabs({ plugins, go }) {
 
 const HELD = { screen: 'screens', score: 'scores', deliveries: 'webhook deliveries' };
 
+/** What a lift did, from the holds the server answers: what runs now and what stays held. */
+function liftedInWords(asked, h) {
+  const lifted = asked.filter((k) => !h[k]);
+  const still = Object.keys(HELD).filter((k) => h[k]);
+  const said = lifted.length ? `Lifted: ${lifted.map((k) => HELD[k]).join(', ')} — the held ones run now.` : 'Nothing was lifted.';
+  return said + (still.length ? ` Still held: ${still.map((k) => HELD[k]).join(', ')} — nothing of it runs until lifted.` : '');
+}
+
 /**
  * HoldBanner shows, on every panel, what an admin holds (GET /api/admin/holds every 10 s) with
  * the button that lifts it: held work is not claimed by any replica until then. Lifting asks
@@ -482,7 +490,7 @@ function HoldBanner() {
       const h = await api('/api/admin/holds', { method: 'PUT', body: Object.fromEntries(asking.map((k) => [k, false])) });
       setHolds(h);
       dispatchEvent(new CustomEvent('owed:holds', { detail: h }));
-      notify('The hold is lifted: the held work is due again.', 'ok');
+      notify(liftedInWords(asking, h), 'ok');
     } catch (e) {
       notify('Could not lift the hold: ' + e.message, 'error');
     }
