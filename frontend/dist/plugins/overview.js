@@ -203,14 +203,17 @@ function WhyBars({ byWhy, ctx }) {
     ${WHYS.map((w) => {
       const n = byWhy[w] || 0;
       const info = whyInfo(w === 'none' ? null : w);
-      return html`<li class="bars-row">
-        <a class="bars-label" href=${'/admin/jobs?why=' + w} title=${info.text} onClick=${(e) => {
+      // The whole row (label, bar and count) links to those jobs in Content jobs; its name is
+      // its visible text (the bar repeats the count).
+      return html`<li><a class="bars-row bars-link" href=${'/admin/jobs?why=' + w} title=${info.text} data-testid=${'overview-why-' + w} onClick=${(e) => {
+          if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
           e.preventDefault();
           ctx.navigate('jobs', '?why=' + w);
-        }}>${info.label}</a>
-        <${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} />
-        <span class="bars-n num">${fmt.number(n)}</span>
-      </li>`;
+        }}>
+        <span class="bars-label">${info.label}</span>
+        <span aria-hidden="true"><${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} /></span>
+        <span class="bars-n num">${fmt.number(n)}</span><span class="sr-only">${n === 1 ? ' job' : ' jobs'}</span>
+      </a></li>`;
     })}
   </ul>`;
 }
