@@ -1037,6 +1037,7 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the overview", jsVisible("overview-settled"))
 	shot("holds")
 	b.click(t, "hold-lift")
+	b.click(t, "hold-lift-confirm-ok")
 	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 
 	b.tab(t, "backfill")
@@ -1219,6 +1220,7 @@ func testConsoleHolds(t *testing.T, w *world, b *browser) {
 	}
 	b.waitJS(t, "the held jobs", jsText("jobs-count")+`.startsWith(`+jsq(commas(num(held["total"]))+" matching")+`) && [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')].every((r) => r.textContent.includes('held') && r.textContent.includes('screen'))`)
 	b.click(t, "hold-lift")
+	b.click(t, "hold-lift-confirm-ok")
 	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 	if h := w.api(t, "/api/admin/holds"); h["screen"] != false {
 		t.Errorf("holds after the lift = %v", h)
@@ -1347,6 +1349,7 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 			t.Errorf("job detail and hold banner, %s: %s", scheme, v)
 		}
 		b.click(t, "hold-lift")
+		b.click(t, "hold-lift-confirm-ok")
 		b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 		b.click(t, "job-detail-close")
 	}

@@ -68,6 +68,8 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	}
 	b.click(t, "model-probe")
 	b.waitText(t, "model-state", "closed")
+	// Closed, but the screens are still held: the toast says none runs.
+	b.waitJS(t, "the probe's toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('the breaker is closed. Screens stay held: none runs'))`)
 	b.waitJS(t, "the focus back on the probe button", `document.activeElement === `+jsEl("model-probe"))
 
 	// Find a job and decide it by hand, confirmed; then overturn the verdict.

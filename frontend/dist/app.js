@@ -6,6 +6,7 @@ import { html, render, useState, useEffect, useLayoutEffect, useRef, useCallback
 import { createApi } from './lib/api.js';
 import { makeCtx } from './lib/ctx.js';
 import { notify } from './lib/toast.js';
+import { Confirm } from './lib/ui.js';
 
 const BASE = '/admin';
 
@@ -438,13 +439,23 @@ function MoreTabs({ plugins, go }) {
 
 const HELD = { screen: 'screens', score: 'scores', deliveries: 'webhook deliveries' };
 
+/** What a lift did, from the holds the server answers: what runs now and what stays held. */
+function liftedInWords(asked, h) {
+  const lifted = asked.filter((k) => !h[k]);
+  const still = Object.keys(HELD).filter((k) => h[k]);
+  const said = lifted.length ? `Lifted: ${lifted.map((k) => HELD[k]).join(', ')} — the held ones run now.` : 'Nothing was lifted.';
+  return said + (still.length ? ` Still held: ${still.map((k) => HELD[k]).join(', ')} — nothing of it runs until lifted.` : '');
+}
+
 /**
  * HoldBanner shows, on every panel, what an admin holds (GET /api/admin/holds every 10 s) with
- * the button that lifts it: held work is not claimed by any replica until then.
+ * the button that lifts it: held work is not claimed by any replica until then. Lifting asks
+ * first, naming what is lifted; the operator picks which holds go (all of them at first).
  */
 function HoldBanner() {
   const [holds, setHolds] = useState(null);
   const [busy, setBusy] = useState(false);
+  const [picked, setPicked] = useState(null); // the holds to lift while asking, else null
   const load = useCallback(async () => {
     try {
       setHolds(await api('/api/admin/holds'));
@@ -464,21 +475,39 @@ function HoldBanner() {
   }, []);
   const held = holds ? Object.keys(HELD).filter((k) => holds[k]) : [];
   if (!held.length) return null;
+  const asking = picked && picked.filter((k) => holds[k]);
+  // The button goes with the banner: the focus goes to the panel beneath it (or back to the
+  // button while something is still held).
+  const refocus = () =>
+    requestAnimationFrame(() => (document.querySelector('[data-testid="hold-lift"]') || document.querySelector('.panel:not([hidden])'))?.focus());
+  const cancel = () => {
+    setPicked(null);
+    refocus();
+  };
   const lift = async () => {
     setBusy(true);
     try {
-      const h = await api('/api/admin/holds', { method: 'PUT', body: { screen: false, score: false, deliveries: false } });
+      const h = await api('/api/admin/holds', { method: 'PUT', body: Object.fromEntries(asking.map((k) => [k, false])) });
       setHolds(h);
       dispatchEvent(new CustomEvent('owed:holds', { detail: h }));
-      notify('The hold is lifted: the held work is due again.', 'ok');
+      notify(liftedInWords(asking, h), 'ok');
     } catch (e) {
       notify('Could not lift the hold: ' + e.message, 'error');
     }
     setBusy(false);
+    cancel();
   };
+  const toggle = (k) => setPicked((p) => (p.includes(k) ? p.filter((x) => x !== k) : [...p, k]));
   return html`<div class="note note-warn hold-banner" role="status" data-testid="hold-banner">
     <span><strong>On hold:</strong> ${held.map((k) => HELD[k]).join(', ')}. Nothing held is claimed, charged or sent until the hold is lifted.</span>
-    <button type="button" class="btn btn-small btn-primary" disabled=${busy} onClick=${lift} data-testid="hold-lift">${busy ? 'Lifting…' : 'Lift the hold'}</button>
+    ${asking
+      ? html`<fieldset class="hold-pick" data-testid="hold-pick">
+            <legend>Lift the hold on</legend>
+            ${held.map((k) => html`<label><input type="checkbox" checked=${asking.includes(k)} onChange=${() => toggle(k)} data-testid=${'hold-pick-' + k} /> ${HELD[k]}</label>`)}
+          </fieldset>
+          <${Confirm} text=${asking.length ? `Lift the hold on ${asking.map((k) => HELD[k]).join(', ')}?` : 'Pick what to lift.'}
+            confirmLabel=${busy ? 'Lifting…' : 'Yes, lift it'} busy=${busy} disabled=${!asking.length} onConfirm=${lift} onCancel=${cancel} testid="hold-lift-confirm" />`
+      : html`<button type="button" class="btn btn-small btn-primary" onClick=${() => setPicked(held)} data-testid="hold-lift">Lift the hold…</button>`}
   </div>`;
 }
 

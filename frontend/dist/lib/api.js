@@ -1,6 +1,8 @@
 // The JSON client behind ctx.api. Same-origin cookie session; every state-changing request
 // carries X-Owed-Request: 1, which the server requires of cookie-authenticated writes (CSRF).
 
+import { fmt } from './fmt.js';
+
 /** An API failure: `.status` (0 for a network failure), `.code`, `.field`, `.message`. */
 export class ApiError extends Error {
   constructor(status, code, message, field = null, body = null) {
@@ -76,7 +78,7 @@ export function createApi({ onUnauthorized } = {}) {
 
     if (!res.ok) {
       const e = data && data.error ? data.error : {};
-      const message = e.message || defaultMessage(res.status, text);
+      const message = readableTimes(e.message) || defaultMessage(res.status, text);
       const err = new ApiError(res.status, e.code, message, e.field, data);
       if (res.status === 401 && onUnauthorized && !url.startsWith('/api/session')) onUnauthorized(err);
       throw err;
@@ -87,6 +89,14 @@ export function createApi({ onUnauthorized } = {}) {
     if (method === 'GET') lastBody.set(url, data);
     return data;
   };
+}
+
+// A server message's timestamps ("… the reset at 2026-03-02T00:00:00.000Z …") read as the
+// console writes times: local, with how far off.
+const ISO = /\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)/g;
+
+function readableTimes(message) {
+  return message && message.replace(ISO, (iso) => `${fmt.time(iso)} (${fmt.relative(iso)})`);
 }
 
 function defaultMessage(status, text) {

@@ -263,8 +263,8 @@ export function ErrorText({ text, testid }) {
 
 export const num = (v) => (v === '' || v === null || v === undefined ? null : Number(v));
 
-/** A confirmation: focus on its confirm button, Esc cancels. */
-export function Confirm({ text, confirmLabel, danger, busy, onConfirm, onCancel, testid }) {
+/** A confirmation: focus on its confirm button, Esc cancels; `disabled` greys out only the confirm. */
+export function Confirm({ text, confirmLabel, danger, busy, disabled, onConfirm, onCancel, testid }) {
   const ok = useRef(null);
   useEffect(() => {
     ok.current && ok.current.focus();
@@ -281,7 +281,7 @@ export function Confirm({ text, confirmLabel, danger, busy, onConfirm, onCancel,
   return html`<div class="confirm" role="alertdialog" aria-label=${text} data-testid=${testid}>
     <p>${text} <span class="muted small">(Esc cancels)</span></p>
     <div class="row">
-      <button type="button" ref=${ok} class=${'btn ' + (danger ? 'btn-danger' : 'btn-primary')} disabled=${busy} onClick=${onConfirm} data-testid=${testid + '-ok'}>${confirmLabel}</button>
+      <button type="button" ref=${ok} class=${'btn ' + (danger ? 'btn-danger' : 'btn-primary')} disabled=${busy || disabled} onClick=${onConfirm} data-testid=${testid + '-ok'}>${confirmLabel}</button>
       <button type="button" class="btn btn-quiet" disabled=${busy} onClick=${onCancel} data-testid=${testid + '-cancel'}>Cancel</button>
     </div>
   </div>`;

@@ -113,6 +113,15 @@ function Backfill({ ctx }) {
       ctx.notify(`Could not ${what} ${chatId ? 'chat ' + chatId : 'the queue'}: ${e.message}`, 'error');
     } finally {
       setBusy(null);
+      // The busy buttons were disabled, dropping the focus: Start all or Pause all takes it
+      // back, whichever is still of use (a chat's own buttons keep theirs through its row).
+      if (!chatId) {
+        requestAnimationFrame(() => {
+          const mine = document.querySelector(`[data-testid="backfill-${what}-all"]`);
+          const other = document.querySelector(`[data-testid="backfill-${what === 'start' ? 'pause' : 'start'}-all"]`);
+          (mine && !mine.disabled ? mine : other && !other.disabled ? other : mine)?.focus();
+        });
+      }
     }
   };
 

@@ -540,11 +540,17 @@ function Decided({ ctx, d, onChange, onSettled }) {
       onChange({ ...d, verdict: other, note: note.trim(), by: ctx.user && ctx.user.name, overturned: true });
       setNote('');
       onSettled && onSettled();
+      setAsking(false); // the verdict's line takes the focus
     } catch (e) {
       ctx.notify('Could not overturn: ' + e.message, 'error');
+      cancel();
     }
     setBusy(false);
+  };
+  // Closing the confirmation unsent gives the focus back to the button that opened it.
+  const cancel = () => {
     setAsking(false);
+    requestAnimationFrame(() => document.querySelector('[data-testid="job-overturn"]')?.focus());
   };
   return html`<div class="note note-info" role="status" data-testid="job-decided">
     <p tabindex="-1" ref=${head}><strong data-testid="job-decided-verdict">${d.overturned ? 'Overturned to ' : 'Decided: '}${d.verdict}</strong>${' '}by <span data-testid="job-decided-by">${d.by || 'you'}</span>${d.note ? html` — note: <q data-testid="job-decided-note">${d.note}</q>` : null}.
@@ -555,7 +561,7 @@ function Decided({ ctx, d, onChange, onSettled }) {
     </div>
     ${asking
       ? html`<${Confirm} text=${`Overturn: ${other} this ${d.kind} instead, with the note “${note.trim()}”? Its webhook is sent again.`} confirmLabel=${busy ? 'Overturning…' : `Yes, ${other}`}
-          danger=${other === 'block'} busy=${busy} onConfirm=${overturn} onCancel=${() => setAsking(false)} testid="job-overturn-confirm" />`
+          danger=${other === 'block'} busy=${busy} onConfirm=${overturn} onCancel=${cancel} testid="job-overturn-confirm" />`
       : html`<button type="button" class="btn btn-small" disabled=${!note.trim()} onClick=${() => setAsking(true)} data-testid="job-overturn">Overturn (${other})…</button>`}
   </div>`;
 }

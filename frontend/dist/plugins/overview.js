@@ -101,6 +101,16 @@ function nextInWords(m, left) {
   return 'the next job probes the model';
 }
 
+/** What a test call found and what runs because of it: nothing held runs, whatever the model says. */
+function probeInWords(p, screensHeld) {
+  if (!p.answered) return `The model did not answer: ${p.error || p.why || 'failed'}.`;
+  const held = ' Screens stay held: none runs until the hold is lifted.';
+  if (!p.closed) return 'The model answered.' + (screensHeld ? held : '');
+  return screensHeld
+    ? 'The model answered: the breaker is closed.' + held
+    : 'The model answered: the breaker is closed and the jobs that waited for it run now.';
+}
+
 /** The model's breaker (closed, open, probing) in words, its last error, and a test call. */
 function ModelStat({ ctx }) {
   const live = useLive(ctx, () => ctx.api('/api/admin/model'), 5000);
@@ -122,14 +132,7 @@ function ModelStat({ ctx }) {
       const r = await ctx.api('/api/admin/model/probe', { method: 'POST' });
       live.setData(r);
       const p = r.probe || {};
-      ctx.notify(
-        p.answered
-          ? p.closed
-            ? 'The model answered: the breaker is closed and the waiting jobs run now.'
-            : 'The model answered.'
-          : `The model did not answer: ${p.error || p.why || 'failed'}.`,
-        p.answered ? 'ok' : 'error'
-      );
+      ctx.notify(probeInWords(p, r.screensHeld), p.answered ? 'ok' : 'error');
     } catch (e) {
       ctx.notify('Could not test the model: ' + e.message, 'error');
     }
@@ -200,14 +203,17 @@ function WhyBars({ byWhy, ctx }) {
     ${WHYS.map((w) => {
       const n = byWhy[w] || 0;
       const info = whyInfo(w === 'none' ? null : w);
-      return html`<li class="bars-row">
-        <a class="bars-label" href=${'/admin/jobs?why=' + w} title=${info.text} onClick=${(e) => {
+      // The whole row (label, bar and count) links to those jobs in Content jobs; its name is
+      // its visible text (the bar repeats the count).
+      return html`<li><a class="bars-row bars-link" href=${'/admin/jobs?why=' + w} title=${info.text} data-testid=${'overview-why-' + w} onClick=${(e) => {
+          if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
           e.preventDefault();
           ctx.navigate('jobs', '?why=' + w);
-        }}>${info.label}</a>
-        <${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} />
-        <span class="bars-n num">${fmt.number(n)}</span>
-      </li>`;
+        }}>
+        <span class="bars-label">${info.label}</span>
+        <span aria-hidden="true"><${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} /></span>
+        <span class="bars-n num">${fmt.number(n)}</span><span class="sr-only">${n === 1 ? ' job' : ' jobs'}</span>
+      </a></li>`;
     })}
   </ul>`;
 }
