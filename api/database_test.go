@@ -60,8 +60,8 @@ func TestReadOnlyServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, role)
-		time.Sleep(100 * time.Millisecond)
+		// The timeout makes each call wait until its backend has gone, so the role can be dropped.
+		admin.Exec(`SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = $1`, role)
 		admin.Exec(`DROP ROLE IF EXISTS ` + role)
 	})
 	u, _ := url.Parse(owedtest.PostgresURL(t, base))

@@ -15,6 +15,7 @@ import (
 	"github.com/owed/owed/app"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/wait"
 )
 
 // TestReviewPanelInChromium: a moderator clears the review queue by keyboard alone (issue 28):
@@ -154,14 +155,12 @@ func TestReviewPanelInChromium(t *testing.T) {
 	}
 	waitClaim := func(what string, mine bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			c := claimOf(late.ID)
-			if (c != nil && obj(c)["mine"] == true) == mine {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the claim is %v", what, c)
-			}
+		var c any
+		if !wait.For(10*time.Second, func() bool {
+			c = claimOf(late.ID)
+			return (c != nil && obj(c)["mine"] == true) == mine
+		}) {
+			t.Fatalf("%s: the claim is %v", what, c)
 		}
 	}
 	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/review"))
