@@ -1,7 +1,8 @@
 // Command gen makes the two Go clients from the document a real owed serves: it starts owed,
 // saves /api/openapi.json as owedclient/openapi.json and runs on it the pinned oapi-codegen
 // (owedclient) and ogen with its default options (ogenclient), both go.mod's tool lines. Run
-// it from clientcheck/: go run ./cmd/gen
+// it from clientcheck/: go run ./cmd/gen (before building clientcheck: the ogen client is not kept
+// in git, and its go.mod lists what that client imports)
 package main
 
 import (
