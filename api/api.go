@@ -84,7 +84,6 @@ type Config struct {
 type API struct {
 	Config
 	live    *live
-	memory  *mineMemory // mine_memory.go
 	signIns signInLimits
 }
 
@@ -108,7 +107,7 @@ func New(cfg Config) *API {
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
 	}
-	a := &API{Config: cfg, memory: &mineMemory{byUser: map[int64]*mineMemo{}}, signIns: newSignInLimits()}
+	a := &API{Config: cfg, signIns: newSignInLimits()}
 	a.live = a.newLive()
 	return a
 }

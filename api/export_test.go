@@ -7,6 +7,3 @@ func (a *API) StreamsOpen() int {
 	defer cp.mu.Unlock()
 	return cp.total
 }
-
-// LiveReads is how many shared re-reads of authors' views waiters have made.
-func (a *API) LiveReads() int64 { return a.live.reads.Load() }

@@ -1,13 +1,13 @@
 package api
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -123,28 +123,26 @@ type mineState struct {
 	now   time.Time
 }
 
-// readMine reads the version of u's view and its ETag, and starts a background sweep of u's
-// jobs when one of them is due (as every form of the view does).
+// readMine reads the version of u's view and its ETag, and wakes the runner for u when one of
+// their jobs may be due (as every form of the view does): the runner's claim finds out which.
 func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineState, error) {
 	now := a.now()
 	v, err := a.Store.MineVersion(ctx, u.ID, now)
 	if err != nil {
 		return mineState{}, err
 	}
-	if v.Due {
-		// Only when there is something to run: a sweep that finds nothing due would still
-		// cost a claim on the writer.
+	if v.Due(now) {
 		a.Content.SweepAuthor(u.ID)
 	}
 	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
 // recheckAt is when the view must be read again although nobody wrote: the UTC day's end (a
-// new budget day), and the moment one of the author's jobs comes due or its lease runs out
-// (so its sweep starts then, as a poll at that moment would start it).
+// new budget day), and the moment one of the author's jobs may come due (so that the runner is
+// woken then, as a poll at that moment would wake it).
 func (st *mineState) recheckAt() time.Time {
 	at := models.BudgetReset(st.now)
-	if w := st.v.WakeAt; !w.IsZero() && w.After(st.now) && w.Before(at) {
+	if w := st.v.WakeAt(st.now); !w.IsZero() && w.Before(at) {
 		at = w
 	}
 	if floor := st.now.Add(minRecheck); at.Before(floor) {
@@ -153,28 +151,25 @@ func (st *mineState) recheckAt() time.Time {
 	return at
 }
 
-// mineBody appends to dst the view's answer at st: the page q asks for, with nextCursor; kept
-// by its ETag (mineCache), so a view asked for again, unchanged, is not built again.
-func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState, dst []byte) ([]byte, error) {
+// mineBody is the view's answer at st: the page q asks for, with nextCursor; kept by its ETag
+// (mineCache), so a view asked for again, unchanged, is not built again. The answer is shared:
+// it must not be changed.
+func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
 	cache := a.live.cache
-	if body, ok := cache.get(st.etag, dst); ok {
+	if body, ok := cache.get(st.etag); ok {
 		return body, nil
 	}
-	body, err := a.buildMine(ctx, u, q, st, dst)
+	body, err := a.buildMine(ctx, u, q, st)
 	if err != nil {
 		return nil, err
 	}
-	cache.put(st.etag, body[len(dst):])
+	cache.put(st.etag, body)
 	return body, nil
 }
 
-// mineBodies are buffers for the answers of mine: a view's answer is some 20 KB, written out
-// and dropped at once, and most of the garbage a view makes.
-var mineBodies = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
-
-// buildMine reads the view's answer at st and appends it to dst, encoded.
-func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState, dst []byte) ([]byte, error) {
-	items, next, err := a.Store.MinePage(ctx, u.ID, nil, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
+// buildMine reads the view's answer at st and encodes it.
+func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
+	items, next, err := a.Store.MinePage(ctx, u.ID, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
 	if err != nil {
 		return nil, err
 	}
@@ -191,16 +186,10 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 		}
 		appeals = appealsByItem(list)
 	}
-	jobs := 0
-	for i := range items {
-		jobs += len(items[i].Jobs)
-	}
-	briefs := make([]jobBrief, 0, jobs) // every item's, in one array
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
-			Appeal: appeals[itemRef{it.Kind, it.ID}]}
-		from := len(briefs)
+			Appeal: appeals[itemRef{it.Kind, it.ID}], Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
 			// The view's jobs carry no lease (the ETag does not hash leases), and a park by the
 			// open breaker moves due_at: a new ETag.
@@ -209,40 +198,29 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 				next := timeStr(j.DueAt)
 				b.NextAttemptAt = &next
 			}
-			briefs = append(briefs, b)
+			m.Jobs = append(m.Jobs, b)
 		}
-		m.Jobs = briefs[from:len(briefs):len(briefs)] // never nil: no jobs is []
 		out.Items = append(out.Items, m)
 	}
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	body, err := json.Marshal(&out)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, body...), nil
+	return json.Marshal(&out)
 }
 
 // mine lists the caller's own items (newest first across kinds, filtered and paged) with their
-// verdicts, scores, owed jobs and budget, and starts a background run of their due jobs when
-// they have any (never delaying this answer).
+// verdicts, scores, owed jobs and budget, and wakes the runner for their due jobs when they may
+// have any (never delaying this answer).
 //
 // The ETag is known before the answer is built: it is a hash of the author, the filters and
 // page, their effective daily limit, the budget day and the view's version
-// (models.MineVersion, one statement over keys and indexes: per kind of item the count and sum
-// of the ids, the author's owed jobs as the view shows them, today's spend). A client whose
-// If-None-Match holds it gets a 304 without a single item read or any JSON made; while the
-// version in memory is current (mine_memory.go), the tag is known without reading the version,
-// and a client without it gets the answer kept under it (mineCache). Otherwise the
-// answer is built after the version was read, so a change in between makes the answer newer
-// than its ETag, never older: the client's next poll costs one more 200, but a 304 never hides
-// a change.
+// (models.MineVersion: one statement reading a few rows by key). A client whose If-None-Match
+// holds it gets a 304 without a single item read or any JSON made; one without it gets the
+// answer kept under it (mineCache), if any. Otherwise the answer is built after the version was
+// read, so a change in between makes the answer newer than its ETag, never older: the client's
+// next poll costs one more 200, but a 304 never hides a change.
 //
-// With wait=N and a matching If-None-Match the answer is held (a long poll): the notifier wakes
-// it when the author's view may have changed, and the version is read again then, and only
-// then; a new tag answers 200, the end of the wait 304. Server shutdown ends the wait early
-// with a 304.
+// With wait=N and a matching If-None-Match the answer is held (a long poll, holdMine).
 func (a *API) mine(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
@@ -260,76 +238,14 @@ func (a *API) mine(c echo.Context) error {
 		w = a.Notify.Watch(u.ID)
 		defer func() { w.Close() }()
 	}
-	var st mineState
-	fromMemory := false
-	if w == nil {
-		// Unchanged since the version in memory was read (mine_memory.go): its tag answers a
-		// 304, or names the kept answer of a 200, without reading the version again.
-		st, fromMemory = a.mineFromMemory(ctx, u, &q)
-	}
-	if !fromMemory {
-		read := a.readMine
-		if w == nil {
-			read = a.readMineKept
-		}
-		if st, err = read(ctx, u, &q); err != nil {
-			return err
-		}
+	st, err := a.readMine(ctx, u, &q)
+	if err != nil {
+		return err
 	}
 	if w != nil && etagMatches(inm, st.etag) {
-		release, err := a.holdSlot(c, u.ID, kindLongPoll)
-		if err != nil {
+		var gone bool
+		if u, st, gone, err = a.holdMine(c, u, &q, st, inm, &w); gone || err != nil {
 			return err
-		}
-		defer release()
-		cred := credOf(c)
-		until := a.credUntil(ctx, cred)
-		deadline := st.now.Add(q.wait)
-		closing := a.closing()
-		outlive(c.Response(), q.wait+time.Minute)
-	wait:
-		for etagMatches(inm, st.etag) {
-			recheck := st.recheckAt()
-			if !until.IsZero() {
-				recheck = earliest(recheck, until)
-			}
-			now := a.now()
-			if !now.Before(deadline) {
-				break
-			}
-			timer, stop := a.Clock.NewTimer(earliest(deadline, recheck).Sub(now))
-			var mark int64 // the wake's: reads that started after it are shared
-			select {
-			case <-w.C():
-				mark = w.At()
-			case <-timer:
-				mark = notify.Mark()
-				if !a.now().Before(deadline) && (until.IsZero() || a.now().Before(until)) {
-					break wait
-				}
-			case <-ctx.Done():
-				stop()
-				return nil // the client is gone
-			case <-closing:
-				stop()
-				break wait
-			}
-			stop()
-			// Every wake checks the credential again, and shares its reads with the author's
-			// other waiters woken by the same change (a read that began after the wake); Next
-			// watches the change after the one that woke this one, so none is missed.
-			w = w.Next()
-			var view liveView
-			if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(u.ID, cred, &q, mark); return err }); err != nil {
-				if errors.Is(err, errLiveUnavailable) {
-					return retryAfter(c, liveRetryAfter, errLiveUnavailable)
-				}
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			u, st, until = view.u, view.st, view.until
 		}
 	}
 	res := c.Response()
@@ -338,19 +254,73 @@ func (a *API) mine(c echo.Context) error {
 	if etagMatches(inm, st.etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	buf := mineBodies.Get().(*[]byte)
-	body, err := a.mineBody(ctx, u, &q, &st, (*buf)[:0])
+	body, err := a.mineBody(ctx, u, &q, &st)
 	if err != nil {
 		return err
 	}
 	// Its length said, the answer goes out in one piece rather than in chunks.
 	res.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
-	err = c.JSONBlob(http.StatusOK, body) // written out: the buffer is free again
-	if cap(body) <= 1<<20 {
-		*buf = body[:0]
-		mineBodies.Put(buf)
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// holdMine holds a long poll whose If-None-Match names the view at st: the notifier wakes it
+// when the author's view may have changed, and the version is read again then, and only then;
+// it returns the view when its tag no longer matches (a 200), or at the end of the wait or at
+// server shutdown (a 304). gone reports that the client went away (nothing is to be written).
+// *w is the poll's watch, moved on at each wake.
+func (a *API) holdMine(c echo.Context, u *models.User, q *mineQuery, st mineState, inm string, w **notify.Watch) (*models.User, mineState, bool, error) {
+	ctx := c.Request().Context()
+	release, err := a.holdSlot(c, u.ID, kindLongPoll)
+	if err != nil {
+		return u, st, false, err
 	}
-	return err
+	defer release()
+	cred := credOf(c)
+	until := a.credUntil(ctx, cred)
+	deadline := st.now.Add(q.wait)
+	closing := a.closing()
+	outlive(c.Response(), q.wait+time.Minute)
+	for etagMatches(inm, st.etag) && a.now().Before(deadline) {
+		recheck := st.recheckAt()
+		if !until.IsZero() {
+			recheck = earliest(recheck, until)
+		}
+		timer, stop := a.Clock.NewTimer(earliest(deadline, recheck).Sub(a.now()))
+		var mark int64 // the wake's: reads that started after it are shared
+		select {
+		case <-(*w).C():
+			mark = (*w).At()
+		case <-timer:
+			mark = notify.Mark()
+			if !a.now().Before(deadline) && (until.IsZero() || a.now().Before(until)) {
+				stop()
+				return u, st, false, nil
+			}
+		case <-ctx.Done():
+			stop()
+			return u, st, true, nil // the client is gone
+		case <-closing:
+			stop()
+			return u, st, false, nil
+		}
+		stop()
+		// Every wake checks the credential again, and shares its reads with the author's
+		// other waiters woken by the same change (a read that began after the wake); Next
+		// watches the change after the one that woke this one, so none is missed.
+		*w = (*w).Next()
+		var view liveView
+		if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(u.ID, cred, q, mark); return err }); err != nil {
+			if errors.Is(err, errLiveUnavailable) {
+				return u, st, false, retryAfter(c, liveRetryAfter, errLiveUnavailable)
+			}
+			if ctx.Err() != nil {
+				return u, st, true, nil
+			}
+			return u, st, false, err
+		}
+		u, st, until = view.u, view.st, view.until
+	}
+	return u, st, false, nil
 }
 
 // mineStream serves the author's view as server-sent events: an event "mine" (id: the ETag,
@@ -446,13 +416,10 @@ func (s *mineStreamer) run(ctx context.Context) {
 			}
 			s.last = s.st.etag
 		}
-		// What the wait needs of the version is its tag and when to look again; the rest (the
-		// jobs) is let go, since ten thousand idle streams would otherwise each hold theirs.
 		recheck := s.st.recheckAt()
 		if !s.until.IsZero() {
 			recheck = earliest(recheck, s.until)
 		}
-		s.st.v = models.MineVersion{}
 		var mark int64 // the wake's: reads that started after it are shared
 		woke := false
 		for reread := false; !reread; {
@@ -553,9 +520,8 @@ type live struct {
 	closed  chan struct{}
 	closeMu sync.Once
 	cache   *mineCache
-	caps    liveCaps     // held streams and long polls, per user and in all (mine_live.go)
-	co      coalescer    // shared re-reads of woken waiters
-	reads   atomic.Int64 // shared re-reads of the view made, for tests
+	caps    liveCaps  // held streams and long polls, per user and in all (mine_live.go)
+	co      coalescer // shared re-reads of woken waiters
 }
 
 func (a *API) closing() <-chan struct{} { return a.live.closed }
@@ -572,4 +538,73 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// mineCacheBytes bounds the answers of `mine` kept in memory: a view of 100 items is about
+// 20 KB of JSON, so some three thousand of them.
+const mineCacheBytes = 64 << 20
+
+// mineCache keeps recent answers of the author's view by ETag, least recently used first out,
+// within a bound in bytes. An ETag names one view: the author, their limit, the filters and
+// page, and the version read from the database (which every replica reads alike), and a version
+// never comes back once the view has changed, so an answer kept under a tag is the answer to
+// that tag for as long as anyone can still be given it. It spares a repeated view (a client
+// without the tag, another device, a reconnecting stream) the item reads and the JSON.
+type mineCache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	ll    *list.List // front: most recently used
+	byTag map[string]*list.Element
+}
+
+type mineCached struct {
+	tag  string
+	body []byte
+}
+
+func newMineCache(max int64) *mineCache {
+	return &mineCache{max: max, ll: list.New(), byTag: map[string]*list.Element{}}
+}
+
+// cost is what an answer kept under tag counts against the bound.
+func cost(tag string, body []byte) int64 { return int64(len(tag) + len(body) + 64) }
+
+// get is the answer kept under tag, if any (shared: not to be changed).
+func (c *mineCache) get(tag string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byTag[tag]
+	if !ok {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*mineCached).body, true
+}
+
+// put keeps body under tag, dropping the least recently used answers past the bound; an answer
+// larger than a sixteenth of the bound is not kept.
+func (c *mineCache) put(tag string, body []byte) {
+	if cost(tag, body) > c.max/16 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byTag[tag]; ok {
+		return
+	}
+	c.byTag[tag] = c.ll.PushFront(&mineCached{tag: tag, body: body})
+	c.size += cost(tag, body)
+	for c.size > c.max {
+		old := c.ll.Remove(c.ll.Back()).(*mineCached)
+		delete(c.byTag, old.tag)
+		c.size -= cost(old.tag, old.body)
+	}
+}
+
+// len is how many answers are kept.
+func (c *mineCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
 }

@@ -298,7 +298,6 @@ func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark 
 	sv, err := l.co.do(key, mark, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		l.reads.Add(1)
 		return a.readMine(ctx, &u, q)
 	})
 	if err != nil {
@@ -312,7 +311,7 @@ func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, err
 	v, err := a.live.co.do("b|"+st.etag, 0, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		return a.mineBody(ctx, u, q, st, nil) // shared by its waiters: a buffer of its own
+		return a.mineBody(ctx, u, q, st)
 	})
 	if err != nil {
 		return nil, err

@@ -31,10 +31,10 @@ import (
 //
 // A "table T" entry stands for the table and every column and index of it.
 var intendedDifferences = map[string]string{
-	"table mine_rows": "SQLite only (migration 0026): the author's view kept clustered per author, " +
-		"since each item's verdict and score is otherwise a random page of a file larger than the " +
-		"cache; on PostgreSQL its upkeep would add a write to every recording statement, which is " +
-		"the queue core's bottleneck there",
+	"index screens.screens_verdict (kind, item_id, verdict, confidence)": "SQLite only: a page of the author's view reads its verdicts from " +
+		"this index alone, since each item's verdict is otherwise a random page of a file larger than " +
+		"the cache; on PostgreSQL it would add a write to every recording statement, the queue core's " +
+		"bottleneck there, and the view reads the rows from shared buffers",
 }
 
 // intendedDifference is the entry of intendedDifferences that covers line l, if any.

@@ -89,18 +89,6 @@ type dialect interface {
 	// batchReads reports whether the items to screen are read in batches (see
 	// Store.ScreenSubject): worth it where every read is a round trip to a server.
 	batchReads() bool
-	// keptMineRows reports whether the author's view is kept in mine_rows, one row per item
-	// keyed by author and the view's order (migration 0026), so that a page is one range read
-	// (MinePage); else each kind's page is read through its items' index.
-	keptMineRows() bool
-	// scalarKeyReads reports whether a statement that reads single rows by constant keys
-	// beside one another reads each as a scalar subquery (a search by key whatever the
-	// planner's statistics say) rather than as LEFT JOINs on the keys (one probe a row).
-	scalarKeyReads() bool
-	// keyRead is the context for a read of a few rows by key on every request (the token's
-	// user, the view's version): one that cannot end early where ending it costs more than
-	// the read and the read cannot wait on anything (see the dialects).
-	keyRead(ctx context.Context) context.Context
 }
 
 // dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL or a

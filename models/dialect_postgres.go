@@ -192,19 +192,6 @@ func (postgresDialect) writableCTEs() bool { return true }
 
 func (postgresDialect) batchReads() bool { return true }
 
-// keptMineRows: PostgreSQL keeps no mine_rows, whose upkeep would add a write to every
-// recording statement (the queue core's bottleneck there); its view reads the items' covering
-// indexes from shared buffers.
-func (postgresDialect) keptMineRows() bool { return false }
-
-// scalarKeyReads: PostgreSQL plans the LEFT JOINs by their keys, and a scalar subquery per
-// column probes the same row again for each (the version read ran about a quarter slower so).
-func (postgresDialect) scalarKeyReads() bool { return false }
-
-// keyRead: a read from PostgreSQL is a round trip that a cut connection can hold until TCP
-// gives up; the request's end must still end it.
-func (postgresDialect) keyRead(ctx context.Context) context.Context { return ctx }
-
 // postgresFault classifies PostgreSQL's errors by SQLSTATE: connection exceptions (class 08),
 // an administrator's or a crash's shutdown (57P01–57P03), serialization failures and
 // deadlocks (40001, 40P01) and too many connections (53300) are transient; a full disk (53100)

@@ -45,7 +45,7 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
 	// pages too, so more would buy little and cost resident memory on every connection.
 	// recursive_triggers: so that the row an INSERT OR REPLACE replaces goes through the delete
-	// triggers that keep versions, counts and mine_rows (no trigger writes, even through
+	// triggers that keep versions and counts (no trigger writes, even through
 	// others, the table it is on, so nothing recurses).
 	// _mutex=no: database/sql hands a connection, and the statements prepared on it, to one
 	// goroutine at a time, which is all SQLite's multi-thread mode asks; the driver's default
@@ -199,22 +199,6 @@ func (sqliteDialect) writableCTEs() bool { return false }
 
 // batchReads: SQLite reads in-process; there a batch would cost more than the reads it saves.
 func (sqliteDialect) batchReads() bool { return false }
-
-// keptMineRows: SQLite keeps the view's rows clustered per author, since an item's verdict and
-// score are otherwise each a random page of a file larger than its cache.
-func (sqliteDialect) keptMineRows() bool { return true }
-
-// scalarKeyReads: SQLite 3.54 scans the right table of a LEFT JOIN on a constant key when its
-// statistics say the table is small, which they do whenever they were taken while it was (a
-// new database's mine_versions: one row): 330 µs a version read at 10,000 authors, against
-// 5 µs as scalar subqueries.
-func (sqliteDialect) scalarKeyReads() bool { return true }
-
-// keyRead: a read of SQLite's WAL never waits on a writer or a network, and a read by key ends
-// within microseconds; made cancellable, the driver arms a callback on the request's context
-// for each statement and takes the connection's lock around each step: 3 µs more for a
-// token's user, 11 µs more for the view's version (its rows are read in two steps).
-func (sqliteDialect) keyRead(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // sqliteFault classifies SQLite's errors: BUSY and LOCKED (still locked when busy_timeout ran
 // out) are transient; FULL (the disk, or max_page_count), READONLY and IOERR are storage.

@@ -26,19 +26,23 @@ var TxBackoff = txBackoff
 // transaction) or inside a larger one sends it.
 func (s *Store) ClaimDueSQL(alone bool) string { return s.dialect.bind(s.dialect.claimDue("", alone)) }
 
-// MineVersionSQL is MineVersion's read of the kept rows as SQLite reads it; its arguments
-// are the author four times, the budget day and the author again.
-var MineVersionSQL = mineVersionByScalars
+// MineVersionSQL is MineVersion's read of the kept rows; its arguments are the author four
+// times, the budget day and the author again.
+var MineVersionSQL = mineVersionSQL
 
-// MineRowsSQL is the statement (and its arguments) that reads a page of the author's kept rows
-// where the dialect keeps them (mine_rows), in the state state selects.
-func MineRowsSQL(userID int64, f MineFilter, state ItemState) (string, []any) {
-	return mineRowsSQL(userID, f, mineStateFilter[state])
+// MineKindSQL is the statement (and its arguments) that reads the candidates of one kind for
+// a page of the author's view, in the state state selects.
+func MineKindSQL(kind Kind, userID int64, f MineFilter, state ItemState) (string, []any) {
+	afterRank := 0
+	if f.After != nil {
+		afterRank = KindRank(f.After.Kind)
+	}
+	return mineKindSQL(KindRank(kind), userID, f, afterRank, mineStateFilter[state])
 }
 
 // Mine is the author's whole view: every item, newest first, with its owed jobs.
 func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
-	items, _, err := s.MinePage(ctx, userID, nil, MineFilter{Limit: math.MaxInt32})
+	items, _, err := s.MinePage(ctx, userID, MineFilter{Limit: math.MaxInt32})
 	return items, err
 }
 

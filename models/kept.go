@@ -61,39 +61,42 @@ func (s *Store) foldJobCounts(ctx context.Context) error {
 // author alone (the admin's lists by why, by task, by author, and all of them); ok is false
 // for any other filter.
 func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
-	if f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" {
+	switch {
+	case f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "":
 		return 0, false, nil
-	}
-	if f.Deferred != nil && f.Why != "" && f.Why != WhyHeld {
+	case f.Deferred != nil && f.Why != "" && f.Why != WhyHeld:
 		// The open breaker's put-off jobs are told apart by their due time against the probe's,
 		// which no kept count follows.
 		return 0, false, nil
-	}
-	if f.UserID != 0 {
-		if f.Task != "" || f.Why != "" {
-			return 0, false, nil
-		}
+	case f.UserID != 0 && (f.Task != "" || f.Why != ""):
+		return 0, false, nil
+	case f.UserID != 0:
 		var jobs []int64
-		if err := s.scan(ctx, s.read, &jobs, `SELECT jobs FROM mine_versions WHERE user_id = ?`, f.UserID); err != nil {
-			return 0, false, err
+		if err := s.scan(ctx, s.read, &jobs, `SELECT jobs FROM mine_versions WHERE user_id = ?`, f.UserID); err != nil || len(jobs) == 0 {
+			return 0, err == nil, err
 		}
-		if len(jobs) > 0 {
-			n = jobs[0]
-		}
-		return n, true, nil
+		return jobs[0], true, nil
 	}
+	n, err = s.keptCountByTaskWhy(ctx, f)
+	return n, err == nil, err
+}
+
+// keptCountByTaskWhy counts, from the kept counts, the owed jobs of f's task and why (either
+// may be ""; a held task's jobs are WhyHeld's).
+func (s *Store) keptCountByTaskWhy(ctx context.Context, f JobFilter) (int64, error) {
 	pairs, err := s.JobsByTaskWhy(ctx)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	held := f.Held
 	if held == nil && f.Why != "" {
 		h, err := s.Holds(ctx)
 		if err != nil {
-			return 0, false, err
+			return 0, err
 		}
 		held = &h
 	}
+	var n int64
 	for k, c := range pairs {
 		task, why := Task(k[0]), Why(k[1])
 		if f.Task != "" && task != f.Task {
@@ -112,7 +115,7 @@ func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, e
 		}
 		n += c
 	}
-	return n, true, nil
+	return n, nil
 }
 
 // OldestDue is the due time of the job that has waited longest among those due at now and

@@ -22,15 +22,15 @@ func (f *fixture) mineVersion(userID int64) models.MineVersion {
 }
 
 // MineVersion reads the author's kept version: a counter that every change of their view bumps
-// (and nobody else's changes), their number of jobs and earliest due time (and whether one is
-// due, as a claim would judge it), today's spend.
+// (and nobody else's changes), their number of jobs and a bound on their earliest due time,
+// today's spend.
 func TestMineVersion(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann, bob := f.User("ann"), f.User("bob")
 		version := func() models.MineVersion { return f.mineVersion(ann) }
-		if v := version(); v.Jobs != 0 || v.Due || v.Spent != 0 || v.Day != "2026-11-30" || v.NextDueAt != nil {
+		if v := version(); v.Jobs != 0 || v.Due(f.clk.Now()) || v.Spent != 0 || v.Day != "2026-11-30" || v.NextDueAt != nil {
 			t.Fatalf("an empty author's version = %+v", v)
 		}
 
@@ -49,11 +49,11 @@ func TestMineVersion(t *testing.T) {
 		if err != nil || len(jobs) != 4 || v.Jobs != 4 || v.NextDueAt == nil || !v.NextDueAt.Equal(jobs[0].DueAt) {
 			t.Fatalf("ann's jobs: %+v %v; version %+v", jobs, err, v)
 		}
-		if !v.Due || v.Spent != 0 || v.Version == 0 {
+		if !v.Due(f.clk.Now()) || v.Spent != 0 || v.Version == 0 {
 			t.Errorf("version = %+v; want due (new jobs are due at once), nothing spent", v)
 		}
 		// The page reads its items' jobs itself.
-		items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 100})
+		items, _, err := f.store.MinePage(f.ctx, ann, models.MineFilter{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,32 +66,28 @@ func TestMineVersion(t *testing.T) {
 			t.Errorf("bob's pitch changed ann's version: %d -> %d", v.Version, w.Version)
 		}
 
-		// Leased jobs are not due; when the leases run out, they are again.
+		// The bound on the earliest due time only moves earlier as jobs move: put off, the jobs
+		// still wake the runner, whose sweep raises the bound to the earliest due time.
 		claimed, err := f.store.ClaimDue(f.ctx, 10, lease, "w", ann)
 		if err != nil || len(claimed) != 4 {
 			t.Fatalf("claim: %d %v", len(claimed), err)
 		}
-		if v := version(); v.Due {
-			t.Errorf("every job leased, yet due: %+v", v)
-		} else if !v.WakeAt.Equal(f.clk.Now().Add(lease)) {
-			t.Errorf("every job leased: wake at %v, want the leases' end", v.WakeAt)
-		}
-		f.clk.Advance(lease)
-		if v := version(); !v.Due {
-			t.Errorf("every lease run out, yet nothing due: %+v", v)
-		}
-		// Rescheduled for later: nothing due until then.
 		for _, j := range claimed {
 			if ok, err := f.store.Reschedule(f.ctx, j, f.clk.Now().Add(time.Hour), models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
 				t.Fatalf("reschedule: %v %v", ok, err)
 			}
 		}
-		v = version()
-		if v.Due || v.Jobs != 4 || !v.WakeAt.Equal(f.clk.Now().Add(time.Hour)) {
-			t.Errorf("after the reschedules: %+v", v)
+		if v := version(); !v.Due(f.clk.Now()) || v.Jobs != 4 {
+			t.Errorf("after the reschedules, before a sweep: %+v; want the bound passed", v)
+		}
+		if err := f.store.RaiseNextDue(f.ctx, ann, f.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if v := version(); v.Due(f.clk.Now()) || !v.WakeAt(f.clk.Now()).Equal(f.clk.Now().Add(time.Hour)) {
+			t.Errorf("after the bound was raised: %+v; want it an hour away", v)
 		}
 		f.clk.Advance(time.Hour)
-		if v := version(); !v.Due {
+		if v := version(); !v.Due(f.clk.Now()) {
 			t.Errorf("an hour later, nothing due: %+v", v)
 		}
 
@@ -114,88 +110,56 @@ func TestMineVersion(t *testing.T) {
 	})
 }
 
-// When the author's due jobs are all leased, the view wakes at the first of the leases' ends
-// and the next job's due time, read in the same statement as the due ones.
-func TestMineVersionWakesAtNextDue(t *testing.T) {
+// RaiseNextDue raises a passed bound to the author's earliest due time, and only then: not
+// past a job that is due (leased or not), not while the bound is still ahead, and without a new
+// version. A new job lowers the bound again, and an author who owes nothing has none.
+func TestRaiseNextDue(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		f := newFixture(t, db)
 		ann := f.User("ann")
 		f.store.CreatePitch(f.ctx, ann, "one")
 		f.store.CreatePitch(f.ctx, ann, "two")
+		raise := func() models.MineVersion {
+			t.Helper()
+			before := f.mineVersion(ann)
+			if err := f.store.RaiseNextDue(f.ctx, ann, f.clk.Now()); err != nil {
+				t.Fatal(err)
+			}
+			v := f.mineVersion(ann)
+			if v.Version != before.Version {
+				t.Errorf("the raise changed the version: %d -> %d", before.Version, v.Version)
+			}
+			return v
+		}
 		claimed, err := f.store.ClaimDue(f.ctx, 10, lease, "w", ann)
 		if err != nil || len(claimed) != 2 {
 			t.Fatalf("claim: %d %v", len(claimed), err)
 		}
-		next := f.clk.Now().Add(time.Minute) // before the other's lease runs out (2 minutes)
-		if ok, err := f.store.Reschedule(f.ctx, claimed[1], next, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
-			t.Fatalf("reschedule: %v %v", ok, err)
+		if v := raise(); !v.Due(f.clk.Now()) {
+			t.Errorf("both jobs due and leased: %+v; want the bound kept", v)
 		}
-		v, err := f.store.MineVersion(f.ctx, ann, f.clk.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Due || !v.WakeAt.Equal(next) {
-			t.Errorf("one job leased, one due in a minute: %+v; want to wake at %v", v, next)
-		}
-		// Past the bound, nothing due: the next due time is found, not the passed bound.
-		if ok, err := f.store.Reschedule(f.ctx, claimed[0], f.clk.Now().Add(time.Hour), models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
-			t.Fatalf("reschedule: %v %v", ok, err)
-		}
-		now := f.clk.Now().Add(30 * time.Second)
-		if v, err := f.store.MineVersion(f.ctx, ann, now); err != nil || v.Due || v.NextDueAt == nil || !v.NextDueAt.Equal(next) || !v.WakeAt.Equal(next) {
-			t.Errorf("nothing due until %v: %+v, %v", next, v, err)
-		}
-	})
-}
-
-// Once the kept bound on an author's earliest due time has passed with nothing due (their
-// jobs were put off), the probe of their jobs is made once per version, not on every read:
-// the same version answers the same wake without it, a new version (a job moved) probes
-// again, and a remembered time that has come probes again too. SQLite keeps the time exact,
-// so it probes only once a job is due.
-func TestMineVersionProbesOncePerVersion(t *testing.T) {
-	t.Parallel()
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		configure, logged := logEveryStatement(t)
-		f := newFixture(t, db, configure)
-		probes := func() int { return strings.Count(logged(), "ORDER BY due_at LIMIT") }
-		ann := f.User("ann")
-		for _, body := range []string{"p", "q"} { // two: SQLite's bound is exact when one job moves alone
-			if _, err := f.store.CreatePitch(f.ctx, ann, body); err != nil {
-				t.Fatal(err)
+		next := f.clk.Now().Add(time.Minute)
+		for i, due := range []time.Time{next, next.Add(time.Hour)} {
+			if ok, err := f.store.Reschedule(f.ctx, claimed[i], due, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
+				t.Fatalf("reschedule: %v %v", ok, err)
 			}
 		}
-		put := func(due time.Time) {
-			t.Helper()
-			if _, err := f.store.RawExec(f.ctx, `UPDATE content_jobs SET due_at = ? WHERE user_id = ?`, due.UnixMilli(), ann); err != nil {
-				t.Fatal(err)
-			}
+		if v := raise(); v.Due(f.clk.Now()) || !v.WakeAt(f.clk.Now()).Equal(next) {
+			t.Errorf("both put off: %+v; want the bound raised to %v", v, next)
 		}
-		due := f.clk.Now().Add(2 * time.Hour).Truncate(time.Millisecond)
-		put(due) // put off: the kept bound stays at the pitch's creation
-		f.clk.Advance(time.Minute)
-		read := func(at string, wantProbes int, wantWake time.Time, wantDue bool) {
-			t.Helper()
-			v := f.mineVersion(ann)
-			if v.Due != wantDue || (!wantDue && !v.WakeAt.Equal(wantWake)) || (!wantDue && (v.NextDueAt == nil || !v.NextDueAt.Equal(wantWake))) {
-				t.Errorf("%s: %+v; want due %v, waking at %v", at, v, wantDue, wantWake)
-			}
-			if got := probes(); got != wantProbes {
-				t.Errorf("%s: %d probes of the jobs in all, want %d", at, got, wantProbes)
-			}
+		// Ahead: a raise at a later time leaves it (the runner's now is its own).
+		if v := raise(); !v.WakeAt(f.clk.Now()).Equal(next) {
+			t.Errorf("a second raise: %+v; want the bound at %v", v, next)
 		}
-		// SQLite keeps the earliest due time exact (migration 0028): no probe until it comes.
-		probe := map[bool][]int{false: {1, 1, 1, 2, 2, 3}, true: {0, 0, 0, 0, 0, 1}}[strings.HasPrefix(db, "sqlite")]
-		read("first read past the bound", probe[0], due, false)
-		read("same version", probe[1], due, false)
-		read("same version again", probe[2], due, false)
-		sooner := f.clk.Now().Add(30 * time.Minute).Truncate(time.Millisecond)
-		put(sooner)
-		read("a job moved", probe[3], sooner, false)
-		read("its version again", probe[4], sooner, false)
-		f.clk.Advance(31 * time.Minute)
-		read("the time has come", probe[5], time.Time{}, true)
+		f.store.CreatePitch(f.ctx, ann, "three")
+		if v := f.mineVersion(ann); !v.Due(f.clk.Now()) {
+			t.Errorf("a new job: %+v; want the bound lowered to it", v)
+		}
+		f.Exec(`DELETE FROM content_jobs WHERE user_id = ?`, ann)
+		if v := f.mineVersion(ann); v.Jobs != 0 || v.NextDueAt != nil {
+			t.Errorf("nothing owed: %+v; want no bound", v)
+		}
 	})
 }
 
@@ -217,7 +181,7 @@ func TestMinePageJobsEitherWay(t *testing.T) {
 		f.store.RecordScreen(f.ctx, models.KindRevision, rev.ID, models.VerdictAllow, 0.9, models.Event{Event: "screen", Outcome: "allow"})
 		page := func(user int64, owed *int64, limit int) []models.MineItem {
 			t.Helper()
-			items, _, err := f.store.MinePage(f.ctx, user, nil, models.MineFilter{Limit: limit, OwedJobs: owed})
+			items, _, err := f.store.MinePage(f.ctx, user, models.MineFilter{Limit: limit, OwedJobs: owed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,50 +268,6 @@ func TestMineVersionReadsTheSharedCounterAndAppeals(t *testing.T) {
 	})
 }
 
-// With more of the author's jobs due than the probe reads, all leased, the version still finds
-// the first job due later (it reads one row past the probe) and, past the probe, looks again
-// within a minute.
-func TestMineVersionReadsOnePastTheProbe(t *testing.T) {
-	t.Parallel()
-	owedtest.Dialects(t, func(t *testing.T, db string) {
-		f := newFixture(t, db)
-		ann, bob := f.User("ann"), f.User("bob")
-		const probe = 64 // models.mineDueProbe
-		f.bulkPitches(ann, probe+1)
-		claimed, err := f.store.ClaimDue(f.ctx, probe+1, lease, "w", ann)
-		if err != nil || len(claimed) != probe+1 {
-			t.Fatalf("claim: %d %v", len(claimed), err)
-		}
-		next := f.clk.Now().Add(time.Minute / 2) // before the leases end (2 minutes)
-		if ok, err := f.store.Reschedule(f.ctx, claimed[probe], next, models.WhyBudget, nil, models.Event{Event: "screen", Outcome: "pending"}); err != nil || !ok {
-			t.Fatalf("reschedule: %v %v", ok, err)
-		}
-		if v := f.mineVersion(ann); v.Due || !v.WakeAt.Equal(next) {
-			t.Errorf("%d due jobs leased, one due at %v: %+v; want to wake then", probe, next, v)
-		}
-
-		// Bob: more due and leased than the probe reads, none later: look again in a minute.
-		f.bulkPitches(bob, probe+2)
-		if got, err := f.store.ClaimDue(f.ctx, probe+2, lease, "w", bob); err != nil || len(got) != probe+2 {
-			t.Fatalf("claim: %d %v", len(got), err)
-		}
-		if v := f.mineVersion(bob); v.Due || !v.WakeAt.Equal(f.clk.Now().Add(time.Minute)) {
-			t.Errorf("%d due jobs leased: %+v; want to look again in a minute", probe+2, v)
-		}
-
-		// Carl: exactly as many due and leased as the probe reads: all were read, so the view
-		// wakes when the leases end.
-		carl := f.User("carl")
-		f.bulkPitches(carl, probe)
-		if got, err := f.store.ClaimDue(f.ctx, probe, lease, "w", carl); err != nil || len(got) != probe {
-			t.Fatalf("claim: %d %v", len(got), err)
-		}
-		if v := f.mineVersion(carl); v.Due || !v.WakeAt.Equal(f.clk.Now().Add(lease)) {
-			t.Errorf("%d due jobs leased: %+v; want to wake as the leases end", probe, v)
-		}
-	})
-}
-
 // Without the holds row (a raw delete; migrations make it) the version is an error, not a
 // version of nothing.
 func TestMineVersionWithoutTheHoldsRowFails(t *testing.T) {
@@ -379,11 +299,11 @@ func TestMinePageRefusesALimitOfNothing(t *testing.T) {
 		f := newFixture(t, db)
 		ann := f.User("ann")
 		f.store.CreatePitch(f.ctx, ann, "one")
-		if items, next, err := f.store.MinePage(f.ctx, f.User("bob"), nil, models.MineFilter{Limit: 10}); err != nil || len(items) != 0 || next != nil {
+		if items, next, err := f.store.MinePage(f.ctx, f.User("bob"), models.MineFilter{Limit: 10}); err != nil || len(items) != 0 || next != nil {
 			t.Errorf("the page of an author with no items: %+v, %+v, %v; want empty", items, next, err)
 		}
 		for _, limit := range []int{0, -1} {
-			if items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: limit}); err == nil {
+			if items, _, err := f.store.MinePage(f.ctx, ann, models.MineFilter{Limit: limit}); err == nil {
 				t.Errorf("a page of limit %d: %+v, want refused", limit, items)
 			}
 		}
@@ -429,7 +349,7 @@ func TestMinePageMergesKindsInTheViewsOrder(t *testing.T) {
 		}
 		page := func(fl models.MineFilter) ([]key, *models.MineCursor) {
 			t.Helper()
-			items, next, err := f.store.MinePage(f.ctx, ann, nil, fl)
+			items, next, err := f.store.MinePage(f.ctx, ann, fl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -468,7 +388,7 @@ func TestMinePageMergesKindsInTheViewsOrder(t *testing.T) {
 				t.Errorf("paged %d at a time = %v, want %v", size, got, all)
 			}
 		}
-		if _, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 1, After: &models.MineCursor{Kind: "song", ID: 1}}); err == nil {
+		if _, _, err := f.store.MinePage(f.ctx, ann, models.MineFilter{Limit: 1, After: &models.MineCursor{Kind: "song", ID: 1}}); err == nil {
 			t.Error("a cursor of an unknown kind was taken")
 		}
 	})
@@ -490,7 +410,7 @@ func TestMinePageCarriesTheScore(t *testing.T) {
 		if _, err := f.store.RecordScore(f.ctx, want, models.Event{Event: "score", Kind: models.KindRevision, ItemID: rev.ID, UserID: ann, Outcome: "scored"}); err != nil {
 			t.Fatal(err)
 		}
-		items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 10})
+		items, _, err := f.store.MinePage(f.ctx, ann, models.MineFilter{Limit: 10})
 		if err != nil || len(items) != 1 || items[0].Score == nil {
 			t.Fatalf("page = %+v, %v; want the scored revision", items, err)
 		}
@@ -514,13 +434,12 @@ func asShown(items []models.MineItem) []models.MineItem {
 	return items
 }
 
-// TestTheViewReadsByKeyWithoutStatistics: on SQLite, the author's version and a page of their
-// kept rows are searches by key, never a scan or a sort, whatever the planner's statistics
-// say: stale ones, taken while mine_versions was small (as every new database's are, until an
-// optimize sees the table grown), and none. Written as LEFT JOINs on constant keys, the version
-// read scanned mine_versions twice under either: 330 µs a view at 10,000 authors. The author's
-// jobs are read from content_jobs_user_due alone.
-// (One kind's page is not read from mine_rows: see TestMinePageOfOneKindReadsItsOwnIndex.)
+// TestTheViewReadsByKeyWithoutStatistics: on SQLite, the author's version and a page of each
+// kind of their items are searches by key, never a scan or a sort, whatever the planner's
+// statistics say: stale ones, taken while mine_versions was small (as every new database's
+// are, until an optimize sees the table grown), and none. Written as LEFT JOINs on constant
+// keys, the version read scanned mine_versions twice under either: 330 µs a view at 10,000
+// authors. The author's jobs are read from content_jobs_user_due alone.
 func TestTheViewReadsByKeyWithoutStatistics(t *testing.T) {
 	t.Parallel()
 	for _, stats := range []string{"stale", "none"} {
@@ -561,63 +480,32 @@ func viewReadsByKey(t *testing.T, f *fixture) {
 		return out
 	}
 	cursor := &models.MineCursor{CreatedAt: 1, Kind: models.KindComment, ID: 7}
-	page := func(f models.MineFilter, state models.ItemState) []any {
-		q, args := models.MineRowsSQL(1500, f, state)
-		return append([]any{q}, args...)
+	reads := map[string][]any{"version": {models.MineVersionSQL, 1500, 1500, 1500, 1500, "2026-11-30", 1500}}
+	for _, kind := range models.Kinds {
+		page := func(name string, f models.MineFilter, state models.ItemState) {
+			q, args := models.MineKindSQL(kind, 1500, f, state)
+			reads[string(kind)+": "+name] = append([]any{q}, args...)
+		}
+		page("first page", models.MineFilter{Limit: 100}, "")
+		page("page after a cursor", models.MineFilter{Limit: 100, After: cursor}, "")
+		page("pending items, a page", models.MineFilter{Limit: 10, After: cursor}, models.StatePending)
+		page("public items, first page", models.MineFilter{Limit: 10}, models.StatePublic)
 	}
-	for name, q := range map[string][]any{
-		"version":                  {models.MineVersionSQL, 1500, 1500, 1500, 1500, "2026-11-30", 1500},
-		"first page":               page(models.MineFilter{Limit: 100}, ""),
-		"page after a cursor":      page(models.MineFilter{Limit: 100, After: cursor}, ""),
-		"pending items, a page":    page(models.MineFilter{Limit: 10, After: cursor}, models.StatePending),
-		"public items, first page": page(models.MineFilter{Limit: 10}, models.StatePublic),
-	} {
+	for name, q := range reads {
 		steps := plan(q[0].(string), q[1:]...)
 		for _, step := range steps {
 			if strings.HasPrefix(step, "SCAN") || strings.Contains(step, "TEMP B-TREE") {
 				t.Errorf("%s: %s in the plan %q", name, step, steps)
 			}
 		}
-		if !slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, "SEARCH mine_") }) {
-			t.Errorf("%s: no search of mine_versions or mine_rows in the plan %q", name, steps)
+		if !slices.ContainsFunc(steps, func(s string) bool {
+			return strings.HasPrefix(s, "SEARCH mine_versions") || strings.HasPrefix(s, "SEARCH x")
+		}) {
+			t.Errorf("%s: no search of mine_versions or the items in the plan %q", name, steps)
 		}
 	}
 	// The author's jobs, from the index alone (migration 0027): no page of the table a job.
 	if steps := plan(models.AuthorJobsSQL, 1500, 513); !slices.Contains(steps, "SEARCH content_jobs USING COVERING INDEX content_jobs_user_due (user_id=?)") {
 		t.Errorf("the author's jobs: %q, not a search of content_jobs_user_due alone", steps)
-	}
-}
-
-// TestMinePageOfOneKindReadsItsOwnIndex: on SQLite a page of every kind comes from the kept
-// rows (mine_rows), and a page of one kind from that kind's own (user_id, created_at, id)
-// index, since among the kept rows a rare kind would be a filter over every item of the author
-// (34 ms for a page of pitches beside 500,000 revisions, against 0.1 ms). Shown by emptying
-// mine_rows by hand: the page of every kind goes empty, the page of pitches does not.
-func TestMinePageOfOneKindReadsItsOwnIndex(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, "sqlite:"+t.TempDir()+"/owed.db")
-	ann := f.User("ann")
-	song, _, _ := f.store.CreateSong(f.ctx, ann, "S", "v1")
-	for _, body := range []string{"one", "two", "three"} {
-		if _, err := f.store.CreatePitch(f.ctx, ann, body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	count := func(kind models.Kind) int {
-		t.Helper()
-		items, _, err := f.store.MinePage(f.ctx, ann, nil, models.MineFilter{Limit: 10, Kind: kind})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(items)
-	}
-	if all, pitches := count(""), count(models.KindPitch); all != 4 || pitches != 3 {
-		t.Fatalf("before: %d items, %d pitches; want 4 and 3 (song %d)", all, pitches, song.ID)
-	}
-	if _, err := f.store.RawExec(f.ctx, `DELETE FROM mine_rows`); err != nil {
-		t.Fatal(err)
-	}
-	if all, pitches := count(""), count(models.KindPitch); all != 0 || pitches != 3 {
-		t.Fatalf("with mine_rows emptied: %d items, %d pitches; want 0 (read from mine_rows) and 3 (read from pitches)", all, pitches)
 	}
 }

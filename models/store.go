@@ -145,10 +145,6 @@ type Store struct {
 	charges  *batcher[chargeCall, chargeOutcome, struct{}]
 	screens  *batcher[screenCall, bool, itemKey]
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
-
-	// nextDue remembers what MineVersion's probe of an author's jobs found (see dueMemo); nil
-	// in a transaction's store, whose reads may yet roll back.
-	nextDue *dueMemo
 }
 
 // DefaultSlowStatement is Options.SlowStatement when none is set.
@@ -178,7 +174,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DailyLimit <= 0 {
 		opts.DailyLimit = DefaultDailyLimit
 	}
-	s := &Store{clock: opts.Clock, retryClock: opts.RetryClock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}, nextDue: newDueMemo()}
+	s := &Store{clock: opts.Clock, retryClock: opts.RetryClock, dialect: dialectOf(opts), dailyLimit: opts.DailyLimit, health: &storeHealth{}}
 	var err error
 	if s.db, s.read, err = s.dialect.open(ctx, opts, config); err != nil {
 		return nil, err

@@ -87,7 +87,7 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role,
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 	var u User
 	err := s.retryRepeatable(ctx, func() (err error) {
-		u, err = s.oneUser(s.dialect.keyRead(ctx), `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
+		u, err = s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
 		return err
 	})
 	if err != nil {

@@ -127,9 +127,7 @@ func (h *Hub) beats(ctx context.Context) {
 // change it cannot hear.
 func (h *Hub) judge(now time.Time) {
 	b := h.beat
-	h.sync.mu.Lock()
-	up := h.sync.up
-	h.sync.mu.Unlock()
+	up := h.up.Load()
 	b.mu.Lock()
 	missed := up && b.sent > b.heard && now.Sub(b.sentAt) >= b.every/2
 	was := b.deaf

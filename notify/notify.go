@@ -18,10 +18,7 @@
 // A wake is a hint, never a promise of change: a waiter re-reads the version and waits again
 // if it is the same.
 //
-// The versions the API keeps in memory ask the Hub too: a VersionMark (MarkVersion) tells
-// whether an author changed since it was taken without counting as a waiter, Sync is a
-// barrier after which every notification committed before it has been heard (PostgreSQL), and
-// Mark orders wakes and reads so that waiters woken by one change can share a read.
+// Mark orders wakes and reads, so that waiters woken by one change can share a read.
 package notify
 
 import (
@@ -36,7 +33,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // Channel is the PostgreSQL notification channel; payloads are "<schema>:<author id>", or
@@ -51,14 +47,13 @@ type Hub struct {
 	mu      sync.Mutex
 	waits   map[int64]*signal // per author, the signal of their next change
 	refs    map[int64]int     // per author, open watches
-	marks   map[int64]int     // per author, open version marks (not waiters: see MarkVersion)
 	schema  string            // the schema whose notifications count (the listening connection's)
 	stop    context.CancelFunc
 	done    chan struct{}
-	wakeAll int // how many times every waiter was woken (reconnects), for tests and metrics
-	watches int // open watches
-	sync    syncState
-	beat    *beat // the heartbeat (SetHeartbeat), nil without
+	wakeAll int         // how many times every waiter was woken (reconnects), for tests and metrics
+	watches int         // open watches
+	beat    *beat       // the heartbeat (SetHeartbeat), nil without
+	up      atomic.Bool // whether the LISTEN connection is up
 }
 
 // signal is one change of an author: c closes at it, and next is the change after it.
@@ -100,7 +95,7 @@ func New(listenURL string, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Hub{url: listenURL, log: log, waits: map[int64]*signal{}, refs: map[int64]int{}, marks: map[int64]int{}}
+	return &Hub{url: listenURL, log: log, waits: map[int64]*signal{}, refs: map[int64]int{}}
 }
 
 // Listens reports whether the Hub hears changes from PostgreSQL (so in-process calls to
@@ -145,9 +140,7 @@ func (w *Watch) Close() {
 	h.watches--
 	if h.refs[w.userID]--; h.refs[w.userID] <= 0 {
 		delete(h.refs, w.userID)
-		if h.marks[w.userID] == 0 {
-			delete(h.waits, w.userID)
-		}
+		delete(h.waits, w.userID)
 	}
 }
 
@@ -246,7 +239,7 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.mu.Lock()
 	h.stop, h.done = cancel, make(chan struct{})
 	h.mu.Unlock()
-	h.setUp(true)
+	h.up.Store(true)
 	go h.run(lctx, conn)
 	return nil
 }
@@ -261,7 +254,7 @@ func (h *Hub) Stop() {
 		stop()
 		<-done
 	}
-	h.setUp(false)
+	h.up.Store(false)
 	h.WakeAll()
 }
 
@@ -280,11 +273,6 @@ func (h *Hub) listen(ctx context.Context) (*pgx.Conn, error) {
 		// The URL's own name, when it gives one, names this connection too, so an operator
 		// (or a failover test) finds all of a replica's connections by it.
 		cfg.RuntimeParams["application_name"] = "owed-notify"
-	}
-	// A Sync interrupts the wait for notifications by a deadline on the socket, which leaves
-	// the connection usable (the default sends the server a cancel request, a new connection).
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -320,7 +308,7 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 	}
 	for {
 		err := h.receive(ctx, conn)
-		h.setUp(false)
+		h.up.Store(false)
 		conn.Close(context.Background())
 		if ctx.Err() != nil {
 			return
@@ -354,12 +342,11 @@ func (h *Hub) run(ctx context.Context, conn *pgx.Conn) {
 		h.log.Info("notify: listening again")
 		h.WakeAll()
 		h.beatAgain()
-		h.setUp(true)
+		h.up.Store(true)
 	}
 }
 
-// receive hands each notification to Changed until the connection fails or ctx ends, and
-// makes the round trips that Syncs ask for.
+// receive hands each notification to Changed until the connection fails or ctx ends.
 func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
 	h.mu.Lock()
 	prefix := h.schema + ":"
@@ -375,36 +362,14 @@ func (h *Hub) receive(ctx context.Context, conn *pgx.Conn) error {
 			h.Changed(id)
 		}
 	}
-	drain := func(conn *pgx.Conn) error {
-		for {
-			n, _ := conn.WaitForNotification(drained)
-			if n == nil {
-				return nil
-			}
-			handle(n)
-		}
-	}
 	for {
-		waiting, wctx, cancel := h.armWait(ctx)
-		if waiting != nil {
-			if err := h.barrier(ctx, conn, waiting, drain); err != nil {
-				return err
-			}
-			continue
-		}
-		n, err := conn.WaitForNotification(wctx)
-		h.disarm()
-		interrupted := wctx.Err() != nil
-		cancel()
+		n, err := conn.WaitForNotification(ctx)
 		if n != nil {
 			handle(n)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
-			}
-			if interrupted && !conn.IsClosed() {
-				continue // a Sync: its round trip is next
 			}
 			return err
 		}

@@ -190,6 +190,6 @@ func ListJobs(ctx context.Context, s *models.Store, f models.JobFilter, afterID 
 
 // Mine is an author's whole view: every item, newest first, with its owed jobs.
 func Mine(ctx context.Context, s *models.Store, userID int64) ([]models.MineItem, error) {
-	items, _, err := s.MinePage(ctx, userID, nil, models.MineFilter{Limit: math.MaxInt32})
+	items, _, err := s.MinePage(ctx, userID, models.MineFilter{Limit: math.MaxInt32})
 	return items, err
 }

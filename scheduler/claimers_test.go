@@ -279,9 +279,9 @@ func TestMineNeverWaitsForTheModelNorSweepsTwice(t *testing.T) {
 				t.Errorf("mine took %v while a sweep hangs", took)
 			}
 		}
-		// Each view has answered, so any sweep it started has started: none did.
-		if n := env.App.Content.AuthorSweeps(); n != 1 {
-			t.Errorf("%d author sweeps started, want the first one: a second sweep ran for the same author", n)
+		// Each view has answered, so any sweep it started is under way: only the first is.
+		if n := env.App.Content.AuthorSweepsUnderWay(); n != 1 {
+			t.Errorf("%d author sweeps under way, want the first one alone", n)
 		}
 		if n := arrived.Load(); n != 1 {
 			t.Errorf("%d model requests, want the first sweep's one: a second sweep ran for the same author", n)

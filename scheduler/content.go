@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/owed/owed/clock"
@@ -124,11 +123,9 @@ type Content struct {
 	sweep  *loop // the periodic sweep of everyone's due jobs
 
 	mu      sync.Mutex
-	authors map[int64]bool // authors whose background sweep is running
+	authors map[int64]bool // authors whose background sweep is running: true when woken again meanwhile
 	holds   models.Holds   // the last read of the holds (see held)
 	holdsAt time.Time      // when it was read (real time); zero: never
-	// authorSweeps counts the author sweeps started (AuthorSweeps).
-	authorSweeps atomic.Int64
 }
 
 // NewContent makes the content-jobs runner.
@@ -351,39 +348,44 @@ func (c *Content) Wake() { c.sweep.Wake() }
 // Go runs fn in the background under the runner's lifetime, unless it is stopping.
 func (c *Content) Go(fn func(ctx context.Context)) bool { return c.runner.Go(fn) }
 
-// SweepAuthor starts a background sweep of one author's due jobs unless one is already
-// running for them; it never blocks the caller.
+// SweepAuthor starts a background sweep of one author's due jobs, or, when one is running for
+// them, has it sweep once more when it ends (its claims may have come before what woke it); it
+// never blocks the caller. The author's view calls it when the kept bound on their earliest due
+// time has passed; each sweep then raises the bound to their earliest due time
+// (models.Store.RaiseNextDue), so that jobs put off stop waking it.
 func (c *Content) SweepAuthor(userID int64) {
 	c.mu.Lock()
-	if c.authors[userID] {
+	if _, running := c.authors[userID]; running {
+		c.authors[userID] = true
 		c.mu.Unlock()
 		return
 	}
-	c.authors[userID] = true
+	c.authors[userID] = false
 	c.mu.Unlock()
-	c.authorSweeps.Add(1)
 	started := c.Go(func(ctx context.Context) {
-		defer func() {
+		for again := true; again; {
+			_, err := c.Sweep(ctx, userID)
+			if err == nil {
+				err = c.store.RaiseNextDue(ctx, userID, c.clock.Now())
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Error("author sweep", "userId", userID, "err", err)
+			}
 			c.mu.Lock()
-			delete(c.authors, userID)
+			if again = c.authors[userID] && ctx.Err() == nil; again {
+				c.authors[userID] = false
+			} else {
+				delete(c.authors, userID)
+			}
 			c.mu.Unlock()
-		}()
-		if _, err := c.Sweep(ctx, userID); err != nil && ctx.Err() == nil {
-			c.log.Error("author sweep", "userId", userID, "err", err)
 		}
 	})
 	if !started {
-		c.authorSweeps.Add(-1)
 		c.mu.Lock()
 		delete(c.authors, userID)
 		c.mu.Unlock()
 	}
 }
-
-// AuthorSweeps is how many author sweeps SweepAuthor has started in this process. SweepAuthor
-// starts its sweep before it returns, so once a view has answered, this tells a view that
-// started no sweep from one whose sweep found nothing, with nothing to wait for.
-func (c *Content) AuthorSweeps() int64 { return c.authorSweeps.Load() }
 
 // RunItem claims and runs the job of one item's task in the background, and returns a channel
 // that receives its outcome (closed without a value when the job was not due or not free).

@@ -46,8 +46,8 @@ func TestContentConfigDefaultsAndKeeps(t *testing.T) {
 	}
 }
 
-// An author's sweep asked for after Stop starts nothing and is not counted: AuthorSweeps
-// tells a view whether it started a sweep to wait for, and none will run.
+// An author's sweep asked for after Stop starts nothing: none is under way, and the author's
+// job is left as it was.
 func TestSweepAuthorAfterStopStartsNothing(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -61,8 +61,8 @@ func TestSweepAuthorAfterStopStartsNothing(t *testing.T) {
 		}
 		r.content.SweepAuthor(ann)
 		r.content.SweepAuthor(ann)
-		if n := r.content.AuthorSweeps(); n != 0 {
-			t.Errorf("AuthorSweeps after Stop = %d, want 0: no sweep started", n)
+		if n := r.content.AuthorSweepsUnderWay(); n != 0 {
+			t.Errorf("%d author sweeps under way after Stop, want 0: no sweep started", n)
 		}
 		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.Attempts != 0 || j.LeaseOwner != nil {
 			t.Errorf("job %+v; want it untouched", j)
