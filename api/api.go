@@ -49,6 +49,8 @@ type Config struct {
 	// ClockProblem, when set, says how far the process's clock is from the database's when
 	// that is too far ("" otherwise); /readyz shows it as "clock".
 	ClockProblem func() string
+	// Drift, when set, runs the anchor set; GET /api/admin/shadow shows its settings and runs.
+	Drift *scheduler.Drift
 	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
 	Backfill *scheduler.Backfill
 	// Media is the media engine whose cached previews /api/media/{id}/preview serves.

@@ -155,6 +155,21 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/admin/backfill/walk/release": {admins, false, []int{200}, static("/api/admin/backfill/walk/release", nil)},
 	"GET /api/admin/plugins":                {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
+	// Shadow models and drift: the anchor set.
+	"GET /api/admin/shadow":  {admins, false, []int{200}, static("/api/admin/shadow", nil)},
+	"GET /api/admin/anchors": {admins, false, []int{200}, static("/api/admin/anchors", nil)},
+	"POST /api/admin/anchors": {admins, false, []int{201}, func(w *world) (string, any) {
+		return "/api/admin/anchors", map[string]any{"kind": "pitch", "itemId": w.pitch(asAuthor, models.VerdictAllow), "verdict": "allow"}
+	}},
+	"DELETE /api/admin/anchors/:id": {admins, false, []int{204}, func(w *world) (string, any) {
+		block := models.VerdictBlock
+		a, err := w.store().AddAnchor(context.Background(), models.Anchor{Kind: models.KindPitch, ItemID: w.pitch(asAuthor, ""), Verdict: &block})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return fmt.Sprintf("/api/admin/anchors/%d", a.ID), nil
+	}},
+
 	// Webhook subscriptions and their deliveries (admin).
 	"POST /api/admin/webhooks": {admins, false, []int{201}, static("/api/admin/webhooks", webhookBody())},
 	"GET /api/admin/webhooks":  {admins, false, []int{200}, static("/api/admin/webhooks", nil)},

@@ -34,6 +34,7 @@ var routeErrors = map[string]map[int][]string{
 	"POST /api/admin/webhooks/deliveries/:id/redeliver": {409: {"webhook_disabled", "in_flight"}},
 	"PATCH /api/scrapes/:id":                            {409: {"conflict"}},
 	"POST /api/scrapes/:id/media":                       {409: {"conflict"}},
+	"POST /api/admin/anchors":                           {404: {"not_found"}, 409: {"conflict"}},
 }
 
 // takesIdempotencyKey reports whether route r carries out an Idempotency-Key (writeRequest):

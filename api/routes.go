@@ -79,6 +79,12 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/audit", a.listAudit, admins, "The audit trail: every operator action, who, when, on what and what changed; newest first", nil, auditListJSON{}, 200, auditQuery{}},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", nil, pluginsJSON{}, 200, nil},
 
+		// Shadow models and drift (docs/shadow.md).
+		{http.MethodGet, "/api/admin/shadow", a.getShadow, admins, "The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)", nil, shadowJSON{}, 200, nil},
+		{http.MethodGet, "/api/admin/anchors", a.listAnchors, admins, "The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first", nil, anchorListJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/anchors", a.addAnchor, admins, "Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited", anchorRequest{}, anchorAnswerJSON{}, 201, nil},
+		{http.MethodDelete, "/api/admin/anchors/:id", a.deleteAnchor, admins, "Take an anchor out of the set; past runs keep what they measured. Audited", nil, nil, 204, nil},
+
 		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", webhookRequest{}, webhookCreatedJSON{}, 201, nil},
 		{http.MethodGet, "/api/admin/webhooks", a.listWebhooks, admins, "Webhook subscriptions", nil, webhookListJSON{}, 200, pageQuery{}},
 		{http.MethodPatch, "/api/admin/webhooks/:id", a.updateWebhook, admins, "Enable or disable a webhook; disabling cancels its pending deliveries", webhookUpdate{}, webhookAnswerJSON{}, 200, nil},

@@ -22,7 +22,7 @@ func TestStatsListsTheScheduleAndCronRunsTheSweep(t *testing.T) {
 		want := []struct {
 			name    string
 			everyMs int64
-		}{{"content sweep", 50}, {"backfill queue", 50}, {"backfill deletes", 50}, {"webhook deliveries", 1000},
+		}{{"content sweep", 50}, {"backfill queue", 50}, {"backfill deletes", 50}, {"webhook deliveries", 1000}, {"drift", 3600000},
 			{"retention pruner", 50}, {"optimize", 3600000}}
 		schedule := func() []map[string]any {
 			t.Helper()

@@ -120,12 +120,12 @@ type webhookRequest struct {
 // checkEvents validates a subscription's events: at least one, each known; duplicates go.
 func checkEvents(events []string) ([]string, error) {
 	if len(events) == 0 {
-		return nil, invalid("events", "events must name at least one of item.screened, song.scored, backfill.finished, model.breaker or *")
+		return nil, invalid("events", "events must name at least one of item.screened, song.scored, backfill.finished, model.breaker, item.appeal.decided, model.drift or *")
 	}
 	var out []string
 	for _, e := range events {
 		if !slices.Contains(models.WebhookEvents, e) {
-			return nil, invalid("events", "events may hold only item.screened, song.scored, backfill.finished, model.breaker and *; not "+strconv.Quote(e))
+			return nil, invalid("events", "events may hold only item.screened, song.scored, backfill.finished, model.breaker, item.appeal.decided, model.drift and *; not "+strconv.Quote(e))
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)

@@ -81,6 +81,8 @@ type App struct {
 	Config  Config
 	Store   *models.Store
 	Content *scheduler.Content
+	// Drift re-runs the anchor set against the live model (OWED_DRIFT_EVERY).
+	Drift   *scheduler.Drift
 	Echo    *echo.Echo
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
@@ -177,6 +179,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
 		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand()})
+	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		store.Close()
 		return nil, err
@@ -346,7 +349,8 @@ func (a *App) newEcho() *echo.Echo {
 		Webhooks: a.Webhooks, WebhooksAllowPrivate: a.Config.WebhooksAllowPrivate, WebhookSecretOverlap: a.Config.WebhookSecretOverlap,
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies), MediaAllowPrivate: a.Config.MediaAllowPrivate,
 		Notify: a.Notify, StreamsPerUser: int(a.Config.StreamsPerUser), MaxStreams: streamsUnder(a.Config.MaxStreams, a.Config.MaxConnections, a.Log),
-		CORSOrigins: a.Config.Origins(), ClockProblem: a.ClockProblem})
+		CORSOrigins: a.Config.Origins(), ClockProblem: a.ClockProblem,
+		Drift: a.Drift})
 	a.API.Register(e)
 	if a.Config.MetricsAddr == "" {
 		e.GET("/metrics", a.metricsHandler()) // else on a listener of its own (serveMetrics)
@@ -441,7 +445,7 @@ func (a *App) newSchedule() error {
 	s := scheduler.NewSchedule(a.Log)
 	for _, r := range []interface {
 		ScheduleOn(*scheduler.Schedule) error
-	}{a.Content, a.Backfill, a.Webhooks} {
+	}{a.Content, a.Backfill, a.Webhooks, a.Drift} {
 		if err := r.ScheduleOn(s); err != nil {
 			return err
 		}

@@ -115,6 +115,12 @@ type Config struct {
 	DatabaseMaxConnLifetime  time.Duration
 	DatabaseLockTimeout      time.Duration
 	DatabaseStatementTimeout time.Duration
+
+	// DriftEvery is how often the anchor set is re-run against the live model; DriftAlert the
+	// agreement on verdict anchors below which the model counts as drifted (OWED_DRIFT_EVERY,
+	// OWED_DRIFT_ALERT).
+	DriftEvery time.Duration
+	DriftAlert float64
 }
 
 // ListenURL is the database URL the notifier LISTENs on (PostgreSQL), or "" on SQLite.
@@ -225,6 +231,7 @@ func Defaults() Config {
 		MaxClockSkew:       DefaultMaxClockSkew,
 		MigrateLockTimeout: migrations.DefaultLockTimeout, DatabaseMaxConnLifetime: models.DefaultMaxConnLifetime,
 		DatabaseLockTimeout: models.DefaultLockTimeout, DatabaseStatementTimeout: models.DefaultStatementTimeout,
+		DriftEvery: scheduler.DefaultDriftEvery, DriftAlert: scheduler.DefaultDriftAlert,
 	}
 }
 
@@ -362,6 +369,20 @@ var Settings = []Setting{
 	{Env: "OWED_REVIEW_BELOW_REVISION", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for revisions", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowRevision })},
 	{Env: "OWED_REVIEW_BELOW_COMMENT", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for comments", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowComment })},
 	{Env: "OWED_REVIEW_BELOW_PITCH", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for pitches", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowPitch })},
+
+	// Drift on the anchor set (docs/shadow.md).
+	{Env: "OWED_DRIFT_EVERY", Default: shown(defaults.DriftEvery), Usage: "how often the anchor set is re-run against the live model (at least 1m); a run that cannot complete is tried again within the hour", set: duration(func(c *Config) *time.Duration { return &c.DriftEvery }, time.Minute)},
+	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: driftAlert},
+}
+
+// driftAlert parses OWED_DRIFT_ALERT: an agreement above 0, at most 1.
+func driftAlert(c *Config, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		return fmt.Errorf("want an agreement above 0, at most 1, like 0.9")
+	}
+	c.DriftAlert = f
+	return nil
 }
 
 // FlagName is the setting's command-line flag: its own, or the variable's name in lower case

@@ -57,6 +57,7 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_REVIEW_BELOW": "0.6", "OWED_REVIEW_BELOW_REVISION": "0.7", "OWED_REVIEW_BELOW_COMMENT": "0", "OWED_REVIEW_BELOW_PITCH": "1",
 		"OWED_DATABASE_LISTEN_URL": "host=db1,db2 dbname=owed", "OWED_MIGRATE_LOCK_TIMEOUT": "30s", "OWED_DATABASE_MAX_CONN_LIFETIME": "10m",
 		"OWED_DATABASE_LOCK_TIMEOUT": "2s", "OWED_DATABASE_STATEMENT_TIMEOUT": "0s",
+		"OWED_DRIFT_EVERY": "6h", "OWED_DRIFT_ALERT": "0.8",
 	}
 	var args []string
 	for _, s := range app.Settings {

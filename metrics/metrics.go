@@ -25,6 +25,42 @@ type Metrics struct {
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 	ModelBreaker   *prometheus.GaugeVec     // state: 1 for the breaker's state as this process last read it
 	ModelInFlight  prometheus.Gauge         // model slots held in this process
+
+	Drift Drift // drift runs on the anchor set
+}
+
+// Drift are the collectors of drift runs on the anchor set (the chore runs on one replica at a
+// time, so the gauges are that replica's last run).
+type Drift struct {
+	Runs      *prometheus.CounterVec // result: completed, skipped
+	Alerts    prometheus.Counter     // model.drift raised
+	Drifted   prometheus.Gauge       // 1 while the last completed run is out of bounds
+	Agreement prometheus.Gauge       // the last completed run's agreement on verdict anchors
+	ArtShift  prometheus.Gauge       // the last completed run's mean art shift
+}
+
+func newDrift() Drift {
+	return Drift{
+		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "owed_drift_runs_total", Help: "Drift runs of the anchor set against the live model, by result: completed (recorded), skipped (held, breaker, model down, no anchors).",
+		}, []string{"result"}),
+		Alerts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "owed_drift_alerts_total", Help: "Times a drift run found the live model drifted after runs within bounds (model.drift raised).",
+		}),
+		Drifted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "owed_model_drifted", Help: "1 while this replica's last completed drift run was out of bounds (agreement below OWED_DRIFT_ALERT or mean art shift above 0.06).",
+		}),
+		Agreement: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "owed_drift_agreement", Help: "The share of verdict anchors the live model agreed with in the last completed drift run.",
+		}),
+		ArtShift: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "owed_drift_art_shift", Help: "The mean absolute difference of live art from the anchors' reference art in the last completed drift run.",
+		}),
+	}
+}
+
+func (d Drift) collectors() []prometheus.Collector {
+	return []prometheus.Collector{d.Runs, d.Alerts, d.Drifted, d.Agreement, d.ArtShift}
 }
 
 // JobCounts is what the owed-jobs collector reads at scrape time.
@@ -80,6 +116,8 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
 		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Drift = newDrift()
+	m.Registry.MustRegister(m.Drift.collectors()...)
 	if count != nil {
 		m.Registry.MustRegister(&jobsCollector{count: count})
 	}

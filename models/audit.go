@@ -33,6 +33,9 @@ const (
 	AuditWebhookSecret = "webhook.secret.rotate"
 	AuditReviewClaim   = "review.claim"
 	AuditReviewRelease = "review.release"
+	// The anchor set of drift runs.
+	AuditAnchorAdd    = "anchor.add"
+	AuditAnchorDelete = "anchor.delete"
 )
 
 // AuditEntry is one operator action: who (the admin's id and name as they were), when, the

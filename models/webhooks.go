@@ -23,7 +23,7 @@ const (
 )
 
 // WebhookEvents lists the events a subscription may name, in display order.
-var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventItemAppealDecided, EventAll}
+var WebhookEvents = []string{EventItemScreened, EventSongScored, EventBackfillFinished, EventModelBreaker, EventItemAppealDecided, EventModelDrift, EventAll}
 
 // Why an inactive subscription stopped.
 const (

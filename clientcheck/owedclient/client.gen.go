@@ -17,6 +17,66 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AnchorKind.
+const (
+	AnchorKindComment  AnchorKind = "comment"
+	AnchorKindPitch    AnchorKind = "pitch"
+	AnchorKindRevision AnchorKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the AnchorKind enum.
+func (e AnchorKind) Valid() bool {
+	switch e {
+	case AnchorKindComment:
+		return true
+	case AnchorKindPitch:
+		return true
+	case AnchorKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnchorRequestKind.
+const (
+	AnchorRequestKindComment  AnchorRequestKind = "comment"
+	AnchorRequestKindPitch    AnchorRequestKind = "pitch"
+	AnchorRequestKindRevision AnchorRequestKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the AnchorRequestKind enum.
+func (e AnchorRequestKind) Valid() bool {
+	switch e {
+	case AnchorRequestKindComment:
+		return true
+	case AnchorRequestKindPitch:
+		return true
+	case AnchorRequestKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnchorRequestVerdict.
+const (
+	AnchorRequestVerdictAllow AnchorRequestVerdict = "allow"
+	AnchorRequestVerdictBlock AnchorRequestVerdict = "block"
+)
+
+// Valid indicates whether the value is a known member of the AnchorRequestVerdict enum.
+func (e AnchorRequestVerdict) Valid() bool {
+	switch e {
+	case AnchorRequestVerdictAllow:
+		return true
+	case AnchorRequestVerdictBlock:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AppealState.
 const (
 	AppealStateDenied  AppealState = "denied"
@@ -40,6 +100,8 @@ func (e AppealState) Valid() bool {
 
 // Defines values for AuditEntryAction.
 const (
+	AuditEntryActionAnchorAdd           AuditEntryAction = "anchor.add"
+	AuditEntryActionAnchorDelete        AuditEntryAction = "anchor.delete"
 	AuditEntryActionAppealDecide        AuditEntryAction = "appeal.decide"
 	AuditEntryActionBackfillPause       AuditEntryAction = "backfill.pause"
 	AuditEntryActionBackfillSettings    AuditEntryAction = "backfill.settings"
@@ -67,6 +129,10 @@ const (
 // Valid indicates whether the value is a known member of the AuditEntryAction enum.
 func (e AuditEntryAction) Valid() bool {
 	switch e {
+	case AuditEntryActionAnchorAdd:
+		return true
+	case AuditEntryActionAnchorDelete:
+		return true
 	case AuditEntryActionAppealDecide:
 		return true
 	case AuditEntryActionBackfillPause:
@@ -183,6 +249,7 @@ const (
 	DeliveryEventItemAppealDecided DeliveryEvent = "item.appeal.decided"
 	DeliveryEventItemScreened      DeliveryEvent = "item.screened"
 	DeliveryEventModelBreaker      DeliveryEvent = "model.breaker"
+	DeliveryEventModelDrift        DeliveryEvent = "model.drift"
 	DeliveryEventSongScored        DeliveryEvent = "song.scored"
 )
 
@@ -198,6 +265,8 @@ func (e DeliveryEvent) Valid() bool {
 	case DeliveryEventItemScreened:
 		return true
 	case DeliveryEventModelBreaker:
+		return true
+	case DeliveryEventModelDrift:
 		return true
 	case DeliveryEventSongScored:
 		return true
@@ -1068,6 +1137,7 @@ const (
 	WebhookEventsItemAppealDecided WebhookEvents = "item.appeal.decided"
 	WebhookEventsItemScreened      WebhookEvents = "item.screened"
 	WebhookEventsModelBreaker      WebhookEvents = "model.breaker"
+	WebhookEventsModelDrift        WebhookEvents = "model.drift"
 	WebhookEventsSongScored        WebhookEvents = "song.scored"
 )
 
@@ -1084,6 +1154,8 @@ func (e WebhookEvents) Valid() bool {
 		return true
 	case WebhookEventsModelBreaker:
 		return true
+	case WebhookEventsModelDrift:
+		return true
 	case WebhookEventsSongScored:
 		return true
 	default:
@@ -1098,6 +1170,7 @@ const (
 	WebhookRequestEventsItemAppealDecided WebhookRequestEvents = "item.appeal.decided"
 	WebhookRequestEventsItemScreened      WebhookRequestEvents = "item.screened"
 	WebhookRequestEventsModelBreaker      WebhookRequestEvents = "model.breaker"
+	WebhookRequestEventsModelDrift        WebhookRequestEvents = "model.drift"
 	WebhookRequestEventsSongScored        WebhookRequestEvents = "song.scored"
 )
 
@@ -1113,6 +1186,8 @@ func (e WebhookRequestEvents) Valid() bool {
 	case WebhookRequestEventsItemScreened:
 		return true
 	case WebhookRequestEventsModelBreaker:
+		return true
+	case WebhookRequestEventsModelDrift:
 		return true
 	case WebhookRequestEventsSongScored:
 		return true
@@ -1165,6 +1240,8 @@ func (e Why) Valid() bool {
 
 // Defines values for GetAdminAuditParamsAction.
 const (
+	GetAdminAuditParamsActionAnchorAdd           GetAdminAuditParamsAction = "anchor.add"
+	GetAdminAuditParamsActionAnchorDelete        GetAdminAuditParamsAction = "anchor.delete"
 	GetAdminAuditParamsActionAppealDecide        GetAdminAuditParamsAction = "appeal.decide"
 	GetAdminAuditParamsActionBackfillPause       GetAdminAuditParamsAction = "backfill.pause"
 	GetAdminAuditParamsActionBackfillSettings    GetAdminAuditParamsAction = "backfill.settings"
@@ -1192,6 +1269,10 @@ const (
 // Valid indicates whether the value is a known member of the GetAdminAuditParamsAction enum.
 func (e GetAdminAuditParamsAction) Valid() bool {
 	switch e {
+	case GetAdminAuditParamsActionAnchorAdd:
+		return true
+	case GetAdminAuditParamsActionAnchorDelete:
+		return true
 	case GetAdminAuditParamsActionAppealDecide:
 		return true
 	case GetAdminAuditParamsActionBackfillPause:
@@ -1834,6 +1915,49 @@ type Accepted struct {
 	Accepted int `json:"accepted"`
 }
 
+// Anchor defines model for Anchor.
+type Anchor struct {
+	// Art the reference art score (a revision's); null: not an art anchor
+	Art       *float64   `json:"art"`
+	CreatedAt time.Time  `json:"createdAt"`
+	Id        int        `json:"id"`
+	ItemId    int        `json:"itemId"`
+	Kind      AnchorKind `json:"kind"`
+
+	// Verdict the verdict the live model is expected to keep; null: not a verdict anchor
+	Verdict *Verdict `json:"verdict"`
+}
+
+// AnchorKind defines model for Anchor.Kind.
+type AnchorKind string
+
+// AnchorAnswer defines model for AnchorAnswer.
+type AnchorAnswer struct {
+	Anchor Anchor `json:"anchor"`
+}
+
+// AnchorList defines model for AnchorList.
+type AnchorList struct {
+	Anchors []Anchor `json:"anchors"`
+}
+
+// AnchorRequest defines model for AnchorRequest.
+type AnchorRequest struct {
+	// Art the reference art score; revisions only
+	Art    *float64          `json:"art,omitempty"`
+	ItemId int               `json:"itemId"`
+	Kind   AnchorRequestKind `json:"kind"`
+
+	// Verdict the verdict expected of the item
+	Verdict *AnchorRequestVerdict `json:"verdict,omitempty"`
+}
+
+// AnchorRequestKind defines model for AnchorRequest.Kind.
+type AnchorRequestKind string
+
+// AnchorRequestVerdict the verdict expected of the item
+type AnchorRequestVerdict string
+
 // Appeal defines model for Appeal.
 type Appeal struct {
 	At        time.Time  `json:"at"`
@@ -2155,6 +2279,43 @@ type DeliveryList struct {
 
 // DisabledReason defines model for DisabledReason.
 type DisabledReason string
+
+// Drift defines model for Drift.
+type Drift struct {
+	// Alert OWED_DRIFT_ALERT: agreement below it is drift
+	Alert float64 `json:"alert"`
+
+	// Anchors how many anchors the set holds
+	Anchors int `json:"anchors"`
+
+	// ArtShiftMax mean art shift above it is drift (0.06)
+	ArtShiftMax float64 `json:"artShiftMax"`
+
+	// Every OWED_DRIFT_EVERY, as 24h or 1h30m
+	Every string `json:"every"`
+
+	// Runs completed runs, newest first, at most 60
+	Runs []DriftRun `json:"runs"`
+}
+
+// DriftRun defines model for DriftRun.
+type DriftRun struct {
+	// Agreement the share of verdict anchors the live model agreed with; null: none compared
+	Agreement *float64 `json:"agreement"`
+
+	// Alerted this run raised model.drift: the first drifted run after one within bounds
+	Alerted bool      `json:"alerted"`
+	At      time.Time `json:"at"`
+
+	// Compared anchors compared (an anchor whose item is gone is left out)
+	Compared int `json:"compared"`
+
+	// Drifted agreement below alert or meanArtShift above artShiftMax
+	Drifted bool `json:"drifted"`
+
+	// MeanArtShift the mean absolute difference of live art from the reference art; null: no art anchor compared
+	MeanArtShift *float64 `json:"meanArtShift"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -2866,6 +3027,11 @@ type SessionRequest struct {
 	Token string `json:"token"`
 }
 
+// Shadow defines model for Shadow.
+type Shadow struct {
+	Drift Drift `json:"drift"`
+}
+
 // Skipped defines model for Skipped.
 type Skipped struct {
 	// Budget waiting for a budget that still cannot cover them
@@ -3123,6 +3289,18 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// PostAdminAnchorsParams defines parameters for PostAdminAnchors.
+type PostAdminAnchorsParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteAdminAnchorsIdParams defines parameters for DeleteAdminAnchorsId.
+type DeleteAdminAnchorsIdParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // GetAdminAuditParams defines parameters for GetAdminAudit.
 type GetAdminAuditParams struct {
@@ -3537,6 +3715,9 @@ type GetSongsParams struct {
 // GetSongsParamsSort defines parameters for GetSongs.
 type GetSongsParamsSort string
 
+// PostAdminAnchorsJSONRequestBody defines body for PostAdminAnchors for application/json ContentType.
+type PostAdminAnchorsJSONRequestBody = AnchorRequest
+
 // PutAdminHoldsJSONRequestBody defines body for PutAdminHolds for application/json ContentType.
 type PutAdminHoldsJSONRequestBody = HoldsRequest
 
@@ -3733,6 +3914,38 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetAdminAnchors The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Corresponds with GET /api/admin/anchors (the `GetAdminAnchors` operationId).
+	GetAdminAnchors(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminAnchorsWithBody Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+	PostAdminAnchorsWithBody(ctx context.Context, params *PostAdminAnchorsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminAnchors Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+	PostAdminAnchors(ctx context.Context, params *PostAdminAnchorsParams, body PostAdminAnchorsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAdminAnchorsId Take an anchor out of the set; past runs keep what they measured. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with DELETE /api/admin/anchors/{id} (the `DeleteAdminAnchorsId` operationId).
+	DeleteAdminAnchorsId(ctx context.Context, id int, params *DeleteAdminAnchorsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
@@ -3912,6 +4125,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAdminShadow The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+	GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
@@ -4427,6 +4647,78 @@ type ClientInterface interface {
 	GetSongsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// GetAdminAnchors The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Corresponds with GET /api/admin/anchors (the `GetAdminAnchors` operationId).
+func (c *Client) GetAdminAnchors(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminAnchorsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminAnchorsWithBody Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+func (c *Client) PostAdminAnchorsWithBody(ctx context.Context, params *PostAdminAnchorsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminAnchorsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminAnchors Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+func (c *Client) PostAdminAnchors(ctx context.Context, params *PostAdminAnchorsParams, body PostAdminAnchorsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminAnchorsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAdminAnchorsId Take an anchor out of the set; past runs keep what they measured. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with DELETE /api/admin/anchors/{id} (the `DeleteAdminAnchorsId` operationId).
+func (c *Client) DeleteAdminAnchorsId(ctx context.Context, id int, params *DeleteAdminAnchorsIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAdminAnchorsIdRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAdminAudit The audit trail: every operator action, who, when, on what and what changed; newest first
 //
 // Callers: admin (a bearer token, or a browser session cookie).
@@ -4837,6 +5129,23 @@ func (c *Client) DeleteAdminReviewKindIdClaim(ctx context.Context, kind DeleteAd
 // Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminReviewKindIdClaimRequest(c.Server, kind, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAdminShadow The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+func (c *Client) GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminShadowRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5986,6 +6295,137 @@ func (c *Client) GetSongsId(ctx context.Context, id int, reqEditors ...RequestEd
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetAdminAnchorsRequest constructs an http.Request for the GetAdminAnchors method
+func NewGetAdminAnchorsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/anchors")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostAdminAnchorsRequest calls the generic PostAdminAnchors builder with application/json body
+func NewPostAdminAnchorsRequest(server string, params *PostAdminAnchorsParams, body PostAdminAnchorsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostAdminAnchorsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostAdminAnchorsRequestWithBody constructs an http.Request for the PostAdminAnchors method, with any body, and a specified content type
+func NewPostAdminAnchorsRequestWithBody(server string, params *PostAdminAnchorsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/anchors")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteAdminAnchorsIdRequest constructs an http.Request for the DeleteAdminAnchorsId method
+func NewDeleteAdminAnchorsIdRequest(server string, id int, params *DeleteAdminAnchorsIdParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/anchors/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewGetAdminAuditRequest constructs an http.Request for the GetAdminAudit method
@@ -7291,6 +7731,33 @@ func NewPostAdminReviewKindIdClaimRequest(server string, kind PostAdminReviewKin
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetAdminShadowRequest constructs an http.Request for the GetAdminShadow method
+func NewGetAdminShadowRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -9874,6 +10341,42 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetAdminAnchorsWithResponse The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/anchors (the `GetAdminAnchors` operationId).
+	GetAdminAnchorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminAnchorsResponse, error)
+
+	// PostAdminAnchorsWithBodyWithResponse Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+	PostAdminAnchorsWithBodyWithResponse(ctx context.Context, params *PostAdminAnchorsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminAnchorsResponse, error)
+
+	// PostAdminAnchorsWithResponse Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+	PostAdminAnchorsWithResponse(ctx context.Context, params *PostAdminAnchorsParams, body PostAdminAnchorsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminAnchorsResponse, error)
+
+	// DeleteAdminAnchorsIdWithResponse Take an anchor out of the set; past runs keep what they measured. Audited
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/admin/anchors/{id} (the `DeleteAdminAnchorsId` operationId).
+	DeleteAdminAnchorsIdWithResponse(ctx context.Context, id int, params *DeleteAdminAnchorsIdParams, reqEditors ...RequestEditorFn) (*DeleteAdminAnchorsIdResponse, error)
+
 	// GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
@@ -10089,6 +10592,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaimWithResponse(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*PostAdminReviewKindIdClaimResponse, error)
+
+	// GetAdminShadowWithResponse The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+	GetAdminShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminShadowResponse, error)
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
@@ -10660,6 +11172,388 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/songs/{id} (the `GetSongsId` operationId).
 	GetSongsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetSongsIdResponse, error)
+}
+
+// GetAdminAnchorsResponse503Headers the declared response headers of an HTTP 503 response for GetAdminAnchors
+type GetAdminAnchorsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminAnchorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnchorList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminAnchorsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminAnchorsResponse) GetJSON200() *AnchorList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminAnchorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminAnchorsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminAnchorsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminAnchorsResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminAnchorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminAnchorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminAnchorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminAnchorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminAnchorsResponse201Headers the declared response headers of an HTTP 201 response for PostAdminAnchors
+type PostAdminAnchorsResponse201Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminAnchorsResponse409Headers the declared response headers of an HTTP 409 response for PostAdminAnchors
+type PostAdminAnchorsResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminAnchorsResponse429Headers the declared response headers of an HTTP 429 response for PostAdminAnchors
+type PostAdminAnchorsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminAnchorsResponse503Headers the declared response headers of an HTTP 503 response for PostAdminAnchors
+type PostAdminAnchorsResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminAnchorsResponse507Headers the declared response headers of an HTTP 507 response for PostAdminAnchors
+type PostAdminAnchorsResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminAnchorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AnchorAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PostAdminAnchorsResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminAnchorsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminAnchorsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminAnchorsResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminAnchorsResponse507Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON201() *AnchorAnswer {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminAnchorsResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminAnchorsResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminAnchorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminAnchorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminAnchorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminAnchorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAdminAnchorsIdResponse204Headers the declared response headers of an HTTP 204 response for DeleteAdminAnchorsId
+type DeleteAdminAnchorsIdResponse204Headers struct {
+	IdempotentReplayed *string
+}
+
+// DeleteAdminAnchorsIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteAdminAnchorsId
+type DeleteAdminAnchorsIdResponse409Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminAnchorsIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteAdminAnchorsId
+type DeleteAdminAnchorsIdResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminAnchorsIdResponse503Headers the declared response headers of an HTTP 503 response for DeleteAdminAnchorsId
+type DeleteAdminAnchorsIdResponse503Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAdminAnchorsIdResponse507Headers the declared response headers of an HTTP 507 response for DeleteAdminAnchorsId
+type DeleteAdminAnchorsIdResponse507Headers struct {
+	RetryAfter *int
+}
+
+type DeleteAdminAnchorsIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAdminAnchorsIdResponse204Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteAdminAnchorsIdResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAdminAnchorsIdResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAdminAnchorsIdResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *DeleteAdminAnchorsIdResponse507Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON409() *IdempotencyConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteAdminAnchorsIdResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAdminAnchorsIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAdminAnchorsIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAdminAnchorsIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAdminAnchorsIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetAdminAuditResponse503Headers the declared response headers of an HTTP 503 response for GetAdminAudit
@@ -12987,6 +13881,82 @@ func (r PostAdminReviewKindIdClaimResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostAdminReviewKindIdClaimResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAdminShadowResponse503Headers the declared response headers of an HTTP 503 response for GetAdminShadow
+type GetAdminShadowResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminShadowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminShadowResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminShadowResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminShadowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminShadowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminShadowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminShadowResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminShadowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminShadowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminShadowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminShadowResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18666,6 +19636,66 @@ func (r GetSongsIdResponse) ContentType() string {
 	return ""
 }
 
+// GetAdminAnchorsWithResponse The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/anchors (the `GetAdminAnchors` operationId).
+func (c *ClientWithResponses) GetAdminAnchorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminAnchorsResponse, error) {
+	rsp, err := c.GetAdminAnchors(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminAnchorsResponse(rsp)
+}
+
+// PostAdminAnchorsWithBodyWithResponse Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+func (c *ClientWithResponses) PostAdminAnchorsWithBodyWithResponse(ctx context.Context, params *PostAdminAnchorsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdminAnchorsResponse, error) {
+	rsp, err := c.PostAdminAnchorsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminAnchorsResponse(rsp)
+}
+
+// PostAdminAnchorsWithResponse Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/anchors (the `PostAdminAnchors` operationId).
+func (c *ClientWithResponses) PostAdminAnchorsWithResponse(ctx context.Context, params *PostAdminAnchorsParams, body PostAdminAnchorsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminAnchorsResponse, error) {
+	rsp, err := c.PostAdminAnchors(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminAnchorsResponse(rsp)
+}
+
+// DeleteAdminAnchorsIdWithResponse Take an anchor out of the set; past runs keep what they measured. Audited
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/admin/anchors/{id} (the `DeleteAdminAnchorsId` operationId).
+func (c *ClientWithResponses) DeleteAdminAnchorsIdWithResponse(ctx context.Context, id int, params *DeleteAdminAnchorsIdParams, reqEditors ...RequestEditorFn) (*DeleteAdminAnchorsIdResponse, error) {
+	rsp, err := c.DeleteAdminAnchorsId(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAdminAnchorsIdResponse(rsp)
+}
+
 // GetAdminAuditWithResponse The audit trail: every operator action, who, when, on what and what changed; newest first
 //
 // Callers: admin (a bearer token, or a browser session cookie).
@@ -19024,6 +20054,21 @@ func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context
 		return nil, err
 	}
 	return ParsePostAdminReviewKindIdClaimResponse(rsp)
+}
+
+// GetAdminShadowWithResponse The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+func (c *ClientWithResponses) GetAdminShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminShadowResponse, error) {
+	rsp, err := c.GetAdminShadow(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminShadowResponse(rsp)
 }
 
 // GetAdminStatsWithResponse The overview's summary
@@ -19973,6 +21018,388 @@ func (c *ClientWithResponses) GetSongsIdWithResponse(ctx context.Context, id int
 		return nil, err
 	}
 	return ParseGetSongsIdResponse(rsp)
+}
+
+// ParseGetAdminAnchorsResponse parses an HTTP response from a GetAdminAnchorsWithResponse call
+func ParseGetAdminAnchorsResponse(rsp *http.Response) (*GetAdminAnchorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminAnchorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnchorList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminAnchorsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminAnchorsResponse parses an HTTP response from a PostAdminAnchorsWithResponse call
+func ParsePostAdminAnchorsResponse(rsp *http.Response) (*PostAdminAnchorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminAnchorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AnchorAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PostAdminAnchorsResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminAnchorsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminAnchorsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminAnchorsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminAnchorsResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAdminAnchorsIdResponse parses an HTTP response from a DeleteAdminAnchorsIdWithResponse call
+func ParseDeleteAdminAnchorsIdResponse(rsp *http.Response) (*DeleteAdminAnchorsIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAdminAnchorsIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAdminAnchorsIdResponse204Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteAdminAnchorsIdResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAdminAnchorsIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAdminAnchorsIdResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers DeleteAdminAnchorsIdResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetAdminAuditResponse parses an HTTP response from a GetAdminAuditWithResponse call
@@ -22223,6 +23650,73 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 			headers.RetryAfter = &value
 		}
 		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAdminShadowResponse parses an HTTP response from a GetAdminShadowWithResponse call
+func ParseGetAdminShadowResponse(rsp *http.Response) (*GetAdminShadowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminShadowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminShadowResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

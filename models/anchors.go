@@ -1,0 +1,60 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Anchor is an item of the frozen anchor set that drift runs re-ask the live model about: a
+// screen anchor has the verdict expected of it, an art anchor (a revision) the art score it is
+// expected to keep; a revision may be both. One anchor per item.
+type Anchor struct {
+	ID        int64     `gorm:"column:id"`
+	Kind      Kind      `gorm:"column:kind"`
+	ItemID    int64     `gorm:"column:item_id"`
+	Verdict   *Verdict  `gorm:"column:verdict"`
+	Art       *float64  `gorm:"column:art"`
+	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
+}
+
+const anchorColumns = `id, kind, item_id, verdict, art, created_at`
+
+// AddAnchor adds an item to the anchor set, with its expected verdict and/or reference art
+// (the caller checks the item exists and the values fit its kind). ErrConflict when the item
+// is an anchor already: an anchor's expectation is changed by deleting and adding it again.
+func (s *Store) AddAnchor(ctx context.Context, a Anchor) (Anchor, error) {
+	a.CreatedAt = fromMillis(s.nowMs())
+	var ids []int64
+	if err := s.scan(ctx, s.db, &ids, `INSERT INTO anchors (kind, item_id, verdict, art, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (kind, item_id) DO NOTHING RETURNING id`, a.Kind, a.ItemID, a.Verdict, a.Art, a.CreatedAt.UnixMilli()); err != nil {
+		return Anchor{}, fmt.Errorf("add anchor %s %d: %w", a.Kind, a.ItemID, err)
+	}
+	if len(ids) == 0 {
+		return Anchor{}, ErrConflict
+	}
+	a.ID = ids[0]
+	return a, nil
+}
+
+// Anchors lists the anchor set, oldest first.
+func (s *Store) Anchors(ctx context.Context) ([]Anchor, error) {
+	var out []Anchor
+	if err := s.scan(ctx, s.read, &out, `SELECT `+anchorColumns+` FROM anchors ORDER BY id`); err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAnchor takes an anchor out of the set and answers what it was; ErrNotFound when there
+// is no such anchor. Past drift runs keep what they measured.
+func (s *Store) DeleteAnchor(ctx context.Context, id int64) (Anchor, error) {
+	var out []Anchor
+	if err := s.scan(ctx, s.db, &out, `DELETE FROM anchors WHERE id = ? RETURNING `+anchorColumns, id); err != nil {
+		return Anchor{}, fmt.Errorf("delete anchor %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return Anchor{}, missing("anchor", id)
+	}
+	return out[0], nil
+}

@@ -1,0 +1,82 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// EventModelDrift is the webhook event of a drift run that finds the live model drifted from
+// the anchor set, after runs within bounds (or none): once per episode.
+const EventModelDrift = "model.drift"
+
+// DriftRun is one completed run of the anchor set against the live model. Agreement is the
+// share of screen anchors whose verdict matched (nil: none compared); MeanArtShift the mean
+// absolute difference between live art and the reference over art anchors (nil: none).
+// Alerted marks the run that raised model.drift: drifted, after a run that was not (or none).
+type DriftRun struct {
+	ID           int64     `gorm:"column:id"`
+	At           time.Time `gorm:"column:at;serializer:unixms"`
+	Compared     int       `gorm:"column:compared"`
+	Agreement    *float64  `gorm:"column:agreement"`
+	MeanArtShift *float64  `gorm:"column:mean_art_shift"`
+	Drifted      bool      `gorm:"column:drifted"`
+	Alerted      bool      `gorm:"column:alerted"`
+}
+
+const driftRunColumns = `id, at, compared, agreement, mean_art_shift, drifted, alerted`
+
+// ModelDriftData is the data of a model.drift event: the run that found the drift and the
+// bounds it left.
+type ModelDriftData struct {
+	At           time.Time `json:"at"`
+	Model        string    `json:"model"`
+	Compared     int       `json:"compared"`
+	Agreement    *float64  `json:"agreement"`
+	MeanArtShift *float64  `json:"meanArtShift"`
+	Alert        float64   `json:"alert"`
+	ArtShiftMax  float64   `json:"artShiftMax"`
+}
+
+// RecordDriftRun keeps a completed drift run and, when it is the first drifted run since one
+// within bounds (or the first run), owes the model.drift event with data in the same
+// transaction. The run's Alerted is decided by the insert itself from the newest run before
+// it, so a run within bounds re-arms the alert and drifted runs after the first stay quiet.
+func (s *Store) RecordDriftRun(ctx context.Context, run DriftRun, data ModelDriftData) (DriftRun, error) {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var rows []DriftRun
+		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO drift_runs (at, compared, agreement, mean_art_shift, drifted, alerted)
+			SELECT ?, ?, ?, ?, ?, CASE WHEN ? = 1 AND COALESCE((SELECT drifted FROM drift_runs ORDER BY id DESC LIMIT 1), 0) = 0
+				THEN 1 ELSE 0 END
+			RETURNING `+driftRunColumns, run.At.UnixMilli(), run.Compared, run.Agreement, run.MeanArtShift,
+			boolInt(run.Drifted), boolInt(run.Drifted)); err != nil {
+			return err
+		}
+		run = rows[0]
+		if !run.Alerted {
+			return nil
+		}
+		return tx.EnqueueWebhook(ctx, EventModelDrift, data)
+	})
+	if err != nil {
+		return DriftRun{}, fmt.Errorf("record drift run: %w", err)
+	}
+	return run, nil
+}
+
+// DriftRuns lists the newest completed drift runs, newest first, at most limit.
+func (s *Store) DriftRuns(ctx context.Context, limit int) ([]DriftRun, error) {
+	var out []DriftRun
+	if err := s.scan(ctx, s.read, &out, `SELECT `+driftRunColumns+` FROM drift_runs ORDER BY id DESC LIMIT ?`, limit); err != nil {
+		return nil, fmt.Errorf("list drift runs: %w", err)
+	}
+	return out, nil
+}
+
+// boolInt is a flag column's value: 1 for true.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
