@@ -48,6 +48,7 @@ var builtins = []Plugin{
 	{ID: "events", Title: "Events"},
 	{ID: "webhooks", Title: "Webhooks"},
 	{ID: "audit", Title: "Audit"},
+	{ID: "items", Title: "Items"},
 }
 
 // pluginFile is the only shape of name served from the plugins folder: one path element,
