@@ -332,7 +332,7 @@ function Jobs({ ctx }) {
                     <td class="num c-id">${j.id}</td>
                     <td class="opt"><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
                     <td class="item-cell"><${ItemLink} ctx=${ctx} j=${j} onOpen=${open} /></td>
-                    <td class="opt"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
+                    <td class="opt c-author"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
                     <td class="opt"><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
                     <td class="why-cell c-why" title=${w.text}><${WhyBadge} why=${j.why} />
                       ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
