@@ -434,7 +434,7 @@ func testSignIn(t *testing.T, w *world, b *browser) {
 		t.Errorf("the session cookie is readable from the page: %q", c)
 	}
 	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
-	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks", "Audit"}
+	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks", "Audit", "Items"}
 	if strings.Join(tabs, ",") != strings.Join(want, ",") {
 		t.Errorf("tabs %q, want %q", tabs, want)
 	}
@@ -1445,15 +1445,16 @@ func testEventsFilterTyping(t *testing.T, w *world, b *browser) {
 	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))
 	b.waitJS(t, "no filter", `location.search === ''`)
 
-	// By the author's name, in any case; an event links to its job.
+	// By the author's name, in any case; an event links to its item's page.
 	b.fill(t, "events-filter-user", "CY")
 	b.key(t, kb.Enter)
 	b.waitJS(t, "the author filter by name", `location.search === '?userId=`+id+`'`)
-	b.waitJS(t, "cy's events", `!!document.querySelector('[data-testid^="event-job-"]') && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
-	first := eval[string](t, b, `document.querySelector('[data-testid^="event-job-"]').dataset.testid`)
+	b.waitJS(t, "cy's events", `!!document.querySelector('[data-testid^="event-item-"]') && [...document.querySelectorAll('[data-testid="events-table"] tbody tr')].every((r) => r.textContent.includes('cy'))`)
+	first := eval[string](t, b, `document.querySelector('[data-testid^="event-item-"]').dataset.testid`)
 	item := eval[string](t, b, jsEl(first)+`.textContent.trim()`)
 	b.click(t, first)
-	b.waitJS(t, "the jobs of the event's item", `location.pathname === '/admin/jobs' && location.search.includes('itemId=`+item+`')`)
+	b.waitJS(t, "the event's item's page", `/^\/admin\/items\/[a-z]+\/`+item+`$/.test(location.pathname) && `+jsVisible("item-page"))
+	b.waitText(t, "item-author", "cy")
 	b.tab(t, "events")
 	b.click(t, "events-filter-user")
 	b.do(t, "clear", chromedp.Evaluate[chromedp.Void](jsEl("events-filter-user")+`.select()`), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Enter))

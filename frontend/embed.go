@@ -48,6 +48,7 @@ var builtins = []Plugin{
 	{ID: "events", Title: "Events"},
 	{ID: "webhooks", Title: "Webhooks"},
 	{ID: "audit", Title: "Audit"},
+	{ID: "items", Title: "Items"},
 	{ID: "shadow", Title: "Shadow"},
 }
 

@@ -279,6 +279,7 @@ func TestPluginsListing(t *testing.T) {
 		{"events", "Events", "/admin/plugins/events.js"},
 		{"webhooks", "Webhooks", "/admin/plugins/webhooks.js"},
 		{"audit", "Audit", "/admin/plugins/audit.js"},
+		{"items", "Items", "/admin/plugins/items.js"},
 		{"shadow", "Shadow", "/admin/plugins/shadow.js"},
 	}
 	if got := Plugins(""); !reflect.DeepEqual(got, want) {

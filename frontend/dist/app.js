@@ -26,6 +26,14 @@ function routeId() {
   }
 }
 
+/** The part of the URL after /admin/<id>: a panel's own path (/revision/12) and query. */
+function routeRest() {
+  const rest = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length).replace(/^\/+/, '') : '';
+  const slash = rest.indexOf('/');
+  const tail = slash < 0 ? '' : rest.slice(slash).replace(/\/+$/, '');
+  return tail + location.search;
+}
+
 let onUnauthorized = null;
 const api = createApi({ onUnauthorized: (e) => onUnauthorized && onUnauthorized(e) });
 
@@ -265,10 +273,10 @@ function Console({ user, onSignOut }) {
         document.title = p.title + ' · owed admin';
         const m = mounted.current.get(p.id);
         const before = searches.current[p.id] || '';
-        searches.current[p.id] = location.search;
-        // A navigation that changed the query of a mounted panel (a link from another panel,
-        // back/forward) tells the panel through ctx.onParams.
-        if (m && m.section && before !== location.search) {
+        searches.current[p.id] = routeRest();
+        // A navigation that changed the path or query of a mounted panel (a link from another
+        // panel, back/forward) tells the panel through ctx.onParams.
+        if (m && m.section && before !== searches.current[p.id]) {
           m.section.dispatchEvent(new CustomEvent('owed:params', { detail: new URLSearchParams(location.search) }));
         }
       }
@@ -536,13 +544,31 @@ function mountPanel(p, hostEl, { user, go, searches, activeRef }) {
     return { section, poller: null, unmount: null };
   }
 
-  const params = () => new URLSearchParams(activeRef.current === p.id ? location.search : searches.current[p.id] || '');
+  const rest = () => (activeRef.current === p.id ? routeRest() : searches.current[p.id] || '');
+  const params = () => {
+    const r = rest();
+    const q = r.indexOf('?');
+    return new URLSearchParams(q < 0 ? '' : r.slice(q));
+  };
+  const path = () => {
+    const r = rest();
+    const q = r.indexOf('?');
+    return (q < 0 ? r : r.slice(0, q)).split('/').filter(Boolean).map((x) => {
+      try {
+        return decodeURIComponent(x);
+      } catch {
+        return x;
+      }
+    });
+  };
   const setParams = (obj) => {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(obj || {})) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
     const search = q.toString() ? '?' + q.toString() : '';
-    searches.current[p.id] = search;
-    if (activeRef.current === p.id) history.replaceState(null, '', BASE + '/' + encodeURIComponent(p.id) + search);
+    const r = rest();
+    const tail = r.indexOf('?') < 0 ? r : r.slice(0, r.indexOf('?'));
+    searches.current[p.id] = tail + search;
+    if (activeRef.current === p.id) history.replaceState(null, '', BASE + '/' + encodeURIComponent(p.id) + tail + search);
   };
   const onParams = (cb) => {
     const h = (e) => cb(e.detail);
@@ -552,8 +578,9 @@ function mountPanel(p, hostEl, { user, go, searches, activeRef }) {
   const { ctx, poller } = makeCtx(p, {
     user,
     api,
-    navigate: (id, search) => go(id, { search: search === undefined ? undefined : search ? (String(search).startsWith('?') ? String(search) : '?' + search) : '' }),
+    navigate: (id, search) => go(id, { search: search === undefined ? undefined : search ? (/^[?/]/.test(String(search)) ? String(search) : '?' + search) : '' }),
     params,
+    path,
     setParams,
     onParams,
   });

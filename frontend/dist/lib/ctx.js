@@ -41,6 +41,7 @@ export function makeCtx(plugin, shell) {
     hooks,
     navigate: shell.navigate,
     params: shell.params,
+    path: shell.path,
     setParams: shell.setParams,
     onParams: shell.onParams,
     isActive: poller.isActive,

@@ -1,6 +1,8 @@
-// Toasts (ctx.notify): short messages in an aria-live region at the corner of the page.
-// kind: "info" (default), "ok", "warn" or "error". Errors stay longer and are announced
-// assertively.
+// Toasts (ctx.notify): short messages in an aria-live region over the header band at the top
+// right, where they cover no data of a panel (see style.css). kind: "info" (default), "ok",
+// "warn" or "error". Errors stay longer and are announced assertively. opts.ms sets how long
+// one stays; opts.action = {label, run, testid} adds a button (e.g. Undo) that runs once and
+// dismisses the toast.
 
 const KINDS = new Set(['info', 'ok', 'warn', 'error']);
 
@@ -35,10 +37,26 @@ export function notify(message, kind = 'info', opts = {}) {
   close.className = 'toast-close';
   close.setAttribute('aria-label', 'Dismiss');
   close.textContent = '×';
-  t.append(text, close);
+  t.append(text);
+  if (opts.action) {
+    const act = document.createElement('button');
+    act.type = 'button';
+    act.className = 'btn btn-small toast-action';
+    act.textContent = opts.action.label;
+    if (opts.action.testid) act.setAttribute('data-testid', opts.action.testid);
+    act.addEventListener('click', () => {
+      remove();
+      opts.action.run();
+    });
+    t.append(act);
+  }
+  t.append(close);
 
   let timer = null;
+  let gone = false;
   const remove = () => {
+    if (gone) return;
+    gone = true;
     clearTimeout(timer);
     t.classList.add('toast-out');
     setTimeout(() => t.remove(), 160);

@@ -286,3 +286,49 @@ export function Confirm({ text, confirmLabel, danger, busy, disabled, onConfirm,
     </div>
   </div>`;
 }
+
+/** An audit entry's before or after value, short: JSON without quotes around keys. */
+export function AuditValue({ v }) {
+  if (v === null || v === undefined) return html`<span class="muted">—</span>`;
+  return html`<code class="small audit-value">${JSON.stringify(v).replace(/"([A-Za-z]+)":/g, '$1: ')}</code>`;
+}
+
+const ITEM_KINDS = new Set(['revision', 'comment', 'pitch']);
+
+/** The item a target of the audit trail names ("revision:7"), else null. */
+export function itemOfTarget(target) {
+  const m = /^([a-z]+):(\d+)$/.exec(target || '');
+  return m && ITEM_KINDS.has(m[1]) ? { kind: m[1], id: m[2] } : null;
+}
+
+/** A link to an item's page (/admin/items/{kind}/{id}), opened in the console. */
+export function ItemPageLink({ ctx, kind, id, testid, title, children }) {
+  const path = `/${encodeURIComponent(kind)}/${encodeURIComponent(id)}`;
+  return html`<a href=${'/admin/items' + path} data-testid=${testid} title=${title || `The page of ${kind} ${id}: its whole history`}
+    onClick=${(e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
+      e.preventDefault();
+      ctx.navigate('items', path);
+    }}>${children}</a>`;
+}
+
+/** The header cells of an attempt's columns (AttemptCells), after its When. */
+export function AttemptHeads() {
+  return html`<th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
+    <th scope="col">Error or note</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th>`;
+}
+
+/** One attempt event's cells: its number, outcome, why, error (or who decided and why), status, timing and result. */
+export function AttemptCells({ e }) {
+  return html`<td class="num" data-label="attempt">${attemptNo(e)}</td>
+    <td><${OutcomeBadge} outcome=${e.outcome} />${e.verdict ? html` <span class="small">${e.verdict}</span>` : null}</td>
+    <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
+    <td class="c-err">${e.outcome === 'decided' || e.outcome === 'overturned'
+      ? html`<span class="small">by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
+      : html`<${ErrorText} text=${e.error} />`}</td>
+    <td class="num" data-label="status">${e.status ?? '—'}</td>
+    <td class="num" data-label="upstream">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
+    <td class="num" data-label="result">${resultOf(e)}</td>
+    <td class="num" data-label="request">${fmt.bytes(e.requestBytes)}</td>
+    <td class="num" data-label="runs">${e.runs ?? '—'}</td>`;
+}

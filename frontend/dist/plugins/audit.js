@@ -1,21 +1,16 @@
 // Audit: every operator action — holds, verdicts and overturns, retries, tokens, disables,
 // budgets, webhooks, backfill, model probes — who did it, when, on what, and what changed;
-// newest first, filtered by action or target, older pages by cursor. Data: GET /api/admin/audit.
+// newest first, filtered by action or target, older pages by cursor; an item's target links to
+// the item's page. Data: GET /api/admin/audit.
 
 import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
-import { useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap, FilterInput } from '../lib/ui.js';
+import { useNow, Rel, Badge, LoadError, Loading, Empty, MoreButton, TableWrap, FilterInput, AuditValue, ItemPageLink, itemOfTarget } from '../lib/ui.js';
 
 const PAGE = 50;
 const ACTIONS = ['holds.set', 'verdict.decide', 'verdict.overturn', 'job.retry', 'jobs.retry', 'user.create', 'user.token.rotate',
   'user.disable', 'user.enable', 'user.budget', 'webhook.create', 'webhook.update', 'webhook.delete', 'backfill.start',
   'backfill.pause', 'backfill.settings', 'backfill.walk.release', 'model.probe', 'appeal.decide', 'webhook.secret.rotate',
   'review.claim', 'review.release'];
-
-/** A before or after value, short: JSON without quotes around keys. */
-function show(v) {
-  if (v === null || v === undefined) return html`<span class="muted">—</span>`;
-  return html`<code class="small audit-value">${JSON.stringify(v).replace(/"([A-Za-z]+)":/g, '$1: ')}</code>`;
-}
 
 function Audit({ ctx }) {
   const [filters, setFilters] = useState(() => ({ action: ctx.params().get('action') || '', target: ctx.params().get('target') || '' }));
@@ -91,15 +86,15 @@ function Audit({ ctx }) {
       ${loaded && !rows.length ? html`<div class="card-pad"><${Empty}>No operator action recorded${filters.action || filters.target ? ' matches this filter' : ' yet'}.<//></div>` : null}
       ${rows.length
         ? html`<${TableWrap} label="Audit trail table">
-            <table class="table table-compact table-attempts" data-testid="audit-table">
+            <table class="table table-compact table-attempts table-wrapping table-audit" data-testid="audit-table">
               <thead><tr><th scope="col">When</th><th scope="col">Admin</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>
               <tbody>${rows.map((e) => html`<tr key=${e.id} data-testid=${'audit-row-' + e.id}>
                 <td data-label="when"><${Rel} at=${e.at} now=${now} /></td>
                 <td data-label="admin">${e.adminName}</td>
                 <td class="c-err"><${Badge} kind="accent">${e.action}<//></td>
-                <td data-label="target"><code>${e.target}</code></td>
-                <td data-label="before">${show(e.before)}</td>
-                <td data-label="after">${show(e.after)}</td>
+                <td data-label="target"><${Target} ctx=${ctx} target=${e.target} id=${e.id} /></td>
+                <td data-label="before" class="c-wrap"><${AuditValue} v=${e.before} /></td>
+                <td data-label="after" class="c-wrap"><${AuditValue} v=${e.after} /></td>
               </tr>`)}</tbody>
             </table>
           <//>`
@@ -107,6 +102,13 @@ function Audit({ ctx }) {
       <div class="card-pad"><${MoreButton} cursor=${cursor} busy=${busy} onClick=${more} label="Older" testid="audit-more" /></div>
     </section>
   </div>`;
+}
+
+/** An entry's target; an item's links to its page. */
+function Target({ ctx, target, id }) {
+  const it = itemOfTarget(target);
+  if (!it) return html`<code>${target}</code>`;
+  return html`<${ItemPageLink} ctx=${ctx} kind=${it.kind} id=${it.id} testid=${'audit-item-' + id}><code>${target}</code><//>`;
 }
 
 export default {

@@ -4,7 +4,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, FilterInput, ErrorText } from '../lib/ui.js';
+import { useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, MoreButton, TableWrap, WHYS, FilterInput, ErrorText, ItemPageLink } from '../lib/ui.js';
 
 const PAGE = 50;
 // The table holds at most this many rows (a window): a live refresh then re-renders a few
@@ -191,12 +191,7 @@ function Events({ ctx }) {
                 <td><${Rel} at=${e.at} now=${now} /></td>
                 <td><${Badge} kind=${e.event === 'score' ? 'accent' : 'neutral'}>${e.event}<//></td>
                 <td>${e.kind}</td>
-                <td class="num"><a href=${`/admin/jobs?task=${e.event}&kind=${e.kind}&itemId=${e.itemId}`} title=${`The ${e.event} job of ${e.kind} ${e.itemId}, if still owed`}
-                  data-testid=${'event-job-' + e.id} onClick=${(ev) => {
-                    if (ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.button === 1) return;
-                    ev.preventDefault();
-                    ctx.navigate('jobs', `?task=${e.event}&kind=${e.kind}&itemId=${e.itemId}`);
-                  }}>${e.itemId}</a></td>
+                <td class="num"><${ItemPageLink} ctx=${ctx} kind=${e.kind} id=${e.itemId} testid=${'event-item-' + e.id}>${e.itemId}<//></td>
                 <td><${Author} id=${e.userId} names=${names} /></td>
                 <td><${OutcomeBadge} outcome=${e.outcome} /></td>
                 <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>

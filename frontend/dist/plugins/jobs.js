@@ -7,7 +7,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, useAuthors, Author, attemptNo, Rel, Badge, WhyBadge, OutcomeBadge, resultOf, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText, Confirm } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, Rel, Badge, WhyBadge, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText, Confirm, ItemPageLink, AttemptHeads, AttemptCells } from '../lib/ui.js';
 
 const PAGE = 50;
 const FILTER_KEYS = ['id', 'task', 'kind', 'why', 'state', 'author', 'userId', 'itemId'];
@@ -46,14 +46,14 @@ function describe(f) {
 }
 
 /** A job's item as a link to the job's detail: its title (a comment's or pitch's opening words). */
-function ItemLink({ j, onOpen }) {
+function ItemLink({ ctx, j, onOpen }) {
   const label = j.itemTitle || `${j.kind} #${j.itemId}`;
   return html`<a href=${'/admin/jobs?job=' + j.id} class="item-link" title=${`${j.kind} ${j.itemId}: ${label}`} data-testid=${'job-item-' + j.id}
     onClick=${(e) => {
       if (e.metaKey || e.ctrlKey || e.shiftKey || e.button === 1) return;
       e.preventDefault();
       onOpen(j.id, e.currentTarget);
-    }}>${label}</a> <span class="muted small num">${j.kind} #${j.itemId}</span>`;
+    }}>${label}</a> <${ItemPageLink} ctx=${ctx} kind=${j.kind} id=${j.itemId} testid=${'job-item-page-' + j.id}><span class="small num">${j.kind} #${j.itemId}</span><//>`;
 }
 
 /** leased, due or waiting, as of now (the clock at render, which may be newer than the tick). */
@@ -331,8 +331,8 @@ function Jobs({ ctx }) {
                       : null}</td>
                     <td class="num c-id">${j.id}</td>
                     <td class="opt"><${Badge} kind=${j.task === 'score' ? 'accent' : 'neutral'}>${j.task}<//></td>
-                    <td class="item-cell"><${ItemLink} j=${j} onOpen=${open} /></td>
-                    <td class="opt"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
+                    <td class="item-cell"><${ItemLink} ctx=${ctx} j=${j} onOpen=${open} /></td>
+                    <td class="opt c-author"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
                     <td class="opt"><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
                     <td class="why-cell c-why" title=${w.text}><${WhyBadge} why=${j.why} />
                       ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
@@ -417,7 +417,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
     ${!j && !live.error ? html`<${Loading} />` : null}
     ${j && !gone && !decided
       ? html`<dl class="kv kv-wide" data-testid="job-detail-facts">
-          <dt>Task</dt><dd>${j.task} of ${item.kind} <span class="num">#${item.id}</span></dd>
+          <dt>Task</dt><dd>${j.task} of <${ItemPageLink} ctx=${ctx} kind=${item.kind} id=${item.id} testid="job-detail-item-page">${item.kind} <span class="num">#${item.id}</span><//></dd>
           <dt>Content</dt><dd data-testid="job-detail-content">${item.content != null ? html`<pre class="item-content">${item.content}</pre>` : html`<span class="muted">(gone)</span>`}</dd>
           <dt>Item</dt><dd data-testid="job-detail-item">${item.title ? html`<q>${item.title}</q>` : html`<span class="muted">(gone)</span>`}${item.songId ? html` <span class="muted small">song #${item.songId}</span>` : null}</dd>
           <dt>Author</dt><dd data-testid="job-detail-author"><${Author} id=${author.id} names=${author.name ? { ...names, [author.id]: author.name } : names} /></dd>
@@ -439,21 +439,10 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
     ${events.length
       ? html`<${TableWrap} label="Attempt history">
           <table class="table table-compact table-attempts" data-testid="job-events">
-            <thead><tr><th scope="col">When</th><th scope="col" class="num" title="1 is the first attempt">Attempt</th><th scope="col">Outcome</th><th scope="col">Why</th>
-              <th scope="col">Error or note</th><th scope="col" class="num">Status</th><th scope="col" class="num">Upstream</th><th scope="col" class="num">Result</th><th scope="col" class="num">Request</th><th scope="col" class="num">Runs</th></tr></thead>
+            <thead><tr><th scope="col">When</th><${AttemptHeads} /></tr></thead>
             <tbody>${events.map((e) => html`<tr key=${e.id}>
               <td data-label="when"><${Rel} at=${e.at} /></td>
-              <td class="num" data-label="attempt">${attemptNo(e)}</td>
-              <td><${OutcomeBadge} outcome=${e.outcome} />${e.verdict ? html` <span class="small">${e.verdict}</span>` : null}</td>
-              <td>${e.why ? html`<${WhyBadge} why=${e.why} />` : html`<span class="muted">—</span>`}</td>
-              <td class="c-err">${e.outcome === 'decided' || e.outcome === 'overturned'
-                ? html`<span class="small">by admin #${e.adminId}${e.note ? html`: <q>${e.note}</q>` : ''}</span>`
-                : html`<${ErrorText} text=${e.error} />`}</td>
-              <td class="num" data-label="status">${e.status ?? '—'}</td>
-              <td class="num" data-label="upstream">${e.upstreamMs == null ? '—' : fmt.duration(e.upstreamMs)}</td>
-              <td class="num" data-label="result">${resultOf(e)}</td>
-              <td class="num" data-label="request">${fmt.bytes(e.requestBytes)}</td>
-              <td class="num" data-label="runs">${e.runs ?? '—'}</td>
+              <${AttemptCells} e=${e} />
             </tr>`)}</tbody>
           </table>
         <//>`

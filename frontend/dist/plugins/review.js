@@ -1,18 +1,20 @@
-// Review: the moderators' queue, one entry at a time, built for speed (issue 28). Each entry is
+// Review: the moderators' queue, one entry at a time, built for speed. Each entry is
 // an item the model was unsure of (its verdict below the review band) or an author's appeal of
 // a block, with the item's whole content, the model's suggestion, the author's history and
 // the appeal's note (and the blocker's). Showing an entry claims it for 5 minutes (POST
 // …/claim), so two moderators never decide the same entry; an entry another moderator holds
 // says so and cannot be decided here. The panel opens at the oldest entry nobody else holds.
-// Keys: A allow, B block, S skip (releases the claim; not shown again this visit), N next.
+// Keys: A allow, B block, S skip (releases the claim; not shown again this visit), N next, U
+// undo the last decision while its toast offers Undo (an overturn with the note "undo").
 // Data: GET /api/admin/review every 10 s (claim: mine or unclaimed to filter); POST and
 // DELETE /api/admin/review/{kind}/{id}/claim; POST /api/admin/items/{kind}/{id}/verdict.
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty } from '../lib/ui.js';
+import { useLive, useNow, Rel, Badge, LoadError, Loading, Empty, ItemPageLink } from '../lib/ui.js';
 
 const REASONS = { unsure: 'model unsure', appeal: 'appeal' };
+const UNDO_MS = 8000;
 const keyOf = (e) => e.kind + ':' + e.id;
 
 function Review({ ctx }) {
@@ -42,6 +44,8 @@ function Review({ ctx }) {
     if (at !== k) setAt(k);
     setNote('');
     if (entry.claim && !entry.claim.mine) return;
+    // The blocker may not hear the appeal: a claim would only keep it from who may.
+    if (entry.reason === 'appeal' && entry.blockedBy != null && ctx.user && ctx.user.id === entry.blockedBy) return;
     let alive = true;
     ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'POST' }).then(
       (r) => alive && setClaims((c) => ({ ...c, [k]: r.claim })),
@@ -79,7 +83,7 @@ function Review({ ctx }) {
       const body = { verdict };
       if (note.trim()) body.note = note.trim();
       await ctx.api(`/api/admin/items/${entry.kind}/${entry.id}/verdict`, { method: 'POST', body });
-      ctx.notify(`${verdict === 'allow' ? 'Allowed' : 'Blocked'} ${entry.kind} #${entry.id}.`, 'ok');
+      offerUndo(entry, verdict);
       const next = queue[i + 1] || null;
       setDone((d) => new Set(d).add(k));
       setAt(next ? keyOf(next) : null);
@@ -92,16 +96,45 @@ function Review({ ctx }) {
     }
   };
 
-  // The keyboard: A allow, B block, S skip, N next (not while typing a note).
+  // Undo: for a few seconds after A or B, the toast's Undo button (or U) overturns the
+  // decision, by the same moderator, with the note "undo". The focus then goes back to the queue.
+  const undoable = useRef(null); // {kind, id, verdict, until}
+  const offerUndo = (e, verdict) => {
+    const it = { kind: e.kind, id: e.id, verdict, until: Date.now() + UNDO_MS };
+    undoable.current = it;
+    it.dismiss = ctx.notify(`${verdict === 'allow' ? 'Allowed' : 'Blocked'} ${e.kind} #${e.id}.`, 'ok', {
+      ms: UNDO_MS,
+      action: { label: 'Undo', testid: 'review-undo', run: () => undo(it) },
+    });
+  };
+  const undo = async (it) => {
+    if (!it || undoable.current !== it) return;
+    undoable.current = null;
+    it.dismiss && it.dismiss();
+    const back = it.verdict === 'allow' ? 'block' : 'allow';
+    try {
+      await ctx.api(`/api/admin/items/${it.kind}/${it.id}/verdict`, { method: 'POST', body: { verdict: back, note: 'undo', overturn: true } });
+      ctx.notify(`Undone: ${it.kind} #${it.id} is ${back === 'allow' ? 'allowed' : 'blocked'} now (an overturn with the note “undo”).`, 'ok');
+    } catch (x) {
+      ctx.notify(`Could not undo ${it.kind} #${it.id}: ${x.message}`, 'error');
+    }
+    live.refresh();
+    requestAnimationFrame(() => {
+      const b = document.querySelector('[data-testid="review-allow"]:not([disabled])');
+      (b || document.getElementById('panel-review') || document.querySelector('.panel:not([hidden])'))?.focus();
+    });
+  };
+
+  // The keyboard: A allow, B block, S skip, N next, U undo the last decision (not while typing a note).
   const keys = useRef(null);
-  keys.current = { decide, skip, move };
+  keys.current = { decide, skip, move, undo: () => undoable.current && Date.now() < undoable.current.until && undo(undoable.current) };
   useEffect(() => {
     const onKey = (e) => {
       if (!ctx.isActive() || e.ctrlKey || e.metaKey || e.altKey) return;
       const t = e.target;
       if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return;
       if (document.querySelector('dialog[open]')) return;
-      const act = { a: () => keys.current.decide('allow'), b: () => keys.current.decide('block'), s: () => keys.current.skip(), n: () => keys.current.move(1) }[e.key.toLowerCase()];
+      const act = { a: () => keys.current.decide('allow'), b: () => keys.current.decide('block'), s: () => keys.current.skip(), n: () => keys.current.move(1), u: () => keys.current.undo() }[e.key.toLowerCase()];
       if (act) {
         e.preventDefault();
         act();
@@ -138,7 +171,7 @@ function Review({ ctx }) {
       ${live.data && !entry
         ? html`<div class="card-pad" data-testid="review-empty"><${Empty}>${skipped.size ? `Nothing left but the ${skipped.size} you skipped: reload to see them again.` : 'The queue is clear.'}<//></div>`
         : null}
-      ${entry ? html`<${Entry} entry=${entry} now=${now} pos=${i + 1} of=${queue.length} heldBy=${heldBy} sameModerator=${sameModerator} />` : null}
+      ${entry ? html`<${Entry} ctx=${ctx} entry=${entry} now=${now} pos=${i + 1} of=${queue.length} heldBy=${heldBy} sameModerator=${sameModerator} />` : null}
       ${entry
         ? html`<div class="card-pad review-actions">
             <label for="rev-note" class="small">Note <span class="muted">(optional, kept with the decision)</span></label>
@@ -157,15 +190,16 @@ function Review({ ctx }) {
           </div>`
         : null}
     </section>
-    <p class="muted small">Deciding here records the verdict as yours, like a verdict by hand on a job. An appeal of a block decided by hand is heard by another moderator. Skipping releases your claim: the entry is free for everyone else at once.</p>
+    <p class="muted small">Deciding here records the verdict as yours, like a verdict by hand on a job; for a few seconds its toast offers Undo (or press U), which overturns it with the note “undo”. An appeal of a block decided by hand is heard by another moderator. Skipping releases your claim: the entry is free for everyone else at once.</p>
   </div>`;
 }
 
-function Entry({ entry: e, now, pos, of, heldBy, sameModerator }) {
+function Entry({ ctx, entry: e, now, pos, of, heldBy, sameModerator }) {
   const conf = e.confidence == null ? null : Math.round(e.confidence * 100);
   return html`<article class="card-pad review-entry" data-testid=${'review-entry-' + e.kind + '-' + e.id} aria-labelledby="rev-item">
     <div class="row">
       <h3 id="rev-item" class="review-title">${e.kind} #${e.id}</h3>
+      <${ItemPageLink} ctx=${ctx} kind=${e.kind} id=${e.id} testid="review-item-page"><span class="small">its history</span><//>
       <${Badge} kind=${e.reason === 'appeal' ? 'warn' : 'info'} testid="review-reason-badge">${REASONS[e.reason] || e.reason}<//>
       <span class="muted small">${pos} of ${of} · waiting since <${Rel} at=${e.enteredAt} now=${now} /></span>
     </div>
