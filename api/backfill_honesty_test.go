@@ -260,6 +260,37 @@ func TestBackfillAPIStartedAtOnlyOnceItRan(t *testing.T) {
 	})
 }
 
+// A job whose first batch waits for a walk is queued at the head of the run order and starts
+// when the walk lock lapses: never "running" beside a start of now. Once an admin releases the
+// lock it runs, starting now.
+func TestBackfillAPIJobWaitingForTheWalkIsQueuedAtTheHead(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		x := newBFX(t, db)
+		x.settings(10, 0)
+		x.chat("archive", imgs("/img/a", 3)...)
+		x.ok(http.MethodPost, "/api/scrapes", x.bot, map[string]any{"chatId": "live", "guildId": "g", "backend": "puppet", "mode": "history"})
+		x.ok(http.MethodPost, "/api/backfill/start", x.env.AdminToken, nil)
+
+		j := x.job("archive")
+		wait, _ := j["waitMs"].(float64)
+		if j["state"] != "queued" || j["position"] != 0.0 || j["waitsFor"] != "walk" || j["startedAt"] != nil ||
+			wait <= 0 || wait > float64((10*time.Minute).Milliseconds()) || j["etaStartMs"] != wait ||
+			j["etaTotalMs"] != wait+j["etaRunMs"].(float64) || j["etaMs"] != j["etaTotalMs"] {
+			t.Errorf("archive while the walk holds its first batch: %v %v %v, started %v, wait %v, ETAs start %v run %v total %v eta %v;"+
+				" want queued at 0 for the walk, not started, starting after the wait and ending a run later",
+				j["state"], j["position"], j["waitsFor"], j["startedAt"], j["waitMs"], j["etaStartMs"], j["etaRunMs"], j["etaTotalMs"], j["etaMs"])
+		}
+
+		st := x.ok(http.MethodPost, "/api/admin/backfill/walk/release", x.env.AdminToken, nil)
+		if j := jobOf(t, st, "archive"); j["state"] != "running" || j["position"] != 0.0 || j["etaStartMs"] != 0.0 ||
+			j["waitsFor"] != nil || j["waitMs"] != 0.0 || j["etaTotalMs"] != j["etaRunMs"] {
+			t.Errorf("archive once the walk lock is released: %v at %v, start %v, waits for %v (%v ms), total %v, run %v;"+
+				" want running at 0, starting now, waiting for nothing", j["state"], j["position"], j["etaStartMs"], j["waitsFor"], j["waitMs"], j["etaTotalMs"], j["etaRunMs"])
+		}
+	})
+}
+
 // Under steady 429s the measured rate counts the waits (waitedMs): pending over it is how long
 // the rest really takes.
 func TestBackfillAPIRateCountsSteadyRateLimitWaits(t *testing.T) {

@@ -34,62 +34,14 @@ func strictBody(body []byte, t reflect.Type) error {
 // strictValue reads one JSON value from dec, checking its objects against type t (nil: any
 // shape, only duplicates are refused). path is the field the value is, for the error.
 func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == reflect.TypeFor[json.RawMessage]() || t != nil && t.Kind() == reflect.Interface {
-		t = nil
-	}
+	t = checkedType(t)
 	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
 	switch tok {
 	case json.Delim('{'):
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil {
-			switch t.Kind() {
-			case reflect.Struct:
-				fields = map[string]reflect.Type{}
-				for _, f := range reflect.VisibleFields(t) {
-					if name, _, ok := jsonName(f); ok {
-						fields[name] = f.Type
-					}
-				}
-			case reflect.Map:
-				elem = t.Elem()
-			}
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := kt.(string)
-			field := key
-			if path != "" {
-				field = path + "." + key
-			}
-			if seen[key] {
-				return invalid(field, "the field "+field+" is given twice")
-			}
-			seen[key] = true
-			next := elem
-			if fields != nil {
-				ft, ok := fields[key]
-				if !ok {
-					return invalid(field, "unknown field "+field+unknownHint(key, fields))
-				}
-				next = ft
-			}
-			if err := strictValue(dec, next, field); err != nil {
-				return err
-			}
-		}
-		_, err := dec.Token() // '}'
-		return err
+		return strictObject(dec, t, path)
 	case json.Delim('['):
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
@@ -104,6 +56,73 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
 		return err
 	}
 	return nil
+}
+
+// checkedType is the type whose shape a value is checked against: t without pointers, or nil
+// when any shape is taken (raw JSON, an interface, no type).
+func checkedType(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[json.RawMessage]() || t != nil && t.Kind() == reflect.Interface {
+		return nil
+	}
+	return t
+}
+
+// strictObject reads an object's members after its '{', refusing a key given twice and, when t
+// is a struct, a key that names none of its fields.
+func strictObject(dec *json.Decoder, t reflect.Type, path string) error {
+	fields, elem := memberTypes(t)
+	seen := map[string]bool{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := kt.(string)
+		field := key
+		if path != "" {
+			field = path + "." + key
+		}
+		if seen[key] {
+			return invalid(field, "the field "+field+" is given twice")
+		}
+		seen[key] = true
+		next := elem
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				return invalid(field, "unknown field "+field+unknownHint(key, fields))
+			}
+			next = ft
+		}
+		if err := strictValue(dec, next, field); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // '}'
+	return err
+}
+
+// memberTypes says what an object decoded into t may hold: a struct's fields by JSON name, or a
+// map's element type for every key; both nil when any member is taken.
+func memberTypes(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type) {
+	if t == nil {
+		return nil, nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		fields = map[string]reflect.Type{}
+		for _, f := range reflect.VisibleFields(t) {
+			if name, _, ok := jsonName(f); ok {
+				fields[name] = f.Type
+			}
+		}
+	case reflect.Map:
+		elem = t.Elem()
+	}
+	return fields, elem
 }
 
 // unknownHint names the field a key differs from only in case.

@@ -618,11 +618,15 @@ func testBackfill(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the rate-limit countdown", jsVisible("backfill-countdown")+` && /^\d+:\d\d$/.test(`+jsText("backfill-countdown")+`)`)
 	b.waitText(t, "backfill-walking", "walk")
 
-	// Start #releases from the UI: running. Then pause it: paused.
+	// Start #releases from the UI: next to run, its first batch held by the rate limit (never
+	// "running" beside a start of now). Then pause it: paused.
 	b.click(t, "backfill-start-releases")
-	b.waitExact(t, "backfill-state-releases", "running")
-	if s := w.backfillJob(t, "releases")["state"]; s != "running" {
-		t.Errorf("after Start the API says #releases is %v", s)
+	b.waitExact(t, "backfill-state-releases", "queued")
+	b.waitExact(t, "backfill-position-releases", "next to run")
+	b.waitExact(t, "backfill-started-releases", "waiting to run")
+	b.waitJS(t, "releases to start in about the rate limit's wait", `/^about /.test(`+jsText("backfill-starts-releases")+`)`)
+	if j := w.backfillJob(t, "releases"); j["state"] != "queued" || j["position"] != 0.0 || j["waitsFor"] != "rate-limit" {
+		t.Errorf("after Start the API says #releases is %v at %v waiting for %v; want queued at 0 for the rate limit", j["state"], j["position"], j["waitsFor"])
 	}
 	b.waitJS(t, "Pause to be enabled", `!`+jsEl("backfill-pause-releases")+`.disabled`)
 	b.click(t, "backfill-pause-releases")
@@ -632,18 +636,19 @@ func testBackfill(t *testing.T, w *world, b *browser) {
 	}
 }
 
-// After "Start all" the cards follow the run order: the running job first (it says it runs
-// now, never a start in the future), then the queue by position, then the rest; each says what
-// its ETA waits for. The seed left a rate limit (15 min) and a walk (10 min) holding the queue.
+// After "Start all" the cards follow the run order: the job next to run first, then the queue
+// by position, then the rest; each says what its ETA waits for. The seed left a rate limit
+// (15 min) and a walk (10 min) holding the queue, so the first job's first batch waits: it is
+// queued at the head and starts when the wait ends, never "running" beside a start of now.
 func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
 	b.tab(t, "backfill")
 	b.waitJS(t, "Start all to be enabled", `!`+jsEl("backfill-start-all")+`.disabled`)
 	b.click(t, "backfill-start-all")
-	b.waitExact(t, "backfill-state-memes", "running")
+	b.waitExact(t, "backfill-position-memes", "next to run")
 	b.waitExact(t, "backfill-state-releases", "queued")
 	b.waitExact(t, "backfill-state-archive-2019", "queued")
 
-	// The API's run order: memes was started first (in the seed), so it runs; the others queue
+	// The API's run order: memes was started first (in the seed), so it is next; the others queue
 	// in the order they were first started (releases, when an earlier subtest started it).
 	queue := make([]string, 2)
 	for _, j := range list(w.api(t, "/api/backfill")["jobs"]) {
@@ -668,8 +673,9 @@ func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
 		byChat[obj(j)["chatId"].(string)] = obj(j)
 	}
 	memes := byChat["memes"]
-	if num(memes["etaStartMs"]) != 0 || memes["etaStartMs"] == nil || memes["waitsFor"] != "rate-limit" {
-		t.Errorf("memes: etaStartMs %v, waitsFor %v; want 0, rate-limit", memes["etaStartMs"], memes["waitsFor"])
+	if memes["state"] != "queued" || num(memes["etaStartMs"]) <= 0 || memes["etaStartMs"] != memes["waitMs"] || memes["waitsFor"] != "rate-limit" {
+		t.Errorf("memes: %v, etaStartMs %v, waitMs %v, waitsFor %v; want queued, starting when the rate limit's wait ends",
+			memes["state"], memes["etaStartMs"], memes["waitMs"], memes["waitsFor"])
 	}
 	next := byChat[queue[0]]
 	if num(next["etaStartMs"]) < num(memes["etaTotalMs"]) || num(next["waitMs"]) <= 0 {
@@ -680,10 +686,10 @@ func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
 	cards := `[...document.querySelectorAll('[data-testid="backfill-jobs"] > article')].map((e) => e.dataset.testid.replace('backfill-job-', '')).join(',')`
 	want := "memes," + queue[0] + "," + queue[1] + ",general"
 	b.waitJS(t, "the cards in run order "+want+" (reads "+eval[string](t, b, cards)+")", cards+` === `+jsq(want))
-	b.waitExact(t, "backfill-starts-memes", "running now")
+	b.waitJS(t, "memes to start in about the wait", `/^about /.test(`+jsText("backfill-starts-memes")+`)`)
 	b.waitText(t, "backfill-waits-memes", "the rate limit")
 	// Nothing of the new runs has run yet (the rate limit and the walk hold the queue): no job
-	// says it started; the queued ones say so, the running one that it waits to run.
+	// says it started; the queued ones say so, the one next to run that it waits to run.
 	for _, chat := range append([]string{"memes"}, queue...) {
 		if at := w.backfillJob(t, chat)["startedAt"]; at != nil {
 			t.Errorf("%s has startedAt %v before its run's first batch; want null", chat, at)
@@ -714,13 +720,13 @@ func testBackfillRunOrder(t *testing.T, w *world, b *browser) {
 	if first := obj(list(w.api(t, "/api/backfill")["jobs"])[0])["chatId"]; first != "memes" {
 		t.Logf("the API lists %v first; the check above is only meaningful while it lists memes first", first)
 	}
-	// Back as it was: everything paused, then Start all again, memes (first started) running.
+	// Back as it was: everything paused, then Start all again, memes (first started) next.
 	b.waitJS(t, "Pause all to be enabled", `!`+jsEl("backfill-pause-all")+`.disabled`)
 	b.click(t, "backfill-pause-all")
 	b.waitExact(t, "backfill-state-"+queue[0], "paused")
 	b.waitJS(t, "Start all to be enabled", `!`+jsEl("backfill-start-all")+`.disabled`)
 	b.click(t, "backfill-start-all")
-	b.waitExact(t, "backfill-state-memes", "running")
+	b.waitExact(t, "backfill-position-memes", "next to run")
 }
 
 func testBackfillSettings(t *testing.T, w *world, b *browser) {
@@ -1041,7 +1047,7 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 
 	b.tab(t, "backfill")
-	b.waitExact(t, "backfill-state-memes", "running")
+	b.waitExact(t, "backfill-position-memes", "next to run")
 	shot("backfill")
 
 	b.tab(t, "budgets")

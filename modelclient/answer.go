@@ -102,43 +102,68 @@ func parseArt(api string, raw []byte) (ArtRun, error) {
 	case !unit(*w.Art):
 		return ArtRun{}, fmt.Errorf("answer's art %g is not between 0 and 1", *w.Art)
 	}
-	bad := errors.New("answer's criteria are not named scores between 0 and 1")
-	run := ArtRun{Art: *w.Art, Criteria: map[string]float64{}}
-	c := bytes.TrimSpace(w.Criteria)
+	criteria, err := parseCriteria(w.Criteria)
+	if err != nil {
+		return ArtRun{}, err
+	}
+	return ArtRun{Art: *w.Art, Criteria: criteria}, nil
+}
+
+// errCriteria is the fault of criteria that are not named scores in [0, 1].
+var errCriteria = errors.New("answer's criteria are not named scores between 0 and 1")
+
+// parseCriteria reads an art answer's criteria: absent or null (none), a {"name": score} map or
+// a [{"name", "score"}] list.
+func parseCriteria(raw json.RawMessage) (map[string]float64, error) {
+	c := bytes.TrimSpace(raw)
 	switch {
 	case len(c) == 0 || bytes.Equal(c, []byte("null")):
+		return map[string]float64{}, nil
 	case c[0] == '{':
-		var m map[string]*float64
-		if json.Unmarshal(c, &m) != nil {
-			return ArtRun{}, bad
-		}
-		for name, v := range m {
-			if name == "" || v == nil || !unit(*v) {
-				return ArtRun{}, bad
-			}
-			run.Criteria[name] = *v
-		}
+		return criteriaMap(c)
 	case c[0] == '[':
-		var list []struct {
-			Name  *string  `json:"name"`
-			Score *float64 `json:"score"`
-		}
-		if json.Unmarshal(c, &list) != nil {
-			return ArtRun{}, bad
-		}
-		for _, item := range list {
-			if item.Name == nil || *item.Name == "" || item.Score == nil || !unit(*item.Score) {
-				return ArtRun{}, bad
-			}
-			if _, dup := run.Criteria[*item.Name]; dup {
-				return ArtRun{}, fmt.Errorf("answer names criterion %s twice", quoteShort(*item.Name))
-			}
-			run.Criteria[*item.Name] = *item.Score
-		}
-	default:
-		return ArtRun{}, bad
+		return criteriaList(c)
 	}
-	return run, nil
+	return nil, errCriteria
+}
+
+// criteriaMap reads criteria given as the relay's {"name": score} map.
+func criteriaMap(c []byte) (map[string]float64, error) {
+	var m map[string]*float64
+	if json.Unmarshal(c, &m) != nil {
+		return nil, errCriteria
+	}
+	criteria := make(map[string]float64, len(m))
+	for name, v := range m {
+		if name == "" || v == nil || !unit(*v) {
+			return nil, errCriteria
+		}
+		criteria[name] = *v
+	}
+	return criteria, nil
+}
+
+// criteriaList reads criteria given as the openai schema's [{"name", "score"}] list, each name
+// once.
+func criteriaList(c []byte) (map[string]float64, error) {
+	var list []struct {
+		Name  *string  `json:"name"`
+		Score *float64 `json:"score"`
+	}
+	if json.Unmarshal(c, &list) != nil {
+		return nil, errCriteria
+	}
+	criteria := make(map[string]float64, len(list))
+	for _, item := range list {
+		if item.Name == nil || *item.Name == "" || item.Score == nil || !unit(*item.Score) {
+			return nil, errCriteria
+		}
+		if _, dup := criteria[*item.Name]; dup {
+			return nil, fmt.Errorf("answer names criterion %s twice", quoteShort(*item.Name))
+		}
+		criteria[*item.Name] = *item.Score
+	}
+	return criteria, nil
 }
 
 // answerElement returns the answer element of a 2xx body: answers[0] of a relay

@@ -521,48 +521,23 @@ func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time)
 }
 
 // runJob runs one chat's job batch by batch until nothing is pending (done), it is paused,
-// or it stops making progress (paused too).
+// or it stops making progress (paused too). When ctx ends the job stays as it is for the next
+// process.
 func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	chat := job.ChatID
 	rc := newRunClock(b.clock)
-	for {
-		if ctx.Err() != nil {
-			return nil // stopping: the job stays as it is for the next process
-		}
-		cur, err := b.store.BackfillJobOf(ctx, chat)
-		if errors.Is(err, models.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+	for ctx.Err() == nil {
+		cur, going, err := b.stillRunning(ctx, chat)
+		if err != nil || !going {
 			return err
-		}
-		if cur.State != models.BackfillRunning {
-			// Paused during its last batch: nothing left makes it done, not paused for ever.
-			if cur.State == models.BackfillPaused {
-				if settled, err := b.settle(ctx, chat); err != nil || len(settled) > 0 {
-					return err
-				}
-			}
-			b.log.Info("backfill paused", "chatId", chat, "processed", cur.Processed)
-			return nil
 		}
 		if err := b.renew(ctx); err != nil {
 			return err
 		}
-		members, err := b.store.BackfillMembers(ctx, chat)
-		if err != nil {
+		member, retryOnly, err := b.nextMember(ctx, cur)
+		if err != nil || member == nil {
 			return err
 		}
-		member, retryOnly := pickMember(members)
-		if member == nil {
-			if ended, err := b.store.EndBackfillJob(ctx, chat, models.BackfillDone); err != nil || !ended {
-				return err
-			}
-			b.log.Info("backfill finished", "chatId", chat, "processed", cur.Processed)
-			b.updateGauges(ctx)
-			return nil
-		}
-
 		// Waits for a rate limit or a walk are not running time: the status adds the wait in
 		// hand to the ETAs it holds up.
 		rc.stop()
@@ -571,36 +546,78 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 			return err
 		}
 		rc.start()
-		// The run starts with its first batch, not when it was queued or while it waited.
-		if cur.StartedAt == nil {
-			if err := b.store.MarkBackfillJobStarted(ctx, chat); err != nil {
-				return err
-			}
-		}
-
-		settings, err := b.store.BackfillSettings(ctx)
-		if err != nil {
-			return err
-		}
-		size := max(1, settings.BatchSize)
-		// The raised cooldown holds for the rest of the run; the settings' pause applies
-		// live below it.
-		pause := time.Duration(settings.BatchPauseMs) * time.Millisecond
-		if cur.CooldownMs != nil {
-			pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
-		}
 		// Whether the job stopped meanwhile (paused by an admin or a stall, or ctx ended) or
 		// not, the top of the loop re-reads it: it goes on, ends, or settles a job paused
 		// during its last batch.
-		if retryOnly {
-			err = b.retryPass(ctx, cur, rc, member.ID, size, pause, waited)
-		} else {
-			err = b.batch(ctx, cur, rc, member.ID, size, pause, waited)
-		}
-		if err != nil {
+		if err := b.step(ctx, cur, rc, member.ID, retryOnly, waited); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// stillRunning re-reads chat's job before its next batch; going is false when it is gone or
+// no longer running. A job paused during its last batch with nothing left is settled done,
+// not left paused for ever.
+func (b *Backfill) stillRunning(ctx context.Context, chat string) (cur models.BackfillJob, going bool, err error) {
+	cur, err = b.store.BackfillJobOf(ctx, chat)
+	if errors.Is(err, models.ErrNotFound) {
+		return cur, false, nil
+	}
+	if err != nil || cur.State == models.BackfillRunning {
+		return cur, err == nil, err
+	}
+	if cur.State == models.BackfillPaused {
+		if settled, err := b.settle(ctx, chat); err != nil || len(settled) > 0 {
+			return cur, false, err
+		}
+	}
+	b.log.Info("backfill paused", "chatId", chat, "processed", cur.Processed)
+	return cur, false, nil
+}
+
+// nextMember is the member the job's next batch takes (see pickMember); with none left it ends
+// the job done and returns nil.
+func (b *Backfill) nextMember(ctx context.Context, cur models.BackfillJob) (member *models.BackfillMember, retryOnly bool, err error) {
+	members, err := b.store.BackfillMembers(ctx, cur.ChatID)
+	if err != nil {
+		return nil, false, err
+	}
+	if member, retryOnly = pickMember(members); member != nil {
+		return member, retryOnly, nil
+	}
+	if ended, err := b.store.EndBackfillJob(ctx, cur.ChatID, models.BackfillDone); err != nil || !ended {
+		return nil, false, err
+	}
+	b.log.Info("backfill finished", "chatId", cur.ChatID, "processed", cur.Processed)
+	b.updateGauges(ctx)
+	return nil, false, nil
+}
+
+// step runs the job's next batch of a member's rows, or its next suspect retry pass, under the
+// settings as they are now.
+func (b *Backfill) step(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, retryOnly bool, waited time.Duration) error {
+	// The run starts with its first batch, not when it was queued or while it waited.
+	if cur.StartedAt == nil {
+		if err := b.store.MarkBackfillJobStarted(ctx, cur.ChatID); err != nil {
+			return err
+		}
+	}
+	settings, err := b.store.BackfillSettings(ctx)
+	if err != nil {
+		return err
+	}
+	size := max(1, settings.BatchSize)
+	// The raised cooldown holds for the rest of the run; the settings' pause applies live
+	// below it.
+	pause := time.Duration(settings.BatchPauseMs) * time.Millisecond
+	if cur.CooldownMs != nil {
+		pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
+	}
+	if retryOnly {
+		return b.retryPass(ctx, cur, rc, scrapeID, size, pause, waited)
+	}
+	return b.batch(ctx, cur, rc, scrapeID, size, pause, waited)
 }
 
 // waitOut waits out the engine's rate limit, then a walk, before chat's next batch; waited is
@@ -647,47 +664,26 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 		// lasting fault pauses the job instead of spinning.
 		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", berr)
 	}
-	progressed := res.Cached + res.Skipped + res.Failed
 	if after := b.engine.RateLimit(); after.Active {
 		if err := b.setLimited(ctx, chat, after.Until); err != nil {
 			return err
 		}
 	}
-	stalled := 0
-	if progressed == 0 {
-		stalled = cur.Stalled + 1
-	}
-	cooldown := cur.CooldownMs
-	raised := false
-	if stalled < stallLimit && res.Suspect > 0 && res.Suspect >= ceilDiv(2*size, 3) {
-		pause = min(maxRaisedCooldown, max(minRaisedCooldown, 2*pause))
-		ms := pause.Milliseconds()
-		cooldown, raised = &ms, true
-	}
+	out := judgeBatch(cur, res, size, pause)
 	ran := rc.take()
 	done, err := b.store.RecordBackfillBatch(ctx, chat, models.BatchRecord{
-		Settled: int64(progressed + res.Suspect), RunMs: ran.Milliseconds(), WaitMs: waited.Milliseconds(), Stalled: stalled, CooldownMs: cooldown,
+		Settled: int64(out.progressed + res.Suspect), RunMs: ran.Milliseconds(), WaitMs: waited.Milliseconds(), Stalled: out.stalled, CooldownMs: out.cooldown,
 		RecentWeight: b.cfg.recentWeight(ran), Smoothed: b.cfg.smoothed()})
 	if err != nil {
 		return err
 	}
-	attrs := []any{"chatId", chat, "scrapeId", scrapeID, "rows", len(items), "cached", res.Cached,
-		"skipped", res.Skipped, "failed", res.Failed, "suspect", res.Suspect, "ratelimited", res.RateLimited,
-		"unverified", res.Unverified, "processed", done.Processed, "stalled", stalled, "cooldownMs", pause.Milliseconds()}
-	if done.PerMinute != nil {
-		attrs = append(attrs, "perMinute", round1(*done.PerMinute))
-	}
-	b.log.Info("backfill batch", attrs...)
+	b.logBatch(chat, scrapeID, len(items), res, done, out)
 	b.updateGauges(ctx)
-	if stalled >= stallLimit {
+	if out.stalled >= stallLimit {
 		return b.pauseStalled(ctx, chat)
 	}
-	if raised {
-		b.log.Warn("backfill suspect failures raised the cooldown", "chatId", chat, "suspect", res.Suspect, "cooldownMs", pause.Milliseconds())
-	}
-
-	if pause > 0 && (progressed > 0 || res.Suspect > 0) {
-		if stopped, err := b.wait(ctx, chat, pause); err != nil || stopped {
+	if out.pause > 0 && (out.progressed > 0 || res.Suspect > 0) {
+		if stopped, err := b.wait(ctx, chat, out.pause); err != nil || stopped {
 			return err
 		}
 	}
@@ -697,6 +693,44 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 		}
 	}
 	return nil
+}
+
+// batchOutcome is what one batch's result makes of its job's run.
+type batchOutcome struct {
+	progressed int           // rows that reached a final state
+	stalled    int           // batches in a row without progress, this one included
+	cooldown   *int64        // the job's raised cooldown in ms, kept for the rest of the run
+	pause      time.Duration // the wait before the next batch
+	raised     bool          // this batch raised the cooldown
+}
+
+// judgeBatch counts a batch of size rows that made no progress as a stall, and doubles the
+// cooldown (within its bounds) when suspect failures reach two thirds of the batch.
+func judgeBatch(cur models.BackfillJob, res media.BatchResult, size int, pause time.Duration) batchOutcome {
+	out := batchOutcome{progressed: res.Cached + res.Skipped + res.Failed, cooldown: cur.CooldownMs, pause: pause}
+	if out.progressed == 0 {
+		out.stalled = cur.Stalled + 1
+	}
+	if out.stalled < stallLimit && res.Suspect > 0 && res.Suspect >= ceilDiv(2*size, 3) {
+		out.pause = min(maxRaisedCooldown, max(minRaisedCooldown, 2*pause))
+		ms := out.pause.Milliseconds()
+		out.cooldown, out.raised = &ms, true
+	}
+	return out
+}
+
+// logBatch logs a batch's counts and the job's progress after it, and a raised cooldown.
+func (b *Backfill) logBatch(chat string, scrapeID int64, rows int, res media.BatchResult, done models.BackfillJob, out batchOutcome) {
+	attrs := []any{"chatId", chat, "scrapeId", scrapeID, "rows", rows, "cached", res.Cached,
+		"skipped", res.Skipped, "failed", res.Failed, "suspect", res.Suspect, "ratelimited", res.RateLimited,
+		"unverified", res.Unverified, "processed", done.Processed, "stalled", out.stalled, "cooldownMs", out.pause.Milliseconds()}
+	if done.PerMinute != nil {
+		attrs = append(attrs, "perMinute", round1(*done.PerMinute))
+	}
+	b.log.Info("backfill batch", attrs...)
+	if out.raised {
+		b.log.Warn("backfill suspect failures raised the cooldown", "chatId", chat, "suspect", res.Suspect, "cooldownMs", out.pause.Milliseconds())
+	}
 }
 
 // retryPass gives suspect rows still owed their retry (when nothing is pending) that retry,

@@ -207,7 +207,7 @@ func TestBackfillStartedOnlyOnceItRan(t *testing.T) {
 				return
 			}
 			if b.engine.RateLimit().Active && waiting == nil {
-				if j := b.mustJob(b.status(), "second"); j.State == "running" {
+				if j := b.mustJob(b.status(), "second"); intOf(j.Position) == "0" {
 					waiting = &j
 				}
 			}
@@ -222,9 +222,13 @@ func TestBackfillStartedOnlyOnceItRan(t *testing.T) {
 		if queued.State != "queued" || queued.StartedAt != nil {
 			t.Errorf("second while queued: %s, started %s; want queued, null", queued.State, isoOf(queued.StartedAt))
 		}
-		if waiting.StartedAt != nil || strOf(waiting.WaitsFor) != scheduler.WaitRateLimit {
-			t.Errorf("second waiting out the limit before its first batch: started %s, waits for %s; want null, rate-limit",
-				isoOf(waiting.StartedAt), strOf(waiting.WaitsFor))
+		// Waiting before its first batch it is not running: queued at the head, starting when
+		// the limit lifts.
+		if waiting.State != "queued" || waiting.StartedAt != nil || strOf(waiting.WaitsFor) != scheduler.WaitRateLimit ||
+			i64(waiting.Wait) == "0" || i64(waiting.EtaStart) != i64(waiting.Wait) {
+			t.Errorf("second waiting out the limit before its first batch: %s, started %s, waits for %s (%s ms), starts in %s;"+
+				" want queued, null, rate-limit, starting when the wait ends",
+				waiting.State, isoOf(waiting.StartedAt), strOf(waiting.WaitsFor), i64(waiting.Wait), i64(waiting.EtaStart))
 		}
 		j, err := b.store.BackfillJobOf(b.ctx, "second")
 		if err != nil {

@@ -45,7 +45,8 @@ type BackfillMember struct {
 type BackfillJobStatus struct {
 	ChatID  string
 	GuildID *string
-	// State is idle, queued (started, but another job holds the queue), running, paused or done.
+	// State is idle, queued (started, but another job holds the queue, or, at position 0, a
+	// rate limit or a walk holds its first batch), running, paused or done.
 	State   string
 	Members []BackfillMember
 	BackfillCounts
@@ -68,7 +69,7 @@ type BackfillJobStatus struct {
 	// the wait in hand included), in whole ms; nil when nothing is pending.
 	Eta *time.Duration
 	// EtaStart is the wait until the job starts: 0 for the running job; for a queued one the
-	// jobs ahead of it and the wait in hand; nil when not scheduled (idle, paused, done).
+	// wait in hand and the jobs ahead of it; nil when not scheduled (idle, paused, done).
 	EtaStart *time.Duration
 	// EtaRun is the time this job needs once it runs, waits aside.
 	EtaRun *time.Duration
@@ -82,8 +83,8 @@ type BackfillJobStatus struct {
 	// scheduled.
 	Wait *time.Duration
 	// WaitsFor says what the job's start or next batch waits for: WaitRateLimit, WaitWalk (the
-	// running job, while one holds the queue), WaitQueue (a queued job, behind the jobs ahead);
-	// nil when nothing holds it or it is not scheduled.
+	// job at position 0, while one holds the queue), WaitQueue (a queued job behind the jobs
+	// ahead); nil when nothing holds it or it is not scheduled.
 	WaitsFor *string
 }
 
@@ -476,6 +477,11 @@ func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, h
 			}
 			if reason != "" {
 				j.WaitsFor = ptr(reason)
+				if j.StartedAt == nil {
+					// Its run has not begun: the wait in hand holds its first batch, so it is
+					// queued at the head, starting when the wait ends, not running.
+					j.State, j.EtaStart = "queued", ptr(msDuration(hold))
+				}
 			}
 		case "queued":
 			position++

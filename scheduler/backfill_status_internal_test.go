@@ -26,13 +26,13 @@ func TestEstimatedPerMinuteWithoutTimeARowIsTheIdleRate(t *testing.T) {
 
 // A rate limit or a walk that ends at this very instant holds nothing: the status shows
 // neither, and the running job waits for nothing; one that ends a millisecond later shows, and
-// the running job waits for it.
+// the running job (it has begun its run) waits for it.
 func TestStatusLimitAndWalkEndingNowAreOver(t *testing.T) {
 	t.Parallel()
 	const now = 1_000_000
 	running := func(in statusInput) statusInput {
 		in.members = []models.BackfillMember{{ID: 1, ChatID: "alpha", Backend: "puppet", Counts: models.ScrapeCounts{Pending: 5, Total: 5}}}
-		in.jobs = []models.BackfillJob{{ChatID: "alpha", State: models.BackfillRunning, ActiveAt: time.UnixMilli(now)}}
+		in.jobs = []models.BackfillJob{{ChatID: "alpha", State: models.BackfillRunning, ActiveAt: time.UnixMilli(now), StartedAt: ptr(time.UnixMilli(now - 1000))}}
 		return in
 	}
 	waits := func(st BackfillStatus) string {

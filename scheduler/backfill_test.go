@@ -526,7 +526,11 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 		}
 
 		var pushedAt time.Time
+		var waiting *scheduler.BackfillJobStatus
 		b.setOnSleep(func(time.Duration) {
+			if waiting == nil {
+				waiting = ptrTo(b.mustJob(b.status(), "chat-x"))
+			}
 			if pushedAt.IsZero() && b.clk.Now().Sub(walkStart) >= 4*time.Minute {
 				pushedAt = b.clk.Now()
 				if _, err := b.store.AddMedia(context.Background(), walk, []models.NewMedia{{Kind: "image", URL: b.cdn.url("/img/y2.png")}}); err != nil {
@@ -543,6 +547,13 @@ func TestBackfillWaitsForTheWalk(t *testing.T) {
 		b.run()
 		if pushedAt.IsZero() {
 			t.Fatal("the queue did not wait for the walk")
+		}
+		// While the walk holds its first batch the job is queued at the head, starting when
+		// the lock lapses, not running.
+		if j := waiting; j.State != "queued" || intOf(j.Position) != "0" || strOf(j.WaitsFor) != scheduler.WaitWalk ||
+			i64(j.Wait) == "0" || i64(j.EtaStart) != i64(j.Wait) {
+			t.Errorf("chat-x waiting for the walk: %s at %s, waits for %s (%s ms), starts in %s; want queued at 0 for the walk, starting when it lapses",
+				j.State, intOf(j.Position), strOf(j.WaitsFor), i64(j.Wait), i64(j.EtaStart))
 		}
 		if want := pushedAt.Add(10 * time.Minute); !firstHit.Equal(want) {
 			t.Errorf("the backfill fetched first at %v, want when the walk lock lapsed, %v", firstHit, want)
@@ -850,8 +861,9 @@ func TestBackfillOnlyTheLeaseHolderRuns(t *testing.T) {
 			if err := other.RunQueue(context.Background()); err != nil {
 				t.Error(err)
 			}
-			if st, _ := other.Status(context.Background()); b.mustJob(st, "chat-l").State != "running" {
-				t.Error("another process does not see the job running")
+			// The walk holds the job's first batch: it is at the head of the queue.
+			if st, _ := other.Status(context.Background()); intOf(b.mustJob(st, "chat-l").Position) != "0" {
+				t.Error("another process does not see the job at the head of the queue")
 			}
 		})
 		for _, p := range paths("/img/%d.png", 1, 4) {

@@ -63,15 +63,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	cmd, rest := args[0], args[1:]
-	if cmd == "users" {
-		if len(rest) == 0 || (rest[0] != "add" && !isHelp(rest[0])) {
-			return errors.New("usage: owed users add NAME --role author|bot|admin")
-		}
-		if rest[0] == "add" {
-			cmd, rest = "users add", rest[1:]
-		}
+	cmd, rest, err := commandOf(args)
+	if err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("owed "+cmd, flag.ContinueOnError)
 	// Parse errors are returned (and printed once, by main); the flags are listed only when
@@ -79,15 +73,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	cfg.Flags(fs)
-	var status *bool
-	var role *string
-	switch cmd {
-	case "serve", "backup", "health":
-	case "migrate":
-		status = fs.Bool("status", false, "list the applied and pending migrations, and change nothing")
-	case "users", "users add":
-		role = fs.String("role", string(models.RoleAuthor), "author, bot or admin")
-	default:
+	own, ok := declareFlags(fs, cmd)
+	if !ok {
 		fmt.Fprintln(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -100,6 +87,46 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	}
 	log := app.NewLogger(cfg, stderr)
 	slog.SetDefault(log)
+	return execute(context.Background(), cfg, log, cmd, operands, own, stdout)
+}
+
+// commandOf splits args into the command and what follows it; "users add" is one command.
+func commandOf(args []string) (cmd string, rest []string, err error) {
+	cmd, rest = args[0], args[1:]
+	if cmd != "users" {
+		return cmd, rest, nil
+	}
+	if len(rest) == 0 || (rest[0] != "add" && !isHelp(rest[0])) {
+		return "", nil, errors.New("usage: owed users add NAME --role author|bot|admin")
+	}
+	if rest[0] == "add" {
+		return "users add", rest[1:], nil
+	}
+	return cmd, rest, nil
+}
+
+// ownFlags are the flags one command has beside the configuration's.
+type ownFlags struct {
+	status *bool   // migrate
+	role   *string // users add
+}
+
+// declareFlags declares cmd's own flags on fs; ok is false for a command owed does not have.
+func declareFlags(fs *flag.FlagSet, cmd string) (own ownFlags, ok bool) {
+	switch cmd {
+	case "serve", "backup", "health":
+	case "migrate":
+		own.status = fs.Bool("status", false, "list the applied and pending migrations, and change nothing")
+	case "users", "users add":
+		own.role = fs.String("role", string(models.RoleAuthor), "author, bot or admin")
+	default:
+		return own, false
+	}
+	return own, true
+}
+
+// execute runs cmd once its flags are parsed and the configuration is valid.
+func execute(ctx context.Context, cfg app.Config, log *slog.Logger, cmd string, operands []string, own ownFlags, stdout io.Writer) error {
 	open := func() (*models.Store, error) {
 		return models.Open(ctx, models.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: log})
 	}
@@ -110,7 +137,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 		}
 		return serve(ctx, cfg, log, stdout)
 	case "migrate":
-		if *status {
+		if *own.status {
 			return migrateStatus(ctx, cfg, stdout)
 		}
 		return migrate(open, stdout)
@@ -122,7 +149,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	case "health":
 		return health(cfg.Addr, stdout)
 	}
-	return usersAdd(ctx, open, operands, *role, stdout)
+	return usersAdd(ctx, open, operands, *own.role, stdout)
 }
 
 // migrate applies pending migrations (opening the store does) and says so.

@@ -338,13 +338,8 @@ func (f *Fake) take(req *Request) behaviour {
 }
 
 func (f *Fake) serve(rw http.ResponseWriter, r *http.Request) {
-	n := f.inFlight.Add(1)
-	w := &answering{ResponseWriter: rw, done: func() { f.inFlight.Add(-1) }}
+	w := f.arrive(rw)
 	defer w.end()
-	for m := f.maxInFlight.Load(); n > m && !f.maxInFlight.CompareAndSwap(m, n); m = f.maxInFlight.Load() {
-	}
-	f.calls.Add(1)
-
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	req := decode(r, body)
 	b := f.take(&req)
@@ -361,34 +356,60 @@ func (f *Fake) serve(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "bad key"})
 		return
 	}
-	if b.gate != nil && !b.gate.pass(r.Context(), f.closed) {
+	f.stall(r.Context(), b)
+	if !fail(w, b, req) {
+		f.answer(w, b, req)
+	}
+}
+
+// arrive counts a request in: in flight until its answer starts, and in the calls.
+func (f *Fake) arrive(rw http.ResponseWriter) *answering {
+	n := f.inFlight.Add(1)
+	for m := f.maxInFlight.Load(); n > m && !f.maxInFlight.CompareAndSwap(m, n); m = f.maxInFlight.Load() {
+	}
+	f.calls.Add(1)
+	return &answering{ResponseWriter: rw, done: func() { f.inFlight.Add(-1) }}
+}
+
+// stall holds the request as the behaviour says (a gate, a delay, a hang); it ends the request
+// without an answer when the client goes or the Fake closes first.
+func (f *Fake) stall(ctx context.Context, b behaviour) {
+	if b.gate != nil && !b.gate.pass(ctx, f.closed) {
 		abort()
 	}
-	if b.delay > 0 && !wait(r.Context(), f.closed, time.After(b.delay)) {
+	if b.delay > 0 && !wait(ctx, f.closed, time.After(b.delay)) {
 		abort()
 	}
 	if b.hang {
-		wait(r.Context(), f.closed, nil)
+		wait(ctx, f.closed, nil)
 		abort()
 	}
-	if b.drop {
+}
+
+// fail answers in place of the model when the behaviour or the request says so (a dropped
+// connection, an error status, a request the model cannot read), and reports whether it did.
+func fail(w http.ResponseWriter, b behaviour, req Request) bool {
+	switch {
+	case b.drop:
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
-		return
-	}
-	if b.failStatus != 0 {
+	case b.failStatus != 0:
 		for k, v := range b.failHeaders {
 			w.Header().Set(k, v)
 		}
 		writeJSON(w, b.failStatus, map[string]string{"error": "fake failure"})
-		return
-	}
-	if req.Err != nil {
+	case req.Err != nil:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": req.Err.Error()})
-		return
+	default:
+		return false
 	}
+	return true
+}
 
+// answer writes the model's answer to req in its dialect: garbage, the set answer, the set
+// verdict, or the next of the set art runs.
+func (f *Fake) answer(w http.ResponseWriter, b behaviour, req Request) {
 	var element []byte
 	switch {
 	case b.garbage:

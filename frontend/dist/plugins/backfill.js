@@ -19,6 +19,13 @@ const STATE_TITLE = {
   done: 'no pending rows left',
 };
 
+/** Whether a job is next to run but its first batch waits (for the rate limit or a walk). */
+const heldAtHead = (j) => j.state === 'queued' && j.position === 0;
+
+function stateTitle(j) {
+  return heldAtHead(j) ? 'started; next to run once the wait in hand ends' : STATE_TITLE[j.state];
+}
+
 /**
  * Rows settled for good: everything neither pending nor waiting for its one suspect retry
  * (cached, failed, skipped and unverified alike). The API counts suspect rows per member only,
@@ -75,11 +82,12 @@ function waitText(j, ordered, status, waits) {
   const held =
     waits.limited ? html`the rate limit (${fmt.countdown(waits.limitedLeft)})` :
     waits.walking ? html`${walkChat} (lapses ${fmt.relative(status.walkingUntil, waits.now)} unless it pushes again)` : null;
+  if (j.state === 'running' || heldAtHead(j)) {
+    if (j.waitsFor === 'rate-limit' || (j.waitsFor == null && waits.limited)) return held || 'the rate limit';
+    if (j.waitsFor === 'walk' || (j.waitsFor == null && waits.walking)) return held || walkChat;
+    return 'nothing: running now';
+  }
   switch (j.state) {
-    case 'running':
-      if (j.waitsFor === 'rate-limit' || (j.waitsFor == null && waits.limited)) return held || 'the rate limit';
-      if (j.waitsFor === 'walk' || (j.waitsFor == null && waits.walking)) return held || walkChat;
-      return 'nothing: running now';
     case 'queued': {
       const i = ordered.findIndex((x) => x.chatId === j.chatId);
       const ahead = i > 0 ? ordered[i - 1] : null;
@@ -245,8 +253,9 @@ function RateLabel({ measured: m, waitedMs }) {
 /** When a job's run started, or why it has not: the API sets startedAt at its first batch. */
 function startedText(j, now) {
   if (j.startedAt) return html`<${Rel} at=${j.startedAt} now=${now} />`;
+  if (heldAtHead(j)) return html`<span class="muted" title="its first batch waits for the rate limit or the walk">waiting to run</span>`;
   if (j.state === 'queued') return html`<span class="muted" title="started, but it has not run yet: it waits for its turn">queued</span>`;
-  if (j.state === 'running') return html`<span class="muted" title="its first batch waits for the rate limit or the walk">waiting to run</span>`;
+  if (j.state === 'running') return html`<span class="muted" title="its first batch is under way">starting</span>`;
   return html`<span class="muted" title="this run never ran a batch">—</span>`;
 }
 
@@ -269,9 +278,10 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) 
       <div class="bf-title">
         <h3 id=${'bf-job-' + id}>Chat <code>${id}</code></h3>
         ${j.guildId ? html`<span class="muted small">guild <code>${j.guildId}</code></span>` : null}
-        <${Badge} kind=${STATE_KIND[j.state] || 'neutral'} testid=${'backfill-state-' + id} title=${STATE_TITLE[j.state]}>${j.state}<//>
+        <${Badge} kind=${STATE_KIND[j.state] || 'neutral'} testid=${'backfill-state-' + id} title=${stateTitle(j)}>${j.state}<//>
         ${j.state === 'queued' && j.position != null
-          ? html`<span class="muted small" data-testid=${'backfill-position-' + id} title="place in the run order; the running job is 0">#${j.position} in the queue</span>`
+          ? html`<span class="muted small" data-testid=${'backfill-position-' + id} title="place in the run order; the running job is 0">${
+              j.position === 0 ? 'next to run' : '#' + j.position + ' in the queue'}</span>`
           : null}
       </div>
       <div class="row">
@@ -281,10 +291,10 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) 
           data-testid=${'backfill-pause-' + id} aria-label=${'Pause chat ' + id}>${busy === 'pause:' + id ? 'Pausing…' : 'Pause'}</button>
       </div>
     </header>
-    ${j.state === 'running' && (limitedLeft !== null || walking)
+    ${(j.state === 'running' || heldAtHead(j)) && (limitedLeft !== null || walking)
       ? html`<p class="bf-wait" data-testid=${'backfill-waiting-' + id}>
           ${limitedLeft !== null
-            ? html`Waiting out the rate limit: the next batch in <strong class="num">${fmt.countdown(limitedLeft)}</strong>. The ETAs below count from then.`
+            ? html`Waiting out the rate limit: the ${j.startedAt ? 'next' : 'first'} batch in <strong class="num">${fmt.countdown(limitedLeft)}</strong>. The ETAs below count from then.`
             : html`Waiting while ${status.walkingChat ? html`the walk in chat <code>${status.walkingChat}</code>` : 'a walk'} holds the media-traffic lock. The ETAs below count from when it lapses.`}
         </p>`
       : null}
@@ -300,7 +310,7 @@ function Job({ job: j, status, busy, act, now, limitedLeft, walking, ordered }) 
       <div><dt>Rate</dt><dd class="num" data-testid=${'backfill-rate-' + id}>${fmt.rate(j.perMinute)} <${RateLabel} measured=${m} waitedMs=${j.waitedMs || 0} />${
         m && j.waitedMs > 0 ? html`<span class="muted small"> · ${fmt.duration(j.waitedMs)} of rate-limit waits counted</span>` : null}</dd></div>
       <div><dt>Starts</dt><dd class="num" title="time until this job starts, after the jobs ahead of it and the wait in hand" data-testid=${'backfill-starts-' + id}>${
-        j.state === 'running' ? 'running now' : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : estimate(j.etaStartMs)}</dd></div>
+        j.state === 'running' ? (j.waitsFor ? 'running; the next batch waits' : 'running now') : j.etaStartMs == null ? html`<span class="muted">not scheduled</span>` : estimate(j.etaStartMs)}</dd></div>
       <div><dt>Runs for</dt><dd class="num" title="an estimate from the rate: how long the job will run once it runs, not how long it has run" data-testid=${'backfill-runs-for-' + id}>${
         (j.pending || 0) > 0 ? estimate(j.etaRunMs ?? j.etaMs) : '—'}</dd></div>
       <div><dt>Done in</dt><dd class="num" title="an estimate from the rate and the waits ahead" data-testid=${'backfill-done-in-' + id}>${estimate(j.etaTotalMs)}</dd></div>
