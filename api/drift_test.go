@@ -306,5 +306,16 @@ func TestDriftRunsWhenDue(t *testing.T) {
 		if n := len(list(shadowDrift(w)["runs"])); n != 2 {
 			t.Errorf("%d runs, want 2", n)
 		}
+
+		// Another replica (a runner of its own lease owner) does not run the set while this one
+		// holds the chore, and takes it over once the lease has run out.
+		other := scheduler.NewDrift(w.env.Quiet(), drift.Config())
+		if out, err := other.Run(context.Background()); err != nil || out.Run != nil || !strings.Contains(out.Skipped, "another replica") {
+			t.Errorf("another replica ran the set while this one held it: %+v %v", out, err)
+		}
+		w.env.Clock.Advance(31 * time.Minute)
+		if out, err := other.Run(context.Background()); err != nil || out.Run == nil {
+			t.Errorf("another replica after the lease ran out: %+v %v", out, err)
+		}
 	})
 }

@@ -179,6 +179,7 @@ var bodyRoutes = []fuzzRoute{
 	{"PUT", "/api/admin/holds", "", asAdmin, nil},
 	{"POST", "/api/admin/items/:kind/:id/verdict", "pitch", asAdmin, nil},
 	{"POST", "/api/listeners/items/:kind/:id/appeal", "pitch", asAuthor, nil},
+	{"POST", "/api/admin/anchors", "", asAdmin, nil},
 }
 
 // queryRoutes are the routes that document query parameters.

@@ -434,7 +434,7 @@ func testSignIn(t *testing.T, w *world, b *browser) {
 		t.Errorf("the session cookie is readable from the page: %q", c)
 	}
 	tabs := eval[[]string](t, b, `[...document.querySelectorAll('[role=tab]')].map((e) => e.textContent.trim())`)
-	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks", "Audit", "Items"}
+	want := []string{"Overview", "Content jobs", "Review", "Backfill", "Budgets", "Events", "Webhooks", "Audit", "Items", "Shadow"}
 	if strings.Join(tabs, ",") != strings.Join(want, ",") {
 		t.Errorf("tabs %q, want %q", tabs, want)
 	}
