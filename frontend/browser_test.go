@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
 
@@ -951,6 +952,12 @@ func testWebhooks(t *testing.T, w *world, b *browser) {
 	did := fmt.Sprint(num(obj(dd[0])["id"]))
 	b.click(t, "webhook-deliveries-"+dead)
 	b.waitText(t, "delivery-row-"+did, "cancelled", "connection refused")
+
+	// The form offers every event a subscription may name, in the store's order.
+	offered := eval[[]string](t, b, `[...document.querySelectorAll('[data-testid^="webhook-event-"]')].map((e) => e.dataset.testid.slice('webhook-event-'.length))`)
+	if strings.Join(offered, ",") != strings.Join(models.WebhookEvents, ",") {
+		t.Errorf("the form offers events %q, want %q", offered, models.WebhookEvents)
+	}
 
 	// Create a webhook: its secret shows once.
 	b.fill(t, "webhook-url", w.receiver.URL+"/new")

@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// EventModelDrift is the webhook event of a drift run that finds the live model drifted from
-// the anchor set, after runs within bounds (or none): once per episode.
-const EventModelDrift = "model.drift"
-
 // DriftRun is one completed run of the anchor set against the live model. Agreement is the
 // share of screen anchors whose verdict matched (nil: none compared); MeanArtShift the mean
 // absolute difference between live art and the reference over art anchors (nil: none).

@@ -19,7 +19,10 @@ const (
 	EventModelBreaker     = "model.breaker"
 	// EventItemAppealDecided: a moderator decided an author's appeal (see DecideAppeal).
 	EventItemAppealDecided = "item.appeal.decided"
-	EventAll               = "*"
+	// EventModelDrift: a drift run found the live model off its anchor set, after runs within
+	// bounds (or none): once per episode.
+	EventModelDrift = "model.drift"
+	EventAll        = "*"
 )
 
 // WebhookEvents lists the events a subscription may name, in display order.

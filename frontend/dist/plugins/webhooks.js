@@ -13,6 +13,8 @@ const EVENTS = [
   ['song.scored', 'a song revision got its art score'],
   ['backfill.finished', 'a backfill job finished'],
   ['model.breaker', "the model's breaker opened or closed"],
+  ['item.appeal.decided', "a moderator decided an author's appeal"],
+  ['model.drift', 'the live model drifted from its anchor set'],
   ['*', 'every event, including future ones'],
 ];
 
