@@ -30,13 +30,14 @@ func (s *Store) ClaimDueSQL(alone bool) string { return s.dialect.bind(s.dialect
 // times, the budget day and the author again.
 var MineVersionSQL = mineVersionSQL
 
-// MinePageSQL is the statement (and its arguments) that reads a page of the author's view.
-func MinePageSQL(userID int64, f MineFilter) (string, []any) {
+// MineKindSQL is the statement (and its arguments) that reads the candidates of one kind for
+// a page of the author's view, in the state state selects.
+func MineKindSQL(kind Kind, userID int64, f MineFilter, state ItemState) (string, []any) {
 	afterRank := 0
 	if f.After != nil {
 		afterRank = KindRank(f.After.Kind)
 	}
-	return minePageSQL(userID, f, afterRank)
+	return mineKindSQL(KindRank(kind), userID, f, afterRank, mineStateFilter[state])
 }
 
 // Mine is the author's whole view: every item, newest first, with its owed jobs.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -157,45 +156,68 @@ type MineCursor struct {
 
 // KindRank is the place of a kind in the view's order (-1 for an unknown kind).
 func KindRank(kind Kind) int {
-	for i, k := range mineKinds {
-		if k.kind == kind {
+	for i, q := range mineQueries {
+		if q.kind == kind {
 			return i
 		}
 	}
 	return -1
 }
 
-// mineKinds are the kinds of item in the view's order of kinds: each one's table and its
-// columns song_id and title (NULL where the kind has none).
-var mineKinds = [3]struct {
-	kind       Kind
-	table, own string
-}{
-	{KindRevision, "revisions", "x.song_id, x.title"},
-	{KindComment, "comments", "x.song_id, CAST(NULL AS TEXT) AS title"},
-	{KindPitch, "pitches", "CAST(NULL AS BIGINT) AS song_id, CAST(NULL AS TEXT) AS title"},
+// mineColumns are the columns of an item the view shows whatever its kind, read from the
+// item's row (alias x) and its verdict (s), in the order readMine reads them; each kind's own
+// columns follow them (mineQueries).
+const mineColumns = `x.id, x.created_at, s.verdict, s.confidence`
+
+// readMine reads mineColumns into it.
+func readMine(r *row, it *MineItem) {
+	it.ID, it.CreatedAt, it.Verdict, it.Confidence = r.int64(0), r.time(1), textp[Verdict](r, 2), r.floatp(3)
 }
 
-// mineColumns are the columns of a page's row, in the order scanMine reads them: the item (its
-// kind's place, kind, id, time, song and title), its verdict and a revision's score.
-const mineColumns = `x.k, x.kind, x.id, x.created_at, x.song_id, x.title, s.verdict, s.confidence,
-	sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric`
+// mineOwn is where a kind's own columns start.
+const mineOwn = 4
 
-// readMine reads a row of mineColumns.
-func readMine(r *row) MineItem {
-	it := MineItem{Kind: Kind(r.str(1)), ID: r.int64(2), CreatedAt: r.time(3), SongID: r.int64p(4), Title: r.strOr(5),
-		Verdict: textp[Verdict](r, 6), Confidence: r.floatp(7)}
-	it.Score = r.scoreAt(8, it.ID)
-	return it
+// mineQueries read an author's items, one kind each, in the view's order of kinds: the
+// statement (mineColumns and the kind's own, through the items' covering index
+// (user_id, created_at, id, …) and the verdict's key), its number of columns, and how the
+// kind's own columns become the item's.
+var mineQueries = [3]mineKindQuery{
+	mineQuery(KindRevision, "revisions", `x.song_id, x.title, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric`,
+		` LEFT JOIN scores sc ON sc.revision_id = x.id`, func(r *row, it *MineItem) {
+			it.SongID, it.Title, it.Score = r.int64p(mineOwn), r.str(mineOwn+1), r.scoreAt(mineOwn+2, it.ID)
+		}),
+	mineQuery(KindComment, "comments", `x.song_id`, ``, func(r *row, it *MineItem) { it.SongID = r.int64p(mineOwn) }),
+	mineQuery(KindPitch, "pitches", ``, ``, func(*row, *MineItem) {}),
 }
 
-// mineStateFilter is the condition on an item (x) of kind ? that selects its state ("" selects
+// mineKindQuery is how one kind of item is read for the view.
+type mineKindQuery struct {
+	kind    Kind
+	sql     string
+	columns int
+	read    func(r *row, it *MineItem)
+}
+
+// mineQuery is the entry of mineQueries of kind, whose items are in table, with its own
+// columns and joins.
+func mineQuery(kind Kind, table, own, joins string, read func(r *row, it *MineItem)) (q mineKindQuery) {
+	cols := mineColumns
+	if own != "" {
+		cols += ", " + own
+	}
+	q.kind, q.read, q.columns = kind, read, strings.Count(cols, ",")+1
+	q.sql = `SELECT ` + cols + ` FROM ` + table + ` x LEFT JOIN screens s ON s.kind = '` + string(kind) + `' AND s.item_id = x.id` +
+		joins + ` WHERE x.user_id = ?`
+	return q
+}
+
+// mineStateFilter is the condition on an item's verdict that selects its state ("" selects
 // any).
 var mineStateFilter = map[ItemState]string{
 	"":           "",
-	StatePending: ` AND NOT EXISTS (SELECT 1 FROM screens s WHERE s.kind = ? AND s.item_id = x.id)`,
-	StatePublic:  ` AND EXISTS (SELECT 1 FROM screens s WHERE s.kind = ? AND s.item_id = x.id AND s.verdict = 'allow')`,
-	StateBlocked: ` AND EXISTS (SELECT 1 FROM screens s WHERE s.kind = ? AND s.item_id = x.id AND s.verdict = 'block')`,
+	StatePending: ` AND s.verdict IS NULL`,
+	StatePublic:  ` AND s.verdict = 'allow'`,
+	StateBlocked: ` AND s.verdict = 'block'`,
 }
 
 // jobKey names the item a job is owed for.
@@ -206,11 +228,10 @@ type jobKey struct {
 
 // MinePage reads one page of the author's items that f selects, in the view's order (see
 // MineCursor), each with its owed jobs. next is the cursor of the page's last item when more
-// items follow, else nil. One statement (minePageSQL) reads each kind by its
-// (user_id, created_at, id) index, at most Limit+1 rows, merges them and only then reads the
-// page's verdicts and scores.
+// items follow, else nil. Each kind is read by its (user_id, created_at, id) index, at most
+// Limit+1 rows, and the kinds are merged.
 func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items []MineItem, next *MineCursor, err error) {
-	_, ok := mineStateFilter[f.State]
+	stateSQL, ok := mineStateFilter[f.State]
 	afterRank := 0
 	if f.After != nil {
 		afterRank = KindRank(f.After.Kind)
@@ -222,17 +243,25 @@ func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items
 		return nil, nil, fmt.Errorf("mine page: unknown state %q", f.State)
 	case afterRank < 0:
 		return nil, nil, fmt.Errorf("mine page: cursor of unknown kind %q", f.After.Kind)
-	case f.Kind != "" && KindRank(f.Kind) < 0:
-		return nil, nil, fmt.Errorf("mine page: unknown kind %q", f.Kind)
 	}
-	sql, args := minePageSQL(userID, f, afterRank)
-	rows, err := s.query(ctx, s.read, sql, args...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("mine page: %w", err)
+	for rank := range mineQueries {
+		if f.Kind != "" && f.Kind != mineQueries[rank].kind {
+			continue
+		}
+		if items, err = s.mineKind(ctx, rank, userID, f, afterRank, stateSQL, items); err != nil {
+			return nil, nil, fmt.Errorf("mine page: %s: %w", mineQueries[rank].kind, err)
+		}
 	}
-	if items, err = scanMine(rows, min(f.Limit+1, 1024)); err != nil {
-		return nil, nil, fmt.Errorf("mine page: %w", err)
-	}
+	// Each kind is in order already; one stable sort merges them.
+	slices.SortStableFunc(items, func(a, b MineItem) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(KindRank(a.Kind), KindRank(b.Kind)); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
 	if len(items) > f.Limit {
 		items = items[:f.Limit]
 		last := items[len(items)-1]
@@ -242,67 +271,6 @@ func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items
 		return nil, nil, fmt.Errorf("mine page: jobs: %w", err)
 	}
 	return items, next, nil
-}
-
-// minePageSQL is MinePage's statement and its arguments: for each kind f selects, its items
-// after the cursor in the state f selects, newest first, at most Limit+1 (read from the
-// kind's (user_id, created_at, id) index); the first Limit+1 of them all in the view's order;
-// and their verdicts and scores.
-func minePageSQL(userID int64, f MineFilter, afterRank int) (string, []any) {
-	var branches []string
-	var args []any
-	limit := int64(f.Limit) + 1
-	for rank, k := range mineKinds {
-		if f.Kind != "" && f.Kind != k.kind {
-			continue
-		}
-		b := `SELECT ` + strconv.Itoa(rank) + ` AS k, '` + string(k.kind) + `' AS kind, x.id, x.created_at, ` + k.own + `
-			FROM ` + k.table + ` x WHERE x.user_id = ?`
-		args = append(args, userID)
-		if c := f.After; c != nil {
-			// Items of a kind ranked before the cursor's come first among equal times, so they
-			// must be strictly older; the cursor's own kind continues by id (a row value, so
-			// that the index is entered at the cursor); later kinds may share the cursor's time.
-			switch {
-			case rank < afterRank:
-				b += ` AND x.created_at < ?`
-				args = append(args, c.CreatedAt)
-			case rank == afterRank:
-				b += ` AND (x.created_at, x.id) < (?, ?)`
-				args = append(args, c.CreatedAt, c.ID)
-			default:
-				b += ` AND x.created_at <= ?`
-				args = append(args, c.CreatedAt)
-			}
-		}
-		if cond := mineStateFilter[f.State]; cond != "" {
-			b += cond
-			args = append(args, k.kind)
-		}
-		branches = append(branches, `SELECT * FROM (`+b+` ORDER BY x.created_at DESC, x.id DESC LIMIT ?) AS b`+strconv.Itoa(rank))
-		args = append(args, limit)
-	}
-	return `SELECT ` + mineColumns + `
-		FROM (` + strings.Join(branches, ` UNION ALL `) + ` ORDER BY created_at DESC, k, id DESC LIMIT ?) AS x
-		LEFT JOIN screens s ON s.kind = x.kind AND s.item_id = x.id
-		LEFT JOIN scores sc ON x.k = 0 AND sc.revision_id = x.id
-		ORDER BY x.created_at DESC, x.k, x.id DESC`, append(args, limit)
-}
-
-// scanMine reads rows of mineColumns and closes rows.
-func scanMine(rows *queryRows, sizeHint int) ([]MineItem, error) {
-	defer rows.Close()
-	items := make([]MineItem, 0, sizeHint)
-	r := newRow(13)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return items, err
-		}
-		if it := readMine(r); r.err == nil {
-			items = append(items, it)
-		}
-	}
-	return items, errors.Join(rows.Err(), r.err)
 }
 
 // mineJobs gives the page's items their owed jobs: out of all of the author's when they have
@@ -409,6 +377,57 @@ func (r *row) scoreAt(i int, id int64) *Score {
 	sc := scoreRow{RevisionID: id, Art: r.float(i), ArtRuns: r.strOr(i + 1), Criteria: r.strOr(i + 2),
 		Model: r.strOr(i + 3), Rubric: r.strOr(i + 4)}.score()
 	return &sc
+}
+
+// mineKind appends to items the page's candidates of one kind (mineQueries[rank]): at most
+// f.Limit+1 of them, after the cursor, in the state stateSQL selects.
+func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilter, afterRank int, stateSQL string,
+	items []MineItem) ([]MineItem, error) {
+	q := mineQueries[rank]
+	sql, args := mineKindSQL(rank, userID, f, afterRank, stateSQL)
+	rows, err := s.query(ctx, s.read, sql, args...)
+	if err != nil {
+		return items, err
+	}
+	defer rows.Close()
+	r := newRow(q.columns)
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return items, err
+		}
+		it := MineItem{Kind: q.kind}
+		readMine(r, &it)
+		q.read(r, &it)
+		if r.err != nil {
+			return items, r.err
+		}
+		items = append(items, it)
+	}
+	return items, rows.Err()
+}
+
+// mineKindSQL is mineKind's statement and its arguments.
+func mineKindSQL(rank int, userID int64, f MineFilter, afterRank int, stateSQL string) (string, []any) {
+	sql, args := mineQueries[rank].sql, []any{userID}
+	if c := f.After; c != nil {
+		// Items of a kind ranked before the cursor's come first among equal times, so they
+		// must be strictly older; the cursor's own kind continues by id; later kinds may share
+		// the cursor's time.
+		switch {
+		case rank < afterRank:
+			sql += ` AND x.created_at < ?`
+			args = append(args, c.CreatedAt)
+		case rank == afterRank:
+			// A row value, so that the index is entered at the cursor: written as an OR, SQLite
+			// reads every older item of the author by each branch and sorts them all.
+			sql += ` AND (x.created_at, x.id) < (?, ?)`
+			args = append(args, c.CreatedAt, c.ID)
+		default:
+			sql += ` AND x.created_at <= ?`
+			args = append(args, c.CreatedAt)
+		}
+	}
+	return sql + stateSQL + ` ORDER BY x.created_at DESC, x.id DESC LIMIT ?`, append(args, int64(f.Limit)+1)
 }
 
 // strOr is the text in column i, or "" for NULL.

@@ -481,25 +481,20 @@ func viewReadsByKey(t *testing.T, f *fixture) {
 	}
 	cursor := &models.MineCursor{CreatedAt: 1, Kind: models.KindComment, ID: 7}
 	reads := map[string][]any{"version": {models.MineVersionSQL, 1500, 1500, 1500, 1500, "2026-11-30", 1500}}
-	for _, kind := range append([]models.Kind{""}, models.Kinds...) {
-		page := func(name string, f models.MineFilter) {
-			f.Kind = kind
-			q, args := models.MinePageSQL(1500, f)
+	for _, kind := range models.Kinds {
+		page := func(name string, f models.MineFilter, state models.ItemState) {
+			q, args := models.MineKindSQL(kind, 1500, f, state)
 			reads[string(kind)+": "+name] = append([]any{q}, args...)
 		}
-		page("first page", models.MineFilter{Limit: 100})
-		page("page after a cursor", models.MineFilter{Limit: 100, After: cursor})
-		page("pending items, a page", models.MineFilter{Limit: 10, After: cursor, State: models.StatePending})
-		page("public items, first page", models.MineFilter{Limit: 10, State: models.StatePublic})
+		page("first page", models.MineFilter{Limit: 100}, "")
+		page("page after a cursor", models.MineFilter{Limit: 100, After: cursor}, "")
+		page("pending items, a page", models.MineFilter{Limit: 10, After: cursor}, models.StatePending)
+		page("public items, first page", models.MineFilter{Limit: 10}, models.StatePublic)
 	}
 	for name, q := range reads {
 		steps := plan(q[0].(string), q[1:]...)
 		for _, step := range steps {
-			// A page's kinds are merged, and sorted, as at most limit+1 rows each.
-			if scan, ok := strings.CutPrefix(step, "SCAN "); ok && scan != "x" && !strings.HasPrefix(scan, "b") {
-				t.Errorf("%s: %s in the plan %q", name, step, steps)
-			}
-			if strings.Contains(step, "TEMP B-TREE") && !strings.HasSuffix(step, "ORDER BY") {
+			if strings.HasPrefix(step, "SCAN") || strings.Contains(step, "TEMP B-TREE") {
 				t.Errorf("%s: %s in the plan %q", name, step, steps)
 			}
 		}
