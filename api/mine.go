@@ -541,8 +541,8 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // mineCacheBytes bounds the answers of `mine` kept in memory: a view of 100 items is about
-// 20 KB of JSON, so some three thousand of them.
-const mineCacheBytes = 64 << 20
+// 20 KB of JSON, so some fifteen hundred of them.
+const mineCacheBytes = 32 << 20
 
 // mineCache keeps recent answers of the author's view by ETag, least recently used first out,
 // within a bound in bytes. An ETag names one view: the author, their limit, the filters and
