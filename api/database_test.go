@@ -188,16 +188,36 @@ func TestOutsideLock(t *testing.T) {
 
 // TestOutsideLockOnARead: a read that is no transaction of the store's own (the model's state
 // reads the breaker and the holds one statement each) waiting on an outside lock answers 503
-// unavailable with Retry-After after the lock timeout, not when the lock ends; once the lock is
-// gone it answers 200.
+// unavailable with Retry-After after the lock timeout, not when the lock ends, straight to the
+// server and through pgbouncer in transaction mode (when OWED_TEST_PGBOUNCER_URL names one,
+// .ci/pgbouncer); once the lock is gone it answers 200.
 func TestOutsideLockOnARead(t *testing.T) {
 	t.Parallel()
 	base := postgresBase(t)
-	dbURL := owedtest.PostgresURL(t, base)
-	const lockTimeout = 500 * time.Millisecond
-	w := newWorld(t, dbURL, func(c *app.Config) { c.DatabaseLockTimeout = lockTimeout }).quiet()
+	t.Run("direct", func(t *testing.T) {
+		t.Parallel()
+		dbURL := owedtest.PostgresURL(t, base)
+		outsideLockOnARead(t, dbURL, dbURL)
+	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		t.Parallel()
+		pooled, direct := owedtest.PooledURLs(t)
+		outsideLockOnARead(t, pooled, direct)
+	})
+}
 
-	locker := openSQL(t, dbURL)
+// outsideLockOnARead runs TestOutsideLockOnARead with owed on dbURL and the lock taken on
+// lockURL, the same database.
+func outsideLockOnARead(t *testing.T, dbURL, lockURL string) {
+	const lockTimeout = 500 * time.Millisecond
+	w := newWorld(t, dbURL, func(c *app.Config) {
+		c.DatabaseLockTimeout = lockTimeout
+		if dbURL != lockURL {
+			c.DatabaseListenURL = lockURL
+		}
+	}).quiet()
+
+	locker := openSQL(t, lockURL)
 	tx, err := locker.Begin()
 	if err != nil {
 		t.Fatal(err)
