@@ -186,6 +186,57 @@ func TestOutsideLock(t *testing.T) {
 	}
 }
 
+// TestOutsideLockOnARead: a read that is no transaction of the store's own (the model's state
+// reads the breaker and the holds one statement each) waiting on an outside lock answers 503
+// unavailable with Retry-After after the lock timeout, not when the lock ends, straight to the
+// server and through pgbouncer in transaction mode (when OWED_TEST_PGBOUNCER_URL names one,
+// .ci/pgbouncer); once the lock is gone it answers 200.
+func TestOutsideLockOnARead(t *testing.T) {
+	t.Parallel()
+	base := postgresBase(t)
+	t.Run("direct", func(t *testing.T) {
+		t.Parallel()
+		dbURL := owedtest.PostgresURL(t, base)
+		outsideLockOnARead(t, dbURL, dbURL)
+	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		t.Parallel()
+		pooled, direct := owedtest.PooledURLs(t)
+		outsideLockOnARead(t, pooled, direct)
+	})
+}
+
+// outsideLockOnARead runs TestOutsideLockOnARead with owed on dbURL and the lock taken on
+// lockURL, the same database.
+func outsideLockOnARead(t *testing.T, dbURL, lockURL string) {
+	const lockTimeout = 500 * time.Millisecond
+	w := newWorld(t, dbURL, func(c *app.Config) {
+		c.DatabaseLockTimeout = lockTimeout
+		if dbURL != lockURL {
+			c.DatabaseListenURL = lockURL
+		}
+	}).quiet()
+
+	locker := openSQL(t, lockURL)
+	tx, err := locker.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`LOCK TABLE model_breaker, holds IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	r := w.do(http.MethodGet, "/api/admin/model", asAdmin, nil)
+	if took := time.Since(began); !unavailable(r) || took > 10*lockTimeout {
+		t.Errorf("the model's state under the lock: %d %s after %v; want 503 unavailable after about %v", r.Status, r.Body, took, lockTimeout)
+	}
+	tx.Rollback()
+	if r := w.do(http.MethodGet, "/api/admin/model", asAdmin, nil); r.Status != http.StatusOK {
+		t.Errorf("the model's state after the lock: %d %s", r.Status, r.Body)
+	}
+}
+
 // TestDeafListener: a replica whose LISTEN connection hears nothing (here: it listens on
 // another database, as LISTEN through a pooler in transaction mode hears nothing) finds it
 // out by its heartbeat and says so in /readyz (503, with why), within a few seconds.

@@ -60,9 +60,6 @@ func (k *keyedLimiter) take(key string, now time.Time) (ok bool, wait time.Durat
 	return true, 0
 }
 
-// len is how many keys the limiter holds.
-func (k *keyedLimiter) len() int { return k.keys.Len() }
-
 // signInLimits are the sign-in limiters of one API.
 type signInLimits struct {
 	addr, toks *keyedLimiter

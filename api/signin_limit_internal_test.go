@@ -47,3 +47,6 @@ func TestSignInAddressKey(t *testing.T) {
 		t.Errorf("IPv4 keys: %s %s", addrKey("192.0.2.1"), addrKey("192.0.2.2"))
 	}
 }
+
+// len is how many keys the limiter holds.
+func (k *keyedLimiter) len() int { return k.keys.Len() }

@@ -109,7 +109,7 @@ type Config struct {
 	// DatabaseListenURL is a direct (session) connection for LISTEN ("": DatabaseURL);
 	// MigrateLockTimeout bounds a start's wait for another process's migration lock;
 	// DatabaseMaxConnLifetime replaces pooled connections; DatabaseLockTimeout and
-	// DatabaseStatementTimeout bound each statement of a transaction (0: the server's own).
+	// DatabaseStatementTimeout bound every statement (0: the server's own).
 	DatabaseListenURL        string
 	MigrateLockTimeout       time.Duration
 	DatabaseMaxConnLifetime  time.Duration
@@ -451,17 +451,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// SettingsTable is the README's table of settings, made from Settings (a test keeps the
-// README in step).
-func SettingsTable() string {
-	var b strings.Builder
-	b.WriteString("| variable | flag | default | meaning |\n| --- | --- | --- | --- |\n")
-	for _, s := range Settings {
-		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s |\n", s.Env, s.FlagName(), s.Default, s.Usage)
-	}
-	return b.String()
 }
 
 func text(field func(*Config) *string) func(*Config, string) error {

@@ -57,7 +57,3 @@ func (a *App) serveMetrics() error {
 	a.Log.Info("owed metrics serving", "addr", a.metricsAddr)
 	return nil
 }
-
-// MetricsAddr is the address /metrics listens on when OWED_METRICS_ADDR is set (with the port
-// chosen when it asked for 0), once serving; "" otherwise.
-func (a *App) MetricsAddr() string { return a.metricsAddr }

@@ -161,11 +161,6 @@ type execer interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
-// Apply is ApplyWith, waiting for the lock as long as DefaultLockTimeout, silently.
-func Apply(ctx context.Context, db *sql.DB, dialect string) ([]int, error) {
-	return ApplyWith(ctx, db, dialect, LockWait{})
-}
-
 // ApplyWith brings db up to the newest version of the dialect ("sqlite" or "postgres") and
 // returns the versions it applied. A failing migration rolls back whole and stops the rest
 // (on PostgreSQL, with every version of this start: they share its transaction).

@@ -86,6 +86,10 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until, &lastErr); err != nil {
 		return Breaker{}, false, err
 	}
+	// The update is done once its rows are: closing them commits its own transaction (alone).
+	if err := rows.Close(); err != nil {
+		return Breaker{}, false, err
+	}
 	b.Since, b.NextProbeAt, b.ProbeUntil = nullTime(since), nullTime(next), nullTime(until)
 	if why.Valid {
 		w := Why(why.String)

@@ -78,6 +78,10 @@ type dialect interface {
 	// transaction's id, so that a COMMIT whose answer was lost can be asked after (txStatus);
 	// 0 where a COMMIT's error always means it did not commit.
 	txStart(ctx context.Context, tx *Store, id bool) (int64, error)
+	// timeoutsBind reports whether the store's lock and statement timeouts bind its
+	// statements; where they do, a statement outside a transaction runs in one of its own so
+	// that txStart sets them (Store.alone).
+	timeoutsBind() bool
 	// txStatus says whether transaction id committed, on one of s's connections.
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)
 	// commitMayLand reports whether a failed COMMIT without a txID may still have committed.

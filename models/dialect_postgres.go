@@ -270,6 +270,8 @@ func (postgresDialect) txStart(ctx context.Context, tx *Store, id bool) (int64, 
 	return n, err
 }
 
+func (postgresDialect) timeoutsBind() bool { return true }
+
 // txStatus asks after a transaction whose COMMIT's answer was lost (PostgreSQL 10+).
 func (postgresDialect) txStatus(ctx context.Context, s *Store, id int64) (outcome, error) {
 	var st *string

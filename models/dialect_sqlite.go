@@ -229,6 +229,9 @@ func sqliteUnique(err error, index string) bool {
 // writer, whose waits busy_timeout bounds.
 func (sqliteDialect) txStart(context.Context, *Store, bool) (int64, error) { return 0, nil }
 
+// timeoutsBind: SQLite has no lock or statement timeout to set (its writers wait busy_timeout).
+func (sqliteDialect) timeoutsBind() bool { return false }
+
 func (sqliteDialect) txStatus(context.Context, *Store, int64) (outcome, error) {
 	return outcomeAborted, nil
 }

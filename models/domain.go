@@ -109,14 +109,11 @@ const (
 
 // Whys lists every reason a job can wait, in display order: the one list of why values (the
 // model client's replies, the API's validation and OpenAPI enum read it). A new why is a
-// constant here and its place in this list; one a job's row keeps (Stored) also widens the
-// CHECK on content_jobs.why in a migration, which TestStoredWhysMatchTheCheck holds to this.
+// constant here and its place in this list; one a job's row keeps (all but held and breaker,
+// which are only shown, worked out when the job is read) also widens the CHECK on
+// content_jobs.why in a migration, which TestStoredWhysMatchTheCheck holds to this.
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
 	WhyBreaker, WhyReview, WhyUnavailable, WhyRefused}
-
-// Stored reports whether a job's row may keep the why; the others are only shown, worked out
-// when the job is read (held, breaker).
-func (w Why) Stored() bool { return w != WhyHeld && w != WhyBreaker }
 
 // EventOutcome is how an attempt (an event) ended.
 type EventOutcome string

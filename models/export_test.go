@@ -48,3 +48,28 @@ func (s *Store) Mine(ctx context.Context, userID int64) ([]MineItem, error) {
 
 // UniqueViolation is uniqueViolation: err is a refusal by the unique index named index.
 var UniqueViolation = uniqueViolation
+
+// HookRan reports whether r's hook was committed.
+func (r *Request) HookRan() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
+// CountSessions counts a user's session rows, live or expired (0: everyone's).
+func (s *Store) CountSessions(ctx context.Context, userID int64) (int64, error) {
+	q, args := `SELECT COUNT(*) FROM sessions`, []any{}
+	if userID != 0 {
+		q, args = q+` WHERE user_id = ?`, append(args, userID)
+	}
+	var n int64
+	err := s.scan(ctx, s.read, &n, q, args...)
+	return n, err
+}
+
+// Stored reports whether a job's row may keep the why; the others are only shown, worked out
+// when the job is read (held, breaker).
+func (w Why) Stored() bool { return w != WhyHeld && w != WhyBreaker }

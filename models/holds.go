@@ -18,9 +18,6 @@ type Holds struct {
 	Deliveries bool
 }
 
-// Any reports whether anything is held.
-func (h Holds) Any() bool { return h.Screen || h.Score || h.Deliveries }
-
 // taskHolds is the held rule's one home: each content task an admin can hold, with the
 // column of its flag in the holds row and its field of Holds, in the order of its bit (1, 2,
 // 4 …). Holds.Task reads it in Go, and the SQL that must decide the same (heldTasks,

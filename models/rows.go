@@ -17,7 +17,8 @@ import (
 // RETURNING into GORM-tagged rows or plain values, and query for the hot reads (an author's
 // view, the public song list, the admin's job list, the claims), whose rows are read by hand
 // (row) instead of through GORM's reflective Scan, which cost as much CPU as SQLite's own
-// stepping on those paths at a million items. Inside WithTx all three run on the transaction.
+// stepping on those paths at a million items. Inside WithTx all three run on the transaction;
+// outside it, on PostgreSQL with timeouts, each statement is a transaction of its own (alone).
 //
 // One rule binds their arguments (statementArgs): a ? is one value on both dialects, in all
 // three. A list is never spread over an IN ? (GORM's exec and scan would, query could not);
@@ -32,9 +33,46 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	res := s.db.WithContext(ctx).Exec(q, args...)
-	s.noteWrite(res.Error)
-	return res.RowsAffected, res.Error
+	db, end, err := s.alone(ctx, s.db)
+	if err != nil {
+		s.noteWrite(err)
+		return 0, err
+	}
+	res := db.Exec(q, args...)
+	err = res.Error
+	if cerr := end(err != nil); err == nil {
+		err = cerr
+	}
+	s.noteWrite(err)
+	return res.RowsAffected, err
+}
+
+// alone is where one statement runs on pool, and end, called once its rows are closed with
+// whether it failed, ends it: rolled back if it failed, else committed, returning the
+// commit's error. Outside a transaction, where the timeouts bind (ownTx), the statement runs
+// in a transaction of its own whose first statement sets them (txStart): a pooler in
+// transaction mode keeps no session state, so a statement left to autocommit would wait for
+// a lock, or run, for as long as it takes.
+func (s *Store) alone(ctx context.Context, pool *gorm.DB) (db *gorm.DB, end func(failed bool) error, err error) {
+	if s.inTx || !s.ownTx {
+		return pool.WithContext(ctx), func(bool) error { return nil }, nil
+	}
+	tx := pool.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return nil, nil, tx.Error
+	}
+	own := &Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, retryClock: s.retryClock, inTx: true,
+		health: s.health, dailyLimit: s.dailyLimit, timeouts: s.timeouts}
+	if _, err := s.dialect.txStart(ctx, own, false); err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	return tx, func(failed bool) error {
+		if failed {
+			return tx.Rollback().Error
+		}
+		return tx.Commit().Error
+	}, nil
 }
 
 // scan runs q on pool (s.read, or s.db for a write with RETURNING or a read that must see
@@ -51,13 +89,21 @@ func (s *Store) scan(ctx context.Context, pool *gorm.DB, dest any, q string, arg
 	if err != nil {
 		return err
 	}
-	tx := pool.WithContext(ctx).Raw(q, args...)
+	db, end, err := s.alone(ctx, pool)
+	if err != nil {
+		return err
+	}
+	tx := db.Raw(q, args...)
 	rows, err := tx.Rows()
 	if err != nil {
+		_ = end(true)
 		return err
 	}
 	defer func() {
 		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := end(err != nil); err == nil {
 			err = cerr
 		}
 	}()
@@ -80,48 +126,85 @@ func (s *Store) query(ctx context.Context, pool *gorm.DB, q string, args ...any)
 		return nil, err
 	}
 	q = s.dialect.bind(q)
-	begin := time.Now() // wall time, as GORM's logger times exec and scan
-	rows, err := pool.Statement.ConnPool.QueryContext(ctx, q, args...)
+	db, end, err := s.alone(ctx, pool)
 	if err != nil {
-		pool.Logger.Trace(ctx, begin, func() (string, int64) { return q, -1 }, err)
 		return nil, err
 	}
-	return &queryRows{Rows: rows, ctx: ctx, log: pool.Logger, q: q, begin: begin}, nil
+	begin := time.Now() // wall time, as GORM's logger times exec and scan
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, q, args...)
+	if err != nil {
+		pool.Logger.Trace(ctx, begin, func() (string, int64) { return q, -1 }, err)
+		_ = end(true)
+		return nil, err
+	}
+	return &queryRows{Rows: rows, ctx: ctx, log: pool.Logger, q: q, begin: begin, end: end}, nil
 }
 
-// queryRows are query's rows: database/sql's, counted, and logged once when closed.
+// queryRows are query's rows: database/sql's, counted, and finished once (finish) when the
+// last is read or they are closed.
 type queryRows struct {
 	*sql.Rows
-	ctx    context.Context
-	log    logger.Interface
-	q      string
-	begin  time.Time
-	n      int64
-	logged bool
+	ctx      context.Context
+	log      logger.Interface
+	q        string
+	begin    time.Time
+	n        int64
+	end      func(failed bool) error // ends the statement's own transaction (alone)
+	finished bool
+	failed   error // the rows' error when they finished
+	closeErr error // closing the rows failed
+	endErr   error // ending the statement's own transaction failed: its COMMIT
 }
 
-// Next advances as sql.Rows.Next does, counting the rows read.
+// Next advances as sql.Rows.Next does, counting the rows read; after the last row it finishes
+// the statement, so Err reports a COMMIT of its own transaction that failed.
 func (r *queryRows) Next() bool {
 	if r.Rows.Next() {
 		r.n++
 		return true
 	}
+	r.finish()
 	return false
 }
 
-// Close closes the rows and, the first time, hands the statement to the store's logger, which
-// keeps it when it failed or was slow.
-func (r *queryRows) Close() error {
-	err := r.Rows.Close()
-	if !r.logged {
-		r.logged = true
-		failed := r.Rows.Err()
-		if failed == nil {
-			failed = err
-		}
-		r.log.Trace(r.ctx, r.begin, func() (string, int64) { return r.q, r.n }, failed)
+// Err is the rows' error, or the failed COMMIT of the statement's own transaction. Once the
+// rows are finished it is the error they had then: ending the transaction cancels its context,
+// which database/sql would report as the error of rows not read to their end.
+func (r *queryRows) Err() error {
+	if !r.finished {
+		return r.Rows.Err()
 	}
-	return err
+	if r.endErr != nil {
+		return r.endErr
+	}
+	return r.failed
+}
+
+// Close finishes the statement if the last row was not read, and says whether closing the
+// rows or committing its own transaction failed.
+func (r *queryRows) Close() error {
+	r.finish()
+	if r.endErr != nil {
+		return r.endErr
+	}
+	return r.closeErr
+}
+
+// finish, the first time, closes the rows, hands the statement to the store's logger (which
+// keeps it when it failed or was slow) and ends the statement's own transaction.
+func (r *queryRows) finish() {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.closeErr = r.Rows.Close()
+	r.failed = r.Rows.Err()
+	failed := r.failed
+	if failed == nil {
+		failed = r.closeErr
+	}
+	r.log.Trace(r.ctx, r.begin, func() (string, int64) { return r.q, r.n }, failed)
+	r.endErr = r.end(failed != nil)
 }
 
 // statementArgs are args as the three helpers bind them: one value for each ?, with times

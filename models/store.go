@@ -81,9 +81,10 @@ type Options struct {
 	// MaxConnLifetime is how long a PostgreSQL connection is used before it is replaced (0:
 	// DefaultMaxConnLifetime), so a pool that reached a standby finds the primary again.
 	MaxConnLifetime time.Duration
-	// LockTimeout and StatementTimeout bound, on PostgreSQL, each statement of a transaction:
-	// waiting for a lock, and running (0: DefaultLockTimeout, DefaultStatementTimeout; below
-	// 0: the server's own setting). Each transaction sets them for itself (txStart).
+	// LockTimeout and StatementTimeout bound, on PostgreSQL, every statement: waiting for a
+	// lock, and running (0: DefaultLockTimeout, DefaultStatementTimeout; below 0: the server's
+	// own setting). Each transaction sets them for itself (txStart), and a statement outside a
+	// transaction runs in one of its own that does (Store.alone).
 	LockTimeout, StatementTimeout time.Duration
 	// MigrateLockTimeout is how long Open waits for another process's migration lock
 	// (PostgreSQL; 0: migrations.DefaultLockTimeout) before it fails with
@@ -130,8 +131,10 @@ type Store struct {
 	health *storeHealth
 	// dailyLimit is the limit of users without their own (Options.DailyLimit).
 	dailyLimit int64
-	// timeouts are set by each transaction for itself (Options.LockTimeout …).
+	// timeouts are set by each transaction for itself (Options.LockTimeout …); ownTx says a
+	// statement outside a transaction runs in one of its own, so that they bind it too.
 	timeouts timeouts
+	ownTx    bool
 	// ping is the pool readiness asks (dialect.healthPool).
 	ping *sql.DB
 
@@ -180,6 +183,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.timeouts = timeoutsOf(opts)
+	s.ownTx = s.dialect.timeoutsBind() && s.timeouts != timeouts{}
 	if s.ping, err = s.dialect.healthPool(opts, s.db); err != nil {
 		s.Close()
 		return nil, err

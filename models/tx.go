@@ -129,16 +129,6 @@ func requestOf(ctx context.Context) *Request {
 	return r
 }
 
-// HookRan reports whether r's hook was committed.
-func (r *Request) HookRan() bool {
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.done
-}
-
 func (r *Request) hook() func(context.Context, *Store, []any) error {
 	if r == nil {
 		return nil

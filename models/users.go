@@ -225,19 +225,6 @@ func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error)
 	return n, nil
 }
 
-// CountSessions counts a user's session rows, live or expired (0: everyone's).
-func (s *Store) CountSessions(ctx context.Context, userID int64) (int64, error) {
-	q, args := `SELECT COUNT(*) FROM sessions`, []any{}
-	if userID != 0 {
-		q, args = q+` WHERE user_id = ?`, append(args, userID)
-	}
-	var n int64
-	if err := s.scan(ctx, s.read, &n, q, args...); err != nil {
-		return 0, fmt.Errorf("count sessions: %w", err)
-	}
-	return n, nil
-}
-
 // RotateToken gives a user a new token and returns it (it is not kept). The old token stops
 // working at once and every session of the user ends, except keepSession's (the hash of the
 // caller's own session when admins rotate their own token, "" for none). ErrNotFound for an

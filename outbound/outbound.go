@@ -58,9 +58,6 @@ func Check(ip netip.Addr) error {
 	return nil
 }
 
-// Public reports whether ip is a public address (Check returns nil).
-func Public(ip netip.Addr) bool { return Check(ip) == nil }
-
 // CheckHost checks a URL's host as written (brackets allowed): a literal IP address must be
 // public; a name passes, since only the dial can tell where it leads. It wraps ErrRefused.
 func CheckHost(host string) error {
