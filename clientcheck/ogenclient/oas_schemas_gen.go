@@ -6895,7 +6895,8 @@ type JobStats struct {
 	// Due now and not held.
 	Due int `json:"due"`
 	// Of a held task: claimed by no one until the hold is lifted.
-	Held        int         `json:"held"`
+	Held int `json:"held"`
+	// Jobs claimed and running now, on every replica (one job each, a score's three model calls included).
 	Leased      int         `json:"leased"`
 	OldestDueAt NilDateTime `json:"oldestDueAt"`
 	Total       int         `json:"total"`
@@ -7785,8 +7786,11 @@ func (s *Minute) SetScreen(val int) {
 
 // Ref: #/components/schemas/ModelState
 type ModelState struct {
+	// OWED_MODEL_CONCURRENCY: model calls in flight per replica.
 	Cap      int `json:"cap"`
 	Failures int `json:"failures"`
+	// Model calls this replica's jobs are asking now (a score's three runs count three), out of cap; never
+	// more than three times the leased jobs.
 	InFlight int `json:"inFlight"`
 	// The last real failure in words (kept after the breaker closes).
 	LastError   NilString   `json:"lastError"`

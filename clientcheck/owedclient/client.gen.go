@@ -2441,7 +2441,9 @@ type JobStats struct {
 	Due int `json:"due"`
 
 	// Held of a held task: claimed by no one until the hold is lifted
-	Held        int        `json:"held"`
+	Held int `json:"held"`
+
+	// Leased jobs claimed and running now, on every replica (one job each, a score's three model calls included)
 	Leased      int        `json:"leased"`
 	OldestDueAt *time.Time `json:"oldestDueAt"`
 	Total       int        `json:"total"`
@@ -2542,8 +2544,11 @@ type Minute struct {
 
 // ModelState defines model for ModelState.
 type ModelState struct {
+	// Cap OWED_MODEL_CONCURRENCY: model calls in flight per replica
 	Cap      int `json:"cap"`
 	Failures int `json:"failures"`
+
+	// InFlight model calls this replica's jobs are asking now (a score's three runs count three), out of cap; never more than three times the leased jobs
 	InFlight int `json:"inFlight"`
 
 	// LastError the last real failure in words (kept after the breaker closes)
