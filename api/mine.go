@@ -198,7 +198,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	briefs := make([]jobBrief, 0, jobs) // every item's, in one array
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
-			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
+			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Reason: it.Reason, Score: scoreOf(it.Score),
 			Appeal: appeals[itemRef{it.Kind, it.ID}]}
 		from := len(briefs)
 		for _, j := range it.Jobs {

@@ -48,6 +48,10 @@ var eventFields = []struct {
 		func(e *Event, r *row, i int) { e.Note = r.strp(i) }},
 	{"verdict", "text", func(e *Event) any { return nullable(e.Verdict, func(v Verdict) any { return string(v) }) },
 		func(e *Event, r *row, i int) { e.Verdict = textp[Verdict](r, i) }},
+	{"job_id", "bigint", func(e *Event) any { return nullable(e.JobID, func(n int64) any { return n }) },
+		func(e *Event, r *row, i int) { e.JobID = r.int64p(i) }},
+	{"public_reason", "text", func(e *Event) any { return nullable(e.Reason, func(s string) any { return s }) },
+		func(e *Event, r *row, i int) { e.Reason = r.strp(i) }},
 }
 
 // nullable is f(*p), or nil (NULL) when p is nil.

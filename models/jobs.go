@@ -55,8 +55,13 @@ type Event struct {
 	Runs         *int
 	Error        *string  // what went wrong, in words (at most 500 characters, no secret)
 	AdminID      *int64   // a verdict by hand: who decided
-	Note         *string  // a verdict by hand: the admin's note
+	Note         *string  // a verdict by hand: the admin's note (the moderators' alone)
 	Verdict      *Verdict // a verdict by hand: what was decided
+	// JobID is the job the attempt was at (nil for a verdict by hand on no owed job); an
+	// attempt that settles its job keeps it listed (state done, ListDoneJobs).
+	JobID *int64
+	// Reason is a verdict by hand's public reason, which the item's author sees.
+	Reason *string
 }
 
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
@@ -176,8 +181,8 @@ func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 // insertScreensIf inserts the verdicts of v's rows whose items still exist and have none yet,
 // if cond (an SQL condition) holds.
 func insertScreensIf(cond string) string {
-	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
-	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at FROM v
+	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at, public_reason)
+	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at, v.e_public_reason FROM v
 	WHERE (` + cond + `) AND ((v.kind = 'revision' AND EXISTS (SELECT 1 FROM revisions WHERE id = v.item_id))
 		OR (v.kind = 'comment' AND EXISTS (SELECT 1 FROM comments WHERE id = v.item_id))
 		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id)))
@@ -296,7 +301,7 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 			if err != nil {
 				return err
 			}
-			d.DecidedBy, d.Note = c.ev.AdminID, c.ev.Note // a verdict by hand names its moderator and why
+			d.DecidedBy, d.Note, d.Reason = c.ev.AdminID, c.ev.Note, c.ev.Reason // a verdict by hand names its moderator and why
 			if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ type MineItem struct {
 	CreatedAt  time.Time
 	Verdict    *Verdict
 	Confidence *float64
+	Reason     *string // the verdict's public reason (screens.public_reason), from a moderator
 	Score      *Score
 	// Jobs are the item's owed jobs; read by MinePage, they have what the view shows (see
 	// mineJobColumns): no status, lease or creation time.
@@ -305,23 +306,26 @@ var mineQueries = [3]struct {
 	read       func(r *row, it *MineItem)
 }{
 	{KindRevision, "r", `SELECT r.id, r.song_id, r.title, r.created_at, s.verdict, s.confidence,
-		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric
+		sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric, s.public_reason
 		FROM revisions r LEFT JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id
 		LEFT JOIN scores sc ON sc.revision_id = r.id
-		WHERE r.user_id = ?`, 11, func(r *row, it *MineItem) {
+		WHERE r.user_id = ?`, 12, func(r *row, it *MineItem) {
 		it.SongID, it.Title, it.CreatedAt = r.int64p(1), r.str(2), r.time(3)
 		it.Verdict, it.Confidence = textp[Verdict](r, 4), r.floatp(5)
 		it.Score = r.scoreAt(6, it.ID)
+		it.Reason = r.strp(11)
 	}},
-	{KindComment, "c", `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence
+	{KindComment, "c", `SELECT c.id, c.song_id, c.created_at, s.verdict, s.confidence, s.public_reason
 		FROM comments c LEFT JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id
-		WHERE c.user_id = ?`, 5, func(r *row, it *MineItem) {
+		WHERE c.user_id = ?`, 6, func(r *row, it *MineItem) {
 		it.SongID, it.CreatedAt, it.Verdict, it.Confidence = r.int64p(1), r.time(2), textp[Verdict](r, 3), r.floatp(4)
+		it.Reason = r.strp(5)
 	}},
-	{KindPitch, "p", `SELECT p.id, p.created_at, s.verdict, s.confidence
+	{KindPitch, "p", `SELECT p.id, p.created_at, s.verdict, s.confidence, s.public_reason
 		FROM pitches p LEFT JOIN screens s ON s.kind = 'pitch' AND s.item_id = p.id
-		WHERE p.user_id = ?`, 4, func(r *row, it *MineItem) {
+		WHERE p.user_id = ?`, 5, func(r *row, it *MineItem) {
 		it.CreatedAt, it.Verdict, it.Confidence = r.time(1), textp[Verdict](r, 2), r.floatp(3)
+		it.Reason = r.strp(4)
 	}},
 }
 
@@ -519,7 +523,7 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 		verdict    Verdict
 		confidence float64
 	}, 0, size)
-	return appendMineItems(rows, 12, byItem, make([]MineItem, 0, size), func(r *row) (MineItem, error) {
+	return appendMineItems(rows, 13, byItem, make([]MineItem, 0, size), func(r *row) (MineItem, error) {
 		order := r.int64(0)
 		if order < 0 || order >= int64(len(mineQueries)) {
 			return MineItem{}, fmt.Errorf("mine_rows: kind_order %d", order)
@@ -541,6 +545,7 @@ func (s *Store) mineRows(ctx context.Context, userID int64, f MineFilter, cond s
 			o.confidence, it.Confidence = r.float(6), &o.confidence
 		}
 		it.Score = r.scoreAt(7, it.ID)
+		it.Reason = r.strp(12)
 		return it, nil
 	})
 }
@@ -581,7 +586,10 @@ func (r *row) scoreAt(i int, id int64) *Score {
 
 // mineRowsSQL is mineRows' statement and its arguments.
 func mineRowsSQL(userID int64, f MineFilter, cond string) (string, []any) {
-	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric
+	// mine_rows keeps no reason: a verdict's is read from screens, by its key.
+	sql := `SELECT kind_order, id, song_id, title, created_at, verdict, confidence, art, art_runs, criteria, model, rubric,
+		CASE WHEN verdict IS NOT NULL THEN (SELECT public_reason FROM screens
+			WHERE kind = CASE kind_order WHEN 2 THEN 'revision' WHEN 1 THEN 'comment' ELSE 'pitch' END AND item_id = mine_rows.id) END
 		FROM mine_rows WHERE user_id = ?`
 	args := []any{userID}
 	if c := f.After; c != nil {

@@ -131,16 +131,21 @@ func (s *Appeal) encodeFields(e *jx.Encoder) {
 		s.Note.Encode(e)
 	}
 	{
+		e.FieldStart("reason")
+		s.Reason.Encode(e)
+	}
+	{
 		e.FieldStart("state")
 		s.State.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfAppeal = [4]string{
+var jsonFieldsNameOfAppeal = [5]string{
 	0: "at",
 	1: "decidedAt",
 	2: "note",
-	3: "state",
+	3: "reason",
+	4: "state",
 }
 
 // Decode decodes Appeal from json.
@@ -184,8 +189,18 @@ func (s *Appeal) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"note\"")
 			}
-		case "state":
+		case "reason":
 			requiredBitSet[0] |= 1 << 3
+			if err := func() error {
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
+		case "state":
+			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
 				if err := s.State.Decode(d); err != nil {
 					return err
@@ -204,7 +219,7 @@ func (s *Appeal) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b00001111,
+		0b00011111,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -6834,6 +6849,10 @@ func (s *Event) encodeFields(e *jx.Encoder) {
 		e.Int(s.ItemId)
 	}
 	{
+		e.FieldStart("jobId")
+		s.JobId.Encode(e)
+	}
+	{
 		e.FieldStart("kind")
 		s.Kind.Encode(e)
 	}
@@ -6844,6 +6863,10 @@ func (s *Event) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("outcome")
 		s.Outcome.Encode(e)
+	}
+	{
+		e.FieldStart("reason")
+		s.Reason.Encode(e)
 	}
 	{
 		e.FieldStart("requestBytes")
@@ -6875,7 +6898,7 @@ func (s *Event) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfEvent = [19]string{
+var jsonFieldsNameOfEvent = [21]string{
 	0:  "adminId",
 	1:  "art",
 	2:  "at",
@@ -6885,16 +6908,18 @@ var jsonFieldsNameOfEvent = [19]string{
 	6:  "event",
 	7:  "id",
 	8:  "itemId",
-	9:  "kind",
-	10: "note",
-	11: "outcome",
-	12: "requestBytes",
-	13: "runs",
-	14: "status",
-	15: "upstreamMs",
-	16: "userId",
-	17: "verdict",
-	18: "why",
+	9:  "jobId",
+	10: "kind",
+	11: "note",
+	12: "outcome",
+	13: "reason",
+	14: "requestBytes",
+	15: "runs",
+	16: "status",
+	17: "upstreamMs",
+	18: "userId",
+	19: "verdict",
+	20: "why",
 }
 
 // Decode decodes Event from json.
@@ -7004,8 +7029,18 @@ func (s *Event) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"itemId\"")
 			}
-		case "kind":
+		case "jobId":
 			requiredBitSet[1] |= 1 << 1
+			if err := func() error {
+				if err := s.JobId.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"jobId\"")
+			}
+		case "kind":
+			requiredBitSet[1] |= 1 << 2
 			if err := func() error {
 				if err := s.Kind.Decode(d); err != nil {
 					return err
@@ -7015,7 +7050,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"kind\"")
 			}
 		case "note":
-			requiredBitSet[1] |= 1 << 2
+			requiredBitSet[1] |= 1 << 3
 			if err := func() error {
 				if err := s.Note.Decode(d); err != nil {
 					return err
@@ -7025,7 +7060,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"note\"")
 			}
 		case "outcome":
-			requiredBitSet[1] |= 1 << 3
+			requiredBitSet[1] |= 1 << 4
 			if err := func() error {
 				if err := s.Outcome.Decode(d); err != nil {
 					return err
@@ -7034,8 +7069,18 @@ func (s *Event) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"outcome\"")
 			}
+		case "reason":
+			requiredBitSet[1] |= 1 << 5
+			if err := func() error {
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
 		case "requestBytes":
-			requiredBitSet[1] |= 1 << 4
+			requiredBitSet[1] |= 1 << 6
 			if err := func() error {
 				if err := s.RequestBytes.Decode(d); err != nil {
 					return err
@@ -7045,7 +7090,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"requestBytes\"")
 			}
 		case "runs":
-			requiredBitSet[1] |= 1 << 5
+			requiredBitSet[1] |= 1 << 7
 			if err := func() error {
 				if err := s.Runs.Decode(d); err != nil {
 					return err
@@ -7055,7 +7100,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"runs\"")
 			}
 		case "status":
-			requiredBitSet[1] |= 1 << 6
+			requiredBitSet[2] |= 1 << 0
 			if err := func() error {
 				if err := s.Status.Decode(d); err != nil {
 					return err
@@ -7065,7 +7110,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"status\"")
 			}
 		case "upstreamMs":
-			requiredBitSet[1] |= 1 << 7
+			requiredBitSet[2] |= 1 << 1
 			if err := func() error {
 				if err := s.UpstreamMs.Decode(d); err != nil {
 					return err
@@ -7075,7 +7120,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"upstreamMs\"")
 			}
 		case "userId":
-			requiredBitSet[2] |= 1 << 0
+			requiredBitSet[2] |= 1 << 2
 			if err := func() error {
 				v, err := d.Int()
 				s.UserId = int(v)
@@ -7087,7 +7132,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"userId\"")
 			}
 		case "verdict":
-			requiredBitSet[2] |= 1 << 1
+			requiredBitSet[2] |= 1 << 3
 			if err := func() error {
 				if err := s.Verdict.Decode(d); err != nil {
 					return err
@@ -7097,7 +7142,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"verdict\"")
 			}
 		case "why":
-			requiredBitSet[2] |= 1 << 2
+			requiredBitSet[2] |= 1 << 4
 			if err := func() error {
 				if err := s.Why.Decode(d); err != nil {
 					return err
@@ -7118,7 +7163,7 @@ func (s *Event) Decode(d *jx.Decoder) error {
 	for i, mask := range [3]uint8{
 		0b11111111,
 		0b11111111,
-		0b00000111,
+		0b00011111,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -11116,12 +11161,16 @@ func (s *ItemReview) encodeFields(e *jx.Encoder) {
 		s.Outcome.Encode(e)
 	}
 	{
+		e.FieldStart("reason")
+		s.Reason.Encode(e)
+	}
+	{
 		e.FieldStart("suggestion")
 		s.Suggestion.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfItemReview = [12]string{
+var jsonFieldsNameOfItemReview = [13]string{
 	0:  "blockedBy",
 	1:  "blockedByName",
 	2:  "claim",
@@ -11133,7 +11182,8 @@ var jsonFieldsNameOfItemReview = [12]string{
 	8:  "enteredAt",
 	9:  "note",
 	10: "outcome",
-	11: "suggestion",
+	11: "reason",
+	12: "suggestion",
 }
 
 // Decode decodes ItemReview from json.
@@ -11257,8 +11307,18 @@ func (s *ItemReview) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"outcome\"")
 			}
-		case "suggestion":
+		case "reason":
 			requiredBitSet[1] |= 1 << 3
+			if err := func() error {
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
+		case "suggestion":
+			requiredBitSet[1] |= 1 << 4
 			if err := func() error {
 				if err := s.Suggestion.Decode(d); err != nil {
 					return err
@@ -11278,7 +11338,7 @@ func (s *ItemReview) Decode(d *jx.Decoder) error {
 	var failures []validate.FieldError
 	for i, mask := range [2]uint8{
 		0b11111111,
-		0b00001111,
+		0b00011111,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -11358,19 +11418,24 @@ func (s *ItemVerdict) encodeFields(e *jx.Encoder) {
 		s.Outcome.Encode(e)
 	}
 	{
+		e.FieldStart("reason")
+		s.Reason.Encode(e)
+	}
+	{
 		e.FieldStart("verdict")
 		s.Verdict.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfItemVerdict = [7]string{
+var jsonFieldsNameOfItemVerdict = [8]string{
 	0: "adminId",
 	1: "adminName",
 	2: "at",
 	3: "confidence",
 	4: "note",
 	5: "outcome",
-	6: "verdict",
+	6: "reason",
+	7: "verdict",
 }
 
 // Decode decodes ItemVerdict from json.
@@ -11444,8 +11509,18 @@ func (s *ItemVerdict) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"outcome\"")
 			}
-		case "verdict":
+		case "reason":
 			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
+		case "verdict":
+			requiredBitSet[0] |= 1 << 7
 			if err := func() error {
 				if err := s.Verdict.Decode(d); err != nil {
 					return err
@@ -11464,7 +11539,7 @@ func (s *ItemVerdict) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b01111111,
+		0b11111111,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -14468,6 +14543,10 @@ func (s *MineItem) encodeFields(e *jx.Encoder) {
 		s.Kind.Encode(e)
 	}
 	{
+		e.FieldStart("reason")
+		s.Reason.Encode(e)
+	}
+	{
 		e.FieldStart("score")
 		s.Score.Encode(e)
 	}
@@ -14493,18 +14572,19 @@ func (s *MineItem) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfMineItem = [11]string{
+var jsonFieldsNameOfMineItem = [12]string{
 	0:  "appeal",
 	1:  "confidence",
 	2:  "createdAt",
 	3:  "id",
 	4:  "jobs",
 	5:  "kind",
-	6:  "score",
-	7:  "songId",
-	8:  "state",
-	9:  "title",
-	10: "verdict",
+	6:  "reason",
+	7:  "score",
+	8:  "songId",
+	9:  "state",
+	10: "title",
+	11: "verdict",
 }
 
 // Decode decodes MineItem from json.
@@ -14588,8 +14668,18 @@ func (s *MineItem) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"kind\"")
 			}
-		case "score":
+		case "reason":
 			requiredBitSet[0] |= 1 << 6
+			if err := func() error {
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
+		case "score":
+			requiredBitSet[0] |= 1 << 7
 			if err := func() error {
 				if err := s.Score.Decode(d); err != nil {
 					return err
@@ -14609,7 +14699,7 @@ func (s *MineItem) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"songId\"")
 			}
 		case "state":
-			requiredBitSet[1] |= 1 << 0
+			requiredBitSet[1] |= 1 << 1
 			if err := func() error {
 				if err := s.State.Decode(d); err != nil {
 					return err
@@ -14629,7 +14719,7 @@ func (s *MineItem) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"title\"")
 			}
 		case "verdict":
-			requiredBitSet[1] |= 1 << 2
+			requiredBitSet[1] |= 1 << 3
 			if err := func() error {
 				if err := s.Verdict.Decode(d); err != nil {
 					return err
@@ -14648,8 +14738,8 @@ func (s *MineItem) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [2]uint8{
-		0b01111111,
-		0b00000101,
+		0b11111111,
+		0b00001010,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -30018,15 +30108,22 @@ func (s *VerdictRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.Reason.Set {
+			e.FieldStart("reason")
+			s.Reason.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("verdict")
 		s.Verdict.Encode(e)
 	}
 }
 
-var jsonFieldsNameOfVerdictRequest = [3]string{
+var jsonFieldsNameOfVerdictRequest = [4]string{
 	0: "note",
 	1: "overturn",
-	2: "verdict",
+	2: "reason",
+	3: "verdict",
 }
 
 // Decode decodes VerdictRequest from json.
@@ -30058,8 +30155,18 @@ func (s *VerdictRequest) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"overturn\"")
 			}
+		case "reason":
+			if err := func() error {
+				s.Reason.Reset()
+				if err := s.Reason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"reason\"")
+			}
 		case "verdict":
-			requiredBitSet[0] |= 1 << 2
+			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
 				if err := s.Verdict.Decode(d); err != nil {
 					return err
@@ -30078,7 +30185,7 @@ func (s *VerdictRequest) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b00000100,
+		0b00001000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.

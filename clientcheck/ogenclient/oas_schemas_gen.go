@@ -65,6 +65,8 @@ type Appeal struct {
 	At        time.Time   `json:"at"`
 	DecidedAt NilDateTime `json:"decidedAt"`
 	Note      NilString   `json:"note"`
+	// The moderator's answer to you, when they gave one.
+	Reason NilString `json:"reason"`
 	// Pending, granted (the item is public) or denied (the block stands).
 	State AppealState `json:"state"`
 }
@@ -82,6 +84,11 @@ func (s *Appeal) GetDecidedAt() NilDateTime {
 // GetNote returns the value of Note.
 func (s *Appeal) GetNote() NilString {
 	return s.Note
+}
+
+// GetReason returns the value of Reason.
+func (s *Appeal) GetReason() NilString {
+	return s.Reason
 }
 
 // GetState returns the value of State.
@@ -102,6 +109,11 @@ func (s *Appeal) SetDecidedAt(val NilDateTime) {
 // SetNote sets the value of Note.
 func (s *Appeal) SetNote(val NilString) {
 	s.Note = val
+}
+
+// SetReason sets the value of Reason.
+func (s *Appeal) SetReason(val NilString) {
+	s.Reason = val
 }
 
 // SetState sets the value of State.
@@ -3074,15 +3086,19 @@ type Event struct {
 	Event  EventEvent `json:"event"`
 	ID     int        `json:"id"`
 	ItemId int        `json:"itemId"`
-	Kind   EventKind  `json:"kind"`
+	// The job the attempt was at; null for a verdict by hand on no owed job.
+	JobId NilInt    `json:"jobId"`
+	Kind  EventKind `json:"kind"`
 	// Outcome decided: the admin's note.
-	Note         NilString    `json:"note"`
-	Outcome      EventOutcome `json:"outcome"`
-	RequestBytes NilInt       `json:"requestBytes"`
-	Runs         NilInt       `json:"runs"`
-	Status       NilInt       `json:"status"`
-	UpstreamMs   NilInt       `json:"upstreamMs"`
-	UserId       int          `json:"userId"`
+	Note    NilString    `json:"note"`
+	Outcome EventOutcome `json:"outcome"`
+	// Outcome decided or overturned: the public reason, which the item's author sees.
+	Reason       NilString `json:"reason"`
+	RequestBytes NilInt    `json:"requestBytes"`
+	Runs         NilInt    `json:"runs"`
+	Status       NilInt    `json:"status"`
+	UpstreamMs   NilInt    `json:"upstreamMs"`
+	UserId       int       `json:"userId"`
 	// Outcome decided: the verdict decided.
 	Verdict NilVerdict `json:"verdict"`
 	Why     NilWhy     `json:"why"`
@@ -3133,6 +3149,11 @@ func (s *Event) GetItemId() int {
 	return s.ItemId
 }
 
+// GetJobId returns the value of JobId.
+func (s *Event) GetJobId() NilInt {
+	return s.JobId
+}
+
 // GetKind returns the value of Kind.
 func (s *Event) GetKind() EventKind {
 	return s.Kind
@@ -3146,6 +3167,11 @@ func (s *Event) GetNote() NilString {
 // GetOutcome returns the value of Outcome.
 func (s *Event) GetOutcome() EventOutcome {
 	return s.Outcome
+}
+
+// GetReason returns the value of Reason.
+func (s *Event) GetReason() NilString {
+	return s.Reason
 }
 
 // GetRequestBytes returns the value of RequestBytes.
@@ -3228,6 +3254,11 @@ func (s *Event) SetItemId(val int) {
 	s.ItemId = val
 }
 
+// SetJobId sets the value of JobId.
+func (s *Event) SetJobId(val NilInt) {
+	s.JobId = val
+}
+
 // SetKind sets the value of Kind.
 func (s *Event) SetKind(val EventKind) {
 	s.Kind = val
@@ -3241,6 +3272,11 @@ func (s *Event) SetNote(val NilString) {
 // SetOutcome sets the value of Outcome.
 func (s *Event) SetOutcome(val EventOutcome) {
 	s.Outcome = val
+}
+
+// SetReason sets the value of Reason.
+func (s *Event) SetReason(val NilString) {
+	s.Reason = val
 }
 
 // SetRequestBytes sets the value of RequestBytes.
@@ -5678,6 +5714,8 @@ type ItemReview struct {
 	// The author's note of an appeal.
 	Note    NilString  `json:"note"`
 	Outcome NilVerdict `json:"outcome"`
+	// The decision's public reason, which the author sees.
+	Reason NilString `json:"reason"`
 	// The model's verdict (unsure), or the block appealed.
 	Suggestion NilVerdict `json:"suggestion"`
 }
@@ -5735,6 +5773,11 @@ func (s *ItemReview) GetNote() NilString {
 // GetOutcome returns the value of Outcome.
 func (s *ItemReview) GetOutcome() NilVerdict {
 	return s.Outcome
+}
+
+// GetReason returns the value of Reason.
+func (s *ItemReview) GetReason() NilString {
+	return s.Reason
 }
 
 // GetSuggestion returns the value of Suggestion.
@@ -5797,6 +5840,11 @@ func (s *ItemReview) SetOutcome(val NilVerdict) {
 	s.Outcome = val
 }
 
+// SetReason sets the value of Reason.
+func (s *ItemReview) SetReason(val NilString) {
+	s.Reason = val
+}
+
 // SetSuggestion sets the value of Suggestion.
 func (s *ItemReview) SetSuggestion(val NilVerdict) {
 	s.Suggestion = val
@@ -5813,6 +5861,8 @@ type ItemVerdict struct {
 	Note NilString `json:"note"`
 	// Allow or block: the model's; decided: by hand; overturned: changed by hand.
 	Outcome ItemVerdictOutcome `json:"outcome"`
+	// Why, for the author (public).
+	Reason  NilString          `json:"reason"`
 	Verdict ItemVerdictVerdict `json:"verdict"`
 }
 
@@ -5844,6 +5894,11 @@ func (s *ItemVerdict) GetNote() NilString {
 // GetOutcome returns the value of Outcome.
 func (s *ItemVerdict) GetOutcome() ItemVerdictOutcome {
 	return s.Outcome
+}
+
+// GetReason returns the value of Reason.
+func (s *ItemVerdict) GetReason() NilString {
+	return s.Reason
 }
 
 // GetVerdict returns the value of Verdict.
@@ -5879,6 +5934,11 @@ func (s *ItemVerdict) SetNote(val NilString) {
 // SetOutcome sets the value of Outcome.
 func (s *ItemVerdict) SetOutcome(val ItemVerdictOutcome) {
 	s.Outcome = val
+}
+
+// SetReason sets the value of Reason.
+func (s *ItemVerdict) SetReason(val NilString) {
+	s.Reason = val
 }
 
 // SetVerdict sets the value of Verdict.
@@ -7517,17 +7577,19 @@ func (*MineHeaders) getListenersMineRes() {}
 // Ref: #/components/schemas/MineItem
 type MineItem struct {
 	// Your appeal of the item's block and its outcome; null when none.
-	Appeal     NilAppeal     `json:"appeal"`
-	Confidence NilFloat64    `json:"confidence"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	ID         int           `json:"id"`
-	Jobs       []JobBrief    `json:"jobs"`
-	Kind       MineItemKind  `json:"kind"`
-	Score      NilScore      `json:"score"`
-	SongId     OptInt        `json:"songId"`
-	State      MineItemState `json:"state"`
-	Title      OptString     `json:"title"`
-	Verdict    NilVerdict    `json:"verdict"`
+	Appeal     NilAppeal    `json:"appeal"`
+	Confidence NilFloat64   `json:"confidence"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	ID         int          `json:"id"`
+	Jobs       []JobBrief   `json:"jobs"`
+	Kind       MineItemKind `json:"kind"`
+	// A moderator's public reason for the verdict; null when none.
+	Reason  NilString     `json:"reason"`
+	Score   NilScore      `json:"score"`
+	SongId  OptInt        `json:"songId"`
+	State   MineItemState `json:"state"`
+	Title   OptString     `json:"title"`
+	Verdict NilVerdict    `json:"verdict"`
 }
 
 // GetAppeal returns the value of Appeal.
@@ -7558,6 +7620,11 @@ func (s *MineItem) GetJobs() []JobBrief {
 // GetKind returns the value of Kind.
 func (s *MineItem) GetKind() MineItemKind {
 	return s.Kind
+}
+
+// GetReason returns the value of Reason.
+func (s *MineItem) GetReason() NilString {
+	return s.Reason
 }
 
 // GetScore returns the value of Score.
@@ -7613,6 +7680,11 @@ func (s *MineItem) SetJobs(val []JobBrief) {
 // SetKind sets the value of Kind.
 func (s *MineItem) SetKind(val MineItemKind) {
 	s.Kind = val
+}
+
+// SetReason sets the value of Reason.
+func (s *MineItem) SetReason(val NilString) {
+	s.Reason = val
 }
 
 // SetScore sets the value of Score.
@@ -14213,8 +14285,11 @@ type VerdictRequest struct {
 	// Why, for moderators and webhooks (not shown to the author); required with overturn.
 	Note OptNilString `json:"note"`
 	// Change a verdict already given (event outcome overturned; the webhook is sent again).
-	Overturn OptBool               `json:"overturn"`
-	Verdict  VerdictRequestVerdict `json:"verdict"`
+	Overturn OptBool `json:"overturn"`
+	// Why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's
+	// item.appeal.decided.
+	Reason  OptNilString          `json:"reason"`
+	Verdict VerdictRequestVerdict `json:"verdict"`
 }
 
 // GetNote returns the value of Note.
@@ -14225,6 +14300,11 @@ func (s *VerdictRequest) GetNote() OptNilString {
 // GetOverturn returns the value of Overturn.
 func (s *VerdictRequest) GetOverturn() OptBool {
 	return s.Overturn
+}
+
+// GetReason returns the value of Reason.
+func (s *VerdictRequest) GetReason() OptNilString {
+	return s.Reason
 }
 
 // GetVerdict returns the value of Verdict.
@@ -14240,6 +14320,11 @@ func (s *VerdictRequest) SetNote(val OptNilString) {
 // SetOverturn sets the value of Overturn.
 func (s *VerdictRequest) SetOverturn(val OptBool) {
 	s.Overturn = val
+}
+
+// SetReason sets the value of Reason.
+func (s *VerdictRequest) SetReason(val OptNilString) {
+	s.Reason = val
 }
 
 // SetVerdict sets the value of Verdict.

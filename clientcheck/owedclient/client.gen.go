@@ -1840,6 +1840,9 @@ type Appeal struct {
 	DecidedAt *time.Time `json:"decidedAt"`
 	Note      *string    `json:"note"`
 
+	// Reason the moderator's answer to you, when they gave one
+	Reason *string `json:"reason"`
+
 	// State pending, granted (the item is public) or denied (the block stands)
 	State AppealState `json:"state"`
 }
@@ -2190,16 +2193,22 @@ type Event struct {
 	Event  EventEvent `json:"event"`
 	Id     int        `json:"id"`
 	ItemId int        `json:"itemId"`
-	Kind   EventKind  `json:"kind"`
+
+	// JobId the job the attempt was at; null for a verdict by hand on no owed job
+	JobId *int      `json:"jobId"`
+	Kind  EventKind `json:"kind"`
 
 	// Note outcome decided: the admin's note
-	Note         *string      `json:"note"`
-	Outcome      EventOutcome `json:"outcome"`
-	RequestBytes *int         `json:"requestBytes"`
-	Runs         *int         `json:"runs"`
-	Status       *int         `json:"status"`
-	UpstreamMs   *int         `json:"upstreamMs"`
-	UserId       int          `json:"userId"`
+	Note    *string      `json:"note"`
+	Outcome EventOutcome `json:"outcome"`
+
+	// Reason outcome decided or overturned: the public reason, which the item's author sees
+	Reason       *string `json:"reason"`
+	RequestBytes *int    `json:"requestBytes"`
+	Runs         *int    `json:"runs"`
+	Status       *int    `json:"status"`
+	UpstreamMs   *int    `json:"upstreamMs"`
+	UserId       int     `json:"userId"`
 
 	// Verdict outcome decided: the verdict decided
 	Verdict *Verdict `json:"verdict"`
@@ -2296,6 +2305,9 @@ type ItemReview struct {
 	Note    *string  `json:"note"`
 	Outcome *Verdict `json:"outcome"`
 
+	// Reason the decision's public reason, which the author sees
+	Reason *string `json:"reason"`
+
 	// Suggestion the model's verdict (unsure), or the block appealed
 	Suggestion *Verdict `json:"suggestion"`
 }
@@ -2313,6 +2325,9 @@ type ItemVerdict struct {
 
 	// Outcome allow or block: the model's; decided: by hand; overturned: changed by hand
 	Outcome ItemVerdictOutcome `json:"outcome"`
+
+	// Reason why, for the author (public)
+	Reason  *string            `json:"reason"`
 	Verdict ItemVerdictVerdict `json:"verdict"`
 }
 
@@ -2515,17 +2530,20 @@ type MineEvent struct {
 // MineItem defines model for MineItem.
 type MineItem struct {
 	// Appeal your appeal of the item's block and its outcome; null when none
-	Appeal     *Appeal       `json:"appeal"`
-	Confidence *float64      `json:"confidence"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	Id         int           `json:"id"`
-	Jobs       []JobBrief    `json:"jobs"`
-	Kind       MineItemKind  `json:"kind"`
-	Score      *Score        `json:"score"`
-	SongId     *int          `json:"songId,omitempty"`
-	State      MineItemState `json:"state"`
-	Title      *string       `json:"title,omitempty"`
-	Verdict    *Verdict      `json:"verdict"`
+	Appeal     *Appeal      `json:"appeal"`
+	Confidence *float64     `json:"confidence"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	Id         int          `json:"id"`
+	Jobs       []JobBrief   `json:"jobs"`
+	Kind       MineItemKind `json:"kind"`
+
+	// Reason a moderator's public reason for the verdict; null when none
+	Reason  *string       `json:"reason"`
+	Score   *Score        `json:"score"`
+	SongId  *int          `json:"songId,omitempty"`
+	State   MineItemState `json:"state"`
+	Title   *string       `json:"title,omitempty"`
+	Verdict *Verdict      `json:"verdict"`
 }
 
 // MineItemKind defines model for MineItem.Kind.
@@ -3012,8 +3030,11 @@ type VerdictRequest struct {
 	Note *string `json:"note,omitempty"`
 
 	// Overturn change a verdict already given (event outcome overturned; the webhook is sent again)
-	Overturn *bool                 `json:"overturn,omitempty"`
-	Verdict  VerdictRequestVerdict `json:"verdict"`
+	Overturn *bool `json:"overturn,omitempty"`
+
+	// Reason why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's item.appeal.decided
+	Reason  *string               `json:"reason,omitempty"`
+	Verdict VerdictRequestVerdict `json:"verdict"`
 }
 
 // VerdictRequestVerdict defines model for VerdictRequest.Verdict.
