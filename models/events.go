@@ -98,16 +98,22 @@ func scanEvents(rows *queryRows, sizeHint int) ([]Event, error) {
 		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
-		e := Event{ID: r.int64(0)}
-		for i, f := range eventFields {
-			f.set(&e, r, i+1)
-		}
+		e := r.event()
 		if r.err != nil {
 			return nil, r.err
 		}
 		evs = append(evs, e)
 	}
 	return evs, rows.Err()
+}
+
+// event reads the row's first columns: id and eventColumns.
+func (r *row) event() Event {
+	e := Event{ID: r.int64(0)}
+	for i, f := range eventFields {
+		f.set(&e, r, i+1)
+	}
+	return e
 }
 
 // screenRow is a verdict and its event as passed to the database in a batch (see fromJSON):

@@ -61,7 +61,7 @@ func (s *Store) foldJobCounts(ctx context.Context) error {
 // author alone (the admin's lists by why, by task, by author, and all of them); ok is false
 // for any other filter.
 func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
-	if f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" {
+	if f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" || f.Outcome != "" {
 		return 0, false, nil
 	}
 	if f.Deferred != nil && f.Why != "" && f.Why != WhyHeld {

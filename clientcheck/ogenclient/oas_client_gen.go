@@ -3038,6 +3038,23 @@ func (c *Client) sendGetAdminJobs(ctx context.Context, params GetAdminJobsParams
 		}
 	}
 	{
+		// Encode "outcome" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "outcome",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Outcome.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
 		// Encode "sort" parameter.
 		cfg := uri.QueryParameterEncodingConfig{
 			Name:    "sort",

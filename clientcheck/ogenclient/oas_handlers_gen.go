@@ -3258,7 +3258,7 @@ func (s *Server) handleGetAdminJobsRequest(args [0]string, argsEscaped bool, w h
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    GetAdminJobsOperation,
-			OperationSummary: "Owed jobs, filtered",
+			OperationSummary: "Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it",
 			OperationID:      "getAdminJobs",
 			Body:             nil,
 			RawBody:          rawBody,
@@ -3295,6 +3295,10 @@ func (s *Server) handleGetAdminJobsRequest(args [0]string, argsEscaped bool, w h
 					Name: "state",
 					In:   "query",
 				}: params.State,
+				{
+					Name: "outcome",
+					In:   "query",
+				}: params.Outcome,
 				{
 					Name: "sort",
 					In:   "query",
@@ -3517,7 +3521,7 @@ func (s *Server) handleGetAdminJobsIdRequest(args [1]string, argsEscaped bool, w
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    GetAdminJobsIdOperation,
-			OperationSummary: "One owed job, its item's title, its author, and every attempt with its error",
+			OperationSummary: "One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error",
 			OperationID:      "getAdminJobsId",
 			Body:             nil,
 			RawBody:          rawBody,
@@ -9685,7 +9689,7 @@ func (s *Server) handlePostAdminJobsIdRetryRequest(args [1]string, argsEscaped b
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    PostAdminJobsIdRetryOperation,
-			OperationSummary: "Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself",
+			OperationSummary: "Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself",
 			OperationID:      "postAdminJobsIdRetry",
 			Body:             nil,
 			RawBody:          rawBody,

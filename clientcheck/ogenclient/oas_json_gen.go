@@ -6491,6 +6491,50 @@ func (s *DisabledReason) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes DoneOutcome as json.
+func (s DoneOutcome) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes DoneOutcome from json.
+func (s *DoneOutcome) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode DoneOutcome to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch DoneOutcome(v) {
+	case DoneOutcomeAllow:
+		*s = DoneOutcomeAllow
+	case DoneOutcomeBlock:
+		*s = DoneOutcomeBlock
+	case DoneOutcomeScored:
+		*s = DoneOutcomeScored
+	case DoneOutcomeDecided:
+		*s = DoneOutcomeDecided
+	default:
+		*s = DoneOutcome(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s DoneOutcome) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *DoneOutcome) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode implements json.Marshaler.
 func (s *Error) Encode(e *jx.Encoder) {
 	e.ObjStart()
@@ -6783,6 +6827,8 @@ func (s *ErrorDetailCode) Decode(d *jx.Decoder) error {
 		*s = ErrorDetailCodeInFlight
 	case ErrorDetailCodeError:
 		*s = ErrorDetailCodeError
+	case ErrorDetailCodeDone:
+		*s = ErrorDetailCodeDone
 	default:
 		*s = ErrorDetailCode(v)
 	}
@@ -11691,6 +11737,10 @@ func (s *Job) encodeFields(e *jx.Encoder) {
 		json.EncodeDateTime(e, s.DueAt)
 	}
 	{
+		e.FieldStart("final")
+		s.Final.Encode(e)
+	}
+	{
 		e.FieldStart("id")
 		e.Int(s.ID)
 	}
@@ -11715,8 +11765,16 @@ func (s *Job) encodeFields(e *jx.Encoder) {
 		s.LeaseUntil.Encode(e, json.EncodeDateTime)
 	}
 	{
+		e.FieldStart("outcome")
+		s.Outcome.Encode(e)
+	}
+	{
 		e.FieldStart("songId")
 		s.SongId.Encode(e)
+	}
+	{
+		e.FieldStart("state")
+		s.State.Encode(e)
 	}
 	{
 		e.FieldStart("status")
@@ -11740,21 +11798,24 @@ func (s *Job) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfJob = [14]string{
+var jsonFieldsNameOfJob = [17]string{
 	0:  "attempts",
 	1:  "dueAt",
-	2:  "id",
-	3:  "itemId",
-	4:  "itemTitle",
-	5:  "kind",
-	6:  "lastError",
-	7:  "leaseUntil",
-	8:  "songId",
-	9:  "status",
-	10: "task",
-	11: "userId",
-	12: "userName",
-	13: "why",
+	2:  "final",
+	3:  "id",
+	4:  "itemId",
+	5:  "itemTitle",
+	6:  "kind",
+	7:  "lastError",
+	8:  "leaseUntil",
+	9:  "outcome",
+	10: "songId",
+	11: "state",
+	12: "status",
+	13: "task",
+	14: "userId",
+	15: "userName",
+	16: "why",
 }
 
 // Decode decodes Job from json.
@@ -11762,7 +11823,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode Job to nil")
 	}
-	var requiredBitSet [2]uint8
+	var requiredBitSet [3]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -11790,8 +11851,18 @@ func (s *Job) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"dueAt\"")
 			}
-		case "id":
+		case "final":
 			requiredBitSet[0] |= 1 << 2
+			if err := func() error {
+				if err := s.Final.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"final\"")
+			}
+		case "id":
+			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
 				v, err := d.Int()
 				s.ID = int(v)
@@ -11803,7 +11874,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"id\"")
 			}
 		case "itemId":
-			requiredBitSet[0] |= 1 << 3
+			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
 				v, err := d.Int()
 				s.ItemId = int(v)
@@ -11815,7 +11886,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"itemId\"")
 			}
 		case "itemTitle":
-			requiredBitSet[0] |= 1 << 4
+			requiredBitSet[0] |= 1 << 5
 			if err := func() error {
 				if err := s.ItemTitle.Decode(d); err != nil {
 					return err
@@ -11825,7 +11896,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"itemTitle\"")
 			}
 		case "kind":
-			requiredBitSet[0] |= 1 << 5
+			requiredBitSet[0] |= 1 << 6
 			if err := func() error {
 				if err := s.Kind.Decode(d); err != nil {
 					return err
@@ -11835,7 +11906,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"kind\"")
 			}
 		case "lastError":
-			requiredBitSet[0] |= 1 << 6
+			requiredBitSet[0] |= 1 << 7
 			if err := func() error {
 				if err := s.LastError.Decode(d); err != nil {
 					return err
@@ -11845,7 +11916,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"lastError\"")
 			}
 		case "leaseUntil":
-			requiredBitSet[0] |= 1 << 7
+			requiredBitSet[1] |= 1 << 0
 			if err := func() error {
 				if err := s.LeaseUntil.Decode(d, json.DecodeDateTime); err != nil {
 					return err
@@ -11854,8 +11925,18 @@ func (s *Job) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"leaseUntil\"")
 			}
+		case "outcome":
+			requiredBitSet[1] |= 1 << 1
+			if err := func() error {
+				if err := s.Outcome.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"outcome\"")
+			}
 		case "songId":
-			requiredBitSet[1] |= 1 << 0
+			requiredBitSet[1] |= 1 << 2
 			if err := func() error {
 				if err := s.SongId.Decode(d); err != nil {
 					return err
@@ -11864,8 +11945,18 @@ func (s *Job) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"songId\"")
 			}
+		case "state":
+			requiredBitSet[1] |= 1 << 3
+			if err := func() error {
+				if err := s.State.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"state\"")
+			}
 		case "status":
-			requiredBitSet[1] |= 1 << 1
+			requiredBitSet[1] |= 1 << 4
 			if err := func() error {
 				if err := s.Status.Decode(d); err != nil {
 					return err
@@ -11875,7 +11966,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"status\"")
 			}
 		case "task":
-			requiredBitSet[1] |= 1 << 2
+			requiredBitSet[1] |= 1 << 5
 			if err := func() error {
 				if err := s.Task.Decode(d); err != nil {
 					return err
@@ -11885,7 +11976,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"task\"")
 			}
 		case "userId":
-			requiredBitSet[1] |= 1 << 3
+			requiredBitSet[1] |= 1 << 6
 			if err := func() error {
 				v, err := d.Int()
 				s.UserId = int(v)
@@ -11897,7 +11988,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"userId\"")
 			}
 		case "userName":
-			requiredBitSet[1] |= 1 << 4
+			requiredBitSet[1] |= 1 << 7
 			if err := func() error {
 				v, err := d.Str()
 				s.UserName = string(v)
@@ -11909,7 +12000,7 @@ func (s *Job) Decode(d *jx.Decoder) error {
 				return errors.Wrap(err, "decode field \"userName\"")
 			}
 		case "why":
-			requiredBitSet[1] |= 1 << 5
+			requiredBitSet[2] |= 1 << 0
 			if err := func() error {
 				if err := s.Why.Decode(d); err != nil {
 					return err
@@ -11927,9 +12018,10 @@ func (s *Job) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [2]uint8{
+	for i, mask := range [3]uint8{
 		0b11111111,
-		0b00111111,
+		0b11111111,
+		0b00000001,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -12454,6 +12546,12 @@ func (s *JobFilterRequest) encodeFields(e *jx.Encoder) {
 		}
 	}
 	{
+		if s.Outcome.Set {
+			e.FieldStart("outcome")
+			s.Outcome.Encode(e)
+		}
+	}
+	{
 		if s.State.Set {
 			e.FieldStart("state")
 			s.State.Encode(e)
@@ -12479,15 +12577,16 @@ func (s *JobFilterRequest) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfJobFilterRequest = [8]string{
+var jsonFieldsNameOfJobFilterRequest = [9]string{
 	0: "author",
 	1: "id",
 	2: "itemId",
 	3: "kind",
-	4: "state",
-	5: "task",
-	6: "userId",
-	7: "why",
+	4: "outcome",
+	5: "state",
+	6: "task",
+	7: "userId",
+	8: "why",
 }
 
 // Decode decodes JobFilterRequest from json.
@@ -12537,6 +12636,16 @@ func (s *JobFilterRequest) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"kind\"")
+			}
+		case "outcome":
+			if err := func() error {
+				s.Outcome.Reset()
+				if err := s.Outcome.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"outcome\"")
 			}
 		case "state":
 			if err := func() error {
@@ -12644,6 +12753,50 @@ func (s *JobFilterRequestKind) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes JobFilterRequestOutcome as json.
+func (s JobFilterRequestOutcome) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes JobFilterRequestOutcome from json.
+func (s *JobFilterRequestOutcome) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode JobFilterRequestOutcome to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch JobFilterRequestOutcome(v) {
+	case JobFilterRequestOutcomeAllow:
+		*s = JobFilterRequestOutcomeAllow
+	case JobFilterRequestOutcomeBlock:
+		*s = JobFilterRequestOutcomeBlock
+	case JobFilterRequestOutcomeScored:
+		*s = JobFilterRequestOutcomeScored
+	case JobFilterRequestOutcomeDecided:
+		*s = JobFilterRequestOutcomeDecided
+	default:
+		*s = JobFilterRequestOutcome(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s JobFilterRequestOutcome) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *JobFilterRequestOutcome) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes JobFilterRequestState as json.
 func (s JobFilterRequestState) Encode(e *jx.Encoder) {
 	e.Str(string(s))
@@ -12666,6 +12819,8 @@ func (s *JobFilterRequestState) Decode(d *jx.Decoder) error {
 		*s = JobFilterRequestStateWaiting
 	case JobFilterRequestStateLeased:
 		*s = JobFilterRequestStateLeased
+	case JobFilterRequestStateDone:
+		*s = JobFilterRequestStateDone
 	default:
 		*s = JobFilterRequestState(v)
 	}
@@ -13158,6 +13313,50 @@ func (s *JobList) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *JobList) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes JobState as json.
+func (s JobState) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes JobState from json.
+func (s *JobState) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode JobState to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch JobState(v) {
+	case JobStateDue:
+		*s = JobStateDue
+	case JobStateWaiting:
+		*s = JobStateWaiting
+	case JobStateLeased:
+		*s = JobStateLeased
+	case JobStateDone:
+		*s = JobStateDone
+	default:
+		*s = JobState(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s JobState) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *JobState) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -15535,6 +15734,94 @@ func (s *NilDisabledReason) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes DoneOutcome as json.
+func (o NilDoneOutcome) Encode(e *jx.Encoder) {
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.Str(string(o.Value))
+}
+
+// Decode decodes DoneOutcome from json.
+func (o *NilDoneOutcome) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode NilDoneOutcome to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v DoneOutcome
+		o.Value = v
+		o.Null = true
+		return nil
+	}
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s NilDoneOutcome) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *NilDoneOutcome) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes Event as json.
+func (o NilEvent) Encode(e *jx.Encoder) {
+	if o.Null {
+		e.Null()
+		return
+	}
+	o.Value.Encode(e)
+}
+
+// Decode decodes Event from json.
+func (o *NilEvent) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode NilEvent to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v Event
+		o.Value = v
+		o.Null = true
+		return nil
+	}
+	o.Null = false
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s NilEvent) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *NilEvent) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes float64 as json.
 func (o NilFloat64) Encode(e *jx.Encoder) {
 	if o.Null {
@@ -16069,6 +16356,39 @@ func (s OptJobFilterRequestKind) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptJobFilterRequestKind) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes JobFilterRequestOutcome as json.
+func (o OptJobFilterRequestOutcome) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Str(string(o.Value))
+}
+
+// Decode decodes JobFilterRequestOutcome from json.
+func (o *OptJobFilterRequestOutcome) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptJobFilterRequestOutcome to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptJobFilterRequestOutcome) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptJobFilterRequestOutcome) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

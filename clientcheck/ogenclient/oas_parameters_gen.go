@@ -2692,17 +2692,18 @@ func decodeGetAdminItemsKindIdParams(args [2]string, argsEscaped bool, r *http.R
 
 // GetAdminJobsParams is parameters of getAdminJobs operation.
 type GetAdminJobsParams struct {
-	ID     OptInt               `json:",omitempty,omitzero"`
-	Task   OptGetAdminJobsTask  `json:",omitempty,omitzero"`
-	Kind   OptGetAdminJobsKind  `json:",omitempty,omitzero"`
-	Why    OptGetAdminJobsWhy   `json:",omitempty,omitzero"`
-	UserId OptInt               `json:",omitempty,omitzero"`
-	Author OptString            `json:",omitempty,omitzero"`
-	ItemId OptInt               `json:",omitempty,omitzero"`
-	State  OptGetAdminJobsState `json:",omitempty,omitzero"`
-	Sort   OptGetAdminJobsSort  `json:",omitempty,omitzero"`
-	Limit  OptInt               `json:",omitempty,omitzero"`
-	Cursor OptString            `json:",omitempty,omitzero"`
+	ID      OptInt                 `json:",omitempty,omitzero"`
+	Task    OptGetAdminJobsTask    `json:",omitempty,omitzero"`
+	Kind    OptGetAdminJobsKind    `json:",omitempty,omitzero"`
+	Why     OptGetAdminJobsWhy     `json:",omitempty,omitzero"`
+	UserId  OptInt                 `json:",omitempty,omitzero"`
+	Author  OptString              `json:",omitempty,omitzero"`
+	ItemId  OptInt                 `json:",omitempty,omitzero"`
+	State   OptGetAdminJobsState   `json:",omitempty,omitzero"`
+	Outcome OptGetAdminJobsOutcome `json:",omitempty,omitzero"`
+	Sort    OptGetAdminJobsSort    `json:",omitempty,omitzero"`
+	Limit   OptInt                 `json:",omitempty,omitzero"`
+	Cursor  OptString              `json:",omitempty,omitzero"`
 }
 
 func unpackGetAdminJobsParams(packed middleware.Parameters) (params GetAdminJobsParams) {
@@ -2776,6 +2777,15 @@ func unpackGetAdminJobsParams(packed middleware.Parameters) (params GetAdminJobs
 		}
 		if v, ok := packed[key]; ok {
 			params.State = v.(OptGetAdminJobsState)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "outcome",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Outcome = v.(OptGetAdminJobsOutcome)
 		}
 	}
 	{
@@ -3296,6 +3306,62 @@ func decodeGetAdminJobsParams(args [0]string, argsEscaped bool, r *http.Request)
 	}(); err != nil {
 		return params, &ogenerrors.DecodeParamError{
 			Name: "state",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: outcome.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "outcome",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotOutcomeVal GetAdminJobsOutcome
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotOutcomeVal = GetAdminJobsOutcome(c)
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Outcome.SetTo(paramsDotOutcomeVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.Outcome.Get(); ok {
+					if err := func() error {
+						if err := value.Validate(); err != nil {
+							return err
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "outcome",
 			In:   "query",
 			Err:  err,
 		}

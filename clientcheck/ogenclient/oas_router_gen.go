@@ -2532,7 +2532,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						switch method {
 						case "GET":
 							r.name = GetAdminJobsOperation
-							r.summary = "Owed jobs, filtered"
+							r.summary = "Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it"
 							r.operationID = "getAdminJobs"
 							r.operationGroup = ""
 							r.pathPattern = "/api/admin/jobs"
@@ -2596,7 +2596,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							switch method {
 							case "GET":
 								r.name = GetAdminJobsIdOperation
-								r.summary = "One owed job, its item's title, its author, and every attempt with its error"
+								r.summary = "One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error"
 								r.operationID = "getAdminJobsId"
 								r.operationGroup = ""
 								r.pathPattern = "/api/admin/jobs/{id}"
@@ -2621,7 +2621,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 								switch method {
 								case "POST":
 									r.name = PostAdminJobsIdRetryOperation
-									r.summary = "Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself"
+									r.summary = "Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself"
 									r.operationID = "postAdminJobsIdRetry"
 									r.operationGroup = ""
 									r.pathPattern = "/api/admin/jobs/{id}/retry"

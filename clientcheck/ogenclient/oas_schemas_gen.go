@@ -2753,6 +2753,62 @@ func (s *DisabledReason) UnmarshalText(data []byte) error {
 	}
 }
 
+// Ref: #/components/schemas/DoneOutcome
+type DoneOutcome string
+
+const (
+	DoneOutcomeAllow   DoneOutcome = "allow"
+	DoneOutcomeBlock   DoneOutcome = "block"
+	DoneOutcomeScored  DoneOutcome = "scored"
+	DoneOutcomeDecided DoneOutcome = "decided"
+)
+
+// AllValues returns all DoneOutcome values.
+func (DoneOutcome) AllValues() []DoneOutcome {
+	return []DoneOutcome{
+		DoneOutcomeAllow,
+		DoneOutcomeBlock,
+		DoneOutcomeScored,
+		DoneOutcomeDecided,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s DoneOutcome) MarshalText() ([]byte, error) {
+	switch s {
+	case DoneOutcomeAllow:
+		return []byte(s), nil
+	case DoneOutcomeBlock:
+		return []byte(s), nil
+	case DoneOutcomeScored:
+		return []byte(s), nil
+	case DoneOutcomeDecided:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *DoneOutcome) UnmarshalText(data []byte) error {
+	switch DoneOutcome(data) {
+	case DoneOutcomeAllow:
+		*s = DoneOutcomeAllow
+		return nil
+	case DoneOutcomeBlock:
+		*s = DoneOutcomeBlock
+		return nil
+	case DoneOutcomeScored:
+		*s = DoneOutcomeScored
+		return nil
+	case DoneOutcomeDecided:
+		*s = DoneOutcomeDecided
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // Ref: #/components/schemas/Error
 type Error struct {
 	Error ErrorDetail `json:"error"`
@@ -2841,6 +2897,7 @@ const (
 	ErrorDetailCodeWebhookDisabled          ErrorDetailCode = "webhook_disabled"
 	ErrorDetailCodeInFlight                 ErrorDetailCode = "in_flight"
 	ErrorDetailCodeError                    ErrorDetailCode = "error"
+	ErrorDetailCodeDone                     ErrorDetailCode = "done"
 )
 
 // AllValues returns all ErrorDetailCode values.
@@ -2874,6 +2931,7 @@ func (ErrorDetailCode) AllValues() []ErrorDetailCode {
 		ErrorDetailCodeWebhookDisabled,
 		ErrorDetailCodeInFlight,
 		ErrorDetailCodeError,
+		ErrorDetailCodeDone,
 	}
 }
 
@@ -2935,6 +2993,8 @@ func (s ErrorDetailCode) MarshalText() ([]byte, error) {
 	case ErrorDetailCodeInFlight:
 		return []byte(s), nil
 	case ErrorDetailCodeError:
+		return []byte(s), nil
+	case ErrorDetailCodeDone:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -3027,6 +3087,9 @@ func (s *ErrorDetailCode) UnmarshalText(data []byte) error {
 		return nil
 	case ErrorDetailCodeError:
 		*s = ErrorDetailCodeError
+		return nil
+	case ErrorDetailCodeDone:
+		*s = ErrorDetailCodeDone
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -4127,6 +4190,62 @@ func (s *GetAdminJobsKind) UnmarshalText(data []byte) error {
 	}
 }
 
+// Settled jobs that ended so (implies state done).
+type GetAdminJobsOutcome string
+
+const (
+	GetAdminJobsOutcomeAllow   GetAdminJobsOutcome = "allow"
+	GetAdminJobsOutcomeBlock   GetAdminJobsOutcome = "block"
+	GetAdminJobsOutcomeScored  GetAdminJobsOutcome = "scored"
+	GetAdminJobsOutcomeDecided GetAdminJobsOutcome = "decided"
+)
+
+// AllValues returns all GetAdminJobsOutcome values.
+func (GetAdminJobsOutcome) AllValues() []GetAdminJobsOutcome {
+	return []GetAdminJobsOutcome{
+		GetAdminJobsOutcomeAllow,
+		GetAdminJobsOutcomeBlock,
+		GetAdminJobsOutcomeScored,
+		GetAdminJobsOutcomeDecided,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s GetAdminJobsOutcome) MarshalText() ([]byte, error) {
+	switch s {
+	case GetAdminJobsOutcomeAllow:
+		return []byte(s), nil
+	case GetAdminJobsOutcomeBlock:
+		return []byte(s), nil
+	case GetAdminJobsOutcomeScored:
+		return []byte(s), nil
+	case GetAdminJobsOutcomeDecided:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *GetAdminJobsOutcome) UnmarshalText(data []byte) error {
+	switch GetAdminJobsOutcome(data) {
+	case GetAdminJobsOutcomeAllow:
+		*s = GetAdminJobsOutcomeAllow
+		return nil
+	case GetAdminJobsOutcomeBlock:
+		*s = GetAdminJobsOutcomeBlock
+		return nil
+	case GetAdminJobsOutcomeScored:
+		*s = GetAdminJobsOutcomeScored
+		return nil
+	case GetAdminJobsOutcomeDecided:
+		*s = GetAdminJobsOutcomeDecided
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 type GetAdminJobsSort string
 
 const (
@@ -4175,12 +4294,14 @@ func (s *GetAdminJobsSort) UnmarshalText(data []byte) error {
 	}
 }
 
+// Done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only.
 type GetAdminJobsState string
 
 const (
 	GetAdminJobsStateDue     GetAdminJobsState = "due"
 	GetAdminJobsStateWaiting GetAdminJobsState = "waiting"
 	GetAdminJobsStateLeased  GetAdminJobsState = "leased"
+	GetAdminJobsStateDone    GetAdminJobsState = "done"
 )
 
 // AllValues returns all GetAdminJobsState values.
@@ -4189,6 +4310,7 @@ func (GetAdminJobsState) AllValues() []GetAdminJobsState {
 		GetAdminJobsStateDue,
 		GetAdminJobsStateWaiting,
 		GetAdminJobsStateLeased,
+		GetAdminJobsStateDone,
 	}
 }
 
@@ -4200,6 +4322,8 @@ func (s GetAdminJobsState) MarshalText() ([]byte, error) {
 	case GetAdminJobsStateWaiting:
 		return []byte(s), nil
 	case GetAdminJobsStateLeased:
+		return []byte(s), nil
+	case GetAdminJobsStateDone:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -4217,6 +4341,9 @@ func (s *GetAdminJobsState) UnmarshalText(data []byte) error {
 		return nil
 	case GetAdminJobsStateLeased:
 		*s = GetAdminJobsStateLeased
+		return nil
+	case GetAdminJobsStateDone:
+		*s = GetAdminJobsStateDone
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -6061,20 +6188,27 @@ func (s *ItemVerdictVerdict) UnmarshalText(data []byte) error {
 type Job struct {
 	Attempts int       `json:"attempts"`
 	DueAt    time.Time `json:"dueAt"`
-	ID       int       `json:"id"`
-	ItemId   int       `json:"itemId"`
+	// Done: the attempt that settled it; null while owed.
+	Final  NilEvent `json:"final"`
+	ID     int      `json:"id"`
+	ItemId int      `json:"itemId"`
 	// A revision's title, a comment's or pitch's first 80 characters.
 	ItemTitle NilString `json:"itemTitle"`
 	Kind      JobKind   `json:"kind"`
 	// The last attempt's error.
 	LastError  NilString   `json:"lastError"`
 	LeaseUntil NilDateTime `json:"leaseUntil"`
-	SongId     NilInt      `json:"songId"`
-	Status     NilInt      `json:"status"`
-	Task       JobTask     `json:"task"`
-	UserId     int         `json:"userId"`
-	UserName   string      `json:"userName"`
-	Why        NilWhy      `json:"why"`
+	// Done: how it settled; null while owed.
+	Outcome NilDoneOutcome `json:"outcome"`
+	SongId  NilInt         `json:"songId"`
+	// Due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then
+	// when it settled).
+	State    JobState `json:"state"`
+	Status   NilInt   `json:"status"`
+	Task     JobTask  `json:"task"`
+	UserId   int      `json:"userId"`
+	UserName string   `json:"userName"`
+	Why      NilWhy   `json:"why"`
 }
 
 // GetAttempts returns the value of Attempts.
@@ -6085,6 +6219,11 @@ func (s *Job) GetAttempts() int {
 // GetDueAt returns the value of DueAt.
 func (s *Job) GetDueAt() time.Time {
 	return s.DueAt
+}
+
+// GetFinal returns the value of Final.
+func (s *Job) GetFinal() NilEvent {
+	return s.Final
 }
 
 // GetID returns the value of ID.
@@ -6117,9 +6256,19 @@ func (s *Job) GetLeaseUntil() NilDateTime {
 	return s.LeaseUntil
 }
 
+// GetOutcome returns the value of Outcome.
+func (s *Job) GetOutcome() NilDoneOutcome {
+	return s.Outcome
+}
+
 // GetSongId returns the value of SongId.
 func (s *Job) GetSongId() NilInt {
 	return s.SongId
+}
+
+// GetState returns the value of State.
+func (s *Job) GetState() JobState {
+	return s.State
 }
 
 // GetStatus returns the value of Status.
@@ -6157,6 +6306,11 @@ func (s *Job) SetDueAt(val time.Time) {
 	s.DueAt = val
 }
 
+// SetFinal sets the value of Final.
+func (s *Job) SetFinal(val NilEvent) {
+	s.Final = val
+}
+
 // SetID sets the value of ID.
 func (s *Job) SetID(val int) {
 	s.ID = val
@@ -6187,9 +6341,19 @@ func (s *Job) SetLeaseUntil(val NilDateTime) {
 	s.LeaseUntil = val
 }
 
+// SetOutcome sets the value of Outcome.
+func (s *Job) SetOutcome(val NilDoneOutcome) {
+	s.Outcome = val
+}
+
 // SetSongId sets the value of SongId.
 func (s *Job) SetSongId(val NilInt) {
 	s.SongId = val
+}
+
+// SetState sets the value of State.
+func (s *Job) SetState(val JobState) {
+	s.State = val
 }
 
 // SetStatus sets the value of Status.
@@ -6417,9 +6581,12 @@ type JobFilterRequest struct {
 	// Part of the author's name (in the query: or a user id).
 	Author OptString `json:"author"`
 	// One job.
-	ID     OptInt                   `json:"id"`
-	ItemId OptInt                   `json:"itemId"`
-	Kind   OptJobFilterRequestKind  `json:"kind"`
+	ID     OptInt                  `json:"id"`
+	ItemId OptInt                  `json:"itemId"`
+	Kind   OptJobFilterRequestKind `json:"kind"`
+	// Settled jobs that ended so (implies state done).
+	Outcome OptJobFilterRequestOutcome `json:"outcome"`
+	// Done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only.
 	State  OptJobFilterRequestState `json:"state"`
 	Task   OptJobFilterRequestTask  `json:"task"`
 	UserId OptInt                   `json:"userId"`
@@ -6445,6 +6612,11 @@ func (s *JobFilterRequest) GetItemId() OptInt {
 // GetKind returns the value of Kind.
 func (s *JobFilterRequest) GetKind() OptJobFilterRequestKind {
 	return s.Kind
+}
+
+// GetOutcome returns the value of Outcome.
+func (s *JobFilterRequest) GetOutcome() OptJobFilterRequestOutcome {
+	return s.Outcome
 }
 
 // GetState returns the value of State.
@@ -6485,6 +6657,11 @@ func (s *JobFilterRequest) SetItemId(val OptInt) {
 // SetKind sets the value of Kind.
 func (s *JobFilterRequest) SetKind(val OptJobFilterRequestKind) {
 	s.Kind = val
+}
+
+// SetOutcome sets the value of Outcome.
+func (s *JobFilterRequest) SetOutcome(val OptJobFilterRequestOutcome) {
+	s.Outcome = val
 }
 
 // SetState sets the value of State.
@@ -6555,12 +6732,70 @@ func (s *JobFilterRequestKind) UnmarshalText(data []byte) error {
 	}
 }
 
+// Settled jobs that ended so (implies state done).
+type JobFilterRequestOutcome string
+
+const (
+	JobFilterRequestOutcomeAllow   JobFilterRequestOutcome = "allow"
+	JobFilterRequestOutcomeBlock   JobFilterRequestOutcome = "block"
+	JobFilterRequestOutcomeScored  JobFilterRequestOutcome = "scored"
+	JobFilterRequestOutcomeDecided JobFilterRequestOutcome = "decided"
+)
+
+// AllValues returns all JobFilterRequestOutcome values.
+func (JobFilterRequestOutcome) AllValues() []JobFilterRequestOutcome {
+	return []JobFilterRequestOutcome{
+		JobFilterRequestOutcomeAllow,
+		JobFilterRequestOutcomeBlock,
+		JobFilterRequestOutcomeScored,
+		JobFilterRequestOutcomeDecided,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s JobFilterRequestOutcome) MarshalText() ([]byte, error) {
+	switch s {
+	case JobFilterRequestOutcomeAllow:
+		return []byte(s), nil
+	case JobFilterRequestOutcomeBlock:
+		return []byte(s), nil
+	case JobFilterRequestOutcomeScored:
+		return []byte(s), nil
+	case JobFilterRequestOutcomeDecided:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *JobFilterRequestOutcome) UnmarshalText(data []byte) error {
+	switch JobFilterRequestOutcome(data) {
+	case JobFilterRequestOutcomeAllow:
+		*s = JobFilterRequestOutcomeAllow
+		return nil
+	case JobFilterRequestOutcomeBlock:
+		*s = JobFilterRequestOutcomeBlock
+		return nil
+	case JobFilterRequestOutcomeScored:
+		*s = JobFilterRequestOutcomeScored
+		return nil
+	case JobFilterRequestOutcomeDecided:
+		*s = JobFilterRequestOutcomeDecided
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+// Done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only.
 type JobFilterRequestState string
 
 const (
 	JobFilterRequestStateDue     JobFilterRequestState = "due"
 	JobFilterRequestStateWaiting JobFilterRequestState = "waiting"
 	JobFilterRequestStateLeased  JobFilterRequestState = "leased"
+	JobFilterRequestStateDone    JobFilterRequestState = "done"
 )
 
 // AllValues returns all JobFilterRequestState values.
@@ -6569,6 +6804,7 @@ func (JobFilterRequestState) AllValues() []JobFilterRequestState {
 		JobFilterRequestStateDue,
 		JobFilterRequestStateWaiting,
 		JobFilterRequestStateLeased,
+		JobFilterRequestStateDone,
 	}
 }
 
@@ -6580,6 +6816,8 @@ func (s JobFilterRequestState) MarshalText() ([]byte, error) {
 	case JobFilterRequestStateWaiting:
 		return []byte(s), nil
 	case JobFilterRequestStateLeased:
+		return []byte(s), nil
+	case JobFilterRequestStateDone:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -6597,6 +6835,9 @@ func (s *JobFilterRequestState) UnmarshalText(data []byte) error {
 		return nil
 	case JobFilterRequestStateLeased:
 		*s = JobFilterRequestStateLeased
+		return nil
+	case JobFilterRequestStateDone:
+		*s = JobFilterRequestStateDone
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -6945,6 +7186,63 @@ func (s *JobList) SetTotal(val int) {
 }
 
 func (*JobList) getAdminJobsRes() {}
+
+// Due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then
+// when it settled).
+type JobState string
+
+const (
+	JobStateDue     JobState = "due"
+	JobStateWaiting JobState = "waiting"
+	JobStateLeased  JobState = "leased"
+	JobStateDone    JobState = "done"
+)
+
+// AllValues returns all JobState values.
+func (JobState) AllValues() []JobState {
+	return []JobState{
+		JobStateDue,
+		JobStateWaiting,
+		JobStateLeased,
+		JobStateDone,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s JobState) MarshalText() ([]byte, error) {
+	switch s {
+	case JobStateDue:
+		return []byte(s), nil
+	case JobStateWaiting:
+		return []byte(s), nil
+	case JobStateLeased:
+		return []byte(s), nil
+	case JobStateDone:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *JobState) UnmarshalText(data []byte) error {
+	switch JobState(data) {
+	case JobStateDue:
+		*s = JobStateDue
+		return nil
+	case JobStateWaiting:
+		*s = JobStateWaiting
+		return nil
+	case JobStateLeased:
+		*s = JobStateLeased
+		return nil
+	case JobStateDone:
+		*s = JobStateDone
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 // Ref: #/components/schemas/JobStats
 type JobStats struct {
@@ -8293,6 +8591,96 @@ func (o NilDisabledReason) Or(d DisabledReason) DisabledReason {
 	return d
 }
 
+// NewNilDoneOutcome returns new NilDoneOutcome with value set to v.
+func NewNilDoneOutcome(v DoneOutcome) NilDoneOutcome {
+	return NilDoneOutcome{
+		Value: v,
+	}
+}
+
+// NilDoneOutcome is nullable DoneOutcome.
+type NilDoneOutcome struct {
+	Value DoneOutcome
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilDoneOutcome) SetTo(v DoneOutcome) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilDoneOutcome) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilDoneOutcome) SetToNull() {
+	o.Null = true
+	var v DoneOutcome
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilDoneOutcome) Get() (v DoneOutcome, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilDoneOutcome) Or(d DoneOutcome) DoneOutcome {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewNilEvent returns new NilEvent with value set to v.
+func NewNilEvent(v Event) NilEvent {
+	return NilEvent{
+		Value: v,
+	}
+}
+
+// NilEvent is nullable Event.
+type NilEvent struct {
+	Value Event
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilEvent) SetTo(v Event) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilEvent) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilEvent) SetToNull() {
+	o.Null = true
+	var v Event
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilEvent) Get() (v Event, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilEvent) Or(d Event) Event {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewNilFloat64 returns new NilFloat64 with value set to v.
 func NewNilFloat64(v float64) NilFloat64 {
 	return NilFloat64{
@@ -9112,6 +9500,52 @@ func (o OptGetAdminJobsKind) Or(d GetAdminJobsKind) GetAdminJobsKind {
 	return d
 }
 
+// NewOptGetAdminJobsOutcome returns new OptGetAdminJobsOutcome with value set to v.
+func NewOptGetAdminJobsOutcome(v GetAdminJobsOutcome) OptGetAdminJobsOutcome {
+	return OptGetAdminJobsOutcome{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptGetAdminJobsOutcome is optional GetAdminJobsOutcome.
+type OptGetAdminJobsOutcome struct {
+	Value GetAdminJobsOutcome
+	Set   bool
+}
+
+// IsSet returns true if OptGetAdminJobsOutcome was set.
+func (o OptGetAdminJobsOutcome) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptGetAdminJobsOutcome) Reset() {
+	var v GetAdminJobsOutcome
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptGetAdminJobsOutcome) SetTo(v GetAdminJobsOutcome) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptGetAdminJobsOutcome) Get() (v GetAdminJobsOutcome, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptGetAdminJobsOutcome) Or(d GetAdminJobsOutcome) GetAdminJobsOutcome {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptGetAdminJobsSort returns new OptGetAdminJobsSort with value set to v.
 func NewOptGetAdminJobsSort(v GetAdminJobsSort) OptGetAdminJobsSort {
 	return OptGetAdminJobsSort{
@@ -9888,6 +10322,52 @@ func (o OptJobFilterRequestKind) Get() (v JobFilterRequestKind, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptJobFilterRequestKind) Or(d JobFilterRequestKind) JobFilterRequestKind {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptJobFilterRequestOutcome returns new OptJobFilterRequestOutcome with value set to v.
+func NewOptJobFilterRequestOutcome(v JobFilterRequestOutcome) OptJobFilterRequestOutcome {
+	return OptJobFilterRequestOutcome{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptJobFilterRequestOutcome is optional JobFilterRequestOutcome.
+type OptJobFilterRequestOutcome struct {
+	Value JobFilterRequestOutcome
+	Set   bool
+}
+
+// IsSet returns true if OptJobFilterRequestOutcome was set.
+func (o OptJobFilterRequestOutcome) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptJobFilterRequestOutcome) Reset() {
+	var v JobFilterRequestOutcome
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptJobFilterRequestOutcome) SetTo(v JobFilterRequestOutcome) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptJobFilterRequestOutcome) Get() (v JobFilterRequestOutcome, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptJobFilterRequestOutcome) Or(d JobFilterRequestOutcome) JobFilterRequestOutcome {
 	if v, ok := o.Get(); ok {
 		return v
 	}

@@ -1730,6 +1730,21 @@ func (s DisabledReason) Validate() error {
 	}
 }
 
+func (s DoneOutcome) Validate() error {
+	switch s {
+	case "allow":
+		return nil
+	case "block":
+		return nil
+	case "scored":
+		return nil
+	case "decided":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
+}
+
 func (s *Error) Validate() error {
 	if s == nil {
 		return validate.ErrNilPointer
@@ -1833,6 +1848,8 @@ func (s ErrorDetailCode) Validate() error {
 	case "in_flight":
 		return nil
 	case "error":
+		return nil
+	case "done":
 		return nil
 	default:
 		return errors.Errorf("invalid value: %v", s)
@@ -2445,6 +2462,21 @@ func (s GetAdminJobsKind) Validate() error {
 	}
 }
 
+func (s GetAdminJobsOutcome) Validate() error {
+	switch s {
+	case "allow":
+		return nil
+	case "block":
+		return nil
+	case "scored":
+		return nil
+	case "decided":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
+}
+
 func (s GetAdminJobsSort) Validate() error {
 	switch s {
 	case "id":
@@ -2465,6 +2497,8 @@ func (s GetAdminJobsState) Validate() error {
 	case "waiting":
 		return nil
 	case "leased":
+		return nil
+	case "done":
 		return nil
 	default:
 		return errors.Errorf("invalid value: %v", s)
@@ -3668,6 +3702,24 @@ func (s *Job) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
+		if value, ok := s.Final.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "final",
+			Error: err,
+		})
+	}
+	if err := func() error {
 		if err := s.Kind.Validate(); err != nil {
 			return err
 		}
@@ -3705,6 +3757,35 @@ func (s *Job) Validate() error {
 	}(); err != nil {
 		failures = append(failures, validate.FieldError{
 			Name:  "lastError",
+			Error: err,
+		})
+	}
+	if err := func() error {
+		if value, ok := s.Outcome.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "outcome",
+			Error: err,
+		})
+	}
+	if err := func() error {
+		if err := s.State.Validate(); err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "state",
 			Error: err,
 		})
 	}
@@ -4009,6 +4090,24 @@ func (s *JobFilterRequest) Validate() error {
 		})
 	}
 	if err := func() error {
+		if value, ok := s.Outcome.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "outcome",
+			Error: err,
+		})
+	}
+	if err := func() error {
 		if value, ok := s.State.Get(); ok {
 			if err := func() error {
 				if err := value.Validate(); err != nil {
@@ -4109,6 +4208,21 @@ func (s JobFilterRequestKind) Validate() error {
 	}
 }
 
+func (s JobFilterRequestOutcome) Validate() error {
+	switch s {
+	case "allow":
+		return nil
+	case "block":
+		return nil
+	case "scored":
+		return nil
+	case "decided":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
+}
+
 func (s JobFilterRequestState) Validate() error {
 	switch s {
 	case "due":
@@ -4116,6 +4230,8 @@ func (s JobFilterRequestState) Validate() error {
 	case "waiting":
 		return nil
 	case "leased":
+		return nil
+	case "done":
 		return nil
 	default:
 		return errors.Errorf("invalid value: %v", s)
@@ -4249,6 +4365,21 @@ func (s *JobList) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
+}
+
+func (s JobState) Validate() error {
+	switch s {
+	case "due":
+		return nil
+	case "waiting":
+		return nil
+	case "leased":
+		return nil
+	case "done":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
 }
 
 func (s JobTask) Validate() error {

@@ -245,6 +245,30 @@ func (e DisabledReason) Valid() bool {
 	}
 }
 
+// Defines values for DoneOutcome.
+const (
+	DoneOutcomeAllow   DoneOutcome = "allow"
+	DoneOutcomeBlock   DoneOutcome = "block"
+	DoneOutcomeDecided DoneOutcome = "decided"
+	DoneOutcomeScored  DoneOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the DoneOutcome enum.
+func (e DoneOutcome) Valid() bool {
+	switch e {
+	case DoneOutcomeAllow:
+		return true
+	case DoneOutcomeBlock:
+		return true
+	case DoneOutcomeDecided:
+		return true
+	case DoneOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorDetailCode.
 const (
 	ErrorDetailCodeAppealed                 ErrorDetailCode = "appealed"
@@ -253,6 +277,7 @@ const (
 	ErrorDetailCodeConflict                 ErrorDetailCode = "conflict"
 	ErrorDetailCodeCsrf                     ErrorDetailCode = "csrf"
 	ErrorDetailCodeDecided                  ErrorDetailCode = "decided"
+	ErrorDetailCodeDone                     ErrorDetailCode = "done"
 	ErrorDetailCodeError                    ErrorDetailCode = "error"
 	ErrorDetailCodeForbidden                ErrorDetailCode = "forbidden"
 	ErrorDetailCodeHeld                     ErrorDetailCode = "held"
@@ -291,6 +316,8 @@ func (e ErrorDetailCode) Valid() bool {
 	case ErrorDetailCodeCsrf:
 		return true
 	case ErrorDetailCodeDecided:
+		return true
+	case ErrorDetailCodeDone:
 		return true
 	case ErrorDetailCodeError:
 		return true
@@ -500,6 +527,30 @@ func (e JobKind) Valid() bool {
 	}
 }
 
+// Defines values for JobState.
+const (
+	JobStateDone    JobState = "done"
+	JobStateDue     JobState = "due"
+	JobStateLeased  JobState = "leased"
+	JobStateWaiting JobState = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateDone:
+		return true
+	case JobStateDue:
+		return true
+	case JobStateLeased:
+		return true
+	case JobStateWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobTask.
 const (
 	JobTaskScore  JobTask = "score"
@@ -557,8 +608,33 @@ func (e JobFilterRequestKind) Valid() bool {
 	}
 }
 
+// Defines values for JobFilterRequestOutcome.
+const (
+	JobFilterRequestOutcomeAllow   JobFilterRequestOutcome = "allow"
+	JobFilterRequestOutcomeBlock   JobFilterRequestOutcome = "block"
+	JobFilterRequestOutcomeDecided JobFilterRequestOutcome = "decided"
+	JobFilterRequestOutcomeScored  JobFilterRequestOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the JobFilterRequestOutcome enum.
+func (e JobFilterRequestOutcome) Valid() bool {
+	switch e {
+	case JobFilterRequestOutcomeAllow:
+		return true
+	case JobFilterRequestOutcomeBlock:
+		return true
+	case JobFilterRequestOutcomeDecided:
+		return true
+	case JobFilterRequestOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobFilterRequestState.
 const (
+	JobFilterRequestStateDone    JobFilterRequestState = "done"
 	JobFilterRequestStateDue     JobFilterRequestState = "due"
 	JobFilterRequestStateLeased  JobFilterRequestState = "leased"
 	JobFilterRequestStateWaiting JobFilterRequestState = "waiting"
@@ -567,6 +643,8 @@ const (
 // Valid indicates whether the value is a known member of the JobFilterRequestState enum.
 func (e JobFilterRequestState) Valid() bool {
 	switch e {
+	case JobFilterRequestStateDone:
+		return true
 	case JobFilterRequestStateDue:
 		return true
 	case JobFilterRequestStateLeased:
@@ -1483,6 +1561,7 @@ func (e GetAdminJobsParamsWhy) Valid() bool {
 
 // Defines values for GetAdminJobsParamsState.
 const (
+	GetAdminJobsParamsStateDone    GetAdminJobsParamsState = "done"
 	GetAdminJobsParamsStateDue     GetAdminJobsParamsState = "due"
 	GetAdminJobsParamsStateLeased  GetAdminJobsParamsState = "leased"
 	GetAdminJobsParamsStateWaiting GetAdminJobsParamsState = "waiting"
@@ -1491,11 +1570,37 @@ const (
 // Valid indicates whether the value is a known member of the GetAdminJobsParamsState enum.
 func (e GetAdminJobsParamsState) Valid() bool {
 	switch e {
+	case GetAdminJobsParamsStateDone:
+		return true
 	case GetAdminJobsParamsStateDue:
 		return true
 	case GetAdminJobsParamsStateLeased:
 		return true
 	case GetAdminJobsParamsStateWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminJobsParamsOutcome.
+const (
+	GetAdminJobsParamsOutcomeAllow   GetAdminJobsParamsOutcome = "allow"
+	GetAdminJobsParamsOutcomeBlock   GetAdminJobsParamsOutcome = "block"
+	GetAdminJobsParamsOutcomeDecided GetAdminJobsParamsOutcome = "decided"
+	GetAdminJobsParamsOutcomeScored  GetAdminJobsParamsOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminJobsParamsOutcome enum.
+func (e GetAdminJobsParamsOutcome) Valid() bool {
+	switch e {
+	case GetAdminJobsParamsOutcomeAllow:
+		return true
+	case GetAdminJobsParamsOutcomeBlock:
+		return true
+	case GetAdminJobsParamsOutcomeDecided:
+		return true
+	case GetAdminJobsParamsOutcomeScored:
 		return true
 	default:
 		return false
@@ -2159,6 +2264,9 @@ type DeliveryList struct {
 // DisabledReason defines model for DisabledReason.
 type DisabledReason string
 
+// DoneOutcome defines model for DoneOutcome.
+type DoneOutcome string
+
 // Error defines model for Error.
 type Error struct {
 	Error ErrorDetail `json:"error"`
@@ -2341,8 +2449,11 @@ type ItemVerdictVerdict string
 type Job struct {
 	Attempts int       `json:"attempts"`
 	DueAt    time.Time `json:"dueAt"`
-	Id       int       `json:"id"`
-	ItemId   int       `json:"itemId"`
+
+	// Final done: the attempt that settled it; null while owed
+	Final  *Event `json:"final"`
+	Id     int    `json:"id"`
+	ItemId int    `json:"itemId"`
 
 	// ItemTitle a revision's title, a comment's or pitch's first 80 characters
 	ItemTitle *string `json:"itemTitle"`
@@ -2351,16 +2462,25 @@ type Job struct {
 	// LastError the last attempt's error
 	LastError  *string    `json:"lastError"`
 	LeaseUntil *time.Time `json:"leaseUntil"`
-	SongId     *int       `json:"songId"`
-	Status     *int       `json:"status"`
-	Task       JobTask    `json:"task"`
-	UserId     int        `json:"userId"`
-	UserName   string     `json:"userName"`
-	Why        *Why       `json:"why"`
+
+	// Outcome done: how it settled; null while owed
+	Outcome *DoneOutcome `json:"outcome"`
+	SongId  *int         `json:"songId"`
+
+	// State due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then when it settled)
+	State    JobState `json:"state"`
+	Status   *int     `json:"status"`
+	Task     JobTask  `json:"task"`
+	UserId   int      `json:"userId"`
+	UserName string   `json:"userName"`
+	Why      *Why     `json:"why"`
 }
 
 // JobKind defines model for Job.Kind.
 type JobKind string
+
+// JobState due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then when it settled)
+type JobState string
 
 // JobTask defines model for Job.Task.
 type JobTask string
@@ -2400,9 +2520,14 @@ type JobFilterRequest struct {
 	Author *string `json:"author,omitempty"`
 
 	// Id one job
-	Id     *int                   `json:"id,omitempty"`
-	ItemId *int                   `json:"itemId,omitempty"`
-	Kind   *JobFilterRequestKind  `json:"kind,omitempty"`
+	Id     *int                  `json:"id,omitempty"`
+	ItemId *int                  `json:"itemId,omitempty"`
+	Kind   *JobFilterRequestKind `json:"kind,omitempty"`
+
+	// Outcome settled jobs that ended so (implies state done)
+	Outcome *JobFilterRequestOutcome `json:"outcome,omitempty"`
+
+	// State done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only
 	State  *JobFilterRequestState `json:"state,omitempty"`
 	Task   *JobFilterRequestTask  `json:"task,omitempty"`
 	UserId *int                   `json:"userId,omitempty"`
@@ -2414,7 +2539,10 @@ type JobFilterRequest struct {
 // JobFilterRequestKind defines model for JobFilterRequest.Kind.
 type JobFilterRequestKind string
 
-// JobFilterRequestState defines model for JobFilterRequest.State.
+// JobFilterRequestOutcome settled jobs that ended so (implies state done)
+type JobFilterRequestOutcome string
+
+// JobFilterRequestState done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only
 type JobFilterRequestState string
 
 // JobFilterRequestTask defines model for JobFilterRequest.Task.
@@ -3226,17 +3354,18 @@ type PostAdminItemsKindIdVerdictParamsKind string
 
 // GetAdminJobsParams defines parameters for GetAdminJobs.
 type GetAdminJobsParams struct {
-	Id     *int                     `form:"id,omitempty" json:"id,omitempty"`
-	Task   *GetAdminJobsParamsTask  `form:"task,omitempty" json:"task,omitempty"`
-	Kind   *GetAdminJobsParamsKind  `form:"kind,omitempty" json:"kind,omitempty"`
-	Why    *GetAdminJobsParamsWhy   `form:"why,omitempty" json:"why,omitempty"`
-	UserId *int                     `form:"userId,omitempty" json:"userId,omitempty"`
-	Author *string                  `form:"author,omitempty" json:"author,omitempty"`
-	ItemId *int                     `form:"itemId,omitempty" json:"itemId,omitempty"`
-	State  *GetAdminJobsParamsState `form:"state,omitempty" json:"state,omitempty"`
-	Sort   *GetAdminJobsParamsSort  `form:"sort,omitempty" json:"sort,omitempty"`
-	Limit  *int                     `form:"limit,omitempty" json:"limit,omitempty"`
-	Cursor *string                  `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Id      *int                       `form:"id,omitempty" json:"id,omitempty"`
+	Task    *GetAdminJobsParamsTask    `form:"task,omitempty" json:"task,omitempty"`
+	Kind    *GetAdminJobsParamsKind    `form:"kind,omitempty" json:"kind,omitempty"`
+	Why     *GetAdminJobsParamsWhy     `form:"why,omitempty" json:"why,omitempty"`
+	UserId  *int                       `form:"userId,omitempty" json:"userId,omitempty"`
+	Author  *string                    `form:"author,omitempty" json:"author,omitempty"`
+	ItemId  *int                       `form:"itemId,omitempty" json:"itemId,omitempty"`
+	State   *GetAdminJobsParamsState   `form:"state,omitempty" json:"state,omitempty"`
+	Outcome *GetAdminJobsParamsOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+	Sort    *GetAdminJobsParamsSort    `form:"sort,omitempty" json:"sort,omitempty"`
+	Limit   *int                       `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor  *string                    `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // GetAdminJobsParamsTask defines parameters for GetAdminJobs.
@@ -3250,6 +3379,9 @@ type GetAdminJobsParamsWhy string
 
 // GetAdminJobsParamsState defines parameters for GetAdminJobs.
 type GetAdminJobsParamsState string
+
+// GetAdminJobsParamsOutcome defines parameters for GetAdminJobs.
+type GetAdminJobsParamsOutcome string
 
 // GetAdminJobsParamsSort defines parameters for GetAdminJobs.
 type GetAdminJobsParamsSort string
@@ -3851,7 +3983,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAdminJobs Owed jobs, filtered
+	// GetAdminJobs Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -3876,14 +4008,14 @@ type ClientInterface interface {
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRetryParams, body PostAdminJobsRetryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
+	// GetAdminJobsId One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	// PostAdminJobsIdRetry Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
@@ -4665,7 +4797,7 @@ func (c *Client) PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdmin
 	return c.Client.Do(req)
 }
 
-// GetAdminJobs Owed jobs, filtered
+// GetAdminJobs Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -4720,7 +4852,7 @@ func (c *Client) PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRe
 	return c.Client.Do(req)
 }
 
-// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
+// GetAdminJobsId One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -4737,7 +4869,7 @@ func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+// PostAdminJobsIdRetry Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
@@ -6776,6 +6908,18 @@ func NewGetAdminJobsRequest(server string, params *GetAdminJobsParams) (*http.Re
 		if params.State != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Outcome != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outcome", *params.Outcome, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10008,7 +10152,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdictWithResponse(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminItemsKindIdVerdictResponse, error)
 
-	// GetAdminJobsWithResponse Owed jobs, filtered
+	// GetAdminJobsWithResponse Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -10035,7 +10179,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetryWithResponse(ctx context.Context, params *PostAdminJobsRetryParams, body PostAdminJobsRetryJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminJobsRetryResponse, error)
 
-	// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
+	// GetAdminJobsIdWithResponse One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -10044,7 +10188,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetAdminJobsIdResponse, error)
 
-	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
@@ -18872,7 +19016,7 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithResponse(ctx contex
 	return ParsePostAdminItemsKindIdVerdictResponse(rsp)
 }
 
-// GetAdminJobsWithResponse Owed jobs, filtered
+// GetAdminJobsWithResponse Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -18917,7 +19061,7 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithResponse(ctx context.Context
 	return ParsePostAdminJobsRetryResponse(rsp)
 }
 
-// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
+// GetAdminJobsIdWithResponse One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -18932,7 +19076,7 @@ func (c *ClientWithResponses) GetAdminJobsIdWithResponse(ctx context.Context, id
 	return ParseGetAdminJobsIdResponse(rsp)
 }
 
-// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
