@@ -245,38 +245,10 @@ func (a *API) listJobs(c echo.Context) error {
 		}
 		after = &models.JobCursor{ID: cur.ID, Key: cur.Key}
 	}
-	ctx := c.Request().Context()
-	var jobs []models.JobRow
-	var total int64
-	var holds models.Holds
-	var deferred *time.Time
-	if f.State == models.JobDone {
-		since := a.doneSince()
-		if jobs, err = a.Store.ListDoneJobs(ctx, f, since, order, after, limit); err != nil {
-			return err
-		}
-		if total, err = a.Store.CountDoneJobs(ctx, f, since); err != nil {
-			return err
-		}
-	} else {
-		// The holds first: the list and the count then leave held jobs out (or select them) by
-		// task, without reading the holds row once per job.
-		if holds, err = a.Store.Holds(ctx); err != nil {
-			return err
-		}
-		f.Held = &holds
-		if deferred, err = a.deferral(ctx); err != nil {
-			return err
-		}
-		f.Deferred = deferred
-		if jobs, err = a.Store.ListJobRows(ctx, f, order, after, limit); err != nil {
-			return err
-		}
-		if total, err = a.Store.CountJobs(ctx, f); err != nil {
-			return err
-		}
+	jobs, total, show, err := a.jobPage(c.Request().Context(), f, order, after, limit)
+	if err != nil {
+		return err
 	}
-	show := a.jobOf(holds, deferred)
 	out := make([]jobJSON, 0, len(jobs))
 	for _, j := range jobs {
 		out = append(out, show(j))
@@ -291,6 +263,38 @@ func (a *API) listJobs(c echo.Context) error {
 		next = encodeCursor(jobCursor{ID: last.ID, Key: last.Key, By: by})
 	}
 	return c.JSON(http.StatusOK, jobListJSON{Jobs: out, NextCursor: next, Total: total})
+}
+
+// jobPage reads a page of the jobs f selects, owed or settled (state done), with the total the
+// filter selects and how to show them.
+func (a *API) jobPage(ctx context.Context, f models.JobFilter, order string, after *models.JobCursor, limit int) (
+	[]models.JobRow, int64, func(models.JobRow) jobJSON, error) {
+	show := a.jobOf(models.Holds{}, nil)
+	if f.State == models.JobDone {
+		since := a.doneSince()
+		jobs, err := a.Store.ListDoneJobs(ctx, f, since, order, after, limit)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		total, err := a.Store.CountDoneJobs(ctx, f, since)
+		return jobs, total, show, err
+	}
+	// The holds first: the list and the count then leave held jobs out (or select them) by
+	// task, without reading the holds row once per job.
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	f.Held = &holds
+	if f.Deferred, err = a.deferral(ctx); err != nil {
+		return nil, 0, nil, err
+	}
+	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	total, err := a.Store.CountJobs(ctx, f)
+	return jobs, total, a.jobOf(holds, f.Deferred), err
 }
 
 // maxJobEvents caps the attempts one job's detail shows (newest first): at the longest

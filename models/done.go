@@ -60,13 +60,7 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 // before that one, and Final, the attempt that settled it.
 func (s *Store) ListDoneJobs(ctx context.Context, f JobFilter, since time.Time, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.doneWhere(since.UnixMilli())
-	where, args, orderBy := pageOf(order, after, [3]string{"job_id", "at", "attempt"}, where, args)
-	args = append(args, limit)
-	rows, err := s.query(ctx, s.read, `SELECT `+doneColumns+` FROM events WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list settled jobs: %w", err)
-	}
-	jobs, err := scanDoneRows(rows, min(limit, 512))
+	jobs, err := s.jobPage(ctx, doneColumns+` FROM events`, where, args, pageOrder{order, after, [3]string{"job_id", "at", "attempt"}}, limit, scanDoneRows)
 	if err != nil {
 		return nil, fmt.Errorf("list settled jobs: %w", err)
 	}

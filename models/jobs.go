@@ -570,17 +570,32 @@ func pageOf(order string, after *JobCursor, cols [3]string, where string, args [
 // the cursor (nil: from the start).
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.where(s.nowMs())
-	where, args, orderBy := pageOf(order, after, [3]string{"id", "due_at", "attempts"}, where, args)
-	args = append(args, limit)
-	rows, err := s.query(ctx, s.read, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	jobs, err := scanJobRows(rows, min(limit, 512))
+	jobs, err := s.jobPage(ctx, jobRowColumns+` FROM content_jobs`, where, args, pageOrder{order, after, [3]string{"id", "due_at", "attempts"}}, limit, scanJobRows)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// pageOrder is a job list's order (see pageOf): its name, the cursor, and the columns of the
+// id, the due time and the attempts.
+type pageOrder struct {
+	order string
+	after *JobCursor
+	cols  [3]string
+}
+
+// jobPage reads a page of a job list: SELECT from (columns and table) WHERE where (args), in
+// o's order, at most limit rows, read by scan.
+func (s *Store) jobPage(ctx context.Context, from, where string, args []any, o pageOrder, limit int,
+	scan func(rows *queryRows, sizeHint int) ([]JobRow, error)) ([]JobRow, error) {
+	where, args, orderBy := pageOf(o.order, o.after, o.cols, where, args)
+	args = append(args, limit)
+	rows, err := s.query(ctx, s.read, `SELECT `+from+` WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scan(rows, min(limit, 512))
 }
 
 // CountJobs counts the jobs the filter selects.
