@@ -74,6 +74,11 @@ func TestPublicReasonReachesTheAuthorNeverTheNote(t *testing.T) {
 			t.Errorf("a granted appeal as the author sees it: %v", granted)
 		}
 
+		// One kind's page reads that kind's own statement: the same reason.
+		if r := w.do(http.MethodGet, "/api/listeners/mine?kind=pitch", asAuthor, nil); !strings.Contains(string(r.Body), `"reason":"Fine on a second look."`) {
+			t.Errorf("a page of pitches lacks the reason: %s", r.Body)
+		}
+
 		// Never the note: not in the view, not on the stream.
 		view := w.do(http.MethodGet, "/api/listeners/mine", asAuthor, nil)
 		if strings.Contains(string(view.Body), secret) {
