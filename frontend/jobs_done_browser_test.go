@@ -16,12 +16,12 @@ import (
 // TestSettledJobsInChromium: Content jobs lists settled jobs with state done (the State filter's
 // "done" option, deep-linked): how each settled (the model's allow, a block by hand with its
 // moderator), when, and no Retry or verdict on them; a settled job's detail shows its outcome
-// and its attempts.
+// and its attempts. A verdict by hand carries a reason the author sees apart from the note.
 func TestSettledJobsInChromium(t *testing.T) {
 	exe := chromiumPath(t)
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
 	ctx := context.Background()
-	authorID, _ := env.User("ada", models.RoleAuthor)
+	authorID, authorTok := env.User("ada", models.RoleAuthor)
 	ok := func(r owedtest.Response, status int, what string) owedtest.Response {
 		t.Helper()
 		if r.Status != status {
@@ -104,5 +104,21 @@ func TestSettledJobsInChromium(t *testing.T) {
 	b.waitText(t, "job-row-"+owedJob, "held")
 	if eval[bool](t, b, `!!`+jsEl("job-row-"+allowedJob)) {
 		t.Errorf("a settled job is listed among the owed ones")
+	}
+
+	// A verdict by hand with a note for moderators and a reason for the author: the author sees
+	// the reason, never the note; the job is settled now.
+	b.click(t, "job-detail-"+owedJob)
+	b.fill(t, "job-decide-note", "internal: repeat offender")
+	b.fill(t, "job-decide-reason", "Links to spam are not allowed.")
+	b.click(t, "job-decide-block")
+	b.click(t, "job-decide-confirm-ok")
+	b.waitJS(t, "decided", jsVisible("job-decided"))
+	mine := string(ok(env.Do(http.MethodGet, "/api/listeners/mine", authorTok, nil), 200, "mine").Body)
+	if !strings.Contains(mine, `"reason":"Links to spam are not allowed."`) || strings.Contains(mine, "repeat offender") {
+		t.Errorf("the author's view after a verdict with a note and a reason: %s", mine)
+	}
+	if j := obj(ok(env.Do(http.MethodGet, "/api/admin/jobs/"+owedJob, owedtest.AdminToken, nil), 200, "the job").JSON()["job"]); j["state"] != "done" {
+		t.Errorf("the job decided by hand: %v", j)
 	}
 }

@@ -487,16 +487,19 @@ function retriedText(r) {
 }
 
 /** Send a verdict by hand (overturn: change one already given). */
-async function sendVerdict(ctx, kind, itemId, verdict, note, overturn) {
+async function sendVerdict(ctx, kind, itemId, verdict, note, overturn, reason) {
   const body = { verdict };
   if (note) body.note = note;
+  if (reason) body.reason = reason;
   if (overturn) body.overturn = true;
   return ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, { method: 'POST', body });
 }
 
-/** Decide by hand: allow or block the item, with a note, as the admin's verdict, once confirmed. */
+/** Decide by hand: allow or block the item, with a note (moderators') and a reason (the
+ * author's), as the admin's verdict, once confirmed. */
 function Decide({ ctx, kind, itemId, onDone }) {
   const [note, setNote] = useState('');
+  const [reason, setReason] = useState('');
   const [asking, setAsking] = useState(null); // the verdict awaiting confirmation
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState(null);
@@ -505,7 +508,7 @@ function Decide({ ctx, kind, itemId, onDone }) {
     setBusy(true);
     setErr(null);
     try {
-      const r = await sendVerdict(ctx, kind, itemId, verdict, note.trim(), false);
+      const r = await sendVerdict(ctx, kind, itemId, verdict, note.trim(), false, reason.trim());
       ctx.notify(`The ${kind} is ${r && r.state === 'public' ? 'allowed' : 'blocked'}: your verdict settled its screen.`, 'ok');
       onDone({ kind, itemId, verdict, note: note.trim() || null, by: ctx.user && ctx.user.name });
     } catch (e) {
@@ -522,8 +525,12 @@ function Decide({ ctx, kind, itemId, onDone }) {
     <h3 id="decide-h">Decide by hand</h3>
     <p class="muted small">Records your verdict instead of the model's; an allowed revision then owes its score. Read the content above first.</p>
     <div class="field">
-      <label for="decide-note">Note (optional)</label>
+      <label for="decide-note">Note (optional; moderators and webhooks see it, the author never)</label>
       <input id="decide-note" type="text" maxlength="500" value=${note} onInput=${(e) => setNote(e.currentTarget.value)} data-testid="job-decide-note" />
+    </div>
+    <div class="field">
+      <label for="decide-reason">Reason for the author (optional; shown to them)</label>
+      <input id="decide-reason" type="text" maxlength="500" value=${reason} onInput=${(e) => setReason(e.currentTarget.value)} data-testid="job-decide-reason" />
     </div>
     ${err ? html`<p class="field-error" role="alert" data-testid="job-decide-error">${err.message}</p>` : null}
     ${asking
