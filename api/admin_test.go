@@ -189,7 +189,9 @@ func TestAdminRetry(t *testing.T) {
 		if got := j.listedJobs(t, ""); len(got) != 0 {
 			t.Errorf("jobs left after the sweep: %v", got)
 		}
-		checkError(t, j.do(http.MethodPost, fmt.Sprintf("/api/admin/jobs/%d/retry", j.p1.ID), asAdmin, nil), http.StatusNotFound, "not_found", "")
+		// Settled now: nothing owed to retry.
+		checkError(t, j.do(http.MethodPost, fmt.Sprintf("/api/admin/jobs/%d/retry", j.p1.ID), asAdmin, nil), http.StatusConflict, "done", "")
+		checkError(t, j.do(http.MethodPost, "/api/admin/jobs/999999/retry", asAdmin, nil), http.StatusNotFound, "not_found", "")
 	})
 }
 

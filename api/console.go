@@ -28,6 +28,7 @@ type holdsRequest struct {
 type verdictRequest struct {
 	Verdict models.Verdict `json:"verdict" required:"true" enum:"verdict"`
 	Note    *string        `json:"note" nullable:"true" maxLength:"500" description:"why, for moderators and webhooks (not shown to the author); required with overturn"`
+	Reason  *string        `json:"reason" nullable:"true" maxLength:"500" description:"why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's item.appeal.decided"`
 	// Overturn changes a verdict already given (the model's or an admin's): see overturn.go.
 	Overturn bool `json:"overturn" description:"change a verdict already given (event outcome overturned; the webhook is sent again)"`
 }
@@ -88,7 +89,12 @@ func (body *verdictRequest) check() error {
 	if body.Verdict != models.VerdictAllow && body.Verdict != models.VerdictBlock {
 		return invalid("verdict", "verdict must be allow or block")
 	}
-	note, err := checkNote(body.Note)
+	reason, err := checkWords("reason", body.Reason)
+	if err != nil {
+		return err
+	}
+	body.Reason = reason
+	note, err := checkWords("note", body.Note)
 	body.Note = note
 	if err == nil && body.Overturn && note == nil {
 		return invalid("note", "an overturn needs a note of its own: why the verdict changes")
@@ -136,9 +142,9 @@ func (a *API) decide(c echo.Context) error {
 	}
 	adminID := caller(c).ID
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: sub.UserID, Outcome: models.OutcomeDecided,
-		AdminID: &adminID, Note: body.Note, Verdict: &body.Verdict}
+		AdminID: &adminID, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict}
 	if before.Job != nil {
-		ev.Attempt = before.Job.Attempts
+		ev.Attempt, ev.JobID = before.Job.Attempts, &before.Job.ID
 	}
 	confidence := 1.0
 	ev.Confidence = &confidence
@@ -148,7 +154,7 @@ func (a *API) decide(c echo.Context) error {
 		if recorded, err = tx.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev); err != nil || !recorded {
 			return err
 		}
-		return audit(c, tx, models.AuditVerdict, itemTarget(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note})
+		return audit(c, tx, models.AuditVerdict, itemTarget(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
 	})
 	if err != nil {
 		return err

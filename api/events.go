@@ -29,6 +29,8 @@ type eventJSON struct {
 	AdminID      *int64              `json:"adminId" description:"outcome decided: the admin who decided"`
 	Note         *string             `json:"note" description:"outcome decided: the admin's note"`
 	Verdict      *models.Verdict     `json:"verdict" enum:"verdict" description:"outcome decided: the verdict decided"`
+	Reason       *string             `json:"reason" description:"outcome decided or overturned: the public reason, which the item's author sees"`
+	JobID        *int64              `json:"jobId" description:"the job the attempt was at; null for a verdict by hand on no owed job"`
 }
 
 type eventListJSON struct {
@@ -51,7 +53,7 @@ func eventOf(e models.Event) eventJSON {
 	return eventJSON{ID: e.ID, At: timeStr(e.At), Event: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID,
 		Outcome: e.Outcome, Why: e.Why, Status: e.Status, UpstreamMs: e.UpstreamMs, Attempt: e.Attempt,
 		Confidence: e.Confidence, Art: e.Art, RequestBytes: e.RequestBytes, Runs: e.Runs,
-		Error: e.Error, AdminID: e.AdminID, Note: e.Note, Verdict: e.Verdict}
+		Error: e.Error, AdminID: e.AdminID, Note: e.Note, Verdict: e.Verdict, Reason: e.Reason, JobID: e.JobID}
 }
 
 // listEvents pages through attempt events, newest first.

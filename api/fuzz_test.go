@@ -189,7 +189,7 @@ var queryRoutes = []fuzzRoute{
 	{"GET", "/api/listeners/mine/stream", "", asAuthor, []string{"state", "kind", "limit", "cursor", "ticket"}},
 	{"GET", "/api/pitches", "", asAnon, []string{"limit", "cursor"}},
 	{"GET", "/api/admin/users", "", asAdmin, []string{"limit", "cursor"}},
-	{"GET", "/api/admin/jobs", "", asAdmin, []string{"id", "task", "kind", "why", "userId", "author", "itemId", "state", "sort", "limit", "cursor"}},
+	{"GET", "/api/admin/jobs", "", asAdmin, []string{"id", "task", "kind", "why", "userId", "author", "itemId", "state", "outcome", "sort", "limit", "cursor"}},
 	{"GET", "/api/admin/review", "", asAdmin, []string{"kind", "reason", "userId", "claim", "limit", "cursor"}},
 	{"GET", "/api/admin/events", "", asAdmin, []string{"event", "why", "userId", "kind", "itemId", "outcome", "limit", "cursor"}},
 	{"GET", "/api/admin/budgets", "", asAdmin, []string{"limit", "cursor"}},

@@ -42,6 +42,7 @@ type itemVerdictJSON struct {
 	AdminID    *int64              `json:"adminId" description:"who decided by hand; null for the model"`
 	AdminName  *string             `json:"adminName"`
 	Note       *string             `json:"note" description:"why, in the moderator's words (internal)"`
+	Reason     *string             `json:"reason" description:"why, for the author (public)"`
 }
 
 // itemReviewJSON is one review entry of an item, open or decided.
@@ -60,6 +61,7 @@ type itemReviewJSON struct {
 	// the admin account that then heard the appeal.
 	DecidedByCreator *auditAdminJSON `json:"decidedByCreator" description:"an appeal of a block by hand: the admin who created the decider's account, as the audit trail has it (null: not recorded)"`
 	Outcome          *models.Verdict `json:"outcome" enum:"verdict"`
+	Reason           *string         `json:"reason" description:"the decision's public reason, which the author sees"`
 }
 
 // auditAdminJSON is an admin as the audit trail names them.
@@ -167,7 +169,7 @@ func (a *API) itemEvents(ctx context.Context, kind models.Kind, id int64, name f
 			mv := models.Verdict(e.Outcome)
 			v = &mv
 		}
-		iv := itemVerdictJSON{At: timeStr(e.At), Outcome: e.Outcome, Verdict: *v, Confidence: e.Confidence, AdminID: e.AdminID, Note: e.Note}
+		iv := itemVerdictJSON{At: timeStr(e.At), Outcome: e.Outcome, Verdict: *v, Confidence: e.Confidence, AdminID: e.AdminID, Note: e.Note, Reason: e.Reason}
 		if iv.AdminName, err = namePtr(name, e.AdminID); err != nil {
 			return nil, nil, err
 		}
@@ -204,7 +206,7 @@ func (a *API) itemReviews(ctx context.Context, kind models.Kind, id, me int64, n
 // itemReview shows one review entry of an item with its live claim.
 func (a *API) itemReview(e models.ReviewEntry, me int64, name func(int64) (string, error)) (*itemReviewJSON, error) {
 	out := &itemReviewJSON{EnteredAt: timeStr(e.EnteredAt), Suggestion: e.Suggestion, Confidence: e.Confidence, Note: e.Note,
-		BlockedBy: e.BlockedBy, DecidedAt: timePtr(e.DecidedAt), DecidedBy: e.DecidedBy, Outcome: e.Outcome}
+		BlockedBy: e.BlockedBy, DecidedAt: timePtr(e.DecidedAt), DecidedBy: e.DecidedBy, Outcome: e.Outcome, Reason: e.PublicReason}
 	var err error
 	if out.BlockedByName, err = namePtr(name, e.BlockedBy); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,20 +18,23 @@ import (
 
 // jobJSON is an owed job as an admin sees it.
 type jobJSON struct {
-	ID         int64       `json:"id"`
-	Task       models.Task `json:"task" enum:"task"`
-	Kind       models.Kind `json:"kind" enum:"kind"`
-	ItemID     int64       `json:"itemId"`
-	UserID     int64       `json:"userId"`
-	DueAt      timestamp   `json:"dueAt"`
-	Attempts   int         `json:"attempts"`
-	Why        *models.Why `json:"why" enum:"why"`
-	Status     *int        `json:"status"`
-	LeaseUntil *timestamp  `json:"leaseUntil"`
-	LastError  *string     `json:"lastError" maxLength:"500" description:"the last attempt's error"`
-	UserName   string      `json:"userName"`
-	ItemTitle  *string     `json:"itemTitle" description:"a revision's title, a comment's or pitch's first 80 characters"`
-	SongID     *int64      `json:"songId"`
+	ID         int64                `json:"id"`
+	Task       models.Task          `json:"task" enum:"task"`
+	Kind       models.Kind          `json:"kind" enum:"kind"`
+	ItemID     int64                `json:"itemId"`
+	UserID     int64                `json:"userId"`
+	DueAt      timestamp            `json:"dueAt"`
+	Attempts   int                  `json:"attempts"`
+	Why        *models.Why          `json:"why" enum:"why"`
+	Status     *int                 `json:"status"`
+	LeaseUntil *timestamp           `json:"leaseUntil"`
+	LastError  *string              `json:"lastError" maxLength:"500" description:"the last attempt's error"`
+	UserName   string               `json:"userName"`
+	ItemTitle  *string              `json:"itemTitle" description:"a revision's title, a comment's or pitch's first 80 characters"`
+	SongID     *int64               `json:"songId"`
+	State      models.JobState      `json:"state" enum:"jobState" description:"due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then when it settled)"`
+	Outcome    *models.EventOutcome `json:"outcome" enum:"doneOutcome" description:"done: how it settled; null while owed"`
+	Final      *eventJSON           `json:"final" description:"done: the attempt that settled it; null while owed"`
 }
 
 // jobListJSON is a page of jobs (keys in the order a map of them had).
@@ -74,11 +78,14 @@ type jobFilterRequest struct {
 	UserID int64           `json:"userId" query:"userId" minimum:"1"`
 	Author string          `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
 	ItemID int64           `json:"itemId" query:"itemId" minimum:"1"`
-	State  models.JobState `json:"state" query:"state" enum:"jobState"`
+	State  models.JobState `json:"state" query:"state" enum:"jobState" description:"done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only"`
+	// Outcome selects settled jobs by how they settled.
+	Outcome models.EventOutcome `json:"outcome" query:"outcome" enum:"doneOutcome" description:"settled jobs that ended so (implies state done)"`
 }
 
 func (f jobFilterRequest) filter() models.JobFilter {
-	return models.JobFilter{ID: f.ID, Task: f.Task, Kind: f.Kind, Why: f.Why, UserID: f.UserID, Author: f.Author, ItemID: f.ItemID, State: f.State}
+	return models.JobFilter{ID: f.ID, Task: f.Task, Kind: f.Kind, Why: f.Why, UserID: f.UserID, Author: f.Author, ItemID: f.ItemID, State: f.State,
+		Outcome: f.Outcome}
 }
 
 // jobsQuery are the query parameters of GET /api/admin/jobs.
@@ -106,7 +113,20 @@ func (a *API) jobOf(h models.Holds, deferred *time.Time) func(j models.JobRow) j
 		out := jobJSON{ID: j.ID, Task: j.Task, Kind: j.Kind, ItemID: j.ItemID, UserID: j.UserID, DueAt: timeStr(j.DueAt),
 			Attempts: j.Attempts, Status: j.Status, LeaseUntil: timePtr(j.LeaseUntil), LastError: j.LastError,
 			UserName: j.UserName, ItemTitle: j.ItemTitle, SongID: j.SongID}
+		if j.Final != nil { // settled: as it ended
+			final := eventOf(*j.Final)
+			out.Why, out.State, out.Outcome, out.Final = j.Why, models.JobDone, &final.Outcome, &final
+			return out
+		}
 		out.Why = models.ShownWhy(h, deferred, &j.Job, now)
+		switch {
+		case j.LeaseUntil != nil && j.LeaseUntil.After(now):
+			out.State = models.JobLeased
+		case j.DueAt.After(now):
+			out.State = models.JobWaiting
+		default:
+			out.State = models.JobDue
+		}
 		return out
 	}
 }
@@ -131,10 +151,14 @@ const maxAuthorFilter = 200
 func checkJobFilter(f models.JobFilter) error {
 	for _, chk := range []struct{ field, value, list string }{
 		{"task", string(f.Task), "task"}, {"kind", string(f.Kind), "kind"}, {"why", string(f.Why), "whyFilter"}, {"state", string(f.State), "jobState"},
+		{"outcome", string(f.Outcome), "doneOutcome"},
 	} {
 		if chk.value != "" && !slices.Contains(enumLists[chk.list], chk.value) {
 			return invalid(chk.field, chk.field+" is not one of the accepted values")
 		}
+	}
+	if f.Outcome != "" && f.State != "" && f.State != models.JobDone {
+		return invalid("outcome", "outcome selects settled jobs: state done, or no state")
 	}
 	if f.ID < 0 {
 		return invalid("id", "id must be a positive integer")
@@ -156,7 +180,7 @@ func checkJobFilter(f models.JobFilter) error {
 
 func jobFilterFromQuery(c echo.Context) (models.JobFilter, error) {
 	f := models.JobFilter{Task: models.Task(c.QueryParam("task")), Kind: models.Kind(c.QueryParam("kind")), Why: models.Why(c.QueryParam("why")),
-		State: models.JobState(c.QueryParam("state"))}
+		State: models.JobState(c.QueryParam("state")), Outcome: models.EventOutcome(c.QueryParam("outcome"))}
 	var err error
 	if f.ID, err = queryID(c, "id"); err != nil {
 		return f, err
@@ -178,7 +202,13 @@ func jobFilterFromQuery(c echo.Context) (models.JobFilter, error) {
 			f.Author = author
 		}
 	}
-	return f, checkJobFilter(f)
+	if err := checkJobFilter(f); err != nil {
+		return f, err
+	}
+	if f.Outcome != "" {
+		f.State = models.JobDone
+	}
+	return f, nil
 }
 
 // jobCursor is the job list's cursor: the last job's id and its sort key.
@@ -215,28 +245,10 @@ func (a *API) listJobs(c echo.Context) error {
 		}
 		after = &models.JobCursor{ID: cur.ID, Key: cur.Key}
 	}
-	ctx := c.Request().Context()
-	// The holds first: the list and the count then leave held jobs out (or select them) by
-	// task, without reading the holds row once per job.
-	holds, err := a.Store.Holds(ctx)
+	jobs, total, show, err := a.jobPage(c.Request().Context(), f, order, after, limit)
 	if err != nil {
 		return err
 	}
-	f.Held = &holds
-	deferred, err := a.deferral(ctx)
-	if err != nil {
-		return err
-	}
-	f.Deferred = deferred
-	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
-	if err != nil {
-		return err
-	}
-	total, err := a.Store.CountJobs(ctx, f)
-	if err != nil {
-		return err
-	}
-	show := a.jobOf(holds, deferred)
 	out := make([]jobJSON, 0, len(jobs))
 	for _, j := range jobs {
 		out = append(out, show(j))
@@ -251,6 +263,38 @@ func (a *API) listJobs(c echo.Context) error {
 		next = encodeCursor(jobCursor{ID: last.ID, Key: last.Key, By: by})
 	}
 	return c.JSON(http.StatusOK, jobListJSON{Jobs: out, NextCursor: next, Total: total})
+}
+
+// jobPage reads a page of the jobs f selects, owed or settled (state done), with the total the
+// filter selects and how to show them.
+func (a *API) jobPage(ctx context.Context, f models.JobFilter, order string, after *models.JobCursor, limit int) (
+	[]models.JobRow, int64, func(models.JobRow) jobJSON, error) {
+	show := a.jobOf(models.Holds{}, nil)
+	if f.State == models.JobDone {
+		since := a.doneSince()
+		jobs, err := a.Store.ListDoneJobs(ctx, f, since, order, after, limit)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		total, err := a.Store.CountDoneJobs(ctx, f, since)
+		return jobs, total, show, err
+	}
+	// The holds first: the list and the count then leave held jobs out (or select them) by
+	// task, without reading the holds row once per job.
+	holds, err := a.Store.Holds(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	f.Held = &holds
+	if f.Deferred, err = a.deferral(ctx); err != nil {
+		return nil, 0, nil, err
+	}
+	jobs, err := a.Store.ListJobRows(ctx, f, order, after, limit)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	total, err := a.Store.CountJobs(ctx, f)
+	return jobs, total, a.jobOf(holds, f.Deferred), err
 }
 
 // maxJobEvents caps the attempts one job's detail shows (newest first): at the longest
@@ -286,22 +330,32 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 		Author: jobAuthor{ID: job.UserID, Name: job.UserName}, Events: out})
 }
 
-// getJob shows one job with its item's title, its author and every attempt with its error.
+// getJob shows one job, owed or settled within OWED_RETAIN_DONE, with its item's title, its
+// author and every attempt with its error.
 func (a *API) getJob(c echo.Context) error {
 	job, err := a.jobInPath(c)
+	if errors.Is(err, models.ErrNotFound) {
+		job, err = a.Store.DoneJobByID(c.Request().Context(), job.ID, a.doneSince())
+	}
 	if err != nil {
 		return err
 	}
 	return a.jobDetail(c, c.Request().Context(), job)
 }
 
-// jobInPath reads the job the path's {id} names; an unknown one is 404.
+// doneSince is the oldest settling a settled job is listed for (OWED_RETAIN_DONE).
+func (a *API) doneSince() time.Time { return a.now().Add(-a.Retention.Done) }
+
+// jobInPath reads the owed job the path's {id} names; an unknown one is 404 (its id kept in
+// the row answered).
 func (a *API) jobInPath(c echo.Context) (models.JobRow, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return models.JobRow{}, err
 	}
-	return a.Store.JobByID(c.Request().Context(), id)
+	job, err := a.Store.JobByID(c.Request().Context(), id)
+	job.ID = id
+	return job, err
 }
 
 // retryJob makes one job due now. A job that a lease holds is running (409 leased); a job that
@@ -309,6 +363,11 @@ func (a *API) jobInPath(c echo.Context) (models.JobRow, error) {
 // budget): retrying it would only spend an attempt on the same refusal.
 func (a *API) retryJob(c echo.Context) error {
 	job, err := a.jobInPath(c)
+	if errors.Is(err, models.ErrNotFound) {
+		if _, derr := a.Store.DoneJobByID(c.Request().Context(), job.ID, a.doneSince()); derr == nil {
+			return &Error{Status: http.StatusConflict, Code: "done", Message: "the job is done: it settled, and nothing is owed to retry"}
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -315,6 +315,7 @@ type mineItem struct {
 	State      models.ItemState `json:"state" enum:"screenState"`
 	Verdict    *models.Verdict  `json:"verdict" enum:"verdict"`
 	Confidence *float64         `json:"confidence"`
+	Reason     *string          `json:"reason" description:"a moderator's public reason for the verdict; null when none"`
 	Score      *scoreJSON       `json:"score"`
 	Jobs       []jobBrief       `json:"jobs"`
 	Appeal     *appealJSON      `json:"appeal" description:"your appeal of the item's block and its outcome; null when none"`

@@ -188,7 +188,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	}
 	for _, it := range items {
 		m := mineItem{Kind: it.Kind, ID: it.ID, SongID: it.SongID, Title: it.Title, CreatedAt: timeStr(it.CreatedAt),
-			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Score: scoreOf(it.Score),
+			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Reason: it.Reason, Score: scoreOf(it.Score),
 			Appeal: appeals[itemRef{it.Kind, it.ID}], Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
 			// The view's jobs carry no lease (the ETag does not hash leases), and a park by the

@@ -19,8 +19,8 @@ type modelStateJSON struct {
 	Since       *timestamp  `json:"since"`
 	Failures    int         `json:"failures"`
 	NextProbeAt *timestamp  `json:"nextProbeAt"`
-	InFlight    int         `json:"inFlight"`
-	Cap         int         `json:"cap"`
+	InFlight    int         `json:"inFlight" description:"model calls this replica's jobs are asking now (a score's three runs count three), out of cap; never more than three times the leased jobs"`
+	Cap         int         `json:"cap" description:"OWED_MODEL_CONCURRENCY: model calls in flight per replica"`
 	Why         *models.Why `json:"why" enum:"why" description:"the failure that opened the breaker; null while closed"`
 	Status      *int        `json:"status" description:"its HTTP status, if any"`
 	LastError   *string     `json:"lastError" description:"the last real failure in words (kept after the breaker closes)"`

@@ -15,7 +15,7 @@ var errorCodes = []string{
 	"too_large", "unsupported_media_type", "idempotency_in_flight", "idempotency_answer_not_kept",
 	"idempotency_mismatch", "rate_limited", "unavailable", "insufficient_storage", "internal",
 	"decided", "claimed", "not_blocked", "appealed", "same_moderator", "review", "leased", "held",
-	"budget", "webhook_disabled", "in_flight", "error",
+	"budget", "webhook_disabled", "in_flight", "error", "done",
 }
 
 // routeErrors are the error answers particular to a route, beyond those every route of its
@@ -25,7 +25,7 @@ var routeErrors = map[string]map[int][]string{
 	"PATCH /api/admin/users/:id":                        {409: {"conflict"}},
 	"POST /api/session":                                 {429: {"rate_limited"}},
 	"POST /api/admin/model/probe":                       {409: {"unavailable"}},
-	"POST /api/admin/jobs/:id/retry":                    {409: {"leased", "held", "budget", "review"}},
+	"POST /api/admin/jobs/:id/retry":                    {409: {"leased", "held", "budget", "review", "done"}},
 	"POST /api/admin/items/:kind/:id/verdict":           {409: {"decided", "claimed", "same_moderator"}},
 	"POST /api/admin/review/:kind/:id/claim":            {409: {"claimed"}},
 	"DELETE /api/admin/review/:kind/:id/claim":          {409: {"claimed"}},

@@ -26,7 +26,7 @@ func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body 
 	adminID := caller(c).ID
 	confidence := 1.0
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: userID, Outcome: models.OutcomeOverturned,
-		AdminID: &adminID, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
+		AdminID: &adminID, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict, Confidence: &confidence}
 	var changed bool
 	var before *models.Verdict
 	err := a.Store.WithTx(ctx, func(tx *models.Store) error {
@@ -35,7 +35,7 @@ func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body 
 			return err
 		}
 		return audit(c, tx, models.AuditOverturn, itemTarget(kind, id), map[string]any{"verdict": before},
-			map[string]any{"verdict": body.Verdict, "note": body.Note})
+			map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
 	})
 	if err != nil {
 		return err

@@ -107,13 +107,14 @@ type appealJSON struct {
 	Note      *string    `json:"note"`
 	At        timestamp  `json:"at"`
 	DecidedAt *timestamp `json:"decidedAt"`
+	Reason    *string    `json:"reason" description:"the moderator's answer to you, when they gave one"`
 }
 
 // appealStates are the states of an appeal.
 var appealStates = []string{"pending", "granted", "denied"}
 
 func appealOf(e models.ReviewEntry) *appealJSON {
-	out := &appealJSON{State: "pending", Note: e.Note, At: timeStr(e.EnteredAt), DecidedAt: timePtr(e.DecidedAt)}
+	out := &appealJSON{State: "pending", Note: e.Note, At: timeStr(e.EnteredAt), DecidedAt: timePtr(e.DecidedAt), Reason: e.PublicReason}
 	if e.Outcome != nil {
 		out.State = "denied"
 		if *e.Outcome == models.VerdictAllow {
@@ -345,17 +346,18 @@ func (a *API) reviewMeasures(c echo.Context) error {
 		Since: timeStr(since)})
 }
 
-// checkNote tidies an optional note: trimmed, nil when blank, at most 500 characters.
-func checkNote(note *string) (*string, error) {
-	if note == nil {
+// checkWords tidies an optional note or reason (its field): trimmed, nil when blank, at most
+// 500 characters.
+func checkWords(field string, text *string) (*string, error) {
+	if text == nil {
 		return nil, nil
 	}
-	n := strings.TrimSpace(*note)
+	n := strings.TrimSpace(*text)
 	if strings.ContainsRune(n, 0) || !utf8.ValidString(n) {
-		return nil, invalid("note", "note must be text without NUL bytes")
+		return nil, invalid(field, field+" must be text without NUL bytes")
 	}
 	if utf8.RuneCountInString(n) > maxNoteChars {
-		return nil, invalid("note", "note is longer than 500 characters")
+		return nil, invalid(field, field+" is longer than 500 characters")
 	}
 	if n == "" {
 		return nil, nil
@@ -373,7 +375,7 @@ func (a *API) appeal(c echo.Context) error {
 	if err := bind(c, &body); err != nil {
 		return err
 	}
-	note, err := checkNote(body.Note)
+	note, err := checkWords("note", body.Note)
 	if err != nil {
 		return err
 	}
@@ -424,7 +426,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	}
 	confidence := 1.0
 	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: models.OutcomeDecided,
-		AdminID: &me, Note: body.Note, Verdict: &body.Verdict, Confidence: &confidence}
+		AdminID: &me, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict, Confidence: &confidence}
 	decided, err := a.appealDecided(ctx, *appeal, me, body)
 	if err != nil {
 		return true, err
@@ -451,7 +453,7 @@ func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me i
 	if body.Verdict == models.VerdictAllow {
 		state = "granted"
 	}
-	out := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note}
+	out := map[string]any{"verdict": body.Verdict, "appeal": state, "note": body.Note, "reason": body.Reason}
 	if appeal.BlockedBy != nil {
 		creator, err := a.creatorOf(ctx, me)
 		if err != nil {

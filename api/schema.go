@@ -44,6 +44,7 @@ var enumLists = map[string][]string{
 	"jobState":       names(models.JobStates),
 	"whyFilter":      names(whyFilter),
 	"outcome":        names(models.EventOutcomes),
+	"doneOutcome":    names(models.DoneOutcomes),
 	"jobSort":        jobSorts,
 	"songSort":       songSorts,
 	"breakerState":   breakerStates,

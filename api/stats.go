@@ -29,7 +29,7 @@ type jobStatsJSON struct {
 	ByWhy       map[models.Why]int64  `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's, breaker for those the open breaker puts off"`
 	Due         int64                 `json:"due" description:"due now and not held"`
 	Held        int64                 `json:"held" description:"of a held task: claimed by no one until the hold is lifted"`
-	Leased      int64                 `json:"leased"`
+	Leased      int64                 `json:"leased" description:"jobs claimed and running now, on every replica (one job each, a score's three model calls included)"`
 	OldestDueAt *timestamp            `json:"oldestDueAt"`
 	Total       int64                 `json:"total"`
 }

@@ -344,7 +344,7 @@ func (a *App) newEcho() *echo.Echo {
 	a.API = api.New(api.Config{Store: a.Store, Content: a.Content, Clock: a.Clock, Log: a.Log, Metrics: a.Metrics,
 		InlineWait: a.Config.InlineWait, PluginsDir: a.Config.PluginsDir, Version: BuildVersion(),
 		WriteRate: a.Config.WriteRate, WriteBurst: int(a.Config.WriteBurst), IdempotencyTTL: a.Config.IdempotencyTTL,
-		Retention:       models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered},
+		Retention:       models.Retention{Events: a.Config.RetainEvents, Deliveries: a.Config.RetainDelivered, Done: a.Config.RetainDone},
 		BackfillSummary: a.backfillSummary, Schedule: a.Schedule, Backfill: a.Backfill, Media: a.Media,
 		Webhooks: a.Webhooks, WebhooksAllowPrivate: a.Config.WebhooksAllowPrivate, WebhookSecretOverlap: a.Config.WebhookSecretOverlap,
 		SecureCookies: a.Config.PublicHTTPS(), TrustedProxy: trusts(proxies), MediaAllowPrivate: a.Config.MediaAllowPrivate,

@@ -58,6 +58,9 @@ type Config struct {
 	LogFormat       string
 	RetainEvents    time.Duration
 	RetainDelivered time.Duration
+	// RetainDone is how long settled jobs stay listed (state done): their settling events, so
+	// at most RetainEvents.
+	RetainDone time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key's answer is kept for replay.
 	IdempotencyTTL time.Duration
 	RetainAudit    time.Duration // how long the audit trail is kept (0: for ever)
@@ -221,7 +224,7 @@ func Defaults() Config {
 		DailyBudget: models.DefaultDailyLimit, MediaMinGap: media.DefaultMinGap, MediaMaxGap: media.DefaultMaxGap,
 		WalkIdle: scheduler.DefaultWalkIdle, SweepConcurrency: scheduler.DefaultConcurrency, ShutdownGrace: 20 * time.Second,
 		WriteRate: 20, WriteBurst: 100, DatabaseMaxConns: models.DefaultMaxConns, LogLevel: slog.LevelInfo,
-		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
+		RetainEvents: 720 * time.Hour, RetainDelivered: 720 * time.Hour, RetainDone: 168 * time.Hour, ModelConcurrency: scheduler.DefaultModelConcurrency,
 		ModelBreaker:   scheduler.DefaultModelBreaker,
 		IdempotencyTTL: api.DefaultIdempotencyTTL,
 		StreamsPerUser: api.DefaultStreamsPerUser, MaxStreams: api.DefaultMaxStreams,
@@ -353,6 +356,7 @@ var Settings = []Setting{
 	{Env: "OWED_CORS_ORIGINS", Default: "none", Usage: "comma-separated exact origins (`https://site.example`) whose browsers may call the listener and public routes (never `/api/admin/*`); see docs/live.md", set: corsOrigins},
 	{Env: "OWED_SHUTDOWN_GRACE", Default: shown(defaults.ShutdownGrace), Usage: "how long a stop takes at most, in all: requests, then running jobs, finish within it", set: duration(func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0)},
 	{Env: "OWED_RETAIN_EVENTS", Default: shown(defaults.RetainEvents), Usage: "how long attempt events are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainEvents }, time.Hour)},
+	{Env: "OWED_RETAIN_DONE", Default: shown(defaults.RetainDone), Usage: "how long settled jobs stay listed (state `done`) in the admin's jobs; read from their attempts' events, so at most OWED_RETAIN_EVENTS", set: duration(func(c *Config) *time.Duration { return &c.RetainDone }, time.Hour)},
 	{Env: "OWED_RETAIN_DELIVERIES", Default: shown(defaults.RetainDelivered), Usage: "how long delivered or cancelled webhook deliveries and their attempts are kept", set: duration(func(c *Config) *time.Duration { return &c.RetainDelivered }, time.Hour)},
 	{Env: "OWED_IDEMPOTENCY_TTL", Default: shown(defaults.IdempotencyTTL), Usage: "how long an `Idempotency-Key`'s answer is kept for replay", set: duration(func(c *Config) *time.Duration { return &c.IdempotencyTTL }, time.Minute)},
 	{Env: "OWED_METRICS_TOKEN", Default: "none (`/metrics` is open)", Usage: "a bearer token `/metrics` requires (`Authorization: Bearer …`); 401 without it", set: text(func(c *Config) *string { return &c.MetricsToken })},
@@ -439,6 +443,9 @@ func (c Config) Validate() error {
 	var errs []string
 	if c.MediaMinGap > c.MediaMaxGap {
 		errs = append(errs, "OWED_MEDIA_MIN_GAP_MS must not exceed OWED_MEDIA_MAX_GAP_MS")
+	}
+	if c.RetainDone > c.RetainEvents {
+		errs = append(errs, "OWED_RETAIN_DONE must not exceed OWED_RETAIN_EVENTS: settled jobs are listed from their attempts' events, which go after OWED_RETAIN_EVENTS")
 	}
 	if c.DatabaseListenURL != "" && !models.IsPostgres(c.DatabaseURL) {
 		errs = append(errs, "OWED_DATABASE_LISTEN_URL needs a PostgreSQL OWED_DATABASE_URL")

@@ -43,6 +43,7 @@ func TestConfigDefaultsAreTheSpecs(t *testing.T) {
 		{"OWED_MEDIA_ALLOW_PRIVATE", c.MediaAllowPrivate, false},
 		{"OWED_MODEL_CONCURRENCY", c.ModelConcurrency, 16},
 		{"OWED_MODEL_BREAKER", c.ModelBreaker, 10},
+		{"OWED_RETAIN_DONE", c.RetainDone, 168 * time.Hour},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, want %v", d.name, d.got, d.want)
@@ -77,6 +78,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"OWED_MEDIA_ALLOW_PRIVATE":    " yes ",
 		"OWED_MODEL_CONCURRENCY":      "4",
 		"OWED_MODEL_BREAKER":          "0",
+		"OWED_RETAIN_DONE":            "72h",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestConfigFromEnv(t *testing.T) {
 	want.SweepEvery, want.Lease, want.ModelTimeout, want.InlineWait = 30*time.Second, 5*time.Minute, 45*time.Second, 0
 	want.DailyBudget, want.MediaMinGap, want.MediaMaxGap, want.WalkIdle = 250, 0, 100*time.Millisecond, time.Hour
 	want.PluginsDir, want.WebhooksAllowPrivate, want.MediaAllowPrivate = "/etc/owed/plugins", true, true
-	want.ModelConcurrency, want.ModelBreaker = 4, 0
+	want.ModelConcurrency, want.ModelBreaker, want.RetainDone = 4, 0, 72*time.Hour
 	if c != want {
 		t.Errorf("config = %+v\nwant     %+v", c, want)
 	}
@@ -140,6 +142,9 @@ func TestConfigBadValuesNameTheVariable(t *testing.T) {
 		{"OWED_MODEL_CONCURRENCY", "2"}, // a score's three runs are asked together
 		{"OWED_MODEL_CONCURRENCY", "many"},
 		{"OWED_MODEL_BREAKER", "-1"},
+		{"OWED_RETAIN_DONE", "a week"},
+		{"OWED_RETAIN_DONE", "10m"},  // under an hour: the list would empty between two looks
+		{"OWED_RETAIN_DONE", "800h"}, // beyond the events' 720h: they would be gone
 	} {
 		_, err := app.FromEnv(env(map[string]string{c.name: c.value}))
 		if err == nil {

@@ -469,7 +469,7 @@ func testOverview(t *testing.T, w *world, b *browser) {
 		t.Errorf("the seeded model is %v, want closed with the default cap of 16", model)
 	}
 	b.waitText(t, "model-state", "closed")
-	b.waitText(t, "model-inflight", fmt.Sprintf("%d of 16 in flight", num(model["inFlight"])))
+	b.waitText(t, "model-inflight", fmt.Sprintf("%d of 16 model calls in flight here", num(model["inFlight"])))
 
 	// The bars by why carry the real counts.
 	for why, n := range obj(jobs["byWhy"]) {

@@ -144,8 +144,9 @@ func testIncident(t *testing.T, w *world, b *browser) {
 	b.click(t, "jobs-picked-confirm-ok")
 	b.waitJS(t, "the bulk verdict toast", `[...document.querySelectorAll('[data-testid="toast"]')].some((e) => e.textContent.includes('Blocked `+fmt.Sprint(len(picks))+` items'))`)
 	for _, id := range picks {
-		if r := w.env.Do(http.MethodGet, "/api/admin/jobs/"+id, owedtest.AdminToken, nil); r.Status != http.StatusNotFound {
-			t.Errorf("job %s after its item was blocked: %d, want settled (404)", id, r.Status)
+		if r := w.env.Do(http.MethodGet, "/api/admin/jobs/"+id, owedtest.AdminToken, nil); r.Status != http.StatusOK ||
+			obj(r.JSON()["job"])["state"] != "done" || obj(r.JSON()["job"])["outcome"] != "decided" {
+			t.Errorf("job %s after its item was blocked: %d %s, want settled (state done, outcome decided)", id, r.Status, r.Body)
 		}
 	}
 

@@ -24,7 +24,7 @@ type Metrics struct {
 	Pruned         *prometheus.CounterVec   // table: events, webhook_deliveries, webhook_attempts
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 	ModelBreaker   *prometheus.GaugeVec     // state: 1 for the breaker's state as this process last read it
-	ModelInFlight  prometheus.Gauge         // model slots held in this process
+	ModelInFlight  prometheus.Gauge         // model calls this process's jobs are asking now
 
 	Drift Drift // drift runs on the anchor set
 }
@@ -111,7 +111,7 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.ModelBreaker.WithLabelValues("open").Set(0)
 	m.ModelBreaker.WithLabelValues("probing").Set(0)
 	m.ModelInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "owed_model_inflight", Help: "Model calls in flight in this process (slots held; a score holds three), at most OWED_MODEL_CONCURRENCY.",
+		Name: "owed_model_inflight", Help: "Model calls this process's jobs are asking now (a score's three runs count three), at most OWED_MODEL_CONCURRENCY.",
 	})
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
 		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,

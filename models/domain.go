@@ -153,10 +153,15 @@ const (
 	JobDue     JobState = "due"     // due now and not leased
 	JobWaiting JobState = "waiting" // due later
 	JobLeased  JobState = "leased"  // claimed and running
+	// JobDone is a settled job, listed for a while after (ListDoneJobs): owed no more.
+	JobDone JobState = "done"
 )
 
 // JobStates lists every job state.
-var JobStates = []JobState{JobDue, JobWaiting, JobLeased}
+var JobStates = []JobState{JobDue, JobWaiting, JobLeased, JobDone}
+
+// DoneOutcomes are the outcomes of an attempt that settles its job (a done job's outcome).
+var DoneOutcomes = []EventOutcome{OutcomeAllow, OutcomeBlock, OutcomeScored, OutcomeDecided}
 
 // ItemState is an item's state as the author's view names it.
 type ItemState string

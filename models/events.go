@@ -48,6 +48,10 @@ var eventFields = []struct {
 		func(e *Event, r *row, i int) { e.Note = r.strp(i) }},
 	{"verdict", "text", func(e *Event) any { return nullable(e.Verdict, func(v Verdict) any { return string(v) }) },
 		func(e *Event, r *row, i int) { e.Verdict = textp[Verdict](r, i) }},
+	{"job_id", "bigint", func(e *Event) any { return nullable(e.JobID, func(n int64) any { return n }) },
+		func(e *Event, r *row, i int) { e.JobID = r.int64p(i) }},
+	{"public_reason", "text", func(e *Event) any { return nullable(e.Reason, func(s string) any { return s }) },
+		func(e *Event, r *row, i int) { e.Reason = r.strp(i) }},
 }
 
 // nullable is f(*p), or nil (NULL) when p is nil.
@@ -94,16 +98,22 @@ func scanEvents(rows *queryRows, sizeHint int) ([]Event, error) {
 		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
-		e := Event{ID: r.int64(0)}
-		for i, f := range eventFields {
-			f.set(&e, r, i+1)
-		}
+		e := r.event()
 		if r.err != nil {
 			return nil, r.err
 		}
 		evs = append(evs, e)
 	}
 	return evs, rows.Err()
+}
+
+// event reads the row's first columns: id and eventColumns.
+func (r *row) event() Event {
+	e := Event{ID: r.int64(0)}
+	for i, f := range eventFields {
+		f.set(&e, r, i+1)
+	}
+	return e
 }
 
 // screenRow is a verdict and its event as passed to the database in a batch (see fromJSON):

@@ -55,8 +55,13 @@ type Event struct {
 	Runs         *int
 	Error        *string  // what went wrong, in words (at most 500 characters, no secret)
 	AdminID      *int64   // a verdict by hand: who decided
-	Note         *string  // a verdict by hand: the admin's note
+	Note         *string  // a verdict by hand: the admin's note (the moderators' alone)
 	Verdict      *Verdict // a verdict by hand: what was decided
+	// JobID is the job the attempt was at (nil for a verdict by hand on no owed job); an
+	// attempt that settles its job keeps it listed (state done, ListDoneJobs).
+	JobID *int64
+	// Reason is a verdict by hand's public reason, which the item's author sees.
+	Reason *string
 }
 
 // ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
@@ -176,8 +181,8 @@ func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 // insertScreensIf inserts the verdicts of v's rows whose items still exist and have none yet,
 // if cond (an SQL condition) holds.
 func insertScreensIf(cond string) string {
-	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at)
-	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at FROM v
+	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at, public_reason)
+	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at, v.e_public_reason FROM v
 	WHERE (` + cond + `) AND ((v.kind = 'revision' AND EXISTS (SELECT 1 FROM revisions WHERE id = v.item_id))
 		OR (v.kind = 'comment' AND EXISTS (SELECT 1 FROM comments WHERE id = v.item_id))
 		OR (v.kind = 'pitch' AND EXISTS (SELECT 1 FROM pitches WHERE id = v.item_id)))
@@ -296,7 +301,7 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 			if err != nil {
 				return err
 			}
-			d.DecidedBy, d.Note = c.ev.AdminID, c.ev.Note // a verdict by hand names its moderator and why
+			d.DecidedBy, d.Note, d.Reason = c.ev.AdminID, c.ev.Note, c.ev.Reason // a verdict by hand names its moderator and why
 			if err := tx.insertDeliveries(ctx, EventItemScreened, d); err != nil {
 				return err
 			}
@@ -380,6 +385,8 @@ type JobFilter struct {
 	Author string // part of the author's name, any case
 	ItemID int64
 	State  JobState
+	// Outcome selects settled jobs (State JobDone) by how they settled (DoneOutcomes).
+	Outcome EventOutcome
 
 	// Held, when set, is what is held as read just before the list or count; the filter then
 	// names the held tasks itself instead of reading the holds row for every job, so a filter by
@@ -428,10 +435,13 @@ func (f JobFilter) where(now int64) (string, []any) {
 		add("user_id = ?", f.UserID)
 	}
 	if f.Author != "" {
-		add(`user_id IN (SELECT id FROM users WHERE LOWER(name) LIKE ? ESCAPE '\')`, "%"+likeEscaper.Replace(strings.ToLower(f.Author))+"%")
+		add(authorCond, f.authorPattern())
 	}
 	if f.ItemID != 0 {
 		add("item_id = ?", f.ItemID)
+	}
+	if f.Outcome != "" {
+		add("1 = 0") // an outcome is a settled job's: none is owed (ListDoneJobs)
 	}
 	switch f.State {
 	case JobDue:
@@ -440,11 +450,20 @@ func (f JobFilter) where(now int64) (string, []any) {
 		add("due_at > ? AND (lease_until IS NULL OR lease_until <= ?)", now, now)
 	case JobLeased:
 		add("lease_until > ?", now)
+	case JobDone:
+		add("1 = 0") // settled jobs are no content_jobs row (ListDoneJobs)
 	}
 	if len(conds) == 0 {
 		return "1 = 1", nil
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// authorCond selects rows whose user_id is an author whose name has authorPattern in it.
+const authorCond = `user_id IN (SELECT id FROM users WHERE LOWER(name) LIKE ? ESCAPE '\')`
+
+func (f JobFilter) authorPattern() string {
+	return "%" + likeEscaper.Replace(strings.ToLower(f.Author)) + "%"
 }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
@@ -470,6 +489,8 @@ type JobRow struct {
 	UserName  string
 	ItemTitle *string // nil when the item is gone
 	SongID    *int64
+	// Final is a settled job's settling attempt (ListDoneJobs); nil for an owed job.
+	Final *Event
 }
 
 // Cursor is the cursor of the page that starts after r, in order.
@@ -484,13 +505,19 @@ func (r JobRow) Cursor(order string) JobCursor {
 }
 
 // jobRowColumns are jobColumns and what JobRow adds, read from content_jobs.
-const jobRowColumns = jobColumns + `, last_error,
-	(SELECT name FROM users WHERE id = content_jobs.user_id),
-	CASE kind WHEN 'revision' THEN (SELECT title FROM revisions WHERE id = content_jobs.item_id)
-		WHEN 'comment' THEN (SELECT SUBSTR(body, 1, 80) FROM comments WHERE id = content_jobs.item_id)
-		ELSE (SELECT SUBSTR(body, 1, 80) FROM pitches WHERE id = content_jobs.item_id) END,
-	CASE kind WHEN 'revision' THEN (SELECT song_id FROM revisions WHERE id = content_jobs.item_id)
-		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = content_jobs.item_id) END`
+var jobRowColumns = jobColumns + `, last_error, ` + namesOf("content_jobs")
+
+// namesOf are what a row of table (with user_id, kind and item_id) shows of its author and
+// item: the author's name, the item's title (a comment's or pitch's first 80 characters) and
+// song.
+func namesOf(table string) string {
+	return `(SELECT name FROM users WHERE id = ` + table + `.user_id),
+	CASE kind WHEN 'revision' THEN (SELECT title FROM revisions WHERE id = ` + table + `.item_id)
+		WHEN 'comment' THEN (SELECT SUBSTR(body, 1, 80) FROM comments WHERE id = ` + table + `.item_id)
+		ELSE (SELECT SUBSTR(body, 1, 80) FROM pitches WHERE id = ` + table + `.item_id) END,
+	CASE kind WHEN 'revision' THEN (SELECT song_id FROM revisions WHERE id = ` + table + `.item_id)
+		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = ` + table + `.item_id) END`
+}
 
 func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	defer rows.Close()
@@ -513,41 +540,62 @@ func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	return out, rows.Err()
 }
 
+// pageOf adds to where (and args) the start of the page after the cursor (nil: none) in order
+// (JobsByID, JobsByDue, JobsByAttempts), and answers the ORDER BY; cols are the columns of the
+// id, the due time and the attempts.
+func pageOf(order string, after *JobCursor, cols [3]string, where string, args []any) (string, []any, string) {
+	id, due, attempts := cols[0], cols[1], cols[2]
+	switch order {
+	case JobsByDue:
+		if after != nil {
+			where += " AND (" + due + " > ? OR (" + due + " = ? AND " + id + " > ?))"
+			args = append(args, after.Key, after.Key, after.ID)
+		}
+		return where, args, due + ", " + id
+	case JobsByAttempts:
+		if after != nil {
+			where += " AND (" + attempts + " < ? OR (" + attempts + " = ? AND " + id + " > ?))"
+			args = append(args, after.Key, after.Key, after.ID)
+		}
+		return where, args, attempts + " DESC, " + id
+	}
+	if after != nil {
+		where += " AND " + id + " > ?"
+		args = append(args, after.ID)
+	}
+	return where, args, id
+}
+
 // ListJobRows pages through owed jobs in order (JobsByID, JobsByDue, JobsByAttempts), after
 // the cursor (nil: from the start).
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.where(s.nowMs())
-	var orderBy string
-	switch order {
-	case JobsByDue:
-		orderBy = "due_at, id"
-		if after != nil {
-			where += " AND (due_at > ? OR (due_at = ? AND id > ?))"
-			args = append(args, after.Key, after.Key, after.ID)
-		}
-	case JobsByAttempts:
-		orderBy = "attempts DESC, id"
-		if after != nil {
-			where += " AND (attempts < ? OR (attempts = ? AND id > ?))"
-			args = append(args, after.Key, after.Key, after.ID)
-		}
-	default:
-		orderBy = "id"
-		if after != nil {
-			where += " AND id > ?"
-			args = append(args, after.ID)
-		}
-	}
-	args = append(args, limit)
-	rows, err := s.query(ctx, s.read, `SELECT `+jobRowColumns+` FROM content_jobs WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	jobs, err := scanJobRows(rows, min(limit, 512))
+	jobs, err := s.jobPage(ctx, jobRowColumns+` FROM content_jobs`, where, args, pageOrder{order, after, [3]string{"id", "due_at", "attempts"}}, limit, scanJobRows)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// pageOrder is a job list's order (see pageOf): its name, the cursor, and the columns of the
+// id, the due time and the attempts.
+type pageOrder struct {
+	order string
+	after *JobCursor
+	cols  [3]string
+}
+
+// jobPage reads a page of a job list: SELECT from (columns and table) WHERE where (args), in
+// o's order, at most limit rows, read by scan.
+func (s *Store) jobPage(ctx context.Context, from, where string, args []any, o pageOrder, limit int,
+	scan func(rows *queryRows, sizeHint int) ([]JobRow, error)) ([]JobRow, error) {
+	where, args, orderBy := pageOf(o.order, o.after, o.cols, where, args)
+	args = append(args, limit)
+	rows, err := s.query(ctx, s.read, `SELECT `+from+` WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scan(rows, min(limit, 512))
 }
 
 // CountJobs counts the jobs the filter selects.

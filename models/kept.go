@@ -57,12 +57,18 @@ func (s *Store) foldJobCounts(ctx context.Context) error {
 	return nil
 }
 
+// narrow reports whether the filter names what no kept count follows: a job, a kind, an
+// author's name, an item, a state or an outcome.
+func (f JobFilter) narrow() bool {
+	return f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" || f.Outcome != ""
+}
+
 // keptCount answers CountJobs from the kept counts when the filter selects by task, why and
 // author alone (the admin's lists by why, by task, by author, and all of them); ok is false
 // for any other filter.
 func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
 	switch {
-	case f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "":
+	case f.narrow():
 		return 0, false, nil
 	case f.Deferred != nil && f.Why != "" && f.Why != WhyHeld:
 		// The open breaker's put-off jobs are told apart by their due time against the probe's,

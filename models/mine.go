@@ -19,6 +19,7 @@ type MineItem struct {
 	CreatedAt  time.Time
 	Verdict    *Verdict
 	Confidence *float64
+	Reason     *string // the verdict's public reason (screens.public_reason), from a moderator
 	Score      *Score
 	// Jobs are the item's owed jobs, with what the view shows (see mineJobColumns): no status,
 	// lease or creation time.
@@ -167,15 +168,15 @@ func KindRank(kind Kind) int {
 // mineColumns are the columns of an item the view shows whatever its kind, read from the
 // item's row (alias x) and its verdict (s), in the order readMine reads them; each kind's own
 // columns follow them (mineQueries).
-const mineColumns = `x.id, x.created_at, s.verdict, s.confidence`
+const mineColumns = `x.id, x.created_at, s.verdict, s.confidence, s.public_reason`
 
 // readMine reads mineColumns into it.
 func readMine(r *row, it *MineItem) {
-	it.ID, it.CreatedAt, it.Verdict, it.Confidence = r.int64(0), r.time(1), textp[Verdict](r, 2), r.floatp(3)
+	it.ID, it.CreatedAt, it.Verdict, it.Confidence, it.Reason = r.int64(0), r.time(1), textp[Verdict](r, 2), r.floatp(3), r.strp(4)
 }
 
 // mineOwn is where a kind's own columns start.
-const mineOwn = 4
+const mineOwn = 5
 
 // mineQueries read an author's items, one kind each, in the view's order of kinds: the
 // statement (mineColumns and the kind's own, through the items' covering index

@@ -13,6 +13,9 @@ type Retention struct {
 	Deliveries time.Duration // delivered or cancelled webhook deliveries and their attempts, by when they were made
 	// Idempotency is OWED_IDEMPOTENCY_TTL: kept answers of Idempotency-Keys, by when first asked.
 	Idempotency time.Duration
+	// Done is how long settled jobs are listed (ListDoneJobs), by when they settled. Prune
+	// reads it not: a settled job is its settling event, which Events prunes.
+	Done time.Duration
 }
 
 // PruneBatch is how many rows one pruning statement deletes: small enough that SQLite's one

@@ -86,6 +86,8 @@ type ReviewEntry struct {
 	DecidedAt  *time.Time
 	DecidedBy  *int64
 	Outcome    *Verdict
+	// PublicReason is the decision's public reason, for the item's author.
+	PublicReason *string
 }
 
 type reviewRow struct {
@@ -104,10 +106,12 @@ type reviewRow struct {
 	DecidedAt  *int64   `gorm:"column:decided_at"`
 	DecidedBy  *int64   `gorm:"column:decided_by"`
 	Outcome    *string  `gorm:"column:outcome"`
+	// PublicReason is the decision's public reason (events_decide_review copies it).
+	PublicReason *string `gorm:"column:public_reason"`
 }
 
 const reviewColumns = `id, kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by,
-	claimed_by, claim_until, decided_at, decided_by, outcome`
+	claimed_by, claim_until, decided_at, decided_by, outcome, public_reason`
 
 func msTime(ms *int64) *time.Time {
 	if ms == nil {
@@ -129,7 +133,7 @@ func (r reviewRow) entry() ReviewEntry {
 	return ReviewEntry{ID: r.ID, Kind: r.Kind, ItemID: r.ItemID, UserID: r.UserID, Reason: ReviewReason(r.Reason),
 		EnteredAt: fromMillis(r.EnteredAt), Suggestion: verdictp(r.Suggestion), Confidence: r.Confidence, Note: r.Note,
 		BlockedBy: r.BlockedBy, ClaimedBy: r.ClaimedBy, ClaimUntil: msTime(r.ClaimUntil), DecidedAt: msTime(r.DecidedAt),
-		DecidedBy: r.DecidedBy, Outcome: verdictp(r.Outcome)}
+		DecidedBy: r.DecidedBy, Outcome: verdictp(r.Outcome), PublicReason: r.PublicReason}
 }
 
 func entries(rows []reviewRow) []ReviewEntry {
@@ -392,7 +396,9 @@ type ItemAppealDecidedData struct {
 	SongID    *int64  `json:"songId,omitempty"`
 	Outcome   Verdict `json:"outcome"`
 	DecidedBy int64   `json:"decidedBy"`
-	Note      *string `json:"note,omitempty"`
+	// Reason is the moderator's public reason for the author; their note, the moderators'
+	// alone, is never in this payload.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // DecideAppeal records a moderator's decision of an open appeal, in one transaction: allow
@@ -406,8 +412,8 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 			if _, err := tx.exec(ctx, `DELETE FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID); err != nil {
 				return err
 			}
-			n, err := tx.exec(ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at) VALUES (?, ?, 'allow', 1, ?)`,
-				kind, itemID, tx.nowMs())
+			n, err := tx.exec(ctx, `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at, public_reason) VALUES (?, ?, 'allow', 1, ?, ?)`,
+				kind, itemID, tx.nowMs(), ev.Reason)
 			if err != nil {
 				return err
 			}
@@ -416,7 +422,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 			}
 			if err := tx.enqueueWebhook(ctx, EventItemScreened, func() (any, error) {
 				d, err := tx.screenedData(ctx, kind, itemID, VerdictAllow, 1)
-				d.DecidedBy, d.Note = ev.AdminID, ev.Note
+				d.DecidedBy, d.Note, d.Reason = ev.AdminID, ev.Note, ev.Reason
 				return d, err
 			}); err != nil {
 				return err
@@ -424,7 +430,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 		}
 		if err := tx.enqueueWebhook(ctx, EventItemAppealDecided, func() (any, error) {
 			d, err := tx.screenedData(ctx, kind, itemID, verdict, 1)
-			out := ItemAppealDecidedData{Kind: kind, ID: itemID, UserID: d.UserID, SongID: d.SongID, Outcome: verdict, Note: ev.Note}
+			out := ItemAppealDecidedData{Kind: kind, ID: itemID, UserID: d.UserID, SongID: d.SongID, Outcome: verdict, Reason: ev.Reason}
 			if ev.AdminID != nil {
 				out.DecidedBy = *ev.AdminID
 			}

@@ -146,6 +146,8 @@ type ItemScreenedData struct {
 	DecidedBy *int64 `json:"decidedBy,omitempty"`
 	// Note is that moderator's note on this verdict (an overturn's own, never an earlier one's).
 	Note *string `json:"note,omitempty"`
+	// Reason is that verdict's public reason, for the item's author.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // SongScoredData is the data of a song.scored event.

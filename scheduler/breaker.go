@@ -278,7 +278,7 @@ type ModelState struct {
 	Since       *time.Time
 	Failures    int
 	NextProbeAt *time.Time // open: the next probe; probing: the end of the probe under way
-	InFlight    int
+	InFlight    int        // model calls this process's jobs are asking now (a score's runs count three)
 	Cap         int
 	// Why, Status and LastError are the failure that opened it (the last real error, kept
 	// after it closes); nil when none is known.
@@ -299,7 +299,7 @@ func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
 		}
 		c.breaker.remember(row)
 	}
-	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: c.gate.InUse(), Cap: c.gate.Cap(),
+	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: int(c.asking.Load()), Cap: c.gate.Cap(),
 		Why: row.Why, Status: row.Status, LastError: row.LastError}
 	switch row.State {
 	case models.BreakerClosed:

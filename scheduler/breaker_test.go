@@ -618,3 +618,48 @@ func TestAdminProbeWakesTheSweepWhenItClosesTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// "In flight" counts the model calls jobs are asking, not the slots claimers hold: slots taken
+// before a claim that finds nothing (every sweep and poll under a hold or an outage) are no
+// call, so the figure never says "4 of 4 in flight" beside no leased job. A call that is asked
+// is one leased job's.
+func TestInFlightCountsCallsNotReservedSlots(t *testing.T) {
+	t.Parallel()
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		const slots = 4
+		r := newRig(t, db, withConfig(func(c *scheduler.ContentConfig) { c.ModelConcurrency = slots }))
+		ann := r.user("ann")
+		r.pitch(ann, "p")
+		release, err := r.content.Reserve(r.ctx, slots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := modelState(t, r.content); st.InFlight != 0 || st.Cap != slots {
+			t.Errorf("with every slot reserved and no call made: %d of %d in flight, want 0", st.InFlight, st.Cap)
+		}
+		release()
+		answer := make(chan struct{})
+		r.model.Handle(func(w http.ResponseWriter, req *http.Request) bool {
+			<-answer
+			return false
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.content.Sweep(r.ctx, 0)
+			done <- err
+		}()
+		wait.Until(t, "the model to hold the call", func() bool { return r.model.InFlight() == 1 })
+		var leased int64
+		r.store.RawScan(r.ctx, &leased, `SELECT COUNT(*) FROM content_jobs WHERE lease_owner IS NOT NULL`)
+		if st := modelState(t, r.content); st.InFlight != 1 || leased != 1 {
+			t.Errorf("one screen asking: %d in flight, %d leased; want 1 and 1", st.InFlight, leased)
+		}
+		close(answer)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if st := modelState(t, r.content); st.InFlight != 0 {
+			t.Errorf("after the answer: %d in flight", st.InFlight)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/owed/owed/clock"
@@ -126,6 +127,10 @@ type Content struct {
 	authors map[int64]bool // authors whose background sweep is running: true when woken again meanwhile
 	holds   models.Holds   // the last read of the holds (see held)
 	holdsAt time.Time      // when it was read (real time); zero: never
+	// asking counts the model calls this process's jobs are asking now (a score's three runs
+	// count three): what "in flight" means. The gate's slots held are not it, since a claimer
+	// takes its slots before it knows whether it finds a job to give them.
+	asking atomic.Int64
 }
 
 // NewContent makes the content-jobs runner.
@@ -145,7 +150,6 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
 		m.ModelInFlight.Set(0)
-		c.gate.onUse = func(used int) { m.ModelInFlight.Set(float64(used)) }
 	}
 	c.breaker = &breaker{store: store, clock: clk, log: log, metrics: m, threshold: max(cfg.ModelBreaker, 0),
 		lease: cfg.Lease, owner: cfg.Owner, row: models.Breaker{State: models.BreakerClosed}}
@@ -384,6 +388,14 @@ func (c *Content) SweepAuthor(userID int64) {
 		c.mu.Lock()
 		delete(c.authors, userID)
 		c.mu.Unlock()
+	}
+}
+
+// calling adds n to the model calls being asked now (asking), and to its gauge.
+func (c *Content) calling(n int64) {
+	v := c.asking.Add(n)
+	if c.metrics != nil {
+		c.metrics.ModelInFlight.Set(float64(v))
 	}
 }
 

@@ -70,3 +70,12 @@ func (l *loop) takeWake() bool {
 		return false
 	}
 }
+
+// Reserve takes n model slots as a claimer does before it knows whether it finds jobs for
+// them, and answers the function that gives them back.
+func (c *Content) Reserve(ctx context.Context, n int) (func(), error) {
+	if err := c.gate.Acquire(ctx, PrioritySweep, n); err != nil {
+		return nil, err
+	}
+	return c.gate.hold(n).release, nil
+}

@@ -147,7 +147,9 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 	}
 
 	asked = true
+	c.calling(int64(callsOf(job.Task)))
 	reply := t.ask(askCtx, c.model)
+	c.calling(-int64(callsOf(job.Task)))
 	// The breaker hears of the reply while the job still holds its slots: a job that takes a
 	// freed slot then consults a breaker that already counts this failure, so the calls made
 	// before it opens stay within its threshold and the cap.

@@ -28,7 +28,6 @@ type Gate struct {
 	cap     int
 	used    int
 	waiters [priorities][]*waiter
-	onUse   func(used int) // told the slots in use after every change (a metric), under mu
 }
 
 type waiter struct {
@@ -81,7 +80,6 @@ func (g *Gate) acquire(ctx context.Context, p Priority, least, most int) (int, e
 		case <-w.ready:
 			// Granted as ctx ended: give the slots back.
 			g.used -= w.got
-			g.notify()
 		default:
 			g.remove(p, w)
 		}
@@ -102,7 +100,6 @@ func (g *Gate) Release(n int) {
 		g.mu.Unlock()
 		panic("scheduler: Gate released more slots than were held")
 	}
-	g.notify()
 	g.grant()
 	g.mu.Unlock()
 }
@@ -144,13 +141,6 @@ func (g *Gate) grant() {
 
 func (g *Gate) take(n int) {
 	g.used += n
-	g.notify()
-}
-
-func (g *Gate) notify() {
-	if g.onUse != nil {
-		g.onUse(g.used)
-	}
 }
 
 func (g *Gate) remove(p Priority, w *waiter) {

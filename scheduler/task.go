@@ -88,5 +88,5 @@ func (r *refusal) Unwrap() error { return r.err }
 
 // attemptEvent is the event of an attempt at job, named name, before its outcome is known.
 func attemptEvent(job models.Job, name models.Task) models.Event {
-	return models.Event{Event: name, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID, Attempt: job.Attempts}
+	return models.Event{Event: name, Kind: job.Kind, ItemID: job.ItemID, UserID: job.UserID, Attempt: job.Attempts, JobID: &job.ID}
 }

@@ -1,5 +1,6 @@
 // Content jobs: the owed screen and score jobs, filtered (job id, author name or id, item id,
-// task, kind, why, state) and sorted (id, due time, attempts), with why each one waits and its
+// task, kind, why, state; state done lists the jobs settled within OWED_RETAIN_DONE with their
+// outcome) and sorted (id, due time, attempts), with why each one waits and its
 // last error, the total that matches, a job's detail with its item, author and every attempt
 // (deep link: ?job=123, or #/jobs/123), retry (one, or every job matching the filter) and a
 // verdict by hand. Data: GET /api/admin/jobs (every 5 s), GET /api/admin/jobs/{id},
@@ -56,8 +57,10 @@ function ItemLink({ ctx, j, onOpen }) {
     }}>${label}</a> <${ItemPageLink} ctx=${ctx} kind=${j.kind} id=${j.itemId} testid=${'job-item-page-' + j.id}><span class="small num">${j.kind} #${j.itemId}</span><//>`;
 }
 
-/** leased, due or waiting, as of now (the clock at render, which may be newer than the tick). */
+/** done (settled), or leased, due or waiting as of now (the clock at render, which may be newer
+ * than the tick). */
 function jobState(j, tick) {
+  if (j.state === 'done') return 'done';
   const now = Math.max(tick, Date.now());
   if (j.leaseUntil && Date.parse(j.leaseUntil) > now) return 'leased';
   if (j.why === 'held') return 'held'; // claimed by no one: not due, whatever its time
@@ -65,15 +68,23 @@ function jobState(j, tick) {
   if (!j.dueAt || Date.parse(j.dueAt) <= now) return 'due';
   return 'waiting';
 }
-const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info' };
+const STATE_KIND = { leased: 'info', due: 'warn', waiting: 'neutral', held: 'info', done: 'ok' };
 
 /** Whether Retry can run the job: the server refuses a held one (lift the hold) and one in
  * review (a moderator's verdict settles it), so neither offers the button. */
-const retryable = (j) => j.why !== 'held' && j.why !== 'review';
+const retryable = (j) => j.state !== 'done' && j.why !== 'held' && j.why !== 'review';
+
+/** How a settled job ended: its outcome, the settling attempt's result, and who decided by hand. */
+function Settled({ j }) {
+  const f = j.final || {};
+  return html`<span data-testid=${'job-outcome-' + j.id}><${OutcomeBadge} outcome=${j.outcome} />${f.verdict ? html` <span class="small">${f.verdict}</span>` : null}
+    <span class="small">${f.adminId ? `by admin #${f.adminId}` : resultOf(f)}</span></span>`;
+}
 
 /** When the job runs next: a held job waits for the hold's lifting, whatever its due time; a
  * job in review is due never (it waits for a moderator's verdict, not for a time). */
 function NextAttempt({ j, now }) {
+  if (j.state === 'done') return html`<span title="when it settled: nothing more is owed">settled <${Rel} at=${j.dueAt} now=${now} /></span>`;
   if (j.why === 'held') return html`<span class="muted" title="nothing held runs: lift the hold to run it">when the hold is lifted</span>`;
   if (j.why === 'review') return html`<span class="muted" title="decided in the Review panel">when a moderator decides</span>`;
   return html`<${Rel} at=${j.dueAt} now=${now} />`;
@@ -217,6 +228,7 @@ function Jobs({ ctx }) {
   const set = (k) => (e) => setFilters((f) => ({ ...f, [k]: e.currentTarget.value.trim() }));
   const apply = (k) => (v) => setFilters((f) => ({ ...f, [k]: v, ...(k === 'author' ? { userId: '' } : {}) }));
   const active = FILTER_KEYS.some((k) => filters[k] !== '');
+  const settledView = filters.state === 'done'; // settled jobs, listed for OWED_RETAIN_DONE: nothing to retry
 
   return html`<div class="stack">
     <form class="card filters" onSubmit=${(e) => e.preventDefault()} aria-label="Job filters" data-testid="jobs-filters">
@@ -242,7 +254,7 @@ function Jobs({ ctx }) {
       <div class="field">
         <label for="jf-state">State</label>
         <select id="jf-state" value=${filters.state} onChange=${set('state')} data-testid="jobs-filter-state">
-          <option value="">any</option><option value="due">due</option><option value="waiting">waiting</option><option value="leased">leased</option>
+          <option value="">any</option><option value="due">due</option><option value="waiting">waiting</option><option value="leased">leased</option><option value="done">done (settled)</option>
         </select>
       </div>
       <div class="field">
@@ -269,7 +281,7 @@ function Jobs({ ctx }) {
           setFilters({ ...EMPTY });
           requestAnimationFrame(() => document.getElementById('jf-task')?.focus());
         }} data-testid="jobs-clear">Clear</button>
-        <button type="button" class="btn" onClick=${startBulk} disabled=${!!bulk || !rows.length} data-testid="jobs-bulk-retry"
+        <button type="button" class="btn" onClick=${startBulk} disabled=${!!bulk || !rows.length || settledView} data-testid="jobs-bulk-retry"
           title="Make every job matching this filter due now">${bulk && bulk.phase === 'counting' ? 'Counting…' : 'Retry all matching…'}</button>
       </div>
     </form>
@@ -303,15 +315,15 @@ function Jobs({ ctx }) {
 
     ${selected !== null ? html`<${JobDetail} ctx=${ctx} id=${selected} names=${names} onClose=${close} onRetry=${retry} onSettled=${() => live.refresh()} />` : null}
 
-    <section class="card card-flush" aria-label="Owed jobs">
+    <section class="card card-flush" aria-label=${settledView ? 'Settled jobs' : 'Owed jobs'}>
       <header class="card-head card-pad">
-        <h2>Owed jobs</h2>
+        <h2 data-testid="jobs-heading">${settledView ? 'Settled jobs' : 'Owed jobs'}</h2>
         <span class="muted small" aria-live="polite" data-testid="jobs-count">${live.data ? `${fmt.number(total ?? rows.length)} matching · page ${pageNo} of ${fmt.number(Math.max(1, Math.ceil((total ?? rows.length) / PAGE)))}` : ''}</span>
       </header>
       <div class="card-pad"><${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} /></div>
       ${!live.data && !live.error ? html`<div class="card-pad"><${Loading} /></div>` : null}
       ${live.data && !rows.length
-        ? html`<div class="card-pad"><${Empty}>${active ? 'No owed job matches this filter.' : 'Nothing is owed: every item is screened and scored.'}<//></div>`
+        ? html`<div class="card-pad"><${Empty}>${settledView ? 'No job settled in the retention matches this filter.' : active ? 'No owed job matches this filter.' : 'Nothing is owed: every item is screened and scored.'}<//></div>`
         : null}
       ${rows.length
         ? html`<${TableWrap} label="Owed jobs table">
@@ -326,7 +338,7 @@ function Jobs({ ctx }) {
                   const st = jobState(j, now);
                   const w = whyInfo(j.why);
                   return html`<tr key=${j.id} data-testid=${'job-row-' + j.id} class=${String(selected) === String(j.id) ? 'row-selected' : ''}>
-                    <td class="opt">${j.task === 'screen'
+                    <td class="opt">${j.task === 'screen' && j.state !== 'done'
                       ? html`<input type="checkbox" checked=${!!picked[j.id]} onChange=${() => togglePick(j)} aria-label=${'Select job ' + j.id + ' for a verdict'} data-testid=${'job-pick-' + j.id} />`
                       : null}</td>
                     <td class="num c-id">${j.id}</td>
@@ -334,8 +346,8 @@ function Jobs({ ctx }) {
                     <td class="item-cell"><${ItemLink} ctx=${ctx} j=${j} onOpen=${open} /></td>
                     <td class="opt c-author"><${Author} id=${j.userId} names=${j.userName ? { ...names, [j.userId]: j.userName } : names} /></td>
                     <td class="opt"><${Badge} kind=${STATE_KIND[st]}>${st}<//></td>
-                    <td class="why-cell c-why" title=${w.text}><${WhyBadge} why=${j.why} />
-                      ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}</td>
+                    <td class="why-cell c-why" title=${st === 'done' ? 'how it settled' : w.text}>${st === 'done' ? html`<${Settled} j=${j} />` : html`<${WhyBadge} why=${j.why} />
+                      ${j.lastError ? html` <${ErrorText} text=${j.lastError} testid=${'job-error-' + j.id} />` : html` <span class="why-text small">${w.short}</span>`}`}</td>
                     <td class="num opt">${j.attempts}</td>
                     <td class="num opt">${j.status ?? html`<span class="muted">—</span>`}</td>
                     <td class="c-next"><${NextAttempt} j=${j} now=${now} /></td>
@@ -412,7 +424,7 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
     ${decided
       ? html`<${Decided} ctx=${ctx} d=${decided} onChange=${setDecided} onSettled=${onSettled} />`
       : gone
-        ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is no longer owed: its work is done, or its item was deleted.</p>`
+        ? html`<p class="note note-info" role="status" data-testid="job-detail-gone">Job ${id} is neither owed nor settled within the retention: its item was deleted, or it settled longer ago.</p>`
         : html`<${LoadError} error=${live.error} at=${live.at} retry=${live.refresh} />`}
     ${!j && !live.error ? html`<${Loading} />` : null}
     ${j && !gone && !decided
@@ -425,10 +437,13 @@ function JobDetail({ ctx, id, names, onClose, onRetry, onSettled }) {
           <dt>Last error</dt><dd data-testid="job-detail-error">${j.lastError ? html`<code class="err-block">${j.lastError}</code>` : html`<span class="muted">—</span>`}</dd>
           <dt>Attempts</dt><dd class="num">${j.attempts}</dd>
           <dt>Last status</dt><dd class="num">${j.status ?? '—'}</dd>
-          <dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' || j.why === 'review' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
-          <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>
+          ${j.state === 'done'
+            ? html`<dt>Outcome</dt><dd data-testid="job-detail-outcome"><${Settled} j=${j} /></dd>
+                <dt>Settled</dt><dd><${NextAttempt} j=${j} /> <span class="muted small">${fmt.time(j.dueAt)}</span></dd>`
+            : html`<dt>Next attempt</dt><dd><${NextAttempt} j=${j} />${j.why === 'held' || j.why === 'review' ? null : html` <span class="muted small">${fmt.time(j.dueAt)}</span>`}</dd>
+                <dt>Lease</dt><dd>${j.leaseUntil ? html`<${Rel} at=${j.leaseUntil} />` : '—'}</dd>`}
         </dl>
-        ${j.task === 'screen' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {
+        ${j.task === 'screen' && j.state !== 'done' ? html`<${Decide} ctx=${ctx} kind=${item.kind} itemId=${item.id} onDone=${(d) => {
           setDecided(d);
           live.refresh();
           onSettled && onSettled();
@@ -461,16 +476,19 @@ function retriedText(r) {
 }
 
 /** Send a verdict by hand (overturn: change one already given). */
-async function sendVerdict(ctx, kind, itemId, verdict, note, overturn) {
+async function sendVerdict(ctx, kind, itemId, verdict, note, overturn, reason) {
   const body = { verdict };
   if (note) body.note = note;
+  if (reason) body.reason = reason;
   if (overturn) body.overturn = true;
   return ctx.api(`/api/admin/items/${encodeURIComponent(kind)}/${encodeURIComponent(itemId)}/verdict`, { method: 'POST', body });
 }
 
-/** Decide by hand: allow or block the item, with a note, as the admin's verdict, once confirmed. */
+/** Decide by hand: allow or block the item, with a note (moderators') and a reason (the
+ * author's), as the admin's verdict, once confirmed. */
 function Decide({ ctx, kind, itemId, onDone }) {
   const [note, setNote] = useState('');
+  const [reason, setReason] = useState('');
   const [asking, setAsking] = useState(null); // the verdict awaiting confirmation
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState(null);
@@ -479,7 +497,7 @@ function Decide({ ctx, kind, itemId, onDone }) {
     setBusy(true);
     setErr(null);
     try {
-      const r = await sendVerdict(ctx, kind, itemId, verdict, note.trim(), false);
+      const r = await sendVerdict(ctx, kind, itemId, verdict, note.trim(), false, reason.trim());
       ctx.notify(`The ${kind} is ${r && r.state === 'public' ? 'allowed' : 'blocked'}: your verdict settled its screen.`, 'ok');
       onDone({ kind, itemId, verdict, note: note.trim() || null, by: ctx.user && ctx.user.name });
     } catch (e) {
@@ -496,8 +514,12 @@ function Decide({ ctx, kind, itemId, onDone }) {
     <h3 id="decide-h">Decide by hand</h3>
     <p class="muted small">Records your verdict instead of the model's; an allowed revision then owes its score. Read the content above first.</p>
     <div class="field">
-      <label for="decide-note">Note (optional)</label>
+      <label for="decide-note">Note (optional; moderators and webhooks see it, the author never)</label>
       <input id="decide-note" type="text" maxlength="500" value=${note} onInput=${(e) => setNote(e.currentTarget.value)} data-testid="job-decide-note" />
+    </div>
+    <div class="field">
+      <label for="decide-reason">Reason for the author (optional; shown to them)</label>
+      <input id="decide-reason" type="text" maxlength="500" value=${reason} onInput=${(e) => setReason(e.currentTarget.value)} data-testid="job-decide-reason" />
     </div>
     ${err ? html`<p class="field-error" role="alert" data-testid="job-decide-error">${err.message}</p>` : null}
     ${asking

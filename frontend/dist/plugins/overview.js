@@ -24,7 +24,7 @@ function Overview({ ctx }) {
         sub=${`screen ${fmt.number(jobs.byTask && jobs.byTask.screen)} · score ${fmt.number(jobs.byTask && jobs.byTask.score)}`} />
       <${Stat} label="Due now" value=${fmt.number(jobs.due)} testid="stat-jobs-due" kind=${jobs.due > 0 ? 'warn' : null} sub="held work is not due" />
       <${Stat} label="Held" value=${fmt.number(jobs.held || 0)} testid="stat-jobs-held" kind=${jobs.held > 0 ? 'info' : null} sub="claimed by no one until lifted" />
-      <${Stat} label="Leased" value=${fmt.number(jobs.leased)} testid="stat-jobs-leased" sub="being worked on" />
+      <${Stat} label="Leased" value=${fmt.number(jobs.leased)} testid="stat-jobs-leased" sub="jobs running, every replica" />
       <${Stat} label="Oldest due" value=${jobs.oldestDueAt ? html`<${Rel} at=${jobs.oldestDueAt} />` : '—'} testid="stat-oldest-due" />
       <${Stat} label="Backfill pending" value=${fmt.number(s.backfill && s.backfill.pending)} testid="stat-backfill-pending"
         sub=${s.backfill ? fmt.rate(s.backfill.perMinute) : null} />
@@ -146,7 +146,7 @@ function ModelStat({ ctx }) {
       <div data-testid="model-next">${b.text}: <strong>${nextInWords(m, left)}</strong></div>
       ${m.state !== 'closed' ? html`<div class="small">${fmt.number(m.failures)} failures</div>` : null}
       ${m.lastError && m.state !== 'closed' ? html`<div class="small err-text" data-testid="model-last-error">last error: ${m.lastError}</div>` : null}
-      <span class="num small" data-testid="model-inflight">${fmt.number(m.inFlight)} of ${fmt.number(m.cap)} in flight</span>
+      <span class="num small" data-testid="model-inflight" title="Model calls this server is waiting on now (a score asks three), out of OWED_MODEL_CONCURRENCY">${fmt.number(m.inFlight)} of ${fmt.number(m.cap)} model calls in flight here</span>
       <div><button type="button" class="btn btn-small" ref=${btn} disabled=${busy} onClick=${probe} data-testid="model-probe"
         title="One test call now, charged to nobody (at most one every 5 s)">${busy ? 'Testing…' : 'Test the model'}</button></div>
     </div>

@@ -1,0 +1,119 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A settled job is no content_jobs row (its trigger deletes it), but the attempt that settled
+// it is an event naming the job (job_id, migration 0034): the admin's list shows settled jobs
+// (state done) from those events alone, for as long as it is asked to (OWED_RETAIN_DONE), and
+// the events' retention prunes them. Jobs' ids are never reused, so a job id names one job, owed
+// or settled.
+
+// doneCond selects the events that settled a job.
+const doneCond = `job_id IS NOT NULL AND outcome IN ('allow', 'block', 'scored', 'decided')`
+
+// doneColumns are an event's id and eventColumns, and what a JobRow adds.
+var doneColumns = `id, ` + eventColumns + `, ` + namesOf("events")
+
+// doneWhere is the filter's condition on the settling events of jobs settled since since (in
+// Unix milliseconds). A settled job's why is its last attempt's (none: it settled).
+func (f JobFilter) doneWhere(since int64) (string, []any) {
+	conds := []string{doneCond, "at >= ?"}
+	args := []any{since}
+	add := func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) }
+	if f.ID != 0 {
+		add("job_id = ?", f.ID)
+	}
+	if f.Task != "" {
+		add("event = ?", f.Task)
+	}
+	if f.Kind != "" {
+		add("kind = ?", f.Kind)
+	}
+	if f.Why == "none" {
+		add("why IS NULL")
+	} else if f.Why != "" {
+		add("why = ?", f.Why)
+	}
+	if f.UserID != 0 {
+		add("user_id = ?", f.UserID)
+	}
+	if f.Author != "" {
+		add(authorCond, f.authorPattern())
+	}
+	if f.ItemID != 0 {
+		add("item_id = ?", f.ItemID)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// ListDoneJobs pages through the jobs the filter selects (its state aside) that settled since
+// since, in order (JobsByID, JobsByDue: by when they settled, JobsByAttempts), after the cursor
+// (nil: from the start). Each row is the job as it settled: due at its settling, its attempts
+// before that one, and Final, the attempt that settled it.
+func (s *Store) ListDoneJobs(ctx context.Context, f JobFilter, since time.Time, order string, after *JobCursor, limit int) ([]JobRow, error) {
+	where, args := f.doneWhere(since.UnixMilli())
+	jobs, err := s.jobPage(ctx, doneColumns+` FROM events`, where, args, pageOrder{order, after, [3]string{"job_id", "at", "attempt"}}, limit, scanDoneRows)
+	if err != nil {
+		return nil, fmt.Errorf("list settled jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// CountDoneJobs counts the jobs the filter selects (its state aside) that settled since since.
+func (s *Store) CountDoneJobs(ctx context.Context, f JobFilter, since time.Time) (int64, error) {
+	where, args := f.doneWhere(since.UnixMilli())
+	var n int64
+	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM events WHERE `+where, args...); err != nil {
+		return 0, fmt.Errorf("count settled jobs: %w", err)
+	}
+	return n, nil
+}
+
+// DoneJobByID finds a job that settled since since; ErrNotFound when it did not (it is owed,
+// unknown, or settled longer ago).
+func (s *Store) DoneJobByID(ctx context.Context, id int64, since time.Time) (JobRow, error) {
+	jobs, err := s.ListDoneJobs(ctx, JobFilter{ID: id}, since, JobsByID, nil, 1)
+	if err != nil {
+		return JobRow{}, fmt.Errorf("settled job %d: %w", id, err)
+	}
+	if len(jobs) == 0 {
+		return JobRow{}, missing("job", id)
+	}
+	return jobs[0], nil
+}
+
+// scanDoneRows reads rows of doneColumns as settled jobs, and closes rows.
+func scanDoneRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
+	defer rows.Close()
+	n := 1 + len(eventFields)
+	r := newRow(n + 3)
+	out := make([]JobRow, 0, sizeHint)
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return nil, err
+		}
+		e := r.event()
+		j := JobRow{Job: Job{Task: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID, DueAt: e.At,
+			Attempts: e.Attempt, Why: e.Why, Status: e.Status, LastError: e.Error},
+			ItemTitle: r.strp(n + 1), SongID: r.int64p(n + 2), Final: &e}
+		if e.JobID != nil {
+			j.ID = *e.JobID
+		}
+		if name := r.strp(n); name != nil {
+			j.UserName = *name
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
