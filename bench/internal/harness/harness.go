@@ -216,7 +216,7 @@ func Placeholders(dialect, q string) string {
 // triggers: River's side does its bookkeeping itself, so it gets the same tables and indexes
 // but none of the trigger work that is owed's way of owing jobs.
 func AppSchema(ctx context.Context, db *sql.DB, dialect string) error {
-	if _, err := migrations.Apply(ctx, db, dialect); err != nil {
+	if _, err := migrations.ApplyWith(ctx, db, dialect, migrations.LockWait{}); err != nil {
 		return err
 	}
 	var q string
