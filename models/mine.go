@@ -213,12 +213,14 @@ func mineQuery(kind Kind, table, own, joins string, read func(r *row, it *MineIt
 }
 
 // mineStateFilter is the condition on an item's verdict that selects its state ("" selects
-// any).
+// any). A verdict is compared through coalesce so the join stays a LEFT JOIN: a bare
+// s.verdict = … lets SQLite's planner start from every screen of the kind and sort, rather
+// than walk the author's items in order.
 var mineStateFilter = map[ItemState]string{
 	"":           "",
 	StatePending: ` AND s.verdict IS NULL`,
-	StatePublic:  ` AND s.verdict = 'allow'`,
-	StateBlocked: ` AND s.verdict = 'block'`,
+	StatePublic:  ` AND coalesce(s.verdict, '') = 'allow'`,
+	StateBlocked: ` AND coalesce(s.verdict, '') = 'block'`,
 }
 
 // jobKey names the item a job is owed for.

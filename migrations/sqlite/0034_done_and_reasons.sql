@@ -11,6 +11,9 @@ CREATE INDEX events_done ON events (job_id, at)
 -- author's view shows the verdict's), and on the appeal it answered.
 ALTER TABLE events ADD COLUMN public_reason TEXT;
 ALTER TABLE screens ADD COLUMN public_reason TEXT;
+-- The author's view reads a verdict's reason beside it: the view's covering index holds it too.
+DROP INDEX screens_verdict;
+CREATE INDEX screens_verdict ON screens (kind, item_id, verdict, confidence, public_reason);
 ALTER TABLE reviews ADD COLUMN public_reason TEXT;
 
 DROP TRIGGER events_decide_review;
