@@ -25,6 +25,8 @@ type Metrics struct {
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 	ModelBreaker   *prometheus.GaugeVec     // state: 1 for the breaker's state as this process last read it
 	ModelInFlight  prometheus.Gauge         // model slots held in this process
+	// ShadowCalls counts the candidate's calls by task and outcome (scheduler.ShadowOutcomes).
+	ShadowCalls *prometheus.CounterVec
 }
 
 // JobCounts is what the owed-jobs collector reads at scrape time.
@@ -77,6 +79,10 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.ModelInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "owed_model_inflight", Help: "Model calls in flight in this process (slots held; a score holds three), at most OWED_MODEL_CONCURRENCY.",
 	})
+	m.ShadowCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "owed_shadow_calls_total", Help: "The candidate's shadow calls by task (screen, score) and outcome (recorded, failed, limit, gone, released).",
+	}, []string{"task", "outcome"})
+	m.Registry.MustRegister(m.ShadowCalls)
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
 		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,0 +1,76 @@
+-- Shadow models (SQLite): a candidate model or rubric asked beside the live one, its answers
+-- recorded and never acted on, and its promotion. Times are integer milliseconds since the
+-- Unix epoch, UTC.
+--
+-- model_settings, one row: candidate is the candidate's name ("model rubric") as the
+-- processes were started with it (null: none); shadow_screens is 1 when the candidate is a
+-- model of its own (a rubric alone changes no verdict, so then only scores are shadowed).
+-- live_model and live_rubric, when set, are the promoted candidate's: the live model and rubric
+-- from live_since on (null: the configured live ones). shadow_day and shadow_calls count the
+-- candidate's calls on one UTC day (its daily limit).
+CREATE TABLE model_settings (
+    id             INTEGER PRIMARY KEY CHECK (id = 1),
+    candidate      TEXT,
+    shadow_screens INTEGER NOT NULL DEFAULT 0 CHECK (shadow_screens IN (0, 1)),
+    live_model     TEXT,
+    live_rubric    TEXT,
+    live_since     INTEGER,
+    shadow_day     INTEGER NOT NULL DEFAULT 0,
+    shadow_calls   INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO model_settings (id) VALUES (1);
+
+-- The owed shadow calls: one per live verdict or score settled while a candidate is set and
+-- not promoted. Claimed like content jobs (a lease), but only while no live job is due.
+CREATE TABLE shadow_jobs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    task        TEXT    NOT NULL CHECK (task IN ('screen', 'score')),
+    kind        TEXT    NOT NULL CHECK (kind IN ('revision', 'comment', 'pitch')),
+    item_id     INTEGER NOT NULL,
+    due_at      INTEGER NOT NULL,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    why         TEXT,
+    last_error  TEXT,
+    lease_until INTEGER,
+    lease_owner TEXT,
+    created_at  INTEGER NOT NULL DEFAULT (CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)),
+    UNIQUE (task, kind, item_id)
+);
+CREATE INDEX shadow_jobs_due ON shadow_jobs (due_at, id);
+
+-- The candidate's answers beside the live ones they shadow (copied when recorded).
+CREATE TABLE shadow_screens (
+    kind            TEXT    NOT NULL CHECK (kind IN ('revision', 'comment', 'pitch')),
+    item_id         INTEGER NOT NULL,
+    model           TEXT    NOT NULL,
+    verdict         TEXT    NOT NULL CHECK (verdict IN ('allow', 'block')),
+    confidence      REAL    NOT NULL,
+    live_verdict    TEXT    NOT NULL CHECK (live_verdict IN ('allow', 'block')),
+    live_confidence REAL    NOT NULL,
+    screened_at     INTEGER NOT NULL,
+    PRIMARY KEY (kind, item_id, model)
+);
+CREATE TABLE shadow_scores (
+    revision_id INTEGER NOT NULL,
+    song_id     INTEGER NOT NULL,
+    model       TEXT    NOT NULL,
+    rubric      TEXT    NOT NULL,
+    art         REAL    NOT NULL,
+    art_runs    TEXT    NOT NULL,
+    live_art    REAL    NOT NULL,
+    live_rubric TEXT    NOT NULL,
+    scored_at   INTEGER NOT NULL,
+    PRIMARY KEY (revision_id, model, rubric)
+);
+
+-- A settled live verdict or score owes its shadow call, in the same transaction.
+CREATE TRIGGER screens_owe_shadow AFTER INSERT ON screens
+WHEN (SELECT candidate IS NOT NULL AND shadow_screens = 1 AND live_model IS NULL FROM model_settings WHERE id = 1) BEGIN
+    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('screen', NEW.kind, NEW.item_id, NEW.screened_at)
+    ON CONFLICT (task, kind, item_id) DO NOTHING;
+END;
+CREATE TRIGGER scores_owe_shadow AFTER INSERT ON scores
+WHEN (SELECT candidate IS NOT NULL AND live_model IS NULL FROM model_settings WHERE id = 1) BEGIN
+    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('score', 'revision', NEW.revision_id, NEW.scored_at)
+    ON CONFLICT (task, kind, item_id) DO NOTHING;
+END;
