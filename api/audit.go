@@ -46,7 +46,8 @@ var auditActions = []string{models.AuditHolds, models.AuditVerdict, models.Audit
 	models.AuditTokenRotate, models.AuditUserDisable, models.AuditUserEnable, models.AuditUserCreate, models.AuditBudget,
 	models.AuditWebhookCreate, models.AuditWebhookUpdate, models.AuditWebhookDelete, models.AuditBackfillStart,
 	models.AuditBackfillPause, models.AuditBackfillSet, models.AuditWalkRelease, models.AuditProbe,
-	models.AuditAppealDecide, models.AuditWebhookSecret, models.AuditReviewClaim, models.AuditReviewRelease}
+	models.AuditAppealDecide, models.AuditWebhookSecret, models.AuditReviewClaim, models.AuditReviewRelease,
+	models.AuditModelPromote, models.AuditModelRollback}
 
 func auditEntryOf(e models.AuditEntry) auditEntryJSON {
 	out := auditEntryJSON{ID: e.ID, At: timeStr(e.At), AdminID: e.AdminID, AdminName: e.AdminName, Action: e.Action,

@@ -16,6 +16,7 @@ var errorCodes = []string{
 	"idempotency_mismatch", "rate_limited", "unavailable", "insufficient_storage", "internal",
 	"decided", "claimed", "not_blocked", "appealed", "same_moderator", "review", "leased", "held",
 	"budget", "webhook_disabled", "in_flight", "error",
+	"no_candidate", "promoted", "not_promoted",
 }
 
 // routeErrors are the error answers particular to a route, beyond those every route of its
@@ -34,6 +35,8 @@ var routeErrors = map[string]map[int][]string{
 	"POST /api/admin/webhooks/deliveries/:id/redeliver": {409: {"webhook_disabled", "in_flight"}},
 	"PATCH /api/scrapes/:id":                            {409: {"conflict"}},
 	"POST /api/scrapes/:id/media":                       {409: {"conflict"}},
+	"POST /api/admin/shadow/promote":                    {409: {"no_candidate", "promoted"}},
+	"POST /api/admin/shadow/rollback":                   {409: {"not_promoted"}},
 }
 
 // takesIdempotencyKey reports whether route r carries out an Idempotency-Key (writeRequest):

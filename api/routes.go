@@ -77,6 +77,10 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/model/probe", a.probeModel, admins, "One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found", nil, modelStateJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/audit", a.listAudit, admins, "The audit trail: every operator action, who, when, on what and what changed; newest first", nil, auditListJSON{}, 200, auditQuery{}},
+		// Shadow models (docs/shadow.md).
+		{http.MethodGet, "/api/admin/shadow", a.getShadow, admins, "The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls and the re-score's progress", nil, shadowJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/shadow/promote", a.promoteShadow, admins, "Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already", nil, shadowJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/shadow/rollback", a.rollbackShadow, admins, "Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live", nil, shadowJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", nil, pluginsJSON{}, 200, nil},
 
 		{http.MethodPost, "/api/admin/webhooks", a.createWebhook, admins, "Subscribe a URL to events; the signing secret is shown once", webhookRequest{}, webhookCreatedJSON{}, 201, nil},

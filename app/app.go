@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
-		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
+		Lease: cfg.Lease, ModelName: cfg.ModelName, ModelAPI: cfg.ModelAPI, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
 		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand(), Shadow: shadow})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
@@ -208,7 +208,7 @@ func (a *App) candidate(ctx context.Context, proxy *url.URL, client *http.Client
 	}
 	mc, rubric := cfg.Candidate()
 	mc.Proxy, mc.HTTPClient = proxy, client
-	sh := &scheduler.ShadowConfig{Model: modelclient.New(mc), Name: mc.Model, Rubric: rubric, Screens: cfg.CandidateModel(),
+	sh := &scheduler.ShadowConfig{Model: modelclient.New(mc), Name: mc.Model, API: mc.API, Rubric: rubric, Screens: cfg.CandidateModel(),
 		DailyLimit: cfg.ShadowDailyLimit}
 	name := sh.Candidate()
 	return sh, a.Store.SetCandidate(ctx, &name, sh.Screens)

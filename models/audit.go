@@ -33,6 +33,9 @@ const (
 	AuditWebhookSecret = "webhook.secret.rotate"
 	AuditReviewClaim   = "review.claim"
 	AuditReviewRelease = "review.release"
+	// The candidate made live, and the configured model again (docs/shadow.md).
+	AuditModelPromote  = "model.promote"
+	AuditModelRollback = "model.rollback"
 )
 
 // AuditEntry is one operator action: who (the admin's id and name as they were), when, the

@@ -48,6 +48,7 @@ const DefaultSweepEvery = time.Minute
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
 	ModelName   string        // the critic model named in score requests (default DefaultModelName)
+	ModelAPI    string        // the model's dialect, as the shadow page shows it
 	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
 	// Owner is this process's lease owner name, the same for every runner of the process
 	// (default: a new one, host:pid:random).
@@ -130,6 +131,9 @@ type Content struct {
 	authors map[int64]bool // authors whose background sweep is running
 	holds   models.Holds   // the last read of the holds (see held)
 	holdsAt time.Time      // when it was read (real time); zero: never
+	// settings is the last read of the model settings (see live), settingsAt when (real time).
+	settings   models.ModelSettings
+	settingsAt time.Time
 	// authorSweeps counts the author sweeps started (AuthorSweeps).
 	authorSweeps atomic.Int64
 }

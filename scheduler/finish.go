@@ -93,7 +93,11 @@ func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, err
 // steps does a claimed job's work up to its ending: the item, the breaker (once, the slots
 // being held already), the charge, the ask and the task's record.
 func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, s *slots, ev *models.Event) ending {
-	t, err := c.taskFor(job)
+	live, err := c.live(ctx)
+	if err != nil {
+		return c.failed(ctx, job, "read the live model", err)
+	}
+	t, err := c.taskFor(job, live)
 	if err != nil {
 		return c.failed(ctx, job, "", err)
 	}
@@ -106,7 +110,7 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		return recorded(Gone) // deleted since; its trigger took the job too
 	}
 
-	if problem := c.ModelProblem(); problem != "" {
+	if problem := live.problem(); problem != "" {
 		return attempt(models.WhyUnreachable, Backoff(job.Attempts), problem)
 	}
 
@@ -142,12 +146,14 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		}
 	}()
 
-	if e, ok := c.charge(ctx, job); !ok {
-		return e
+	if u, ok := t.(unchargedTask); !ok || !u.uncharged() {
+		if e, ok := c.charge(ctx, job); !ok {
+			return e
+		}
 	}
 
 	asked = true
-	reply := t.ask(askCtx, c.model)
+	reply := t.ask(askCtx, live.client)
 	// The breaker hears of the reply while the job still holds its slots: a job that takes a
 	// freed slot then consults a breaker that already counts this failure, so the calls made
 	// before it opens stay within its threshold and the cap.

@@ -22,6 +22,7 @@ const DefaultShadowConcurrency = ScoreRuns
 type ShadowConfig struct {
 	Model   *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
 	Name    string              // the candidate model's name, kept with its answers
+	API     string              // the candidate model's dialect, as shown
 	Rubric  string              // the candidate's rubric for scores (a key of Rubrics)
 	Screens bool                // the candidate is a model of its own: its verdicts are shadowed too
 	// DailyLimit is the candidate's calls per UTC day (a score counts as its runs), charged
@@ -30,6 +31,23 @@ type ShadowConfig struct {
 	// Concurrency is the candidate's calls in flight in this process, within the model cap
 	// (default DefaultShadowConcurrency, at least ScoreRuns).
 	Concurrency int
+}
+
+// ModelInfo names a model, its dialect and the rubric its scores are made under.
+type ModelInfo struct{ Model, API, Rubric string }
+
+// Configured is the configured live model (OWED_MODEL_*) and rubric.
+func (c *Content) Configured() ModelInfo {
+	return ModelInfo{Model: c.cfg.ModelName, API: c.cfg.ModelAPI, Rubric: RubricID}
+}
+
+// Candidate is the candidate as configured; ok is false when none is.
+func (c *Content) Candidate() (info ModelInfo, dailyLimit int64, ok bool) {
+	if c.shadow == nil {
+		return ModelInfo{}, 0, false
+	}
+	sh := c.shadow.cfg
+	return ModelInfo{Model: sh.Name, API: sh.API, Rubric: sh.Rubric}, sh.DailyLimit, true
 }
 
 // Candidate is the candidate's name as the database keeps it: "model rubric".
@@ -264,4 +282,73 @@ func (c *Content) recordShadow(ctx context.Context, job models.Job, reply modelc
 	mean := modelclient.Mean(reply.Runs)
 	recorded, err = c.store.RecordShadowScore(ctx, job, sh.Name, sh.Rubric, mean.Art, mean.ArtRuns)
 	return recorded, "", err
+}
+
+// liveModel is what live work asks: the model's client, and the model and rubric its scores
+// keep; the configured ones, or the candidate's once promoted (models.ModelSettings).
+type liveModel struct {
+	client       *modelclient.Client
+	name, rubric string
+}
+
+// problem says why the live model is not asked ("" when it is configured).
+func (l liveModel) problem() string {
+	if l.client == nil {
+		return modelclient.ErrNotConfigured
+	}
+	return l.client.Unconfigured()
+}
+
+// live is the live model now: from the last read of the model settings when younger than
+// holdsFresh, else from a new read, so every replica follows a promotion within a second.
+func (c *Content) live(ctx context.Context) (liveModel, error) {
+	c.mu.Lock()
+	set, at := c.settings, c.settingsAt
+	c.mu.Unlock()
+	if at.IsZero() || time.Since(at) >= holdsFresh {
+		now := time.Now()
+		var err error
+		if set, err = c.store.ReadModelSettings(ctx); err != nil {
+			return liveModel{}, err
+		}
+		c.mu.Lock()
+		c.settings, c.settingsAt = set, now
+		c.mu.Unlock()
+	}
+	return c.liveOf(set), nil
+}
+
+// ForgetLive drops the last read of the model settings: this process's next job reads them
+// (after a promotion or rollback here).
+func (c *Content) ForgetLive() {
+	c.mu.Lock()
+	c.settingsAt = time.Time{}
+	c.mu.Unlock()
+}
+
+// liveOf is the live model the settings make: the promoted candidate's name and rubric, asked
+// at the candidate's address (this process's OWED_SHADOW_MODEL_*; the live one's when it has
+// none), or the configured model.
+func (c *Content) liveOf(set models.ModelSettings) liveModel {
+	if !set.Promoted() {
+		return liveModel{client: c.model, name: c.cfg.ModelName, rubric: RubricID}
+	}
+	l := liveModel{client: c.model, name: *set.LiveModel, rubric: RubricID}
+	if set.LiveRubric != nil {
+		l.rubric = *set.LiveRubric
+	}
+	if c.shadow != nil {
+		l.client = c.shadow.cfg.Model
+	}
+	return l
+}
+
+// Live is the live model, its dialect and rubric as the settings make them (see liveOf).
+func (c *Content) Live(set models.ModelSettings) ModelInfo {
+	l, info := c.liveOf(set), c.Configured()
+	if set.Promoted() && c.shadow != nil {
+		info.API = c.shadow.cfg.API
+	}
+	info.Model, info.Rubric = l.name, l.rubric
+	return info
 }

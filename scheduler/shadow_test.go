@@ -1,13 +1,11 @@
 package scheduler_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
@@ -19,27 +17,12 @@ import (
 // scores its default.
 func disagreeing(t *testing.T) *modeltest.Fake {
 	cand := modeltest.New(t)
-	cand.Handle(func(w http.ResponseWriter, r *http.Request) bool {
-		var req struct {
-			Task    string `json:"task"`
-			Subject struct {
-				Text string `json:"text"`
-			} `json:"subject"`
+	cand.AnswerBy(func(text string) (string, float64) {
+		if strings.Contains(text, "spam") {
+			return "block", 0.7
 		}
-		if json.NewDecoder(r.Body).Decode(&req) != nil || req.Task != "screen" {
-			return false
-		}
-		answer := map[string]any{"verdict": "allow", "confidence": 0.8}
-		if strings.Contains(req.Subject.Text, "spam") {
-			answer = map[string]any{"verdict": "block", "confidence": 0.7}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"answers": []any{answer}})
-		return true
-	})
-	cand.SetArt(func(int) modelclient.ArtRun {
-		return modelclient.ArtRun{Art: 0.4, Criteria: map[string]float64{"craft": 0.4}}
-	})
+		return "allow", 0.8
+	}, func(string) float64 { return 0.4 })
 	return cand
 }
 

@@ -49,6 +49,8 @@ const (
 	AuditEntryActionJobRetry            AuditEntryAction = "job.retry"
 	AuditEntryActionJobsRetry           AuditEntryAction = "jobs.retry"
 	AuditEntryActionModelProbe          AuditEntryAction = "model.probe"
+	AuditEntryActionModelPromote        AuditEntryAction = "model.promote"
+	AuditEntryActionModelRollback       AuditEntryAction = "model.rollback"
 	AuditEntryActionReviewClaim         AuditEntryAction = "review.claim"
 	AuditEntryActionReviewRelease       AuditEntryAction = "review.release"
 	AuditEntryActionUserBudget          AuditEntryAction = "user.budget"
@@ -84,6 +86,10 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionJobsRetry:
 		return true
 	case AuditEntryActionModelProbe:
+		return true
+	case AuditEntryActionModelPromote:
+		return true
+	case AuditEntryActionModelRollback:
 		return true
 	case AuditEntryActionReviewClaim:
 		return true
@@ -265,8 +271,11 @@ const (
 	ErrorDetailCodeInvalid                  ErrorDetailCode = "invalid"
 	ErrorDetailCodeLeased                   ErrorDetailCode = "leased"
 	ErrorDetailCodeMethodNotAllowed         ErrorDetailCode = "method_not_allowed"
+	ErrorDetailCodeNoCandidate              ErrorDetailCode = "no_candidate"
 	ErrorDetailCodeNotBlocked               ErrorDetailCode = "not_blocked"
 	ErrorDetailCodeNotFound                 ErrorDetailCode = "not_found"
+	ErrorDetailCodeNotPromoted              ErrorDetailCode = "not_promoted"
+	ErrorDetailCodePromoted                 ErrorDetailCode = "promoted"
 	ErrorDetailCodeRateLimited              ErrorDetailCode = "rate_limited"
 	ErrorDetailCodeReview                   ErrorDetailCode = "review"
 	ErrorDetailCodeSameModerator            ErrorDetailCode = "same_moderator"
@@ -316,9 +325,15 @@ func (e ErrorDetailCode) Valid() bool {
 		return true
 	case ErrorDetailCodeMethodNotAllowed:
 		return true
+	case ErrorDetailCodeNoCandidate:
+		return true
 	case ErrorDetailCodeNotBlocked:
 		return true
 	case ErrorDetailCodeNotFound:
+		return true
+	case ErrorDetailCodeNotPromoted:
+		return true
+	case ErrorDetailCodePromoted:
 		return true
 	case ErrorDetailCodeRateLimited:
 		return true
@@ -920,6 +935,84 @@ func (e ScreenState) Valid() bool {
 	}
 }
 
+// Defines values for ShadowFlipCandidate.
+const (
+	ShadowFlipCandidateAllow ShadowFlipCandidate = "allow"
+	ShadowFlipCandidateBlock ShadowFlipCandidate = "block"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipCandidate enum.
+func (e ShadowFlipCandidate) Valid() bool {
+	switch e {
+	case ShadowFlipCandidateAllow:
+		return true
+	case ShadowFlipCandidateBlock:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowFlipKind.
+const (
+	ShadowFlipKindComment  ShadowFlipKind = "comment"
+	ShadowFlipKindPitch    ShadowFlipKind = "pitch"
+	ShadowFlipKindRevision ShadowFlipKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipKind enum.
+func (e ShadowFlipKind) Valid() bool {
+	switch e {
+	case ShadowFlipKindComment:
+		return true
+	case ShadowFlipKindPitch:
+		return true
+	case ShadowFlipKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowFlipLive.
+const (
+	ShadowFlipLiveAllow ShadowFlipLive = "allow"
+	ShadowFlipLiveBlock ShadowFlipLive = "block"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipLive enum.
+func (e ShadowFlipLive) Valid() bool {
+	switch e {
+	case ShadowFlipLiveAllow:
+		return true
+	case ShadowFlipLiveBlock:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowKindKind.
+const (
+	ShadowKindKindComment  ShadowKindKind = "comment"
+	ShadowKindKindPitch    ShadowKindKind = "pitch"
+	ShadowKindKindRevision ShadowKindKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ShadowKindKind enum.
+func (e ShadowKindKind) Valid() bool {
+	switch e {
+	case ShadowKindKindComment:
+		return true
+	case ShadowKindKindPitch:
+		return true
+	case ShadowKindKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin  UserRole = "admin"
@@ -1174,6 +1267,8 @@ const (
 	GetAdminAuditParamsActionJobRetry            GetAdminAuditParamsAction = "job.retry"
 	GetAdminAuditParamsActionJobsRetry           GetAdminAuditParamsAction = "jobs.retry"
 	GetAdminAuditParamsActionModelProbe          GetAdminAuditParamsAction = "model.probe"
+	GetAdminAuditParamsActionModelPromote        GetAdminAuditParamsAction = "model.promote"
+	GetAdminAuditParamsActionModelRollback       GetAdminAuditParamsAction = "model.rollback"
 	GetAdminAuditParamsActionReviewClaim         GetAdminAuditParamsAction = "review.claim"
 	GetAdminAuditParamsActionReviewRelease       GetAdminAuditParamsAction = "review.release"
 	GetAdminAuditParamsActionUserBudget          GetAdminAuditParamsAction = "user.budget"
@@ -1209,6 +1304,10 @@ func (e GetAdminAuditParamsAction) Valid() bool {
 	case GetAdminAuditParamsActionJobsRetry:
 		return true
 	case GetAdminAuditParamsActionModelProbe:
+		return true
+	case GetAdminAuditParamsActionModelPromote:
+		return true
+	case GetAdminAuditParamsActionModelRollback:
 		return true
 	case GetAdminAuditParamsActionReviewClaim:
 		return true
@@ -2108,6 +2207,23 @@ type CommentRef struct {
 	SongId int `json:"songId"`
 }
 
+// Confidence defines model for Confidence.
+type Confidence struct {
+	// Bins the bins' edges, 0 to 1 by tenths (the last bin holds 1)
+	Bins      []float64 `json:"bins"`
+	Candidate []int     `json:"candidate"`
+	Live      []int     `json:"live"`
+}
+
+// Confusion defines model for Confusion.
+type Confusion struct {
+	// Allow items the live model allowed, by the candidate's verdict
+	Allow VerdictCounts `json:"allow"`
+
+	// Block items the live model blocked, by the candidate's verdict
+	Block VerdictCounts `json:"block"`
+}
+
 // Delivery defines model for Delivery.
 type Delivery struct {
 	AttemptLog    []DeliveryAttempt `json:"attemptLog"`
@@ -2866,6 +2982,160 @@ type SessionRequest struct {
 	Token string `json:"token"`
 }
 
+// Shadow defines model for Shadow.
+type Shadow struct {
+	Calls ShadowCalls `json:"calls"`
+
+	// Candidate null when none is set
+	Candidate *ShadowCandidate `json:"candidate"`
+
+	// From the first result compared; null when none
+	From *time.Time  `json:"from"`
+	Live ShadowModel `json:"live"`
+
+	// Promoted the candidate is live (POST /api/admin/shadow/promote)
+	Promoted bool `json:"promoted"`
+
+	// Rescore the re-score of songs under the live rubric, with progress, rate and ETA
+	Rescore ShadowRescore `json:"rescore"`
+	Scores  ShadowScores  `json:"scores"`
+	Screens ShadowScreens `json:"screens"`
+	To      *time.Time    `json:"to"`
+}
+
+// ShadowCalls defines model for ShadowCalls.
+type ShadowCalls struct {
+	// DailyLimit OWED_SHADOW_DAILY_LIMIT
+	DailyLimit int `json:"dailyLimit"`
+
+	// Owed shadow calls owed
+	Owed int `json:"owed"`
+
+	// Today the candidate's calls this UTC day (a score counts as its three)
+	Today int `json:"today"`
+}
+
+// ShadowCandidate defines model for ShadowCandidate.
+type ShadowCandidate struct {
+	// Api relay or openai
+	Api    string `json:"api"`
+	Model  string `json:"model"`
+	Rubric string `json:"rubric"`
+
+	// Since when this candidate was first set
+	Since *time.Time `json:"since"`
+}
+
+// ShadowFlip defines model for ShadowFlip.
+type ShadowFlip struct {
+	At                  time.Time           `json:"at"`
+	Candidate           ShadowFlipCandidate `json:"candidate"`
+	CandidateConfidence float64             `json:"candidateConfidence"`
+	Id                  int                 `json:"id"`
+
+	// Kind the item's page is /admin/items/{kind}/{id}
+	Kind           ShadowFlipKind `json:"kind"`
+	Live           ShadowFlipLive `json:"live"`
+	LiveConfidence float64        `json:"liveConfidence"`
+}
+
+// ShadowFlipCandidate defines model for ShadowFlip.Candidate.
+type ShadowFlipCandidate string
+
+// ShadowFlipKind the item's page is /admin/items/{kind}/{id}
+type ShadowFlipKind string
+
+// ShadowFlipLive defines model for ShadowFlip.Live.
+type ShadowFlipLive string
+
+// ShadowKind defines model for ShadowKind.
+type ShadowKind struct {
+	Compared int            `json:"compared"`
+	Kind     ShadowKindKind `json:"kind"`
+	Table    Confusion      `json:"table"`
+}
+
+// ShadowKindKind defines model for ShadowKind.Kind.
+type ShadowKindKind string
+
+// ShadowModel defines model for ShadowModel.
+type ShadowModel struct {
+	// Api relay or openai
+	Api    string `json:"api"`
+	Model  string `json:"model"`
+	Rubric string `json:"rubric"`
+}
+
+// ShadowMover defines model for ShadowMover.
+type ShadowMover struct {
+	CandidateRank int `json:"candidateRank"`
+
+	// LiveRank 1 is first
+	LiveRank int `json:"liveRank"`
+
+	// Shift liveRank - candidateRank: positive moves up
+	Shift  int    `json:"shift"`
+	SongId int    `json:"songId"`
+	Title  string `json:"title"`
+}
+
+// ShadowPoint defines model for ShadowPoint.
+type ShadowPoint struct {
+	Candidate float64 `json:"candidate"`
+	Live      float64 `json:"live"`
+	SongId    int     `json:"songId"`
+}
+
+// ShadowRescore defines model for ShadowRescore.
+type ShadowRescore struct {
+	// Done songs whose score is under the live rubric
+	Done int `json:"done"`
+
+	// Eta when the rest will be done at that rate; null when done or unknown
+	Eta *time.Time `json:"eta"`
+
+	// RowsPerMinute songs re-scored a minute since the promotion or rollback; null before one is
+	RowsPerMinute *float64 `json:"rowsPerMinute"`
+
+	// Rubric the live rubric songs are re-scored under
+	Rubric string `json:"rubric"`
+
+	// Total scored songs
+	Total int `json:"total"`
+}
+
+// ShadowScores defines model for ShadowScores.
+type ShadowScores struct {
+	Compared int `json:"compared"`
+
+	// MeanDiff mean of candidate art - live art; null when none was compared
+	MeanDiff *float64 `json:"meanDiff"`
+
+	// Movers by |shift|, at most 50
+	Movers []ShadowMover `json:"movers"`
+
+	// Points newest first, at most 500
+	Points []ShadowPoint `json:"points"`
+
+	// Spearman rank correlation of the public song list under each (its songs both scored); null under 2 songs
+	Spearman *float64 `json:"spearman"`
+
+	// SpreadDiff standard deviation of that difference
+	SpreadDiff *float64 `json:"spreadDiff"`
+}
+
+// ShadowScreens defines model for ShadowScreens.
+type ShadowScreens struct {
+	// Agreement the share of verdicts the candidate agrees with; null when none was compared
+	Agreement  *float64     `json:"agreement"`
+	ByKind     []ShadowKind `json:"byKind"`
+	Compared   int          `json:"compared"`
+	Confidence Confidence   `json:"confidence"`
+
+	// Flips items the candidate would flip, newest first, at most 50
+	Flips []ShadowFlip `json:"flips"`
+}
+
 // Skipped defines model for Skipped.
 type Skipped struct {
 	// Budget waiting for a budget that still cannot cover them
@@ -3000,6 +3270,12 @@ type UserRequestRole string
 
 // Verdict defines model for Verdict.
 type Verdict string
+
+// VerdictCounts defines model for VerdictCounts.
+type VerdictCounts struct {
+	Allow int `json:"allow"`
+	Block int `json:"block"`
+}
 
 // VerdictRequest defines model for VerdictRequest.
 type VerdictRequest struct {
@@ -3282,6 +3558,18 @@ type PostAdminReviewKindIdClaimParams struct {
 
 // PostAdminReviewKindIdClaimParamsKind defines parameters for PostAdminReviewKindIdClaim.
 type PostAdminReviewKindIdClaimParamsKind string
+
+// PostAdminShadowPromoteParams defines parameters for PostAdminShadowPromote.
+type PostAdminShadowPromoteParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// PostAdminShadowRollbackParams defines parameters for PostAdminShadowRollback.
+type PostAdminShadowRollbackParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // GetAdminUsersParams defines parameters for GetAdminUsers.
 type GetAdminUsersParams struct {
@@ -3912,6 +4200,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAdminShadow The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls and the re-score's progress
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+	GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminShadowPromote Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+	PostAdminShadowPromote(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminShadowRollback Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+	PostAdminShadowRollback(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
@@ -4837,6 +5146,57 @@ func (c *Client) DeleteAdminReviewKindIdClaim(ctx context.Context, kind DeleteAd
 // Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostAdminReviewKindIdClaimRequest(c.Server, kind, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAdminShadow The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls and the re-score's progress
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+func (c *Client) GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminShadowRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminShadowPromote Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+func (c *Client) PostAdminShadowPromote(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminShadowPromoteRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminShadowRollback Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+func (c *Client) PostAdminShadowRollback(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminShadowRollbackRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7264,6 +7624,117 @@ func NewPostAdminReviewKindIdClaimRequest(server string, kind PostAdminReviewKin
 	}
 
 	operationPath := fmt.Sprintf("/api/admin/review/%s/%s/claim", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAdminShadowRequest constructs an http.Request for the GetAdminShadow method
+func NewGetAdminShadowRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostAdminShadowPromoteRequest constructs an http.Request for the PostAdminShadowPromote method
+func NewPostAdminShadowPromoteRequest(server string, params *PostAdminShadowPromoteParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow/promote")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostAdminShadowRollbackRequest constructs an http.Request for the PostAdminShadowRollback method
+func NewPostAdminShadowRollbackRequest(server string, params *PostAdminShadowRollbackParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow/rollback")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -10089,6 +10560,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaimWithResponse(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*PostAdminReviewKindIdClaimResponse, error)
+
+	// GetAdminShadowWithResponse The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls and the re-score's progress
+	//
+	// Callers: admin (a bearer token, or a browser session cookie).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+	GetAdminShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminShadowResponse, error)
+
+	// PostAdminShadowPromoteWithResponse Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+	PostAdminShadowPromoteWithResponse(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*PostAdminShadowPromoteResponse, error)
+
+	// PostAdminShadowRollbackWithResponse Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+	PostAdminShadowRollbackWithResponse(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*PostAdminShadowRollbackResponse, error)
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
@@ -12987,6 +13485,374 @@ func (r PostAdminReviewKindIdClaimResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostAdminReviewKindIdClaimResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAdminShadowResponse503Headers the declared response headers of an HTTP 503 response for GetAdminShadow
+type GetAdminShadowResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetAdminShadowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAdminShadowResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAdminShadowResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAdminShadowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAdminShadowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAdminShadowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAdminShadowResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAdminShadowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminShadowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminShadowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAdminShadowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminShadowPromoteResponse200Headers the declared response headers of an HTTP 200 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminShadowPromoteResponse409Headers the declared response headers of an HTTP 409 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse429Headers the declared response headers of an HTTP 429 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse503Headers the declared response headers of an HTTP 503 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse507Headers the declared response headers of an HTTP 507 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminShadowPromoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminShadowPromoteResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminShadowPromoteResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminShadowPromoteResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminShadowPromoteResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminShadowPromoteResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminShadowPromoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminShadowPromoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminShadowPromoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminShadowPromoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminShadowRollbackResponse200Headers the declared response headers of an HTTP 200 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminShadowRollbackResponse409Headers the declared response headers of an HTTP 409 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse429Headers the declared response headers of an HTTP 429 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse503Headers the declared response headers of an HTTP 503 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse507Headers the declared response headers of an HTTP 507 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminShadowRollbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminShadowRollbackResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminShadowRollbackResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminShadowRollbackResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminShadowRollbackResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminShadowRollbackResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminShadowRollbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminShadowRollbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminShadowRollbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminShadowRollbackResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19026,6 +19892,51 @@ func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context
 	return ParsePostAdminReviewKindIdClaimResponse(rsp)
 }
 
+// GetAdminShadowWithResponse The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls and the re-score's progress
+//
+// Callers: admin (a bearer token, or a browser session cookie).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
+func (c *ClientWithResponses) GetAdminShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminShadowResponse, error) {
+	rsp, err := c.GetAdminShadow(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminShadowResponse(rsp)
+}
+
+// PostAdminShadowPromoteWithResponse Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+func (c *ClientWithResponses) PostAdminShadowPromoteWithResponse(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*PostAdminShadowPromoteResponse, error) {
+	rsp, err := c.PostAdminShadowPromote(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminShadowPromoteResponse(rsp)
+}
+
+// PostAdminShadowRollbackWithResponse Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+func (c *ClientWithResponses) PostAdminShadowRollbackWithResponse(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*PostAdminShadowRollbackResponse, error) {
+	rsp, err := c.PostAdminShadowRollback(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminShadowRollbackResponse(rsp)
+}
+
 // GetAdminStatsWithResponse The overview's summary
 //
 // Callers: admin (a bearer token, or a browser session cookie).
@@ -22215,6 +23126,371 @@ func ParsePostAdminReviewKindIdClaimResponse(rsp *http.Response) (*PostAdminRevi
 		response.Headers503 = &headers
 	case rsp.StatusCode == 507:
 		var headers PostAdminReviewKindIdClaimResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAdminShadowResponse parses an HTTP response from a GetAdminShadowWithResponse call
+func ParseGetAdminShadowResponse(rsp *http.Response) (*GetAdminShadowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminShadowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetAdminShadowResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminShadowPromoteResponse parses an HTTP response from a PostAdminShadowPromoteWithResponse call
+func ParsePostAdminShadowPromoteResponse(rsp *http.Response) (*PostAdminShadowPromoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminShadowPromoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminShadowPromoteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminShadowPromoteResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminShadowPromoteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminShadowPromoteResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminShadowPromoteResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminShadowRollbackResponse parses an HTTP response from a PostAdminShadowRollbackWithResponse call
+func ParsePostAdminShadowRollbackResponse(rsp *http.Response) (*PostAdminShadowRollbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminShadowRollbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminShadowRollbackResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminShadowRollbackResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminShadowRollbackResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminShadowRollbackResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminShadowRollbackResponse507Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
