@@ -192,5 +192,107 @@ func TestShadowAgreement(t *testing.T) {
 		if got := fmt.Sprint(sc.Movers); got != fmt.Sprintf("[{%d s1 4 1 3} {%d s4 1 4 -3}]", songs[0], songs[3]) {
 			t.Errorf("movers %s", got)
 		}
+		metrics := string(w.env.Do(http.MethodGet, "/metrics", "", nil).Body)
+		for _, line := range []string{"owed_shadow_agreement 0.875", "owed_shadow_owed 0",
+			`owed_shadow_calls_total{outcome="recorded",task="screen"} 8`, `owed_shadow_calls_total{outcome="recorded",task="score"} 4`} {
+			if !strings.Contains(metrics, "\n"+line+"\n") {
+				t.Errorf("/metrics lacks %q", line)
+			}
+		}
+	})
+}
+
+// songOrder is the public list by art, paged by limit: each song as title@rubric.
+func (w *world) songOrder(limit int) string {
+	w.t.Helper()
+	var out []string
+	for path := fmt.Sprintf("/api/songs?limit=%d", limit); ; {
+		r := w.do(http.MethodGet, path, asAnon, nil)
+		var page struct {
+			NextCursor *string
+			Songs      []struct {
+				Title       string
+				ScoreRubric *string
+			}
+		}
+		r.Decode(w.t, &page)
+		for _, s := range page.Songs {
+			out = append(out, s.Title+"@"+*s.ScoreRubric)
+		}
+		if page.NextCursor == nil {
+			return strings.Join(out, " ")
+		}
+		path = fmt.Sprintf("/api/songs?limit=%d&cursor=%s", limit, *page.NextCursor)
+	}
+}
+
+func TestShadowPromotionRescoresEverySongOnce(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		w, cand := shadowWorld(t, db)
+		songs, _ := shadowItems(w)
+		if _, err := w.env.App.Content.SweepShadow(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		d, ann := w.env.Data(), w.uid[asAuthor]
+		spent, liveCalls, candCalls := d.Spent(ann), w.env.Model.Calls(), cand.Calls()
+		if r := w.do(http.MethodPost, "/api/admin/shadow/rollback", asAdmin, nil); r.Status != http.StatusConflict || r.ErrorCode() != "not_promoted" {
+			t.Fatalf("rollback before a promotion: %d %s", r.Status, r.Body)
+		}
+		r := w.do(http.MethodPost, "/api/admin/shadow/promote", asAdmin, nil)
+		var a shadowAnswer
+		r.Decode(t, &a)
+		if r.Status != http.StatusOK || !a.Promoted || a.Live.Model != "critic-2" || a.Live.Rubric != "art-v2" ||
+			a.Rescore.Total != 4 || a.Rescore.Done != 0 {
+			t.Fatalf("promote: %d %s", r.Status, r.Body)
+		}
+		if r := w.do(http.MethodPost, "/api/admin/shadow/promote", asAdmin, nil); r.Status != http.StatusConflict || r.ErrorCode() != "promoted" {
+			t.Errorf("a second promotion: %d %s", r.Status, r.Body)
+		}
+		if n := d.Count(`SELECT COUNT(*) FROM audit WHERE action = 'model.promote' AND target = 'model'`); n != 1 {
+			t.Errorf("%d audit entries of the promotion, want 1", n)
+		}
+		if n := d.Count(`SELECT COUNT(*) FROM content_jobs WHERE task = 'score'`); n != 4 {
+			t.Fatalf("%d re-scores owed, want one per song (4)", n)
+		}
+		if got := w.songOrder(2); got != "s4@art-v1 s3@art-v1 s2@art-v1 s1@art-v1" {
+			t.Errorf("before the re-score: %s", got)
+		}
+		// One song re-scored: it leads under the live rubric, the rest keep their own order.
+		s1rev := d.Count(`SELECT id FROM revisions WHERE song_id = ?`, songs[0])
+		if out := <-w.env.App.Content.RunItem("score", "revision", s1rev); out != "done" {
+			t.Fatalf("re-score of s1: %s", out)
+		}
+		if got := w.songOrder(2); got != "s1@art-v2 s4@art-v1 s3@art-v1 s2@art-v1" {
+			t.Errorf("mid re-score: %s", got)
+		}
+		if n := w.sweep(); n != 3 {
+			t.Errorf("the rest of the re-score ran %d jobs, want 3", n)
+		}
+		if n := w.sweep(); n != 0 {
+			t.Errorf("a second sweep ran %d, want none", n)
+		}
+		if got := w.songOrder(3); got != "s1@art-v2 s3@art-v2 s2@art-v2 s4@art-v2" {
+			t.Errorf("after the re-score: %s", got)
+		}
+		if got, want := cand.Calls()-candCalls, 4*3; got != want || w.env.Model.Calls() != liveCalls {
+			t.Errorf("the re-score asked the candidate %d times (want %d, every song once) and the old model %d",
+				got, want, w.env.Model.Calls()-liveCalls)
+		}
+		if d.Spent(ann) != spent || d.Count(`SELECT COUNT(*) FROM shadow_jobs`) != 0 {
+			t.Errorf("the re-score was charged to the author (%d, was %d), or owed shadow calls", d.Spent(ann), spent)
+		}
+		if a := w.shadow(); a.Rescore.Total != 4 || a.Rescore.Done != 4 {
+			t.Errorf("re-score progress %+v, want 4 of 4", a.Rescore)
+		}
+		// The rollback re-scores under the configured model and rubric.
+		if r := w.do(http.MethodPost, "/api/admin/shadow/rollback", asAdmin, nil); r.Status != http.StatusOK {
+			t.Fatalf("rollback: %d %s", r.Status, r.Body)
+		}
+		if n := w.sweep(); n != 4 {
+			t.Errorf("the rollback's re-score ran %d, want 4", n)
+		}
+		if got := w.songOrder(50); got != "s4@art-v1 s3@art-v1 s2@art-v1 s1@art-v1" || w.env.Model.Calls()-liveCalls != 4*3 {
+			t.Errorf("after the rollback: %s, the configured model asked %d times", got, w.env.Model.Calls()-liveCalls)
+		}
 	})
 }

@@ -29,6 +29,8 @@ type Song struct {
 	Public    int       `gorm:"column:public" json:"-"`
 	Art       *float64  `gorm:"column:art" json:"art"`
 	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms" json:"-"`
+	// ScoreRubric is the rubric its art was scored under (nil while unscored).
+	ScoreRubric *string `gorm:"column:score_rubric" json:"scoreRubric"`
 }
 
 // Revision is one version of a song's code.

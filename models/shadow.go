@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -403,4 +404,49 @@ func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 		return 0, fmt.Errorf("owe the re-scores under %s: %w", rubric, err)
 	}
 	return n, nil
+}
+
+// RankedCursor is where a page of public songs by art continues: in the songs scored under the
+// live rubric, or (Rest) in the others.
+type RankedCursor struct {
+	SongCursor
+	Rest bool `json:"r,omitempty"`
+}
+
+// PublicSongsRanked lists public songs by art as the public list orders them while scores of
+// two rubrics exist (during the re-score after a promotion or rollback): first the songs whose
+// art is under rubric (the live one), best first; then the rest, those scored under another
+// rubric best first and the unscored last; each part newest first among equals. So a list never
+// mixes two rubrics' scores in one order. Each part is read through songs_public_rubric_art.
+func (s *Store) PublicSongsRanked(ctx context.Context, rubric string, after *RankedCursor, limit int) ([]Song, error) {
+	const cols = `SELECT ` + publicSongColumns + ` FROM songs WHERE public = 1`
+	var songs []Song
+	if after == nil || !after.Rest {
+		q, args := cols+` AND score_rubric = ?`, []any{rubric}
+		if after != nil && after.Art != nil {
+			q += ` AND (art < ? OR (art = ? AND id < ?))`
+			args = append(args, *after.Art, *after.Art, after.ID)
+		}
+		if err := s.scan(ctx, s.read, &songs, q+` ORDER BY art DESC, id DESC LIMIT `+strconv.Itoa(limit), args...); err != nil {
+			return nil, fmt.Errorf("public songs under %s: %w", rubric, err)
+		}
+		if len(songs) == limit {
+			return songs, nil
+		}
+		after = nil // the rest from its start
+	}
+	q, args := cols+` AND (score_rubric IS NULL OR score_rubric <> ?)`, []any{rubric}
+	switch {
+	case after != nil && after.Art != nil:
+		q += ` AND (art < ? OR (art = ? AND id < ?) OR art IS NULL)`
+		args = append(args, *after.Art, *after.Art, after.ID)
+	case after != nil:
+		q += ` AND art IS NULL AND id < ?`
+		args = append(args, after.ID)
+	}
+	var rest []Song
+	if err := s.scan(ctx, s.read, &rest, q+` ORDER BY `+s.dialect.artDesc()+` LIMIT `+strconv.Itoa(limit-len(songs)), args...); err != nil {
+		return nil, fmt.Errorf("public songs under other rubrics: %w", err)
+	}
+	return append(songs, rest...), nil
 }

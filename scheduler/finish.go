@@ -146,10 +146,8 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		}
 	}()
 
-	if u, ok := t.(unchargedTask); !ok || !u.uncharged() {
-		if e, ok := c.charge(ctx, job); !ok {
-			return e
-		}
+	if e, ok := c.charge(ctx, job, t); !ok {
+		return e
 	}
 
 	asked = true
@@ -192,8 +190,12 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 
 // charge spends the job's model calls of its author's budget for today, first, as the model's
 // relay charges: a call that then fails is still spent. When the charge is refused, or cannot
-// be counted, ok is false and e is how the run ends.
-func (c *Content) charge(ctx context.Context, job models.Job) (e ending, ok bool) {
+// be counted, ok is false and e is how the run ends. A task that charges nobody (a re-score,
+// unchargedTask) passes.
+func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending, ok bool) {
+	if u, is := t.(unchargedTask); is && u.uncharged() {
+		return ending{}, true
+	}
 	runs := callsOf(job.Task)
 	now := c.clock.Now()
 	_, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now)

@@ -3150,8 +3150,11 @@ type Song struct {
 	Art       *float64  `json:"art"`
 	CreatedAt time.Time `json:"createdAt"`
 	Id        int       `json:"id"`
-	Title     string    `json:"title"`
-	UserId    int       `json:"userId"`
+
+	// ScoreRubric the rubric art was scored under (null while unscored); by art, songs under the live rubric come first, then the rest
+	ScoreRubric *string `json:"scoreRubric"`
+	Title       string  `json:"title"`
+	UserId      int     `json:"userId"`
 }
 
 // SongCreated defines model for SongCreated.

@@ -88,3 +88,22 @@ CREATE TRIGGER screens_owe_shadow AFTER INSERT ON screens REFERENCING NEW TABLE 
     FOR EACH STATEMENT EXECUTE FUNCTION owed_screens_owe_shadow();
 CREATE TRIGGER scores_owe_shadow AFTER INSERT ON scores REFERENCING NEW TABLE AS n
     FOR EACH STATEMENT EXECUTE FUNCTION owed_scores_owe_shadow();
+
+-- The rubric of a song's art (its newest scored revision's score), kept by the scores' own
+-- triggers, once per statement: public lists put the songs scored under the live rubric first
+-- (docs/shadow.md).
+ALTER TABLE songs ADD COLUMN score_rubric TEXT;
+UPDATE songs SET score_rubric = (SELECT sc.rubric FROM scores sc JOIN revisions r ON r.id = sc.revision_id
+    WHERE r.song_id = songs.id ORDER BY r.id DESC LIMIT 1);
+CREATE INDEX songs_public_rubric_art ON songs (public, score_rubric, art DESC, id DESC);
+CREATE FUNCTION owed_song_rubric() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE songs s SET score_rubric = (SELECT sc.rubric FROM scores sc JOIN revisions r ON r.id = sc.revision_id
+        WHERE r.song_id = s.id ORDER BY r.id DESC LIMIT 1)
+    WHERE s.id IN (SELECT DISTINCT song_id FROM changed ORDER BY 1);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER scores_song_rubric AFTER INSERT ON scores REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION owed_song_rubric();
+CREATE TRIGGER scores_song_rubric_delete AFTER DELETE ON scores REFERENCING OLD TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION owed_song_rubric();

@@ -75,3 +75,18 @@ WHEN (SELECT candidate IS NOT NULL AND live_model IS NULL FROM model_settings WH
     INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('score', 'revision', NEW.revision_id, NEW.scored_at)
     ON CONFLICT (task, kind, item_id) DO NOTHING;
 END;
+
+-- The rubric of a song's art (its newest scored revision's score), kept by the scores' own
+-- triggers: public lists put the songs scored under the live rubric first (docs/shadow.md).
+ALTER TABLE songs ADD COLUMN score_rubric TEXT;
+UPDATE songs SET score_rubric = (SELECT sc.rubric FROM scores sc JOIN revisions r ON r.id = sc.revision_id
+    WHERE r.song_id = songs.id ORDER BY r.id DESC LIMIT 1);
+CREATE INDEX songs_public_rubric_art ON songs (public, score_rubric, art DESC, id DESC);
+CREATE TRIGGER scores_song_rubric AFTER INSERT ON scores BEGIN
+    UPDATE songs SET score_rubric = (SELECT sc.rubric FROM scores sc JOIN revisions r ON r.id = sc.revision_id
+        WHERE r.song_id = NEW.song_id ORDER BY r.id DESC LIMIT 1) WHERE id = NEW.song_id;
+END;
+CREATE TRIGGER scores_song_rubric_delete AFTER DELETE ON scores BEGIN
+    UPDATE songs SET score_rubric = (SELECT sc.rubric FROM scores sc JOIN revisions r ON r.id = sc.revision_id
+        WHERE r.song_id = OLD.song_id ORDER BY r.id DESC LIMIT 1) WHERE id = OLD.song_id;
+END;
