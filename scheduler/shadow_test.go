@@ -15,7 +15,7 @@ import (
 // disagreeing makes a candidate model that blocks, at 0.7, every item whose text says "spam",
 // allows the rest at 0.8, and scores art 0.4 on every run; the live fake allows all at 0.9 and
 // scores its default.
-func disagreeing(t *testing.T) *modeltest.Fake {
+func disagreeing(t testing.TB) *modeltest.Fake {
 	cand := modeltest.New(t)
 	cand.AnswerBy(func(text string) (string, float64) {
 		if strings.Contains(text, "spam") {
@@ -28,7 +28,7 @@ func disagreeing(t *testing.T) *modeltest.Fake {
 
 // shadowRig is a rig whose runner has the candidate cand (its verdicts and scores shadowed),
 // recorded in the database as app does at start.
-func shadowRig(t *testing.T, db string, cand *modeltest.Fake, limit int64, opts ...rigOption) *rig {
+func shadowRig(t testing.TB, db string, cand *modeltest.Fake, limit int64, opts ...rigOption) *rig {
 	t.Helper()
 	sh := &scheduler.ShadowConfig{Model: cand.Client(), Name: "critic-2", Rubric: "art-v2", Screens: true, DailyLimit: limit}
 	r := newRig(t, db, append(opts, withConfig(func(c *scheduler.ContentConfig) { c.Shadow = sh }))...)

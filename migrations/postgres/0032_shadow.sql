@@ -3,11 +3,11 @@
 -- the Unix epoch, UTC.
 --
 -- model_settings, one row: candidate is the candidate's name ("model rubric") as the
--- processes were started with it (null: none), set since candidate_since; shadow_screens is 1 when the candidate is a
--- model of its own (a rubric alone changes no verdict, so then only scores are shadowed).
--- live_model and live_rubric, when set, are the promoted candidate's: the live model and rubric
--- from live_since on (null: the configured live ones). shadow_day and shadow_calls count the
--- candidate's calls on one UTC day (its daily limit).
+-- processes were started with it (null: none), set since candidate_since; shadow_screens is 1
+-- when the candidate is a model of its own (a rubric alone changes no verdict, so then only
+-- scores are shadowed). live_model and live_rubric, when set, are the promoted candidate's: the
+-- live model and rubric from live_since on (null: the configured live ones). shadow_day and
+-- shadow_calls count the candidate's calls on one UTC day (its daily limit).
 CREATE TABLE model_settings (
     id             INTEGER PRIMARY KEY CHECK (id = 1),
     candidate      TEXT,
