@@ -110,11 +110,10 @@ func (a *API) listSongs(c echo.Context) error {
 // then the rest (models.PublicSongsRanked), so two rubrics' scores are never sorted together.
 func (a *API) listSongsByArt(c echo.Context, cur models.RankedCursor, has bool, limit int) error {
 	ctx := c.Request().Context()
-	set, err := a.Store.ReadModelSettings(ctx)
+	rubric, err := a.Content.LiveRubric(ctx)
 	if err != nil {
 		return err
 	}
-	rubric := a.Content.Live(set).Rubric
 	var after *models.RankedCursor
 	if has {
 		after = &cur

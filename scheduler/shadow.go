@@ -141,12 +141,6 @@ func (c *Content) SweepShadow(ctx context.Context) (int, error) {
 // gives back what the job does not need. It claims nothing while the candidate's breaker or the
 // live model's is open.
 func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, error) {
-	if !c.shadow.closed(c.clock.Now()) {
-		return nil, 0, nil
-	}
-	if row, err := c.breaker.state(ctx); err != nil || row.State != models.BreakerClosed {
-		return nil, 0, err
-	}
 	n := min(maxCalls, c.shadow.gate.Cap(), c.gate.Cap())
 	if err := c.shadow.gate.Acquire(ctx, PrioritySweep, n); err != nil {
 		return nil, 0, err
@@ -157,7 +151,7 @@ func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, 
 		return nil, 0, err
 	}
 	main := c.gate.hold(n)
-	jobs, err := c.store.ClaimShadow(ctx, 1, c.cfg.Lease, c.cfg.Owner)
+	jobs, err := c.claimShadowJob(ctx)
 	if err != nil || len(jobs) == 0 {
 		own.release()
 		main.release()
@@ -170,6 +164,18 @@ func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, 
 	main.release()
 	own.release()
 	return []shadowLeased{l}, 1, nil
+}
+
+// claimShadowJob claims one shadow job unless the candidate's breaker or the live model's is
+// open; asked with the slots held, so the calls that held them have reported already.
+func (c *Content) claimShadowJob(ctx context.Context) ([]models.Job, error) {
+	if !c.shadow.closed(c.clock.Now()) {
+		return nil, nil
+	}
+	if row, err := c.breaker.state(ctx); err != nil || row.State != models.BreakerClosed {
+		return nil, err
+	}
+	return c.store.ClaimShadow(ctx, 1, c.cfg.Lease, c.cfg.Owner)
 }
 
 // runShadow runs a claimed shadow job to its end and counts it.
@@ -247,9 +253,11 @@ func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, erro
 	if reply.Why != "" && ctx.Err() != nil {
 		return ShadowReleased, nil
 	}
+	// The breaker hears of the reply while the job still holds its slots, so the next claim
+	// sees it.
+	sh.report(reply, max(c.cfg.ModelBreaker, 0), c.clock.Now())
 	l.main.release()
 	l.own.release()
-	sh.report(reply, max(c.cfg.ModelBreaker, 0), c.clock.Now())
 	if reply.Why == "" {
 		recorded, lack, err := c.recordShadow(ctx, job, reply)
 		switch {
@@ -316,6 +324,12 @@ func (c *Content) live(ctx context.Context) (liveModel, error) {
 		c.mu.Unlock()
 	}
 	return c.liveOf(set), nil
+}
+
+// LiveRubric is the live rubric now (see live): the one public lists put first.
+func (c *Content) LiveRubric(ctx context.Context) (string, error) {
+	l, err := c.live(ctx)
+	return l.rubric, err
 }
 
 // ForgetLive drops the last read of the model settings: this process's next job reads them

@@ -190,3 +190,43 @@ func TestShadowFailureBacksOff(t *testing.T) {
 		}
 	})
 }
+
+func TestShadowBreakerOfItsOwn(t *testing.T) {
+	owedtest.Dialects(t, func(t *testing.T, db string) {
+		cand := disagreeing(t)
+		r := shadowRig(t, db, cand, 0, withConfig(func(c *scheduler.ContentConfig) { c.ModelBreaker = 2 }))
+		u := r.user("ada")
+		for i := range 3 {
+			r.allowedRevision(u, "song", `s("bd")`+itoa(int64(i)))
+		}
+		if _, err := r.content.Sweep(r.ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Shadow scores alone: each holds the candidate's whole cap, so they run one at a time.
+		r.exec(`DELETE FROM shadow_jobs WHERE task = 'screen'`)
+		cand.Handle(nil)
+		cand.Fail(http.StatusServiceUnavailable, nil)
+		// Two failures in a row open the candidate's breaker: the third score is not asked.
+		if n, err := r.content.SweepShadow(r.ctx); err != nil || n != 2 || cand.Calls() > 2*scheduler.ScoreRuns {
+			t.Fatalf("shadow sweep ran %d (%v), candidate called %d times; want 2 scores, at most 6 calls", n, err, cand.Calls())
+		}
+		if n := r.Count(`SELECT COUNT(*) FROM shadow_jobs WHERE attempts = 0 AND lease_owner IS NULL`); n != 1 {
+			t.Fatalf("%d shadow jobs left unasked, want 1", n)
+		}
+		// The live model's breaker is not the candidate's: live work goes on.
+		p := r.pitch(u, "live work")
+		if n, err := r.content.Sweep(r.ctx, 0); err != nil || n != 1 {
+			t.Fatalf("live sweep ran %d (%v) with the candidate's breaker open, want 1", n, err)
+		}
+		r.NoJob(models.TaskScreen, models.KindPitch, p)
+		if n, err := r.content.SweepShadow(r.ctx); err != nil || n != 0 {
+			t.Fatalf("shadow sweep with its breaker open ran %d (%v), want none", n, err)
+		}
+		// Past the probe backoff the next call probes; an answer closes the breaker.
+		cand.Reset()
+		r.clk.Advance(5 * time.Second)
+		if n, err := r.content.SweepShadow(r.ctx); err != nil || n != 2 {
+			t.Fatalf("shadow sweep after the probe backoff ran %d (%v), want 2 (the unasked score, the new screen)", n, err)
+		}
+	})
+}

@@ -63,6 +63,8 @@ CREATE TABLE shadow_scores (
     scored_at   INTEGER NOT NULL,
     PRIMARY KEY (revision_id, model, rubric)
 );
+-- The public list's rank correlation joins the candidate's scores to their songs.
+CREATE INDEX shadow_scores_song ON shadow_scores (song_id);
 
 -- A settled live verdict or score owes its shadow call, in the same transaction.
 CREATE TRIGGER screens_owe_shadow AFTER INSERT ON screens
