@@ -22,7 +22,10 @@ CREATE TABLE model_settings (
 INSERT INTO model_settings (id) VALUES (1);
 
 -- The owed shadow calls: one per live verdict or score settled while a candidate is set and
--- not promoted. Claimed like content jobs (a lease), but only while no live job is due.
+-- not promoted. Claimed like content jobs (a lease), but only while no live job is due. No key
+-- but the id: an item settles once (a second call for one item, after a rollback's re-score,
+-- records nothing twice: the answers' tables are keyed), and each index is a write on the live
+-- verdict's path.
 CREATE TABLE shadow_jobs (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     task        TEXT    NOT NULL CHECK (task IN ('screen', 'score')),
@@ -34,8 +37,7 @@ CREATE TABLE shadow_jobs (
     last_error  TEXT,
     lease_until INTEGER,
     lease_owner TEXT,
-    created_at  INTEGER NOT NULL DEFAULT (CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)),
-    UNIQUE (task, kind, item_id)
+    created_at  INTEGER NOT NULL DEFAULT (CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER))
 );
 CREATE INDEX shadow_jobs_due ON shadow_jobs (due_at, id);
 
@@ -69,13 +71,11 @@ CREATE INDEX shadow_scores_song ON shadow_scores (song_id);
 -- A settled live verdict or score owes its shadow call, in the same transaction.
 CREATE TRIGGER screens_owe_shadow AFTER INSERT ON screens
 WHEN (SELECT candidate IS NOT NULL AND shadow_screens = 1 AND live_model IS NULL FROM model_settings WHERE id = 1) BEGIN
-    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('screen', NEW.kind, NEW.item_id, NEW.screened_at)
-    ON CONFLICT (task, kind, item_id) DO NOTHING;
+    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('screen', NEW.kind, NEW.item_id, NEW.screened_at);
 END;
 CREATE TRIGGER scores_owe_shadow AFTER INSERT ON scores
 WHEN (SELECT candidate IS NOT NULL AND live_model IS NULL FROM model_settings WHERE id = 1) BEGIN
-    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('score', 'revision', NEW.revision_id, NEW.scored_at)
-    ON CONFLICT (task, kind, item_id) DO NOTHING;
+    INSERT INTO shadow_jobs (task, kind, item_id, due_at) VALUES ('score', 'revision', NEW.revision_id, NEW.scored_at);
 END;
 
 -- The rubric of a song's art (its newest scored revision's score), kept by the scores' own
