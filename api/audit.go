@@ -47,7 +47,8 @@ var auditActions = []string{models.AuditHolds, models.AuditVerdict, models.Audit
 	models.AuditWebhookCreate, models.AuditWebhookUpdate, models.AuditWebhookDelete, models.AuditBackfillStart,
 	models.AuditBackfillPause, models.AuditBackfillSet, models.AuditWalkRelease, models.AuditProbe,
 	models.AuditAppealDecide, models.AuditWebhookSecret, models.AuditReviewClaim, models.AuditReviewRelease,
-	models.AuditAnchorAdd, models.AuditAnchorDelete}
+	models.AuditAnchorAdd, models.AuditAnchorDelete,
+	models.AuditModelPromote, models.AuditModelRollback}
 
 func auditEntryOf(e models.AuditEntry) auditEntryJSON {
 	out := auditEntryJSON{ID: e.ID, At: timeStr(e.At), AdminID: e.AdminID, AdminName: e.AdminName, Action: e.Action,

@@ -121,7 +121,12 @@ var routeMatrix = map[string]routeCase{
 	"POST /api/admin/jobs/retry": {admins, false, []int{200}, static("/api/admin/jobs/retry", map[string]any{"why": "upstream"})},
 	"GET /api/admin/events":      {admins, false, []int{200}, static("/api/admin/events", nil)},
 	"GET /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", nil)},
-	"PUT /api/admin/holds":       {admins, false, []int{200}, static("/api/admin/holds", map[string]any{"screen": false})},
+	// Shadow models (shadow.go): the matrix's owed has no candidate, so a promotion is refused
+	// (409 no_candidate) and so is a rollback (not_promoted); shadow_test.go makes both succeed.
+	"GET /api/admin/shadow":           {admins, false, []int{200}, static("/api/admin/shadow", nil)},
+	"POST /api/admin/shadow/promote":  {admins, false, []int{409}, static("/api/admin/shadow/promote", nil)},
+	"POST /api/admin/shadow/rollback": {admins, false, []int{409}, static("/api/admin/shadow/rollback", nil)},
+	"PUT /api/admin/holds":            {admins, false, []int{200}, static("/api/admin/holds", map[string]any{"screen": false})},
 	"GET /api/admin/items/:kind/:id": {admins, false, []int{200}, func(w *world) (string, any) {
 		return fmt.Sprintf("/api/admin/items/pitch/%d", w.pitch(asAuthor, models.VerdictBlock)), nil
 	}},
@@ -156,7 +161,6 @@ var routeMatrix = map[string]routeCase{
 	"GET /api/admin/plugins":                {admins, false, []int{200}, static("/api/admin/plugins", nil)},
 
 	// Shadow models and drift: the anchor set.
-	"GET /api/admin/shadow":  {admins, false, []int{200}, static("/api/admin/shadow", nil)},
 	"GET /api/admin/anchors": {admins, false, []int{200}, static("/api/admin/anchors", nil)},
 	"POST /api/admin/anchors": {admins, false, []int{201}, func(w *world) (string, any) {
 		return "/api/admin/anchors", map[string]any{"kind": "pitch", "itemId": w.pitch(asAuthor, models.VerdictAllow), "verdict": "allow"}

@@ -16,6 +16,7 @@ var errorCodes = []string{
 	"idempotency_mismatch", "rate_limited", "unavailable", "insufficient_storage", "internal",
 	"decided", "claimed", "not_blocked", "appealed", "same_moderator", "review", "leased", "held",
 	"budget", "webhook_disabled", "in_flight", "error", "done",
+	"no_candidate", "promoted", "not_promoted",
 }
 
 // routeErrors are the error answers particular to a route, beyond those every route of its
@@ -35,6 +36,8 @@ var routeErrors = map[string]map[int][]string{
 	"PATCH /api/scrapes/:id":                            {409: {"conflict"}},
 	"POST /api/scrapes/:id/media":                       {409: {"conflict"}},
 	"POST /api/admin/anchors":                           {404: {"not_found"}, 409: {"conflict"}},
+	"POST /api/admin/shadow/promote":                    {409: {"no_candidate", "promoted"}},
+	"POST /api/admin/shadow/rollback":                   {409: {"not_promoted"}},
 }
 
 // takesIdempotencyKey reports whether route r carries out an Idempotency-Key (writeRequest):

@@ -77,10 +77,13 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/api/admin/model", a.modelState, admins, "The model's breaker (closed, open, probing) and this process's calls in flight and their cap", nil, modelStateJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/model/probe", a.probeModel, admins, "One test call to the model now (a fixed harmless subject, charged to nobody; at most one every 5 s across replicas; allowed while work is held): an answer closes the breaker. Answers the model's state after it, with what the call found", nil, modelStateJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/audit", a.listAudit, admins, "The audit trail: every operator action, who, when, on what and what changed; newest first", nil, auditListJSON{}, 200, auditQuery{}},
+		// Shadow models (docs/shadow.md).
+		{http.MethodGet, "/api/admin/shadow", a.getShadow, admins, "The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls, the re-score's progress, and the drift runs of the anchor set against the live model (newest first, at most 60)", nil, shadowJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/shadow/promote", a.promoteShadow, admins, "Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already", nil, shadowJSON{}, 200, nil},
+		{http.MethodPost, "/api/admin/shadow/rollback", a.rollbackShadow, admins, "Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live", nil, shadowJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/plugins", a.plugins, admins, "The admin SPA's plugin manifest", nil, pluginsJSON{}, 200, nil},
 
 		// Shadow models and drift (docs/shadow.md).
-		{http.MethodGet, "/api/admin/shadow", a.getShadow, admins, "The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)", nil, shadowJSON{}, 200, nil},
 		{http.MethodGet, "/api/admin/anchors", a.listAnchors, admins, "The anchor set drift runs re-ask the live model about: items with their expected verdict and/or reference art, oldest first", nil, anchorListJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/anchors", a.addAnchor, admins, "Add an existing item to the anchor set with its expected verdict, its reference art (revisions only), or both; an item already in the set answers 409 conflict. Audited", anchorRequest{}, anchorAnswerJSON{}, 201, nil},
 		{http.MethodDelete, "/api/admin/anchors/:id", a.deleteAnchor, admins, "Take an anchor out of the set; past runs keep what they measured. Audited", nil, nil, 204, nil},

@@ -9,11 +9,14 @@ import (
 )
 
 type songJSON struct {
-	ID        int64     `json:"id"`
-	Title     string    `json:"title"`
-	UserID    int64     `json:"userId"`
-	Art       *float64  `json:"art"`
-	CreatedAt timestamp `json:"createdAt"`
+	ID     int64    `json:"id"`
+	Title  string   `json:"title"`
+	UserID int64    `json:"userId"`
+	Art    *float64 `json:"art"`
+	// ScoreRubric is the rubric art was scored under: the list by art puts the live rubric's
+	// songs first, then the rest, never two rubrics' scores in one order.
+	ScoreRubric *string   `json:"scoreRubric" description:"the rubric art was scored under (null while unscored); by art, songs under the live rubric come first, then the rest"`
+	CreatedAt   timestamp `json:"createdAt"`
 }
 
 type songListJSON struct {
@@ -65,7 +68,7 @@ type pitchListJSON struct {
 }
 
 func songOf(s models.Song) songJSON {
-	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, CreatedAt: timeStr(s.CreatedAt)}
+	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, ScoreRubric: s.ScoreRubric, CreatedAt: timeStr(s.CreatedAt)}
 }
 
 // listSongs pages through public songs, best art first (sort=art, the default; unscored
@@ -80,23 +83,48 @@ func (a *API) listSongs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var cur models.SongCursor
+	var cur models.RankedCursor
 	has, err := decodeCursor(c, &cur)
 	if err != nil {
 		return err
 	}
+	if has && cur.ID <= 0 {
+		return invalid("cursor", "cursor is not one this server gave out")
+	}
+	if byArt {
+		return a.listSongsByArt(c, cur, has, limit)
+	}
 	var after *models.SongCursor
 	if has {
-		if cur.ID <= 0 {
-			return invalid("cursor", "cursor is not one this server gave out")
-		}
-		after = &cur
+		after = &cur.SongCursor
 	}
-	songs, err := a.Store.PublicSongs(c.Request().Context(), byArt, after, limit)
+	songs, err := a.Store.PublicSongs(c.Request().Context(), false, after, limit)
 	if err != nil {
 		return err
 	}
 	out, next := pageOf(songs, limit, songOf, func(s models.Song) any { return models.SongCursor{Art: s.Art, ID: s.ID} })
+	return c.JSON(http.StatusOK, songListJSON{next, out})
+}
+
+// listSongsByArt pages through public songs by art: those scored under the live rubric first,
+// then the rest (models.PublicSongsRanked), so two rubrics' scores are never sorted together.
+func (a *API) listSongsByArt(c echo.Context, cur models.RankedCursor, has bool, limit int) error {
+	ctx := c.Request().Context()
+	rubric, err := a.Content.LiveRubric(ctx)
+	if err != nil {
+		return err
+	}
+	var after *models.RankedCursor
+	if has {
+		after = &cur
+	}
+	songs, err := a.Store.PublicSongsRanked(ctx, rubric, after, limit)
+	if err != nil {
+		return err
+	}
+	out, next := pageOf(songs, limit, songOf, func(s models.Song) any {
+		return models.RankedCursor{SongCursor: models.SongCursor{Art: s.Art, ID: s.ID}, Rest: s.ScoreRubric == nil || *s.ScoreRubric != rubric}
+	})
 	return c.JSON(http.StatusOK, songListJSON{next, out})
 }
 

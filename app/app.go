@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -175,10 +176,16 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		store.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	shadow, err := a.candidate(ctx, proxy, opts.HTTPClient)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
-		Lease: cfg.Lease, ModelName: cfg.ModelName, Concurrency: cfg.SweepConcurrency,
+		Lease: cfg.Lease, ModelName: cfg.ModelName, ModelAPI: cfg.ModelAPI, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
-		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand()})
+		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand(), Shadow: shadow})
+	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // shadow_metrics.go
 	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		store.Close()
@@ -194,6 +201,21 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	a.Echo = a.newEcho()
 	return a, nil
+}
+
+// candidate makes the candidate's configuration (nil when none is set) and records it in the
+// database, whose triggers then owe a shadow call for every live verdict and score.
+func (a *App) candidate(ctx context.Context, proxy *url.URL, client *http.Client) (*scheduler.ShadowConfig, error) {
+	cfg := a.Config
+	if !cfg.HasCandidate() {
+		return nil, a.Store.SetCandidate(ctx, nil, false)
+	}
+	mc, rubric := cfg.Candidate()
+	mc.Proxy, mc.HTTPClient = proxy, client
+	sh := &scheduler.ShadowConfig{Model: modelclient.New(mc), Name: mc.Model, API: mc.API, Rubric: rubric, Screens: cfg.CandidateModel(),
+		DailyLimit: cfg.ShadowDailyLimit}
+	name := sh.Candidate()
+	return sh, a.Store.SetCandidate(ctx, &name, sh.Screens)
 }
 
 // modelBreaker is the runner's breaker setting: OWED_MODEL_BREAKER=0 turns it off, which the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,49 @@ type Config struct {
 	// OWED_DRIFT_ALERT).
 	DriftEvery time.Duration
 	DriftAlert float64
+
+	// The candidate (docs/shadow.md): a model (ShadowModelURL, _KEY, _API, _NAME; each
+	// unset part the live model's) or a rubric (ShadowRubric; unset: the live one) asked
+	// beside the live ones, at most ShadowDailyLimit calls a UTC day. A URL, a name or a
+	// rubric sets a candidate.
+	ShadowModelURL   string
+	ShadowModelKey   string
+	ShadowModelAPI   string
+	ShadowModelName  string
+	ShadowRubric     string
+	ShadowDailyLimit int64
+}
+
+// HasCandidate reports whether a candidate is set (OWED_SHADOW_MODEL_URL, _NAME or
+// OWED_SHADOW_RUBRIC).
+func (c Config) HasCandidate() bool {
+	return c.ShadowModelURL != "" || c.ShadowModelName != "" || c.ShadowRubric != ""
+}
+
+// CandidateModel reports whether the candidate is a model other than the live one (its own URL
+// or name), whose verdicts are then shadowed too; a rubric alone changes scores only.
+func (c Config) CandidateModel() bool {
+	return c.ShadowModelURL != "" || (c.ShadowModelName != "" && c.ShadowModelName != c.ModelName)
+}
+
+// Candidate is the candidate's model client configuration, each part unset falling back to the
+// live model's, its model name and its rubric.
+func (c Config) Candidate() (cfg modelclient.Config, rubric string) {
+	cfg = modelclient.Config{URL: c.ModelURL, Key: c.ModelKey, API: c.ModelAPI, Model: c.ModelName, Timeout: c.ModelTimeout}
+	if c.ShadowModelURL != "" {
+		cfg.URL, cfg.Key = c.ShadowModelURL, c.ShadowModelKey
+	}
+	if c.ShadowModelAPI != "" {
+		cfg.API = c.ShadowModelAPI
+	}
+	if c.ShadowModelName != "" {
+		cfg.Model = c.ShadowModelName
+	}
+	rubric = c.ShadowRubric
+	if rubric == "" {
+		rubric = scheduler.RubricID
+	}
+	return cfg, rubric
 }
 
 // ListenURL is the database URL the notifier LISTENs on (PostgreSQL), or "" on SQLite.
@@ -235,6 +279,7 @@ func Defaults() Config {
 		MigrateLockTimeout: migrations.DefaultLockTimeout, DatabaseMaxConnLifetime: models.DefaultMaxConnLifetime,
 		DatabaseLockTimeout: models.DefaultLockTimeout, DatabaseStatementTimeout: models.DefaultStatementTimeout,
 		DriftEvery: scheduler.DefaultDriftEvery, DriftAlert: scheduler.DefaultDriftAlert,
+		ShadowDailyLimit: scheduler.DefaultShadowDailyLimit,
 	}
 }
 
@@ -377,6 +422,30 @@ var Settings = []Setting{
 	// Drift on the anchor set (docs/shadow.md).
 	{Env: "OWED_DRIFT_EVERY", Default: shown(defaults.DriftEvery), Usage: "how often the anchor set is re-run against the live model (at least 1m); a run that cannot complete is tried again within the hour", set: duration(func(c *Config) *time.Duration { return &c.DriftEvery }, time.Minute)},
 	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: driftAlert},
+
+	// The candidate (docs/shadow.md).
+	{Env: "OWED_SHADOW_MODEL_URL", Default: "none", Usage: "a candidate model's URL, asked beside the live one and never acted on (docs/shadow.md)", set: text(func(c *Config) *string { return &c.ShadowModelURL })},
+	{Env: "OWED_SHADOW_MODEL_KEY", Default: "none", Usage: "the candidate model's bearer key (never logged); needs `OWED_SHADOW_MODEL_URL`", set: text(func(c *Config) *string { return &c.ShadowModelKey })},
+	{Env: "OWED_SHADOW_MODEL_API", Default: "`OWED_MODEL_API`", Usage: "the candidate model's dialect: `relay` or `openai`", set: oneOf(func(c *Config) *string { return &c.ShadowModelAPI }, modelclient.APIRelay, modelclient.APIOpenAI)},
+	{Env: "OWED_SHADOW_MODEL_NAME", Default: "`OWED_MODEL_NAME`", Usage: "the candidate model named in its requests and recorded with its answers (a name alone: the live URL asked for another model)", set: text(func(c *Config) *string { return &c.ShadowModelName })},
+	{Env: "OWED_SHADOW_RUBRIC", Default: "the live rubric", Usage: "the candidate's rubric for scores: " + rubricNames() + "; set alone, the live model is asked with it", set: func(c *Config, v string) error {
+		if _, ok := scheduler.Rubrics[v]; !ok {
+			return fmt.Errorf("want a rubric owed knows: %s", rubricNames())
+		}
+		c.ShadowRubric = v
+		return nil
+	}},
+	{Env: "OWED_SHADOW_DAILY_LIMIT", Default: shown(defaults.ShadowDailyLimit), Usage: "the candidate's model calls per UTC day (a score counts as its three), charged to no author", set: number(func(c *Config) *int64 { return &c.ShadowDailyLimit }, 1)},
+}
+
+// rubricNames lists the rubrics owed knows, for messages and the README.
+func rubricNames() string {
+	names := make([]string, 0, len(scheduler.Rubrics))
+	for id := range scheduler.Rubrics {
+		names = append(names, "`"+id+"`")
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // driftAlert parses OWED_DRIFT_ALERT: an agreement above 0, at most 1.
@@ -454,10 +523,30 @@ func (c Config) Validate() error {
 		// The token itself is never shown: it is a credential.
 		errs = append(errs, fmt.Sprintf("OWED_ADMIN_TOKEN must be at least %d characters (this one has %d); make one with `openssl rand -hex 24`", MinAdminToken, n))
 	}
+	errs = append(errs, c.validateCandidate()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateCandidate checks the candidate's settings together: parts of a model need its URL,
+// and a candidate must differ from the live model and rubric.
+func (c Config) validateCandidate() []string {
+	var errs []string
+	if c.ShadowModelURL == "" && c.ShadowModelKey != "" {
+		errs = append(errs, "OWED_SHADOW_MODEL_KEY needs OWED_SHADOW_MODEL_URL")
+	}
+	if c.HasCandidate() && !c.CandidateModel() && (c.ShadowRubric == "" || c.ShadowRubric == scheduler.RubricID) {
+		errs = append(errs, "the candidate (OWED_SHADOW_*) must differ from the live model or rubric")
+	}
+	if c.ShadowModelURL != "" {
+		cfg, _ := c.Candidate()
+		if err := cfg.Validate(); err != nil {
+			errs = append(errs, "OWED_SHADOW_MODEL_URL: "+err.Error())
+		}
+	}
+	return errs
 }
 
 func text(field func(*Config) *string) func(*Config, string) error {

@@ -216,3 +216,44 @@ func TestDatabaseURLForms(t *testing.T) {
 		t.Error("a listen URL beside SQLite was accepted")
 	}
 }
+
+// TestShadowSettings: a candidate is a model (its URL, or another name on the live URL) or a
+// rubric owed knows; its parts fall back to the live model's, and a candidate that is the live
+// model and rubric, a key without a URL, an unknown rubric or a bad limit are refused.
+func TestShadowSettings(t *testing.T) {
+	c, err := app.FromEnv(env(nil))
+	if err != nil || c.HasCandidate() || c.ShadowDailyLimit != 1000 {
+		t.Fatalf("defaults: candidate %v, limit %d, %v; want none and 1000", c.HasCandidate(), c.ShadowDailyLimit, err)
+	}
+	c, err = app.FromEnv(env(map[string]string{"OWED_MODEL_URL": "http://live/v1", "OWED_MODEL_KEY": "sk-1",
+		"OWED_SHADOW_RUBRIC": "art-v2", "OWED_SHADOW_DAILY_LIMIT": "20"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, rubric := c.Candidate()
+	if !c.HasCandidate() || c.CandidateModel() || mc.URL != "http://live/v1" || mc.Key != "sk-1" || mc.Model != "critic" ||
+		rubric != "art-v2" || c.ShadowDailyLimit != 20 {
+		t.Errorf("a rubric alone: %+v %q model %v; want the live model asked with art-v2", mc, rubric, c.CandidateModel())
+	}
+	c, err = app.FromEnv(env(map[string]string{"OWED_MODEL_URL": "http://live/v1", "OWED_MODEL_KEY": "sk-1",
+		"OWED_SHADOW_MODEL_URL": "http://candidate/v1", "OWED_SHADOW_MODEL_API": "openai", "OWED_SHADOW_MODEL_NAME": "critic-2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mc, rubric = c.Candidate(); !c.CandidateModel() || mc.URL != "http://candidate/v1" || mc.Key != "" || mc.API != "openai" ||
+		mc.Model != "critic-2" || rubric != "art-v1" {
+		t.Errorf("a model: %+v %q; want its own URL, no key, openai, critic-2 under the live rubric", mc, rubric)
+	}
+	for _, bad := range []map[string]string{
+		{"OWED_SHADOW_RUBRIC": "art-v1"},
+		{"OWED_SHADOW_RUBRIC": "art-v9"},
+		{"OWED_SHADOW_MODEL_KEY": "sk-2"},
+		{"OWED_SHADOW_MODEL_NAME": "critic"},
+		{"OWED_SHADOW_MODEL_URL": "http://candidate/v1", "OWED_SHADOW_MODEL_API": "grpc"},
+		{"OWED_SHADOW_MODEL_URL": "http://candidate/v1", "OWED_SHADOW_DAILY_LIMIT": "0"},
+	} {
+		if _, err := app.FromEnv(env(bad)); err == nil || !strings.Contains(err.Error(), "OWED_SHADOW") && !strings.Contains(err.Error(), "candidate") {
+			t.Errorf("%v: %v, want an error naming the setting", bad, err)
+		}
+	}
+}

@@ -58,6 +58,8 @@ func TestEverySettingIsAFlag(t *testing.T) {
 		"OWED_DATABASE_LISTEN_URL": "host=db1,db2 dbname=owed", "OWED_MIGRATE_LOCK_TIMEOUT": "30s", "OWED_DATABASE_MAX_CONN_LIFETIME": "10m",
 		"OWED_DATABASE_LOCK_TIMEOUT": "2s", "OWED_DATABASE_STATEMENT_TIMEOUT": "0s",
 		"OWED_DRIFT_EVERY": "6h", "OWED_DRIFT_ALERT": "0.8",
+		"OWED_SHADOW_MODEL_URL": "http://candidate/v1", "OWED_SHADOW_MODEL_KEY": "sk-2", "OWED_SHADOW_MODEL_API": "relay",
+		"OWED_SHADOW_MODEL_NAME": "critic-2", "OWED_SHADOW_RUBRIC": "art-v2", "OWED_SHADOW_DAILY_LIMIT": "50",
 	}
 	var args []string
 	for _, s := range app.Settings {

@@ -25,6 +25,8 @@ type Metrics struct {
 	OldestKept     *prometheus.GaugeVec     // table: events, webhook_deliveries
 	ModelBreaker   *prometheus.GaugeVec     // state: 1 for the breaker's state as this process last read it
 	ModelInFlight  prometheus.Gauge         // model calls this process's jobs are asking now
+	// ShadowCalls counts the candidate's calls by task and outcome (scheduler.ShadowOutcomes).
+	ShadowCalls *prometheus.CounterVec
 
 	Drift Drift // drift runs on the anchor set
 }
@@ -113,6 +115,10 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.ModelInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "owed_model_inflight", Help: "Model calls this process's jobs are asking now (a score's three runs count three), at most OWED_MODEL_CONCURRENCY.",
 	})
+	m.ShadowCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "owed_shadow_calls_total", Help: "The candidate's shadow calls by task (screen, score) and outcome (recorded, failed, limit, gone, released).",
+	}, []string{"task", "outcome"})
+	m.Registry.MustRegister(m.ShadowCalls)
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
 		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -36,6 +36,9 @@ const (
 	// The anchor set of drift runs.
 	AuditAnchorAdd    = "anchor.add"
 	AuditAnchorDelete = "anchor.delete"
+	// The candidate made live, and the configured model again (docs/shadow.md).
+	AuditModelPromote  = "model.promote"
+	AuditModelRollback = "model.rollback"
 )
 
 // AuditEntry is one operator action: who (the admin's id and name as they were), when, the

@@ -29,6 +29,8 @@ type Song struct {
 	Public    int       `gorm:"column:public" json:"-"`
 	Art       *float64  `gorm:"column:art" json:"art"`
 	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms" json:"-"`
+	// ScoreRubric is the rubric its art was scored under (nil while unscored).
+	ScoreRubric *string `gorm:"column:score_rubric" json:"scoreRubric"`
 }
 
 // Revision is one version of a song's code.
@@ -72,6 +74,7 @@ type ScoreSubject struct {
 	UserID     int64
 	Title      string
 	Code       string
+	Rubric     *string // the rubric of the revision's score, when it has one (a re-score's)
 }
 
 // Score is the critic's mean verdict on a revision.
@@ -349,7 +352,8 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.
 func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
 	var rows []ScoreSubject
-	if err := s.scan(ctx, s.read, &rows, `SELECT id AS revision_id, song_id, user_id, title, code FROM revisions WHERE id = ?`,
+	if err := s.scan(ctx, s.read, &rows, `SELECT id AS revision_id, song_id, user_id, title, code,
+		(SELECT rubric FROM scores WHERE revision_id = revisions.id) AS rubric FROM revisions WHERE id = ?`,
 		revisionID); err != nil {
 		return ScoreSubject{}, false, fmt.Errorf("score subject %d: %w", revisionID, err)
 	}

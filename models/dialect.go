@@ -66,6 +66,9 @@ type dialect interface {
 	// twice, filter's own arguments, and the limit. alone says the statement is its own
 	// transaction, whose commit then need not wait for the disk (see postgresDialect.claimDue).
 	claimDue(filter string, alone bool) string
+	// skipLocked ends a claim's SELECT of rows to lease in a subquery: it locks them and passes
+	// over rows another claim has locked ("" where writes take the database's one lock).
+	skipLocked() string
 	// claimDeliveries leases due webhook deliveries, and the statement's arguments.
 	claimDeliveries(now, until int64, limit int, owner string) (string, []any)
 

@@ -177,6 +177,8 @@ func (postgresDialect) claimDue(filter string, alone bool) string {
 		RETURNING ` + jobColumns
 }
 
+func (postgresDialect) skipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
 func (postgresDialect) claimDeliveries(now, until int64, limit int, owner string) (string, []any) {
 	return `WITH picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.active = 1

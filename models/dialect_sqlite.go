@@ -187,6 +187,8 @@ func (sqliteDialect) claimDue(filter string, _ bool) string {
 		ORDER BY due_at, id LIMIT ?) RETURNING ` + jobColumns
 }
 
+func (sqliteDialect) skipLocked() string { return "" }
+
 func (sqliteDialect) claimDeliveries(now, until int64, limit int, owner string) (string, []any) {
 	return `UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ? WHERE id IN (
 		SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id

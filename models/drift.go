@@ -68,11 +68,3 @@ func (s *Store) DriftRuns(ctx context.Context, limit int) ([]DriftRun, error) {
 	}
 	return out, nil
 }
-
-// boolInt is a flag column's value: 1 for true.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

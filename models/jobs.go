@@ -323,10 +323,26 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 // settles the score job and refreshes the song's art. recorded is false when the revision is
 // gone or already scored.
 func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, error) {
+	return s.recordScore(ctx, sc, ev, false)
+}
+
+// ReplaceScore is RecordScore for a re-score under a new rubric (after a promotion or
+// rollback): the revision's score under another rubric is replaced, in the same transaction;
+// one under sc's rubric already is kept, and nothing is recorded.
+func (s *Store) ReplaceScore(ctx context.Context, sc Score, ev Event) (bool, error) {
+	return s.recordScore(ctx, sc, ev, true)
+}
+
+func (s *Store) recordScore(ctx context.Context, sc Score, ev Event, replace bool) (bool, error) {
 	runs, _ := json.Marshal(sc.ArtRuns)
 	criteria, _ := json.Marshal(sc.Criteria)
 	var recorded bool
 	err := s.WithTx(ctx, func(tx *Store) error {
+		if replace {
+			if _, err := tx.exec(ctx, `DELETE FROM scores WHERE revision_id = ? AND rubric <> ?`, sc.RevisionID, sc.Rubric); err != nil {
+				return err
+			}
+		}
 		n, err := tx.exec(ctx, `INSERT INTO scores (revision_id, song_id, art, art_runs, criteria, model, rubric, scored_at)
 			SELECT id, song_id, ?, ?, ?, ?, ?, ? FROM revisions WHERE id = ?
 			ON CONFLICT (revision_id) DO NOTHING`,

@@ -16,7 +16,7 @@ type SongCursor struct {
 // publicSongColumns read a song with the title of its newest allowed revision (a revision's
 // new title, which songs.title follows as soon as it is written, is public only once that
 // revision is), kept in public_title by the triggers that keep public and art.
-const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title`
+const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title, score_rubric`
 
 // PublicSongs lists public songs, by art (best first, unscored last) or newest first, after the
 // cursor.
@@ -48,13 +48,13 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 	}
 	defer rows.Close()
 	songs := make([]Song, 0, min(limit, 256))
-	r := newRow(6)
+	r := newRow(7)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return nil, fmt.Errorf("public songs: %w", err)
 		}
 		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
-			CreatedAt: r.time(4), Title: r.str(5)})
+			CreatedAt: r.time(4), Title: r.str(5), ScoreRubric: r.strp(6)})
 		if r.err != nil {
 			return nil, fmt.Errorf("public songs: %w", r.err)
 		}

@@ -14,18 +14,30 @@ const benchJobs = 1000
 // BenchmarkScreenSweep measures screening throughput: benchJobs pending screen jobs (pitches,
 // so no score follows) settled by one Sweep against an instant fake model over real HTTP, at
 // the default concurrency. It runs on SQLite, and on PostgreSQL when OWED_TEST_POSTGRES_URL is
-// set. jobs/s counts only the sweeps, not writing the jobs.
+// set. jobs/s counts only the sweeps, not writing the jobs. The -candidate runs have a candidate
+// model set: every verdict owes a shadow call, which runs between the sweeps, untimed (shadow
+// work waits until no live work is due).
 //
 //	go test -bench ScreenSweep -run '^$' ./scheduler/
 func BenchmarkScreenSweep(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) { benchScreenSweep(b, "sqlite:"+b.TempDir()+"/owed.db") })
-	if base := os.Getenv(owedtest.PostgresEnv); base != "" {
-		b.Run("postgres", func(b *testing.B) { benchScreenSweep(b, owedtest.PostgresURL(b, base)) })
+	for _, candidate := range []bool{false, true} {
+		name := map[bool]string{false: "", true: "-candidate"}[candidate]
+		b.Run("sqlite"+name, func(b *testing.B) { benchScreenSweep(b, "sqlite:"+b.TempDir()+"/owed.db", candidate) })
+		if base := os.Getenv(owedtest.PostgresEnv); base != "" {
+			b.Run("postgres"+name, func(b *testing.B) { benchScreenSweep(b, owedtest.PostgresURL(b, base), candidate) })
+		}
 	}
 }
 
-func benchScreenSweep(b *testing.B, databaseURL string) {
-	r := newRig(b, databaseURL, withDailyLimit(1<<40))
+func benchScreenSweep(b *testing.B, databaseURL string, candidate bool) {
+	var r *rig
+	if candidate {
+		cand := disagreeing(b)
+		cand.KeepRequests(false)
+		r = shadowRig(b, databaseURL, cand, 1<<40, withDailyLimit(1<<40))
+	} else {
+		r = newRig(b, databaseURL, withDailyLimit(1<<40))
+	}
 	r.model.KeepRequests(false)
 	user := r.user("bench")
 	concurrency := r.content.Config().Concurrency
@@ -33,6 +45,9 @@ func benchScreenSweep(b *testing.B, databaseURL string) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
+		if _, err := r.content.SweepShadow(r.ctx); err != nil {
+			b.Fatal(err)
+		}
 		r.exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
 			INSERT INTO pitches (user_id, body, created_at) SELECT ?, 'a pitch to screen', ? FROM seq`, benchJobs, user, r.nowMs())
 		b.StartTimer()

@@ -48,6 +48,7 @@ const DefaultSweepEvery = time.Minute
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
 	ModelName   string        // the critic model named in score requests (default DefaultModelName)
+	ModelAPI    string        // the model's dialect, as the shadow page shows it
 	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
 	// Owner is this process's lease owner name, the same for every runner of the process
 	// (default: a new one, host:pid:random).
@@ -65,6 +66,8 @@ type ContentConfig struct {
 	// kind's value does not settle the item, which waits for a moderator (why review; see
 	// models.EnterReview). Zero or absent: every verdict settles (OWED_REVIEW_BELOW).
 	ReviewBelow map[models.Kind]float64
+	// Shadow is the candidate, asked beside the live model (nil: none; see ShadowConfig).
+	Shadow *ShadowConfig
 }
 
 // The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
@@ -121,7 +124,8 @@ type Content struct {
 	breaker *breaker // the model's breaker
 
 	runner *runner
-	sweep  *loop // the periodic sweep of everyone's due jobs
+	sweep  *loop   // the periodic sweep of everyone's due jobs
+	shadow *shadow // the candidate's calls (nil: no candidate)
 
 	mu      sync.Mutex
 	authors map[int64]bool // authors whose background sweep is running: true when woken again meanwhile
@@ -131,6 +135,9 @@ type Content struct {
 	// count three): what "in flight" means. The gate's slots held are not it, since a claimer
 	// takes its slots before it knows whether it finds a job to give them.
 	asking atomic.Int64
+	// settings is the last read of the model settings (see live), settingsAt when (real time).
+	settings   models.ModelSettings
+	settingsAt time.Time
 }
 
 // NewContent makes the content-jobs runner.
@@ -144,9 +151,18 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	}
 	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg, authors: map[int64]bool{}}
 	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
-		return store.ReleaseLeases(ctx, cfg.Owner)
+		n, err := store.ReleaseLeases(ctx, cfg.Owner)
+		if err == nil && c.shadow != nil {
+			var m int64
+			m, err = store.ReleaseShadowLeases(ctx, cfg.Owner)
+			n += m
+		}
+		return n, err
 	})
 	c.sweep = newLoop("sweep", c.sweepAll)
+	if cfg.Shadow != nil {
+		c.shadow = newShadow(*cfg.Shadow, c.shadowPass)
+	}
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
 		m.ModelInFlight.Set(0)
@@ -305,11 +321,15 @@ func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time,
 	return run
 }
 
-// sweepAll is the periodic sweep's pass: everyone's due jobs.
+// sweepAll is the periodic sweep's pass: everyone's due jobs, then (with a candidate) a wake
+// of the shadow calls, which run once no live job is due.
 func (c *Content) sweepAll(ctx context.Context) error {
 	n, err := c.Sweep(ctx, 0)
 	if n > 0 {
 		c.log.Debug("sweep", "ran", n)
+	}
+	if c.shadow != nil && err == nil {
+		c.shadow.loop.Wake()
 	}
 	return err
 }
@@ -338,11 +358,21 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 // Start runs the sweep's loop in the background until ctx ends or Stop: a sweep at once (so
 // work owed from before a restart does not wait a period), then one each time it is woken
 // (Wake, or its entry on the schedule: ScheduleOn).
-func (c *Content) Start(ctx context.Context) error { return c.runner.start(ctx, c.sweep) }
+func (c *Content) Start(ctx context.Context) error {
+	if c.shadow != nil {
+		return c.runner.start(ctx, c.sweep, c.shadow.loop)
+	}
+	return c.runner.start(ctx, c.sweep)
+}
 
 // ScheduleOn adds the sweep's entry to s: "content sweep", every ContentConfig.Every
 // (OWED_SWEEP_EVERY), waking the sweep unless one is under way.
 func (c *Content) ScheduleOn(s *Schedule) error {
+	if c.shadow != nil {
+		if err := s.Every("shadow calls", c.cfg.Every, c.shadow.loop.tick); err != nil {
+			return err
+		}
+	}
 	return s.Every("content sweep", c.cfg.Every, c.sweep.tick)
 }
 

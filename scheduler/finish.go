@@ -93,7 +93,11 @@ func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, err
 // steps does a claimed job's work up to its ending: the item, the breaker (once, the slots
 // being held already), the charge, the ask and the task's record.
 func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, s *slots, ev *models.Event) ending {
-	t, err := c.taskFor(job)
+	live, err := c.live(ctx)
+	if err != nil {
+		return c.failed(ctx, job, "read the live model", err)
+	}
+	t, err := c.taskFor(job, live)
 	if err != nil {
 		return c.failed(ctx, job, "", err)
 	}
@@ -106,7 +110,7 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		return recorded(Gone) // deleted since; its trigger took the job too
 	}
 
-	if problem := c.ModelProblem(); problem != "" {
+	if problem := live.problem(); problem != "" {
 		return attempt(models.WhyUnreachable, Backoff(job.Attempts), problem)
 	}
 
@@ -142,13 +146,13 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		}
 	}()
 
-	if e, ok := c.charge(ctx, job); !ok {
+	if e, ok := c.charge(ctx, job, t); !ok {
 		return e
 	}
 
 	asked = true
 	c.calling(int64(callsOf(job.Task)))
-	reply := t.ask(askCtx, c.model)
+	reply := t.ask(askCtx, live.client)
 	c.calling(-int64(callsOf(job.Task)))
 	// The breaker hears of the reply while the job still holds its slots: a job that takes a
 	// freed slot then consults a breaker that already counts this failure, so the calls made
@@ -188,8 +192,12 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 
 // charge spends the job's model calls of its author's budget for today, first, as the model's
 // relay charges: a call that then fails is still spent. When the charge is refused, or cannot
-// be counted, ok is false and e is how the run ends.
-func (c *Content) charge(ctx context.Context, job models.Job) (e ending, ok bool) {
+// be counted, ok is false and e is how the run ends. A task that charges nobody (a re-score,
+// unchargedTask) passes.
+func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending, ok bool) {
+	if u, is := t.(unchargedTask); is && u.uncharged() {
+		return ending{}, true
+	}
 	runs := callsOf(job.Task)
 	now := c.clock.Now()
 	_, ok, err := c.store.Charge(ctx, job.UserID, int64(runs), now)

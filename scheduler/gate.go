@@ -10,11 +10,12 @@ import (
 type Priority int
 
 // The claimers, first served first: the write waiting for its own screen, then the author's
-// view of their items, then the periodic sweep.
+// view of their items, then the periodic sweep, and last the candidate's shadow calls.
 const (
 	PriorityInline Priority = iota
 	PriorityAuthor
 	PrioritySweep
+	PriorityShadow
 	priorities
 )
 

@@ -12,3 +12,18 @@ const RubricSpec = `Score this live-coded song as a work of art, each criterion 
 - originality: ideas you have not heard many times before;
 - craft: readable, deliberate code that serves the music.
 Answer art as your overall judgement from 0 to 1, not the mean of the criteria.`
+
+// Rubrics are the rubrics owed knows, by id, each with the text the critic is given: the live
+// one (RubricID) and those a candidate may name (OWED_SHADOW_RUBRIC).
+var Rubrics = map[string]string{
+	RubricID: RubricSpec,
+	"art-v2": `Score this live-coded song as a work of art, each criterion from 0 to 1:
+- musicality: melody, harmony and rhythm that hold together;
+- development: how the piece changes and builds over time;
+- texture: the sounds chosen and how they are layered;
+- originality: ideas you have not heard many times before;
+- performance: how well it would carry a room when played live;
+- craft: readable, deliberate code that serves the music.
+Answer art as your overall judgement from 0 to 1, not the mean of the criteria; weigh
+performance and originality above craft.`,
+}

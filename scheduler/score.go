@@ -13,9 +13,15 @@ type scoreTask struct {
 	store  *models.Store
 	job    models.Job
 	model  string                   // the critic model named in the request and kept with the score
+	rubric string                   // the rubric asked for and kept with the score (a key of Rubrics)
 	req    modelclient.ScoreRequest // built by subject
 	songID int64                    // the revision's song, for errors
+	// rescore: the revision has a score under another rubric, which this one replaces (owed by
+	// a promotion or rollback; charged to nobody).
+	rescore bool
 }
+
+func (t *scoreTask) uncharged() bool { return t.rescore }
 
 func (t *scoreTask) event() models.Event {
 	ev := attemptEvent(t.job, models.TaskScore)
@@ -30,7 +36,12 @@ func (t *scoreTask) subject(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	t.songID = rev.SongID
-	t.req = modelclient.ScoreRequest{Model: t.model, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
+	t.rescore = rev.Rubric != nil && *rev.Rubric != t.rubric
+	spec, ok := Rubrics[t.rubric]
+	if !ok {
+		return false, &refusal{fmt.Errorf("owed does not know the rubric %q", t.rubric)}
+	}
+	t.req = modelclient.ScoreRequest{Model: t.model, Rubric: t.rubric, Title: rev.Title, Code: rev.Code, Spec: spec}
 	if err := modelclient.CheckScore(t.req); err != nil {
 		return false, &refusal{err}
 	}
@@ -47,8 +58,12 @@ func (t *scoreTask) record(ctx context.Context, reply modelclient.Reply, ev *mod
 	}
 	mean := modelclient.Mean(reply.Runs)
 	ev.Outcome, ev.Art = "scored", &mean.Art
-	recorded, err := t.store.RecordScore(ctx, models.Score{RevisionID: t.job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
-		Criteria: mean.Criteria, Model: t.model, Rubric: RubricID}, *ev)
+	record := t.store.RecordScore
+	if t.rescore {
+		record = t.store.ReplaceScore
+	}
+	recorded, err := record(ctx, models.Score{RevisionID: t.job.ItemID, Art: mean.Art, ArtRuns: mean.ArtRuns,
+		Criteria: mean.Criteria, Model: t.model, Rubric: t.rubric}, *ev)
 	if err != nil {
 		return Pending, "", fmt.Errorf("record score of revision %d (song %d): %w", t.job.ItemID, t.songID, err)
 	}

@@ -37,16 +37,16 @@ type task interface {
 // ask makes (the slots a job holds, and what its author is charged) are the task's own
 // (models.Task.Calls), which the budget's SQL shares.
 type taskKind struct {
-	make func(c *Content, job models.Job) task
+	make func(c *Content, job models.Job, live liveModel) task
 }
 
 // taskKinds is every task this process runs, by the job's task column.
 var taskKinds = map[models.Task]taskKind{
-	models.TaskScreen: {make: func(c *Content, job models.Job) task {
+	models.TaskScreen: {make: func(c *Content, job models.Job, _ liveModel) task {
 		return &screenTask{store: c.store, job: job, below: c.cfg.ReviewBelow[job.Kind]}
 	}},
-	models.TaskScore: {make: func(c *Content, job models.Job) task {
-		return &scoreTask{store: c.store, job: job, model: c.cfg.ModelName}
+	models.TaskScore: {make: func(c *Content, job models.Job, live liveModel) task {
+		return &scoreTask{store: c.store, job: job, model: live.name, rubric: live.rubric}
 	}},
 }
 
@@ -70,13 +70,17 @@ func callsOf(t models.Task) int {
 
 // taskFor is the work of the job's task, or a *refusal for a task this process does not run
 // (a newer replica's, or a row written by hand).
-func (c *Content) taskFor(job models.Job) (task, error) {
+func (c *Content) taskFor(job models.Job, live liveModel) (task, error) {
 	k, ok := taskKinds[job.Task]
 	if !ok {
 		return nil, &refusal{fmt.Errorf("owed does not run %q jobs", job.Task)}
 	}
-	return k.make(c, job), nil
+	return k.make(c, job, live), nil
 }
+
+// unchargedTask is a task whose calls this job charges to no author: a re-score, owed by a
+// promotion or rollback, of a revision its author was charged for once already.
+type unchargedTask interface{ uncharged() bool }
 
 // refusal is work owed will not send to the model: a request the model client would refuse
 // (a *modelclient.LimitError), or a task this process does not run. Its run ends as an attempt

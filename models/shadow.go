@@ -1,0 +1,452 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ModelSettings is the model_settings row: the candidate this database's processes were
+// started with, and the promoted live model and rubric (docs/shadow.md).
+type ModelSettings struct {
+	// Candidate is the candidate's name ("model rubric"); nil when none is set.
+	Candidate      *string    `gorm:"column:candidate"`
+	CandidateSince *time.Time `gorm:"column:candidate_since;serializer:unixms"`
+	// ShadowScreens is 1 when the candidate is a model of its own, whose verdicts are shadowed.
+	ShadowScreens int `gorm:"column:shadow_screens"`
+	// LiveModel and LiveRubric are the promoted candidate's, nil while the configured live
+	// model is live; LiveSince is when the last promotion or rollback took effect.
+	LiveModel  *string    `gorm:"column:live_model"`
+	LiveRubric *string    `gorm:"column:live_rubric"`
+	LiveSince  *time.Time `gorm:"column:live_since;serializer:unixms"`
+	ShadowDay  int64      `gorm:"column:shadow_day"`
+	Calls      int64      `gorm:"column:shadow_calls"`
+}
+
+// Promoted reports whether the candidate is live.
+func (m ModelSettings) Promoted() bool { return m.LiveModel != nil }
+
+// CallsOn is the candidate's calls counted on the UTC day of now.
+func (m ModelSettings) CallsOn(now time.Time) int64 {
+	if m.ShadowDay != utcDay(now) {
+		return 0
+	}
+	return m.Calls
+}
+
+// utcDay numbers now's UTC day from the epoch.
+func utcDay(now time.Time) int64 { return now.UTC().Unix() / 86400 }
+
+const modelSettingsColumns = `candidate, candidate_since, shadow_screens, live_model, live_rubric, live_since, shadow_day, shadow_calls`
+
+// ReadModelSettings reads the model_settings row.
+func (s *Store) ReadModelSettings(ctx context.Context) (ModelSettings, error) {
+	var rows []ModelSettings
+	if err := s.scan(ctx, s.read, &rows, `SELECT `+modelSettingsColumns+` FROM model_settings WHERE id = 1`); err != nil {
+		return ModelSettings{}, fmt.Errorf("read the model settings: %w", err)
+	}
+	if len(rows) == 0 {
+		return ModelSettings{}, nil
+	}
+	return rows[0], nil
+}
+
+// SetCandidate records the candidate a process starts with (nil: none), which the triggers
+// read to owe shadow calls; screens says its verdicts are shadowed too.
+func (s *Store) SetCandidate(ctx context.Context, candidate *string, screens bool) error {
+	// candidate = NULL is never true: a new candidate, or none, starts its time anew.
+	if _, err := s.exec(ctx, `UPDATE model_settings SET candidate_since = CASE WHEN candidate = ? THEN candidate_since ELSE ? END,
+		candidate = ?, shadow_screens = ? WHERE id = 1`, candidate, s.nowMs(), candidate, boolInt(screens)); err != nil {
+		return fmt.Errorf("set the candidate: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SetLive makes model and rubric the live ones from now on (a promotion), or the configured
+// ones again when model is nil (a rollback). ok is false, and nothing changes, when the row
+// already says so: a promotion needs the configured model live, a rollback a promoted one.
+func (s *Store) SetLive(ctx context.Context, model, rubric *string) (ok bool, err error) {
+	cond := `live_model IS NULL`
+	if model == nil {
+		cond = `live_model IS NOT NULL`
+	}
+	n, err := s.exec(ctx, `UPDATE model_settings SET live_model = ?, live_rubric = ?, live_since = ? WHERE id = 1 AND `+cond,
+		model, rubric, s.nowMs())
+	if err != nil {
+		return false, fmt.Errorf("set the live model: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ChargeShadow counts calls of the candidate's on now's UTC day if the day's count stays within
+// limit; ok is false, and nothing is counted, when it would not.
+func (s *Store) ChargeShadow(ctx context.Context, calls, limit int64, now time.Time) (bool, error) {
+	day := utcDay(now)
+	n, err := s.exec(ctx, `UPDATE model_settings SET shadow_calls = (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ?,
+		shadow_day = ? WHERE id = 1 AND (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ? <= ?`,
+		day, calls, day, day, calls, limit)
+	if err != nil {
+		return false, fmt.Errorf("charge the candidate's calls: %w", err)
+	}
+	return n == 1, nil
+}
+
+// shadowJobColumns are a shadow job's columns as a Job's (no author: the work is nobody's).
+const shadowJobColumns = `id, task, kind, item_id, 0 AS user_id, due_at, attempts, why, NULL AS status, lease_until, lease_owner, created_at`
+
+// ClaimShadow leases up to limit due shadow jobs to owner until now + lease, oldest due first,
+// but only while no live job is due: a due, free content job whose task is not held stops
+// every shadow claim, so shadow work is never claimed ahead of live work. Held tasks hold
+// their shadow work too.
+func (s *Store) ClaimShadow(ctx context.Context, limit int, lease time.Duration, owner string) ([]Job, error) {
+	now := s.nowMs()
+	rows, err := s.query(ctx, s.db, `UPDATE shadow_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (
+		SELECT id FROM shadow_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`
+		AND NOT EXISTS (SELECT 1 FROM content_jobs WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`+heldTasks+`)
+		ORDER BY due_at, id LIMIT ?`+s.dialect.skipLocked()+`) RETURNING `+shadowJobColumns,
+		now+lease.Milliseconds(), owner, now, now, now, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim shadow jobs: %w", err)
+	}
+	return scanJobs(rows, limit)
+}
+
+// RescheduleShadow puts a claimed shadow job off until at with why and the error in words,
+// counting an attempt when attempt is true, and frees its lease, if the claim still holds.
+func (s *Store) RescheduleShadow(ctx context.Context, job Job, at time.Time, why Why, text *string, attempt bool) error {
+	if _, err := s.exec(ctx, `UPDATE shadow_jobs SET due_at = ?, attempts = attempts + ?, why = ?, last_error = ?,
+		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? AND lease_until = ?`,
+		at.UnixMilli(), boolInt(attempt), why, text, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
+		return fmt.Errorf("reschedule shadow job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+// ReleaseShadowJob frees a claimed shadow job's lease without an attempt, if the claim still
+// holds.
+func (s *Store) ReleaseShadowJob(ctx context.Context, job Job) error {
+	if _, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
+		return fmt.Errorf("release shadow job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+// ReleaseShadowLeases frees every shadow job leased by owner (a process stopping).
+func (s *Store) ReleaseShadowLeases(ctx context.Context, owner string) (int64, error) {
+	n, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("release the shadow leases of %s: %w", owner, err)
+	}
+	return n, nil
+}
+
+// DropShadowJob deletes a shadow job whose item, or live answer, is gone.
+func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
+	if _, err := s.exec(ctx, `DELETE FROM shadow_jobs WHERE id = ?`, job.ID); err != nil {
+		return fmt.Errorf("drop shadow job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+// RecordShadowScreen keeps the candidate's verdict on a shadow job's item beside the live
+// verdict it shadows, and settles the job, in one transaction. recorded is false when the
+// live verdict is gone (the job is dropped) or the candidate's was already kept.
+func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (recorded bool, err error) {
+	err = s.WithTx(ctx, func(tx *Store) error {
+		n, err := tx.exec(ctx, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict, live_confidence, screened_at)
+			SELECT kind, item_id, ?, ?, ?, verdict, confidence, ? FROM screens WHERE kind = ? AND item_id = ?
+			ON CONFLICT (kind, item_id, model) DO NOTHING`, model, verdict, confidence, tx.nowMs(), job.Kind, job.ItemID)
+		if err != nil {
+			return err
+		}
+		recorded = n == 1
+		return tx.DropShadowJob(ctx, job)
+	})
+	if err != nil {
+		return false, fmt.Errorf("record the shadow screen of %s %d: %w", job.Kind, job.ItemID, err)
+	}
+	return recorded, nil
+}
+
+// RecordShadowScore keeps the candidate's score of a shadow job's revision (its mean art and
+// runs, under rubric) beside the live score it shadows, and settles the job, in one
+// transaction; recorded as RecordShadowScreen.
+func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (recorded bool, err error) {
+	runsJSON, err := json.Marshal(runs)
+	if err != nil {
+		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
+	}
+	err = s.WithTx(ctx, func(tx *Store) error {
+		n, err := tx.exec(ctx, `INSERT INTO shadow_scores (revision_id, song_id, model, rubric, art, art_runs, live_art, live_rubric, scored_at)
+			SELECT revision_id, song_id, ?, ?, ?, ?, art, rubric, ? FROM scores WHERE revision_id = ?
+			ON CONFLICT (revision_id, model, rubric) DO NOTHING`, model, rubric, art, string(runsJSON), tx.nowMs(), job.ItemID)
+		if err != nil {
+			return err
+		}
+		recorded = n == 1
+		return tx.DropShadowJob(ctx, job)
+	})
+	if err != nil {
+		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
+	}
+	return recorded, nil
+}
+
+// DropShadowJobs deletes every owed shadow job: once the candidate is live, there is nothing
+// for it to shadow.
+func (s *Store) DropShadowJobs(ctx context.Context) error {
+	if _, err := s.exec(ctx, `DELETE FROM shadow_jobs`); err != nil {
+		return fmt.Errorf("drop the shadow jobs: %w", err)
+	}
+	return nil
+}
+
+// ShadowOwed counts the owed shadow jobs.
+func (s *Store) ShadowOwed(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM shadow_jobs`); err != nil {
+		return 0, fmt.Errorf("count shadow jobs: %w", err)
+	}
+	return n, nil
+}
+
+// ShadowCell is one cell of the confusion table of the candidate's verdicts against the live
+// ones: of kind, the items the live model gave Live and the candidate Candidate, N of them,
+// compared between From and To.
+type ShadowCell struct {
+	Kind      Kind      `gorm:"column:kind"`
+	Live      Verdict   `gorm:"column:live_verdict"`
+	Candidate Verdict   `gorm:"column:verdict"`
+	N         int64     `gorm:"column:n"`
+	From      time.Time `gorm:"column:first_at;serializer:unixms"`
+	To        time.Time `gorm:"column:last_at;serializer:unixms"`
+}
+
+// ShadowScreenTable is the confusion table of model's verdicts against the live ones, a cell
+// for each (kind, live, candidate) that occurs.
+func (s *Store) ShadowScreenTable(ctx context.Context, model string) ([]ShadowCell, error) {
+	var cells []ShadowCell
+	if err := s.scan(ctx, s.read, &cells, `SELECT kind, live_verdict, verdict, COUNT(*) AS n, MIN(screened_at) AS first_at,
+		MAX(screened_at) AS last_at FROM shadow_screens WHERE model = ? GROUP BY kind, live_verdict, verdict
+		ORDER BY kind, live_verdict, verdict`, model); err != nil {
+		return nil, fmt.Errorf("the shadow confusion table: %w", err)
+	}
+	return cells, nil
+}
+
+// ShadowFlip is an item whose verdict the candidate would flip.
+type ShadowFlip struct {
+	Kind                Kind      `gorm:"column:kind"`
+	ItemID              int64     `gorm:"column:item_id"`
+	Live                Verdict   `gorm:"column:live_verdict"`
+	Candidate           Verdict   `gorm:"column:verdict"`
+	LiveConfidence      float64   `gorm:"column:live_confidence"`
+	CandidateConfidence float64   `gorm:"column:confidence"`
+	At                  time.Time `gorm:"column:screened_at;serializer:unixms"`
+}
+
+// ShadowFlips lists, newest first, at most limit items whose verdict model would flip.
+func (s *Store) ShadowFlips(ctx context.Context, model string, limit int) ([]ShadowFlip, error) {
+	var flips []ShadowFlip
+	if err := s.scan(ctx, s.read, &flips, `SELECT kind, item_id, live_verdict, verdict, live_confidence, confidence, screened_at
+		FROM shadow_screens WHERE model = ? AND verdict <> live_verdict ORDER BY screened_at DESC, kind, item_id LIMIT ?`,
+		model, limit); err != nil {
+		return nil, fmt.Errorf("the shadow flips: %w", err)
+	}
+	return flips, nil
+}
+
+// ShadowBins is how many bins the confidence histograms have: tenths of 0 to 1, the last one
+// holding 1 too.
+const ShadowBins = 10
+
+// binOf is SQL for the histogram bin of col, a confidence from 0 to 1: written as comparisons,
+// which both dialects read alike (a cast of a real rounds on one and truncates on the other).
+func binOf(col string) string {
+	q := "CASE"
+	for i := 1; i < ShadowBins; i++ {
+		q += fmt.Sprintf(" WHEN %s < %g THEN %d", col, float64(i)/ShadowBins, i-1)
+	}
+	return q + fmt.Sprintf(" ELSE %d END", ShadowBins-1)
+}
+
+// ShadowConfidence is the histograms of the live and of model's confidence over the items
+// compared, ShadowBins bins each.
+func (s *Store) ShadowConfidence(ctx context.Context, model string) (live, candidate [ShadowBins]int64, err error) {
+	var rows []struct {
+		Which string `gorm:"column:which"`
+		Bin   int    `gorm:"column:bin"`
+		N     int64  `gorm:"column:n"`
+	}
+	if err := s.scan(ctx, s.read, &rows, `SELECT 'live' AS which, b AS bin, COUNT(*) AS n FROM (SELECT `+binOf("live_confidence")+` AS b
+		FROM shadow_screens WHERE model = ?) l GROUP BY b
+		UNION ALL SELECT 'candidate', b, COUNT(*) FROM (SELECT `+binOf("confidence")+` AS b
+		FROM shadow_screens WHERE model = ?) c GROUP BY b`, model, model); err != nil {
+		return live, candidate, fmt.Errorf("the shadow confidence histograms: %w", err)
+	}
+	for _, r := range rows {
+		if r.Bin < 0 || r.Bin >= ShadowBins {
+			continue
+		}
+		if r.Which == "live" {
+			live[r.Bin] = r.N
+		} else {
+			candidate[r.Bin] = r.N
+		}
+	}
+	return live, candidate, nil
+}
+
+// ShadowScoreSums sums the differences of model's art under rubric from the live art: how many,
+// their sum and sum of squares, and the range of times compared.
+type ShadowScoreSums struct {
+	N    int64      `gorm:"column:n"`
+	Sum  float64    `gorm:"column:sum_d"`
+	Sum2 float64    `gorm:"column:sum_d2"`
+	From *time.Time `gorm:"column:first_at;serializer:unixms"`
+	To   *time.Time `gorm:"column:last_at;serializer:unixms"`
+}
+
+// ShadowScoreSums reads the sums of the score differences of model under rubric.
+func (s *Store) ShadowScoreSums(ctx context.Context, model, rubric string) (ShadowScoreSums, error) {
+	var out ShadowScoreSums
+	if err := s.scan(ctx, s.read, &out, `SELECT COUNT(*) AS n, COALESCE(SUM(art - live_art), 0) AS sum_d,
+		COALESCE(SUM((art - live_art) * (art - live_art)), 0) AS sum_d2, MIN(scored_at) AS first_at, MAX(scored_at) AS last_at
+		FROM shadow_scores WHERE model = ? AND rubric = ?`, model, rubric); err != nil {
+		return out, fmt.Errorf("the shadow score differences: %w", err)
+	}
+	return out, nil
+}
+
+// ShadowPoint is one revision's live art beside the candidate's.
+type ShadowPoint struct {
+	SongID    int64   `gorm:"column:song_id"`
+	Title     string  `gorm:"column:title"`
+	Live      float64 `gorm:"column:live_art"`
+	Candidate float64 `gorm:"column:art"`
+}
+
+// ShadowPoints lists, newest first, at most limit scores of model under rubric beside the live
+// art they shadow.
+func (s *Store) ShadowPoints(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
+	var points []ShadowPoint
+	if err := s.scan(ctx, s.read, &points, `SELECT song_id, '' AS title, live_art, art FROM shadow_scores
+		WHERE model = ? AND rubric = ? ORDER BY scored_at DESC, revision_id DESC LIMIT ?`, model, rubric, limit); err != nil {
+		return nil, fmt.Errorf("the shadow score points: %w", err)
+	}
+	return points, nil
+}
+
+// ShadowRanked lists at most limit public songs, in the public list's order by art, whose art
+// comes from a revision model scored under rubric too: each with its title, its live art and
+// the candidate's.
+func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
+	var points []ShadowPoint
+	if err := s.scan(ctx, s.read, &points, `SELECT s.id AS song_id, COALESCE(s.public_title, s.title) AS title,
+		s.art AS live_art, ss.art AS art
+		FROM songs s JOIN shadow_scores ss ON ss.song_id = s.id AND ss.model = ? AND ss.rubric = ?
+		WHERE s.public = 1 AND s.art IS NOT NULL
+		AND ss.revision_id = (`+songScoredRevision+`)
+		ORDER BY s.art DESC, s.id DESC LIMIT ?`, model, rubric, limit); err != nil {
+		return nil, fmt.Errorf("the shadow ranking: %w", err)
+	}
+	return points, nil
+}
+
+// songScoredRevision is SQL for the newest scored revision of song s.id, whose art is the song's
+// (revisions_song finds it).
+const songScoredRevision = `SELECT r.id FROM revisions r JOIN scores sc ON sc.revision_id = r.id WHERE r.song_id = s.id
+	ORDER BY r.id DESC LIMIT 1`
+
+// Rescore is how far the re-score of songs under the live rubric is: of the songs with a score
+// (Total), those whose score is under rubric (Done), and of those, the ones scored since the
+// live model last changed (Since: the promotion or rollback).
+type Rescore struct {
+	Total int64 `gorm:"column:total"`
+	Done  int64 `gorm:"column:done"`
+	Since int64 `gorm:"column:since"`
+}
+
+// RescoreProgress reads the re-score's progress under rubric, since the live model changed at
+// since (zero: never).
+func (s *Store) RescoreProgress(ctx context.Context, rubric string, since time.Time) (Rescore, error) {
+	var out Rescore
+	if err := s.scan(ctx, s.read, &out, `SELECT COUNT(*) AS total,
+		COALESCE(SUM(CASE WHEN sc.rubric = ? THEN 1 ELSE 0 END), 0) AS done,
+		COALESCE(SUM(CASE WHEN sc.rubric = ? AND sc.scored_at >= ? THEN 1 ELSE 0 END), 0) AS since
+		FROM songs s JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`)`, rubric, rubric, since.UnixMilli()); err != nil {
+		return out, fmt.Errorf("the re-score's progress: %w", err)
+	}
+	return out, nil
+}
+
+// OweRescores owes a score job, due at once, for the newest scored revision of every song whose
+// score is under another rubric than rubric (the live one after a promotion or rollback), and
+// says how many it owed. The job is an author's score job like any other (a re-score is
+// charged to nobody: see the score task).
+func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
+	n, err := s.exec(ctx, `INSERT INTO content_jobs (task, kind, item_id, user_id, due_at)
+		SELECT 'score', 'revision', sc.revision_id, r.user_id, ? FROM songs s
+		JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`) JOIN revisions r ON r.id = sc.revision_id
+		WHERE sc.rubric <> ? ORDER BY r.user_id, r.id
+		ON CONFLICT (task, kind, item_id) DO NOTHING`, s.nowMs(), rubric)
+	if err != nil {
+		return 0, fmt.Errorf("owe the re-scores under %s: %w", rubric, err)
+	}
+	return n, nil
+}
+
+// RankedCursor is where a page of public songs by art continues: in the songs scored under the
+// live rubric, or (Rest) in the others.
+type RankedCursor struct {
+	SongCursor
+	Rest bool `json:"r,omitempty"`
+}
+
+// PublicSongsRanked lists public songs by art as the public list orders them while scores of
+// two rubrics exist (during the re-score after a promotion or rollback): first the songs whose
+// art is under rubric (the live one), best first; then the rest, those scored under another
+// rubric best first and the unscored last; each part newest first among equals. So a list never
+// mixes two rubrics' scores in one order. Each part is read through songs_public_rubric_art.
+func (s *Store) PublicSongsRanked(ctx context.Context, rubric string, after *RankedCursor, limit int) ([]Song, error) {
+	const cols = `SELECT ` + publicSongColumns + ` FROM songs WHERE public = 1`
+	var songs []Song
+	if after == nil || !after.Rest {
+		q, args := cols+` AND score_rubric = ?`, []any{rubric}
+		if after != nil && after.Art != nil {
+			q += ` AND (art < ? OR (art = ? AND id < ?))`
+			args = append(args, *after.Art, *after.Art, after.ID)
+		}
+		if err := s.scan(ctx, s.read, &songs, q+` ORDER BY art DESC, id DESC LIMIT `+strconv.Itoa(limit), args...); err != nil {
+			return nil, fmt.Errorf("public songs under %s: %w", rubric, err)
+		}
+		if len(songs) == limit {
+			return songs, nil
+		}
+		after = nil // the rest from its start
+	}
+	q, args := cols+` AND (score_rubric IS NULL OR score_rubric <> ?)`, []any{rubric}
+	switch {
+	case after != nil && after.Art != nil:
+		q += ` AND (art < ? OR (art = ? AND id < ?) OR art IS NULL)`
+		args = append(args, *after.Art, *after.Art, after.ID)
+	case after != nil:
+		q += ` AND art IS NULL AND id < ?`
+		args = append(args, after.ID)
+	}
+	var rest []Song
+	if err := s.scan(ctx, s.read, &rest, q+` ORDER BY `+s.dialect.artDesc()+` LIMIT `+strconv.Itoa(limit-len(songs)), args...); err != nil {
+		return nil, fmt.Errorf("public songs under other rubrics: %w", err)
+	}
+	return append(songs, rest...), nil
+}

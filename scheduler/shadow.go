@@ -1,0 +1,368 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
+// DefaultShadowDailyLimit is the candidate's model calls per UTC day unless
+// OWED_SHADOW_DAILY_LIMIT says otherwise.
+const DefaultShadowDailyLimit = 1000
+
+// DefaultShadowConcurrency is the candidate's calls in flight per process: one score's runs.
+const DefaultShadowConcurrency = ScoreRuns
+
+// ShadowConfig is the candidate (docs/shadow.md): a model or a rubric asked beside the live
+// ones for every live verdict and score that settles, its answers recorded and never acted on.
+type ShadowConfig struct {
+	Model   *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
+	Name    string              // the candidate model's name, kept with its answers
+	API     string              // the candidate model's dialect, as shown
+	Rubric  string              // the candidate's rubric for scores (a key of Rubrics)
+	Screens bool                // the candidate is a model of its own: its verdicts are shadowed too
+	// DailyLimit is the candidate's calls per UTC day (a score counts as its runs), charged
+	// to no author (default DefaultShadowDailyLimit).
+	DailyLimit int64
+	// Concurrency is the candidate's calls in flight in this process, within the model cap
+	// (default DefaultShadowConcurrency, at least ScoreRuns).
+	Concurrency int
+}
+
+// ModelInfo names a model, its dialect and the rubric its scores are made under.
+type ModelInfo struct{ Model, API, Rubric string }
+
+// Configured is the configured live model (OWED_MODEL_*) and rubric.
+func (c *Content) Configured() ModelInfo {
+	return ModelInfo{Model: c.cfg.ModelName, API: c.cfg.ModelAPI, Rubric: RubricID}
+}
+
+// Candidate is the candidate as configured; ok is false when none is.
+func (c *Content) Candidate() (info ModelInfo, dailyLimit int64, ok bool) {
+	if c.shadow == nil {
+		return ModelInfo{}, 0, false
+	}
+	sh := c.shadow.cfg
+	return ModelInfo{Model: sh.Name, API: sh.API, Rubric: sh.Rubric}, sh.DailyLimit, true
+}
+
+// Candidate is the candidate's name as the database keeps it: "model rubric".
+func (s ShadowConfig) Candidate() string { return s.Name + " " + s.Rubric }
+
+// shadow is the content runner's shadow work: a loop that claims shadow jobs only while no live
+// job is due (models.ClaimShadow), behind the model cap at the lowest priority and its own cap,
+// and a breaker of the candidate's own in this process (the shared breaker is the live model's).
+type shadow struct {
+	cfg  ShadowConfig
+	gate *Gate // the candidate's own cap
+	loop *loop
+
+	mu        sync.Mutex
+	failures  int       // consecutive failures of the candidate
+	probes    int       // failed probes since the breaker opened
+	openUntil time.Time // the candidate is not asked before then (zero: closed)
+}
+
+// The outcomes of shadow calls, as the metric counts them.
+const (
+	ShadowRecorded = "recorded" // the candidate's answer is kept
+	ShadowFailed   = "failed"   // the candidate failed; the job waits out its backoff
+	ShadowLimit    = "limit"    // the day's limit is spent; the job waits for 00:00 UTC
+	ShadowGone     = "gone"     // the item or its live answer went; the job is dropped
+	ShadowReleased = "released" // stopping: the job is let go unasked
+)
+
+// ShadowOutcomes lists the shadow calls' outcomes (the metric's label values).
+var ShadowOutcomes = []string{ShadowRecorded, ShadowFailed, ShadowLimit, ShadowGone, ShadowReleased}
+
+func newShadow(cfg ShadowConfig, pass func(ctx context.Context) error) *shadow {
+	if cfg.DailyLimit <= 0 {
+		cfg.DailyLimit = DefaultShadowDailyLimit
+	}
+	cfg.Concurrency = max(cfg.Concurrency, ScoreRuns)
+	return &shadow{cfg: cfg, gate: NewGate(cfg.Concurrency), loop: newLoop("shadow", pass)}
+}
+
+// closed reports whether the candidate may be asked at now: its breaker is closed, or its
+// probe is due.
+func (s *shadow) closed(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !now.Before(s.openUntil)
+}
+
+// report counts a reply against the candidate: threshold failures in a row (0: never) open its
+// breaker for probeBackoff, longer after each failed probe; an answer closes it.
+func (s *shadow) report(r modelclient.Reply, threshold int, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !failure(r) {
+		s.failures, s.probes, s.openUntil = 0, 0, time.Time{}
+		return
+	}
+	s.failures++
+	if threshold <= 0 || s.failures < threshold {
+		return
+	}
+	s.openUntil = now.Add(max(probeBackoff(s.probes), min(r.RetryAfter, probeMaxAfter)))
+	s.probes++
+}
+
+// shadowLeased is a claimed shadow job with its slots of the model cap and of the candidate's.
+type shadowLeased struct {
+	job       models.Job
+	main, own *slots
+}
+
+// shadowPass is the shadow loop's pass.
+func (c *Content) shadowPass(ctx context.Context) error {
+	_, err := c.SweepShadow(ctx)
+	return err
+}
+
+// SweepShadow claims and runs shadow jobs until none is due or a live job is (then it ends:
+// live work first), and returns how many it ran; without a candidate it does nothing.
+func (c *Content) SweepShadow(ctx context.Context) (int, error) {
+	if c.shadow == nil {
+		return 0, nil
+	}
+	return pool[shadowLeased]{slots: c.shadow.cfg.Concurrency, quit: c.runner.quit,
+		claim: c.claimShadow,
+		run:   func(ctx context.Context, l shadowLeased) { c.runShadow(ctx, l) },
+	}.drain(ctx)
+}
+
+// claimShadow claims one shadow job, holding room for the costliest task in the candidate's
+// cap and, at the lowest priority, in the model cap (every live waiter is served first), and
+// gives back what the job does not need. It claims nothing while the candidate's breaker or the
+// live model's is open.
+func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, error) {
+	n := min(maxCalls, c.shadow.gate.Cap(), c.gate.Cap())
+	if err := c.shadow.gate.Acquire(ctx, PrioritySweep, n); err != nil {
+		return nil, 0, err
+	}
+	own := c.shadow.gate.hold(n)
+	if err := c.gate.Acquire(ctx, PriorityShadow, n); err != nil {
+		own.release()
+		return nil, 0, err
+	}
+	main := c.gate.hold(n)
+	jobs, err := c.claimShadowJob(ctx)
+	if err != nil || len(jobs) == 0 {
+		own.release()
+		main.release()
+		return nil, 0, err
+	}
+	calls := jobs[0].Task.Calls()
+	l := shadowLeased{job: jobs[0]}
+	l.main, _ = main.take(calls)
+	l.own, _ = own.take(calls)
+	main.release()
+	own.release()
+	return []shadowLeased{l}, 1, nil
+}
+
+// claimShadowJob claims one shadow job unless the candidate's breaker or the live model's is
+// open; asked with the slots held, so the calls that held them have reported already.
+func (c *Content) claimShadowJob(ctx context.Context) ([]models.Job, error) {
+	if !c.shadow.closed(c.clock.Now()) {
+		return nil, nil
+	}
+	if row, err := c.breaker.state(ctx); err != nil || row.State != models.BreakerClosed {
+		return nil, err
+	}
+	return c.store.ClaimShadow(ctx, 1, c.cfg.Lease, c.cfg.Owner)
+}
+
+// runShadow runs a claimed shadow job to its end and counts it.
+func (c *Content) runShadow(ctx context.Context, l shadowLeased) {
+	defer l.main.release()
+	defer l.own.release()
+	out, err := c.shadowSteps(ctx, l)
+	if err != nil {
+		if ctx.Err() != nil {
+			out = ShadowReleased
+		} else {
+			c.log.Error("shadow job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "jobId", l.job.ID, "err", err)
+		}
+	}
+	if out == ShadowReleased {
+		if err := c.store.ReleaseShadowJob(context.WithoutCancel(ctx), l.job); err != nil {
+			c.log.Error("shadow job", "op", "let go", "jobId", l.job.ID, "err", err)
+		}
+	}
+	if c.metrics != nil && out != "" {
+		c.metrics.ShadowCalls.WithLabelValues(string(l.job.Task), out).Inc()
+	}
+	c.log.Debug("shadow job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "outcome", out)
+}
+
+// shadowAsk is what a shadow job asks the candidate: built from the item as it is now.
+type shadowAsk struct {
+	screen *modelclient.ScreenRequest
+	score  *modelclient.ScoreRequest
+}
+
+// shadowSubject reads the job's item and builds the candidate's request; ok is false when the
+// item is gone.
+func (c *Content) shadowSubject(ctx context.Context, job models.Job) (a shadowAsk, ok bool, err error) {
+	sh := c.shadow.cfg
+	if job.Task == models.TaskScreen {
+		sub, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
+		req := modelclient.ScreenRequest{Kind: string(job.Kind), Subject: modelclient.Subject{Title: sub.Title, Text: sub.Text}}
+		return shadowAsk{screen: &req}, ok, err
+	}
+	rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
+	req := modelclient.ScoreRequest{Model: sh.Name, Rubric: sh.Rubric, Title: rev.Title, Code: rev.Code, Spec: Rubrics[sh.Rubric]}
+	return shadowAsk{score: &req}, ok, err
+}
+
+// shadowSteps does a claimed shadow job's work: the item, the day's limit, the ask and the
+// record. It returns the outcome (ShadowReleased: the caller lets the job go).
+func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, error) {
+	job, sh := l.job, c.shadow
+	ask, ok, err := c.shadowSubject(ctx, job)
+	if err != nil {
+		return ShadowReleased, err
+	}
+	if !ok {
+		return ShadowGone, c.store.DropShadowJob(ctx, job)
+	}
+	now := c.clock.Now()
+	if ok, err := c.store.ChargeShadow(ctx, int64(job.Task.Calls()), sh.cfg.DailyLimit, now); err != nil {
+		return ShadowReleased, err
+	} else if !ok {
+		text := fmt.Sprintf("the candidate's %d calls of today are spent; it resets at 00:00 UTC", sh.cfg.DailyLimit)
+		return ShadowLimit, c.store.RescheduleShadow(ctx, job, models.BudgetReset(now), models.WhyBudget, &text, false)
+	}
+	askCtx, cancel, ok := c.withinLease(ctx, job)
+	defer cancel()
+	if !ok {
+		return ShadowReleased, nil
+	}
+	var reply modelclient.Reply
+	if ask.screen != nil {
+		reply = sh.cfg.Model.Screen(askCtx, *ask.screen)
+	} else {
+		reply = sh.cfg.Model.Score(askCtx, *ask.score, ScoreRuns)
+	}
+	if reply.Why != "" && ctx.Err() != nil {
+		return ShadowReleased, nil
+	}
+	// The breaker hears of the reply while the job still holds its slots, so the next claim
+	// sees it.
+	sh.report(reply, max(c.cfg.ModelBreaker, 0), c.clock.Now())
+	l.main.release()
+	l.own.release()
+	if reply.Why == "" {
+		recorded, lack, err := c.recordShadow(ctx, job, reply)
+		switch {
+		case err != nil:
+			return ShadowReleased, err
+		case lack == "" && recorded:
+			return ShadowRecorded, nil
+		case lack == "":
+			return ShadowGone, nil
+		}
+		reply.Why, reply.Error = models.WhyUnanswered, lack
+	}
+	at := c.clock.Now().Add(max(Backoff(job.Attempts), reply.RetryAfter))
+	return ShadowFailed, c.store.RescheduleShadow(ctx, job, at, reply.Why, errorText(reply.Error), true)
+}
+
+// recordShadow keeps the candidate's answer; lack says what an answer missed.
+func (c *Content) recordShadow(ctx context.Context, job models.Job, reply modelclient.Reply) (recorded bool, lack string, err error) {
+	sh := c.shadow.cfg
+	if job.Task == models.TaskScreen {
+		if reply.Verdict == nil {
+			return false, "answer has no verdict", nil
+		}
+		recorded, err = c.store.RecordShadowScreen(ctx, job, sh.Name, models.Verdict(reply.Verdict.Verdict), reply.Verdict.Confidence)
+		return recorded, "", err
+	}
+	if len(reply.Runs) != ScoreRuns {
+		return false, fmt.Sprintf("answered %d run(s) of %d", len(reply.Runs), ScoreRuns), nil
+	}
+	mean := modelclient.Mean(reply.Runs)
+	recorded, err = c.store.RecordShadowScore(ctx, job, sh.Name, sh.Rubric, mean.Art, mean.ArtRuns)
+	return recorded, "", err
+}
+
+// liveModel is what live work asks: the model's client, and the model and rubric its scores
+// keep; the configured ones, or the candidate's once promoted (models.ModelSettings).
+type liveModel struct {
+	client       *modelclient.Client
+	name, rubric string
+}
+
+// problem says why the live model is not asked ("" when it is configured).
+func (l liveModel) problem() string {
+	if l.client == nil {
+		return modelclient.ErrNotConfigured
+	}
+	return l.client.Unconfigured()
+}
+
+// live is the live model now: from the last read of the model settings when younger than
+// holdsFresh, else from a new read, so every replica follows a promotion within a second.
+func (c *Content) live(ctx context.Context) (liveModel, error) {
+	c.mu.Lock()
+	set, at := c.settings, c.settingsAt
+	c.mu.Unlock()
+	if at.IsZero() || time.Since(at) >= holdsFresh {
+		now := time.Now()
+		var err error
+		if set, err = c.store.ReadModelSettings(ctx); err != nil {
+			return liveModel{}, err
+		}
+		c.mu.Lock()
+		c.settings, c.settingsAt = set, now
+		c.mu.Unlock()
+	}
+	return c.liveOf(set), nil
+}
+
+// LiveRubric is the live rubric now (see live): the one public lists put first.
+func (c *Content) LiveRubric(ctx context.Context) (string, error) {
+	l, err := c.live(ctx)
+	return l.rubric, err
+}
+
+// ForgetLive drops the last read of the model settings: this process's next job reads them
+// (after a promotion or rollback here).
+func (c *Content) ForgetLive() {
+	c.mu.Lock()
+	c.settingsAt = time.Time{}
+	c.mu.Unlock()
+}
+
+// liveOf is the live model the settings make: the promoted candidate's name and rubric, asked
+// at the candidate's address (this process's OWED_SHADOW_MODEL_*; the live one's when it has
+// none), or the configured model.
+func (c *Content) liveOf(set models.ModelSettings) liveModel {
+	if !set.Promoted() {
+		return liveModel{client: c.model, name: c.cfg.ModelName, rubric: RubricID}
+	}
+	l := liveModel{client: c.model, name: *set.LiveModel, rubric: RubricID}
+	if set.LiveRubric != nil {
+		l.rubric = *set.LiveRubric
+	}
+	if c.shadow != nil {
+		l.client = c.shadow.cfg.Model
+	}
+	return l
+}
+
+// Live is the live model, its dialect and rubric as the settings make them (see liveOf).
+func (c *Content) Live(set models.ModelSettings) ModelInfo {
+	l, info := c.liveOf(set), c.Configured()
+	if set.Promoted() && c.shadow != nil {
+		info.API = c.shadow.cfg.API
+	}
+	info.Model, info.Rubric = l.name, l.rubric
+	return info
+}
