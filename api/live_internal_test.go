@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,8 +58,11 @@ func TestCoalescerSharesOneRead(t *testing.T) {
 func TestMineCacheKeepsAnswersWithinItsBound(t *testing.T) {
 	t.Parallel()
 	c := newMineCache(256 << 10)
+	// Answers that do not pack (random text), so the bound is reached as with real views.
 	body := func(i int) []byte {
-		return bytes.Repeat([]byte(fmt.Sprintf(`{"items":[{"kind":"pitch","id":%d}]}`, i)), 200)
+		b := make([]byte, 4000)
+		_, _ = rand.NewChaCha8([32]byte{byte(i), byte(i >> 8)}).Read(b)
+		return []byte(fmt.Sprintf(`{"items":[{"kind":"pitch","id":%d,"title":%q}]}`, i, hex.EncodeToString(b)))
 	}
 	if _, ok := c.get(`"a"`); ok {
 		t.Fatal("an empty cache answered")

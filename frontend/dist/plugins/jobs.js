@@ -8,7 +8,7 @@
 
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm.js';
 import { fmt } from '../lib/fmt.js';
-import { useLive, useNow, useAuthors, Author, Rel, Badge, WhyBadge, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText, Confirm, ItemPageLink, AttemptHeads, AttemptCells } from '../lib/ui.js';
+import { useLive, useNow, useAuthors, Author, Rel, Badge, WhyBadge, LoadError, Loading, Empty, TableWrap, WHYS, whyInfo, FilterInput, ErrorText, Confirm, ItemPageLink, AttemptHeads, AttemptCells, OutcomeBadge, resultOf } from '../lib/ui.js';
 
 const PAGE = 50;
 const FILTER_KEYS = ['id', 'task', 'kind', 'why', 'state', 'author', 'userId', 'itemId'];
