@@ -23,7 +23,7 @@ import (
 
 // TestModerationWalkInChromium walks an incident and the moderation after it end to end, as an
 // operator and two moderators live it: the model goes down while three authors publish; screens
-// are held; a test call finds the model back; the hold is lifted and the held screens run into
+// are held (the Overview still tells the jobs the breaker puts off from the rest); a test call finds the model back; the hold is lifted and the held screens run into
 // the review queue; a moderator allows one by A and undoes it from the toast; on the item's page
 // an overturn without a note is refused at the note, Esc gives the focus back, and an overturn
 // with its own note changes the verdict; the author appeals a block by hand, which the blocker
@@ -91,8 +91,10 @@ func TestModerationWalkInChromium(t *testing.T) {
 	b.waitText(t, "model-last-error", "HTTP 503")
 
 	// Hold; the model comes back and a test call closes the breaker; the screens stay held.
+	b.waitJS(t, "the put-off jobs counted as breaker", jsText("overview-why-breaker")+`.includes('6')`)
 	b.click(t, "hold-screen")
 	b.waitText(t, "hold-banner", "On hold", "screens")
+	b.waitText(t, "overview-held-split", "breaker 6") // the held keep their split
 	env.Model.Reset()
 	env.Model.SetVerdict("block", 0.6) // unsure: below the review band
 	b.click(t, "model-probe")
