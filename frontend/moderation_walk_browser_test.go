@@ -122,10 +122,24 @@ func TestModerationWalkInChromium(t *testing.T) {
 	walked, next := num(obj(queue[0])["id"]), num(obj(queue[1])["id"])
 	item := fmt.Sprintf("pitch/%d", walked)
 
+	// Content jobs link each job to its item's page; so does a review entry.
+	jobs := list(ok(env.Do(http.MethodGet, fmt.Sprintf("/api/admin/jobs?kind=pitch&itemId=%d", walked), owedtest.AdminToken, nil), 200, "jobs").JSON()["jobs"])
+	if len(jobs) != 1 {
+		t.Fatalf("the item's jobs: %v", jobs)
+	}
+	b.tab(t, "jobs")
+	b.click(t, fmt.Sprintf("job-item-page-%d", num(obj(jobs[0])["id"])))
+	b.waitJS(t, "the item's page from its job", `location.pathname === '/admin/items/`+item+`' && `+jsVisible("item-page"))
+	b.waitText(t, "item-verdict", "no verdict yet")
+	b.waitText(t, "item-jobs", "screen job", "review")
+
 	// Decide by A, then Undo from the toast: an overturn by the same moderator, noted "undo".
 	b.tab(t, "review")
 	first := fmt.Sprintf("review-entry-pitch-%d", walked)
 	b.waitText(t, first, "model suggests block at 60% confidence")
+	if href := eval[string](t, b, jsEl("review-item-page")+`.getAttribute('href')`); href != "/admin/items/"+item {
+		t.Errorf("the review entry links to %q, want its item's page", href)
+	}
 	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
 	b.key(t, "a")
 	b.waitJS(t, "the next entry", jsVisible(fmt.Sprintf("review-entry-pitch-%d", next)))
