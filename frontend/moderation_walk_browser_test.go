@@ -24,7 +24,8 @@ import (
 // TestModerationWalkInChromium walks an incident and the moderation after it end to end, as an
 // operator and two moderators live it: the model goes down while three authors publish; screens
 // are held (the Overview still tells the jobs the breaker puts off from the rest); a test call finds the model back; the hold is lifted and the held screens run into
-// the review queue; a moderator allows one by A and undoes it from the toast; on the item's page
+// the review queue; a moderator allows one by A and undoes it from the toast (and blocks another
+// by B and undoes it by U); on the item's page
 // an overturn without a note is refused at the note, Esc gives the focus back, and an overturn
 // with its own note changes the verdict; the author appeals a block by hand, which the blocker
 // may not hear and another moderator grants; the item's page shows all of it (attempts with
@@ -146,6 +147,12 @@ func TestModerationWalkInChromium(t *testing.T) {
 	b.click(t, "review-undo")
 	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is blocked now", walked))
 	focused("the focus back on the queue after Undo", "review-allow")
+	// By keyboard: B on the next entry, U undoes it.
+	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
+	b.key(t, "b")
+	b.waitJS(t, "the block's Undo", jsVisible("review-undo"))
+	b.key(t, "u")
+	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is allowed now", next))
 	verdicts := func() []any {
 		return list(ok(env.Do(http.MethodGet, "/api/admin/items/"+item, owedtest.AdminToken, nil), 200, "item").JSON()["verdicts"])
 	}
