@@ -91,6 +91,10 @@ func TestIncidentModelDownHoldProbeRetry(t *testing.T) {
 		if num(jobs["held"]) != 6 || num(jobs["due"]) != 0 || num(obj(jobs["byWhy"])["held"]) != 6 {
 			t.Errorf("stats jobs during the hold = %v, want 6 held, 0 due", jobs)
 		}
+		// The held keep their split: what they would show once lifted.
+		if by := obj(jobs["heldByWhy"]); num(by["breaker"]) != 3 || num(by["upstream"]) != 3 {
+			t.Errorf("stats heldByWhy during the hold = %v, want 3 breaker, 3 upstream", by)
+		}
 		if m := w.do(http.MethodGet, "/api/admin/model", asAdmin, nil).JSON(); m["screensHeld"] != true {
 			t.Errorf("model during the hold: %v, want screensHeld", m)
 		}

@@ -27,6 +27,7 @@ type statsJSON struct {
 type jobStatsJSON struct {
 	ByTask      map[models.Task]int64 `json:"byTask"`
 	ByWhy       map[models.Why]int64  `json:"byWhy" description:"by why: none for jobs simply due or new, held for a held task's, breaker for those the open breaker puts off"`
+	HeldByWhy   map[models.Why]int64  `json:"heldByWhy" description:"the held jobs (byWhy's held) by the why they would show once lifted: their own, or breaker for those the open breaker would put off"`
 	Due         int64                 `json:"due" description:"due now and not held"`
 	Held        int64                 `json:"held" description:"of a held task: claimed by no one until the hold is lifted"`
 	Leased      int64                 `json:"leased" description:"jobs claimed and running now, on every replica (one job each, a score's three model calls included)"`
@@ -58,13 +59,15 @@ func (a *API) stats(c echo.Context) error {
 	if deferred, err := a.deferral(ctx); err != nil {
 		return err
 	} else if deferred != nil {
-		byWhy, err := a.Store.DeferredByWhy(ctx, *deferred)
-		if err != nil {
-			return err
-		}
-		for w, n := range byWhy {
-			st.ByWhy[w] -= n
-			st.ByWhy[models.WhyBreaker] += n
+		for held, counts := range map[bool]map[models.Why]int64{false: st.ByWhy, true: st.HeldByWhy} {
+			byWhy, err := a.Store.DeferredByWhy(ctx, *deferred, held)
+			if err != nil {
+				return err
+			}
+			for w, n := range byWhy {
+				counts[w] -= n
+				counts[models.WhyBreaker] += n
+			}
 		}
 	}
 	settled, err := a.Store.SettledPerMinute(ctx, 60)
@@ -86,7 +89,7 @@ func (a *API) stats(c echo.Context) error {
 		return err
 	}
 	out := statsJSON{
-		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Held: st.Held, Leased: st.Leased, ByWhy: st.ByWhy,
+		Jobs: jobStatsJSON{Total: st.Total, Due: st.Due, Held: st.Held, Leased: st.Leased, ByWhy: st.ByWhy, HeldByWhy: st.HeldByWhy,
 			ByTask: st.ByTask, OldestDueAt: timePtr(st.OldestDueAt)},
 		Settled: ms,
 		Health:  health,

@@ -1400,7 +1400,6 @@ func testLayout(t *testing.T, w *world, b *browser) {
 	if !eval[bool](t, b, jsVisible("tab-jobs")) {
 		t.Errorf("the active panel's tab is not shown")
 	}
-	t.Logf("DEBUG %s", eval[string](t, b, `(() => { const e = document.querySelector('[data-testid="tabs-more"]'); const r = e.getBoundingClientRect(); const h = document.elementFromPoint(r.left + r.width/2, r.top + r.height/2); return JSON.stringify({r, w: innerWidth, hit: h && (h.outerHTML.slice(0, 200)), tabs: [...document.querySelectorAll('[role=tab]')].map((x) => [x.textContent, x.hidden, JSON.stringify(x.getBoundingClientRect())])}); })()`))
 	b.click(t, "tabs-more")
 	b.waitJS(t, "the menu open, its first item focused", jsVisible("tabs-more-menu")+` && document.activeElement && document.activeElement.getAttribute('role') === 'menuitem'`)
 	b.key(t, kb.Escape)

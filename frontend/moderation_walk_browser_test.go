@@ -23,8 +23,9 @@ import (
 
 // TestModerationWalkInChromium walks an incident and the moderation after it end to end, as an
 // operator and two moderators live it: the model goes down while three authors publish; screens
-// are held; a test call finds the model back; the hold is lifted and the held screens run into
-// the review queue; a moderator allows one by A and undoes it from the toast; on the item's page
+// are held (the Overview still tells the jobs the breaker puts off from the rest); a test call finds the model back; the hold is lifted and the held screens run into
+// the review queue; a moderator allows one by A and undoes it from the toast (and blocks another
+// by B and undoes it by U); on the item's page
 // an overturn without a note is refused at the note, Esc gives the focus back, and an overturn
 // with its own note changes the verdict; the author appeals a block by hand, which the blocker
 // may not hear and another moderator grants; the item's page shows all of it (attempts with
@@ -91,8 +92,10 @@ func TestModerationWalkInChromium(t *testing.T) {
 	b.waitText(t, "model-last-error", "HTTP 503")
 
 	// Hold; the model comes back and a test call closes the breaker; the screens stay held.
+	b.waitJS(t, "the put-off jobs counted as breaker", jsText("overview-why-breaker")+`.includes('6')`)
 	b.click(t, "hold-screen")
 	b.waitText(t, "hold-banner", "On hold", "screens")
+	b.waitText(t, "overview-held-split", "breaker 6") // the held keep their split
 	env.Model.Reset()
 	env.Model.SetVerdict("block", 0.6) // unsure: below the review band
 	b.click(t, "model-probe")
@@ -120,16 +123,36 @@ func TestModerationWalkInChromium(t *testing.T) {
 	walked, next := num(obj(queue[0])["id"]), num(obj(queue[1])["id"])
 	item := fmt.Sprintf("pitch/%d", walked)
 
+	// Content jobs link each job to its item's page; so does a review entry.
+	jobs := list(ok(env.Do(http.MethodGet, fmt.Sprintf("/api/admin/jobs?kind=pitch&itemId=%d", walked), owedtest.AdminToken, nil), 200, "jobs").JSON()["jobs"])
+	if len(jobs) != 1 {
+		t.Fatalf("the item's jobs: %v", jobs)
+	}
+	b.tab(t, "jobs")
+	b.click(t, fmt.Sprintf("job-item-page-%d", num(obj(jobs[0])["id"])))
+	b.waitJS(t, "the item's page from its job", `location.pathname === '/admin/items/`+item+`' && `+jsVisible("item-page"))
+	b.waitText(t, "item-verdict", "no verdict yet")
+	b.waitText(t, "item-jobs", "screen job", "review")
+
 	// Decide by A, then Undo from the toast: an overturn by the same moderator, noted "undo".
 	b.tab(t, "review")
 	first := fmt.Sprintf("review-entry-pitch-%d", walked)
 	b.waitText(t, first, "model suggests block at 60% confidence")
+	if href := eval[string](t, b, jsEl("review-item-page")+`.getAttribute('href')`); href != "/admin/items/"+item {
+		t.Errorf("the review entry links to %q, want its item's page", href)
+	}
 	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
 	b.key(t, "a")
 	b.waitJS(t, "the next entry", jsVisible(fmt.Sprintf("review-entry-pitch-%d", next)))
 	b.click(t, "review-undo")
 	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is blocked now", walked))
 	focused("the focus back on the queue after Undo", "review-allow")
+	// By keyboard: B on the next entry, U undoes it.
+	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
+	b.key(t, "b")
+	b.waitJS(t, "the block's Undo", jsVisible("review-undo"))
+	b.key(t, "u")
+	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is allowed now", next))
 	verdicts := func() []any {
 		return list(ok(env.Do(http.MethodGet, "/api/admin/items/"+item, owedtest.AdminToken, nil), 200, "item").JSON()["verdicts"])
 	}

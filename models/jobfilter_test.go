@@ -158,8 +158,9 @@ func TestListJobRowsPagesInEveryOrder(t *testing.T) {
 
 // The shown why has one home (models.ShownWhy): the admin's filter by why (its SQL form) lists
 // exactly the jobs ShownWhy shows with that why, and DeferredByWhy counts exactly those it
-// shows as breaker, for every hold and with the breaker closed or open, over jobs of every
-// why, leased or not, due before the breaker's probe or after.
+// shows as breaker (and, of the held, those it would show as breaker once lifted), for every
+// hold and with the breaker closed or open, over jobs of every why, leased or not, due before
+// the breaker's probe or after.
 func TestShownWhyInSQLAgreesWithGo(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
@@ -203,18 +204,23 @@ func TestShownWhyInSQLAgreesWithGo(t *testing.T) {
 				}
 				want := map[models.Why][]int64{}
 				deferredByWhy := map[models.Why]int64{}
+				heldDeferredByWhy := map[models.Why]int64{}
 				for _, j := range all {
 					w := models.Why("none")
 					if shown := models.ShownWhy(h, deferred, &j.Job, now); shown != nil {
 						w = *shown
 					}
 					want[w] = append(want[w], j.ID)
+					own := models.Why("none")
+					if j.Why != nil {
+						own = *j.Why
+					}
 					if w == models.WhyBreaker {
-						own := models.Why("none")
-						if j.Why != nil {
-							own = *j.Why
-						}
 						deferredByWhy[own]++
+					}
+					// A held job the breaker would put off once its hold is lifted.
+					if unheld := models.ShownWhy(models.Holds{}, deferred, &j.Job, now); w == models.WhyHeld && unheld != nil && *unheld == models.WhyBreaker {
+						heldDeferredByWhy[own]++
 					}
 				}
 				for _, why := range append([]models.Why{"none"}, models.Whys...) {
@@ -234,9 +240,13 @@ func TestShownWhyInSQLAgreesWithGo(t *testing.T) {
 					}
 				}
 				if deferred != nil {
-					got, err := f.store.DeferredByWhy(f.ctx, *deferred)
+					got, err := f.store.DeferredByWhy(f.ctx, *deferred, false)
 					if err != nil || fmt.Sprint(got) != fmt.Sprint(deferredByWhy) {
 						t.Errorf("holds %+v: DeferredByWhy %v (%v), ShownWhy shows as breaker %v", h, got, err, deferredByWhy)
+					}
+					got, err = f.store.DeferredByWhy(f.ctx, *deferred, true)
+					if err != nil || fmt.Sprint(got) != fmt.Sprint(heldDeferredByWhy) {
+						t.Errorf("holds %+v: DeferredByWhy of the held %v (%v), ShownWhy shows held and breaker once lifted %v", h, got, err, heldDeferredByWhy)
 					}
 				}
 			}

@@ -93,13 +93,18 @@ func (s *Store) readBreakerTx(ctx context.Context) (Breaker, error) {
 
 // DeferredByWhy counts, by their own why ("none" for none), the jobs the open breaker puts off
 // until until: due by then (or untried: no why of their own), not leased, not held. The overview shows them as why breaker.
-func (s *Store) DeferredByWhy(ctx context.Context, until time.Time) (map[Why]int64, error) {
+// With held, it counts the held jobs instead that the breaker would put off once unheld.
+func (s *Store) DeferredByWhy(ctx context.Context, until time.Time, held bool) (map[Why]int64, error) {
 	now := s.nowMs()
 	var groups []struct {
 		Why *string `gorm:"column:why"`
 		N   int64   `gorm:"column:n"`
 	}
 	breaker, args := shownSQL(WhyBreaker, heldTask, &until, now)
+	if held {
+		breaker, args = shownSQL(WhyBreaker, `1 = 0`, &until, now)
+		breaker += ` AND ` + heldTask
+	}
 	if err := s.scan(ctx, s.read, &groups, `SELECT why, COUNT(*) AS n FROM content_jobs WHERE `+breaker+` GROUP BY why`, args...); err != nil {
 		return nil, fmt.Errorf("jobs put off by the breaker: %w", err)
 	}

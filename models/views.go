@@ -146,6 +146,7 @@ type JobStats struct {
 	Held        int64 // of a held task and not leased
 	Leased      int64
 	ByWhy       map[Why]int64 // "none" for jobs that are simply due or new; "held" for a held task's
+	HeldByWhy   map[Why]int64 // the held ones by their own why, as they would show unheld ("none" for none)
 	ByTask      map[Task]int64
 	OldestDueAt *time.Time
 }
@@ -153,7 +154,7 @@ type JobStats struct {
 // Stats counts owed jobs.
 func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	now := s.nowMs()
-	st := JobStats{ByWhy: map[Why]int64{"none": 0}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
+	st := JobStats{ByWhy: map[Why]int64{"none": 0}, HeldByWhy: map[Why]int64{}, ByTask: map[Task]int64{TaskScreen: 0, TaskScore: 0}}
 	for _, w := range Whys {
 		st.ByWhy[w] = 0
 	}
@@ -176,6 +177,9 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 		}
 		if w := ShownWhy(holds, nil, &j, time.Time{}); w != nil {
 			shown = *w
+		}
+		if shown == WhyHeld {
+			st.HeldByWhy[Why(k[1])] += n
 		}
 		st.ByWhy[shown] += n
 	}

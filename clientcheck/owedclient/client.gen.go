@@ -2602,10 +2602,13 @@ type JobStats struct {
 	Due int `json:"due"`
 
 	// Held of a held task: claimed by no one until the hold is lifted
-	Held        int        `json:"held"`
-	Leased      int        `json:"leased"`
-	OldestDueAt *time.Time `json:"oldestDueAt"`
-	Total       int        `json:"total"`
+	Held int `json:"held"`
+
+	// HeldByWhy the held jobs (byWhy's held) by the why they would show once lifted: their own, or breaker for those the open breaker would put off
+	HeldByWhy   map[string]int `json:"heldByWhy"`
+	Leased      int            `json:"leased"`
+	OldestDueAt *time.Time     `json:"oldestDueAt"`
+	Total       int            `json:"total"`
 }
 
 // KindCounts defines model for KindCounts.

@@ -40,7 +40,7 @@ function Overview({ ctx }) {
             ctx.navigate('jobs', '');
           }}>All jobs →</a>
         </header>
-        <${WhyBars} byWhy=${jobs.byWhy || {}} ctx=${ctx} />
+        <${WhyBars} byWhy=${jobs.byWhy || {}} heldByWhy=${jobs.heldByWhy || {}} ctx=${ctx} />
       </section>
       <${BackfillSummary} b=${s.backfill} ctx=${ctx} />
     </div>
@@ -197,7 +197,14 @@ function HoldsCard({ ctx, holds, onChange }) {
   </section>`;
 }
 
-function WhyBars({ byWhy, ctx }) {
+/** The held jobs' split: what they would show once the hold is lifted (upstream, breaker, …). */
+function HeldSplit({ heldByWhy }) {
+  const parts = WHYS.filter((w) => w !== 'held' && heldByWhy[w] > 0);
+  if (!parts.length) return null;
+  return html`<li class="bars-sub small muted" data-testid="overview-held-split">of the held, once lifted: ${parts.map((w, i) => html`${i ? ' · ' : ''}<span class="nowrap">${whyInfo(w === 'none' ? null : w).label} <strong class="num">${fmt.number(heldByWhy[w])}</strong></span>`)}</li>`;
+}
+
+function WhyBars({ byWhy, heldByWhy, ctx }) {
   const max = Math.max(1, ...WHYS.map((w) => byWhy[w] || 0));
   return html`<ul class="bars" data-testid="overview-why">
     ${WHYS.map((w) => {
@@ -213,7 +220,7 @@ function WhyBars({ byWhy, ctx }) {
         <span class="bars-label">${info.label}</span>
         <span aria-hidden="true"><${HBar} value=${n} max=${max} cls=${'hbar-' + info.kind} label=${`${info.label}: ${n}`} /></span>
         <span class="bars-n num">${fmt.number(n)}</span><span class="sr-only">${n === 1 ? ' job' : ' jobs'}</span>
-      </a></li>`;
+      </a></li>${w === 'held' && n > 0 ? html`<${HeldSplit} heldByWhy=${heldByWhy} />` : null}`;
     })}
   </ul>`;
 }
