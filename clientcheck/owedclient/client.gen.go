@@ -111,6 +111,8 @@ const (
 	AuditEntryActionJobRetry            AuditEntryAction = "job.retry"
 	AuditEntryActionJobsRetry           AuditEntryAction = "jobs.retry"
 	AuditEntryActionModelProbe          AuditEntryAction = "model.probe"
+	AuditEntryActionModelPromote        AuditEntryAction = "model.promote"
+	AuditEntryActionModelRollback       AuditEntryAction = "model.rollback"
 	AuditEntryActionReviewClaim         AuditEntryAction = "review.claim"
 	AuditEntryActionReviewRelease       AuditEntryAction = "review.release"
 	AuditEntryActionUserBudget          AuditEntryAction = "user.budget"
@@ -150,6 +152,10 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionJobsRetry:
 		return true
 	case AuditEntryActionModelProbe:
+		return true
+	case AuditEntryActionModelPromote:
+		return true
+	case AuditEntryActionModelRollback:
 		return true
 	case AuditEntryActionReviewClaim:
 		return true
@@ -314,6 +320,30 @@ func (e DisabledReason) Valid() bool {
 	}
 }
 
+// Defines values for DoneOutcome.
+const (
+	DoneOutcomeAllow   DoneOutcome = "allow"
+	DoneOutcomeBlock   DoneOutcome = "block"
+	DoneOutcomeDecided DoneOutcome = "decided"
+	DoneOutcomeScored  DoneOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the DoneOutcome enum.
+func (e DoneOutcome) Valid() bool {
+	switch e {
+	case DoneOutcomeAllow:
+		return true
+	case DoneOutcomeBlock:
+		return true
+	case DoneOutcomeDecided:
+		return true
+	case DoneOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorDetailCode.
 const (
 	ErrorDetailCodeAppealed                 ErrorDetailCode = "appealed"
@@ -322,6 +352,7 @@ const (
 	ErrorDetailCodeConflict                 ErrorDetailCode = "conflict"
 	ErrorDetailCodeCsrf                     ErrorDetailCode = "csrf"
 	ErrorDetailCodeDecided                  ErrorDetailCode = "decided"
+	ErrorDetailCodeDone                     ErrorDetailCode = "done"
 	ErrorDetailCodeError                    ErrorDetailCode = "error"
 	ErrorDetailCodeForbidden                ErrorDetailCode = "forbidden"
 	ErrorDetailCodeHeld                     ErrorDetailCode = "held"
@@ -334,8 +365,11 @@ const (
 	ErrorDetailCodeInvalid                  ErrorDetailCode = "invalid"
 	ErrorDetailCodeLeased                   ErrorDetailCode = "leased"
 	ErrorDetailCodeMethodNotAllowed         ErrorDetailCode = "method_not_allowed"
+	ErrorDetailCodeNoCandidate              ErrorDetailCode = "no_candidate"
 	ErrorDetailCodeNotBlocked               ErrorDetailCode = "not_blocked"
 	ErrorDetailCodeNotFound                 ErrorDetailCode = "not_found"
+	ErrorDetailCodeNotPromoted              ErrorDetailCode = "not_promoted"
+	ErrorDetailCodePromoted                 ErrorDetailCode = "promoted"
 	ErrorDetailCodeRateLimited              ErrorDetailCode = "rate_limited"
 	ErrorDetailCodeReview                   ErrorDetailCode = "review"
 	ErrorDetailCodeSameModerator            ErrorDetailCode = "same_moderator"
@@ -361,6 +395,8 @@ func (e ErrorDetailCode) Valid() bool {
 		return true
 	case ErrorDetailCodeDecided:
 		return true
+	case ErrorDetailCodeDone:
+		return true
 	case ErrorDetailCodeError:
 		return true
 	case ErrorDetailCodeForbidden:
@@ -385,9 +421,15 @@ func (e ErrorDetailCode) Valid() bool {
 		return true
 	case ErrorDetailCodeMethodNotAllowed:
 		return true
+	case ErrorDetailCodeNoCandidate:
+		return true
 	case ErrorDetailCodeNotBlocked:
 		return true
 	case ErrorDetailCodeNotFound:
+		return true
+	case ErrorDetailCodeNotPromoted:
+		return true
+	case ErrorDetailCodePromoted:
 		return true
 	case ErrorDetailCodeRateLimited:
 		return true
@@ -569,6 +611,30 @@ func (e JobKind) Valid() bool {
 	}
 }
 
+// Defines values for JobState.
+const (
+	JobStateDone    JobState = "done"
+	JobStateDue     JobState = "due"
+	JobStateLeased  JobState = "leased"
+	JobStateWaiting JobState = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateDone:
+		return true
+	case JobStateDue:
+		return true
+	case JobStateLeased:
+		return true
+	case JobStateWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobTask.
 const (
 	JobTaskScore  JobTask = "score"
@@ -626,8 +692,33 @@ func (e JobFilterRequestKind) Valid() bool {
 	}
 }
 
+// Defines values for JobFilterRequestOutcome.
+const (
+	JobFilterRequestOutcomeAllow   JobFilterRequestOutcome = "allow"
+	JobFilterRequestOutcomeBlock   JobFilterRequestOutcome = "block"
+	JobFilterRequestOutcomeDecided JobFilterRequestOutcome = "decided"
+	JobFilterRequestOutcomeScored  JobFilterRequestOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the JobFilterRequestOutcome enum.
+func (e JobFilterRequestOutcome) Valid() bool {
+	switch e {
+	case JobFilterRequestOutcomeAllow:
+		return true
+	case JobFilterRequestOutcomeBlock:
+		return true
+	case JobFilterRequestOutcomeDecided:
+		return true
+	case JobFilterRequestOutcomeScored:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobFilterRequestState.
 const (
+	JobFilterRequestStateDone    JobFilterRequestState = "done"
 	JobFilterRequestStateDue     JobFilterRequestState = "due"
 	JobFilterRequestStateLeased  JobFilterRequestState = "leased"
 	JobFilterRequestStateWaiting JobFilterRequestState = "waiting"
@@ -636,6 +727,8 @@ const (
 // Valid indicates whether the value is a known member of the JobFilterRequestState enum.
 func (e JobFilterRequestState) Valid() bool {
 	switch e {
+	case JobFilterRequestStateDone:
+		return true
 	case JobFilterRequestStateDue:
 		return true
 	case JobFilterRequestStateLeased:
@@ -989,6 +1082,84 @@ func (e ScreenState) Valid() bool {
 	}
 }
 
+// Defines values for ShadowFlipCandidate.
+const (
+	ShadowFlipCandidateAllow ShadowFlipCandidate = "allow"
+	ShadowFlipCandidateBlock ShadowFlipCandidate = "block"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipCandidate enum.
+func (e ShadowFlipCandidate) Valid() bool {
+	switch e {
+	case ShadowFlipCandidateAllow:
+		return true
+	case ShadowFlipCandidateBlock:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowFlipKind.
+const (
+	ShadowFlipKindComment  ShadowFlipKind = "comment"
+	ShadowFlipKindPitch    ShadowFlipKind = "pitch"
+	ShadowFlipKindRevision ShadowFlipKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipKind enum.
+func (e ShadowFlipKind) Valid() bool {
+	switch e {
+	case ShadowFlipKindComment:
+		return true
+	case ShadowFlipKindPitch:
+		return true
+	case ShadowFlipKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowFlipLive.
+const (
+	ShadowFlipLiveAllow ShadowFlipLive = "allow"
+	ShadowFlipLiveBlock ShadowFlipLive = "block"
+)
+
+// Valid indicates whether the value is a known member of the ShadowFlipLive enum.
+func (e ShadowFlipLive) Valid() bool {
+	switch e {
+	case ShadowFlipLiveAllow:
+		return true
+	case ShadowFlipLiveBlock:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShadowKindKind.
+const (
+	ShadowKindKindComment  ShadowKindKind = "comment"
+	ShadowKindKindPitch    ShadowKindKind = "pitch"
+	ShadowKindKindRevision ShadowKindKind = "revision"
+)
+
+// Valid indicates whether the value is a known member of the ShadowKindKind enum.
+func (e ShadowKindKind) Valid() bool {
+	switch e {
+	case ShadowKindKindComment:
+		return true
+	case ShadowKindKindPitch:
+		return true
+	case ShadowKindKindRevision:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin  UserRole = "admin"
@@ -1251,6 +1422,8 @@ const (
 	GetAdminAuditParamsActionJobRetry            GetAdminAuditParamsAction = "job.retry"
 	GetAdminAuditParamsActionJobsRetry           GetAdminAuditParamsAction = "jobs.retry"
 	GetAdminAuditParamsActionModelProbe          GetAdminAuditParamsAction = "model.probe"
+	GetAdminAuditParamsActionModelPromote        GetAdminAuditParamsAction = "model.promote"
+	GetAdminAuditParamsActionModelRollback       GetAdminAuditParamsAction = "model.rollback"
 	GetAdminAuditParamsActionReviewClaim         GetAdminAuditParamsAction = "review.claim"
 	GetAdminAuditParamsActionReviewRelease       GetAdminAuditParamsAction = "review.release"
 	GetAdminAuditParamsActionUserBudget          GetAdminAuditParamsAction = "user.budget"
@@ -1290,6 +1463,10 @@ func (e GetAdminAuditParamsAction) Valid() bool {
 	case GetAdminAuditParamsActionJobsRetry:
 		return true
 	case GetAdminAuditParamsActionModelProbe:
+		return true
+	case GetAdminAuditParamsActionModelPromote:
+		return true
+	case GetAdminAuditParamsActionModelRollback:
 		return true
 	case GetAdminAuditParamsActionReviewClaim:
 		return true
@@ -1564,6 +1741,7 @@ func (e GetAdminJobsParamsWhy) Valid() bool {
 
 // Defines values for GetAdminJobsParamsState.
 const (
+	GetAdminJobsParamsStateDone    GetAdminJobsParamsState = "done"
 	GetAdminJobsParamsStateDue     GetAdminJobsParamsState = "due"
 	GetAdminJobsParamsStateLeased  GetAdminJobsParamsState = "leased"
 	GetAdminJobsParamsStateWaiting GetAdminJobsParamsState = "waiting"
@@ -1572,11 +1750,37 @@ const (
 // Valid indicates whether the value is a known member of the GetAdminJobsParamsState enum.
 func (e GetAdminJobsParamsState) Valid() bool {
 	switch e {
+	case GetAdminJobsParamsStateDone:
+		return true
 	case GetAdminJobsParamsStateDue:
 		return true
 	case GetAdminJobsParamsStateLeased:
 		return true
 	case GetAdminJobsParamsStateWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAdminJobsParamsOutcome.
+const (
+	GetAdminJobsParamsOutcomeAllow   GetAdminJobsParamsOutcome = "allow"
+	GetAdminJobsParamsOutcomeBlock   GetAdminJobsParamsOutcome = "block"
+	GetAdminJobsParamsOutcomeDecided GetAdminJobsParamsOutcome = "decided"
+	GetAdminJobsParamsOutcomeScored  GetAdminJobsParamsOutcome = "scored"
+)
+
+// Valid indicates whether the value is a known member of the GetAdminJobsParamsOutcome enum.
+func (e GetAdminJobsParamsOutcome) Valid() bool {
+	switch e {
+	case GetAdminJobsParamsOutcomeAllow:
+		return true
+	case GetAdminJobsParamsOutcomeBlock:
+		return true
+	case GetAdminJobsParamsOutcomeDecided:
+		return true
+	case GetAdminJobsParamsOutcomeScored:
 		return true
 	default:
 		return false
@@ -1964,6 +2168,9 @@ type Appeal struct {
 	DecidedAt *time.Time `json:"decidedAt"`
 	Note      *string    `json:"note"`
 
+	// Reason the moderator's answer to you, when they gave one
+	Reason *string `json:"reason"`
+
 	// State pending, granted (the item is public) or denied (the block stands)
 	State AppealState `json:"state"`
 }
@@ -2232,6 +2439,23 @@ type CommentRef struct {
 	SongId int `json:"songId"`
 }
 
+// Confidence defines model for Confidence.
+type Confidence struct {
+	// Bins the bins' edges, 0 to 1 by tenths (the last bin holds 1)
+	Bins      []float64 `json:"bins"`
+	Candidate []int     `json:"candidate"`
+	Live      []int     `json:"live"`
+}
+
+// Confusion defines model for Confusion.
+type Confusion struct {
+	// Allow items the live model allowed, by the candidate's verdict
+	Allow VerdictCounts `json:"allow"`
+
+	// Block items the live model blocked, by the candidate's verdict
+	Block VerdictCounts `json:"block"`
+}
+
 // Delivery defines model for Delivery.
 type Delivery struct {
 	AttemptLog    []DeliveryAttempt `json:"attemptLog"`
@@ -2279,6 +2503,9 @@ type DeliveryList struct {
 
 // DisabledReason defines model for DisabledReason.
 type DisabledReason string
+
+// DoneOutcome defines model for DoneOutcome.
+type DoneOutcome string
 
 // Drift defines model for Drift.
 type Drift struct {
@@ -2351,16 +2578,22 @@ type Event struct {
 	Event  EventEvent `json:"event"`
 	Id     int        `json:"id"`
 	ItemId int        `json:"itemId"`
-	Kind   EventKind  `json:"kind"`
+
+	// JobId the job the attempt was at; null for a verdict by hand on no owed job
+	JobId *int      `json:"jobId"`
+	Kind  EventKind `json:"kind"`
 
 	// Note outcome decided: the admin's note
-	Note         *string      `json:"note"`
-	Outcome      EventOutcome `json:"outcome"`
-	RequestBytes *int         `json:"requestBytes"`
-	Runs         *int         `json:"runs"`
-	Status       *int         `json:"status"`
-	UpstreamMs   *int         `json:"upstreamMs"`
-	UserId       int          `json:"userId"`
+	Note    *string      `json:"note"`
+	Outcome EventOutcome `json:"outcome"`
+
+	// Reason outcome decided or overturned: the public reason, which the item's author sees
+	Reason       *string `json:"reason"`
+	RequestBytes *int    `json:"requestBytes"`
+	Runs         *int    `json:"runs"`
+	Status       *int    `json:"status"`
+	UpstreamMs   *int    `json:"upstreamMs"`
+	UserId       int     `json:"userId"`
 
 	// Verdict outcome decided: the verdict decided
 	Verdict *Verdict `json:"verdict"`
@@ -2457,6 +2690,9 @@ type ItemReview struct {
 	Note    *string  `json:"note"`
 	Outcome *Verdict `json:"outcome"`
 
+	// Reason the decision's public reason, which the author sees
+	Reason *string `json:"reason"`
+
 	// Suggestion the model's verdict (unsure), or the block appealed
 	Suggestion *Verdict `json:"suggestion"`
 }
@@ -2474,6 +2710,9 @@ type ItemVerdict struct {
 
 	// Outcome allow or block: the model's; decided: by hand; overturned: changed by hand
 	Outcome ItemVerdictOutcome `json:"outcome"`
+
+	// Reason why, for the author (public)
+	Reason  *string            `json:"reason"`
 	Verdict ItemVerdictVerdict `json:"verdict"`
 }
 
@@ -2487,8 +2726,11 @@ type ItemVerdictVerdict string
 type Job struct {
 	Attempts int       `json:"attempts"`
 	DueAt    time.Time `json:"dueAt"`
-	Id       int       `json:"id"`
-	ItemId   int       `json:"itemId"`
+
+	// Final done: the attempt that settled it; null while owed
+	Final  *Event `json:"final"`
+	Id     int    `json:"id"`
+	ItemId int    `json:"itemId"`
 
 	// ItemTitle a revision's title, a comment's or pitch's first 80 characters
 	ItemTitle *string `json:"itemTitle"`
@@ -2497,16 +2739,25 @@ type Job struct {
 	// LastError the last attempt's error
 	LastError  *string    `json:"lastError"`
 	LeaseUntil *time.Time `json:"leaseUntil"`
-	SongId     *int       `json:"songId"`
-	Status     *int       `json:"status"`
-	Task       JobTask    `json:"task"`
-	UserId     int        `json:"userId"`
-	UserName   string     `json:"userName"`
-	Why        *Why       `json:"why"`
+
+	// Outcome done: how it settled; null while owed
+	Outcome *DoneOutcome `json:"outcome"`
+	SongId  *int         `json:"songId"`
+
+	// State due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then when it settled)
+	State    JobState `json:"state"`
+	Status   *int     `json:"status"`
+	Task     JobTask  `json:"task"`
+	UserId   int      `json:"userId"`
+	UserName string   `json:"userName"`
+	Why      *Why     `json:"why"`
 }
 
 // JobKind defines model for Job.Kind.
 type JobKind string
+
+// JobState due, waiting or leased while owed; done once settled (listed for OWED_RETAIN_DONE; dueAt is then when it settled)
+type JobState string
 
 // JobTask defines model for Job.Task.
 type JobTask string
@@ -2546,9 +2797,14 @@ type JobFilterRequest struct {
 	Author *string `json:"author,omitempty"`
 
 	// Id one job
-	Id     *int                   `json:"id,omitempty"`
-	ItemId *int                   `json:"itemId,omitempty"`
-	Kind   *JobFilterRequestKind  `json:"kind,omitempty"`
+	Id     *int                  `json:"id,omitempty"`
+	ItemId *int                  `json:"itemId,omitempty"`
+	Kind   *JobFilterRequestKind `json:"kind,omitempty"`
+
+	// Outcome settled jobs that ended so (implies state done)
+	Outcome *JobFilterRequestOutcome `json:"outcome,omitempty"`
+
+	// State done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only
 	State  *JobFilterRequestState `json:"state,omitempty"`
 	Task   *JobFilterRequestTask  `json:"task,omitempty"`
 	UserId *int                   `json:"userId,omitempty"`
@@ -2560,7 +2816,10 @@ type JobFilterRequest struct {
 // JobFilterRequestKind defines model for JobFilterRequest.Kind.
 type JobFilterRequestKind string
 
-// JobFilterRequestState defines model for JobFilterRequest.State.
+// JobFilterRequestOutcome settled jobs that ended so (implies state done)
+type JobFilterRequestOutcome string
+
+// JobFilterRequestState done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only
 type JobFilterRequestState string
 
 // JobFilterRequestTask defines model for JobFilterRequest.Task.
@@ -2605,10 +2864,12 @@ type JobStats struct {
 	Held int `json:"held"`
 
 	// HeldByWhy the held jobs (byWhy's held) by the why they would show once lifted: their own, or breaker for those the open breaker would put off
-	HeldByWhy   map[string]int `json:"heldByWhy"`
-	Leased      int            `json:"leased"`
-	OldestDueAt *time.Time     `json:"oldestDueAt"`
-	Total       int            `json:"total"`
+	HeldByWhy map[string]int `json:"heldByWhy"`
+
+	// Leased jobs claimed and running now, on every replica (one job each, a score's three model calls included)
+	Leased      int        `json:"leased"`
+	OldestDueAt *time.Time `json:"oldestDueAt"`
+	Total       int        `json:"total"`
 }
 
 // KindCounts defines model for KindCounts.
@@ -2677,17 +2938,20 @@ type MineEvent struct {
 // MineItem defines model for MineItem.
 type MineItem struct {
 	// Appeal your appeal of the item's block and its outcome; null when none
-	Appeal     *Appeal       `json:"appeal"`
-	Confidence *float64      `json:"confidence"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	Id         int           `json:"id"`
-	Jobs       []JobBrief    `json:"jobs"`
-	Kind       MineItemKind  `json:"kind"`
-	Score      *Score        `json:"score"`
-	SongId     *int          `json:"songId,omitempty"`
-	State      MineItemState `json:"state"`
-	Title      *string       `json:"title,omitempty"`
-	Verdict    *Verdict      `json:"verdict"`
+	Appeal     *Appeal      `json:"appeal"`
+	Confidence *float64     `json:"confidence"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	Id         int          `json:"id"`
+	Jobs       []JobBrief   `json:"jobs"`
+	Kind       MineItemKind `json:"kind"`
+
+	// Reason a moderator's public reason for the verdict; null when none
+	Reason  *string       `json:"reason"`
+	Score   *Score        `json:"score"`
+	SongId  *int          `json:"songId,omitempty"`
+	State   MineItemState `json:"state"`
+	Title   *string       `json:"title,omitempty"`
+	Verdict *Verdict      `json:"verdict"`
 }
 
 // MineItemKind defines model for MineItem.Kind.
@@ -2706,8 +2970,11 @@ type Minute struct {
 
 // ModelState defines model for ModelState.
 type ModelState struct {
+	// Cap OWED_MODEL_CONCURRENCY: model calls in flight per replica
 	Cap      int `json:"cap"`
 	Failures int `json:"failures"`
+
+	// InFlight model calls this replica's jobs are asking now (a score's three runs count three), out of cap; never more than three times the leased jobs
 	InFlight int `json:"inFlight"`
 
 	// LastError the last real failure in words (kept after the breaker closes)
@@ -3032,7 +3299,159 @@ type SessionRequest struct {
 
 // Shadow defines model for Shadow.
 type Shadow struct {
+	Calls ShadowCalls `json:"calls"`
+
+	// Candidate null when none is set
+	Candidate *ShadowCandidate `json:"candidate"`
+
+	// Drift the anchor set's runs against the live model
 	Drift Drift `json:"drift"`
+
+	// From the first result compared; null when none
+	From *time.Time  `json:"from"`
+	Live ShadowModel `json:"live"`
+
+	// Promoted the candidate is live (POST /api/admin/shadow/promote)
+	Promoted bool `json:"promoted"`
+
+	// Rescore the re-score of songs under the live rubric, with progress, rate and ETA
+	Rescore ShadowRescore `json:"rescore"`
+	Scores  ShadowScores  `json:"scores"`
+	Screens ShadowScreens `json:"screens"`
+	To      *time.Time    `json:"to"`
+}
+
+// ShadowCalls defines model for ShadowCalls.
+type ShadowCalls struct {
+	// DailyLimit OWED_SHADOW_DAILY_LIMIT
+	DailyLimit int `json:"dailyLimit"`
+
+	// Owed shadow calls owed
+	Owed int `json:"owed"`
+
+	// Today the candidate's calls this UTC day (a score counts as its three)
+	Today int `json:"today"`
+}
+
+// ShadowCandidate defines model for ShadowCandidate.
+type ShadowCandidate struct {
+	// Api relay or openai
+	Api    string `json:"api"`
+	Model  string `json:"model"`
+	Rubric string `json:"rubric"`
+
+	// Since when this candidate was first set
+	Since *time.Time `json:"since"`
+}
+
+// ShadowFlip defines model for ShadowFlip.
+type ShadowFlip struct {
+	At                  time.Time           `json:"at"`
+	Candidate           ShadowFlipCandidate `json:"candidate"`
+	CandidateConfidence float64             `json:"candidateConfidence"`
+	Id                  int                 `json:"id"`
+
+	// Kind the item's page is /admin/items/{kind}/{id}
+	Kind           ShadowFlipKind `json:"kind"`
+	Live           ShadowFlipLive `json:"live"`
+	LiveConfidence float64        `json:"liveConfidence"`
+}
+
+// ShadowFlipCandidate defines model for ShadowFlip.Candidate.
+type ShadowFlipCandidate string
+
+// ShadowFlipKind the item's page is /admin/items/{kind}/{id}
+type ShadowFlipKind string
+
+// ShadowFlipLive defines model for ShadowFlip.Live.
+type ShadowFlipLive string
+
+// ShadowKind defines model for ShadowKind.
+type ShadowKind struct {
+	Compared int            `json:"compared"`
+	Kind     ShadowKindKind `json:"kind"`
+	Table    Confusion      `json:"table"`
+}
+
+// ShadowKindKind defines model for ShadowKind.Kind.
+type ShadowKindKind string
+
+// ShadowModel defines model for ShadowModel.
+type ShadowModel struct {
+	// Api relay or openai
+	Api    string `json:"api"`
+	Model  string `json:"model"`
+	Rubric string `json:"rubric"`
+}
+
+// ShadowMover defines model for ShadowMover.
+type ShadowMover struct {
+	CandidateRank int `json:"candidateRank"`
+
+	// LiveRank 1 is first
+	LiveRank int `json:"liveRank"`
+
+	// Shift liveRank - candidateRank: positive moves up
+	Shift  int    `json:"shift"`
+	SongId int    `json:"songId"`
+	Title  string `json:"title"`
+}
+
+// ShadowPoint defines model for ShadowPoint.
+type ShadowPoint struct {
+	Candidate float64 `json:"candidate"`
+	Live      float64 `json:"live"`
+	SongId    int     `json:"songId"`
+}
+
+// ShadowRescore defines model for ShadowRescore.
+type ShadowRescore struct {
+	// Done songs whose score is under the live rubric
+	Done int `json:"done"`
+
+	// Eta when the rest will be done at that rate; null when done or unknown
+	Eta *time.Time `json:"eta"`
+
+	// RowsPerMinute songs re-scored a minute since the promotion or rollback; null before one is
+	RowsPerMinute *float64 `json:"rowsPerMinute"`
+
+	// Rubric the live rubric songs are re-scored under
+	Rubric string `json:"rubric"`
+
+	// Total scored songs
+	Total int `json:"total"`
+}
+
+// ShadowScores defines model for ShadowScores.
+type ShadowScores struct {
+	Compared int `json:"compared"`
+
+	// MeanDiff mean of candidate art - live art; null when none was compared
+	MeanDiff *float64 `json:"meanDiff"`
+
+	// Movers by |shift|, at most 50
+	Movers []ShadowMover `json:"movers"`
+
+	// Points newest first, at most 500
+	Points []ShadowPoint `json:"points"`
+
+	// Spearman rank correlation of the public song list under each (its songs both scored); null under 2 songs
+	Spearman *float64 `json:"spearman"`
+
+	// SpreadDiff standard deviation of that difference
+	SpreadDiff *float64 `json:"spreadDiff"`
+}
+
+// ShadowScreens defines model for ShadowScreens.
+type ShadowScreens struct {
+	// Agreement the share of verdicts the candidate agrees with; null when none was compared
+	Agreement  *float64     `json:"agreement"`
+	ByKind     []ShadowKind `json:"byKind"`
+	Compared   int          `json:"compared"`
+	Confidence Confidence   `json:"confidence"`
+
+	// Flips items the candidate would flip, newest first, at most 50
+	Flips []ShadowFlip `json:"flips"`
 }
 
 // Skipped defines model for Skipped.
@@ -3049,8 +3468,11 @@ type Song struct {
 	Art       *float64  `json:"art"`
 	CreatedAt time.Time `json:"createdAt"`
 	Id        int       `json:"id"`
-	Title     string    `json:"title"`
-	UserId    int       `json:"userId"`
+
+	// ScoreRubric the rubric art was scored under (null while unscored); by art, songs under the live rubric come first, then the rest
+	ScoreRubric *string `json:"scoreRubric"`
+	Title       string  `json:"title"`
+	UserId      int     `json:"userId"`
 }
 
 // SongCreated defines model for SongCreated.
@@ -3170,14 +3592,23 @@ type UserRequestRole string
 // Verdict defines model for Verdict.
 type Verdict string
 
+// VerdictCounts defines model for VerdictCounts.
+type VerdictCounts struct {
+	Allow int `json:"allow"`
+	Block int `json:"block"`
+}
+
 // VerdictRequest defines model for VerdictRequest.
 type VerdictRequest struct {
 	// Note why, for moderators and webhooks (not shown to the author); required with overturn
 	Note *string `json:"note,omitempty"`
 
 	// Overturn change a verdict already given (event outcome overturned; the webhook is sent again)
-	Overturn *bool                 `json:"overturn,omitempty"`
-	Verdict  VerdictRequestVerdict `json:"verdict"`
+	Overturn *bool `json:"overturn,omitempty"`
+
+	// Reason why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's item.appeal.decided
+	Reason  *string               `json:"reason,omitempty"`
+	Verdict VerdictRequestVerdict `json:"verdict"`
 }
 
 // VerdictRequestVerdict defines model for VerdictRequest.Verdict.
@@ -3381,17 +3812,18 @@ type PostAdminItemsKindIdVerdictParamsKind string
 
 // GetAdminJobsParams defines parameters for GetAdminJobs.
 type GetAdminJobsParams struct {
-	Id     *int                     `form:"id,omitempty" json:"id,omitempty"`
-	Task   *GetAdminJobsParamsTask  `form:"task,omitempty" json:"task,omitempty"`
-	Kind   *GetAdminJobsParamsKind  `form:"kind,omitempty" json:"kind,omitempty"`
-	Why    *GetAdminJobsParamsWhy   `form:"why,omitempty" json:"why,omitempty"`
-	UserId *int                     `form:"userId,omitempty" json:"userId,omitempty"`
-	Author *string                  `form:"author,omitempty" json:"author,omitempty"`
-	ItemId *int                     `form:"itemId,omitempty" json:"itemId,omitempty"`
-	State  *GetAdminJobsParamsState `form:"state,omitempty" json:"state,omitempty"`
-	Sort   *GetAdminJobsParamsSort  `form:"sort,omitempty" json:"sort,omitempty"`
-	Limit  *int                     `form:"limit,omitempty" json:"limit,omitempty"`
-	Cursor *string                  `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Id      *int                       `form:"id,omitempty" json:"id,omitempty"`
+	Task    *GetAdminJobsParamsTask    `form:"task,omitempty" json:"task,omitempty"`
+	Kind    *GetAdminJobsParamsKind    `form:"kind,omitempty" json:"kind,omitempty"`
+	Why     *GetAdminJobsParamsWhy     `form:"why,omitempty" json:"why,omitempty"`
+	UserId  *int                       `form:"userId,omitempty" json:"userId,omitempty"`
+	Author  *string                    `form:"author,omitempty" json:"author,omitempty"`
+	ItemId  *int                       `form:"itemId,omitempty" json:"itemId,omitempty"`
+	State   *GetAdminJobsParamsState   `form:"state,omitempty" json:"state,omitempty"`
+	Outcome *GetAdminJobsParamsOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+	Sort    *GetAdminJobsParamsSort    `form:"sort,omitempty" json:"sort,omitempty"`
+	Limit   *int                       `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor  *string                    `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // GetAdminJobsParamsTask defines parameters for GetAdminJobs.
@@ -3405,6 +3837,9 @@ type GetAdminJobsParamsWhy string
 
 // GetAdminJobsParamsState defines parameters for GetAdminJobs.
 type GetAdminJobsParamsState string
+
+// GetAdminJobsParamsOutcome defines parameters for GetAdminJobs.
+type GetAdminJobsParamsOutcome string
 
 // GetAdminJobsParamsSort defines parameters for GetAdminJobs.
 type GetAdminJobsParamsSort string
@@ -3463,6 +3898,18 @@ type PostAdminReviewKindIdClaimParams struct {
 
 // PostAdminReviewKindIdClaimParamsKind defines parameters for PostAdminReviewKindIdClaim.
 type PostAdminReviewKindIdClaimParamsKind string
+
+// PostAdminShadowPromoteParams defines parameters for PostAdminShadowPromote.
+type PostAdminShadowPromoteParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// PostAdminShadowRollbackParams defines parameters for PostAdminShadowRollback.
+type PostAdminShadowRollbackParams struct {
+	// IdempotencyKey makes a retry safe: a repeat with the same key and the same request (method, path, query, and JSON body compared as JSON: whitespace and key order aside) replays the first answer (Idempotent-Replayed: true); another request answers 422 idempotency_mismatch; while the first runs, 409 idempotency_in_flight with Retry-After
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // GetAdminUsersParams defines parameters for GetAdminUsers.
 type GetAdminUsersParams struct {
@@ -4041,7 +4488,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAdminJobs Owed jobs, filtered
+	// GetAdminJobs Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -4066,14 +4513,14 @@ type ClientInterface interface {
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRetryParams, body PostAdminJobsRetryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
+	// GetAdminJobsId One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsId(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	// PostAdminJobsIdRetry Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
@@ -4129,12 +4576,26 @@ type ClientInterface interface {
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAdminShadow The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+	// GetAdminShadow The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls, the re-score's progress, and the drift runs of the anchor set against the live model (newest first, at most 60)
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
 	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
 	GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminShadowPromote Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+	PostAdminShadowPromote(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdminShadowRollback Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+	PostAdminShadowRollback(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAdminStats The overview's summary
 	//
@@ -4934,7 +5395,7 @@ func (c *Client) PostAdminItemsKindIdVerdict(ctx context.Context, kind PostAdmin
 	return c.Client.Do(req)
 }
 
-// GetAdminJobs Owed jobs, filtered
+// GetAdminJobs Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -4989,7 +5450,7 @@ func (c *Client) PostAdminJobsRetry(ctx context.Context, params *PostAdminJobsRe
 	return c.Client.Do(req)
 }
 
-// GetAdminJobsId One owed job, its item's title, its author, and every attempt with its error
+// GetAdminJobsId One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -5006,7 +5467,7 @@ func (c *Client) GetAdminJobsId(ctx context.Context, id int, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// PostAdminJobsIdRetry Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+// PostAdminJobsIdRetry Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
@@ -5142,13 +5603,47 @@ func (c *Client) PostAdminReviewKindIdClaim(ctx context.Context, kind PostAdminR
 	return c.Client.Do(req)
 }
 
-// GetAdminShadow The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+// GetAdminShadow The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls, the re-score's progress, and the drift runs of the anchor set against the live model (newest first, at most 60)
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
 // Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
 func (c *Client) GetAdminShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAdminShadowRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminShadowPromote Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+func (c *Client) PostAdminShadowPromote(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminShadowPromoteRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdminShadowRollback Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+func (c *Client) PostAdminShadowRollback(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdminShadowRollbackRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7202,6 +7697,18 @@ func NewGetAdminJobsRequest(server string, params *GetAdminJobsParams) (*http.Re
 
 		}
 
+		if params.Outcome != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outcome", *params.Outcome, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Sort != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -7761,6 +8268,90 @@ func NewGetAdminShadowRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostAdminShadowPromoteRequest constructs an http.Request for the PostAdminShadowPromote method
+func NewPostAdminShadowPromoteRequest(server string, params *PostAdminShadowPromoteParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow/promote")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostAdminShadowRollbackRequest constructs an http.Request for the PostAdminShadowRollback method
+func NewPostAdminShadowRollbackRequest(server string, params *PostAdminShadowRollbackParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/admin/shadow/rollback")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10488,7 +11079,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/admin/items/{kind}/{id}/verdict (the `PostAdminItemsKindIdVerdict` operationId).
 	PostAdminItemsKindIdVerdictWithResponse(ctx context.Context, kind PostAdminItemsKindIdVerdictParamsKind, id int, params *PostAdminItemsKindIdVerdictParams, body PostAdminItemsKindIdVerdictJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminItemsKindIdVerdictResponse, error)
 
-	// GetAdminJobsWithResponse Owed jobs, filtered
+	// GetAdminJobsWithResponse Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -10515,7 +11106,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/admin/jobs/retry (the `PostAdminJobsRetry` operationId).
 	PostAdminJobsRetryWithResponse(ctx context.Context, params *PostAdminJobsRetryParams, body PostAdminJobsRetryJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdminJobsRetryResponse, error)
 
-	// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
+	// GetAdminJobsIdWithResponse One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -10524,7 +11115,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/admin/jobs/{id} (the `GetAdminJobsId` operationId).
 	GetAdminJobsIdWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetAdminJobsIdResponse, error)
 
-	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+	// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 	//
 	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 	//
@@ -10596,7 +11187,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/admin/review/{kind}/{id}/claim (the `PostAdminReviewKindIdClaim` operationId).
 	PostAdminReviewKindIdClaimWithResponse(ctx context.Context, kind PostAdminReviewKindIdClaimParamsKind, id int, params *PostAdminReviewKindIdClaimParams, reqEditors ...RequestEditorFn) (*PostAdminReviewKindIdClaimResponse, error)
 
-	// GetAdminShadowWithResponse The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+	// GetAdminShadowWithResponse The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls, the re-score's progress, and the drift runs of the anchor set against the live model (newest first, at most 60)
 	//
 	// Callers: admin (a bearer token, or a browser session cookie).
 	//
@@ -10604,6 +11195,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/admin/shadow (the `GetAdminShadow` operationId).
 	GetAdminShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminShadowResponse, error)
+
+	// PostAdminShadowPromoteWithResponse Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+	PostAdminShadowPromoteWithResponse(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*PostAdminShadowPromoteResponse, error)
+
+	// PostAdminShadowRollbackWithResponse Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+	//
+	// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+	PostAdminShadowRollbackWithResponse(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*PostAdminShadowRollbackResponse, error)
 
 	// GetAdminStatsWithResponse The overview's summary
 	//
@@ -13960,6 +14569,298 @@ func (r GetAdminShadowResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAdminShadowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminShadowPromoteResponse200Headers the declared response headers of an HTTP 200 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminShadowPromoteResponse409Headers the declared response headers of an HTTP 409 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse429Headers the declared response headers of an HTTP 429 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse503Headers the declared response headers of an HTTP 503 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowPromoteResponse507Headers the declared response headers of an HTTP 507 response for PostAdminShadowPromote
+type PostAdminShadowPromoteResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminShadowPromoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminShadowPromoteResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminShadowPromoteResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminShadowPromoteResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminShadowPromoteResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminShadowPromoteResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminShadowPromoteResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminShadowPromoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminShadowPromoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminShadowPromoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminShadowPromoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostAdminShadowRollbackResponse200Headers the declared response headers of an HTTP 200 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// PostAdminShadowRollbackResponse409Headers the declared response headers of an HTTP 409 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse429Headers the declared response headers of an HTTP 429 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse503Headers the declared response headers of an HTTP 503 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse503Headers struct {
+	RetryAfter *int
+}
+
+// PostAdminShadowRollbackResponse507Headers the declared response headers of an HTTP 507 response for PostAdminShadowRollback
+type PostAdminShadowRollbackResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostAdminShadowRollbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Shadow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ForbiddenOrCSRF
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostAdminShadowRollbackResponse200Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostAdminShadowRollbackResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAdminShadowRollbackResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostAdminShadowRollbackResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostAdminShadowRollbackResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON200() *Shadow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON403() *ForbiddenOrCSRF {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostAdminShadowRollbackResponse) GetJSONDefault() *Internal {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdminShadowRollbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdminShadowRollbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdminShadowRollbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdminShadowRollbackResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19879,7 +20780,7 @@ func (c *ClientWithResponses) PostAdminItemsKindIdVerdictWithResponse(ctx contex
 	return ParsePostAdminItemsKindIdVerdictResponse(rsp)
 }
 
-// GetAdminJobsWithResponse Owed jobs, filtered
+// GetAdminJobsWithResponse Owed jobs, filtered; with state=done (or an outcome) the jobs settled within OWED_RETAIN_DONE instead, each with its outcome and the attempt that settled it
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -19924,7 +20825,7 @@ func (c *ClientWithResponses) PostAdminJobsRetryWithResponse(ctx context.Context
 	return ParsePostAdminJobsRetryResponse(rsp)
 }
 
-// GetAdminJobsIdWithResponse One owed job, its item's title, its author, and every attempt with its error
+// GetAdminJobsIdWithResponse One job, owed or settled within OWED_RETAIN_DONE (state done), its item's title, its author, and every attempt with its error
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -19939,7 +20840,7 @@ func (c *ClientWithResponses) GetAdminJobsIdWithResponse(ctx context.Context, id
 	return ParseGetAdminJobsIdResponse(rsp)
 }
 
-// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, or while the budget it waits for cannot cover it); not an attempt by itself
+// PostAdminJobsIdRetryWithResponse Make one job due now (409 while it runs, while the budget it waits for cannot cover it, or once it is done); not an attempt by itself
 //
 // Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
 //
@@ -20059,7 +20960,7 @@ func (c *ClientWithResponses) PostAdminReviewKindIdClaimWithResponse(ctx context
 	return ParsePostAdminReviewKindIdClaimResponse(rsp)
 }
 
-// GetAdminShadowWithResponse The candidate model's agreement with the live one, and the drift runs of the anchor set against the live model (newest first, at most 60)
+// GetAdminShadowWithResponse The candidate model or rubric beside the live one: the confusion table of verdicts by kind, the flips, the confidence histograms; the scores' difference, the public list's rank correlation and movers; the calls, the re-score's progress, and the drift runs of the anchor set against the live model (newest first, at most 60)
 //
 // Callers: admin (a bearer token, or a browser session cookie).
 //
@@ -20072,6 +20973,36 @@ func (c *ClientWithResponses) GetAdminShadowWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseGetAdminShadowResponse(rsp)
+}
+
+// PostAdminShadowPromoteWithResponse Make the candidate live on every replica: live work asks it under its rubric from now on, every song scored under another rubric is re-scored (owed work, charged to nobody), the owed shadow calls are dropped. Audited. 409 no_candidate without one, promoted when it is live already
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/shadow/promote (the `PostAdminShadowPromote` operationId).
+func (c *ClientWithResponses) PostAdminShadowPromoteWithResponse(ctx context.Context, params *PostAdminShadowPromoteParams, reqEditors ...RequestEditorFn) (*PostAdminShadowPromoteResponse, error) {
+	rsp, err := c.PostAdminShadowPromote(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminShadowPromoteResponse(rsp)
+}
+
+// PostAdminShadowRollbackWithResponse Make the configured model and rubric live again; songs scored under the candidate's rubric are re-scored. Audited. 409 not_promoted when the configured model is live
+//
+// Callers: admin (a bearer token, or a browser session cookie). Send an Idempotency-Key to make a retry safe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/admin/shadow/rollback (the `PostAdminShadowRollback` operationId).
+func (c *ClientWithResponses) PostAdminShadowRollbackWithResponse(ctx context.Context, params *PostAdminShadowRollbackParams, reqEditors ...RequestEditorFn) (*PostAdminShadowRollbackResponse, error) {
+	rsp, err := c.PostAdminShadowRollback(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdminShadowRollbackResponse(rsp)
 }
 
 // GetAdminStatsWithResponse The overview's summary
@@ -23720,6 +24651,304 @@ func ParseGetAdminShadowResponse(rsp *http.Response) (*GetAdminShadowResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminShadowPromoteResponse parses an HTTP response from a PostAdminShadowPromoteWithResponse call
+func ParsePostAdminShadowPromoteResponse(rsp *http.Response) (*PostAdminShadowPromoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminShadowPromoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminShadowPromoteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminShadowPromoteResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminShadowPromoteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminShadowPromoteResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminShadowPromoteResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostAdminShadowRollbackResponse parses an HTTP response from a PostAdminShadowRollbackWithResponse call
+func ParsePostAdminShadowRollbackResponse(rsp *http.Response) (*PostAdminShadowRollbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdminShadowRollbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Shadow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ForbiddenOrCSRF
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostAdminShadowRollbackResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostAdminShadowRollbackResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostAdminShadowRollbackResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostAdminShadowRollbackResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostAdminShadowRollbackResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
