@@ -147,10 +147,12 @@ func TestModerationWalkInChromium(t *testing.T) {
 	b.click(t, "review-undo")
 	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is blocked now", walked))
 	focused("the focus back on the queue after Undo", "review-allow")
-	// By keyboard: B on the next entry, U undoes it.
+	// By keyboard: B on the next entry, once it can be decided; U undoes it, once its toast
+	// offers the Undo.
+	b.waitJS(t, "the next entry decidable", jsVisible("review-allow")+` && !`+jsEl("review-allow")+`.disabled`)
 	b.do(t, "focus the page", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
 	b.key(t, "b")
-	b.waitJS(t, "the block's Undo", jsVisible("review-undo"))
+	toast("the block's toast", fmt.Sprintf("Blocked pitch #%d.", next))
 	b.key(t, "u")
 	toast("the undo's toast", fmt.Sprintf("Undone: pitch #%d is allowed now", next))
 	verdicts := func() []any {
