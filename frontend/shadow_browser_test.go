@@ -2,13 +2,11 @@ package frontend_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,73 +14,46 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/owed/owed/app"
+	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
 )
 
-// shadowFixture is the candidate's members of GET /api/admin/shadow (docs/shadow.md), as two
-// models that disagree on known items answer them: comments flipped 3 + 1, pitches 2, songs
-// scored higher by the candidate with a few moved far. The flips name real items.
-func shadowFixture(comments, pitches []int64, at time.Time) map[string]any {
-	iso := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-	flips := []map[string]any{}
-	for i, id := range comments[:4] {
-		live, cand := "allow", "block"
-		if i == 3 {
-			live, cand = "block", "allow"
-		}
-		flips = append(flips, map[string]any{"kind": "comment", "id": id, "live": live, "candidate": cand,
-			"liveConfidence": 0.91, "candidateConfidence": 0.77, "at": iso(at.Add(-time.Duration(i) * time.Minute))})
-	}
-	for _, id := range pitches[:2] {
-		flips = append(flips, map[string]any{"kind": "pitch", "id": id, "live": "allow", "candidate": "block",
-			"liveConfidence": 0.88, "candidateConfidence": 0.69, "at": iso(at.Add(-10 * time.Minute))})
-	}
-	points := []map[string]any{}
-	for i := range 40 {
-		live := 0.2 + float64(i)*0.017
-		cand := live + 0.03
-		if i%9 == 0 {
-			cand = live + 0.15 // far off the diagonal
-		}
-		points = append(points, map[string]any{"songId": i + 1, "live": live, "candidate": min(cand, 1)})
-	}
-	movers := []map[string]any{}
-	for i, m := range [][3]int{{3, 12, 4}, {7, 2, 9}, {11, 20, 14}, {5, 6, 10}, {9, 15, 12}, {1, 1, 3}} {
-		movers = append(movers, map[string]any{"songId": m[0], "title": fmt.Sprintf("Song %c", 'A'+i), "liveRank": m[1],
-			"candidateRank": m[2], "shift": m[1] - m[2]})
-	}
-	return map[string]any{
-		"live":      map[string]any{"model": "critic", "api": "relay", "rubric": "art-v1"},
-		"candidate": map[string]any{"model": "critic-2", "api": "relay", "rubric": "art-v2", "since": iso(at.Add(-2 * time.Hour))},
-		"from":      iso(at.Add(-2 * time.Hour)), "to": iso(at),
-		"calls": map[string]any{"today": 120, "dailyLimit": 1000, "owed": 4},
-		"screens": map[string]any{
-			"compared": 300, "agreement": 0.96,
-			"byKind": []map[string]any{
-				{"kind": "comment", "compared": 100, "table": map[string]any{"allow": map[string]int{"allow": 90, "block": 3}, "block": map[string]int{"allow": 1, "block": 6}}},
-				{"kind": "pitch", "compared": 200, "table": map[string]any{"allow": map[string]int{"allow": 170, "block": 2}, "block": map[string]int{"allow": 0, "block": 28}}},
-			},
-			"flips": flips,
-			"confidence": map[string]any{"bins": []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1},
-				"live": []int{0, 0, 0, 0, 0, 1, 2, 5, 40, 52}, "candidate": []int{0, 0, 0, 0, 1, 2, 3, 10, 40, 44}},
-		},
-		"scores": map[string]any{"compared": 40, "meanDiff": 0.031, "spreadDiff": 0.044, "spearman": 0.93, "points": points, "movers": movers},
-	}
-}
-
-// TestShadowPanelInChromium: the Shadow panel draws GET /api/admin/shadow — the candidate's
-// members from the contract's fixture (two models that disagree on known items), the drift
-// member from a real owed whose fake model held, then drifted — as pictures: a confusion
+// TestShadowPanelInChromium: the Shadow panel draws GET /api/admin/shadow of a real owed whose
+// live model and candidate disagree on known items, after the live and the shadow sweeps, and
+// whose live model then held and drifted against the anchor set — as pictures: a confusion
 // matrix per kind with exact counts, the confidence histograms, the flips linked to their
 // items' pages, the scatter, the rank shifts, the drift history with its red alert line and
-// the drifted runs marked. Promote asks first (Esc cancels, nothing is sent); the anchor set
-// is added to and deleted from through the form. axe finds nothing serious, light and dark,
-// and at 360 px nothing is wider than the screen.
+// the drifted runs marked. Promote asks first (Esc cancels, nothing changes), then makes the
+// candidate live with the re-score shown; Roll back makes the configured model live again. The
+// anchor set is added to and deleted from through the form. axe finds nothing serious, light
+// and dark, and at 360 px nothing is wider than the screen.
 func TestShadowPanelInChromium(t *testing.T) {
 	exe := chromiumPath(t)
-	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db")
-	env.Quiet()
+	// The live model blocks "rude" text at 0.95 and allows the rest at 0.9; the candidate
+	// (critic-2, art-v2) blocks "rude" and "spam" at 0.7 and allows the rest at 0.8. Songs s1 … s4
+	// score 0.1 … 0.4 live and 0.8, 0.6, 0.7, 0.5 under the candidate.
+	cand := modeltest.New(t)
+	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) {
+		c.ShadowModelURL, c.ShadowModelName, c.ShadowRubric = cand.URL(), "critic-2", "art-v2"
+	})
+	env.Model.AnswerBy(func(text string) (string, float64) {
+		if strings.Contains(text, "rude") {
+			return "block", 0.95
+		}
+		return "allow", 0.9
+	}, func(title string) float64 {
+		return map[string]float64{"s1": 0.1, "s2": 0.2, "s3": 0.3, "s4": 0.4}[title]
+	})
+	cand.AnswerBy(func(text string) (string, float64) {
+		if strings.Contains(text, "rude") || strings.Contains(text, "spam") {
+			return "block", 0.7
+		}
+		return "allow", 0.8
+	}, func(title string) float64 {
+		return map[string]float64{"s1": 0.8, "s2": 0.6, "s3": 0.7, "s4": 0.5}[title]
+	})
 	ctx := context.Background()
 	ok := func(r owedtest.Response, status int, what string) owedtest.Response {
 		t.Helper()
@@ -92,28 +63,53 @@ func TestShadowPanelInChromium(t *testing.T) {
 		return r
 	}
 	ada, _ := env.User("ada", models.RoleAuthor)
-	song, rev, err := env.App.Store.CreateSong(ctx, ada, "Tide", `s("bd sd")`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var comments, pitches []int64
-	for i := range 5 {
-		c, err := env.App.Store.CreateComment(ctx, ada, song.ID, fmt.Sprintf("comment %d", i))
+	var songs, revs, comments, pitches []int64
+	for i := range 4 {
+		s, rev, err := env.App.Store.CreateSong(ctx, ada, fmt.Sprintf("s%d", i+1), `s("bd sd")`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := env.App.Store.CreatePitch(ctx, ada, fmt.Sprintf("pitch %d", i))
+		songs, revs = append(songs, s.ID), append(revs, rev.ID)
+	}
+	// Per kind five agreed allows, one flip (spam) and one agreed block (rude).
+	for _, body := range []string{"comment 0", "comment 1", "comment 2", "comment 3", "comment 4", "spam comment", "rude comment"} {
+		c, err := env.App.Store.CreateComment(ctx, ada, songs[0], body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		comments, pitches = append(comments, c.ID), append(pitches, p.ID)
+		comments = append(comments, c.ID)
 	}
+	for _, body := range []string{"pitch 0", "pitch 1", "pitch 2", "pitch 3", "pitch 4", "spam pitch", "rude pitch"} {
+		p, err := env.App.Store.CreatePitch(ctx, ada, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pitches = append(pitches, p.ID)
+	}
+	if n := env.Sweep(); n != 22 { // eighteen screens, four scores
+		t.Fatalf("the live sweep ran %d, want 22", n)
+	}
+	if n, err := env.App.Content.SweepShadow(ctx); err != nil || n != 22 {
+		t.Fatalf("the shadow sweep ran %d (%v), want 22", n, err)
+	}
+	shadow := func() map[string]any {
+		t.Helper()
+		return ok(env.Do(http.MethodGet, "/api/admin/shadow", owedtest.AdminToken, nil), 200, "shadow").JSON()
+	}
+	rescored := func(rubric string) func() bool {
+		return func() bool {
+			r := obj(shadow()["rescore"])
+			return r["rubric"] == rubric && num(r["total"]) == 4 && num(r["done"]) == 4
+		}
+	}
+
 	// The anchor set: four pitches expected allowed, a revision with its reference art.
 	for _, p := range pitches[:4] {
 		ok(env.Do(http.MethodPost, "/api/admin/anchors", owedtest.AdminToken, map[string]any{"kind": "pitch", "itemId": p, "verdict": "allow"}), 201, "anchor")
 	}
-	ok(env.Do(http.MethodPost, "/api/admin/anchors", owedtest.AdminToken, map[string]any{"kind": "revision", "itemId": rev.ID, "art": 0.5}), 201, "anchor")
+	ok(env.Do(http.MethodPost, "/api/admin/anchors", owedtest.AdminToken, map[string]any{"kind": "revision", "itemId": revs[0], "art": 0.5}), 201, "anchor")
 	// The live model holds for five runs a day apart, then drifts for three (one alert).
+	env.Model.Handle(nil)
 	env.Model.SetVerdict("allow", 0.95)
 	drifted := 0
 	for i := range 8 {
@@ -132,49 +128,8 @@ func TestShadowPanelInChromium(t *testing.T) {
 	if drifted != 3 {
 		t.Fatalf("%d drifted runs, want 3", drifted)
 	}
-	fixture := shadowFixture(comments, pitches, env.Clock.Now())
-
-	// The server: the real owed, with the candidate's members of GET /api/admin/shadow and its
-	// promote and rollback answered from the fixture (the drift member stays the real one).
-	var mu sync.Mutex
-	posted := map[string]int{}
-	app := env.App.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/api/admin/shadow":
-			rec := httptest.NewRecorder()
-			app.ServeHTTP(rec, r)
-			if rec.Code != http.StatusOK {
-				w.WriteHeader(rec.Code)
-				w.Write(rec.Body.Bytes())
-				return
-			}
-			var real map[string]json.RawMessage
-			if err := json.Unmarshal(rec.Body.Bytes(), &real); err != nil {
-				t.Errorf("shadow answer: %v", err)
-			}
-			out := map[string]any{"drift": real["drift"]}
-			for k, v := range fixture {
-				out[k] = v
-			}
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(out)
-		case r.Method == http.MethodPost && (r.URL.Path == "/api/admin/shadow/promote" || r.URL.Path == "/api/admin/shadow/rollback"):
-			mu.Lock()
-			posted[r.URL.Path]++
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(`{}`))
-		default:
-			app.ServeHTTP(w, r)
-		}
-	}))
+	srv := httptest.NewServer(env.App.Handler())
 	t.Cleanup(srv.Close)
-	posts := func(path string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return posted[path]
-	}
 
 	b := newBrowser(t, exe, srv.URL, time.Until(env.Clock.Now()))
 	t.Cleanup(b.checkProblems)
@@ -187,42 +142,62 @@ func TestShadowPanelInChromium(t *testing.T) {
 		t.Errorf("at 1280 px the tabs need a More menu")
 	}
 
-	// The names and counts.
+	// The names and counts, as the real answer gives them (the calls were eight days ago).
 	b.waitText(t, "shadow-live", "critic · art-v1")
 	b.waitText(t, "shadow-candidate", "critic-2 · art-v2")
-	b.waitText(t, "shadow-calls", "120 / 1,000", "4 owed")
-	b.waitText(t, "shadow-compared", "300 screens · 40 scores")
-	b.waitExact(t, "shadow-agreement", "96.0%")
+	b.waitText(t, "shadow-calls", "0 / 1,000", "0 owed")
+	b.waitText(t, "shadow-compared", "18 screens · 4 scores")
+	b.waitExact(t, "shadow-agreement", "88.9%")
+	b.waitText(t, "shadow-rescore", "4 of 4", "art-v1")
+	if eval[bool](t, b, jsEl("shadow-rollback")+`.disabled`) == false {
+		t.Errorf("Rollback is offered while the configured model is live")
+	}
 	// The confusion matrices, cell by cell.
 	for cell, want := range map[string]string{
-		"comment-allow-allow": "90", "comment-allow-block": "3", "comment-block-allow": "1", "comment-block-block": "6",
-		"pitch-allow-allow": "170", "pitch-allow-block": "2", "pitch-block-allow": "0", "pitch-block-block": "28",
+		"revision-allow-allow": "4", "revision-allow-block": "0", "revision-block-allow": "0", "revision-block-block": "0",
+		"comment-allow-allow": "5", "comment-allow-block": "1", "comment-block-allow": "0", "comment-block-block": "1",
+		"pitch-allow-allow": "5", "pitch-allow-block": "1", "pitch-block-allow": "0", "pitch-block-block": "1",
 	} {
 		if got := b.textOf(t, "shadow-cell-"+cell); got != want {
 			t.Errorf("matrix cell %s reads %q, want %q", cell, got, want)
 		}
 	}
-	// The histograms: a bar per model per bin; the scatter: a point per song, 5 off the diagonal.
+	// The histograms: a bar per model per bin, drawn where the verdicts are: every live one in
+	// 0.9–1, the candidate's in 0.7–0.8 (its blocks) and 0.8–0.9 (its allows).
 	if n := eval[int](t, b, jsEl("shadow-confidence")+`.querySelectorAll('svg.sh-svg rect.sh-live, svg.sh-svg rect.sh-cand').length`); n != 20 {
 		t.Errorf("%d histogram bars, want 20", n)
 	}
-	if n := eval[int](t, b, jsEl("shadow-scatter")+`.querySelectorAll('circle').length`); n != 40 {
-		t.Errorf("%d scatter points, want 40", n)
+	bars := eval[[]string](t, b, `[...`+jsEl("shadow-confidence")+`.querySelectorAll('svg.sh-svg rect')].filter((r) => +r.getAttribute('height') > 0).map((r) => r.querySelector('title').textContent)`)
+	if got := strings.Join(bars, "; "); got != "candidate, confidence 0.7–0.8: 4 (22.2%); candidate, confidence 0.8–0.9: 14 (77.8%); live, confidence 0.9–1.0: 18 (100.0%)" {
+		t.Errorf("histogram bars drawn: %s", got)
 	}
-	if n := eval[int](t, b, jsEl("shadow-scatter")+`.querySelectorAll('circle.sh-pt-off').length`); n != 5 {
-		t.Errorf("%d points marked off the diagonal, want 5", n)
+	// The scatter: a point per song, each off the diagonal (the candidate scores 0.1 to 0.7 higher).
+	if n := eval[int](t, b, jsEl("shadow-scatter")+`.querySelectorAll('circle').length`); n != 4 {
+		t.Errorf("%d scatter points, want 4", n)
 	}
-	b.waitText(t, "shadow-mover-3", "Song A", "12 → 4")
-	if up, down := eval[int](t, b, jsEl("shadow-movers")+`.querySelectorAll('.sh-up').length`), eval[int](t, b, jsEl("shadow-movers")+`.querySelectorAll('.sh-down').length`); up != 3 || down != 3 {
-		t.Errorf("rank shifts: %d up, %d down; want 3 and 3", up, down)
+	if n := eval[int](t, b, jsEl("shadow-scatter")+`.querySelectorAll('circle.sh-pt-off').length`); n != 4 {
+		t.Errorf("%d points marked off the diagonal, want 4", n)
 	}
-	// The flips, each linked to its item's page.
-	href := eval[string](t, b, jsEl(fmt.Sprintf("shadow-flip-comment-%d", comments[0]))+`.getAttribute('href')`)
-	if href != fmt.Sprintf("/admin/items/comment/%d", comments[0]) {
-		t.Errorf("a flip links to %q", href)
+	b.waitText(t, "shadow-mean-diff", "+0.400")
+	b.waitText(t, "shadow-spearman", "-0.800")
+	// Live order s4 s3 s2 s1, the candidate's s1 s3 s2 s4: s1 moves up three, s4 down three.
+	b.waitText(t, fmt.Sprintf("shadow-mover-%d", songs[0]), "s1", "4 → 1")
+	b.waitText(t, fmt.Sprintf("shadow-mover-%d", songs[3]), "s4", "1 → 4")
+	if up, down := eval[int](t, b, jsEl("shadow-movers")+`.querySelectorAll('.sh-up').length`), eval[int](t, b, jsEl("shadow-movers")+`.querySelectorAll('.sh-down').length`); up != 1 || down != 1 {
+		t.Errorf("rank shifts: %d up, %d down; want 1 and 1", up, down)
 	}
-	if n := eval[int](t, b, jsEl("shadow-flips")+`.querySelectorAll('tbody tr').length`); n != 6 {
-		t.Errorf("%d flips listed, want 6", n)
+	// The flips, the spam comment and the spam pitch, each linked to its item's page.
+	for _, f := range []struct {
+		kind string
+		id   int64
+	}{{"comment", comments[5]}, {"pitch", pitches[5]}} {
+		href := eval[string](t, b, jsEl(fmt.Sprintf("shadow-flip-%s-%d", f.kind, f.id))+`.getAttribute('href')`)
+		if href != fmt.Sprintf("/admin/items/%s/%d", f.kind, f.id) {
+			t.Errorf("the %s flip links to %q", f.kind, href)
+		}
+	}
+	if n := eval[int](t, b, jsEl("shadow-flips")+`.querySelectorAll('tbody tr').length`); n != 2 {
+		t.Errorf("%d flips listed, want 2", n)
 	}
 
 	// The drift history: eight runs, three marked drifted, the red line at the alert (0.9 of the
@@ -244,7 +219,8 @@ func TestShadowPanelInChromium(t *testing.T) {
 		t.Errorf("%d runs marked as raising model.drift, want 1", n)
 	}
 
-	// Promote asks first; Esc sends nothing, the confirmation sends one.
+	// Promote asks first; Esc sends nothing, the confirmation makes the candidate live, and its
+	// songs owe a re-score, shown under way or done.
 	b.click(t, "shadow-promote")
 	b.waitJS(t, "the confirmation focused", `document.activeElement === `+jsEl("shadow-promote-confirm-ok"))
 	b.waitText(t, "shadow-promote-confirm", "critic-2 · art-v2", "art-v1")
@@ -253,20 +229,41 @@ func TestShadowPanelInChromium(t *testing.T) {
 	}
 	b.key(t, kb.Escape)
 	b.waitJS(t, "Esc cancels", `!`+jsEl("shadow-promote-confirm"))
-	if n := posts("/api/admin/shadow/promote"); n != 0 {
-		t.Fatalf("Esc sent %d promotions", n)
+	if a := shadow(); a["promoted"] != false {
+		t.Fatalf("Esc promoted: %v", a["live"])
 	}
 	b.click(t, "shadow-promote")
 	b.click(t, "shadow-promote-confirm-ok")
-	b.waitJS(t, "the promotion sent", `!`+jsEl("shadow-promote-confirm"))
-	if n := posts("/api/admin/shadow/promote"); n != 1 {
-		t.Errorf("%d promotions sent, want 1", n)
+	b.waitText(t, "shadow-live", "critic-2 · art-v2", "promoted")
+	b.waitText(t, "shadow-rescore", "0 of 4", "art-v2", "re-scoring 4 as a backfill", "rate not known yet")
+	if a := shadow(); a["promoted"] != true || obj(a["live"])["rubric"] != "art-v2" {
+		t.Fatalf("after Promote: promoted %v, live %v", a["promoted"], a["live"])
+	}
+	// One song re-scored a minute after the promotion: the rate, and the rest's ETA.
+	if out := <-env.App.Content.RunItem("score", "revision", revs[0]); out != "done" {
+		t.Fatalf("the re-score of s1: %s", out)
+	}
+	env.Clock.Advance(time.Minute)
+	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/shadow"))
+	b.waitText(t, "shadow-rescore", "1 of 4", "art-v2", "re-scoring 3 as a backfill", "1.0 a minute", "done in")
+	if n := env.Sweep(); n != 3 || !rescored("art-v2")() {
+		t.Fatalf("the rest of the re-score ran %d, want 3, and left %v", n, shadow()["rescore"])
+	}
+	if eval[bool](t, b, jsEl("shadow-promote")+`.disabled`) == false {
+		t.Errorf("Promote is offered while the candidate is live")
 	}
 	b.click(t, "shadow-rollback")
 	b.click(t, "shadow-rollback-confirm-ok")
-	b.waitJS(t, "the rollback sent", `!`+jsEl("shadow-rollback-confirm"))
-	if n := posts("/api/admin/shadow/rollback"); n != 1 {
-		t.Errorf("%d rollbacks sent, want 1", n)
+	b.waitText(t, "shadow-live", "critic · art-v1")
+	b.waitText(t, "shadow-rescore", "0 of 4", "art-v1", "re-scoring 4 as a backfill")
+	if a := shadow(); a["promoted"] != false || obj(a["live"])["rubric"] != "art-v1" {
+		t.Fatalf("after Roll back: promoted %v, live %v", a["promoted"], a["live"])
+	}
+	if n := env.Sweep(); n != 4 || !rescored("art-v1")() {
+		t.Fatalf("the rollback's re-score ran %d, want 4, and left %v", n, shadow()["rescore"])
+	}
+	if n := env.Data().Count(`SELECT COUNT(*) FROM audit WHERE action IN ('model.promote', 'model.rollback')`); n != 2 {
+		t.Errorf("%d promotions and rollbacks audited, want 2", n)
 	}
 
 	// The anchor set: a missing item is refused in the form's words; a real one is added and

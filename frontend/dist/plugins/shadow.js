@@ -68,22 +68,37 @@ function Models({ ctx, d, refresh }) {
       <span class="muted small" data-testid="shadow-range">${d.from ? html`compared from <${Rel} at=${d.from} now=${now} /> to <${Rel} at=${d.to} now=${now} />` : 'nothing compared yet'}</span>
     </header>
     <div class="stats stats-tight">
-      <${Stat} label="Live" value=${modelName(d.live)} sub=${d.live && d.live.api ? html`<span>api ${d.live.api}</span>` : null} testid="shadow-live" />
+      <${Stat} label="Live" value=${modelName(d.live)} testid="shadow-live"
+        sub=${html`${d.live && d.live.api ? html`<span>api ${d.live.api}</span>` : null}${d.promoted ? html` <${Badge} kind="warn">promoted<//>` : null}`} />
       <${Stat} label="Candidate" value=${cand ? modelName(cand) : 'none'} testid="shadow-candidate"
         sub=${cand ? html`<span>api ${cand.api || '—'}</span>${cand.since ? html`<span>· since <${Rel} at=${cand.since} now=${now} /></span>` : null}` : html`<span>set OWED_SHADOW_MODEL_URL or OWED_SHADOW_RUBRIC</span>`} />
       <${Stat} label="Shadow calls today" value=${calls ? `${fmt.number(calls.today)} / ${fmt.number(calls.dailyLimit)}` : '—'} testid="shadow-calls"
         sub=${calls ? html`<span>${fmt.number(calls.owed)} owed</span>` : null} />
       <${Stat} label="Compared" value=${`${fmt.number((d.screens && d.screens.compared) || 0)} screens · ${fmt.number((d.scores && d.scores.compared) || 0)} scores`} testid="shadow-compared" />
     </div>
+    <${Rescore} r=${d.rescore} now=${now} />
     ${asking
       ? html`<${Confirm} text=${question} confirmLabel=${asking === 'promote' ? 'Promote' : 'Roll back'} danger=${asking === 'rollback'} busy=${busy}
           onConfirm=${() => act(asking)} onCancel=${() => setAsking(null)} testid=${'shadow-' + asking + '-confirm'} />`
       : html`<div class="row">
-          <button type="button" class="btn btn-primary" disabled=${!cand || busy} onClick=${() => setAsking('promote')} data-testid="shadow-promote"
-            title=${cand ? 'make the candidate live, re-scoring old songs' : 'no candidate is set'}>Promote the candidate</button>
-          <button type="button" class="btn" disabled=${busy} onClick=${() => setAsking('rollback')} data-testid="shadow-rollback">Roll back</button>
+          <button type="button" class="btn btn-primary" disabled=${!cand || d.promoted || busy} onClick=${() => setAsking('promote')} data-testid="shadow-promote"
+            title=${!cand ? 'no candidate is set' : d.promoted ? 'the candidate is live already' : 'make the candidate live, re-scoring old songs'}>Promote the candidate</button>
+          <button type="button" class="btn" disabled=${!d.promoted || busy} onClick=${() => setAsking('rollback')} data-testid="shadow-rollback"
+            title=${d.promoted ? 'make the configured model live again' : 'the configured model is live'}>Roll back</button>
         </div>`}
   </section>`;
+}
+
+/** The re-score of songs under the live rubric: progress, and while under way its rate and ETA. */
+function Rescore({ r, now }) {
+  if (!r || !r.total) return null;
+  const left = r.total - r.done;
+  return html`<p class="muted small" data-testid="shadow-rescore">
+    <strong>${fmt.number(r.done)} of ${fmt.number(r.total)}</strong> scored songs under ${r.rubric}${left > 0
+      ? html` · re-scoring ${fmt.number(left)} as a backfill · ${r.rowsPerMinute != null ? `${r.rowsPerMinute.toFixed(1)} a minute` : 'rate not known yet'}${r.eta
+        ? html` · done <${Rel} at=${r.eta} now=${now} />` : null}`
+      : ''}
+  </p>`;
 }
 
 /* ---- Screens: confusion matrices, confidence histograms, flips ------------------------ */
