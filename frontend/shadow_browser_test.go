@@ -31,20 +31,12 @@ import (
 // and dark, and at 360 px nothing is wider than the screen.
 func TestShadowPanelInChromium(t *testing.T) {
 	exe := chromiumPath(t)
-	// The live model blocks "rude" text at 0.95 and allows the rest at 0.9; the candidate
-	// (critic-2, art-v2) blocks "rude" and "spam" at 0.7 and allows the rest at 0.8. Songs s1 … s4
-	// score 0.1 … 0.4 live and 0.8, 0.6, 0.7, 0.5 under the candidate.
+	// Past the drift runs, the live model blocks "rude" text at 0.95 and allows the rest at 0.9;
+	// the candidate (critic-2, art-v2) blocks "rude" and "spam" at 0.7 and allows the rest at
+	// 0.8. Songs s1 … s4 score 0.1 … 0.4 live and 0.8, 0.6, 0.7, 0.5 under the candidate.
 	cand := modeltest.New(t)
 	env := owedtest.NewEnv(t, "sqlite:"+t.TempDir()+"/owed.db", func(c *app.Config) {
 		c.ShadowModelURL, c.ShadowModelName, c.ShadowRubric = cand.URL(), "critic-2", "art-v2"
-	})
-	env.Model.AnswerBy(func(text string) (string, float64) {
-		if strings.Contains(text, "rude") {
-			return "block", 0.95
-		}
-		return "allow", 0.9
-	}, func(title string) float64 {
-		return map[string]float64{"s1": 0.1, "s2": 0.2, "s3": 0.3, "s4": 0.4}[title]
 	})
 	cand.AnswerBy(func(text string) (string, float64) {
 		if strings.Contains(text, "rude") || strings.Contains(text, "spam") {
@@ -86,30 +78,12 @@ func TestShadowPanelInChromium(t *testing.T) {
 		}
 		pitches = append(pitches, p.ID)
 	}
-	if n := env.Sweep(); n != 22 { // eighteen screens, four scores
-		t.Fatalf("the live sweep ran %d, want 22", n)
-	}
-	if n, err := env.App.Content.SweepShadow(ctx); err != nil || n != 22 {
-		t.Fatalf("the shadow sweep ran %d (%v), want 22", n, err)
-	}
-	shadow := func() map[string]any {
-		t.Helper()
-		return ok(env.Do(http.MethodGet, "/api/admin/shadow", owedtest.AdminToken, nil), 200, "shadow").JSON()
-	}
-	rescored := func(rubric string) func() bool {
-		return func() bool {
-			r := obj(shadow()["rescore"])
-			return r["rubric"] == rubric && num(r["total"]) == 4 && num(r["done"]) == 4
-		}
-	}
-
 	// The anchor set: four pitches expected allowed, a revision with its reference art.
 	for _, p := range pitches[:4] {
 		ok(env.Do(http.MethodPost, "/api/admin/anchors", owedtest.AdminToken, map[string]any{"kind": "pitch", "itemId": p, "verdict": "allow"}), 201, "anchor")
 	}
 	ok(env.Do(http.MethodPost, "/api/admin/anchors", owedtest.AdminToken, map[string]any{"kind": "revision", "itemId": revs[0], "art": 0.5}), 201, "anchor")
 	// The live model holds for five runs a day apart, then drifts for three (one alert).
-	env.Model.Handle(nil)
 	env.Model.SetVerdict("allow", 0.95)
 	drifted := 0
 	for i := range 8 {
@@ -128,6 +102,33 @@ func TestShadowPanelInChromium(t *testing.T) {
 	if drifted != 3 {
 		t.Fatalf("%d drifted runs, want 3", drifted)
 	}
+	// Then the items are screened and scored live, and the candidate asked the same: eighteen
+	// screens, four scores of three calls each.
+	env.Model.AnswerBy(func(text string) (string, float64) {
+		if strings.Contains(text, "rude") {
+			return "block", 0.95
+		}
+		return "allow", 0.9
+	}, func(title string) float64 {
+		return map[string]float64{"s1": 0.1, "s2": 0.2, "s3": 0.3, "s4": 0.4}[title]
+	})
+	if n := env.Sweep(); n != 22 { // eighteen screens, four scores
+		t.Fatalf("the live sweep ran %d, want 22", n)
+	}
+	if n, err := env.App.Content.SweepShadow(ctx); err != nil || n != 22 {
+		t.Fatalf("the shadow sweep ran %d (%v), want 22", n, err)
+	}
+	shadow := func() map[string]any {
+		t.Helper()
+		return ok(env.Do(http.MethodGet, "/api/admin/shadow", owedtest.AdminToken, nil), 200, "shadow").JSON()
+	}
+	rescored := func(rubric string) bool {
+		r := obj(shadow()["rescore"])
+		return r["rubric"] == rubric && num(r["total"]) == 4 && num(r["done"]) == 4
+	}
+	if calls := obj(shadow()["calls"]); num(calls["today"]) != 30 || num(calls["owed"]) != 0 {
+		t.Fatalf("shadow calls %v, want 30 today and none owed", calls)
+	}
 	srv := httptest.NewServer(env.App.Handler())
 	t.Cleanup(srv.Close)
 
@@ -142,10 +143,10 @@ func TestShadowPanelInChromium(t *testing.T) {
 		t.Errorf("at 1280 px the tabs need a More menu")
 	}
 
-	// The names and counts, as the real answer gives them (the calls were eight days ago).
+	// The names and counts, as the real answer gives them.
 	b.waitText(t, "shadow-live", "critic · art-v1")
 	b.waitText(t, "shadow-candidate", "critic-2 · art-v2")
-	b.waitText(t, "shadow-calls", "0 / 1,000", "0 owed")
+	b.waitText(t, "shadow-calls", "30 / 1,000", "0 owed")
 	b.waitText(t, "shadow-compared", "18 screens · 4 scores")
 	b.waitExact(t, "shadow-agreement", "88.9%")
 	b.waitText(t, "shadow-rescore", "4 of 4", "art-v1")
@@ -246,7 +247,7 @@ func TestShadowPanelInChromium(t *testing.T) {
 	env.Clock.Advance(time.Minute)
 	b.do(t, "reload", chromedp.Navigate(b.base+"/admin/shadow"))
 	b.waitText(t, "shadow-rescore", "1 of 4", "art-v2", "re-scoring 3 as a backfill", "1.0 a minute", "done in")
-	if n := env.Sweep(); n != 3 || !rescored("art-v2")() {
+	if n := env.Sweep(); n != 3 || !rescored("art-v2") {
 		t.Fatalf("the rest of the re-score ran %d, want 3, and left %v", n, shadow()["rescore"])
 	}
 	if eval[bool](t, b, jsEl("shadow-promote")+`.disabled`) == false {
@@ -259,7 +260,7 @@ func TestShadowPanelInChromium(t *testing.T) {
 	if a := shadow(); a["promoted"] != false || obj(a["live"])["rubric"] != "art-v1" {
 		t.Fatalf("after Roll back: promoted %v, live %v", a["promoted"], a["live"])
 	}
-	if n := env.Sweep(); n != 4 || !rescored("art-v1")() {
+	if n := env.Sweep(); n != 4 || !rescored("art-v1") {
 		t.Fatalf("the rollback's re-score ran %d, want 4, and left %v", n, shadow()["rescore"])
 	}
 	if n := env.Data().Count(`SELECT COUNT(*) FROM audit WHERE action IN ('model.promote', 'model.rollback')`); n != 2 {
