@@ -31,7 +31,7 @@ import (
 //
 // A "table T" entry stands for the table and every column and index of it.
 var intendedDifferences = map[string]string{
-	"index screens.screens_verdict (kind, item_id, verdict, confidence)": "SQLite only: a page of the author's view reads its verdicts from " +
+	"index screens.screens_verdict (kind, item_id, verdict, confidence, public_reason)": "SQLite only: a page of the author's view reads its verdicts from " +
 		"this index alone, since each item's verdict is otherwise a random page of a file larger than " +
 		"the cache; on PostgreSQL it would add a write to every recording statement, the queue core's " +
 		"bottleneck there, and the view reads the rows from shared buffers",
