@@ -284,6 +284,17 @@ func TestShadowPromotionRescoresEverySongOnce(t *testing.T) {
 		if a := w.shadow(); a.Rescore.Total != 4 || a.Rescore.Done != 4 {
 			t.Errorf("re-score progress %+v, want 4 of 4", a.Rescore)
 		}
+		// While promoted, the drift run asks the live model: the candidate, under its rubric.
+		w.created("/api/admin/anchors", asAdmin, map[string]any{"kind": "revision", "itemId": s1rev, "art": 0.5})
+		candCalls, liveCalls = cand.Calls(), w.env.Model.Calls()
+		if out, err := w.env.App.Drift.Run(context.Background()); err != nil || out.Run == nil || out.Run.Compared != 1 {
+			t.Fatalf("drift run while promoted: %+v, %v", out, err)
+		}
+		if cand.Calls()-candCalls != 3 || w.env.Model.Calls() != liveCalls {
+			t.Errorf("the drift run asked the candidate %d times (want 3) and the configured model %d (want 0)",
+				cand.Calls()-candCalls, w.env.Model.Calls()-liveCalls)
+		}
+		liveCalls = w.env.Model.Calls()
 		// The rollback re-scores under the configured model and rubric.
 		if r := w.do(http.MethodPost, "/api/admin/shadow/rollback", asAdmin, nil); r.Status != http.StatusOK {
 			t.Fatalf("rollback: %d %s", r.Status, r.Body)

@@ -103,7 +103,11 @@ func (d *Drift) Run(ctx context.Context) (DriftOutcome, error) {
 	if !mine {
 		return d.skip("another replica is running the anchor set"), nil
 	}
-	why, err := d.blocked(ctx)
+	live, err := d.c.live(ctx)
+	if err != nil {
+		return DriftOutcome{}, err
+	}
+	why, err := d.blocked(ctx, live)
 	if err != nil || why != "" {
 		return d.skip(why), err
 	}
@@ -116,7 +120,7 @@ func (d *Drift) Run(ctx context.Context) (DriftOutcome, error) {
 	}
 	var t driftTally
 	for _, a := range anchors {
-		if why, err := d.compare(ctx, a, &t); err != nil || why != "" {
+		if why, err := d.compare(ctx, live, a, &t); err != nil || why != "" {
 			return d.skip(why), err
 		}
 	}
@@ -127,8 +131,8 @@ func (d *Drift) Run(ctx context.Context) (DriftOutcome, error) {
 }
 
 // blocked says why the live model may not be asked now ("" when it may).
-func (d *Drift) blocked(ctx context.Context) (string, error) {
-	if p := d.c.ModelProblem(); p != "" {
+func (d *Drift) blocked(ctx context.Context, live liveModel) (string, error) {
+	if p := live.problem(); p != "" {
 		return p, nil
 	}
 	row, err := d.c.breaker.state(ctx)
@@ -172,9 +176,9 @@ func (t driftTally) compared() int { return t.verdicts + t.arts }
 // compare asks the live model about one anchor and tallies the answer. why is set when the
 // model did not answer: the run stops and records nothing. An anchor whose item is gone is
 // left out.
-func (d *Drift) compare(ctx context.Context, a models.Anchor, t *driftTally) (why string, err error) {
+func (d *Drift) compare(ctx context.Context, live liveModel, a models.Anchor, t *driftTally) (why string, err error) {
 	if a.Verdict != nil {
-		v, why, err := d.screen(ctx, a)
+		v, why, err := d.screen(ctx, live, a)
 		if err != nil || why != "" {
 			return why, err
 		}
@@ -186,7 +190,7 @@ func (d *Drift) compare(ctx context.Context, a models.Anchor, t *driftTally) (wh
 		}
 	}
 	if a.Art != nil {
-		art, ok, why, err := d.score(ctx, a.ItemID)
+		art, ok, why, err := d.score(ctx, live, a.ItemID)
 		if err != nil || why != "" {
 			return why, err
 		}
@@ -209,16 +213,16 @@ func (d *Drift) ask(ctx context.Context, n int, call func() modelclient.Reply) (
 
 // screen asks the live model for an anchor's verdict ("" when its item is gone or its request
 // is refused before sending).
-func (d *Drift) screen(ctx context.Context, a models.Anchor) (models.Verdict, string, error) {
+func (d *Drift) screen(ctx context.Context, live liveModel, a models.Anchor) (models.Verdict, string, error) {
 	subject, ok, err := d.c.store.ScreenSubject(ctx, a.Kind, a.ItemID)
 	if err != nil || !ok {
 		return "", "", err
 	}
-	req := modelclient.ScreenRequest{Kind: string(a.Kind), Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+	req := screenRequest(a.Kind, subject)
 	if modelclient.CheckScreen(req) != nil {
 		return "", "", nil
 	}
-	reply, err := d.ask(ctx, 1, func() modelclient.Reply { return d.c.model.Screen(ctx, req) })
+	reply, err := d.ask(ctx, 1, func() modelclient.Reply { return live.client.Screen(ctx, req) })
 	if err != nil {
 		return "", "", err
 	}
@@ -230,16 +234,16 @@ func (d *Drift) screen(ctx context.Context, a models.Anchor) (models.Verdict, st
 
 // score asks the live model for a revision's art, the mean of ScoreRuns runs (ok false when
 // the revision is gone or its request is refused before sending).
-func (d *Drift) score(ctx context.Context, revisionID int64) (art float64, ok bool, why string, err error) {
+func (d *Drift) score(ctx context.Context, live liveModel, revisionID int64) (art float64, ok bool, why string, err error) {
 	rev, found, err := d.c.store.ScoreSubject(ctx, revisionID)
 	if err != nil || !found {
 		return 0, false, "", err
 	}
-	req := modelclient.ScoreRequest{Model: d.c.cfg.ModelName, Rubric: RubricID, Title: rev.Title, Code: rev.Code, Spec: RubricSpec}
-	if modelclient.CheckScore(req) != nil {
+	req, refused := scoreRequest(live.name, live.rubric, rev)
+	if refused != nil {
 		return 0, false, "", nil
 	}
-	reply, err := d.ask(ctx, ScoreRuns, func() modelclient.Reply { return d.c.model.Score(ctx, req, ScoreRuns) })
+	reply, err := d.ask(ctx, ScoreRuns, func() modelclient.Reply { return live.client.Score(ctx, req, ScoreRuns) })
 	if err != nil {
 		return 0, false, "", err
 	}

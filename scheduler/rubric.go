@@ -1,5 +1,12 @@
 package scheduler
 
+import (
+	"fmt"
+
+	"github.com/owed/owed/modelclient"
+	"github.com/owed/owed/models"
+)
+
 // RubricID names the critic's rubric; it is sent with every score request and kept with every
 // score, so scores made under another rubric can be told apart.
 const RubricID = "art-v1"
@@ -26,4 +33,21 @@ var Rubrics = map[string]string{
 - craft: readable, deliberate code that serves the music.
 Answer art as your overall judgement from 0 to 1, not the mean of the criteria; weigh
 performance and originality above craft.`,
+}
+
+// screenRequest is what screening an item of kind sends: the subject as models.ScreenSubject
+// reads it. Checked by modelclient.CheckScreen before it is sent.
+func screenRequest(kind models.Kind, s models.Subject) modelclient.ScreenRequest {
+	return modelclient.ScreenRequest{Kind: string(kind), Subject: modelclient.Subject{Title: s.Title, Text: s.Text}}
+}
+
+// scoreRequest is what scoring rev under rubric sends, naming model; a rubric owed does not
+// know, or a request modelclient.CheckScore refuses, is an error and nothing is sent.
+func scoreRequest(model, rubric string, rev models.ScoreSubject) (modelclient.ScoreRequest, error) {
+	spec, ok := Rubrics[rubric]
+	if !ok {
+		return modelclient.ScoreRequest{}, fmt.Errorf("owed does not know the rubric %q", rubric)
+	}
+	req := modelclient.ScoreRequest{Model: model, Rubric: rubric, Title: rev.Title, Code: rev.Code, Spec: spec}
+	return req, modelclient.CheckScore(req)
 }

@@ -37,12 +37,7 @@ func (t *scoreTask) subject(ctx context.Context) (bool, error) {
 	}
 	t.songID = rev.SongID
 	t.rescore = rev.Rubric != nil && *rev.Rubric != t.rubric
-	spec, ok := Rubrics[t.rubric]
-	if !ok {
-		return false, &refusal{fmt.Errorf("owed does not know the rubric %q", t.rubric)}
-	}
-	t.req = modelclient.ScoreRequest{Model: t.model, Rubric: t.rubric, Title: rev.Title, Code: rev.Code, Spec: spec}
-	if err := modelclient.CheckScore(t.req); err != nil {
+	if t.req, err = scoreRequest(t.model, t.rubric, rev); err != nil {
 		return false, &refusal{err}
 	}
 	return true, nil

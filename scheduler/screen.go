@@ -23,7 +23,7 @@ func (t *screenTask) subject(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	t.req = modelclient.ScreenRequest{Kind: string(t.job.Kind), Subject: modelclient.Subject{Title: subject.Title, Text: subject.Text}}
+	t.req = screenRequest(t.job.Kind, subject)
 	if err := modelclient.CheckScreen(t.req); err != nil {
 		return false, &refusal{err}
 	}

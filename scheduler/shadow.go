@@ -208,17 +208,20 @@ type shadowAsk struct {
 }
 
 // shadowSubject reads the job's item and builds the candidate's request; ok is false when the
-// item is gone.
+// item is gone or the request would be refused before sending (the job is dropped).
 func (c *Content) shadowSubject(ctx context.Context, job models.Job) (a shadowAsk, ok bool, err error) {
 	sh := c.shadow.cfg
 	if job.Task == models.TaskScreen {
 		sub, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
-		req := modelclient.ScreenRequest{Kind: string(job.Kind), Subject: modelclient.Subject{Title: sub.Title, Text: sub.Text}}
-		return shadowAsk{screen: &req}, ok, err
+		req := screenRequest(job.Kind, sub)
+		return shadowAsk{screen: &req}, ok && modelclient.CheckScreen(req) == nil, err
 	}
 	rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
-	req := modelclient.ScoreRequest{Model: sh.Name, Rubric: sh.Rubric, Title: rev.Title, Code: rev.Code, Spec: Rubrics[sh.Rubric]}
-	return shadowAsk{score: &req}, ok, err
+	if err != nil || !ok {
+		return shadowAsk{}, false, err
+	}
+	req, refused := scoreRequest(sh.Name, sh.Rubric, rev)
+	return shadowAsk{score: &req}, refused == nil, nil
 }
 
 // shadowSteps does a claimed shadow job's work: the item, the day's limit, the ask and the
