@@ -129,15 +129,12 @@ type Content struct {
 
 	mu      sync.Mutex
 	authors map[int64]bool // authors whose background sweep is running: true when woken again meanwhile
-	holds   models.Holds   // the last read of the holds (see held)
-	holdsAt time.Time      // when it was read (real time); zero: never
 	// asking counts the model calls this process's jobs are asking now (a score's three runs
 	// count three): what "in flight" means. The gate's slots held are not it, since a claimer
 	// takes its slots before it knows whether it finds a job to give them.
-	asking atomic.Int64
-	// settings is the last read of the model settings (see live), settingsAt when (real time).
-	settings   models.ModelSettings
-	settingsAt time.Time
+	asking   atomic.Int64
+	holds    recentRead[models.Holds]         // see held
+	settings recentRead[models.ModelSettings] // the model settings (see live)
 }
 
 // NewContent makes the content-jobs runner.

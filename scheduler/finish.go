@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/owed/owed/models"
@@ -281,28 +282,54 @@ func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Eve
 // little left to ask within) by the time it was to be asked.
 var errLeaseOver = errors.New("the job's lease ran out before it was asked")
 
-// holdsFresh is how long a process trusts its last read of the holds, as the breaker's closed
-// state is trusted (breakerFresh): a job claimed just before a hold is put off within this long.
+// holdsFresh is how long a process trusts its last read of the holds (or of the model
+// settings), as the breaker's closed state is trusted (breakerFresh): a job claimed just before
+// a hold is put off within this long.
 const holdsFresh = time.Second
 
-// held reports whether an admin holds task, for a job claimed at claimed (real time; zero when
-// not known): from the last read of the holds when that read is younger than holdsFresh and
-// came after the claim, else from a new read. A read from before the claim is never trusted:
-// the claim itself saw the holds later (a hold lifted in between would otherwise put off, again
-// and again, the jobs each claim takes).
-func (c *Content) held(ctx context.Context, task models.Task, claimed time.Time) (bool, error) {
-	c.mu.Lock()
-	h, at := c.holds, c.holdsAt
-	c.mu.Unlock()
-	if claimed.IsZero() || at.IsZero() || !at.After(claimed) || time.Since(at) >= holdsFresh {
-		now := time.Now()
-		var err error
-		if h, err = c.store.Holds(ctx); err != nil {
-			return false, err
-		}
-		c.mu.Lock()
-		c.holds, c.holdsAt = h, now
-		c.mu.Unlock()
+// recentRead keeps a process's last read of a row every job consults (the holds, the model
+// settings), so that jobs run in a burst share one read a second.
+type recentRead[T any] struct {
+	mu sync.Mutex
+	v  T
+	at time.Time // real time of the read; zero: never, or forgotten
+}
+
+// get is the last read if it is younger than holdsFresh and was made after since (real time),
+// else a new one by read.
+func (r *recentRead[T]) get(ctx context.Context, since time.Time, read func(context.Context) (T, error)) (T, error) {
+	r.mu.Lock()
+	v, at := r.v, r.at
+	r.mu.Unlock()
+	if !at.IsZero() && at.After(since) && time.Since(at) < holdsFresh {
+		return v, nil
 	}
-	return h.Task(task), nil
+	now := time.Now()
+	v, err := read(ctx)
+	if err != nil {
+		return v, err
+	}
+	r.mu.Lock()
+	r.v, r.at = v, now
+	r.mu.Unlock()
+	return v, nil
+}
+
+// forget makes the next get read again.
+func (r *recentRead[T]) forget() {
+	r.mu.Lock()
+	r.at = time.Time{}
+	r.mu.Unlock()
+}
+
+// held reports whether an admin holds task, for a job claimed at claimed (real time; zero when
+// not known: the holds are read anew). A read from before the claim is never trusted: the claim
+// itself saw the holds later (a hold lifted in between would otherwise put off, again and again,
+// the jobs each claim takes).
+func (c *Content) held(ctx context.Context, task models.Task, claimed time.Time) (bool, error) {
+	if claimed.IsZero() {
+		claimed = time.Now()
+	}
+	h, err := c.holds.get(ctx, claimed, c.store.Holds)
+	return h.Task(task), err
 }

@@ -313,18 +313,9 @@ func (l liveModel) problem() string {
 // live is the live model now: from the last read of the model settings when younger than
 // holdsFresh, else from a new read, so every replica follows a promotion within a second.
 func (c *Content) live(ctx context.Context) (liveModel, error) {
-	c.mu.Lock()
-	set, at := c.settings, c.settingsAt
-	c.mu.Unlock()
-	if at.IsZero() || time.Since(at) >= holdsFresh {
-		now := time.Now()
-		var err error
-		if set, err = c.store.ReadModelSettings(ctx); err != nil {
-			return liveModel{}, err
-		}
-		c.mu.Lock()
-		c.settings, c.settingsAt = set, now
-		c.mu.Unlock()
+	set, err := c.settings.get(ctx, time.Time{}, c.store.ReadModelSettings)
+	if err != nil {
+		return liveModel{}, err
 	}
 	return c.liveOf(set), nil
 }
@@ -337,11 +328,7 @@ func (c *Content) LiveRubric(ctx context.Context) (string, error) {
 
 // ForgetLive drops the last read of the model settings: this process's next job reads them
 // (after a promotion or rollback here).
-func (c *Content) ForgetLive() {
-	c.mu.Lock()
-	c.settingsAt = time.Time{}
-	c.mu.Unlock()
-}
+func (c *Content) ForgetLive() { c.settings.forget() }
 
 // liveOf is the live model the settings make: the promoted candidate's name and rubric, asked
 // at the candidate's address (this process's OWED_SHADOW_MODEL_*; the live one's when it has
