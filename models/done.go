@@ -31,23 +31,12 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 	if f.Task != "" {
 		add("event = ?", f.Task)
 	}
-	if f.Kind != "" {
-		add("kind = ?", f.Kind)
-	}
 	if f.Why == "none" {
 		add("why IS NULL")
 	} else if f.Why != "" {
 		add("why = ?", f.Why)
 	}
-	if f.UserID != 0 {
-		add("user_id = ?", f.UserID)
-	}
-	if f.Author != "" {
-		add(authorCond, f.authorPattern())
-	}
-	if f.ItemID != 0 {
-		add("item_id = ?", f.ItemID)
-	}
+	f.whose(add)
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
 	}

@@ -415,6 +415,23 @@ type JobFilter struct {
 	Deferred *time.Time
 }
 
+// whose adds the filter's conditions on the item and its author, which an owed job and the
+// event that settled one name by the same columns.
+func (f JobFilter) whose(add func(cond string, args ...any)) {
+	if f.Kind != "" {
+		add("kind = ?", f.Kind)
+	}
+	if f.UserID != 0 {
+		add("user_id = ?", f.UserID)
+	}
+	if f.Author != "" {
+		add(authorCond, f.authorPattern())
+	}
+	if f.ItemID != 0 {
+		add("item_id = ?", f.ItemID)
+	}
+}
+
 // where builds the filter's SQL condition and arguments. A job is filtered by the why it is
 // shown (ShownWhy, in SQL shownSQL), not its row's.
 func (f JobFilter) where(now int64) (string, []any) {
@@ -426,9 +443,6 @@ func (f JobFilter) where(now int64) (string, []any) {
 	}
 	if f.Task != "" {
 		add("task = ?", f.Task)
-	}
-	if f.Kind != "" {
-		add("kind = ?", f.Kind)
 	}
 	if f.Why != "" {
 		held := heldTask
@@ -447,15 +461,7 @@ func (f JobFilter) where(now int64) (string, []any) {
 		cond, a := shownSQL(f.Why, held, f.Deferred, now)
 		add(cond, a...)
 	}
-	if f.UserID != 0 {
-		add("user_id = ?", f.UserID)
-	}
-	if f.Author != "" {
-		add(authorCond, f.authorPattern())
-	}
-	if f.ItemID != 0 {
-		add("item_id = ?", f.ItemID)
-	}
+	f.whose(add)
 	if f.Outcome != "" {
 		add("1 = 0") // an outcome is a settled job's: none is owed (ListDoneJobs)
 	}
