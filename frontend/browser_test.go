@@ -1081,16 +1081,10 @@ func takeScreenshots(t *testing.T, w *world, b *browser) {
 	shot("webhooks")
 
 	// Dark mode, as the system asks for it.
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.colorScheme(t, "dark")
 	b.tab(t, "backfill")
 	shot("backfill-dark")
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.colorScheme(t, "light")
 
 	// A phone, 360 px wide.
 	viewport(360, 780, true)
@@ -1331,6 +1325,28 @@ func (b *browser) axeViolations(t *testing.T) []string {
 	return out
 }
 
+// colorScheme has the page prefer scheme: "light" or "dark".
+func (b *browser) colorScheme(t *testing.T, scheme string) {
+	t.Helper()
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// axeInBothSchemes fails the test for each serious or critical violation axe-core finds on the
+// page as it is, in light and in dark mode (naming it what), and leaves the page light.
+func (b *browser) axeInBothSchemes(t *testing.T, what string) {
+	t.Helper()
+	for _, scheme := range []string{"light", "dark"} {
+		b.colorScheme(t, scheme)
+		for _, v := range b.axeViolations(t) {
+			t.Errorf("%s, %s: %s", what, scheme, v)
+		}
+	}
+	b.colorScheme(t, "light")
+}
+
 // testAccessibility: axe-core finds no serious or critical violation on any panel, in light
 // and dark mode.
 func testAccessibility(t *testing.T, w *world, b *browser) {
@@ -1340,10 +1356,7 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 		{"audit", "audit-table"},
 	}
 	for _, scheme := range []string{"light", "dark"} {
-		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
-			t.Fatal(err)
-		}
+		b.colorScheme(t, scheme)
 		for _, p := range panels {
 			b.tab(t, p.id)
 			b.waitJS(t, p.id+" loaded", jsVisible(p.ready))
@@ -1366,10 +1379,7 @@ func testAccessibility(t *testing.T, w *world, b *browser) {
 		b.waitJS(t, "the banner gone", `!`+jsEl("hold-banner"))
 		b.click(t, "job-detail-close")
 	}
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.colorScheme(t, "light")
 }
 
 // testLayout: the header is one row of tabs, the ones that do not fit in a "More" menu (Esc

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -232,19 +231,7 @@ func TestModerationWalkInChromium(t *testing.T) {
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		b.shot(t, "item")
 	}
-	for _, scheme := range []string{"light", "dark"} {
-		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range b.axeViolations(t) {
-			t.Errorf("the item's page, %s: %s", scheme, v)
-		}
-	}
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.axeInBothSchemes(t, "the item's page")
 	b.do(t, "a phone", chromedp.EmulateViewport(360, 780, chromedp.EmulateMobile))
 	b.waitJS(t, "laid out at 360 px", jsVisible("item-page"))
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/owed/owed/app"
@@ -80,19 +79,7 @@ func TestReviewPanelInChromium(t *testing.T) {
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		b.shot(t, "review")
 	}
-	for _, scheme := range []string{"light", "dark"} {
-		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range b.axeViolations(t) {
-			t.Errorf("review, %s: %s", scheme, v)
-		}
-	}
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.axeInBothSchemes(t, "review")
 
 	// By keyboard alone: A allows the first; N moves past the second, S skips the third
 	// (claimed by mod2: shown as such, not decidable), and B blocks... in order.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -292,19 +291,7 @@ func TestShadowPanelInChromium(t *testing.T) {
 		t.Errorf("%d anchors after the delete, want 5", n)
 	}
 
-	for _, scheme := range []string{"light", "dark"} {
-		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range b.axeViolations(t) {
-			t.Errorf("shadow, %s: %s", scheme, v)
-		}
-	}
-	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.axeInBothSchemes(t, "shadow")
 	if os.Getenv("OWED_SCREENSHOTS") != "" {
 		b.shot(t, "shadow")
 	}
