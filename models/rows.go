@@ -61,9 +61,7 @@ func (s *Store) alone(ctx context.Context, pool *gorm.DB) (db *gorm.DB, end func
 	if tx.Error != nil {
 		return nil, nil, tx.Error
 	}
-	own := &Store{db: tx, read: tx, dialect: s.dialect, clock: s.clock, retryClock: s.retryClock, inTx: true,
-		health: s.health, dailyLimit: s.dailyLimit, timeouts: s.timeouts}
-	if _, err := s.dialect.txStart(ctx, own, false); err != nil {
+	if _, err := s.dialect.txStart(ctx, s.within(tx, nil), false); err != nil {
 		tx.Rollback()
 		return nil, nil, err
 	}

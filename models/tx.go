@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"gorm.io/gorm"
 )
 
 // MaxTxTries is how many times WithTx runs a transaction that failed on a transient fault
@@ -27,6 +29,13 @@ func (s *Store) withTx(ctx context.Context, fn func(tx *Store) error) error {
 	})
 }
 
+// within is the store that runs every statement on db, a transaction begun on s's pool, and
+// keeps what a commit publishes in pending (nil: nothing to publish).
+func (s *Store) within(db *gorm.DB, pending *pendingChanges) *Store {
+	return &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, retryClock: s.retryClock, inTx: true, pending: pending,
+		dailyLimit: s.dailyLimit, health: s.health, timeouts: s.timeouts}
+}
+
 // txOnce runs one try; sure reports that a failed try certainly did not commit.
 func (s *Store) txOnce(ctx context.Context, req *Request, fn func(tx *Store) error) (sure bool, err error) {
 	pending := &pendingChanges{}
@@ -34,8 +43,7 @@ func (s *Store) txOnce(ctx context.Context, req *Request, fn func(tx *Store) err
 	if db.Error != nil {
 		return true, db.Error
 	}
-	tx := &Store{db: db, read: db, dialect: s.dialect, clock: s.clock, retryClock: s.retryClock, inTx: true, pending: pending,
-		dailyLimit: s.dailyLimit, health: s.health, timeouts: s.timeouts}
+	tx := s.within(db, pending)
 	committed := false
 	defer func() {
 		if !committed {
