@@ -7,3 +7,10 @@ func (a *API) StreamsOpen() int {
 	defer cp.mu.Unlock()
 	return cp.total
 }
+
+// len is how many answers are kept.
+func (c *mineCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}

@@ -614,10 +614,3 @@ func (c *mineCache) put(tag string, body []byte) {
 		c.size -= cost(old.tag, old.packed)
 	}
 }
-
-// len is how many answers are kept.
-func (c *mineCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
