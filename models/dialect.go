@@ -38,6 +38,9 @@ type dialect interface {
 	// openPlain opens opts' database without migrating it, for commands that must change
 	// nothing (a status report, a backup).
 	openPlain(opts Options) (*sql.DB, error)
+	// drain waits, for a bounded time, until the connections the store's closed pools
+	// dialled have ended, the cancel requests of statements cut off included (closeWait).
+	drain()
 	// backup writes a consistent copy of the live database to dest (Backup).
 	backup(ctx context.Context, opts Options, dest string) error
 	// optimize keeps the query planner's statistics current (see Store.Optimize).
@@ -102,7 +105,7 @@ type dialect interface {
 // key/value connection string, else SQLite.
 func dialectOf(opts Options) dialect {
 	if IsPostgres(opts.URL) {
-		return postgresDialect{}
+		return postgresDialect{conns: newOpenConns()}
 	}
 	return sqliteDialect{}
 }

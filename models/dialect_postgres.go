@@ -17,15 +17,16 @@ import (
 )
 
 // postgresDialect is PostgreSQL (pgx): one pool, shared by every replica's writes and reads.
-type postgresDialect struct{}
+// conns counts the connections its pools dialled (see closeWait).
+type postgresDialect struct{ conns *openConns }
 
 func (postgresDialect) name() string { return Postgres }
 
 // DefaultMaxConns caps PostgreSQL connections when Options.MaxConns does not.
 const DefaultMaxConns = 32
 
-func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
-	sqlDB, err := postgresPool(opts)
+func (d postgresDialect) open(_ context.Context, opts Options, config func() *gorm.Config) (*gorm.DB, *gorm.DB, error) {
+	sqlDB, err := d.pool(opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,8 +47,8 @@ func (postgresDialect) open(_ context.Context, opts Options, config func() *gorm
 
 // healthPool: one connection of its own, so that /readyz never waits behind the writes that
 // hold the main pool (a long outside lock can hold all of them).
-func (postgresDialect) healthPool(opts Options, _ *gorm.DB) (*sql.DB, error) {
-	db, err := postgresPool(opts)
+func (d postgresDialect) healthPool(opts Options, _ *gorm.DB) (*sql.DB, error) {
+	db, err := d.pool(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +69,12 @@ const DefaultExecMode = pgx.QueryExecModeExec
 // DefaultMaxConnLifetime is Options.MaxConnLifetime when none is set.
 const DefaultMaxConnLifetime = 30 * time.Minute
 
-// postgresPool opens a database/sql pool on opts' PostgreSQL: statements in a mode poolers
-// accept (DefaultExecMode unless the URL names one), each connection replaced after
-// MaxConnLifetime, and a connection that finds its server is not the primary closed at once,
-// so the pool's next connection looks for the primary again.
-func postgresPool(opts Options) (*sql.DB, error) {
+// pool opens a database/sql pool on opts' PostgreSQL: statements in a mode poolers accept
+// (DefaultExecMode unless the URL names one), each connection replaced after
+// MaxConnLifetime, a connection that finds its server is not the primary closed at once, so
+// the pool's next connection looks for the primary again, and every connection counted in
+// d.conns until it closes.
+func (d postgresDialect) pool(opts Options) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(opts.URL)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -80,6 +82,7 @@ func postgresPool(opts Options) (*sql.DB, error) {
 	if !strings.Contains(opts.URL, "default_query_exec_mode") {
 		cfg.DefaultQueryExecMode = DefaultExecMode
 	}
+	cfg.DialFunc = d.conns.dial(cfg.DialFunc)
 	keep := cfg.OnPgError
 	cfg.OnPgError = func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
 		if notPrimary(pe) {
@@ -96,7 +99,9 @@ func postgresPool(opts Options) (*sql.DB, error) {
 	return db, nil
 }
 
-func (postgresDialect) openPlain(opts Options) (*sql.DB, error) { return postgresPool(opts) }
+func (d postgresDialect) openPlain(opts Options) (*sql.DB, error) { return d.pool(opts) }
+
+func (d postgresDialect) drain() { d.conns.wait(closeWait) }
 
 func (postgresDialect) notify() string {
 	return `SELECT pg_notify(?, current_schema() || ':' || ?)`

@@ -113,6 +113,9 @@ func (sqliteDialect) openPlain(opts Options) (*sql.DB, error) {
 	return db, nil
 }
 
+// drain: SQLite's connections are files, closed with their pools.
+func (sqliteDialect) drain() {}
+
 // backup reads one snapshot (VACUUM INTO, inside one read transaction) while owed goes on
 // writing: writes committed before it began are in the copy, later ones are not, and none is
 // torn. The copy is written beside dest and renamed into place, so a failed backup leaves no

@@ -333,7 +333,7 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 	return s.scan(ctx, s.db, &empty, q, channel, payload)
 }
 
-// Close closes the pools.
+// Close closes the pools and waits (at most closeWait) for their connections to end.
 func (s *Store) Close() error {
 	var errs []error
 	pools := []*sql.DB{s.ping}
@@ -350,6 +350,7 @@ func (s *Store) Close() error {
 			errs = append(errs, d.Close())
 		}
 	}
+	s.dialect.drain()
 	return errors.Join(errs...)
 }
 

@@ -3,7 +3,13 @@ package models_test
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/url"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +80,89 @@ func TestStatementsOutsideATransactionTimeOut(t *testing.T) {
 	if _, err := s.ReadBreaker(ctx); err != nil {
 		t.Errorf("a read after the lock: %v", err)
 	}
+}
+
+// TestCloseWaitsForCancelRequests: a statement cut off by its context leaves pgx a cancel
+// request to send on a connection of its own; Close returns only once it has been answered,
+// so a process that exits right after Close never cuts one off half-way (pgbouncer 1.18
+// crashes on a cancel request whose client leaves first). Here a slow pooler stands between
+// the store and the server: it holds each cancel request a moment before passing it on.
+func TestCloseWaitsForCancelRequests(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(owedtest.PostgresEnv)
+	if base == "" {
+		t.Skip("PostgreSQL only: set " + owedtest.PostgresEnv)
+	}
+	direct, err := url.Parse(owedtest.PostgresURL(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := newCancelHolder(t, direct.Host, 300*time.Millisecond)
+	through := *direct
+	through.Host = slow.addr
+	s, err := models.Open(context.Background(), models.Options{URL: through.String(), DataDir: t.TempDir(), Clock: clock.NewFake(owedtest.Start), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.RawExec(ctx, `SELECT pg_sleep(10)`); err == nil {
+		t.Fatal("a statement cut off by its context succeeded")
+	}
+	<-slow.received
+	s.Close()
+	if !slow.answered.Load() {
+		t.Error("Close returned before the cancel request of a statement it cut off was answered")
+	}
+}
+
+// cancelHolder is a TCP proxy to a PostgreSQL server that holds each cancel request for hold
+// before it passes it on; answered says one was passed on and the server closed it.
+type cancelHolder struct {
+	addr     string
+	received chan struct{} // a cancel request arrived (once)
+	answered atomic.Bool
+}
+
+func newCancelHolder(t *testing.T, server string, hold time.Duration) *cancelHolder {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	h := &cancelHolder{addr: ln.Addr().String(), received: make(chan struct{})}
+	var once sync.Once
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer client.Close()
+				head := make([]byte, 8)
+				if _, err := io.ReadFull(client, head); err != nil {
+					return
+				}
+				isCancel := binary.BigEndian.Uint32(head[4:]) == 80877102
+				if isCancel {
+					once.Do(func() { close(h.received) })
+					time.Sleep(hold) // a pooler slow to reach the server
+				}
+				srv, err := net.Dial("tcp", server)
+				if err != nil {
+					return
+				}
+				defer srv.Close()
+				srv.Write(head)
+				go io.Copy(srv, client)
+				io.Copy(client, srv) // until the server closes
+				if isCancel {
+					h.answered.Store(true)
+				}
+			}()
+		}
+	}()
+	return h
 }
