@@ -71,78 +71,28 @@ func (e *ErrClaimed) Error() string {
 
 // ReviewEntry is one entry of the review queue, open or decided.
 type ReviewEntry struct {
-	ID         int64
-	Kind       Kind
-	ItemID     int64
-	UserID     int64
-	Reason     ReviewReason
-	EnteredAt  time.Time
-	Suggestion *Verdict
-	Confidence *float64
-	Note       *string
-	BlockedBy  *int64
-	ClaimedBy  *int64
-	ClaimUntil *time.Time
-	DecidedAt  *time.Time
-	DecidedBy  *int64
-	Outcome    *Verdict
-	// PublicReason is the decision's public reason, for the item's author.
-	PublicReason *string
-}
-
-type reviewRow struct {
-	ID         int64    `gorm:"column:id"`
-	Kind       Kind     `gorm:"column:kind"`
-	ItemID     int64    `gorm:"column:item_id"`
-	UserID     int64    `gorm:"column:user_id"`
-	Reason     string   `gorm:"column:reason"`
-	EnteredAt  int64    `gorm:"column:entered_at"`
-	Suggestion *string  `gorm:"column:suggestion"`
-	Confidence *float64 `gorm:"column:confidence"`
-	Note       *string  `gorm:"column:note"`
-	BlockedBy  *int64   `gorm:"column:blocked_by"`
-	ClaimedBy  *int64   `gorm:"column:claimed_by"`
-	ClaimUntil *int64   `gorm:"column:claim_until"`
-	DecidedAt  *int64   `gorm:"column:decided_at"`
-	DecidedBy  *int64   `gorm:"column:decided_by"`
-	Outcome    *string  `gorm:"column:outcome"`
-	// PublicReason is the decision's public reason (events_decide_review copies it).
+	ID         int64        `gorm:"column:id"`
+	Kind       Kind         `gorm:"column:kind"`
+	ItemID     int64        `gorm:"column:item_id"`
+	UserID     int64        `gorm:"column:user_id"`
+	Reason     ReviewReason `gorm:"column:reason"`
+	EnteredAt  time.Time    `gorm:"column:entered_at;serializer:unixms"`
+	Suggestion *Verdict     `gorm:"column:suggestion"`
+	Confidence *float64     `gorm:"column:confidence"`
+	Note       *string      `gorm:"column:note"`
+	BlockedBy  *int64       `gorm:"column:blocked_by"`
+	ClaimedBy  *int64       `gorm:"column:claimed_by"`
+	ClaimUntil *time.Time   `gorm:"column:claim_until;serializer:unixms"`
+	DecidedAt  *time.Time   `gorm:"column:decided_at;serializer:unixms"`
+	DecidedBy  *int64       `gorm:"column:decided_by"`
+	Outcome    *Verdict     `gorm:"column:outcome"`
+	// PublicReason is the decision's public reason, for the item's author (events_decide_review
+	// copies it).
 	PublicReason *string `gorm:"column:public_reason"`
 }
 
 const reviewColumns = `id, kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by,
 	claimed_by, claim_until, decided_at, decided_by, outcome, public_reason`
-
-func msTime(ms *int64) *time.Time {
-	if ms == nil {
-		return nil
-	}
-	t := fromMillis(*ms)
-	return &t
-}
-
-func verdictp(s *string) *Verdict {
-	if s == nil {
-		return nil
-	}
-	v := Verdict(*s)
-	return &v
-}
-
-func (r reviewRow) entry() ReviewEntry {
-	return ReviewEntry{ID: r.ID, Kind: r.Kind, ItemID: r.ItemID, UserID: r.UserID, Reason: ReviewReason(r.Reason),
-		EnteredAt: fromMillis(r.EnteredAt), Suggestion: verdictp(r.Suggestion), Confidence: r.Confidence, Note: r.Note,
-		BlockedBy: r.BlockedBy, ClaimedBy: r.ClaimedBy, ClaimUntil: msTime(r.ClaimUntil), DecidedAt: msTime(r.DecidedAt),
-		DecidedBy: r.DecidedBy, Outcome: verdictp(r.Outcome), PublicReason: r.PublicReason}
-}
-
-func entries(rows []reviewRow) []ReviewEntry {
-	out := make([]ReviewEntry, len(rows))
-	for i, r := range rows {
-		out[i] = r.entry()
-	}
-	return out
-}
 
 // EnterReview sends a claimed screen job whose model verdict was unsure to the review queue:
 // the job waits with why review until a moderator decides (due ReviewDue, its lease freed, one
@@ -222,11 +172,11 @@ func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCu
 	}
 	q += ` ORDER BY entered_at, id LIMIT ?`
 	args = append(args, limit)
-	var rows []reviewRow
+	var rows []ReviewEntry
 	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("review queue: %w", err)
 	}
-	return entries(rows), nil
+	return rows, nil
 }
 
 // ReviewCounts counts the open entries of the queue by reason.
@@ -247,20 +197,20 @@ func (s *Store) ReviewCounts(ctx context.Context) (map[ReviewReason]int64, error
 
 // ReviewsOf lists an item's entries, open and decided, from the writer.
 func (s *Store) ReviewsOf(ctx context.Context, kind Kind, itemID int64) ([]ReviewEntry, error) {
-	var rows []reviewRow
+	var rows []ReviewEntry
 	if err := s.scan(ctx, s.db, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID); err != nil {
 		return nil, fmt.Errorf("reviews of %s %d: %w", kind, itemID, err)
 	}
-	return entries(rows), nil
+	return rows, nil
 }
 
 // AppealsOf lists an author's appeals.
 func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, error) {
-	var rows []reviewRow
+	var rows []ReviewEntry
 	if err := s.scan(ctx, s.read, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID); err != nil {
 		return nil, fmt.Errorf("appeals of user %d: %w", userID, err)
 	}
-	return entries(rows), nil
+	return rows, nil
 }
 
 // ClaimReview gives adminID the item's open entries until until, unless another moderator's
@@ -268,7 +218,7 @@ func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, err
 // statement: of two moderators (or replicas) claiming at once, one wins.
 func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int64, until time.Time) ([]ReviewEntry, error) {
 	now := s.nowMs()
-	var rows []reviewRow
+	var rows []ReviewEntry
 	if err := s.scan(ctx, s.db, &rows, `UPDATE reviews SET claimed_by = ?, claim_until = ?
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL
 			AND (`+unclaimedSQL+` OR claimed_by = ?)
@@ -276,7 +226,7 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 		return nil, fmt.Errorf("claim the review of %s %d: %w", kind, itemID, err)
 	}
 	if len(rows) > 0 {
-		return entries(rows), nil
+		return rows, nil
 	}
 	open, err := s.ReviewsOf(ctx, kind, itemID)
 	if err != nil {
@@ -303,7 +253,8 @@ func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID in
 	if len(until) == 0 {
 		return nil, nil
 	}
-	return msTime(&until[0]), nil
+	t := fromMillis(until[0])
+	return &t, nil
 }
 
 // BlockNote is the note of the item's last verdict by hand (the block an appeal of a block by
@@ -369,7 +320,7 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 		if len(by) == 1 {
 			blockedBy = by[0].AdminID
 		}
-		var rows []reviewRow
+		var rows []ReviewEntry
 		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
 			VALUES (?, ?, ?, 'appeal', ?, 'block', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING RETURNING `+reviewColumns,
 			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy); err != nil {
@@ -378,7 +329,7 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 		if len(rows) == 0 {
 			return ErrAppealed
 		}
-		out = rows[0].entry()
+		out = rows[0]
 		tx.changed(userID)
 		return nil
 	})

@@ -45,18 +45,20 @@ var (
 // Webhook is a subscription of a URL to events. Secret is the whsec_ signing key; it is kept
 // because every delivery is signed with it, and shown to the admin only at creation.
 type Webhook struct {
-	ID             int64
-	URL            string
-	Events         []string
-	Secret         string
-	Active         bool
-	DisabledReason *string
-	CreatedAt      time.Time
+	ID             int64     `gorm:"column:id"`
+	URL            string    `gorm:"column:url"`
+	Events         []string  `gorm:"column:events;serializer:json"`
+	Secret         string    `gorm:"column:secret"`
+	Active         bool      `gorm:"column:active"`
+	DisabledReason *string   `gorm:"column:disabled_reason"`
+	CreatedAt      time.Time `gorm:"column:created_at;serializer:unixms"`
 	// PreviousSecret is the secret the last rotation replaced, still signed with (besides
 	// Secret) until PreviousSecretUntil; nil when there is none.
-	PreviousSecret      *string
-	PreviousSecretUntil *time.Time
+	PreviousSecret      *string    `gorm:"column:previous_secret"`
+	PreviousSecretUntil *time.Time `gorm:"column:previous_secret_until;serializer:unixms"`
 }
+
+const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at, previous_secret, previous_secret_until`
 
 // SigningSecrets are the secrets a delivery made at now is signed with: the current one, and
 // the previous one while its overlap lasts.
@@ -66,30 +68,6 @@ func (w Webhook) SigningSecrets(now time.Time) []string {
 		out = append(out, *w.PreviousSecret)
 	}
 	return out
-}
-
-type webhookRow struct {
-	ID             int64   `gorm:"column:id"`
-	URL            string  `gorm:"column:url"`
-	Events         string  `gorm:"column:events"`
-	Secret         string  `gorm:"column:secret"`
-	Active         int     `gorm:"column:active"`
-	DisabledReason *string `gorm:"column:disabled_reason"`
-	CreatedAt      int64   `gorm:"column:created_at"`
-	PreviousSecret *string `gorm:"column:previous_secret"`
-	PreviousUntil  *int64  `gorm:"column:previous_secret_until"`
-}
-
-const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at, previous_secret, previous_secret_until`
-
-func (r webhookRow) webhook() Webhook {
-	w := Webhook{ID: r.ID, URL: r.URL, Secret: r.Secret, Active: r.Active == 1, DisabledReason: r.DisabledReason, CreatedAt: fromMillis(r.CreatedAt)}
-	json.Unmarshal([]byte(r.Events), &w.Events)
-	if r.PreviousSecret != nil && r.PreviousUntil != nil {
-		until := fromMillis(*r.PreviousUntil)
-		w.PreviousSecret, w.PreviousSecretUntil = r.PreviousSecret, &until
-	}
-	return w
 }
 
 // Delivery is one event owed to one subscription: an owed job like the content jobs, leased
@@ -306,7 +284,7 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 // becomes its previous secret, signed with too until until (a rotation during an overlap drops
 // the older previous secret). ErrNotFound when there is no such subscription.
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
-	var rows []webhookRow
+	var rows []Webhook
 	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
 		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id); err != nil {
 		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
@@ -314,21 +292,17 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string
 	if len(rows) == 0 {
 		return Webhook{}, missing("webhook", id)
 	}
-	return rows[0].webhook(), nil
+	return rows[0], nil
 }
 
 // ListWebhooks pages through subscriptions by id, after the id afterID.
 func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]Webhook, error) {
-	var rows []webhookRow
+	var rows []Webhook
 	if err := s.scan(ctx, s.read, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
 		afterID, limit); err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
-	out := make([]Webhook, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, r.webhook())
-	}
-	return out, nil
+	return rows, nil
 }
 
 // WebhookByID finds a subscription; ErrNotFound when there is none.
@@ -355,12 +329,12 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	if err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
-	var rows []webhookRow
+	var rows []Webhook
 	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param); err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	for _, r := range rows {
-		out[r.ID] = r.webhook()
+		out[r.ID] = r
 	}
 	return out, nil
 }
