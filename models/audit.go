@@ -88,11 +88,9 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry, before, after any) erro
 			*p.dst = &txt
 		}
 	}
-	if _, err := s.exec(ctx, `INSERT INTO audit (at, admin_id, admin_name, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.At.UnixMilli(), e.AdminID, e.AdminName, e.Action, e.Target, b, a); err != nil {
-		return fmt.Errorf("audit %s: %w", e.Action, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `INSERT INTO audit (at, admin_id, admin_name, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.At.UnixMilli(), e.AdminID, e.AdminName, e.Action, e.Target, b, a)
+	return wrap(err, "audit %s", e.Action)
 }
 
 // AuditFilter selects audit entries: each field set narrows the list.

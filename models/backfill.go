@@ -43,11 +43,9 @@ func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) e
 	if set.Auto {
 		auto = 1
 	}
-	if _, err := s.exec(ctx, `UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
-		set.BatchSize, set.BatchPauseMs, auto, s.nowMs()); err != nil {
-		return fmt.Errorf("set backfill settings: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
+		set.BatchSize, set.BatchPauseMs, auto, s.nowMs())
+	return wrap(err, "set backfill settings")
 }
 
 // BackfillMember is a scrape that belongs to its chat's backfill job (paused, done or failed)
@@ -256,10 +254,8 @@ func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) 
 // (startedAt), unless it already has: a job queued, or waiting out a rate limit or a walk
 // before its first batch, has not started.
 func (s *Store) MarkBackfillJobStarted(ctx context.Context, chatID string) error {
-	if _, err := s.exec(ctx, `UPDATE backfill_jobs SET started_at = ? WHERE chat_id = ? AND started_at IS NULL`, s.nowMs(), chatID); err != nil {
-		return fmt.Errorf("mark the backfill job of %s started: %w", chatID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE backfill_jobs SET started_at = ? WHERE chat_id = ? AND started_at IS NULL`, s.nowMs(), chatID)
+	return wrap(err, "mark the backfill job of %s started", chatID)
 }
 
 // measuredAfter is how much running time a run needs before its measured rate is reported:
@@ -486,19 +482,15 @@ func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease ti
 // ReleaseBackfillLease gives the lease up if owner holds it, so another process may run the
 // queue at once.
 func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
-	if _, err := s.exec(ctx, `UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
-		WHERE id = 1 AND owner = ?`, owner); err != nil {
-		return fmt.Errorf("release the backfill lease: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
+		WHERE id = 1 AND owner = ?`, owner)
+	return wrap(err, "release the backfill lease")
 }
 
 // SetBackfillRunnerJob records the job owner runs (nil: none) and the rate limit it waits out
 // (nil: none), if owner holds the lease.
 func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *time.Time) error {
-	if _, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
-		chatID, limitedUntil, owner); err != nil {
-		return fmt.Errorf("set the backfill runner job: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
+		chatID, limitedUntil, owner)
+	return wrap(err, "set the backfill runner job")
 }

@@ -226,10 +226,7 @@ func (s *Store) releaseUntried(ctx context.Context) error {
 func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
 	_, err := s.exec(ctx, `UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
 		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner)
-	if err != nil {
-		return fmt.Errorf("release the model probe: %w", err)
-	}
-	return nil
+	return wrap(err, "release the model probe")
 }
 
 // CloseBreaker closes the breaker after owner's probe succeeded, owes the model.breaker

@@ -258,10 +258,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("delete %s %d: %w", kind, id, err)
-	}
-	return nil
+	return wrap(err, "delete %s %d", kind, id)
 }
 
 // ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.

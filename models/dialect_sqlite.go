@@ -144,10 +144,7 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 	if err := os.Chmod(tmpPath, 0o600); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := os.Rename(tmpPath, dest); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	return nil
+	return wrap(os.Rename(tmpPath, dest), "backup")
 }
 
 // optimize runs PRAGMA optimize: without table statistics SQLite can plan the public song
@@ -159,10 +156,8 @@ func (sqliteDialect) optimize(ctx context.Context, s *Store) error {
 	if _, err := s.exec(ctx, `PRAGMA analysis_limit=1000`); err != nil {
 		return fmt.Errorf("optimize: %w", err)
 	}
-	if _, err := s.exec(ctx, `PRAGMA optimize=0x10002`); err != nil {
-		return fmt.Errorf("optimize: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `PRAGMA optimize=0x10002`)
+	return wrap(err, "optimize")
 }
 
 func (sqliteDialect) bind(q string) string { return q }

@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 )
 
@@ -82,10 +81,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
 	for i, f := range eventFields {
 		args[i] = f.value(ev)
 	}
-	if err := s.scan(ctx, s.db, &ev.ID, insertEventSQL, args...); err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	return nil
+	return wrap(s.scan(ctx, s.db, &ev.ID, insertEventSQL, args...), "insert event")
 }
 
 // scanEvents reads rows of id and eventColumns, and closes rows. An empty page is an empty

@@ -142,19 +142,15 @@ func (s *Store) IdemFinish(ctx context.Context, userID int64, key string, lease 
 			WHERE user_id = ? AND idem_key = ? AND locked_until = ?`
 		args = append([]any{status, headers, body}, args...)
 	}
-	if _, err := s.exec(ctx, q, args...); err != nil {
-		return fmt.Errorf("finish idempotent answer: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, q, args...)
+	return wrap(err, "finish idempotent answer")
 }
 
 // IdemRelease forgets a key whose request wrote nothing (it failed), so that a repeat runs.
 func (s *Store) IdemRelease(ctx context.Context, userID int64, key string, lease int64) error {
-	if _, err := s.exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`,
-		userID, key, lease); err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`,
+		userID, key, lease)
+	return wrap(err, "release idempotency key")
 }
 
 // idemUndo follows a take of a key that failed on a transient fault: the take may have

@@ -384,11 +384,9 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) 
 // same owner and the same lease end, so a stale worker never frees a later claim of the job
 // (every claimer of a process shares its owner name).
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
-	if _, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
-		return fmt.Errorf("release job %d: %w", job.ID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
+	return wrap(err, "release job %d", job.ID)
 }
 
 // JobFilter selects owed jobs for the admin.

@@ -50,11 +50,9 @@ func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) 
 // foldJobCounts replaces the rows of job_counts by one row per (task, why), in one statement
 // (one snapshot: rows appended meanwhile stay as they are). PostgreSQL only: see jobCountsFold.
 func (s *Store) foldJobCounts(ctx context.Context) error {
-	if _, err := s.exec(ctx, `WITH d AS (DELETE FROM job_counts RETURNING task, why, n)
-		INSERT INTO job_counts (task, why, n) SELECT task, why, SUM(n) FROM d GROUP BY task, why HAVING SUM(n) <> 0`); err != nil {
-		return fmt.Errorf("fold job counts: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `WITH d AS (DELETE FROM job_counts RETURNING task, why, n)
+		INSERT INTO job_counts (task, why, n) SELECT task, why, SUM(n) FROM d GROUP BY task, why HAVING SUM(n) <> 0`)
+	return wrap(err, "fold job counts")
 }
 
 // narrow reports whether the filter names what no kept count follows: a job, a kind, an

@@ -73,10 +73,8 @@ func (s *Store) ManualProbeFailed(ctx context.Context, lastError *string) error 
 	if lastError == nil {
 		return nil
 	}
-	if _, err := s.exec(ctx, `UPDATE model_breaker SET last_error = ? WHERE id = 1`, lastError); err != nil {
-		return fmt.Errorf("record a failed manual model probe: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE model_breaker SET last_error = ? WHERE id = 1`, lastError)
+	return wrap(err, "record a failed manual model probe")
 }
 
 // readBreakerTx reads the breaker's row on the store's own connection (in a transaction: its own).

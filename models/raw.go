@@ -24,10 +24,7 @@ func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, erro
 // (else their snake_case names), or a value or a slice of values. For tests and benchmarks,
 // as RawExec.
 func (s *Store) RawScan(ctx context.Context, dest any, q string, args ...any) error {
-	if err := s.scan(ctx, s.db, dest, q, args...); err != nil {
-		return fmt.Errorf("raw scan: %w", err)
-	}
-	return nil
+	return wrap(s.scan(ctx, s.db, dest, q, args...), "raw scan")
 }
 
 // IDIn is a condition, for RawExec and RawScan, that col is one of the ids passed as its one

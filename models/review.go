@@ -392,10 +392,7 @@ func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdi
 		tx.changed(ev.UserID)
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return fmt.Errorf("decide the appeal of %s %d: %w", kind, itemID, err)
-	}
-	return nil
+	return wrap(err, "decide the appeal of %s %d", kind, itemID)
 }
 
 // AuthorHistory is how an author's screened items ended.

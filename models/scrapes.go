@@ -294,11 +294,9 @@ func (s *Store) ScrapesToDelete(ctx context.Context) ([]int64, error) {
 
 // MarkScrapeDeleting moves a scrape from pending-delete to deleting.
 func (s *Store) MarkScrapeDeleting(ctx context.Context, id int64) error {
-	if _, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleting', updated_at = ? WHERE id = ? AND state = 'pending-delete'`,
-		s.nowMs(), id); err != nil {
-		return fmt.Errorf("mark scrape %d deleting: %w", id, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleting', updated_at = ? WHERE id = ? AND state = 'pending-delete'`,
+		s.nowMs(), id)
+	return wrap(err, "mark scrape %d deleting", id)
 }
 
 // MediaIDsOf lists up to limit ids of a scrape's media rows.
@@ -319,10 +317,8 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param); err != nil {
-		return fmt.Errorf("delete media: %w", err)
-	}
-	return nil
+	_, err = s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param)
+	return wrap(err, "delete media")
 }
 
 // FinishScrapeDelete marks a deleting scrape deleted once none of its media rows is left;

@@ -57,11 +57,9 @@ func (s *Store) ReadModelSettings(ctx context.Context) (ModelSettings, error) {
 // read to owe shadow calls; screens says its verdicts are shadowed too.
 func (s *Store) SetCandidate(ctx context.Context, candidate *string, screens bool) error {
 	// candidate = NULL is never true: a new candidate, or none, starts its time anew.
-	if _, err := s.exec(ctx, `UPDATE model_settings SET candidate_since = CASE WHEN candidate = ? THEN candidate_since ELSE ? END,
-		candidate = ?, shadow_screens = ? WHERE id = 1`, candidate, s.nowMs(), candidate, boolInt(screens)); err != nil {
-		return fmt.Errorf("set the candidate: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE model_settings SET candidate_since = CASE WHEN candidate = ? THEN candidate_since ELSE ? END,
+		candidate = ?, shadow_screens = ? WHERE id = 1`, candidate, s.nowMs(), candidate, boolInt(screens))
+	return wrap(err, "set the candidate")
 }
 
 func boolInt(b bool) int {
@@ -123,22 +121,18 @@ func (s *Store) ClaimShadow(ctx context.Context, limit int, lease time.Duration,
 // RescheduleShadow puts a claimed shadow job off until at with why and the error in words,
 // counting an attempt when attempt is true, and frees its lease, if the claim still holds.
 func (s *Store) RescheduleShadow(ctx context.Context, job Job, at time.Time, why Why, text *string, attempt bool) error {
-	if _, err := s.exec(ctx, `UPDATE shadow_jobs SET due_at = ?, attempts = attempts + ?, why = ?, last_error = ?,
+	_, err := s.exec(ctx, `UPDATE shadow_jobs SET due_at = ?, attempts = attempts + ?, why = ?, last_error = ?,
 		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? AND lease_until = ?`,
-		at.UnixMilli(), boolInt(attempt), why, text, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
-		return fmt.Errorf("reschedule shadow job %d: %w", job.ID, err)
-	}
-	return nil
+		at.UnixMilli(), boolInt(attempt), why, text, job.ID, job.LeaseOwner, job.LeaseUntil)
+	return wrap(err, "reschedule shadow job %d", job.ID)
 }
 
 // ReleaseShadowJob frees a claimed shadow job's lease without an attempt, if the claim still
 // holds.
 func (s *Store) ReleaseShadowJob(ctx context.Context, job Job) error {
-	if _, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil); err != nil {
-		return fmt.Errorf("release shadow job %d: %w", job.ID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
+	return wrap(err, "release shadow job %d", job.ID)
 }
 
 // ReleaseShadowLeases frees every shadow job leased by owner (a process stopping).
@@ -152,10 +146,8 @@ func (s *Store) ReleaseShadowLeases(ctx context.Context, owner string) (int64, e
 
 // DropShadowJob deletes a shadow job whose item, or live answer, is gone.
 func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
-	if _, err := s.exec(ctx, `DELETE FROM shadow_jobs WHERE id = ?`, job.ID); err != nil {
-		return fmt.Errorf("drop shadow job %d: %w", job.ID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `DELETE FROM shadow_jobs WHERE id = ?`, job.ID)
+	return wrap(err, "drop shadow job %d", job.ID)
 }
 
 // RecordShadowScreen keeps the candidate's verdict on a shadow job's item beside the live
@@ -205,10 +197,8 @@ func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric st
 // DropShadowJobs deletes every owed shadow job: once the candidate is live, there is nothing
 // for it to shadow.
 func (s *Store) DropShadowJobs(ctx context.Context) error {
-	if _, err := s.exec(ctx, `DELETE FROM shadow_jobs`); err != nil {
-		return fmt.Errorf("drop the shadow jobs: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `DELETE FROM shadow_jobs`)
+	return wrap(err, "drop the shadow jobs")
 }
 
 // ShadowOwed counts the owed shadow jobs.

@@ -45,6 +45,14 @@ func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 // or not for the asker; id is nil when the asker gave none (a credential).
 func missing(what string, id any) error { return &notFoundError{what: what, id: id} }
 
+// wrap says what failed: err prefixed by the formatted words, or nil when err is nil.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
 // NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
 func NotFoundWhat(err error) string {
 	var nf *notFoundError

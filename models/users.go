@@ -316,8 +316,6 @@ func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User
 
 // DeleteSession signs a session out; expired sessions are swept with it.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	if _, err := s.exec(ctx, `DELETE FROM sessions WHERE id_hash = ? OR expires_at <= ?`, HashToken(id), s.nowMs()); err != nil {
-		return fmt.Errorf("delete session: %w", err)
-	}
-	return nil
+	_, err := s.exec(ctx, `DELETE FROM sessions WHERE id_hash = ? OR expires_at <= ?`, HashToken(id), s.nowMs())
+	return wrap(err, "delete session")
 }

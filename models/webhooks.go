@@ -167,10 +167,7 @@ func ValidWebhookEvent(event string) bool {
 // (inside WithTx), the deliveries commit or roll back with the result they report. It writes
 // nothing when no active subscription wants the event.
 func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) error {
-	if err := s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }); err != nil {
-		return fmt.Errorf("enqueue webhook %s: %w", event, err)
-	}
-	return nil
+	return wrap(s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }), "enqueue webhook %s", event)
 }
 
 // subscribersSQL selects the active webhooks that want an event; its two arguments are
@@ -210,12 +207,10 @@ func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error
 		return fmt.Errorf("webhook %s payload: %w", event, err)
 	}
 	ms := now.UnixMilli()
-	if _, err := s.exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
+	_, err = s.exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, msg_id, event, payload, status, due_at, created_at)
 		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`,
-		webhooks.NewMessageID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll)); err != nil {
-		return fmt.Errorf("insert %s deliveries: %w", event, err)
-	}
-	return nil
+		webhooks.NewMessageID(), event, string(body), ms, ms, eventPattern(event), eventPattern(EventAll))
+	return wrap(err, "insert %s deliveries", event)
 }
 
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
@@ -373,11 +368,9 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 // cancelDeliveries cancels a subscription's pending deliveries. One a worker holds keeps its
 // lease: the worker's result still records the attempt (and a 2xx still marks it delivered).
 func (s *Store) cancelDeliveries(ctx context.Context, webhookID int64) error {
-	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
-		webhookID); err != nil {
-		return fmt.Errorf("cancel the deliveries of webhook %d: %w", webhookID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
+		webhookID)
+	return wrap(err, "cancel the deliveries of webhook %d", webhookID)
 }
 
 // DeleteWebhook deletes a subscription with all its deliveries and their attempts.
@@ -501,11 +494,9 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 // ReleaseDelivery frees a claimed delivery's lease without an attempt (the worker is stopping),
 // if the claim still holds: the same owner and the same lease end (as ReleaseJob).
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
-	if _, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil); err != nil {
-		return fmt.Errorf("release delivery %d: %w", d.ID, err)
-	}
-	return nil
+	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil)
+	return wrap(err, "release delivery %d", d.ID)
 }
 
 // ReleaseDeliveryLeases frees every delivery lease owner holds, so a stopping process's
