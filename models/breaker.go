@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -71,50 +70,11 @@ func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when the
 // condition did not hold (another replica changed the state first).
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
-	rows, err := s.query(ctx, s.db, q+` RETURNING `+breakerColumns, args...)
-	if err != nil {
+	var rows []Breaker
+	if err := s.scan(ctx, s.db, &rows, q+` RETURNING `+breakerColumns, args...); err != nil || len(rows) == 0 {
 		return Breaker{}, false, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return Breaker{}, false, rows.Err()
-	}
-	var b Breaker
-	var since, next, until sql.NullInt64
-	var why, owner, lastErr sql.NullString
-	var status sql.NullInt32
-	if err := rows.Scan(&b.State, &since, &b.Failures, &b.Probes, &why, &status, &next, &owner, &until, &lastErr); err != nil {
-		return Breaker{}, false, err
-	}
-	// The update is done once its rows are: closing them commits its own transaction (alone).
-	if err := rows.Close(); err != nil {
-		return Breaker{}, false, err
-	}
-	b.Since, b.NextProbeAt, b.ProbeUntil = nullTime(since), nullTime(next), nullTime(until)
-	if why.Valid {
-		w := Why(why.String)
-		b.Why = &w
-	}
-	if owner.Valid {
-		b.ProbeOwner = &owner.String
-	}
-	if lastErr.Valid {
-		b.LastError = &lastErr.String
-	}
-	if status.Valid {
-		st := int(status.Int32)
-		b.Status = &st
-	}
-	return b, true, rows.Err()
-}
-
-// nullTime is a nullable epoch-milliseconds column as a time, or nil.
-func nullTime(n sql.NullInt64) *time.Time {
-	if !n.Valid {
-		return nil
-	}
-	t := fromMillis(n.Int64)
-	return &t
+	return rows[0], true, nil
 }
 
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them

@@ -280,11 +280,7 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 				return ErrConflict
 			}
 		}
-		flag := 0
-		if disabled {
-			flag = 1
-		}
-		if _, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`, flag, userID); err != nil {
+		if _, err := tx.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`, boolInt(disabled), userID); err != nil {
 			return err
 		}
 		if disabled {
