@@ -61,9 +61,8 @@ type BackfillMember struct {
 	Counts     ScrapeCounts
 }
 
-// BackfillMembers lists the backfill members of one chat, or of every chat when chatID is
-// empty, by scrape id, with their counts from the maintained totals: one row per scrape
-// whatever the number of media rows.
+// BackfillMembers lists the backfill members of one chat (every chat when chatID is empty) by
+// scrape id, with their counts from the maintained totals.
 func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillMember, error) {
 	q := `SELECT s.id, s.chat_id, s.guild_id, s.backend, s.mode, s.state, s.downloaded, ` + totalsColumns + `
 		FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
@@ -109,9 +108,8 @@ type BackfillJob struct {
 	CooldownMs *int64    `gorm:"column:cooldown_ms"`
 	Stalled    int       `gorm:"column:stalled"`
 	ActiveAt   time.Time `gorm:"column:active_at;serializer:unixms"`
-	// RunMs is the time this run actually spent running batches (fetching, cooling down,
-	// retrying suspects), across restarts; never time queued, paused, or waiting out a rate
-	// limit or a walk.
+	// RunMs is the time this run spent running batches, across restarts; never time queued,
+	// paused, or waiting out a rate limit or a walk.
 	RunMs int64 `gorm:"column:run_ms"`
 	// RunRows is the rows this run took off pending (cached, skipped, failed or suspect).
 	RunRows int64 `gorm:"column:run_rows"`
@@ -124,10 +122,7 @@ type BackfillJob struct {
 }
 
 // WaitsCountFrom is how many rate-limit waits a run must have sat out before its measured rate
-// counts them: one 429 is an incident (the status adds the wait in hand to the ETAs while it
-// lasts, and spreading it over the rest of the run would predict 429s at a pace that is not
-// there); two or more are a pace, and a rate without them would promise more than pending
-// really falls by.
+// counts them: one 429 is an incident, two or more are a pace.
 const WaitsCountFrom = 2
 
 // CountedWaitMs is the rate-limit wait the job's measured rate counts: all of the run's waits
@@ -169,11 +164,9 @@ type JobStart struct {
 	GuildID *string
 }
 
-// StartBackfillJobs starts the chats' jobs in the given order and returns the chats it
-// started. A running job is left as it is; any other is reset for a new run (processed, the
-// running time, the waits and the measured rates cleared, not started yet — startedAt is set
-// when its first batch begins, MarkBackfillJobStarted —, the cooldown back to the settings')
-// and keeps its place in the execution order; a chat never started before joins the end of it.
+// StartBackfillJobs starts the chats' jobs in order and returns the chats it started. A
+// running job is left as it is; any other is reset for a new run and keeps its place in the
+// execution order; a chat never started joins its end.
 func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]string, error) {
 	var started []string
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -250,9 +243,8 @@ func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) 
 	return jobs[0], true, nil
 }
 
-// MarkBackfillJobStarted records that the run of chatID's job began its first batch now
-// (startedAt), unless it already has: a job queued, or waiting out a rate limit or a walk
-// before its first batch, has not started.
+// MarkBackfillJobStarted records that chatID's run began its first batch now, unless it
+// already has.
 func (s *Store) MarkBackfillJobStarted(ctx context.Context, chatID string) error {
 	_, err := s.exec(ctx, `UPDATE backfill_jobs SET started_at = ? WHERE chat_id = ? AND started_at IS NULL`, s.nowMs(), chatID)
 	return wrap(err, "mark the backfill job of %s started", chatID)
@@ -285,12 +277,10 @@ type BatchRecord struct {
 	Smoothed bool
 }
 
-// RecordBackfillBatch adds a batch to the job's run: settled rows, running time and the
-// rate-limit wait before it to the run, the smoothed recent rate moved towards this batch's
-// own; the measured rate — settled rows over running time plus the counted waits
-// (CountedWaitMs) — is reported once the run has 30 s of running time. It keeps the stall
-// count and cooldown the runner carries from batch to batch. It changes a job of any state: a
-// job paused during its batch still did that work.
+// RecordBackfillBatch adds a batch to the job's run (settled rows, running time, the
+// rate-limit wait before it), moves the smoothed recent rate, and reports the measured rate
+// once the run has measuredAfter of running time. It changes a job of any state: a job paused
+// during its batch still did that work.
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -309,9 +299,8 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.RunWaits++
 		}
 		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, fromMillis(tx.nowMs())
-		// The smoothed rate starts at the first batch's own rate, then moves towards each
-		// batch's by its weight: an exponentially weighted mean over running time (and the
-		// batch's wait, once the run counts waits).
+		// An exponentially weighted mean over running time (and the batch's wait, once the run
+		// counts waits), starting at the first batch's own rate.
 		batchMs := rec.RunMs
 		if j.RunWaits >= WaitsCountFrom {
 			batchMs += max(0, rec.WaitMs)
@@ -347,10 +336,8 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 
 func ptrTo[T any](v T) *T { return &v }
 
-// EndBackfillJob moves a running job to paused (it stopped making progress) or done (nothing
-// is left); done also records when it finished and, in the same transaction, owes the
-// backfill.finished webhook. A job no longer running is left alone; ended reports whether it
-// changed.
+// EndBackfillJob moves a running job to paused or done; done records when it finished and
+// owes the backfill.finished webhook in the same transaction. ended reports whether it changed.
 func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool, error) {
 	var ended bool
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -370,12 +357,9 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 	return ended, nil
 }
 
-// SettleBackfillJobs moves every paused job (or chatID's, when it is paused) that has nothing
-// left — member scrapes, none of them with pending rows or suspect rows still owed their retry
-// — to done, each with the backfill.finished webhook owed in the same transaction, and returns
-// the chats it settled. A job paused during its last batch is thus not left "paused, 100 %"
-// for ever: the runner settles it after that batch, and pause, start and the queue's periodic
-// pass settle any that were left so (rows of an older owed too).
+// SettleBackfillJobs moves every paused job (or chatID's) whose member scrapes have no pending
+// or suspect rows left to done, each with its backfill.finished webhook, and returns the chats
+// it settled: a job paused during its last batch is not left "paused, 100 %".
 func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
 	var settled []string
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -412,8 +396,7 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 }
 
 // finishBackfillJob moves chatID's job from state from to done at now and owes the
-// backfill.finished webhook; ok is false (and nothing is owed) when the job was not in that
-// state. tx is a transaction.
+// backfill.finished webhook; ok is false (nothing owed) when the job was not in that state.
 func (tx *Store) finishBackfillJob(ctx context.Context, chatID, from string, now int64) (bool, error) {
 	n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = 'done', finished_at = ?, active_at = ?
 		WHERE chat_id = ? AND state = ?`, now, now, chatID, from)

@@ -57,23 +57,17 @@ func (d postgresDialect) healthPool(opts Options, _ *gorm.DB) (*sql.DB, error) {
 	return db, nil
 }
 
-// DefaultExecMode is how statements are sent when the URL does not say
-// (default_query_exec_mode): each as an unnamed statement, parsed, bound and run in one round
-// trip, with nothing kept on the server connection, so a pooler in transaction mode (which
-// hands each transaction whichever server connection is free) never meets a statement
-// prepared on another one, and a migration by another replica never leaves a cached
-// description stale. It screened as fast as pgx's cached statements on bench/cmd/screen
-// (docs/scaling.md).
+// DefaultExecMode is how statements are sent when the URL does not say: unnamed, parsed and
+// run in one round trip with nothing kept on the connection, so a pooler in transaction mode
+// never meets a statement prepared elsewhere (docs/scaling.md).
 const DefaultExecMode = pgx.QueryExecModeExec
 
 // DefaultMaxConnLifetime is Options.MaxConnLifetime when none is set.
 const DefaultMaxConnLifetime = 30 * time.Minute
 
-// pool opens a database/sql pool on opts' PostgreSQL: statements in a mode poolers accept
-// (DefaultExecMode unless the URL names one), each connection replaced after
-// MaxConnLifetime, a connection that finds its server is not the primary closed at once, so
-// the pool's next connection looks for the primary again, and every connection counted in
-// d.conns until it closes.
+// pool opens a database/sql pool on opts' PostgreSQL: DefaultExecMode unless the URL names
+// one, connections replaced after MaxConnLifetime or at once when not on the primary, and
+// counted in d.conns until they close.
 func (d postgresDialect) pool(opts Options) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(opts.URL)
 	if err != nil {
@@ -160,16 +154,9 @@ func (postgresDialect) lockAdmins() string {
 
 func (postgresDialect) artDesc() string { return `art DESC NULLS LAST, id DESC` }
 
-// claimDue: id = ANY(ARRAY(…)) keeps the plan an index lookup per picked id whatever the
-// statistics say (a join against the CTE can turn into a scan of the whole table), and SKIP
-// LOCKED lets replicas claim side by side without waiting on each other's rows.
-//
-// A claim that is its own transaction commits without waiting for the WAL to reach the disk
-// (synchronous_commit off for that transaction alone, set by the statement itself so it stays
-// one round trip): a lease lost in a crash of the database is a job claimed again, as when a
-// lease runs out, never a job lost, and whatever the claimer then records commits durably,
-// flushing the claim's WAL with its own. A claim inside a larger transaction leaves that
-// transaction's commit as it was.
+// claimDue: id = ANY(ARRAY(…)) keeps the plan an index lookup per id, and SKIP LOCKED lets
+// replicas claim side by side. A claim that is its own transaction commits with
+// synchronous_commit off: a claim lost in a crash is a job claimed again, never a job lost.
 func (postgresDialect) claimDue(filter string, alone bool) string {
 	lazy := ""
 	if alone {
@@ -199,12 +186,10 @@ func (postgresDialect) writableCTEs() bool { return true }
 
 func (postgresDialect) batchReads() bool { return true }
 
-// postgresFault classifies PostgreSQL's errors by SQLSTATE: connection exceptions (class 08),
-// an administrator's or a crash's shutdown (57P01–57P03), serialization failures and
-// deadlocks (40001, 40P01) and too many connections (53300) are transient; a full disk (53100)
-// is storage; a server that is not the primary (notPrimary) is its own class; a lock timeout
-// (55P03) and a statement timeout or cancel (57014) are timeouts. A connection the driver
-// found closed, or could not make, is transient too.
+// postgresFault classifies PostgreSQL's errors by SQLSTATE: connection exceptions (08),
+// shutdowns (57P01–57P03), serialization failures and deadlocks (40001, 40P01), too many
+// connections (53300) and a closed connection are transient; a full disk (53100) is storage;
+// a lock or statement timeout (55P03, 57014) is a timeout; notPrimary is its own class.
 func postgresFault(err error) Fault {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -238,17 +223,14 @@ func postgresUnique(err error, index string) bool {
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == index
 }
 
-// notPrimary reports whether pe says the server takes no writes because it is not the
-// primary: a read-only transaction (25006: a standby, or default_transaction_read_only), or a
-// standby refusing to hand out a transaction id (txid_current, which every client write reads
-// first, fails so with an internal error code).
+// notPrimary reports whether pe says the server is not the primary: a read-only transaction
+// (25006) or a standby refusing a transaction id (txid_current's internal error).
 func notPrimary(pe *pgconn.PgError) bool {
 	return pe.Code == "25006" || (pe.Code == "XX000" && strings.Contains(pe.Message, "during recovery"))
 }
 
-// txStart sets the timeouts with set_config(…, true), which lasts until the transaction
-// ends, and reads the transaction's id in the same round trip when asked (txid_current assigns
-// one, which a write takes anyway). A timeout that is off is left as the server has it.
+// txStart sets the timeouts until the transaction ends (set_config(…, true)), and reads the
+// transaction's id in the same round trip when asked. A timeout that is off is left alone.
 func (postgresDialect) txStart(ctx context.Context, tx *Store, id bool) (int64, error) {
 	lock, stmt := tx.timeouts.lock, tx.timeouts.statement
 	if !id && lock <= 0 && stmt <= 0 {

@@ -64,10 +64,8 @@ type Event struct {
 	Reason *string
 }
 
-// ClaimDue leases up to limit due jobs (one user's when userID is non-zero) for the lease
-// duration to owner. A job is due when its due_at has passed and it has no lease, or its lease
-// has run out, and its task is not held (Holds); two claimers never get the same job while its
-// lease holds.
+// ClaimDue leases up to limit due, free, unheld jobs (one user's when userID is non-zero) to
+// owner for lease; two claimers never get the same job while its lease holds.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, owner string, userID int64) ([]Job, error) {
 	var jobs []Job
 	var err error
@@ -95,9 +93,8 @@ func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int6
 	return jobs[0], true, nil
 }
 
-// claim is both claims' one statement (the dialect's claimDue): up to limit due, free jobs
-// that are not held and match filter (a condition on content_jobs' columns, taking
-// filterArgs), leased to owner until now + lease, oldest due first.
+// claim is both claims' one statement (the dialect's claimDue), narrowed by filter (a
+// condition on content_jobs taking filterArgs), oldest due first.
 func (s *Store) claim(ctx context.Context, limit int, lease time.Duration, owner, filter string, filterArgs ...any) ([]Job, error) {
 	now := s.nowMs()
 	args := make([]any, 0, 5+len(filterArgs))
@@ -111,9 +108,8 @@ func (s *Store) claim(ctx context.Context, limit int, lease time.Duration, owner
 	return scanJobs(rows, limit)
 }
 
-// Reschedule puts a claimed job off until at, adding an attempt, recording why (and the
-// upstream status and ev's error), freeing its lease, and keeping ev, all in one transaction. It does nothing
-// when the job is gone or another owner has claimed it since; ok reports whether it acted.
+// Reschedule puts a claimed job off until at with an attempt added, why, status and ev's
+// error, frees its lease and keeps ev, in one transaction; ok is false when the claim is gone.
 func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, status *int, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -133,11 +129,9 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, 
 	return ok, nil
 }
 
-// RecordScreen keeps an item's verdict and its event in one transaction; the verdict's trigger
-// settles the screen job (and owes an allowed revision's score). recorded is false when the
-// item is gone or already has a verdict: a verdict is recorded exactly once. Concurrent
-// verdicts share their statements and commit (see batcher), each still recorded with its own
-// event and webhook deliveries, or not at all.
+// RecordScreen keeps an item's verdict and its event in one transaction (a trigger settles the
+// screen job); recorded is false when the item is gone or already has a verdict. Concurrent
+// verdicts share their statements and commit (see batcher).
 func (s *Store) RecordScreen(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64, ev Event) (bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return false, fmt.Errorf("record screen: %w", err)
@@ -192,29 +186,24 @@ func insertScreensIf(cond string) string {
 // insertScreens inserts the verdicts of v's rows whose items still exist and have none yet.
 var insertScreens = insertScreensIf("1 = 1")
 
-// recordScreensAlone is the recording of a batch of verdicts that no webhook wants, as one
-// statement (PostgreSQL's writable CTEs): the subscription check, the verdicts, their
-// events. When an active webhook wants item.screened it writes nothing and answers one row
-// whose kind is empty, and the caller records the batch with its deliveries instead. Its
-// arguments: the rows (fromJSON), then eventPattern of item.screened and of EventAll.
+// recordScreensAlone records a batch no webhook wants in one statement (writable CTEs); when a
+// webhook wants item.screened it writes nothing and answers one row of empty kind. Arguments:
+// the rows (fromJSON), then eventPattern of item.screened and of EventAll.
 var recordScreensAlone = `, w AS (SELECT EXISTS (` + subscribersSQL + `) AS subscribed),
 	s AS (` + insertScreensIf("NOT (SELECT subscribed FROM w)") + ` RETURNING kind, item_id),
 	e AS (` + insertScreenEvents + ` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
 	SELECT kind, item_id FROM s UNION ALL SELECT '', 0 FROM w WHERE subscribed`
 
 // recordScreens records the verdicts of calls (of distinct items) and their events, and says
-// which were recorded. On PostgreSQL with no webhook to owe it is one statement (every
-// statement is a round trip); otherwise one transaction of a verdicts insert, the webhook
-// deliveries and an events insert.
+// which were recorded: one statement on PostgreSQL when no webhook is owed, else a transaction.
 func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, error) {
 	now := s.nowMs()
 	rows := make([]screenRow, len(calls))
 	for i, c := range calls {
 		rows[i] = newScreenRow(c, now)
 	}
-	// Written in author order: each verdict bumps its author's kept version (migration 0015),
-	// and batches that lock those rows in one order never deadlock with each other or with
-	// the budget's charges (also in author order).
+	// In author order, so batches lock the authors' kept versions in one order and never
+	// deadlock with each other or with budget charges.
 	sorted := slices.Clone(rows)
 	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
 	param, err := jsonParam(sorted)
@@ -247,10 +236,8 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 		return out
 	}
 	if s.dialect.writableCTEs() && !s.inTx {
-		// Repeatable: a verdict a failed try did write conflicts and is left alone (its job
-		// settled with it), and the events join only the verdicts this try wrote. Concurrent
-		// batches' settling can deadlock (40P01), which the transaction path absorbed by
-		// trying again; so does this one.
+		// Repeatable: a verdict an earlier try wrote conflicts and is left alone, and a
+		// deadlock (40P01) between batches is tried again as the transaction path does.
 		err := s.retryRepeatable(ctx, func() error {
 			clear(recorded)
 			subscribed = false
@@ -319,16 +306,14 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 	return err
 }
 
-// RecordScore keeps a revision's score and its event in one transaction; the score's trigger
-// settles the score job and refreshes the song's art. recorded is false when the revision is
-// gone or already scored.
+// RecordScore keeps a revision's score and its event in one transaction (a trigger settles the
+// score job); recorded is false when the revision is gone or already scored.
 func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, error) {
 	return s.recordScore(ctx, sc, ev, false)
 }
 
-// ReplaceScore is RecordScore for a re-score under a new rubric (after a promotion or
-// rollback): the revision's score under another rubric is replaced, in the same transaction;
-// one under sc's rubric already is kept, and nothing is recorded.
+// ReplaceScore is RecordScore for a re-score under a new rubric: a score under another rubric
+// is replaced; one under sc's rubric is kept, and nothing is recorded.
 func (s *Store) ReplaceScore(ctx context.Context, sc Score, ev Event) (bool, error) {
 	return s.recordScore(ctx, sc, ev, true)
 }
@@ -380,9 +365,8 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) 
 	return n, nil
 }
 
-// ReleaseJob frees a claimed job's lease without an attempt, if the claim still holds: the
-// same owner and the same lease end, so a stale worker never frees a later claim of the job
-// (every claimer of a process shares its owner name).
+// ReleaseJob frees a claimed job's lease without an attempt if the claim (owner and lease end)
+// still holds, so a stale worker never frees a later claim.
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 	_, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
@@ -402,10 +386,8 @@ type JobFilter struct {
 	// Outcome selects settled jobs (State JobDone) by how they settled (DoneOutcomes).
 	Outcome EventOutcome
 
-	// Held, when set, is what is held as read just before the list or count; the filter then
-	// names the held tasks itself instead of reading the holds row for every job, so a filter by
-	// why reads only the why index (a count of 50,000 budget jobs: one index range, not 50,000
-	// row lookups). Nil reads the holds in the statement, as a write in a transaction needs.
+	// Held, when set, is the holds as read just before; the filter then names the held tasks
+	// itself, so a filter by why reads only the why index. Nil reads the holds in the statement.
 	Held *Holds
 
 	// Deferred, when set, is when the jobs the open breaker puts off are asked again
@@ -527,9 +509,8 @@ func (r JobRow) Cursor(order string) JobCursor {
 // jobRowColumns are jobColumns and what JobRow adds, read from content_jobs.
 var jobRowColumns = jobColumns + `, last_error, ` + namesOf("content_jobs")
 
-// namesOf are what a row of table (with user_id, kind and item_id) shows of its author and
-// item: the author's name, the item's title (a comment's or pitch's first 80 characters) and
-// song.
+// namesOf is what a row of table (with user_id, kind and item_id) shows of its author and item:
+// the author's name, the item's title (or first 80 characters) and song.
 func namesOf(table string) string {
 	return `(SELECT name FROM users WHERE id = ` + table + `.user_id),
 	CASE kind WHEN 'revision' THEN (SELECT title FROM revisions WHERE id = ` + table + `.item_id)
@@ -560,9 +541,8 @@ func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	return out, rows.Err()
 }
 
-// pageOf adds to where (and args) the start of the page after the cursor (nil: none) in order
-// (JobsByID, JobsByDue, JobsByAttempts), and answers the ORDER BY; cols are the columns of the
-// id, the due time and the attempts.
+// pageOf adds the start of the page after the cursor (nil: none) in order to where and args,
+// and answers the ORDER BY; cols are the id, due time and attempts columns.
 func pageOf(order string, after *JobCursor, cols [3]string, where string, args []any) (string, []any, string) {
 	id, due, attempts := cols[0], cols[1], cols[2]
 	switch order {
@@ -656,8 +636,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the job")
 
 // budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
-// (the day and the default limit are its two arguments): a retry of a job waiting for its
-// budget makes sense only then.
+// (arguments: the day and the default limit).
 var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
 	+ ` + taskCallsSQL + `
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`

@@ -26,26 +26,18 @@ type MineItem struct {
 	Jobs []Job
 }
 
-// MineVersion is what an author's own view (MinePage, and their budget) is made of, read from
-// facts the database keeps (mine_versions, kept by the triggers on every table the view shows),
-// so that the view's ETag is known before the view is built:
-//
-//   - Version, the author's change counter: bumped in the transaction of every change of what
-//     the view shows (items, owed jobs, verdicts, scores, budget charges, the daily limit), by
-//     the store or by raw SQL; it only grows;
-//   - Shared, the counter of what every view shares (mine_versions row 0: the holds);
-//   - the spend on the budget day of now, and the author's appeals.
-//
-// The same row keeps the author's number of owed jobs and a bound on their earliest due time.
+// MineVersion is what an author's own view is made of, read from mine_versions (kept by
+// triggers) so the view's ETag is known before the view is built: the author's change counter,
+// the shared counter (the holds), today's spend and the author's appeals, with the author's
+// number of owed jobs and a bound on their earliest due time.
 type MineVersion struct {
 	Day     string // the budget day of now
 	Version int64  // the author's change counter (0: never changed)
 	Shared  int64  // the counter of what every view shares (the holds)
 	Spent   int64  // spent on Day
 	Jobs    int64  // the author's owed jobs
-	// NextDueAt is no later than the earliest due time of the author's jobs (nil: none): lowered
-	// as jobs come or are put off, raised by the runner after a sweep of the author
-	// (RaiseNextDue).
+	// NextDueAt is no later than the earliest due time of the author's jobs (nil: none);
+	// raised by RaiseNextDue.
 	NextDueAt *time.Time
 	// Held is what is held (Holds): the view shows a held job's why as held.
 	Held Holds
@@ -69,9 +61,8 @@ func (v *MineVersion) WakeAt(now time.Time) time.Time {
 	return *v.NextDueAt
 }
 
-// mineVersionSQL reads a MineVersion in one statement, each value by its key as a scalar
-// subquery: the author's and the shared row of mine_versions, today's spend, the holds and the
-// author's appeals. Its arguments: the author four times, the budget day, the author.
+// mineVersionSQL reads a MineVersion in one statement of scalar subqueries. Arguments: the
+// author four times, the budget day, the author.
 var mineVersionSQL = `SELECT (SELECT version FROM mine_versions WHERE user_id = ?),
 		(SELECT jobs FROM mine_versions WHERE user_id = ?),
 		(SELECT next_due_at FROM mine_versions WHERE user_id = ?),
@@ -104,12 +95,9 @@ func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (M
 	return v, nil
 }
 
-// RaiseNextDue raises the author's kept bound on their earliest due time to that time, when
-// the bound has passed at now and the earliest is later: the runner calls it after a sweep of
-// the author, so that a job put off (a budget run out, a retry backing off) stops waking the
-// runner at every view. One statement, which changes nothing when the author's version moved
-// since its snapshot (a job came or went meanwhile: its own bound is then the kept one); a
-// raise notifies the author's waiters, so that they wait for the new bound.
+// RaiseNextDue raises the author's kept bound on their earliest due time when it has passed at
+// now and the earliest is later, so a job put off stops waking the runner at every view. It
+// changes nothing when the author's version moved since its snapshot; a raise notifies.
 func (s *Store) RaiseNextDue(ctx context.Context, userID int64, now time.Time) error {
 	n, err := s.exec(ctx, `UPDATE mine_versions SET next_due_at = x.next
 		FROM (SELECT v.version AS seen, (SELECT due_at FROM content_jobs WHERE user_id = ? ORDER BY due_at LIMIT 1) AS next
@@ -133,22 +121,17 @@ type MineFilter struct {
 	Limit int       // at most this many items (> 0)
 	// After, when set, starts the page after this item (see MineCursor).
 	After *MineCursor
-	// OwedJobs is the author's number of owed jobs as MineVersion read it (its Jobs), or nil
-	// when not known. It only chooses how the page's jobs are read: an author with few jobs
-	// has them read whole by their author (one short range of content_jobs_user_due), one with
-	// many, or an unknown number, by the page's items (see pageJobs).
+	// OwedJobs is the author's owed jobs as MineVersion read them (nil: unknown); it only
+	// chooses whether the page's jobs are read by author or by the page's items (pageJobs).
 	OwedJobs *int64
 }
 
 // mineJobsByAuthor is the most owed jobs of an author that MinePage reads whole, by author,
-// rather than by the page's items (up to two tasks for each kind and id of the page: hundreds
-// of index probes for a page of 100).
+// rather than by the page's items.
 const mineJobsByAuthor = 256
 
-// MineCursor is a place in an author's items, which are ordered newest first across kinds:
-// by created_at descending, then kind (revision, comment, pitch), then id descending. That is
-// a total order, so paging by it neither repeats nor skips an item whatever is written
-// meanwhile (new items come before the first page).
+// MineCursor is a place in an author's items, newest first across kinds: created_at
+// descending, then kind (revision, comment, pitch), then id descending, a total order.
 type MineCursor struct {
 	CreatedAt int64
 	Kind      Kind
@@ -165,9 +148,8 @@ func KindRank(kind Kind) int {
 	return -1
 }
 
-// mineColumns are the columns of an item the view shows whatever its kind, read from the
-// item's row (alias x) and its verdict (s), in the order readMine reads them; each kind's own
-// columns follow them (mineQueries).
+// mineColumns are an item's columns the view shows whatever its kind (alias x, verdict s), in
+// readMine's order; each kind's own follow (mineQueries).
 const mineColumns = `x.id, x.created_at, s.verdict, s.confidence, s.public_reason`
 
 // readMine reads mineColumns into it.
@@ -178,10 +160,8 @@ func readMine(r *row, it *MineItem) {
 // mineOwn is where a kind's own columns start.
 const mineOwn = 5
 
-// mineQueries read an author's items, one kind each, in the view's order of kinds: the
-// statement (mineColumns and the kind's own, through the items' covering index
-// (user_id, created_at, id, …) and the verdict's key), its number of columns, and how the
-// kind's own columns become the item's.
+// mineQueries read an author's items, one kind each, in the view's order of kinds, through the
+// items' covering index: the statement, its number of columns, and how its own become the item's.
 var mineQueries = [3]mineKindQuery{
 	mineQuery(KindRevision, "revisions", `x.song_id, x.title, sc.art, sc.art_runs, sc.criteria, sc.model, sc.rubric`,
 		` LEFT JOIN scores sc ON sc.revision_id = x.id`, func(r *row, it *MineItem) {
@@ -212,10 +192,8 @@ func mineQuery(kind Kind, table, own, joins string, read func(r *row, it *MineIt
 	return q
 }
 
-// mineStateFilter is the condition on an item's verdict that selects its state ("" selects
-// any). A verdict is compared through coalesce so the join stays a LEFT JOIN: a bare
-// s.verdict = … lets SQLite's planner start from every screen of the kind and sort, rather
-// than walk the author's items in order.
+// mineStateFilter is the condition on an item's verdict that selects its state. coalesce keeps
+// the join a LEFT JOIN, so SQLite walks the author's items in order.
 var mineStateFilter = map[ItemState]string{
 	"":           "",
 	StatePending: ` AND s.verdict IS NULL`,
@@ -229,10 +207,8 @@ type jobKey struct {
 	id   int64
 }
 
-// MinePage reads one page of the author's items that f selects, in the view's order (see
-// MineCursor), each with its owed jobs. next is the cursor of the page's last item when more
-// items follow, else nil. Each kind is read by its (user_id, created_at, id) index, at most
-// Limit+1 rows, and the kinds are merged.
+// MinePage reads one page of the author's items that f selects, in the view's order, each with
+// its owed jobs; next is the cursor of the page's last item when more follow, else nil.
 func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items []MineItem, next *MineCursor, err error) {
 	stateSQL, ok := mineStateFilter[f.State]
 	afterRank := 0
@@ -290,9 +266,8 @@ func (s *Store) mineJobs(ctx context.Context, userID int64, items []MineItem, ow
 	return s.pageJobs(ctx, userID, items)
 }
 
-// authorJobs gives the page's items their owed jobs out of all of the author's, read by
-// content_jobs_user_due, when the author has at most 2 × mineJobsByAuthor of them; else it
-// reports false and gives none (the author's jobs grew since their number was read).
+// authorJobs gives the page's items their jobs out of all of the author's, when the author has
+// at most 2 × mineJobsByAuthor of them; else it reports false and gives none.
 func (s *Store) authorJobs(ctx context.Context, userID int64, items []MineItem) (bool, error) {
 	rows, err := s.query(ctx, s.read, authorJobsSQL, userID, 2*mineJobsByAuthor+1)
 	if err != nil {
@@ -321,11 +296,9 @@ func giveJobs(items []MineItem, jobs []Job) {
 	}
 }
 
-// pageJobs reads the owed jobs of the page's items alone, in one statement by their
-// (task, kind, item_id) keys (content_jobs' unique index), so a page costs the same whatever
-// the author's backlog. The keys are the product of the tasks, the page's kinds and its ids;
-// the few that name no item of the page are left out here. The author is a filter only
-// (+user_id): by content_jobs_user_due a page would read every job of the author.
+// pageJobs reads the owed jobs of the page's items alone, in one statement by their (task,
+// kind, item_id) keys, so a page costs the same whatever the author's backlog; the author is a
+// filter only.
 func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) error {
 	ids := make([]int64, len(items))
 	var kinds []string // the page's kinds, as SQL text: each one of Kinds
@@ -357,9 +330,8 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 // content_jobs_user_due alone.
 const authorJobsSQL = `SELECT ` + mineJobColumns + ` FROM content_jobs WHERE user_id = ? LIMIT ?`
 
-// mineJobColumns are the columns of an owed job the author's view shows, in the order
-// scanMineJobs reads them: all carried by content_jobs_user_due, so the author's jobs are read
-// from that index alone.
+// mineJobColumns are an owed job's columns the view shows, in scanMineJobs' order, all carried
+// by content_jobs_user_due.
 const mineJobColumns = `id, task, kind, item_id, due_at, attempts, why`
 
 // scanMineJobs reads rows of mineJobColumns, jobs of userID, and closes rows. The jobs have
@@ -413,9 +385,8 @@ func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilt
 func mineKindSQL(rank int, userID int64, f MineFilter, afterRank int, stateSQL string) (string, []any) {
 	sql, args := mineQueries[rank].sql, []any{userID}
 	if c := f.After; c != nil {
-		// Items of a kind ranked before the cursor's come first among equal times, so they
-		// must be strictly older; the cursor's own kind continues by id; later kinds may share
-		// the cursor's time.
+		// Kinds ranked before the cursor's must be strictly older; the cursor's own kind
+		// continues by id; later kinds may share its time.
 		switch {
 		case rank < afterRank:
 			sql += ` AND x.created_at < ?`

@@ -1,9 +1,6 @@
-// Package models is owed's storage: the rows it keeps (users and their credentials, listener
-// items, verdicts, scores, owed jobs, budgets, events, holds, reviews, the model's breaker,
-// webhooks and their deliveries, scrapes and media) and the queries that read and change them,
-// on SQLite or PostgreSQL through GORM; domain.go holds the domain's typed values and their
-// lists. Every statement is SQL written here and run by exec, scan or query (rows.go), with
-// one rule for its arguments; what differs between the dialects is in one file per dialect.
+// Package models is owed's storage: the rows it keeps and the SQL that reads and changes them,
+// on SQLite or PostgreSQL through GORM. Every statement runs through exec, scan or query
+// (rows.go); what differs between the dialects is in one file per dialect.
 package models
 
 import (
@@ -21,9 +18,8 @@ import (
 	"github.com/owed/owed/migrations"
 )
 
-// ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker).
-// The store says it one way (missing): the error is ErrNotFound by errors.Is, names what was
-// asked for (NotFoundWhat), and the API's error handler answers it 404 with that name.
+// ErrNotFound is returned when a row asked for does not exist (or is not visible to the asker);
+// missing makes it, naming what was asked for (NotFoundWhat) for the API's 404.
 var ErrNotFound = errors.New("not found")
 
 // notFoundError is missing's error.
@@ -72,16 +68,14 @@ type Options struct {
 	URL     string
 	DataDir string
 	Clock   clock.Clock
-	// RetryClock is the clock the store's retries pause on (Backoff); the wall clock when nil,
-	// whatever Clock is: a pause waits for the database to come back, which a test's fake
-	// clock, moved by hand, would never end (and a deadlock under load can meet any test).
+	// RetryClock is the clock the store's retries pause on; the wall clock when nil, since a
+	// test's fake clock would never end the pause.
 	RetryClock clock.Clock
 	Logger     *slog.Logger
 	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
 	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
-	// of their own (0: DefaultDailyLimit). The store is its one owner: charges are judged
-	// against it, and users and budget rows come back with it as their effective limit.
+	// of their own (0: DefaultDailyLimit).
 	DailyLimit int64
 	// SlowStatement is how long a statement may take before it is logged at warn (0:
 	// DefaultSlowStatement).
@@ -89,14 +83,11 @@ type Options struct {
 	// MaxConnLifetime is how long a PostgreSQL connection is used before it is replaced (0:
 	// DefaultMaxConnLifetime), so a pool that reached a standby finds the primary again.
 	MaxConnLifetime time.Duration
-	// LockTimeout and StatementTimeout bound, on PostgreSQL, every statement: waiting for a
-	// lock, and running (0: DefaultLockTimeout, DefaultStatementTimeout; below 0: the server's
-	// own setting). Each transaction sets them for itself (txStart), and a statement outside a
-	// transaction runs in one of its own that does (Store.alone).
+	// LockTimeout and StatementTimeout bound every statement on PostgreSQL (0: the defaults;
+	// below 0: the server's own setting); each transaction sets them for itself (txStart).
 	LockTimeout, StatementTimeout time.Duration
 	// MigrateLockTimeout is how long Open waits for another process's migration lock
-	// (PostgreSQL; 0: migrations.DefaultLockTimeout) before it fails with
-	// migrations.ErrLockTimeout.
+	// (PostgreSQL; 0: migrations.DefaultLockTimeout).
 	MigrateLockTimeout time.Duration
 }
 
@@ -169,10 +160,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.RetryClock == nil {
 		opts.RetryClock = clock.Real{}
 	}
-	// A config for each gorm.DB: gorm.Open keeps state in the one it is given.
-	// GORM's own messages go to the store's logger: failed statements at error, and statements
-	// slower than opts.SlowStatement at warn, without their parameters (they can hold content
-	// and token hashes). query logs its statements through the same logger (rows.go).
+	// GORM logs failed statements at error and slow ones at warn, without their parameters
+	// (they can hold content and token hashes); query logs through the same logger.
 	if opts.SlowStatement <= 0 {
 		opts.SlowStatement = DefaultSlowStatement
 	}
@@ -225,11 +214,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Optimize keeps the query planner informed: without table statistics SQLite can plan the
-// public song list or the verdict trigger as scans over hundreds of thousands of rows (seconds
-// instead of a millisecond at a million items). SQLite's PRAGMA optimize analyzes only what
-// changed enough to matter, so it is cheap to run at start and then periodically (app's cron,
-// hourly). PostgreSQL's autovacuum keeps its own statistics, so there it does nothing.
+// Optimize keeps SQLite's planner informed (PRAGMA optimize: cheap, run at start and hourly);
+// without statistics it can plan hot statements as scans. PostgreSQL's autovacuum does it there.
 func (s *Store) Optimize(ctx context.Context) error {
 	return s.dialect.optimize(ctx, s)
 }
@@ -253,11 +239,10 @@ func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 // nowMs is the store's clock in epoch milliseconds, the unit of every time column.
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
-// WithTx runs fn in one transaction on a store bound to it: everything fn writes commits
-// together, or not at all if fn returns an error (or panics). Nested calls join the outer
-// transaction. A transaction that certainly did not commit and failed on a transient fault (a
-// cut connection, a busy database) is run again, at most MaxTxTries times in all, after a
-// jittered pause; fn must therefore be safe to run again (see tx.go).
+// WithTx runs fn in one transaction on a store bound to it: all of fn's writes commit, or none
+// if fn fails (or panics). Nested calls join the outer transaction. A transaction that did not
+// commit and failed on a transient fault is run again (at most MaxTxTries), so fn must be safe
+// to run again (see tx.go).
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.inTx {
 		return fn(s)
@@ -265,10 +250,8 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.withTx(ctx, fn)
 }
 
-// Changes hears which authors' own views (Mine and their budget) a write changed, after the
-// write committed. Every method of the store that changes a view tells it: new and deleted
-// items (a song's deletion tells its commenters too), verdicts, scores, reschedules, retries,
-// charges and daily limits. Claims and leases are not in the view and tell nothing.
+// Changes hears, after commit, which authors' own views (Mine and their budget) a write
+// changed. Claims and leases are not in the view and tell nothing.
 type Changes interface {
 	Changed(userIDs ...int64)
 	// WakeAll is told of a change whose authors are not known (a bulk retry).
@@ -310,9 +293,8 @@ func (s *Store) changedAll() {
 	}
 }
 
-// Ping checks that the database answers, and takes writes (an error of FaultNotPrimary when
-// the server's transactions are read-only), on a pool of its own that the store's work never
-// holds (dialect.healthPool).
+// Ping checks that the database answers and takes writes (FaultNotPrimary when read-only), on
+// a pool of its own (dialect.healthPool).
 func (s *Store) Ping(ctx context.Context) error {
 	var ro string
 	err := s.retryRepeatable(ctx, func() error { return s.ping.QueryRowContext(ctx, s.dialect.readOnly()).Scan(&ro) })
@@ -329,9 +311,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Notify sends a notification on channel through the store's pool, with the payload prefixed
-// by the store's schema as the triggers' are (PostgreSQL; nothing on SQLite): the notifier's
-// heartbeat.
+// Notify sends a notification on channel, its payload prefixed by the store's schema as the
+// triggers' are (PostgreSQL; nothing on SQLite): the notifier's heartbeat.
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 	q := s.dialect.notify()
 	if q == "" {
@@ -362,9 +343,8 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// quietLogger is GORM's logger at warn, passing it only the statements it logs: those that
-// failed or were slower than slow. GORM's slog logger formats a statement's duration and
-// builds its attributes before it decides not to log them, on every statement.
+// quietLogger passes GORM's logger only the statements it logs (failed or slower than slow):
+// GORM's slog logger builds every statement's attributes before deciding.
 type quietLogger struct {
 	logger.Interface
 	slow time.Duration
