@@ -16,10 +16,8 @@ const (
 )
 
 // dialect is everything that differs between SQLite and PostgreSQL in the store: how a
-// database is opened, and the statements (or parts of statements) each writes its own way.
-// Open chooses one for the store's whole life; the other files write only SQL both accept and
-// ask the dialect for the rest. Each implementation (dialect_sqlite.go, dialect_postgres.go)
-// keeps its variants side by side, in the same order as this interface.
+// database is opened and the statements each writes its own way. dialect_sqlite.go and
+// dialect_postgres.go keep their variants in this interface's order.
 type dialect interface {
 	// name is the dialect as Store.Dialect and the migrations name it.
 	name() string
@@ -49,25 +47,21 @@ type dialect interface {
 	// bind rewrites q's ? placeholders as the driver takes them. The queries given to it hold
 	// no ? of their own (no literal, no jsonb operator).
 	bind(q string) string
-	// fromJSON is a FROM item named alias that reads rows passed as one parameter, a JSON
-	// array of objects keyed by the columns' names (see jsonParam). Its text is the same for
-	// any number of rows, so it is prepared and planned once (a VALUES list would be a new
-	// statement for every size).
+	// fromJSON is a FROM item named alias reading rows passed as one JSON parameter (see
+	// jsonParam), so its text is the same for any number of rows.
 	fromJSON(alias string, cols ...column) string
 	// idIn is a condition that col is one of the ids passed as one parameter, a JSON array.
 	idIn(col string) string
 	// forUpdate locks the rows a SELECT in a transaction reads until it ends ("" where the
 	// transaction already holds the lock that keeps others out).
 	forUpdate() string
-	// lockAdmins is a statement that locks the admins' rows for the rest of the transaction,
-	// so that two admins disabling each other at once cannot both pass the last-admin check
-	// ("" where the transaction already holds the database's one write lock).
+	// lockAdmins locks the admins' rows for the transaction, so two admins cannot disable
+	// each other at once ("" where the transaction holds the one write lock).
 	lockAdmins() string
 	// artDesc orders songs by art, best first and unscored last, then newest first.
 	artDesc() string
-	// claimDue leases due content jobs: its arguments are the lease's end and owner, now
-	// twice, filter's own arguments, and the limit. alone says the statement is its own
-	// transaction, whose commit then need not wait for the disk (see postgresDialect.claimDue).
+	// claimDue leases due content jobs (arguments: lease end, owner, now twice, filter's,
+	// limit); alone says the statement is its own transaction.
 	claimDue(filter string, alone bool) string
 	// skipLocked ends a claim's SELECT of rows to lease in a subquery: it locks them and passes
 	// over rows another claim has locked ("" where writes take the database's one lock).
@@ -78,15 +72,12 @@ type dialect interface {
 	// writableCTEs reports whether a WITH clause may hold INSERTs, so that a batch of
 	// verdicts and their events can be written in one statement.
 	writableCTEs() bool
-	// txStart is the first statement of each transaction: it sets the store's lock and
-	// statement timeouts for the transaction alone (so a pooler that hands the next
-	// transaction another server connection keeps them), and when id is true reads the
-	// transaction's id, so that a COMMIT whose answer was lost can be asked after (txStatus);
-	// 0 where a COMMIT's error always means it did not commit.
+	// txStart is each transaction's first statement: it sets the timeouts for the transaction
+	// alone and, when id is true, reads its id so a COMMIT whose answer was lost can be asked
+	// after (txStatus); 0 where a failed COMMIT always means it did not commit.
 	txStart(ctx context.Context, tx *Store, id bool) (int64, error)
-	// timeoutsBind reports whether the store's lock and statement timeouts bind its
-	// statements; where they do, a statement outside a transaction runs in one of its own so
-	// that txStart sets them (Store.alone).
+	// timeoutsBind reports whether the timeouts bind statements; then a statement outside a
+	// transaction runs in one of its own (Store.alone).
 	timeoutsBind() bool
 	// txStatus says whether transaction id committed, on one of s's connections.
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)

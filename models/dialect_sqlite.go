@@ -42,15 +42,10 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	if err := privateFiles(path); err != nil {
 		return nil, nil, err
 	}
-	// Page caches: 16 MiB for the writer, 8 MiB for each reader; the OS keeps the file's
-	// pages too, so more would buy little and cost resident memory on every connection.
-	// recursive_triggers: so that the row an INSERT OR REPLACE replaces goes through the delete
-	// triggers that keep versions and counts (no trigger writes, even through
-	// others, the table it is on, so nothing recurses).
-	// _mutex=no: database/sql hands a connection, and the statements prepared on it, to one
-	// goroutine at a time, which is all SQLite's multi-thread mode asks; the driver's default
-	// (serialized) takes the connection's mutex on every call besides, twice for each column of
-	// each row read, and a first view of the author's view paid 15 % more for it (issue 25).
+	// Page caches: 16 MiB for the writer, 8 MiB per reader (the OS caches the file too).
+	// recursive_triggers: a row INSERT OR REPLACE replaces goes through the delete triggers.
+	// _mutex=no: database/sql gives a connection to one goroutine at a time, and the
+	// serialized default cost the author's view 15 %.
 	common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_recursive_triggers=on&_mutex=no"
 	w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&"+common), config())
 	if err != nil {
@@ -69,12 +64,8 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 		wdb.Close()
 		return nil, nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	// Reads are prepared once per connection (SQLite otherwise recompiles every statement on
-	// every call; pgx already caches statements on PostgreSQL). Not the writer's: GORM
-	// prepares a new statement under a lock that waits for a connection, and with the one
-	// writer connection held by a transaction that itself waits for that lock, neither
-	// moves (seen in the fault soak). The writer's hot statements are batched instead, so
-	// compiling them is paid once per batch.
+	// Reads are prepared once per connection. Not the writer's: GORM prepares under a lock
+	// that waits for a connection, which deadlocks with a transaction holding the one writer.
 	rcfg := config()
 	rcfg.PrepareStmt = true
 	r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), rcfg)
@@ -116,10 +107,8 @@ func (sqliteDialect) openPlain(opts Options) (*sql.DB, error) {
 // drain: SQLite's connections are files, closed with their pools.
 func (sqliteDialect) drain() {}
 
-// backup reads one snapshot (VACUUM INTO, inside one read transaction) while owed goes on
-// writing: writes committed before it began are in the copy, later ones are not, and none is
-// torn. The copy is written beside dest and renamed into place, so a failed backup leaves no
-// partial file.
+// backup copies one snapshot (VACUUM INTO in one read transaction) while owed goes on
+// writing, beside dest and renamed into place, so a failed backup leaves no partial file.
 func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
 		return fmt.Errorf("backup: %s already exists; choose a new file", dest)
@@ -150,9 +139,8 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 // optimize runs PRAGMA optimize: without table statistics SQLite can plan the public song
 // list or the verdict trigger as scans over hundreds of thousands of rows.
 func (sqliteDialect) optimize(ctx context.Context, s *Store) error {
-	// analysis_limit bounds each table's ANALYZE to a sample of about a thousand rows per index,
-	// so the first optimize on a large database that was never analysed takes milliseconds, not
-	// a scan of every index (start-up is promised under a second).
+	// analysis_limit samples each index, so a first optimize on a large database takes
+	// milliseconds.
 	if _, err := s.exec(ctx, `PRAGMA analysis_limit=1000`); err != nil {
 		return fmt.Errorf("optimize: %w", err)
 	}
@@ -216,9 +204,8 @@ func sqliteFault(err error) Fault {
 	return FaultNone
 }
 
-// sqliteUnique reports whether err is SQLite refusing a row for the unique index named index.
-// SQLite's error carries no index name of its own, only its message ("UNIQUE constraint
-// failed: index 'name'", or the columns for a constraint written with its table).
+// sqliteUnique reports whether err is SQLite refusing a row for the unique index named index,
+// by its message, which alone names the index.
 func sqliteUnique(err error, index string) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique &&
@@ -243,10 +230,8 @@ func (sqliteDialect) clockNow(context.Context, *Store) (time.Time, error) {
 	return time.Now().UTC(), nil
 }
 
-// privateFiles makes the database's folder (0700 when made here) and the database file the
-// owner's alone before SQLite opens it: SQLite creates a database 0644, and its WAL and SHM
-// files take the database file's mode, so a database made 0600 first keeps all three 0600. A
-// database (or WAL, or SHM) left more open by an older owed is made 0600 too.
+// privateFiles makes the database's folder (0700 when made here) and file the owner's alone
+// before SQLite opens it, so its WAL and SHM files, which take the file's mode, are 0600 too.
 func privateFiles(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)

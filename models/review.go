@@ -9,11 +9,9 @@ import (
 	"time"
 )
 
-// The review queue (issue 28): items a moderator decides. An entry is 'unsure' when the model's
-// verdict fell below the review band (the item stays pending, its screen job waits with why
-// review, asking and charging nothing), or 'appeal' when the author appealed a block. A verdict
-// by hand (an event with outcome decided) decides the item's open entries in the same
-// transaction (the events_decide_review trigger).
+// The review queue: items a moderator decides. An entry is 'unsure' when the model's verdict
+// fell below the review band, or 'appeal' when the author appealed a block; a verdict by hand
+// decides the item's open entries (the events_decide_review trigger).
 
 // ReviewReason is why an item waits in the review queue.
 type ReviewReason string
@@ -43,9 +41,8 @@ var ReviewClaimFilters = []ReviewClaimFilter{ClaimMine, ClaimNone, ClaimAvailabl
 // unclaimedSQL is true of a reviews row no live claim holds; its one argument is now (ms).
 const unclaimedSQL = `(claimed_by IS NULL OR claim_until IS NULL OR claim_until <= ?)`
 
-// ReviewDue is the due time of a job that waits for a moderator: never, as far as the claims,
-// the sweeps, the breaker's passes and the views' "due" are concerned (they all compare due_at
-// with now), and out of the due index's way.
+// ReviewDue is the due time of a job that waits for a moderator: never, for everything that
+// compares due_at with now.
 var ReviewDue = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // ReviewClaimFor is how long a moderator's claim on an entry lasts (renewed by claiming again).
@@ -94,11 +91,10 @@ type ReviewEntry struct {
 const reviewColumns = `id, kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by,
 	claimed_by, claim_until, decided_at, decided_by, outcome, public_reason`
 
-// EnterReview sends a claimed screen job whose model verdict was unsure to the review queue:
-// the job waits with why review until a moderator decides (due ReviewDue, its lease freed, one
-// attempt added: the model was asked), the entry keeps the model's verdict and confidence as a
-// suggestion, and ev (the attempt's event) is kept, all in one transaction. ok is false when
-// the job is gone or another owner claimed it since.
+// EnterReview sends a claimed screen job whose model verdict was unsure to the review queue, in
+// one transaction: the job waits with why review (due ReviewDue, lease freed, an attempt
+// added), the entry keeps the model's verdict as a suggestion, and ev is kept. ok is false
+// when the claim is gone.
 func (s *Store) EnterReview(ctx context.Context, job Job, verdict Verdict, confidence float64, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -213,9 +209,8 @@ func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, err
 	return rows, nil
 }
 
-// ClaimReview gives adminID the item's open entries until until, unless another moderator's
-// claim still holds them (*ErrClaimed). ErrNotFound when the item has no open entry. One
-// statement: of two moderators (or replicas) claiming at once, one wins.
+// ClaimReview gives adminID the item's open entries until until in one statement, unless
+// another moderator's claim holds them (*ErrClaimed); ErrNotFound when none is open.
 func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int64, until time.Time) ([]ReviewEntry, error) {
 	now := s.nowMs()
 	var rows []ReviewEntry
@@ -282,9 +277,8 @@ func HeldBy(open []ReviewEntry, adminID int64, now time.Time) *ErrClaimed {
 }
 
 // FileAppeal records the author's appeal of their blocked item, with their note: ErrNotFound
-// when the item is missing or another author's, ErrNotBlocked unless it is blocked, ErrAppealed
-// when it was appealed before. The entry remembers who blocked it (the admin of the last verdict
-// by hand, none when the model did), so that another moderator hears the appeal.
+// when the item is missing or another author's, ErrNotBlocked unless blocked, ErrAppealed when
+// appealed before. The entry remembers who blocked it, so another moderator hears the appeal.
 func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64, note *string) (ReviewEntry, error) {
 	table, err := itemTable(kind)
 	if err != nil {
@@ -352,11 +346,9 @@ type ItemAppealDecidedData struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
-// DecideAppeal records a moderator's decision of an open appeal, in one transaction: allow
-// replaces the block by the moderator's allow (the verdict's triggers then make the item
-// public and owe an allowed revision's score, and item.screened is owed with the decider);
-// block lets the block stand. Either way ev (outcome decided) is kept, which decides the entry
-// (events_decide_review), and item.appeal.decided is owed.
+// DecideAppeal records a moderator's decision of an open appeal in one transaction: allow
+// replaces the block with the moderator's allow (owing item.screened), block lets it stand.
+// Either way ev (outcome decided) is kept, deciding the entry, and item.appeal.decided is owed.
 func (s *Store) DecideAppeal(ctx context.Context, kind Kind, itemID int64, verdict Verdict, ev Event) error {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if verdict == VerdictAllow {
@@ -419,9 +411,8 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 		Verdict string `gorm:"column:verdict"`
 		N       int64  `gorm:"column:n"`
 	}
-	// Driven from the authors' items (their user_id indexes), each item's verdict read by the
-	// screens key: the plan does not depend on how many verdicts the whole site has (a join
-	// from screens read every pitch's verdict when the statistics were stale).
+	// Driven from the authors' items, each verdict read by the screens key, so the plan does
+	// not depend on the site's number of verdicts.
 	verdictOf := func(kind string) string {
 		return `(SELECT s.verdict FROM screens s WHERE s.kind = '` + kind + `' AND s.item_id = i.id)`
 	}
@@ -445,9 +436,8 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 	return out, nil
 }
 
-// ReviewMeasures are the review queue's measures over decisions since a time: how long entries
-// waited for their decision (per reason, p50 and p90 in seconds) and the share of the model's
-// suggestions (unsure entries, and appeals of the model's blocks) that moderators overturned.
+// ReviewMeasures are the review queue's measures over decisions since a time: the waits for a
+// decision per reason (p50, p90 in seconds) and the share of the model's suggestions overturned.
 type ReviewMeasures struct {
 	Decided    map[ReviewReason]int64
 	P50        map[ReviewReason]float64

@@ -170,9 +170,8 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 	return rows, nil
 }
 
-// UpdateScrape changes a scrape's state (active, paused, done or failed) and/or its
-// downloaded count. Going (back) to active restarts the walk, so it takes the walk lock
-// again. ErrConflict when the scrape is being deleted.
+// UpdateScrape changes a scrape's state and/or its downloaded count; going (back) to active
+// takes the walk lock again. ErrConflict when the scrape is being deleted.
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
@@ -221,9 +220,8 @@ type NewMedia struct {
 	Bytes *int64
 }
 
-// AddMedia adds pending media rows to a scrape in one transaction and refreshes its
-// last-pushed time. ErrNotFound when the scrape does not exist, ErrConflict when it is being
-// deleted.
+// AddMedia adds pending media rows to a scrape and refreshes its last push, in one transaction.
+// ErrNotFound when the scrape does not exist, ErrConflict when it is being deleted.
 func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) (int, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		now := tx.nowMs()
@@ -391,10 +389,8 @@ func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state MediaS
 	return rows, nil
 }
 
-// RecordPreview keeps a row's preview outcome. It only changes a row that is still waiting
-// (pending or suspect) in a scrape that is not being deleted, so a row deleted or handled
-// meanwhile is left alone; recorded reports whether it changed the row (when it did
-// not, a preview just stored for it belongs to no one and should be removed).
+// RecordPreview keeps a row's preview outcome if the row still waits (pending or suspect) in a
+// scrape not being deleted; recorded is false otherwise (a preview stored for it is an orphan).
 func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, storedBytes int64) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE media SET state = ?, stored_bytes = ?, updated_at = ?
 		WHERE id = ? AND state IN ('pending', 'suspect')
@@ -406,12 +402,8 @@ func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, s
 	return n > 0, nil
 }
 
-// RecordBackfillPreview records a preview outcome of the backfill of chatID as RecordPreview
-// does and, in the same transaction, adds the row to the job's processed when it moved to a
-// state it never leaves (cached, skipped, failed, unverified). So processed counts each row
-// once per run, when it settles: not a rate-limited row (left pending, fetched again), not a
-// suspect one until its retry, not a row another process recorded first, and not less after a
-// batch cut short by a stop. ok is RecordPreview's.
+// RecordBackfillPreview is RecordPreview that, in the same transaction, adds the row to chatID's
+// job's processed when it settled, so processed counts each row once per run.
 func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int64, state MediaState, storedBytes int64) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {

@@ -69,9 +69,8 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// SetLive makes model and rubric the live ones from now on (a promotion), or the configured
-// ones again when model is nil (a rollback). ok is false, and nothing changes, when the row
-// already says so: a promotion needs the configured model live, a rollback a promoted one.
+// SetLive makes model and rubric live from now on (a promotion), or the configured ones again
+// when model is nil (a rollback); ok is false, and nothing changes, when the row already says so.
 func (s *Store) SetLive(ctx context.Context, model, rubric *string) (ok bool, err error) {
 	cond := `live_model IS NULL`
 	if model == nil {
@@ -102,9 +101,7 @@ func (s *Store) ChargeShadow(ctx context.Context, calls, limit int64, now time.T
 const shadowJobColumns = `id, task, kind, item_id, 0 AS user_id, due_at, attempts, why, NULL AS status, lease_until, lease_owner, created_at`
 
 // ClaimShadow leases up to limit due shadow jobs to owner until now + lease, oldest due first,
-// but only while no live job is due: a due, free content job whose task is not held stops
-// every shadow claim, so shadow work is never claimed ahead of live work. Held tasks hold
-// their shadow work too.
+// only while no unheld live job is due, so shadow work never goes ahead of live work.
 func (s *Store) ClaimShadow(ctx context.Context, limit int, lease time.Duration, owner string) ([]Job, error) {
 	now := s.nowMs()
 	rows, err := s.query(ctx, s.db, `UPDATE shadow_jobs SET lease_until = ?, lease_owner = ? WHERE id IN (
@@ -150,9 +147,8 @@ func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
 	return wrap(err, "drop shadow job %d", job.ID)
 }
 
-// RecordShadowScreen keeps the candidate's verdict on a shadow job's item beside the live
-// verdict it shadows, and settles the job, in one transaction. recorded is false when the
-// live verdict is gone (the job is dropped) or the candidate's was already kept.
+// RecordShadowScreen keeps the candidate's verdict beside the live one it shadows and settles
+// the job, in one transaction; recorded is false when the live verdict is gone or it was kept.
 func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (recorded bool, err error) {
 	err = s.WithTx(ctx, func(tx *Store) error {
 		n, err := tx.exec(ctx, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict, live_confidence, screened_at)
@@ -170,9 +166,8 @@ func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, v
 	return recorded, nil
 }
 
-// RecordShadowScore keeps the candidate's score of a shadow job's revision (its mean art and
-// runs, under rubric) beside the live score it shadows, and settles the job, in one
-// transaction; recorded as RecordShadowScreen.
+// RecordShadowScore keeps the candidate's score of a shadow job's revision beside the live one
+// and settles the job, in one transaction; recorded as RecordShadowScreen.
 func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (recorded bool, err error) {
 	runsJSON, err := json.Marshal(runs)
 	if err != nil {
@@ -211,8 +206,7 @@ func (s *Store) ShadowOwed(ctx context.Context) (int64, error) {
 }
 
 // ShadowCell is one cell of the confusion table of the candidate's verdicts against the live
-// ones: of kind, the items the live model gave Live and the candidate Candidate, N of them,
-// compared between From and To.
+// ones: N items of kind that the live model gave Live and the candidate Candidate.
 type ShadowCell struct {
 	Kind      Kind      `gorm:"column:kind"`
 	Live      Verdict   `gorm:"column:live_verdict"`
@@ -337,9 +331,8 @@ func (s *Store) ShadowPoints(ctx context.Context, model, rubric string, limit in
 	return points, nil
 }
 
-// ShadowRanked lists at most limit public songs, in the public list's order by art, whose art
-// comes from a revision model scored under rubric too: each with its title, its live art and
-// the candidate's.
+// ShadowRanked lists at most limit public songs by art whose scored revision the candidate
+// scored under rubric too, with the live art and the candidate's.
 func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
 	var points []ShadowPoint
 	if err := s.scan(ctx, s.read, &points, `SELECT s.id AS song_id, COALESCE(s.public_title, s.title) AS title,
@@ -358,9 +351,8 @@ func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit in
 const songScoredRevision = `SELECT r.id FROM revisions r JOIN scores sc ON sc.revision_id = r.id WHERE r.song_id = s.id
 	ORDER BY r.id DESC LIMIT 1`
 
-// Rescore is how far the re-score of songs under the live rubric is: of the songs with a score
-// (Total), those whose score is under rubric (Done), and of those, the ones scored since the
-// live model last changed (Since: the promotion or rollback).
+// Rescore is how far the re-score under the live rubric is: scored songs (Total), those under
+// rubric (Done), and of those, the ones scored since the live model last changed (Since).
 type Rescore struct {
 	Total int64 `gorm:"column:total"`
 	Done  int64 `gorm:"column:done"`
@@ -380,10 +372,8 @@ func (s *Store) RescoreProgress(ctx context.Context, rubric string, since time.T
 	return out, nil
 }
 
-// OweRescores owes a score job, due at once, for the newest scored revision of every song whose
-// score is under another rubric than rubric (the live one after a promotion or rollback), and
-// says how many it owed. The job is an author's score job like any other (a re-score is
-// charged to nobody: see the score task).
+// OweRescores owes a score job, due now, for the newest scored revision of every song scored
+// under another rubric than rubric, and says how many it owed.
 func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 	n, err := s.exec(ctx, `INSERT INTO content_jobs (task, kind, item_id, user_id, due_at)
 		SELECT 'score', 'revision', sc.revision_id, r.user_id, ? FROM songs s
@@ -403,11 +393,9 @@ type RankedCursor struct {
 	Rest bool `json:"r,omitempty"`
 }
 
-// PublicSongsRanked lists public songs by art as the public list orders them while scores of
-// two rubrics exist (during the re-score after a promotion or rollback): first the songs whose
-// art is under rubric (the live one), best first; then the rest, those scored under another
-// rubric best first and the unscored last; each part newest first among equals. So a list never
-// mixes two rubrics' scores in one order. Each part is read through songs_public_rubric_art.
+// PublicSongsRanked lists public songs by art while two rubrics' scores exist: first those
+// under rubric, best first, then the rest (other rubrics best first, unscored last), newest
+// first among equals, so no order mixes two rubrics' scores.
 func (s *Store) PublicSongsRanked(ctx context.Context, rubric string, after *RankedCursor, limit int) ([]Song, error) {
 	const cols = `SELECT ` + publicSongColumns + ` FROM songs WHERE public = 1`
 	var songs []Song

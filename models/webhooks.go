@@ -70,10 +70,9 @@ func (w Webhook) SigningSecrets(now time.Time) []string {
 	return out
 }
 
-// Delivery is one event owed to one subscription: an owed job like the content jobs, leased
-// while a worker attempts it. MsgID is the webhook-id header and Payload the body, both the
-// same on every attempt. Failures counts failed attempts since the delivery was last made due
-// (its place in the retry schedule); Attempts counts every attempt.
+// Delivery is one event owed to one subscription, leased like a content job while a worker
+// attempts it. MsgID (the webhook-id header) and Payload stay the same on every attempt;
+// Failures counts failed attempts since it was last made due, Attempts every attempt.
 type Delivery struct {
 	ID          int64          `gorm:"column:id"`
 	WebhookID   int64          `gorm:"column:webhook_id"`
@@ -163,9 +162,7 @@ func ValidWebhookEvent(event string) bool {
 }
 
 // EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,
-// due now, with the payload {type, timestamp, data}. Called on a store bound to a transaction
-// (inside WithTx), the deliveries commit or roll back with the result they report. It writes
-// nothing when no active subscription wants the event.
+// due now, with the payload {type, timestamp, data}; inside WithTx, with that transaction.
 func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) error {
 	return wrap(s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }), "enqueue webhook %s", event)
 }
@@ -275,9 +272,8 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 	return w, nil
 }
 
-// RotateWebhookSecret gives a subscription a new signing secret in place: the current one
-// becomes its previous secret, signed with too until until (a rotation during an overlap drops
-// the older previous secret). ErrNotFound when there is no such subscription.
+// RotateWebhookSecret gives a subscription a new signing secret; the current one becomes its
+// previous secret, still signed with until until. ErrNotFound when there is no such subscription.
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
 	var rows []Webhook
 	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
@@ -334,9 +330,8 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	return out, nil
 }
 
-// SetWebhookActive enables or disables a subscription. Disabling (reason DisabledByAdmin or
-// DisabledGone) cancels its pending deliveries in the same transaction; enabling clears the
-// reason and makes nothing due again: cancelled deliveries stay cancelled until redelivered.
+// SetWebhookActive enables or disables a subscription. Disabling cancels its pending
+// deliveries in the same transaction; enabling clears the reason and makes nothing due again.
 func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, reason string) (Webhook, error) {
 	var w Webhook
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -386,8 +381,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 }
 
 // NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
-// or nil when none is pending or deliveries are held. It reads from the reader, so a worker can ask it cheaply before
-// it claims.
+// or nil when none is pending or deliveries are held; read cheaply from the reader.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	var due *int64 // nil: none pending
 	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
@@ -401,10 +395,8 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	return &t, nil
 }
 
-// ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for the
-// lease duration, oldest due first, unless deliveries are held (Holds): then none. A delivery is due when it is pending, its due_at has
-// passed and it has no lease, or its lease has run out; two claimers never hold one at once,
-// and a dead worker's delivery is due again when its lease runs out.
+// ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for lease,
+// oldest due first (none while deliveries are held); two claimers never hold one at once.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
@@ -433,20 +425,16 @@ type AttemptResult struct {
 	NextAt    time.Time // AttemptRetry: when the delivery is due again
 }
 
-// FinishDelivery records an attempt at a claimed delivery and its consequence, in one
-// transaction: the attempt is kept while the delivery exists; a delivered one ends; a retried
-// one is due again at r.NextAt with one more failure (unless it was cancelled meanwhile); a
-// gone one is cancelled with every pending delivery of its subscription, which is disabled.
-// The lease is freed. ok is false when the claim no longer held (the lease ran out and someone
-// else took the delivery, or it was deleted): then only the attempt is kept.
+// FinishDelivery records an attempt at a claimed delivery and its consequence in one
+// transaction: delivered ends it, retry makes it due at r.NextAt with one more failure, gone
+// cancels it with its subscription's pending deliveries and disables the subscription; the
+// lease is freed. ok is false when the claim no longer held: then only the attempt is kept.
 func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if r.Outcome == AttemptGone {
-			// The receiver said the endpoint is gone for good: whoever holds this delivery, the
-			// subscription stops. Its row is locked first, so that two deliveries answered 410
-			// at once queue here instead of each holding its own delivery while it waits for
-			// the other's to cancel it (PostgreSQL found them deadlocked).
+			// Gone for good: the subscription stops. Its row is locked first, so two 410s at
+			// once queue here instead of deadlocking.
 			if _, err := tx.exec(ctx, `UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID); err != nil {
 				return err
 			}
@@ -572,10 +560,9 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 	return out, nil
 }
 
-// Redeliver makes a delivery due now and pending, its retry schedule started over: a new
-// attempt with the same message id and body, even when it was delivered or cancelled. It
-// refuses (ErrWebhookDisabled) while the subscription is inactive, and (ErrDeliveryInFlight)
-// while a worker holds the delivery.
+// Redeliver makes a delivery pending and due now, its retry schedule started over, even when
+// delivered or cancelled. ErrWebhookDisabled while its subscription is inactive,
+// ErrDeliveryInFlight while a worker holds it.
 func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 	var d Delivery
 	err := s.WithTx(ctx, func(tx *Store) error {
