@@ -63,9 +63,8 @@ func AuditBy(u *User) (id *int64, name string) {
 	return &uid, u.Name
 }
 
-// Audit records one operator action. Called on a store from WithTx, it is written in that
-// transaction, so the action and its record commit together or not at all. before and after
-// are marshalled as JSON (nil: null). At defaults to the store's clock.
+// Audit records one operator action, in WithTx's transaction when called there; before and
+// after are marshalled as JSON (nil: null). At defaults to the store's clock.
 func (s *Store) Audit(ctx context.Context, e AuditEntry, before, after any) error {
 	if e.At.IsZero() {
 		e.At = fromMillis(s.nowMs())

@@ -8,12 +8,9 @@ import (
 	"github.com/owed/owed/clock"
 )
 
-// Backoff is how a call to the database is tried again: at most Tries tries in all (0: no
-// bound) and for at most For after the first one began (0: no bound), pausing on a clock
-// between tries: Pause after the first failed try, twice that after the next, and so on up to
-// MaxPause (0: no bound); zero Pause tries again at once. With Jitter each pause is drawn
-// between half and one and a half times its length, so that replicas cut off together do not
-// come back together.
+// Backoff is how a call to the database is tried again: at most Tries tries (0: no bound),
+// for at most For (0: no bound), pausing Pause then doubling up to MaxPause (0: no bound); with
+// Jitter each pause is drawn between half and one and a half its length.
 type Backoff struct {
 	Tries    int
 	For      time.Duration
@@ -22,12 +19,9 @@ type Backoff struct {
 	Jitter   bool
 }
 
-// The store's policies: a transaction that certainly did not commit (WithTx), a repeatable
-// statement (retryRepeatable: a pool whose connections were cut drops each dead one as it
-// meets it, so it tries again at once), the statements that end a request's hold on its
-// idempotency key (IdemSettle: each try may meet another connection the cut left dead), and
-// asking after a COMMIT whose answer was lost (commitOutcome: for a few seconds, while the
-// server may still be finishing it).
+// The store's policies: a transaction that did not commit (WithTx), a repeatable statement
+// (retryRepeatable), the end of an idempotency hold (IdemSettle), and asking after a COMMIT
+// whose answer was lost (commitOutcome).
 var (
 	txBackoff     = Backoff{Tries: MaxTxTries, Pause: 25 * time.Millisecond, Jitter: true}
 	askBackoff    = Backoff{Tries: 20, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond}
@@ -35,9 +29,8 @@ var (
 	settleBackoff = Backoff{Tries: 10, Pause: 20 * time.Millisecond, MaxPause: 200 * time.Millisecond}
 )
 
-// Do runs f until it succeeds, or says the error it returned is not worth another try, the
-// tries or the time run out, or ctx ends; it returns f's last error. The pauses are waited on
-// clk (the store's: Options.RetryClock).
+// Do runs f until it succeeds or says not to try again, the tries or time run out, or ctx
+// ends; it returns f's last error. Pauses are waited on clk.
 func (b Backoff) Do(ctx context.Context, clk clock.Clock, f func() (again bool, err error)) error {
 	start := clk.Now()
 	pause := b.Pause

@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// batcher runs concurrent calls of one write together: the calls that arrive while a batch is
-// being written wait for the next batch, so under load many calls share one statement and one
-// commit (group commit), and a lone call runs at once with no added wait. Each call keeps its
-// own outcome: the write is exact per call, only its round trips and commits are shared.
+// batcher runs concurrent calls of one write together (group commit): calls that arrive while
+// a batch is written wait for the next, and a lone call runs at once. Each call keeps its own
+// outcome.
 type batcher[In any, Out any, K comparable] struct {
 	max   int        // calls in one batch
 	lanes int        // batches written at once (batchLanes)
@@ -30,9 +29,8 @@ type batchCall[In any, Out any] struct {
 	done chan struct{}
 }
 
-// batchTimeout bounds one batch's write. A batch does not end with its callers' contexts: once
-// taken, its calls are written whatever became of the callers, so the outcome (a verdict, a
-// charge) is never half there.
+// batchTimeout bounds one batch's write, which does not end with its callers' contexts, so an
+// outcome is never half there.
 const batchTimeout = time.Minute
 
 // do queues in and waits for its outcome. A call whose ctx ends before its batch is taken is
@@ -140,13 +138,9 @@ func jsonParam(rows any) (string, error) {
 	return string(b), err
 }
 
-// batchLanes is how many batches of one kind a store writes at once. One: the calls that
-// wait meanwhile make the next batch larger, which costs the database less per call than more
-// batches in parallel would (measured on PostgreSQL at 1, 2 and 4 lanes: the queue core 9,740,
-// 9,048 and 8,191 jobs/s, screening 2,303, 2,006 and 1,863; docs/benchmarks.md), and SQLite
-// has one writer anyway. Two lanes of verdicts split by author, so that they never wait for
-// each other's kept rows, were no better either (issue 25: 175 and 189 µs of CPU a job against
-// one lane's 149 and 115, in alternating runs).
+// batchLanes is how many batches of one kind a store writes at once: one, since larger batches
+// cost the database less per call than parallel ones (docs/benchmarks.md), and SQLite has one
+// writer anyway.
 const batchLanes = 1
 
 // maxBatch caps the calls in one batch (and so the placeholders in one statement).

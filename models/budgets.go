@@ -17,11 +17,9 @@ func BudgetReset(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
 }
 
-// Charge spends n model calls of the user's budget for the day of now, atomically and only if
-// the day's spend stays within the user's effective limit (their own, else the store's
-// Options.DailyLimit): a charge the rest of the budget cannot cover is refused whole (ok
-// false) and spends nothing. Concurrent charges never take the spend above the limit.
-// Concurrent charges share one statement (see batcher and chargeRows).
+// Charge spends n model calls of the user's budget for the day of now, only if the day's spend
+// stays within the user's effective limit; otherwise nothing is spent (ok false). Concurrent
+// charges share one statement (see batcher and chargeRows).
 func (s *Store) Charge(ctx context.Context, userID int64, n int64, now time.Time) (spent int64, ok bool, err error) {
 	call := chargeCall{userID: userID, day: BudgetDay(now), n: n}
 	var out chargeOutcome
@@ -53,12 +51,9 @@ type chargeOutcome struct {
 	ok    bool
 }
 
-// chargeRows charges calls in one statement, with the outcome each would have had alone, one
-// after another in their order. One user's calls (of one day) are charged as
-// one sum: if it fits, each of them would have, and each is told the spend after it; if it does
-// not, nothing of theirs was spent and their calls are charged again one by one, so that those
-// that fit still do. Users are written in id order, so that concurrent statements lock budget
-// rows in the same order (PostgreSQL would otherwise find them deadlocked).
+// chargeRows charges calls in one statement, each with the outcome it would have had alone, in
+// order: a user's calls are charged as one sum, and one by one if the sum does not fit. Users
+// are written in id order so concurrent statements never deadlock.
 func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOutcome, error) {
 	type group struct {
 		chargeCall       // the user's day, and n: the sum of their calls
@@ -171,8 +166,6 @@ type BudgetRow struct {
 }
 
 // effectiveLimit is the daily limit of a user whose own is own: it, else the store's default.
-// Every row that shows a limit comes back with this one, so nothing outside the store applies
-// the default itself.
 func (s *Store) effectiveLimit(own *int64) int64 {
 	if own != nil {
 		return *own

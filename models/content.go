@@ -210,9 +210,8 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 	return p, nil
 }
 
-// DeleteItem deletes the author's own song, revision, comment or pitch ("song" deletes the
-// song with its revisions and comments). The triggers take the owed jobs with it. ErrNotFound
-// when the item is missing or another author's, alike.
+// DeleteItem deletes the author's own song (with its revisions and comments), revision,
+// comment or pitch; ErrNotFound when missing or another author's, alike.
 func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int64) error {
 	table := "songs"
 	if kind != "song" {

@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// The domain's values, as stored and as the API names them. Each is a string type with its
-// constants and the list of every value, so that a value of one kind cannot be passed for
-// another, and validators and documents have one list to read.
+// The domain's values, as stored and as the API names them: each a string type with its
+// constants and the list of every value.
 
 // Kind is a kind of listener item.
 type Kind string
@@ -34,9 +33,7 @@ const (
 // Tasks lists every task.
 var Tasks = []Task{TaskScreen, TaskScore}
 
-// The model calls one run of each task makes: the model slots it holds and what its author is
-// charged. Task.Calls reads them, and the SQL that judges a budget's room (taskCallsSQL) is
-// written from them.
+// The model calls one run of each task makes (Task.Calls; taskCallsSQL is written from them).
 const (
 	ScreenCalls = 1
 	ScoreCalls  = 3 // the critic is asked three times; the mean is kept
@@ -89,15 +86,11 @@ const (
 	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
 	// while the hold lasts, whatever its row's why.
 	WhyHeld Why = "held"
-	// WhyUnavailable: the database failed while the job ran (its item could not be read, or
-	// its answer recorded), an attempt with the backoff; also shown, not stored, as the answer
-	// to a new item whose screen could not be read after its write committed (the database
-	// was cut off meanwhile): that job is owed with the item and runs as any other.
+	// WhyUnavailable: the database failed while the job ran; an attempt with the backoff.
+	// Also shown, not stored, for a new item whose screen could not be read after its write.
 	WhyUnavailable Why = "unavailable"
-	// WhyRefused: the request was refused before sending (the model client would not send it,
-	// e.g. an item past its size limits written by raw SQL, or a task this process does not
-	// run): an attempt with the backoff, nothing asked or charged, until the item is fixed or
-	// deleted.
+	// WhyRefused: the request was refused before sending (e.g. an item past its size limits);
+	// an attempt with the backoff, nothing asked or charged.
 	WhyRefused Why = "refused"
 	// WhyReview: the model was unsure (its confidence below the review band), and the item
 	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
@@ -107,11 +100,9 @@ const (
 	WhyBreaker Why = "breaker"
 )
 
-// Whys lists every reason a job can wait, in display order: the one list of why values (the
-// model client's replies, the API's validation and OpenAPI enum read it). A new why is a
-// constant here and its place in this list; one a job's row keeps (all but held and breaker,
-// which are only shown, worked out when the job is read) also widens the CHECK on
-// content_jobs.why in a migration, which TestStoredWhysMatchTheCheck holds to this.
+// Whys lists every reason a job can wait, in display order: the one list of why values. A why
+// a job's row keeps (all but held and breaker) also widens content_jobs.why's CHECK in a
+// migration (TestStoredWhysMatchTheCheck).
 var Whys = []Why{WhyUnreachable, WhyUpstream, WhyUnanswered, WhyBudget, WhyBudgetUnavailable, WhyHeld,
 	WhyBreaker, WhyReview, WhyUnavailable, WhyRefused}
 
@@ -176,9 +167,8 @@ const (
 // ItemStates lists every item state.
 var ItemStates = []ItemState{StatePending, StatePublic, StateBlocked}
 
-// DeliveryStatus is where a webhook delivery stands. A delivery is pending until delivered;
-// it is cancelled only when its subscription is disabled (by an admin, or by its receiver
-// answering 410).
+// DeliveryStatus is where a webhook delivery stands: pending until delivered, cancelled only
+// when its subscription is disabled.
 type DeliveryStatus string
 
 // Delivery states.
@@ -191,9 +181,8 @@ const (
 // DeliveryStatuses lists every delivery status.
 var DeliveryStatuses = []DeliveryStatus{DeliveryPending, DeliveryDelivered, DeliveryCancelled}
 
-// ScrapeState is where a scrape stands. A scrape is active while the bot's walk reads the
-// chat; paused, done and failed scrapes are backfill members; a delete goes pending-delete →
-// deleting → deleted.
+// ScrapeState is where a scrape stands: active while the bot walks the chat; paused, done and
+// failed scrapes are backfill members; a delete goes pending-delete → deleting → deleted.
 type ScrapeState string
 
 // Scrape states.

@@ -7,11 +7,8 @@ import (
 	"time"
 )
 
-// A settled job is no content_jobs row (its trigger deletes it), but the attempt that settled
-// it is an event naming the job (job_id, migration 0034): the admin's list shows settled jobs
-// (state done) from those events alone, for as long as it is asked to (OWED_RETAIN_DONE), and
-// the events' retention prunes them. Jobs' ids are never reused, so a job id names one job, owed
-// or settled.
+// A settled job is no content_jobs row, but the attempt that settled it is an event naming the
+// job (job_id): the admin's list shows settled jobs from those events alone.
 
 // doneCond selects the events that settled a job.
 const doneCond = `job_id IS NOT NULL AND outcome IN ('allow', 'block', 'scored', 'decided')`
@@ -44,9 +41,8 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 }
 
 // ListDoneJobs pages through the jobs the filter selects (its state aside) that settled since
-// since, in order (JobsByID, JobsByDue: by when they settled, JobsByAttempts), after the cursor
-// (nil: from the start). Each row is the job as it settled: due at its settling, its attempts
-// before that one, and Final, the attempt that settled it.
+// since, in order, after the cursor (nil: from the start); each row is the job as it settled,
+// with Final the attempt that settled it.
 func (s *Store) ListDoneJobs(ctx context.Context, f JobFilter, since time.Time, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.doneWhere(since.UnixMilli())
 	jobs, err := s.jobPage(ctx, doneColumns+` FROM events`, where, args, pageOrder{order, after, [3]string{"job_id", "at", "attempt"}}, limit, scanDoneRows)

@@ -6,12 +6,9 @@ import (
 	"strings"
 )
 
-// eventFields are the events table's columns as the store writes them (every one but id), in
-// order: the one list of them. insertEvent, the batched verdicts' events (screenRow,
-// screenColumns, insertScreenEvents), eventColumns and the reads of events (scanEvents) are
-// made from it, so a new column is one row here (and its migration, in both dialects).
-// value is the column's value in an Event as a statement binds it (int64, float64, string or
-// nil for NULL); set reads it back from a row's column i.
+// eventFields are the events table's columns as the store writes them (all but id), in order:
+// the one list every write and read of events is made from. value is a column's value as a
+// statement binds it; set reads it back from a row's column i.
 var eventFields = []struct {
 	name, sqlType string
 	value         func(e *Event) any

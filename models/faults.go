@@ -16,18 +16,14 @@ type Fault int
 const (
 	// FaultNone is any other error: a bug, or a sentinel such as ErrNotFound.
 	FaultNone Fault = iota
-	// FaultTransient is a database that did not answer this time: a connection cut or
-	// refused, a server shutting down or not accepting connections yet, a serialization
-	// failure or deadlock, SQLite still busy past its busy_timeout. Trying again later can
-	// succeed.
+	// FaultTransient is a database that did not answer this time (a cut connection, a
+	// shutdown, a deadlock, SQLite busy): trying again later can succeed.
 	FaultTransient
 	// FaultStorage is a database that cannot take writes: full, read-only, or failing its I/O.
 	// Trying again succeeds only once an operator makes room.
 	FaultStorage
-	// FaultNotPrimary is a PostgreSQL server that answers but is not (or no longer) the
-	// primary: a standby, or a server or role that makes every transaction read-only. The
-	// connection that met it is dropped, so the pool connects again and, given several hosts
-	// and target_session_attrs=read-write, finds the primary.
+	// FaultNotPrimary is a PostgreSQL server that answers but is not the primary; the
+	// connection is dropped, so the pool connects again and finds the primary.
 	FaultNotPrimary
 	// FaultTimeout is a statement that waited past the lock timeout or ran past the statement
 	// timeout (or was cancelled by the server). Trying again at once would wait as long again.
@@ -48,10 +44,8 @@ func (f Fault) String() string {
 	return "none"
 }
 
-// ErrCommitUnknown wraps the error of a COMMIT whose outcome could not be learnt (the
-// connection was lost during it, and the database could not be asked afterwards). It is a
-// transient fault: the client is told 503, and a retry with the same Idempotency-Key learns
-// what happened.
+// ErrCommitUnknown wraps the error of a COMMIT whose outcome could not be learnt: a transient
+// fault, which a retry with the same Idempotency-Key resolves.
 var ErrCommitUnknown = errors.New("the commit's outcome is unknown")
 
 // errReadOnlyServer is Ping's answer from a server whose transactions are read-only.
@@ -89,8 +83,7 @@ func FaultOf(err error) Fault {
 }
 
 // uniqueViolation reports whether err is the database refusing a row for the unique index (or
-// constraint) named index. Each dialect file reads its own driver's error (sqliteUnique,
-// postgresUnique).
+// constraint) named index.
 func uniqueViolation(err error, index string) bool {
 	return sqliteUnique(err, index) || postgresUnique(err, index)
 }

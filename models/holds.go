@@ -8,21 +8,17 @@ import (
 	"strings"
 )
 
-// Holds says which work an admin holds: held work is claimed by no claimer on any replica
-// (the claims read the holds row in the same statement), so it is neither charged nor asked.
-// A held job's row is not changed: its why shows WhyHeld while the hold lasts, and lifting the
-// hold makes it due again at its own due time.
+// Holds says which work an admin holds: no claimer on any replica claims it. A held job's row
+// is not changed: it shows WhyHeld while the hold lasts.
 type Holds struct {
 	Screen     bool
 	Score      bool
 	Deliveries bool
 }
 
-// taskHolds is the held rule's one home: each content task an admin can hold, with the
-// column of its flag in the holds row and its field of Holds, in the order of its bit (1, 2,
-// 4 …). Holds.Task reads it in Go, and the SQL that must decide the same (heldTasks,
-// heldTask, holdBits) is written from it, so the claims, the counts and the view's
-// version hold exactly what Holds.Task holds. A new task that can be held is one row here.
+// taskHolds is the held rule's one home: each task an admin can hold, its flag's column and its
+// field of Holds, in bit order. Holds.Task and the SQL (heldTasks, heldTask, holdBits) are
+// written from it.
 var taskHolds = []struct {
 	task   Task
 	column string
@@ -64,13 +60,9 @@ func holdsOfBits(bits int64) Holds {
 	return h
 }
 
-// heldTasks is a condition a claim adds: the job's task is not held (heldTask). The held
-// tasks are read by an uncorrelated subquery, once per statement (SQLite keeps it as an
-// ephemeral table, PostgreSQL as a hashed subplan), so each candidate row costs one lookup.
-// Written so, PostgreSQL's planner counts it as passing most rows, as it does: the bit test
-// on the holds row it replaced was guessed to pass 0.5% of them, so a claim of 256 planned a
-// scan and sort of the whole table instead of reading the due index's first rows (50–100 ms
-// instead of under one at 30,000 due jobs, for a connection's first five claims at least).
+// heldTasks is a condition a claim adds: the job's task is not held. The uncorrelated subquery
+// is read once per statement, and PostgreSQL's planner estimates it well (a bit test on the
+// holds row made it plan a whole-table scan for a claim).
 var heldTasks = ` AND NOT (` + heldTask + `)`
 
 // heldTask is true in SQL when the job's task is held: its task is in the list of held tasks

@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// Idempotency-Key (the IETF httpapi draft's header): a user's key names one write; the first
-// request's answer is kept for a while, and a repeat of the request is answered with it
-// instead of writing again. The rows live in the database, so every replica sees them.
+// Idempotency-Key: a user's key names one write, whose first answer is kept for a while and
+// replayed to a repeat. The rows are in the database, so every replica sees them.
 
 // IdemState is what a request with a key is to do.
 type IdemState int
@@ -53,9 +52,8 @@ type idemRow struct {
 	Answer      []byte  `gorm:"column:answer"`
 }
 
-// IdemBegin looks up userID's key for a request whose fingerprint is fp, as of now: keys older
-// than ttl are forgotten. For IdemRun it returns the lease that names the request's hold
-// (IdemKeep, IdemFinish and IdemRelease take it); for IdemReplay the answer.
+// IdemBegin looks up userID's key for a request whose fingerprint is fp (keys older than ttl
+// are forgotten): for IdemRun the lease of the request's hold, for IdemReplay the answer.
 func (s *Store) IdemBegin(ctx context.Context, userID int64, key, fp string, now time.Time, ttl time.Duration) (IdemState, int64, IdemAnswer, error) {
 	nowMs := now.UnixMilli()
 	lease := now.Add(IdemLease).UnixMilli()
@@ -153,9 +151,8 @@ func (s *Store) IdemRelease(ctx context.Context, userID int64, key string, lease
 	return wrap(err, "release idempotency key")
 }
 
-// idemUndo follows a take of a key that failed on a transient fault: the take may have
-// committed with its answer lost, which would leave the key held by nobody (every repeat 409
-// until the lease ran out), so it is released, by its lease, trying a few times.
+// idemUndo releases a take that failed on a transient fault (it may have committed with its
+// answer lost, leaving the key held by nobody), by its lease, trying a few times.
 func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease int64, cause error) error {
 	if FaultOf(cause) == FaultTransient {
 		ctx = context.WithoutCancel(ctx)
@@ -164,10 +161,9 @@ func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease in
 	return fmt.Errorf("idempotency key: %w", cause)
 }
 
-// IdemSettle runs one of the statements that end a request's hold on its key, trying again
-// while the database does not answer (up to 10 tries over about a second, on the store's
-// RetryClock): each try may meet another connection the cut left dead in the pool, and a hold left
-// behind would answer every repeat 409 until its lease ran out.
+// IdemSettle runs a statement that ends a request's hold on its key, trying again while the
+// database does not answer (about a second on RetryClock): a hold left behind would answer
+// every repeat 409 until its lease ran out.
 func (s *Store) IdemSettle(ctx context.Context, f func() error) error {
 	return settleBackoff.Do(ctx, s.retryClock, func() (bool, error) {
 		err := f()

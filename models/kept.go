@@ -7,13 +7,11 @@ import (
 	"time"
 )
 
-// Kept counts (migration 0015): the owed jobs per (task, why) in job_counts and per author in
-// mine_versions, maintained by the triggers on content_jobs in the transaction of each change,
-// so no request or scrape counts the job table.
+// Kept counts: owed jobs per (task, why) in job_counts and per author in mine_versions, kept
+// by the triggers on content_jobs, so nothing counts the job table.
 
-// jobCountsFold is how many rows of job_counts a read may sum before it folds them into one
-// row per (task, why). Only PostgreSQL appends rows (one per change, so that writers never wait
-// on a shared counter); SQLite keeps one row per pair, so it never gets there.
+// jobCountsFold is how many job_counts rows a read sums before folding them into one per
+// (task, why); only PostgreSQL appends rows, so writers never wait on a shared counter.
 const jobCountsFold = 256
 
 // JobsByTaskWhy counts owed jobs by task and why ("none" when a job has no why), from the kept
@@ -62,8 +60,7 @@ func (f JobFilter) narrow() bool {
 }
 
 // keptCount answers CountJobs from the kept counts when the filter selects by task, why and
-// author alone (the admin's lists by why, by task, by author, and all of them); ok is false
-// for any other filter.
+// author alone; ok is false for any other filter.
 func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
 	switch {
 	case f.narrow():

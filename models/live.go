@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Credential is what a request was authenticated with, as the store keeps it: the kind
-// ("token" or "session") and the hash of the secret (HashToken). Held streams and long polls
-// keep it and check it again at each wake (CheckCredential), and a stream ticket is bound to it.
+// Credential is what a request was authenticated with: the kind ("token" or "session") and the
+// secret's hash. Held streams and long polls check it again at each wake (CheckCredential).
 type Credential struct {
 	Kind string // CredToken or CredSession
 	Hash string
@@ -20,10 +19,8 @@ const (
 	CredSession = "session"
 )
 
-// CheckCredential reports whether cred still signs userID in: the token is still the user's
-// (not rotated) and the user is enabled, or the session is live and its user enabled. It
-// returns the user and, for a session, when it expires (zero for a token); ErrNotFound when
-// the credential no longer works.
+// CheckCredential reports whether cred still signs userID in, with the user and, for a
+// session, when it expires (zero for a token); ErrNotFound when it no longer works.
 func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credential) (User, time.Time, error) {
 	switch cred.Kind {
 	case CredToken:
@@ -84,9 +81,8 @@ func (s *Store) CreateStreamTicket(ctx context.Context, userID int64, cred Crede
 	return ticket, fromMillis(exp), nil
 }
 
-// TakeStreamTicket uses a ticket up: it is deleted whether or not it is still valid, and the
-// user and credential it is bound to come back if it was; ErrNotFound for an unknown, used or
-// expired ticket. The credential is not checked here (CheckCredential does).
+// TakeStreamTicket uses a ticket up (deleted whether valid or not) and returns the user and
+// credential it was bound to; ErrNotFound for an unknown, used or expired ticket.
 func (s *Store) TakeStreamTicket(ctx context.Context, ticket string) (int64, Credential, error) {
 	var row struct {
 		UserID    int64  `gorm:"column:user_id"`

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// TakeManualProbe records that an admin probes the model now, unless one did less than gap
-// ago (on any replica: one conditional UPDATE of the one breaker row). ok is false then, and
-// wait is how long until the next one is allowed.
+// TakeManualProbe records that an admin probes the model now, unless one did less than gap ago
+// on any replica; then ok is false and wait is how long until the next is allowed.
 func (s *Store) TakeManualProbe(ctx context.Context, gap time.Duration) (ok bool, wait time.Duration, err error) {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE model_breaker SET manual_probe_at = ?
@@ -30,9 +29,8 @@ func (s *Store) TakeManualProbe(ctx context.Context, gap time.Duration) (ok bool
 	return false, max(wait, time.Millisecond), nil
 }
 
-// ManualProbeAnswered closes an open (or probing) breaker because an admin's test call got an
-// answer: the model.breaker webhook is owed and the jobs it put off are due now, as a job's
-// successful probe does. A closed breaker is left as it is. closed says whether it acted.
+// ManualProbeAnswered closes an open (or probing) breaker because an admin's test call was
+// answered, as a job's successful probe does; closed says whether it acted.
 func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
@@ -89,9 +87,8 @@ func (s *Store) readBreakerTx(ctx context.Context) (Breaker, error) {
 	return rows[0], nil
 }
 
-// DeferredByWhy counts, by their own why ("none" for none), the jobs the open breaker puts off
-// until until: due by then (or untried: no why of their own), not leased, not held. The overview shows them as why breaker.
-// With held, it counts the held jobs instead that the breaker would put off once unheld.
+// DeferredByWhy counts by their own why ("none" for none) the jobs the open breaker puts off
+// until until: due by then or untried, not leased, not held (with held, the held ones instead).
 func (s *Store) DeferredByWhy(ctx context.Context, until time.Time, held bool) (map[Why]int64, error) {
 	now := s.nowMs()
 	var groups []struct {

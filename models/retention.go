@@ -30,11 +30,9 @@ type Pruned struct {
 	OldestEvent, OldestDelivery time.Time
 }
 
-// Prune deletes what the retention no longer keeps, as of now: events older than r.Events,
-// and delivered or cancelled deliveries (with their attempts) made longer than r.Deliveries
-// ago. (Expired sessions and past days' budgets go with every sweep: App.Prune.) It deletes in batches of batch rows (PruneBatch if 0 or less), each
-// its own transaction, never one long one; a cancelled ctx stops it between batches with what
-// it pruned so far. A zero duration keeps that table whole.
+// Prune deletes, as of now, events older than r.Events and delivered or cancelled deliveries
+// older than r.Deliveries (a zero duration keeps that table whole), in batches of batch rows
+// (PruneBatch if 0 or less) each its own transaction; a cancelled ctx stops it between batches.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int) (Pruned, error) {
 	var p Pruned
 	if batch <= 0 {
@@ -114,9 +112,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	return p, nil
 }
 
-// TakeMaintenance takes (or renews) the lease on the named chore for owner until now+ttl, and
-// says whether owner holds it: exactly one replica runs a chore at a time, and another takes
-// it over once the holder's lease has run out.
+// TakeMaintenance takes (or renews) the named chore's lease for owner until now+ttl and says
+// whether owner holds it, so one replica runs a chore at a time.
 func (s *Store) TakeMaintenance(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE maintenance_leases SET owner = ?, lease_until = ?
 		WHERE name = ? AND (owner = ? OR owner IS NULL OR lease_until < ?)`,

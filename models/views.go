@@ -13,9 +13,8 @@ type SongCursor struct {
 	ID  int64    `json:"i"`
 }
 
-// publicSongColumns read a song with the title of its newest allowed revision (a revision's
-// new title, which songs.title follows as soon as it is written, is public only once that
-// revision is), kept in public_title by the triggers that keep public and art.
+// publicSongColumns read a song with the title of its newest allowed revision (public_title,
+// kept by the triggers).
 const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title, score_rubric`
 
 // PublicSongs lists public songs, by art (best first, unscored last) or newest first, after the
