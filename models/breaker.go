@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // The model breaker's states.
@@ -56,9 +58,12 @@ func (b Breaker) DeferredUntil() *time.Time {
 }
 
 // ReadBreaker reads the breaker's row.
-func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) {
+func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) { return s.readBreaker(ctx, s.read) }
+
+// readBreaker reads the breaker's row on pool (s.db: in a transaction, its own).
+func (s *Store) readBreaker(ctx context.Context, pool *gorm.DB) (Breaker, error) {
 	var rows []Breaker
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
+	if err := s.scan(ctx, pool, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
 		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
 	}
 	if len(rows) == 0 {
@@ -189,34 +194,38 @@ func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
 	return wrap(err, "release the model probe")
 }
 
-// CloseBreaker closes the breaker after owner's probe succeeded, owes the model.breaker
-// event, and makes the jobs it put off until the probe's end (parkedUntil) due now, so the
-// backlog drains at once, all in one transaction. ok is false when owner no longer held the
-// probe.
+// CloseBreaker closes the breaker after owner's probe succeeded (see closeBreaker), in one
+// transaction; ok is false when owner no longer held the probe.
 func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time.Time) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
-	err := s.WithTx(ctx, func(tx *Store) error {
-		var err error
-		now := tx.nowMs()
-		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'closed', since = ?, failures = 0, probes = 0,
-			why = NULL, status = NULL, next_probe_at = NULL, probe_owner = NULL, probe_until = NULL
-			WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, now, owner)
-		if err != nil || !ok {
-			return err
-		}
-		if err := tx.moveParked(ctx, time.UnixMilli(now), parkedUntil); err != nil {
-			return err
-		}
-		if err := tx.releaseUntried(ctx); err != nil {
-			return err
-		}
-		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
+	err := s.WithTx(ctx, func(tx *Store) (err error) {
+		b, ok, err = tx.closeBreaker(ctx, parkedUntil, `state = 'probing' AND probe_owner = ?`, owner)
+		return err
 	})
 	if err != nil {
 		return Breaker{}, false, fmt.Errorf("close the model breaker: %w", err)
 	}
 	return b, ok, nil
+}
+
+// closeBreaker closes the breaker if cond (taking args) holds, makes the jobs it put off until
+// parkedUntil due now, so the backlog drains at once, and owes the model.breaker event.
+func (tx *Store) closeBreaker(ctx context.Context, parkedUntil time.Time, cond string, args ...any) (Breaker, bool, error) {
+	now := tx.nowMs()
+	b, ok, err := tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'closed', since = ?, failures = 0, probes = 0,
+		why = NULL, status = NULL, next_probe_at = NULL, probe_owner = NULL, probe_until = NULL
+		WHERE id = 1 AND `+cond, append([]any{now}, args...)...)
+	if err != nil || !ok {
+		return b, ok, err
+	}
+	if err := tx.moveParked(ctx, time.UnixMilli(now), parkedUntil); err != nil {
+		return b, ok, err
+	}
+	if err := tx.releaseUntried(ctx); err != nil {
+		return b, ok, err
+	}
+	return b, ok, tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
 }
 
 // ParkJob puts a claimed job off until at while the breaker is open: no attempt is added and

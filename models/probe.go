@@ -35,7 +35,7 @@ func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) 
 	var b Breaker
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
-		cur, err := tx.readBreakerTx(ctx)
+		cur, err := tx.readBreaker(ctx, tx.db)
 		if err != nil || cur.State == BreakerClosed {
 			b = cur
 			return err
@@ -44,20 +44,8 @@ func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) 
 		if d := cur.DeferredUntil(); d != nil && d.After(until) {
 			until = *d
 		}
-		now := tx.nowMs()
-		b, ok, err = tx.updateBreaker(ctx, `UPDATE model_breaker SET state = 'closed', since = ?, failures = 0, probes = 0,
-			why = NULL, status = NULL, next_probe_at = NULL, probe_owner = NULL, probe_until = NULL
-			WHERE id = 1 AND state <> 'closed'`, now)
-		if err != nil || !ok {
-			return err
-		}
-		if err := tx.moveParked(ctx, time.UnixMilli(now), until); err != nil {
-			return err
-		}
-		if err := tx.releaseUntried(ctx); err != nil {
-			return err
-		}
-		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
+		b, ok, err = tx.closeBreaker(ctx, until, `state <> 'closed'`)
+		return err
 	})
 	if err != nil {
 		return Breaker{}, false, fmt.Errorf("close the model breaker after a manual probe: %w", err)
@@ -73,18 +61,6 @@ func (s *Store) ManualProbeFailed(ctx context.Context, lastError *string) error 
 	}
 	_, err := s.exec(ctx, `UPDATE model_breaker SET last_error = ? WHERE id = 1`, lastError)
 	return wrap(err, "record a failed manual model probe")
-}
-
-// readBreakerTx reads the breaker's row on the store's own connection (in a transaction: its own).
-func (s *Store) readBreakerTx(ctx context.Context) (Breaker, error) {
-	var rows []Breaker
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
-		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
-	}
-	if len(rows) == 0 {
-		return Breaker{State: BreakerClosed}, nil
-	}
-	return rows[0], nil
 }
 
 // DeferredByWhy counts by their own why ("none" for none) the jobs the open breaker puts off
