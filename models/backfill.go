@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Backfill job states as stored. A chat without a job row is idle; "queued" is never stored:
-// it is a running job that waits while another one holds the queue.
+// Backfill job states as stored; no row is idle, and "queued" is a running job behind another.
 const (
 	BackfillRunning = "running"
 	BackfillPaused  = "paused"
@@ -48,8 +47,7 @@ func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) e
 	return wrap(err, "set backfill settings")
 }
 
-// BackfillMember is a scrape that belongs to its chat's backfill job (paused, done or failed)
-// with its counts.
+// BackfillMember is a paused, done or failed scrape of its chat's backfill job, with its counts.
 type BackfillMember struct {
 	ID         int64
 	ChatID     string
@@ -103,8 +101,7 @@ type BackfillJob struct {
 	PerMinute  *float64   `gorm:"column:per_minute"`
 	StartedAt  *time.Time `gorm:"column:started_at;serializer:unixms"`
 	FinishedAt *time.Time `gorm:"column:finished_at;serializer:unixms"`
-	// CooldownMs is the pause between batches once suspect failures raised it; null means the
-	// settings' pause.
+	// CooldownMs is the pause between batches once suspect failures raised it (nil: the settings').
 	CooldownMs *int64    `gorm:"column:cooldown_ms"`
 	Stalled    int       `gorm:"column:stalled"`
 	ActiveAt   time.Time `gorm:"column:active_at;serializer:unixms"`
@@ -115,8 +112,7 @@ type BackfillJob struct {
 	RunRows int64 `gorm:"column:run_rows"`
 	// RecentPerMinute is the smoothed recent rate over running time, kept from the first batch.
 	RecentPerMinute *float64 `gorm:"column:recent_per_minute"`
-	// RunWaitMs is the rate-limit waits (Retry-After) this run sat out, and RunWaits how many:
-	// the measured rate counts them once there were WaitsCountFrom of them (CountedWaitMs).
+	// RunWaitMs and RunWaits are this run's rate-limit waits, in all and how many.
 	RunWaitMs int64 `gorm:"column:run_wait_ms"`
 	RunWaits  int64 `gorm:"column:run_waits"`
 }
@@ -125,8 +121,7 @@ type BackfillJob struct {
 // counts them: one 429 is an incident, two or more are a pace.
 const WaitsCountFrom = 2
 
-// CountedWaitMs is the rate-limit wait the job's measured rate counts: all of the run's waits
-// once there were WaitsCountFrom of them, none before.
+// CountedWaitMs is the run's waits once there were WaitsCountFrom of them, else none.
 func (j BackfillJob) CountedWaitMs() int64 {
 	if j.RunWaits >= WaitsCountFrom {
 		return j.RunWaitMs
@@ -214,8 +209,7 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 	return started, nil
 }
 
-// PauseBackfillJobs pauses every running (or queued) job, or one chat's, and returns the
-// chats it paused. The runner stops after its current batch.
+// PauseBackfillJobs pauses every running job, or chatID's, and returns the chats it paused.
 func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
 	q := `UPDATE backfill_jobs SET state = 'paused' WHERE state = 'running'`
 	var args []any
@@ -250,30 +244,23 @@ func (s *Store) MarkBackfillJobStarted(ctx context.Context, chatID string) error
 	return wrap(err, "mark the backfill job of %s started", chatID)
 }
 
-// measuredAfter is how much running time a run needs before its measured rate is reported:
-// earlier it is noise.
+// measuredAfter is the running time before a run's measured rate is more than noise.
 const measuredAfter = 30 * time.Second
 
-// BatchRecord is what one batch (or retry pass) adds to its job's run. Processed is not in
-// it: each row adds itself as it settles (RecordBackfillPreview).
+// BatchRecord is what one batch adds to its job's run (rows add to processed themselves).
 type BatchRecord struct {
-	// Settled is the rows the batch took off pending (cached, skipped, failed, suspect): the
-	// rate's numerator, since the ETAs divide pending rows by it.
+	// Settled is the rows the batch took off pending: the rate's numerator.
 	Settled int64
-	// RunMs is the running time since the previous record (the cooldown and suspect retry after
-	// the previous batch, and this batch), rate-limit and walk waits left out.
+	// RunMs is the running time since the previous record, rate-limit and walk waits left out.
 	RunMs int64
-	// WaitMs is the rate-limit wait the runner sat out before this batch (0: none); walks are
-	// never counted.
+	// WaitMs is the rate-limit wait sat out before this batch (0: none).
 	WaitMs int64
 	// Stalled and CooldownMs are the stall count and raised cooldown the runner carries on.
 	Stalled    int
 	CooldownMs *int64
-	// RecentWeight is how far this batch moves the smoothed recent rate, 1 - exp(-RunMs/window);
-	// 0 leaves it as it is (a batch that took no time).
+	// RecentWeight is how far this batch moves the smoothed rate, 1 - exp(-RunMs/window).
 	RecentWeight float64
-	// Smoothed reports the smoothed recent rate as the measured one; otherwise the plain rate
-	// (every row of the run over all its running time) is.
+	// Smoothed reports the smoothed rate as the measured one, rather than the plain one.
 	Smoothed bool
 }
 
@@ -423,8 +410,7 @@ func (tx *Store) finishBackfillJob(ctx context.Context, chatID, from string, now
 	return true, tx.EnqueueWebhook(ctx, EventBackfillFinished, data)
 }
 
-// BackfillRunner is the queue runner's row: who holds the lease, the job it runs and the rate
-// limit it waits out.
+// BackfillRunner is the queue runner's row: the lease's holder, its job and rate limit.
 type BackfillRunner struct {
 	Owner        *string    `gorm:"column:owner"`
 	LeaseUntil   *time.Time `gorm:"column:lease_until;serializer:unixms"`
@@ -446,8 +432,7 @@ func (s *Store) BackfillRunnerState(ctx context.Context) (BackfillRunner, error)
 	return r, nil
 }
 
-// AcquireBackfillLease takes or renews the queue lease for owner until now+lease. It fails
-// (ok false) while another owner's lease holds, so only one process runs the queue.
+// AcquireBackfillLease takes or renews the queue lease for owner unless another owner's holds.
 func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease time.Duration) (bool, error) {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE backfill_runner SET
@@ -462,16 +447,14 @@ func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease ti
 	return n > 0, nil
 }
 
-// ReleaseBackfillLease gives the lease up if owner holds it, so another process may run the
-// queue at once.
+// ReleaseBackfillLease gives the queue lease up if owner holds it.
 func (s *Store) ReleaseBackfillLease(ctx context.Context, owner string) error {
 	_, err := s.exec(ctx, `UPDATE backfill_runner SET owner = NULL, lease_until = NULL, chat_id = NULL, limited_until = NULL
 		WHERE id = 1 AND owner = ?`, owner)
 	return wrap(err, "release the backfill lease")
 }
 
-// SetBackfillRunnerJob records the job owner runs (nil: none) and the rate limit it waits out
-// (nil: none), if owner holds the lease.
+// SetBackfillRunnerJob records owner's job and rate limit (nil: none) if owner holds the lease.
 func (s *Store) SetBackfillRunnerJob(ctx context.Context, owner string, chatID *string, limitedUntil *time.Time) error {
 	_, err := s.exec(ctx, `UPDATE backfill_runner SET chat_id = ?, limited_until = ? WHERE id = 1 AND owner = ?`,
 		chatID, limitedUntil, owner)

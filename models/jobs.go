@@ -13,8 +13,7 @@ import (
 	"time"
 )
 
-// Job is one piece of owed work: a screen or a score of one item. It exists until the work is
-// recorded or the item is deleted (the triggers see to both).
+// Job is one piece of owed work, a screen or a score of one item, until it is done or the item goes.
 type Job struct {
 	ID         int64      `gorm:"column:id"`
 	Task       Task       `gorm:"column:task"`
@@ -28,15 +27,13 @@ type Job struct {
 	LeaseUntil *time.Time `gorm:"column:lease_until;serializer:unixms"`
 	LeaseOwner *string    `gorm:"column:lease_owner"`
 	CreatedAt  time.Time  `gorm:"column:created_at;serializer:unixms"`
-	// LastError is the last attempt's error; read by the admin's queries only (JobByID,
-	// ListJobRows), not by the claims and the author's view.
+	// LastError is the last attempt's error, read by the admin's queries only.
 	LastError *string `gorm:"column:last_error"`
 }
 
 const jobColumns = `id, task, kind, item_id, user_id, due_at, attempts, why, status, lease_until, lease_owner, created_at`
 
-// Event is one attempt at a job, as kept for the admin and the log. Its columns, and how each
-// is written and read, are eventFields (events.go).
+// Event is one attempt at a job, as kept for the admin and the log (columns: eventFields).
 type Event struct {
 	ID           int64
 	At           time.Time
@@ -57,8 +54,7 @@ type Event struct {
 	AdminID      *int64   // a verdict by hand: who decided
 	Note         *string  // a verdict by hand: the admin's note (the moderators' alone)
 	Verdict      *Verdict // a verdict by hand: what was decided
-	// JobID is the job the attempt was at (nil for a verdict by hand on no owed job); an
-	// attempt that settles its job keeps it listed (state done, ListDoneJobs).
+	// JobID is the job the attempt was at (nil for a verdict by hand on no owed job).
 	JobID *int64
 	// Reason is a verdict by hand's public reason, which the item's author sees.
 	Reason *string
@@ -80,8 +76,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 	return jobs, nil
 }
 
-// ClaimItem leases the job of one item's task if it is due, free and not held; ok is false
-// otherwise. It is ClaimDue's statement narrowed to one job by its key.
+// ClaimItem is ClaimDue narrowed to one item's task; ok is false unless it was due, free and unheld.
 func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int64, lease time.Duration, owner string) (Job, bool, error) {
 	jobs, err := s.claim(ctx, 1, lease, owner, " AND task = ? AND kind = ? AND item_id = ?", task, kind, itemID)
 	if err != nil {
@@ -172,8 +167,7 @@ type itemKey struct {
 
 func (c screenCall) key() itemKey { return itemKey{c.kind, c.itemID} }
 
-// insertScreensIf inserts the verdicts of v's rows whose items still exist and have none yet,
-// if cond (an SQL condition) holds.
+// insertScreensIf inserts v's verdicts whose items exist and have none yet, if cond holds.
 func insertScreensIf(cond string) string {
 	return `INSERT INTO screens (kind, item_id, verdict, confidence, screened_at, public_reason)
 	SELECT v.kind, v.item_id, v.verdict, v.confidence, v.at, v.e_public_reason FROM v
@@ -271,8 +265,7 @@ func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, 
 	return outcome(), nil
 }
 
-// screenedAfter, in recordScreens' transaction, owes the webhook deliveries of the verdicts
-// recorded (calls[i] recorded, rows[i] its row) and inserts their events.
+// screenedAfter owes the recorded verdicts' webhooks and inserts their events (in a transaction).
 func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenCall, rows []screenRow, recorded map[itemKey]bool) error {
 	subscribed, err := tx.webhookSubscribed(ctx, EventItemScreened)
 	if err != nil {
@@ -348,15 +341,13 @@ func (s *Store) recordScore(ctx context.Context, sc Score, ev Event, replace boo
 	return recorded, nil
 }
 
-// NewLeaseOwner names a lease holder: host, process id and a random tag, so a lease's owner
-// can be traced to a process and two runners in one process never share a name.
+// NewLeaseOwner names a lease holder by host, process id and a random tag.
 func NewLeaseOwner() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), NewToken()[5:13])
 }
 
-// ReleaseLeases frees every lease owner holds, so a stopping process's claimed-but-unstarted
-// jobs are due again at once instead of when their leases run out.
+// ReleaseLeases frees every lease owner holds, so a stopping process's jobs are due at once.
 func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) {
 	n, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
 	if err != nil {
@@ -390,13 +381,11 @@ type JobFilter struct {
 	// itself, so a filter by why reads only the why index. Nil reads the holds in the statement.
 	Held *Holds
 
-	// Deferred, when set, is when the jobs the open breaker puts off are asked again
-	// (Breaker.DeferredUntil), as ShownWhy takes it.
+	// Deferred, when set, is when the open breaker's jobs are asked again (Breaker.DeferredUntil).
 	Deferred *time.Time
 }
 
-// whose adds the filter's conditions on the item and its author, which an owed job and the
-// event that settled one name by the same columns.
+// whose adds the conditions on the item and its author, named alike by owed jobs and events.
 func (f JobFilter) whose(add func(cond string, args ...any)) {
 	if f.Kind != "" {
 		add("kind = ?", f.Kind)
@@ -412,8 +401,7 @@ func (f JobFilter) whose(add func(cond string, args ...any)) {
 	}
 }
 
-// where builds the filter's SQL condition and arguments. A job is filtered by the why it is
-// shown (ShownWhy, in SQL shownSQL), not its row's.
+// where is the filter's SQL condition and arguments, by the why a job is shown (shownSQL).
 func (f JobFilter) where(now int64) (string, []any) {
 	var conds []string
 	var args []any
@@ -477,15 +465,13 @@ const (
 	JobsByAttempts = "attempts" // most attempts first
 )
 
-// JobCursor is where a page of the job list starts: after the job ID, whose sort key (due
-// time or attempts; unused by id) was Key.
+// JobCursor is where a page of the job list starts: after job ID, whose sort key was Key.
 type JobCursor struct {
 	ID  int64
 	Key int64
 }
 
-// JobRow is a job as the admin's list shows it: with its author's name and its item's title
-// (a comment's or pitch's first 80 characters) and song.
+// JobRow is a job as the admin's list shows it, with its author's name, item title and song.
 type JobRow struct {
 	Job
 	UserName  string
@@ -566,8 +552,7 @@ func pageOf(order string, after *JobCursor, cols [3]string, where string, args [
 	return where, args, id
 }
 
-// ListJobRows pages through owed jobs in order (JobsByID, JobsByDue, JobsByAttempts), after
-// the cursor (nil: from the start).
+// ListJobRows pages through owed jobs in order, after the cursor (nil: from the start).
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.where(s.nowMs())
 	jobs, err := s.jobPage(ctx, jobRowColumns+` FROM content_jobs`, where, args, pageOrder{order, after, [3]string{"id", "due_at", "attempts"}}, limit, scanJobRows)
@@ -577,16 +562,14 @@ func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, afte
 	return jobs, nil
 }
 
-// pageOrder is a job list's order (see pageOf): its name, the cursor, and the columns of the
-// id, the due time and the attempts.
+// pageOrder is a job list's order (see pageOf): its name, the cursor and the columns.
 type pageOrder struct {
 	order string
 	after *JobCursor
 	cols  [3]string
 }
 
-// jobPage reads a page of a job list: SELECT from (columns and table) WHERE where (args), in
-// o's order, at most limit rows, read by scan.
+// jobPage reads a page of a job list: SELECT from WHERE where, in o's order, read by scan.
 func (s *Store) jobPage(ctx context.Context, from, where string, args []any, o pageOrder, limit int,
 	scan func(rows *queryRows, sizeHint int) ([]JobRow, error)) ([]JobRow, error) {
 	where, args, orderBy := pageOf(o.order, o.after, o.cols, where, args)
@@ -598,8 +581,7 @@ func (s *Store) jobPage(ctx context.Context, from, where string, args []any, o p
 	return scan(rows, min(limit, 512))
 }
 
-// CountJobs counts the jobs the filter selects.
-// By task, why and author alone it reads the kept counts (keptCount).
+// CountJobs counts the jobs the filter selects, from the kept counts when it can (keptCount).
 func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 	if n, ok, err := s.keptCount(ctx, f); err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
@@ -614,8 +596,7 @@ func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 	return n, nil
 }
 
-// JobByID finds one owed job, with its author's name and its item's title, from the writer
-// (the answer to a retry must see it).
+// JobByID finds one owed job as the admin's list shows it, from the writer.
 func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 	rows, err := s.query(ctx, s.db, `SELECT `+jobRowColumns+` FROM content_jobs WHERE id = ?`, id)
 	if err != nil {
@@ -631,8 +612,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 	return jobs[0], nil
 }
 
-// ErrBudgetSpent is RetryJob's refusal: the job waits for its author's budget, and the rest of
-// the day's budget cannot cover it yet.
+// ErrBudgetSpent refuses a retry of a job waiting for a budget that cannot cover it today.
 var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the job")
 
 // budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
@@ -641,8 +621,7 @@ var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jo
 	+ ` + taskCallsSQL + `
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`
 
-// RetryJobs makes the filtered jobs due now and counts them (RetryJobsReport, without what
-// it skipped).
+// RetryJobs makes the filtered jobs due now and counts them (RetryJobsReport).
 func (s *Store) RetryJobs(ctx context.Context, f JobFilter) (int64, error) {
 	r, err := s.RetryJobsReport(ctx, f)
 	return r.Retried, err

@@ -21,8 +21,7 @@ type MineItem struct {
 	Confidence *float64
 	Reason     *string // the verdict's public reason (screens.public_reason), from a moderator
 	Score      *Score
-	// Jobs are the item's owed jobs, with what the view shows (see mineJobColumns): no status,
-	// lease or creation time.
+	// Jobs are the item's owed jobs with what the view shows (mineJobColumns).
 	Jobs []Job
 }
 
@@ -41,19 +40,16 @@ type MineVersion struct {
 	NextDueAt *time.Time
 	// Held is what is held (Holds): the view shows a held job's why as held.
 	Held Holds
-	// Appeals is the author's appeals (count plus the sum of their decision times): filing or
-	// deciding one changes it.
+	// Appeals is the author's appeals (count plus the sum of their decision times).
 	Appeals int64
 }
 
-// Due reports whether one of the author's jobs may be due at now (the bound has passed): the
-// view then wakes the runner for the author, whose claim finds out which.
+// Due reports whether one of the author's jobs may be due at now (the bound has passed).
 func (v *MineVersion) Due(now time.Time) bool {
 	return v.NextDueAt != nil && !v.NextDueAt.After(now)
 }
 
-// WakeAt is when one of the author's jobs may come due after now (zero: none, or one may be due
-// already).
+// WakeAt is when one of the author's jobs may come due after now (zero: none, or due already).
 func (v *MineVersion) WakeAt(now time.Time) time.Time {
 	if v.NextDueAt == nil || !v.NextDueAt.After(now) {
 		return time.Time{}
@@ -71,8 +67,7 @@ var mineVersionSQL = `SELECT (SELECT version FROM mine_versions WHERE user_id = 
 		(SELECT CAST(COUNT(*) + COALESCE(SUM(COALESCE(decided_at, 0)), 0) AS BIGINT) FROM reviews WHERE user_id = ? AND reason = 'appeal')
 	FROM holds WHERE id = 1`
 
-// MineVersion reads the version of the author's own view at now (see MineVersion), on the read
-// pool, without reading any item or job.
+// MineVersion reads the version of the author's own view at now, reading no item or job.
 func (s *Store) MineVersion(ctx context.Context, userID int64, now time.Time) (MineVersion, error) {
 	v := MineVersion{Day: BudgetDay(now)}
 	rows, err := s.query(ctx, s.read, mineVersionSQL, userID, userID, userID, userID, v.Day, userID)
@@ -126,8 +121,7 @@ type MineFilter struct {
 	OwedJobs *int64
 }
 
-// mineJobsByAuthor is the most owed jobs of an author that MinePage reads whole, by author,
-// rather than by the page's items.
+// mineJobsByAuthor is the most owed jobs of an author MinePage reads whole, by author.
 const mineJobsByAuthor = 256
 
 // MineCursor is a place in an author's items, newest first across kinds: created_at
@@ -179,8 +173,7 @@ type mineKindQuery struct {
 	read    func(r *row, it *MineItem)
 }
 
-// mineQuery is the entry of mineQueries of kind, whose items are in table, with its own
-// columns and joins.
+// mineQuery is the entry of mineQueries of kind, in table, with its own columns and joins.
 func mineQuery(kind Kind, table, own, joins string, read func(r *row, it *MineItem)) (q mineKindQuery) {
 	cols := mineColumns
 	if own != "" {
@@ -252,8 +245,7 @@ func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items
 	return items, next, nil
 }
 
-// mineJobs gives the page's items their owed jobs: out of all of the author's when they have
-// few (authorJobs), else by the page's items (pageJobs).
+// mineJobs gives the page's items their owed jobs (authorJobs when few, else pageJobs).
 func (s *Store) mineJobs(ctx context.Context, userID int64, items []MineItem, owed *int64) error {
 	if len(items) == 0 {
 		return nil
@@ -282,8 +274,7 @@ func (s *Store) authorJobs(ctx context.Context, userID int64, items []MineItem) 
 	return true, nil
 }
 
-// giveJobs appends to each item its jobs out of jobs (in their order); jobs for other items
-// are left out.
+// giveJobs appends to each item its jobs out of jobs, in their order.
 func giveJobs(items []MineItem, jobs []Job) {
 	at := make(map[jobKey]int, len(items))
 	for i := range items {
@@ -326,16 +317,14 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 	return nil
 }
 
-// authorJobsSQL reads an author's owed jobs (their first ones, by LIMIT) from
-// content_jobs_user_due alone.
+// authorJobsSQL reads an author's first owed jobs from content_jobs_user_due alone.
 const authorJobsSQL = `SELECT ` + mineJobColumns + ` FROM content_jobs WHERE user_id = ? LIMIT ?`
 
 // mineJobColumns are an owed job's columns the view shows, in scanMineJobs' order, all carried
 // by content_jobs_user_due.
 const mineJobColumns = `id, task, kind, item_id, due_at, attempts, why`
 
-// scanMineJobs reads rows of mineJobColumns, jobs of userID, and closes rows. The jobs have
-// what the view shows; their status, lease and creation are not read.
+// scanMineJobs reads rows of mineJobColumns as jobs of userID, and closes rows.
 func scanMineJobs(rows *queryRows, userID int64, sizeHint int) ([]Job, error) {
 	return scanJobsBy(rows, 7, sizeHint, func(r *row) Job {
 		return Job{ID: r.int64(0), Task: Task(r.str(1)), Kind: Kind(r.str(2)), ItemID: r.int64(3), UserID: userID,
@@ -343,8 +332,7 @@ func scanMineJobs(rows *queryRows, userID int64, sizeHint int) ([]Job, error) {
 	})
 }
 
-// scoreAt is revision id's score in the five columns from i (art, art_runs, criteria, model,
-// rubric), or nil when art is NULL (not scored).
+// scoreAt is revision id's score in the five columns from i, or nil when art is NULL.
 func (r *row) scoreAt(i int, id int64) *Score {
 	if r.vals[i] == nil {
 		return nil
@@ -354,8 +342,7 @@ func (r *row) scoreAt(i int, id int64) *Score {
 	return &sc
 }
 
-// mineKind appends to items the page's candidates of one kind (mineQueries[rank]): at most
-// f.Limit+1 of them, after the cursor, in the state stateSQL selects.
+// mineKind appends to items at most f.Limit+1 items of one kind after the cursor, in stateSQL's state.
 func (s *Store) mineKind(ctx context.Context, rank int, userID int64, f MineFilter, afterRank int, stateSQL string,
 	items []MineItem) ([]MineItem, error) {
 	q := mineQueries[rank]
@@ -392,8 +379,7 @@ func mineKindSQL(rank int, userID int64, f MineFilter, afterRank int, stateSQL s
 			sql += ` AND x.created_at < ?`
 			args = append(args, c.CreatedAt)
 		case rank == afterRank:
-			// A row value, so that the index is entered at the cursor: written as an OR, SQLite
-			// reads every older item of the author by each branch and sorts them all.
+			// A row value enters the index at the cursor (an OR makes SQLite read and sort them all).
 			sql += ` AND (x.created_at, x.id) < (?, ?)`
 			args = append(args, c.CreatedAt, c.ID)
 		default:

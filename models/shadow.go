@@ -8,16 +8,14 @@ import (
 	"time"
 )
 
-// ModelSettings is the model_settings row: the candidate this database's processes were
-// started with, and the promoted live model and rubric (docs/shadow.md).
+// ModelSettings is the model_settings row: the candidate and the promoted live model (docs/shadow.md).
 type ModelSettings struct {
 	// Candidate is the candidate's name ("model rubric"); nil when none is set.
 	Candidate      *string    `gorm:"column:candidate"`
 	CandidateSince *time.Time `gorm:"column:candidate_since;serializer:unixms"`
 	// ShadowScreens is 1 when the candidate is a model of its own, whose verdicts are shadowed.
 	ShadowScreens int `gorm:"column:shadow_screens"`
-	// LiveModel and LiveRubric are the promoted candidate's, nil while the configured live
-	// model is live; LiveSince is when the last promotion or rollback took effect.
+	// LiveModel and LiveRubric are the promoted candidate's (nil: the configured ones are live).
 	LiveModel  *string    `gorm:"column:live_model"`
 	LiveRubric *string    `gorm:"column:live_rubric"`
 	LiveSince  *time.Time `gorm:"column:live_since;serializer:unixms"`
@@ -53,8 +51,7 @@ func (s *Store) ReadModelSettings(ctx context.Context) (ModelSettings, error) {
 	return rows[0], nil
 }
 
-// SetCandidate records the candidate a process starts with (nil: none), which the triggers
-// read to owe shadow calls; screens says its verdicts are shadowed too.
+// SetCandidate records the candidate a process starts with (nil: none); screens shadows verdicts too.
 func (s *Store) SetCandidate(ctx context.Context, candidate *string, screens bool) error {
 	// candidate = NULL is never true: a new candidate, or none, starts its time anew.
 	_, err := s.exec(ctx, `UPDATE model_settings SET candidate_since = CASE WHEN candidate = ? THEN candidate_since ELSE ? END,
@@ -84,8 +81,7 @@ func (s *Store) SetLive(ctx context.Context, model, rubric *string) (ok bool, er
 	return n == 1, nil
 }
 
-// ChargeShadow counts calls of the candidate's on now's UTC day if the day's count stays within
-// limit; ok is false, and nothing is counted, when it would not.
+// ChargeShadow counts calls of the candidate's on now's UTC day if the count stays within limit.
 func (s *Store) ChargeShadow(ctx context.Context, calls, limit int64, now time.Time) (bool, error) {
 	day := utcDay(now)
 	n, err := s.exec(ctx, `UPDATE model_settings SET shadow_calls = (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ?,
@@ -115,8 +111,7 @@ func (s *Store) ClaimShadow(ctx context.Context, limit int, lease time.Duration,
 	return scanJobs(rows, limit)
 }
 
-// RescheduleShadow puts a claimed shadow job off until at with why and the error in words,
-// counting an attempt when attempt is true, and frees its lease, if the claim still holds.
+// RescheduleShadow puts a claimed shadow job off until at and frees its lease, if the claim holds.
 func (s *Store) RescheduleShadow(ctx context.Context, job Job, at time.Time, why Why, text *string, attempt bool) error {
 	_, err := s.exec(ctx, `UPDATE shadow_jobs SET due_at = ?, attempts = attempts + ?, why = ?, last_error = ?,
 		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? AND lease_until = ?`,
@@ -124,8 +119,7 @@ func (s *Store) RescheduleShadow(ctx context.Context, job Job, at time.Time, why
 	return wrap(err, "reschedule shadow job %d", job.ID)
 }
 
-// ReleaseShadowJob frees a claimed shadow job's lease without an attempt, if the claim still
-// holds.
+// ReleaseShadowJob frees a claimed shadow job's lease without an attempt, if the claim holds.
 func (s *Store) ReleaseShadowJob(ctx context.Context, job Job) error {
 	_, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
@@ -189,8 +183,7 @@ func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric st
 	return recorded, nil
 }
 
-// DropShadowJobs deletes every owed shadow job: once the candidate is live, there is nothing
-// for it to shadow.
+// DropShadowJobs deletes every owed shadow job (the candidate is live: nothing to shadow).
 func (s *Store) DropShadowJobs(ctx context.Context) error {
 	_, err := s.exec(ctx, `DELETE FROM shadow_jobs`)
 	return wrap(err, "drop the shadow jobs")
@@ -216,8 +209,7 @@ type ShadowCell struct {
 	To        time.Time `gorm:"column:last_at;serializer:unixms"`
 }
 
-// ShadowScreenTable is the confusion table of model's verdicts against the live ones, a cell
-// for each (kind, live, candidate) that occurs.
+// ShadowScreenTable is the confusion table of model's verdicts against the live ones.
 func (s *Store) ShadowScreenTable(ctx context.Context, model string) ([]ShadowCell, error) {
 	var cells []ShadowCell
 	if err := s.scan(ctx, s.read, &cells, `SELECT kind, live_verdict, verdict, COUNT(*) AS n, MIN(screened_at) AS first_at,
@@ -250,12 +242,10 @@ func (s *Store) ShadowFlips(ctx context.Context, model string, limit int) ([]Sha
 	return flips, nil
 }
 
-// ShadowBins is how many bins the confidence histograms have: tenths of 0 to 1, the last one
-// holding 1 too.
+// ShadowBins is how many bins the confidence histograms have: tenths, the last holding 1 too.
 const ShadowBins = 10
 
-// binOf is SQL for the histogram bin of col, a confidence from 0 to 1: written as comparisons,
-// which both dialects read alike (a cast of a real rounds on one and truncates on the other).
+// binOf is SQL for col's confidence bin, by comparisons both dialects round alike.
 func binOf(col string) string {
 	q := "CASE"
 	for i := 1; i < ShadowBins; i++ {
@@ -264,8 +254,7 @@ func binOf(col string) string {
 	return q + fmt.Sprintf(" ELSE %d END", ShadowBins-1)
 }
 
-// ShadowConfidence is the histograms of the live and of model's confidence over the items
-// compared, ShadowBins bins each.
+// ShadowConfidence is the histograms of the live and of model's confidence over the items compared.
 func (s *Store) ShadowConfidence(ctx context.Context, model string) (live, candidate [ShadowBins]int64, err error) {
 	var rows []struct {
 		Which string `gorm:"column:which"`
@@ -291,8 +280,7 @@ func (s *Store) ShadowConfidence(ctx context.Context, model string) (live, candi
 	return live, candidate, nil
 }
 
-// ShadowScoreSums sums the differences of model's art under rubric from the live art: how many,
-// their sum and sum of squares, and the range of times compared.
+// ShadowScoreSums sums the differences of model's art under rubric from the live art.
 type ShadowScoreSums struct {
 	N    int64      `gorm:"column:n"`
 	Sum  float64    `gorm:"column:sum_d"`
@@ -320,8 +308,7 @@ type ShadowPoint struct {
 	Candidate float64 `gorm:"column:art"`
 }
 
-// ShadowPoints lists, newest first, at most limit scores of model under rubric beside the live
-// art they shadow.
+// ShadowPoints lists, newest first, at most limit scores of model under rubric beside the live art.
 func (s *Store) ShadowPoints(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
 	var points []ShadowPoint
 	if err := s.scan(ctx, s.read, &points, `SELECT song_id, '' AS title, live_art, art FROM shadow_scores
@@ -346,8 +333,7 @@ func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit in
 	return points, nil
 }
 
-// songScoredRevision is SQL for the newest scored revision of song s.id, whose art is the song's
-// (revisions_song finds it).
+// songScoredRevision is SQL for the newest scored revision of song s.id (revisions_song).
 const songScoredRevision = `SELECT r.id FROM revisions r JOIN scores sc ON sc.revision_id = r.id WHERE r.song_id = s.id
 	ORDER BY r.id DESC LIMIT 1`
 
@@ -359,8 +345,7 @@ type Rescore struct {
 	Since int64 `gorm:"column:since"`
 }
 
-// RescoreProgress reads the re-score's progress under rubric, since the live model changed at
-// since (zero: never).
+// RescoreProgress reads the re-score's progress under rubric since the live model changed.
 func (s *Store) RescoreProgress(ctx context.Context, rubric string, since time.Time) (Rescore, error) {
 	var out Rescore
 	if err := s.scan(ctx, s.read, &out, `SELECT COUNT(*) AS total,
@@ -386,8 +371,7 @@ func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 	return n, nil
 }
 
-// RankedCursor is where a page of public songs by art continues: in the songs scored under the
-// live rubric, or (Rest) in the others.
+// RankedCursor is where a page of songs by art continues: in the live rubric's, or (Rest) the others.
 type RankedCursor struct {
 	SongCursor
 	Rest bool `json:"r,omitempty"`

@@ -37,8 +37,7 @@ func (e *notFoundError) Error() string {
 
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// missing is the one way the store says that what (a "song", a "job" …) of id is not there,
-// or not for the asker; id is nil when the asker gave none (a credential).
+// missing says what (a "song", a "job" …) of id is not there, or not for the asker (id nil: none given).
 func missing(what string, id any) error { return &notFoundError{what: what, id: id} }
 
 // wrap says what failed: err prefixed by the formatted words, or nil when err is nil.
@@ -63,8 +62,7 @@ var ErrForbidden = errors.New("forbidden")
 
 // Options say where the database is.
 type Options struct {
-	// URL is a postgres:// URL, or empty for SQLite in DataDir. A "sqlite:" or "file:" URL names
-	// an SQLite file elsewhere.
+	// URL is a postgres:// URL, an SQLite "sqlite:" or "file:" URL, or empty for SQLite in DataDir.
 	URL     string
 	DataDir string
 	Clock   clock.Clock
@@ -77,8 +75,7 @@ type Options struct {
 	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
 	// of their own (0: DefaultDailyLimit).
 	DailyLimit int64
-	// SlowStatement is how long a statement may take before it is logged at warn (0:
-	// DefaultSlowStatement).
+	// SlowStatement is how long a statement may take before it is logged at warn (0: the default).
 	SlowStatement time.Duration
 	// MaxConnLifetime is how long a PostgreSQL connection is used before it is replaced (0:
 	// DefaultMaxConnLifetime), so a pool that reached a standby finds the primary again.
@@ -125,8 +122,7 @@ type Store struct {
 	// retryClock is what the store's retries pause on (Options.RetryClock).
 	retryClock clock.Clock
 	inTx       bool
-	// health is whether the database takes writes (see StorageProblem), shared by every
-	// transaction's store.
+	// health is whether the database takes writes (StorageProblem), shared with transactions.
 	health *storeHealth
 	// dailyLimit is the limit of users without their own (Options.DailyLimit).
 	dailyLimit int64
@@ -137,13 +133,11 @@ type Store struct {
 	// ping is the pool readiness asks (dialect.healthPool).
 	ping *sql.DB
 
-	// changes hears, after commit, which authors' own views a write changed (see Changes);
-	// a transaction's store collects them in pending until its commit.
+	// changes hears which authors' views a write changed; a transaction collects them in pending.
 	changes Changes
 	pending *pendingChanges
 
-	// Concurrent charges and verdicts are written in batches; nil in a transaction's store,
-	// whose writes belong to that transaction.
+	// Concurrent charges and verdicts are written in batches; nil in a transaction's store.
 	charges  *batcher[chargeCall, chargeOutcome, struct{}]
 	screens  *batcher[screenCall, bool, itemKey]
 	subjects *batcher[itemKey, subjectOutcome, itemKey]
@@ -226,8 +220,7 @@ func (s *Store) Dialect() string { return s.dialect.name() }
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
-// DatabaseTime is the database server's clock now (on SQLite, this host's), which a
-// process's clock is set by so that replicas agree on leases and due times.
+// DatabaseTime is the database server's clock now, which replicas set their clocks by.
 func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 	t, err := s.dialect.clockNow(ctx, s)
 	if err != nil {
@@ -267,8 +260,7 @@ type pendingChanges struct {
 	made []any // what the transaction made, for its request's hook (tx.go)
 }
 
-// changed tells Changes that the views of userIDs changed: now, or in a transaction at its
-// commit (not at all if it rolls back).
+// changed tells Changes that the views of userIDs changed: now, or at a transaction's commit.
 func (s *Store) changed(userIDs ...int64) {
 	if len(userIDs) == 0 {
 		return
@@ -302,8 +294,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("ping: %w", err)
 	case ro == "on":
-		// A connection left on a standby would keep saying so after a failover: the next
-		// ping connects again.
+		// A connection left on a standby would keep saying so: the next ping connects again.
 		s.ping.SetMaxIdleConns(0)
 		s.ping.SetMaxIdleConns(1)
 		return fmt.Errorf("ping: %w", errReadOnlyServer)
@@ -358,8 +349,7 @@ func (l quietLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 	l.Interface.Trace(ctx, begin, fc, err)
 }
 
-// ParamsFilter is the wrapped logger's, which GORM asks for the statement it logs: the one
-// the store configures leaves the parameters out (ParameterizedQueries).
+// ParamsFilter is the wrapped logger's, which leaves the parameters out (ParameterizedQueries).
 func (l quietLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
 	if f, ok := l.Interface.(gorm.ParamsFilter); ok {
 		return f.ParamsFilter(ctx, sql, params...)

@@ -19,8 +19,7 @@ const (
 	EventModelBreaker     = "model.breaker"
 	// EventItemAppealDecided: a moderator decided an author's appeal (see DecideAppeal).
 	EventItemAppealDecided = "item.appeal.decided"
-	// EventModelDrift: a drift run found the live model off its anchor set, after runs within
-	// bounds (or none): once per episode.
+	// EventModelDrift: a drift run found the live model off its anchor set, once per episode.
 	EventModelDrift = "model.drift"
 	EventAll        = "*"
 )
@@ -52,16 +51,14 @@ type Webhook struct {
 	Active         bool      `gorm:"column:active"`
 	DisabledReason *string   `gorm:"column:disabled_reason"`
 	CreatedAt      time.Time `gorm:"column:created_at;serializer:unixms"`
-	// PreviousSecret is the secret the last rotation replaced, still signed with (besides
-	// Secret) until PreviousSecretUntil; nil when there is none.
+	// PreviousSecret is the secret the last rotation replaced, signed with until PreviousSecretUntil.
 	PreviousSecret      *string    `gorm:"column:previous_secret"`
 	PreviousSecretUntil *time.Time `gorm:"column:previous_secret_until;serializer:unixms"`
 }
 
 const webhookColumns = `id, url, events, secret, active, disabled_reason, created_at, previous_secret, previous_secret_until`
 
-// SigningSecrets are the secrets a delivery made at now is signed with: the current one, and
-// the previous one while its overlap lasts.
+// SigningSecrets are the current secret and, while its overlap lasts at now, the previous one.
 func (w Webhook) SigningSecrets(now time.Time) []string {
 	out := []string{w.Secret}
 	if w.PreviousSecret != nil && w.PreviousSecretUntil != nil && now.Before(*w.PreviousSecretUntil) {
@@ -98,8 +95,7 @@ const deliveryColumns = `id, webhook_id, msg_id, event, payload, status, due_at,
 const deliveryHeadColumns = `id, webhook_id, msg_id, event, '' AS payload, status, due_at, attempts, failures, last_status,
 	last_error, lease_until, lease_owner, delivered_at, created_at`
 
-// DeliveryAttempt is one attempt at a delivery: the HTTP status (nil when none came back),
-// how long it took, and what went wrong (nil when it was delivered).
+// DeliveryAttempt is one attempt at a delivery: HTTP status and error (nil when none), latency.
 type DeliveryAttempt struct {
 	ID         int64     `gorm:"column:id"`
 	DeliveryID int64     `gorm:"column:delivery_id"`
@@ -110,8 +106,7 @@ type DeliveryAttempt struct {
 	Error      *string   `gorm:"column:error"`
 }
 
-// ItemScreenedData is the data of an item.screened event. SongID is set for revisions and
-// comments.
+// ItemScreenedData is the data of an item.screened event (SongID for revisions and comments).
 type ItemScreenedData struct {
 	Kind       Kind    `json:"kind"`
 	ID         int64   `json:"id"`
@@ -139,8 +134,7 @@ type SongScoredData struct {
 	Rubric     string             `json:"rubric"`
 }
 
-// BackfillFinishedData is the data of a backfill.finished event: the finished job's summary.
-// Times are UTC.
+// BackfillFinishedData is the data of a backfill.finished event (times in UTC).
 type BackfillFinishedData struct {
 	ChatID     string     `json:"chatId"`
 	GuildID    *string    `json:"guildId"`
@@ -152,8 +146,7 @@ type BackfillFinishedData struct {
 	FinishedAt time.Time  `json:"finishedAt"`
 }
 
-// eventPattern is the LIKE pattern that finds a subscription to event in the JSON array of
-// its events. Event names hold no LIKE wildcards.
+// eventPattern is the LIKE pattern of event in a subscription's JSON array of events.
 func eventPattern(event string) string { return `%"` + event + `"%` }
 
 // ValidWebhookEvent reports whether event may be published (every event but "*").
@@ -167,8 +160,7 @@ func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) erro
 	return wrap(s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }), "enqueue webhook %s", event)
 }
 
-// subscribersSQL selects the active webhooks that want an event; its two arguments are
-// eventPattern of the event and of EventAll.
+// subscribersSQL selects the active webhooks that want an event (arguments: eventPattern of it, of EventAll).
 const subscribersSQL = `SELECT id FROM webhooks WHERE active = 1 AND (events LIKE ? OR events LIKE ?)`
 
 // webhookSubscribed reports whether an active webhook wants event.
@@ -309,8 +301,7 @@ func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 	return w, nil
 }
 
-// WebhooksByID reads the subscriptions of the given ids that exist, by id. It reads from the
-// writer, so a worker sees a subscription disabled a moment ago.
+// WebhooksByID reads the existing subscriptions of ids from the writer, so a disable is seen at once.
 func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhook, error) {
 	out := map[int64]Webhook{}
 	if len(ids) == 0 {
@@ -360,8 +351,7 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 	return w, nil
 }
 
-// cancelDeliveries cancels a subscription's pending deliveries. One a worker holds keeps its
-// lease: the worker's result still records the attempt (and a 2xx still marks it delivered).
+// cancelDeliveries cancels a subscription's pending deliveries; a leased one still records its attempt.
 func (s *Store) cancelDeliveries(ctx context.Context, webhookID int64) error {
 	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled' WHERE webhook_id = ? AND status = 'pending'`,
 		webhookID)
@@ -479,16 +469,14 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 	return ok, nil
 }
 
-// ReleaseDelivery frees a claimed delivery's lease without an attempt (the worker is stopping),
-// if the claim still holds: the same owner and the same lease end (as ReleaseJob).
+// ReleaseDelivery frees a claimed delivery's lease without an attempt, if the claim still holds.
 func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
 	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil)
 	return wrap(err, "release delivery %d", d.ID)
 }
 
-// ReleaseDeliveryLeases frees every delivery lease owner holds, so a stopping process's
-// deliveries are due again at once instead of when their leases run out.
+// ReleaseDeliveryLeases frees every delivery lease owner holds, so they are due again at once.
 func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error) {
 	n, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
 	if err != nil {
@@ -497,8 +485,7 @@ func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64,
 	return n, nil
 }
 
-// ListDeliveries pages through a subscription's deliveries newest first, before the id
-// beforeID (0: from the newest), optionally of one status. Payloads are left out.
+// ListDeliveries pages through a subscription's deliveries newest first, before beforeID, without payloads.
 func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status DeliveryStatus, beforeID int64, limit int) ([]Delivery, error) {
 	q := `SELECT ` + deliveryHeadColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{webhookID}
@@ -531,8 +518,7 @@ func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
 	return ds[0], nil
 }
 
-// DeliveryAttempts lists the attempts at each of the deliveries, oldest first. last > 0 keeps
-// only each delivery's last attempts.
+// DeliveryAttempts lists each delivery's attempts, oldest first (last > 0: only the last ones).
 func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last int) (map[int64][]DeliveryAttempt, error) {
 	out := map[int64][]DeliveryAttempt{}
 	if len(deliveryIDs) == 0 {
@@ -595,16 +581,14 @@ func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 	return d, nil
 }
 
-// WebhookHealth is how a subscription's deliveries are going: the newest delivery that was
-// attempted, whether its last attempt failed, and what it failed with.
+// WebhookHealth is whether a subscription's newest attempted delivery is failing, and with what.
 type WebhookHealth struct {
 	Failing    bool
 	LastStatus *int
 	LastError  *string
 }
 
-// WebhookHealths reads the health of each webhook of ids: the newest attempted delivery of
-// each (by the webhook's delivery index, newest first), failing unless delivered.
+// WebhookHealths reads the health of each webhook of ids from its newest attempted delivery.
 func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]WebhookHealth, error) {
 	out := make(map[int64]WebhookHealth, len(ids))
 	for _, id := range ids {
