@@ -26,15 +26,13 @@ type Breaker struct {
 	NextProbeAt *time.Time `gorm:"column:next_probe_at;serializer:unixms"`
 	ProbeOwner  *string    `gorm:"column:probe_owner"`
 	ProbeUntil  *time.Time `gorm:"column:probe_until;serializer:unixms"`
-	// LastError is the last real failure in words (the one that opened it, or the last failed
-	// probe's); kept after closing, so an operator can see what the outage was.
+	// LastError is the last real failure in words, kept after closing for the operator.
 	LastError *string `gorm:"column:last_error"`
 }
 
 const breakerColumns = `state, since, failures, probes, why, status, next_probe_at, probe_owner, probe_until, last_error`
 
-// ModelBreakerData is the data of a model.breaker event: the state the breaker entered, when,
-// and (opening) the failures and the failure that opened it and when it is tested next.
+// ModelBreakerData is the data of a model.breaker event.
 type ModelBreakerData struct {
 	State       string     `json:"state"`
 	Since       time.Time  `json:"since"`
@@ -45,8 +43,7 @@ type ModelBreakerData struct {
 }
 
 // DeferredUntil is when the jobs the breaker puts off are asked again: while open its next
-// probe, while probing the end of the probe under way; nil while closed. A job due by then
-// (and not leased) is not asked before it: it shows why breaker.
+// probe, while probing the probe's end; nil while closed.
 func (b Breaker) DeferredUntil() *time.Time {
 	switch b.State {
 	case BreakerOpen:
@@ -72,8 +69,7 @@ func (s *Store) readBreaker(ctx context.Context, pool *gorm.DB) (Breaker, error)
 	return rows[0], nil
 }
 
-// updateBreaker runs a conditional UPDATE of the row returning it; ok is false when the
-// condition did not hold (another replica changed the state first).
+// updateBreaker runs a conditional UPDATE of the row returning it; ok is false when it did not hold.
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
 	var rows []Breaker
 	if err := s.scan(ctx, s.db, &rows, q+` RETURNING `+breakerColumns, args...); err != nil || len(rows) == 0 {
@@ -82,9 +78,8 @@ func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Break
 	return rows[0], true, nil
 }
 
-// OpenBreaker opens a closed breaker after failures consecutive failures, the last of them
-// why (and status), with its first probe at nextProbe, and owes the model.breaker event in the
-// same transaction. ok is false when it was not closed (another replica opened it first).
+// OpenBreaker opens a closed breaker after failures consecutive failures, the last of them why,
+// with its first probe at nextProbe, owing model.breaker; ok is false when it was not closed.
 func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *int, lastError *string, nextProbe time.Time) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
@@ -116,9 +111,8 @@ func breakerData(b Breaker) ModelBreakerData {
 	return d
 }
 
-// ClaimProbe makes owner the one prober of an open breaker whose probe is due (or whose last
-// prober's claim ran out), until until. One conditional UPDATE of the one row: of replicas
-// racing for it, one wins. ok is false when no probe is due or another holds it.
+// ClaimProbe makes owner, until until, the one prober of an open breaker whose probe is due (or
+// whose prober's claim ran out); ok is false when none is due or another holds it.
 func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (Breaker, bool, error) {
 	now := s.nowMs()
 	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'probing', probe_owner = ?, probe_until = ?
@@ -130,9 +124,8 @@ func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (
 	return b, ok, nil
 }
 
-// ProbeFailed opens the breaker again after owner's probe failed, with the next probe at
-// next, and moves the jobs put off until the probe's end (parkedUntil) to it, in one
-// transaction. The why it keeps is still that of the failure that opened it.
+// ProbeFailed opens the breaker again after owner's probe failed, with the next probe at next,
+// and moves the jobs put off until parkedUntil to it, in one transaction.
 func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil time.Time, lastError *string) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
@@ -153,9 +146,8 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 	return b, ok, nil
 }
 
-// moveParked makes the jobs put off until a probe's end (parkedUntil) due at instead. They
-// wait with no why (never tried) or the why of a model failure; a job waiting its own backoff
-// for one within the window moves with them, which only tries it when the model is tried anyway.
+// moveParked makes the jobs put off until parkedUntil (untried, or after a model failure) due
+// at instead.
 func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
@@ -170,8 +162,7 @@ func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error
 	return nil
 }
 
-// releaseUntried makes every job put off untried (no why of its own, due later) due now, as the
-// breaker closes: whatever probe's end it was put off to, nothing else puts such a job off.
+// releaseUntried makes every job put off untried (no why, due later) due now, as the breaker closes.
 func (s *Store) releaseUntried(ctx context.Context) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE why IS NULL AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)`,
@@ -185,9 +176,8 @@ func (s *Store) releaseUntried(ctx context.Context) error {
 	return nil
 }
 
-// ReleaseProbe gives owner's probe up without a call made (the job was gone, or its author's
-// budget refused the charge): the breaker is open again with its probe still due, so the next
-// job tests the model.
+// ReleaseProbe gives owner's probe up without a call made: the breaker is open again with its
+// probe still due.
 func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
 	_, err := s.exec(ctx, `UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
 		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner)
@@ -228,16 +218,11 @@ func (tx *Store) closeBreaker(ctx context.Context, parkedUntil time.Time, cond s
 	return b, ok, tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
 }
 
-// ParkJob puts a claimed job off until at while the breaker is open: no attempt is added and
-// nothing is charged; it keeps its own why, status and last error (those of its last real
-// attempt, if any: the job shows why breaker while it waits for the probe, see
-// Breaker.DeferredUntil) and frees the lease. It does nothing when the job is gone or another
-// owner has claimed it since.
+// ParkJob puts a claimed job off until at while the breaker is open, with no attempt or charge,
+// keeping its why, and frees the lease; it does nothing when the claim is gone.
 func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error) {
-	// A breaker closed meanwhile (the read that sent the job here is older than the close)
-	// puts nothing off: the job is let go at its own due time, for the next claim. The
-	// breaker's row is locked first, so a close either comes after (and releases the job) or
-	// is seen.
+	// The breaker's row is locked first, so a close either comes after (and releases the job)
+	// or is seen, and puts nothing off.
 	var n int64
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.lockBreaker(ctx); err != nil {
@@ -257,8 +242,7 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error
 	return n > 0, nil
 }
 
-// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL; SQLite's one
-// writer already serialises), so a park and a close never interleave.
+// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL).
 func (s *Store) lockBreaker(ctx context.Context) error {
 	var state []string
 	return s.scan(ctx, s.db, &state, `SELECT state FROM model_breaker WHERE id = 1`+s.dialect.forUpdate())
@@ -267,9 +251,8 @@ func (s *Store) lockBreaker(ctx context.Context) error {
 // breakerNotClosed is true in SQL while the breaker is open or probing.
 const breakerNotClosed = `EXISTS (SELECT 1 FROM model_breaker WHERE id = 1 AND state <> 'closed')`
 
-// ParkDue puts every due, unleased job (one user's when userID is non-zero) off until at, as
-// ParkJob does, in one statement: a sweep meeting an open breaker claims nothing. Held work is
-// left as it is: it is not claimed either way, and lifting the hold makes it due at its own time.
+// ParkDue puts every due, unleased, unheld job (one user's when userID is non-zero) off until
+// at in one statement, as ParkJob does.
 func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64, error) {
 	now := s.nowMs()
 	q := `UPDATE content_jobs SET due_at = ?, lease_until = NULL, lease_owner = NULL

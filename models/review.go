@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// The review queue: items a moderator decides. An entry is 'unsure' when the model's verdict
-// fell below the review band, or 'appeal' when the author appealed a block; a verdict by hand
-// decides the item's open entries (the events_decide_review trigger).
+// The review queue: items a moderator decides, 'unsure' when the model's verdict fell below the
+// review band, 'appeal' when the author appealed a block.
 
 // ReviewReason is why an item waits in the review queue.
 type ReviewReason string
@@ -41,8 +40,7 @@ var ReviewClaimFilters = []ReviewClaimFilter{ClaimMine, ClaimNone, ClaimAvailabl
 // unclaimedSQL is true of a reviews row no live claim holds; its one argument is now (ms).
 const unclaimedSQL = `(claimed_by IS NULL OR claim_until IS NULL OR claim_until <= ?)`
 
-// ReviewDue is the due time of a job that waits for a moderator: never, for everything that
-// compares due_at with now.
+// ReviewDue is the due time of a job that waits for a moderator: never.
 var ReviewDue = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // ReviewClaimFor is how long a moderator's claim on an entry lasts (renewed by claiming again).
@@ -83,18 +81,16 @@ type ReviewEntry struct {
 	DecidedAt  *time.Time   `gorm:"column:decided_at;serializer:unixms"`
 	DecidedBy  *int64       `gorm:"column:decided_by"`
 	Outcome    *Verdict     `gorm:"column:outcome"`
-	// PublicReason is the decision's public reason, for the item's author (events_decide_review
-	// copies it).
+	// PublicReason is the decision's public reason, for the item's author.
 	PublicReason *string `gorm:"column:public_reason"`
 }
 
 const reviewColumns = `id, kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by,
 	claimed_by, claim_until, decided_at, decided_by, outcome, public_reason`
 
-// EnterReview sends a claimed screen job whose model verdict was unsure to the review queue, in
-// one transaction: the job waits with why review (due ReviewDue, lease freed, an attempt
-// added), the entry keeps the model's verdict as a suggestion, and ev is kept. ok is false
-// when the claim is gone.
+// EnterReview sends a claimed screen job whose model verdict was unsure to the review queue
+// (why review, due ReviewDue, an attempt added; the verdict kept as a suggestion) with ev, in
+// one transaction; ok is false when the claim is gone.
 func (s *Store) EnterReview(ctx context.Context, job Job, verdict Verdict, confidence float64, ev Event) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -128,8 +124,7 @@ type ReviewFilter struct {
 	Me     int64 // who asks, for Claim
 }
 
-// ReviewCursor is where a page of the queue starts: after the entry ID that entered at
-// EnteredAt (ms).
+// ReviewCursor is where a page of the queue starts: after entry ID, entered at EnteredAt (ms).
 type ReviewCursor struct {
 	EnteredAt int64
 	ID        int64
@@ -235,8 +230,7 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 	return nil, missing("review entry", fmt.Sprint("of ", kind, " ", itemID))
 }
 
-// ReleaseReview ends adminID's live claim on the item's open entries and answers when it would
-// have run out; nil when adminID held no live claim there (nothing changed).
+// ReleaseReview ends adminID's live claim on the item's open entries and answers its end (nil: none).
 func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID int64) (*time.Time, error) {
 	var until []int64
 	// claim_until stays (RETURNING reads the row as updated): without a claimer it holds nothing.
@@ -252,8 +246,7 @@ func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID in
 	return &t, nil
 }
 
-// BlockNote is the note of the item's last verdict by hand (the block an appeal of a block by
-// hand contests); nil when it had none. The events are kept OWED_RETAIN_EVENTS.
+// BlockNote is the note of the item's last verdict by hand to block it (nil: none).
 func (s *Store) BlockNote(ctx context.Context, kind Kind, itemID int64) (*string, error) {
 	var notes []*string
 	if err := s.scan(ctx, s.read, &notes, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
@@ -341,8 +334,7 @@ type ItemAppealDecidedData struct {
 	SongID    *int64  `json:"songId,omitempty"`
 	Outcome   Verdict `json:"outcome"`
 	DecidedBy int64   `json:"decidedBy"`
-	// Reason is the moderator's public reason for the author; their note, the moderators'
-	// alone, is never in this payload.
+	// Reason is the moderator's public reason for the author (never their note).
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -411,8 +403,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 		Verdict string `gorm:"column:verdict"`
 		N       int64  `gorm:"column:n"`
 	}
-	// Driven from the authors' items, each verdict read by the screens key, so the plan does
-	// not depend on the site's number of verdicts.
+	// Driven from the authors' items, so the plan does not depend on the site's verdicts.
 	verdictOf := func(kind string) string {
 		return `(SELECT s.verdict FROM screens s WHERE s.kind = '` + kind + `' AND s.item_id = i.id)`
 	}
@@ -497,6 +488,5 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// notInReview is a condition RetryJobs adds: a job that waits for a moderator is decided in the
-// review queue, never retried (a retry would ask the model again).
+// notInReview is a condition RetryJobs adds: a job waiting for a moderator is never retried.
 const notInReview = ` AND (why IS NULL OR why <> 'review')`

@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// ErrConflict is returned when a change does not fit the row's current state (a scrape being
-// deleted takes no more media and no state change).
+// ErrConflict is returned when a change does not fit the row's state (a scrape being deleted).
 var ErrConflict = errors.New("conflict")
 
 // deletingStates is the SQL list of the states a scrape takes once a delete is asked for.
@@ -24,8 +23,7 @@ type Scrape struct {
 	Mode       string      `gorm:"column:mode"`
 	State      ScrapeState `gorm:"column:state"`
 	Downloaded int64       `gorm:"column:downloaded"`
-	// PushedAt is the last time the bot pushed media (or started the walk): an active
-	// scrape holds the walk lock until it has been idle for the configured time.
+	// PushedAt is the bot's last push (or the walk's start): the walk lock lasts until idle.
 	PushedAt  time.Time `gorm:"column:pushed_at;serializer:unixms"`
 	CreatedAt time.Time `gorm:"column:created_at;serializer:unixms"`
 	UpdatedAt time.Time `gorm:"column:updated_at;serializer:unixms"`
@@ -123,8 +121,7 @@ func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 	return sc, nil
 }
 
-// ScrapeByID finds a scrape (deleted ones too: the tombstone says the delete went through)
-// with its counts.
+// ScrapeByID finds a scrape (deleted ones too: the tombstone) with its counts.
 func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
 	var rows []Scrape
 	if err := s.scan(ctx, s.db, &rows, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id); err != nil {
@@ -145,8 +142,7 @@ type ScrapeFilter struct {
 	State  ScrapeState
 }
 
-// ListScrapes pages through scrapes by id, after afterID, with their counts. Deleted scrapes
-// are never listed.
+// ListScrapes pages through scrapes by id after afterID, with their counts, never deleted ones.
 func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, limit int) ([]Scrape, error) {
 	q := `SELECT ` + scrapeColumns + ` FROM scrapes WHERE state <> 'deleted' AND id > ?`
 	args := []any{afterID}
@@ -266,8 +262,7 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 	return len(items), nil
 }
 
-// RequestScrapeDelete marks a scrape pending-delete; the background deleter takes it from
-// there. Asking again while it is being deleted (or after) changes nothing.
+// RequestScrapeDelete marks a scrape pending-delete, for the background deleter (once only).
 func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, error) {
 	now := s.nowMs()
 	if _, err := s.exec(ctx, `UPDATE scrapes SET state = 'pending-delete', updated_at = ?
@@ -319,8 +314,7 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	return wrap(err, "delete media")
 }
 
-// FinishScrapeDelete marks a deleting scrape deleted once none of its media rows is left;
-// done reports whether it did.
+// FinishScrapeDelete marks a deleting scrape deleted once it has no media rows left.
 func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleted', updated_at = ?
 		WHERE id = ? AND state = 'deleting' AND NOT EXISTS (SELECT 1 FROM media WHERE scrape_id = ?)`, s.nowMs(), id, id)
@@ -346,8 +340,7 @@ type Media struct {
 
 const mediaColumns = `id, scrape_id, kind, url, bytes, state, stored_bytes, updated_at`
 
-// ListMedia pages through a scrape's media rows by id, after afterID, in one preview state
-// or all of them ("").
+// ListMedia pages through a scrape's media rows by id after afterID, in one state or all ("").
 func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state MediaState, afterID int64, limit int) ([]Media, error) {
 	q := `SELECT ` + mediaColumns + ` FROM media WHERE scrape_id = ?`
 	args := []any{scrapeID}
@@ -378,8 +371,7 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 	return rows[0], nil
 }
 
-// MediaToPreview lists up to limit of a scrape's rows in the state (pending, or suspect for
-// the retry), oldest first.
+// MediaToPreview lists up to limit of a scrape's rows in state, oldest first.
 func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state MediaState, limit int) ([]Media, error) {
 	var rows []Media
 	if err := s.scan(ctx, s.db, &rows, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
@@ -420,8 +412,7 @@ func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int
 	return ok, nil
 }
 
-// WalkUntil is when the walk lock lapses: the newest push of an active scrape plus idle.
-// ok is false when no active scrape exists.
+// WalkUntil is when the walk lock lapses (the newest active push plus idle); ok false: none active.
 func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {
 	var newest *int64
 	if err := s.scan(ctx, s.db, &newest, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`); err != nil {
@@ -433,8 +424,7 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 	return time.UnixMilli(*newest).Add(idle), true, nil
 }
 
-// WalkingChat is the chat of the active scrape that pushed last: the walk that holds the
-// media-traffic lock, named for the operators ("" when no scrape is active).
+// WalkingChat is the chat of the active scrape that pushed last ("" when none is active).
 func (s *Store) WalkingChat(ctx context.Context) (string, error) {
 	var chats []string
 	if err := s.scan(ctx, s.read, &chats, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {

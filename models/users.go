@@ -26,13 +26,11 @@ type User struct {
 	// DailyLimit is the limit in force: OwnLimit, else the store's default (Options.DailyLimit).
 	DailyLimit int64     `gorm:"-"`
 	CreatedAt  time.Time `gorm:"column:created_at;serializer:unixms"`
-	// Disabled users are locked out: neither their token nor their sessions work. Their items
-	// and owed work stay.
+	// Disabled users are locked out (token and sessions); their items and owed work stay.
 	Disabled bool `gorm:"column:disabled"`
 }
 
-// HashToken is how tokens are stored and looked up: a SHA-256, since tokens are long and
-// random, a slow hash would add nothing but latency to every request.
+// HashToken is how tokens are stored: a SHA-256, since long random tokens need no slow hash.
 func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
@@ -45,8 +43,7 @@ func NewToken() string {
 	return "owed_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// CreateUser adds a user and returns it with its token, which is not kept and cannot be shown
-// again.
+// CreateUser adds a user and returns it with its token, which is not kept.
 func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
@@ -56,15 +53,13 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, s
 	return u, token, nil
 }
 
-// ErrNameTaken is returned for a user name another user has, in any case: names are unique
-// regardless of case (the users_name_folded index), so a filter by name names one user.
+// ErrNameTaken is returned for a user name another user has, in any case.
 var ErrNameTaken = errors.New("the user name is taken")
 
 // CreateUserWithToken adds a user whose token is given (OWED_ADMIN_TOKEN).
 func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
-	// Asked first so that a name taken is an answer, not a failed statement in the log; the
-	// unique index settles two writers that both found the name free.
+	// Asked first so a taken name is an answer, not a failed statement in the log.
 	var taken int64
 	if err := s.scan(ctx, s.db, &taken, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name); err != nil {
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
@@ -82,8 +77,7 @@ func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role,
 	return u, nil
 }
 
-// UserByToken finds the enabled user a bearer token belongs to: a disabled user's token is
-// not found.
+// UserByToken finds the enabled user a bearer token belongs to.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 	var u User
 	err := s.retryRepeatable(ctx, func() (err error) {
@@ -96,8 +90,7 @@ func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 	return u, nil
 }
 
-// TokenKnown reports whether a token belongs to any user, disabled or not: at start, a
-// disabled OWED_ADMIN_TOKEN admin must be neither made again nor re-enabled.
+// TokenKnown reports whether a token belongs to any user, disabled or not.
 func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
 	var n int64
 	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)); err != nil {
@@ -109,8 +102,7 @@ func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
 // userColumns are a User's columns, in the order oneUser reads them.
 const userColumns = `id, name, role, token_hash, daily_limit, created_at`
 
-// oneUser reads the user q selects (userColumns), or ErrNotFound. Every authenticated request
-// reads its caller, so the row is scanned by hand rather than by GORM's reflection.
+// oneUser reads the user q selects (userColumns), or ErrNotFound; by hand, as every request does.
 func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error) {
 	rows, err := s.query(ctx, s.read, q, args...)
 	if err != nil {
@@ -161,8 +153,7 @@ func (s *Store) CountUsers(ctx context.Context, role Role) (int64, error) {
 	return n, nil
 }
 
-// SetDailyLimit sets a user's own daily budget; nil returns them to the store's default. The
-// user comes back with their new effective limit.
+// SetDailyLimit sets a user's own daily budget (nil: the default) and returns the user.
 func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (User, error) {
 	n, err := s.exec(ctx, `UPDATE users SET daily_limit = ? WHERE id = ?`, limit, userID)
 	if err != nil {
@@ -182,9 +173,8 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 // MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
 const MaxSessionsPerUser = 20
 
-// CreateSession signs a user in for ttl and returns the session id for the cookie. Beyond
-// MaxSessionsPerUser live sessions the oldest end, so a user's session rows are bounded
-// however often they sign in.
+// CreateSession signs a user in for ttl and returns the session id; beyond MaxSessionsPerUser
+// the oldest sessions end.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
 	id := NewToken()
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -225,10 +215,8 @@ func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error)
 	return n, nil
 }
 
-// RotateToken gives a user a new token and returns it (it is not kept). The old token stops
-// working at once and every session of the user ends, except keepSession's (the hash of the
-// caller's own session when admins rotate their own token, "" for none). ErrNotFound for an
-// unknown user.
+// RotateToken gives a user a new token and returns it: the old one stops working and every
+// session but keepSession's (a hash, "" for none) ends. ErrNotFound for an unknown user.
 func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession string) (User, string, error) {
 	token := NewToken()
 	var u User
@@ -253,10 +241,8 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 	return u, token, nil
 }
 
-// SetDisabled disables or enables a user. Disabling ends the user's sessions; their token stops
-// working at once (UserByToken), and their items and owed jobs stay. ErrNotFound for an
-// unknown user; ErrConflict when it would disable the last enabled admin, which would leave
-// no one able to administer owed.
+// SetDisabled disables or enables a user; disabling ends their sessions. ErrNotFound for an
+// unknown user; ErrConflict when it would disable the last enabled admin.
 func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {
