@@ -22,38 +22,31 @@ type dialect interface {
 	// name is the dialect as Store.Dialect and the migrations name it.
 	name() string
 
-	// open opens the writer and reader pools of opts' database (the same pool when the
-	// database has no single-writer rule); config makes a fresh GORM config for each.
+	// open opens the writer and reader pools (one pool where writes are not serialised).
 	open(ctx context.Context, opts Options, config func() *gorm.Config) (writer, reader *gorm.DB, err error)
-	// healthPool is the pool readiness asks (Store.Ping): one that the store's own work
-	// cannot hold (writer is the store's writer).
+	// healthPool is the pool readiness asks (Store.Ping), which the store's work cannot hold.
 	healthPool(opts Options, writer *gorm.DB) (*sql.DB, error)
-	// notify is a statement that sends a notification on channel ($1) whose payload is the
-	// current schema, a colon and $2 ("" where nothing listens).
+	// notify sends a notification on channel ($1) with payload schema:$2 ("" where none listens).
 	notify() string
 	// readOnly is a statement whose one value is "on" when the server takes no writes.
 	readOnly() string
-	// openPlain opens opts' database without migrating it, for commands that must change
-	// nothing (a status report, a backup).
+	// openPlain opens opts' database without migrating it (status, backup).
 	openPlain(opts Options) (*sql.DB, error)
-	// drain waits, for a bounded time, until the connections the store's closed pools
-	// dialled have ended, the cancel requests of statements cut off included (closeWait).
+	// drain waits, bounded, until the closed pools' connections have ended (closeWait).
 	drain()
 	// backup writes a consistent copy of the live database to dest (Backup).
 	backup(ctx context.Context, opts Options, dest string) error
 	// optimize keeps the query planner's statistics current (see Store.Optimize).
 	optimize(ctx context.Context, s *Store) error
 
-	// bind rewrites q's ? placeholders as the driver takes them. The queries given to it hold
-	// no ? of their own (no literal, no jsonb operator).
+	// bind rewrites q's ? placeholders as the driver takes them (q holds no ? of its own).
 	bind(q string) string
 	// fromJSON is a FROM item named alias reading rows passed as one JSON parameter (see
 	// jsonParam), so its text is the same for any number of rows.
 	fromJSON(alias string, cols ...column) string
 	// idIn is a condition that col is one of the ids passed as one parameter, a JSON array.
 	idIn(col string) string
-	// forUpdate locks the rows a SELECT in a transaction reads until it ends ("" where the
-	// transaction already holds the lock that keeps others out).
+	// forUpdate locks the rows a SELECT reads until the transaction ends ("" where not needed).
 	forUpdate() string
 	// lockAdmins locks the admins' rows for the transaction, so two admins cannot disable
 	// each other at once ("" where the transaction holds the one write lock).
@@ -63,14 +56,12 @@ type dialect interface {
 	// claimDue leases due content jobs (arguments: lease end, owner, now twice, filter's,
 	// limit); alone says the statement is its own transaction.
 	claimDue(filter string, alone bool) string
-	// skipLocked ends a claim's SELECT of rows to lease in a subquery: it locks them and passes
-	// over rows another claim has locked ("" where writes take the database's one lock).
+	// skipLocked ends a claim's subquery, passing over rows another claim locked ("" on one lock).
 	skipLocked() string
 	// claimDeliveries leases due webhook deliveries, and the statement's arguments.
 	claimDeliveries(now, until int64, limit int, owner string) (string, []any)
 
-	// writableCTEs reports whether a WITH clause may hold INSERTs, so that a batch of
-	// verdicts and their events can be written in one statement.
+	// writableCTEs reports whether a WITH clause may hold INSERTs.
 	writableCTEs() bool
 	// txStart is each transaction's first statement: it sets the timeouts for the transaction
 	// alone and, when id is true, reads its id so a COMMIT whose answer was lost can be asked
@@ -83,17 +74,14 @@ type dialect interface {
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)
 	// commitMayLand reports whether a failed COMMIT without a txID may still have committed.
 	commitMayLand() bool
-	// clockNow is the database server's time, which every replica's leases and due times are
-	// read against (Store.DatabaseTime).
+	// clockNow is the database server's time (Store.DatabaseTime).
 	clockNow(ctx context.Context, s *Store) (time.Time, error)
 
-	// batchReads reports whether the items to screen are read in batches (see
-	// Store.ScreenSubject): worth it where every read is a round trip to a server.
+	// batchReads reports whether the items to screen are read in batches (Store.ScreenSubject).
 	batchReads() bool
 }
 
-// dialectOf is the dialect of the database opts name: PostgreSQL for a postgres:// URL or a
-// key/value connection string, else SQLite.
+// dialectOf is PostgreSQL for a postgres:// URL or a key/value connection string, else SQLite.
 func dialectOf(opts Options) dialect {
 	if IsPostgres(opts.URL) {
 		return postgresDialect{conns: newOpenConns()}
@@ -101,8 +89,7 @@ func dialectOf(opts Options) dialect {
 	return sqliteDialect{}
 }
 
-// IsPostgres reports whether url names a PostgreSQL database: a postgres:// URL, or a
-// key/value connection string (host=a,b dbname=owed …). Anything else is SQLite.
+// IsPostgres reports whether url is a postgres:// URL or a key/value connection string.
 func IsPostgres(url string) bool {
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
 		return true

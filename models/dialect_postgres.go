@@ -45,8 +45,7 @@ func (d postgresDialect) open(_ context.Context, opts Options, config func() *go
 	return db, db, nil
 }
 
-// healthPool: one connection of its own, so that /readyz never waits behind the writes that
-// hold the main pool (a long outside lock can hold all of them).
+// healthPool: one connection of its own, so /readyz never waits behind the main pool.
 func (d postgresDialect) healthPool(opts Options, _ *gorm.DB) (*sql.DB, error) {
 	db, err := d.pool(opts)
 	if err != nil {
@@ -132,16 +131,14 @@ func (postgresDialect) bind(q string) string {
 	return b.String()
 }
 
-// fromJSON reads the parameter as json, not jsonb: parsing into jsonb first cost twice as
-// much a row.
+// fromJSON reads the parameter as json: parsing into jsonb cost twice as much a row.
 func (postgresDialect) fromJSON(alias string, cols ...column) string {
 	return "json_to_recordset(CAST(? AS json)) AS " + alias + " (" + columnList(cols, func(c column) string {
 		return c.name + " " + c.typ
 	}) + ")"
 }
 
-// idIn looks the ids up one by one in col's index whatever the planner guesses of the array's
-// length.
+// idIn looks the ids up one by one in col's index, whatever the planner guesses.
 func (postgresDialect) idIn(col string) string {
 	return col + " = ANY(ARRAY(SELECT CAST(json_array_elements_text(CAST(? AS json)) AS bigint)))"
 }
@@ -216,8 +213,7 @@ func postgresFault(err error) Fault {
 	return FaultNone
 }
 
-// postgresUnique reports whether err is PostgreSQL refusing a row (unique_violation, 23505)
-// for the unique index or constraint named index.
+// postgresUnique reports whether err is a unique_violation (23505) of index.
 func postgresUnique(err error, index string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == index

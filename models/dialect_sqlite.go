@@ -15,14 +15,12 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqliteDialect is SQLite (mattn/go-sqlite3): one file, one writer connection and a pool of
-// read-only ones.
+// sqliteDialect is SQLite (mattn/go-sqlite3): one file, one writer, a pool of readers.
 type sqliteDialect struct{}
 
 func (sqliteDialect) name() string { return SQLite }
 
-// sqlitePath is the SQLite file the options name: the URL's path, else owed.db in the data
-// directory.
+// sqlitePath is the SQLite file the options name: the URL's path, else owed.db in DataDir.
 func sqlitePath(o Options) string {
 	if path := strings.TrimPrefix(strings.TrimPrefix(o.URL, "sqlite:"), "file:"); path != "" {
 		return path
@@ -55,8 +53,7 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	if err != nil {
 		return nil, nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	// One writer: SQLite serialises writes anyway, and one connection makes that explicit
-	// instead of a storm of SQLITE_BUSY retries.
+	// One writer: SQLite serialises writes anyway, without a storm of SQLITE_BUSY.
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
@@ -124,8 +121,7 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
-	// VACUUM INTO writes into the empty file CreateTemp made, which is the owner's alone (0600):
-	// a backup holds webhook secrets and token hashes. Chmod again in case SQLite made it anew.
+	// The copy holds secrets, so it is the owner's alone (0600), even if SQLite made it anew.
 	defer os.Remove(tmpPath)
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmpPath); err != nil {
 		return fmt.Errorf("backup: copy: %w", err)
@@ -136,8 +132,7 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 	return wrap(os.Rename(tmpPath, dest), "backup")
 }
 
-// optimize runs PRAGMA optimize: without table statistics SQLite can plan the public song
-// list or the verdict trigger as scans over hundreds of thousands of rows.
+// optimize runs PRAGMA optimize, so SQLite plans hot statements with statistics.
 func (sqliteDialect) optimize(ctx context.Context, s *Store) error {
 	// analysis_limit samples each index, so a first optimize on a large database takes
 	// milliseconds.
@@ -212,8 +207,7 @@ func sqliteUnique(err error, index string) bool {
 		strings.HasSuffix(se.Error(), "index '"+index+"'")
 }
 
-// txStart: SQLite is a local file (a COMMIT that answered an error did not commit) with one
-// writer, whose waits busy_timeout bounds.
+// txStart: SQLite is a local file with one writer; a COMMIT that failed did not commit.
 func (sqliteDialect) txStart(context.Context, *Store, bool) (int64, error) { return 0, nil }
 
 // timeoutsBind: SQLite has no lock or statement timeout to set (its writers wait busy_timeout).

@@ -5,8 +5,7 @@ import (
 	"strings"
 )
 
-// The domain's values, as stored and as the API names them: each a string type with its
-// constants and the list of every value.
+// The domain's values, as stored and as the API names them, each a string type with its list.
 
 // Kind is a kind of listener item.
 type Kind string
@@ -83,8 +82,7 @@ const (
 	WhyUnanswered        Why = "unanswered"
 	WhyBudget            Why = "budget"
 	WhyBudgetUnavailable Why = "budget-unavailable"
-	// WhyHeld is shown, never stored: a job whose task an admin holds (see Holds) says so
-	// while the hold lasts, whatever its row's why.
+	// WhyHeld is shown, never stored: the job's task is held (see Holds).
 	WhyHeld Why = "held"
 	// WhyUnavailable: the database failed while the job ran; an attempt with the backoff.
 	// Also shown, not stored, for a new item whose screen could not be read after its write.
@@ -92,11 +90,9 @@ const (
 	// WhyRefused: the request was refused before sending (e.g. an item past its size limits);
 	// an attempt with the backoff, nothing asked or charged.
 	WhyRefused Why = "refused"
-	// WhyReview: the model was unsure (its confidence below the review band), and the item
-	// waits for a moderator (see EnterReview); no model call is owed meanwhile.
+	// WhyReview: the model was unsure and the item waits for a moderator (see EnterReview).
 	WhyReview Why = "review"
-	// WhyBreaker: not asked: the model is failing (its breaker is open) and owed waits for its
-	// probe. No attempt was made; the job keeps its last real error and status.
+	// WhyBreaker: not asked while the model's breaker is open; no attempt was made.
 	WhyBreaker Why = "breaker"
 )
 
@@ -135,8 +131,7 @@ const (
 // Roles lists every role.
 var Roles = []Role{RoleAuthor, RoleBot, RoleAdmin}
 
-// JobState is where a job stands in the queue (a filter of the admin's job list; it is not
-// stored but follows from the job's due time and lease).
+// JobState is where a job stands in the queue, from its due time and lease (a filter, not stored).
 type JobState string
 
 // Job states.
@@ -229,8 +224,7 @@ const (
 // MediaStates lists every preview state of media.
 var MediaStates = []MediaState{MediaPending, MediaCached, MediaFailed, MediaSuspect, MediaUnverified, MediaSkipped}
 
-// Settled reports whether a row in this state is done with for good: cached, skipped, failed or
-// unverified (the backfill never takes it again), not pending nor suspect (owed its retry).
+// Settled reports whether a row in this state is done with for good (not pending nor suspect).
 func (m MediaState) Settled() bool {
 	switch m {
 	case MediaCached, MediaSkipped, MediaFailed, MediaUnverified:

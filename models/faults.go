@@ -9,8 +9,7 @@ import (
 	"syscall"
 )
 
-// Fault is the class of a store error, which decides what a client is told (api's error
-// handler) and whether a transaction is tried again (WithTx).
+// Fault is the class of a store error: what a client is told and whether WithTx tries again.
 type Fault int
 
 const (
@@ -20,13 +19,11 @@ const (
 	// shutdown, a deadlock, SQLite busy): trying again later can succeed.
 	FaultTransient
 	// FaultStorage is a database that cannot take writes: full, read-only, or failing its I/O.
-	// Trying again succeeds only once an operator makes room.
 	FaultStorage
 	// FaultNotPrimary is a PostgreSQL server that answers but is not the primary; the
 	// connection is dropped, so the pool connects again and finds the primary.
 	FaultNotPrimary
-	// FaultTimeout is a statement that waited past the lock timeout or ran past the statement
-	// timeout (or was cancelled by the server). Trying again at once would wait as long again.
+	// FaultTimeout is a statement past the lock or statement timeout (or cancelled by the server).
 	FaultTimeout
 )
 
@@ -51,8 +48,7 @@ var ErrCommitUnknown = errors.New("the commit's outcome is unknown")
 // errReadOnlyServer is Ping's answer from a server whose transactions are read-only.
 var errReadOnlyServer = errors.New("the database server is read-only (not the primary)")
 
-// FaultOf classifies err. Each dialect file knows its own driver's codes (sqliteFault,
-// postgresFault); a connection that was cut is transient on either.
+// FaultOf classifies err by the dialects' codes; a cut connection is transient on either.
 func FaultOf(err error) Fault {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return FaultNone

@@ -15,8 +15,7 @@ import (
 type IdemState int
 
 const (
-	// IdemRun: the key is new (or its earlier holder wrote nothing and is gone): run the
-	// request; the row is held with the returned lease until the answer is kept.
+	// IdemRun: the key is new (or its holder wrote nothing and is gone): run, holding the lease.
 	IdemRun IdemState = iota
 	// IdemReplay: the first answer is kept; answer it again.
 	IdemReplay
@@ -24,8 +23,7 @@ const (
 	IdemMismatch
 	// IdemInFlight: the first request still runs.
 	IdemInFlight
-	// IdemNotKept: the first request's write committed, but its answer is not kept (it held
-	// a secret shown once, or the process ended before it could be kept).
+	// IdemNotKept: the first request's write committed, but its answer is not kept.
 	IdemNotKept
 )
 
@@ -36,8 +34,7 @@ type IdemAnswer struct {
 	Body    []byte
 }
 
-// IdemLease is how long a request holds its key before another may take it over (its process
-// died before the write): longer than the server lets a request run.
+// IdemLease is how long a request holds its key: longer than the server lets a request run.
 const IdemLease = 2 * time.Minute
 
 // ErrIdemLost is the hook's error when the key's row is no longer the request's.
@@ -108,8 +105,7 @@ func (s *Store) IdemBegin(ctx context.Context, userID int64, key, fp string, now
 	return IdemInFlight, 0, IdemAnswer{}, nil
 }
 
-// IdemKeep stores a's answer (a nil a: the write committed, its answer not kept yet) on the
-// key the request holds; in a transaction, it commits with the write. The hold stays.
+// IdemKeep stores a's answer (nil: not kept yet) on the key the request holds, which it keeps.
 func (s *Store) IdemKeep(ctx context.Context, userID int64, key string, lease int64, a *IdemAnswer) error {
 	status, headers, body, err := idemColumns(a)
 	if err != nil {
@@ -126,8 +122,7 @@ func (s *Store) IdemKeep(ctx context.Context, userID int64, key string, lease in
 	return nil
 }
 
-// IdemFinish stores the final answer (nil: keep what the write's transaction stored) and ends
-// the request's hold, so that repeats are answered from it.
+// IdemFinish stores the final answer (nil: the kept one) and ends the request's hold.
 func (s *Store) IdemFinish(ctx context.Context, userID int64, key string, lease int64, a *IdemAnswer) error {
 	q := `UPDATE idempotency_keys SET locked_until = 0 WHERE user_id = ? AND idem_key = ? AND locked_until = ? AND status IS NOT NULL`
 	args := []any{userID, key, lease}

@@ -14,8 +14,7 @@ import (
 // (task, why); only PostgreSQL appends rows, so writers never wait on a shared counter.
 const jobCountsFold = 256
 
-// JobsByTaskWhy counts owed jobs by task and why ("none" when a job has no why), from the kept
-// counts.
+// JobsByTaskWhy counts owed jobs by task and why ("none" for none), from the kept counts.
 func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) {
 	rows, err := s.query(ctx, s.read, `SELECT task, why, CAST(SUM(n) AS BIGINT), COUNT(*) FROM job_counts GROUP BY task, why`)
 	if err != nil {
@@ -45,16 +44,14 @@ func (s *Store) JobsByTaskWhy(ctx context.Context) (map[[2]string]int64, error) 
 	return out, nil
 }
 
-// foldJobCounts replaces the rows of job_counts by one row per (task, why), in one statement
-// (one snapshot: rows appended meanwhile stay as they are). PostgreSQL only: see jobCountsFold.
+// foldJobCounts replaces job_counts' rows by one per (task, why), in one statement (PostgreSQL).
 func (s *Store) foldJobCounts(ctx context.Context) error {
 	_, err := s.exec(ctx, `WITH d AS (DELETE FROM job_counts RETURNING task, why, n)
 		INSERT INTO job_counts (task, why, n) SELECT task, why, SUM(n) FROM d GROUP BY task, why HAVING SUM(n) <> 0`)
 	return wrap(err, "fold job counts")
 }
 
-// narrow reports whether the filter names what no kept count follows: a job, a kind, an
-// author's name, an item, a state or an outcome.
+// narrow reports whether the filter names what no kept count follows.
 func (f JobFilter) narrow() bool {
 	return f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" || f.Outcome != ""
 }
@@ -66,8 +63,7 @@ func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, e
 	case f.narrow():
 		return 0, false, nil
 	case f.Deferred != nil && f.Why != "" && f.Why != WhyHeld:
-		// The open breaker's put-off jobs are told apart by their due time against the probe's,
-		// which no kept count follows.
+		// The open breaker's put-off jobs are told apart by due time, which no count follows.
 		return 0, false, nil
 	case f.UserID != 0 && (f.Task != "" || f.Why != ""):
 		return 0, false, nil
@@ -82,8 +78,7 @@ func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, e
 	return n, err == nil, err
 }
 
-// keptCountByTaskWhy counts, from the kept counts, the owed jobs of f's task and why (either
-// may be ""; a held task's jobs are WhyHeld's).
+// keptCountByTaskWhy counts the owed jobs of f's task and why (either may be "") from the kept counts.
 func (s *Store) keptCountByTaskWhy(ctx context.Context, f JobFilter) (int64, error) {
 	pairs, err := s.JobsByTaskWhy(ctx)
 	if err != nil {
@@ -119,8 +114,7 @@ func (s *Store) keptCountByTaskWhy(ctx context.Context, f JobFilter) (int64, err
 	return n, nil
 }
 
-// OldestDue is the due time of the job that has waited longest among those due at now and
-// free to claim (nil: none), read by content_jobs_due from its start.
+// OldestDue is the due time of the longest-waiting job due and free at now (nil: none).
 func (s *Store) OldestDue(ctx context.Context, now time.Time) (*time.Time, error) {
 	var at []int64
 	if err := s.scan(ctx, s.read, &at, `SELECT due_at FROM content_jobs
