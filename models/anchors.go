@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Anchor is an item of the frozen anchor set that drift runs re-ask the live model about: a
-// screen anchor has the verdict expected of it, an art anchor (a revision) the art score it is
-// expected to keep; a revision may be both. One anchor per item.
+// Anchor is an item of the frozen anchor set drift runs re-ask the live model about, with its
+// expected verdict and/or art; one anchor per item.
 type Anchor struct {
 	ID        int64     `gorm:"column:id"`
 	Kind      Kind      `gorm:"column:kind"`
@@ -20,9 +19,8 @@ type Anchor struct {
 
 const anchorColumns = `id, kind, item_id, verdict, art, created_at`
 
-// AddAnchor adds an item to the anchor set, with its expected verdict and/or reference art
-// (the caller checks the item exists and the values fit its kind). ErrConflict when the item
-// is an anchor already: an anchor's expectation is changed by deleting and adding it again.
+// AddAnchor adds an item to the anchor set with its expected verdict and/or art (checked by the
+// caller); ErrConflict when it is an anchor already.
 func (s *Store) AddAnchor(ctx context.Context, a Anchor) (Anchor, error) {
 	a.CreatedAt = fromMillis(s.nowMs())
 	var ids []int64
@@ -46,8 +44,7 @@ func (s *Store) Anchors(ctx context.Context) ([]Anchor, error) {
 	return out, nil
 }
 
-// DeleteAnchor takes an anchor out of the set and answers what it was; ErrNotFound when there
-// is no such anchor. Past drift runs keep what they measured.
+// DeleteAnchor takes an anchor out of the set and answers what it was; ErrNotFound when none.
 func (s *Store) DeleteAnchor(ctx context.Context, id int64) (Anchor, error) {
 	var out []Anchor
 	if err := s.scan(ctx, s.db, &out, `DELETE FROM anchors WHERE id = ? RETURNING `+anchorColumns, id); err != nil {

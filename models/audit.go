@@ -41,8 +41,7 @@ const (
 	AuditModelRollback = "model.rollback"
 )
 
-// AuditEntry is one operator action: who (the admin's id and name as they were), when, the
-// action, its target, and what changed (Before and After, any JSON value; nil when nothing).
+// AuditEntry is one operator action: who, when, what, on what, and Before and After (JSON).
 type AuditEntry struct {
 	ID        int64
 	At        time.Time

@@ -59,6 +59,5 @@ func (b Backoff) Do(ctx context.Context, clk clock.Clock, f func() (again bool, 
 	}
 }
 
-// transient is FaultOf(err) == FaultTransient: the again of a call tried again while the
-// database does not answer.
+// transient reports whether err is FaultTransient.
 func transient(err error) bool { return FaultOf(err) == FaultTransient }

@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// batcher runs concurrent calls of one write together (group commit): calls that arrive while
-// a batch is written wait for the next, and a lone call runs at once. Each call keeps its own
-// outcome.
+// batcher runs concurrent calls of one write together (group commit): calls arriving during a
+// batch wait for the next; each keeps its own outcome.
 type batcher[In any, Out any, K comparable] struct {
 	max   int        // calls in one batch
 	lanes int        // batches written at once (batchLanes)
@@ -29,8 +28,7 @@ type batchCall[In any, Out any] struct {
 	done chan struct{}
 }
 
-// batchTimeout bounds one batch's write, which does not end with its callers' contexts, so an
-// outcome is never half there.
+// batchTimeout bounds one batch's write, which outlives its callers' contexts.
 const batchTimeout = time.Minute
 
 // do queues in and waits for its outcome. A call whose ctx ends before its batch is taken is
@@ -138,9 +136,8 @@ func jsonParam(rows any) (string, error) {
 	return string(b), err
 }
 
-// batchLanes is how many batches of one kind a store writes at once: one, since larger batches
-// cost the database less per call than parallel ones (docs/benchmarks.md), and SQLite has one
-// writer anyway.
+// batchLanes is how many batches of one kind are written at once: one, which costs the
+// database least per call (docs/benchmarks.md).
 const batchLanes = 1
 
 // maxBatch caps the calls in one batch (and so the placeholders in one statement).

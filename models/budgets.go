@@ -89,8 +89,7 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		if err != nil {
 			return nil, err
 		}
-		// The default limit is one parameter for every row: looked up in v per conflicting row,
-		// it made each batch scan itself once a row.
+		// The default limit is one parameter: looked up per row, each batch scanned itself.
 		res, err := s.query(ctx, s.db, `WITH v AS (SELECT user_id, day, n FROM `+
 			s.dialect.fromJSON("j", column{"user_id", "bigint"}, column{"day", "text"}, column{"n", "bigint"})+`)
 			INSERT INTO budgets (user_id, day, spent)
@@ -114,8 +113,7 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 		if err := res.Err(); err != nil {
 			return nil, err
 		}
-		// Released before any charge is run again alone below: on SQLite the rows hold the one
-		// writer connection.
+		// Released first: on SQLite the rows hold the one writer.
 		res.Close()
 	}
 	outs := make([]chargeOutcome, len(calls))
@@ -173,8 +171,7 @@ func (s *Store) effectiveLimit(own *int64) int64 {
 	return s.dailyLimit
 }
 
-// Budgets lists authors (and anyone who spent today) with today's spend, by user id after
-// afterID.
+// Budgets lists authors (and anyone who spent today) with today's spend, by id after afterID.
 func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit int) ([]BudgetRow, error) {
 	var rows []BudgetRow
 	err := s.scan(ctx, s.read, &rows, `SELECT u.id AS user_id, u.name, u.role, u.daily_limit, COALESCE(b.spent, 0) AS spent

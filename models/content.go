@@ -133,8 +133,7 @@ func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
 	return song, nil
 }
 
-// CreateRevision adds a revision to the author's own song. An empty title keeps the song's.
-// ErrNotFound when the song is missing or another author's.
+// CreateRevision adds a revision to the author's own song (empty title: the song's).
 func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title, code string) (Revision, error) {
 	var rev Revision
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -190,8 +189,7 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 	return c, nil
 }
 
-// CreatePitch writes a pitch (in a transaction of its own, so that a request's hook commits
-// with it and a lost COMMIT is asked after).
+// CreatePitch writes a pitch, in a transaction so a request's hook commits with it.
 func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pitch, error) {
 	var p Pitch
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -260,8 +258,7 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 	return wrap(err, "delete %s %d", kind, id)
 }
 
-// ScreenSubject reads what the screen of an item sends; ok is false when the item is gone.
-// On PostgreSQL, where every query is a round trip, concurrent reads share one (see batcher).
+// ScreenSubject reads what the screen of an item sends; ok is false when it is gone. Batched on PostgreSQL.
 func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject, bool, error) {
 	if _, err := itemTable(kind); err != nil {
 		return Subject{}, false, fmt.Errorf("screen subject: %w", err)
@@ -291,8 +288,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject
 	return sub, ok, nil
 }
 
-// subjectOf is, per kind of item, what its screen sends (author, title, text) and the table it
-// is read from.
+// subjectOf is, per kind, what its screen sends (author, title, text) from its table.
 var subjectOf = map[Kind]string{
 	KindRevision: `user_id, title, code FROM revisions`,
 	KindComment:  `user_id, '', body FROM comments`,
@@ -370,8 +366,7 @@ type scoreRow struct {
 	ScoredAt   time.Time `gorm:"column:scored_at;serializer:unixms"`
 }
 
-// score is the row's score, its runs and criteria read from their JSON; what does not read as
-// numbers is left out, as json.Unmarshal leaves it.
+// score is the row's score, its JSON runs and criteria read as json.Unmarshal leaves them.
 func (r scoreRow) score() Score {
 	sc := Score{RevisionID: r.RevisionID, Art: r.Art, Model: r.Model, Rubric: r.Rubric, ScoredAt: r.ScoredAt}
 	json.Unmarshal([]byte(r.ArtRuns), &sc.ArtRuns)

@@ -16,8 +16,7 @@ const doneCond = `job_id IS NOT NULL AND outcome IN ('allow', 'block', 'scored',
 // doneColumns are an event's id and eventColumns, and what a JobRow adds.
 var doneColumns = `id, ` + eventColumns + `, ` + namesOf("events")
 
-// doneWhere is the filter's condition on the settling events of jobs settled since since (in
-// Unix milliseconds). A settled job's why is its last attempt's (none: it settled).
+// doneWhere is the filter's condition on the events that settled jobs since since (ms).
 func (f JobFilter) doneWhere(since int64) (string, []any) {
 	conds := []string{doneCond, "at >= ?"}
 	args := []any{since}
@@ -62,8 +61,7 @@ func (s *Store) CountDoneJobs(ctx context.Context, f JobFilter, since time.Time)
 	return n, nil
 }
 
-// DoneJobByID finds a job that settled since since; ErrNotFound when it did not (it is owed,
-// unknown, or settled longer ago).
+// DoneJobByID finds a job that settled since since; ErrNotFound otherwise.
 func (s *Store) DoneJobByID(ctx context.Context, id int64, since time.Time) (JobRow, error) {
 	jobs, err := s.ListDoneJobs(ctx, JobFilter{ID: id}, since, JobsByID, nil, 1)
 	if err != nil {

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// DriftRun is one completed run of the anchor set against the live model. Agreement is the
-// share of screen anchors whose verdict matched (nil: none compared); MeanArtShift the mean
-// absolute difference between live art and the reference over art anchors (nil: none).
-// Alerted marks the run that raised model.drift: drifted, after a run that was not (or none).
+// DriftRun is one completed run of the anchor set against the live model: the share of screen
+// anchors that agreed and the mean art shift (nil: none compared); Alerted marks the run that
+// raised model.drift.
 type DriftRun struct {
 	ID           int64     `gorm:"column:id"`
 	At           time.Time `gorm:"column:at;serializer:unixms"`
@@ -22,8 +21,7 @@ type DriftRun struct {
 
 const driftRunColumns = `id, at, compared, agreement, mean_art_shift, drifted, alerted`
 
-// ModelDriftData is the data of a model.drift event: the run that found the drift and the
-// bounds it left.
+// ModelDriftData is the data of a model.drift event: the drifted run and the bounds it left.
 type ModelDriftData struct {
 	At           time.Time `json:"at"`
 	Model        string    `json:"model"`
@@ -35,9 +33,7 @@ type ModelDriftData struct {
 }
 
 // RecordDriftRun keeps a completed drift run and, when it is the first drifted run since one
-// within bounds (or the first run), owes the model.drift event with data in the same
-// transaction. The run's Alerted is decided by the insert itself from the newest run before
-// it, so a run within bounds re-arms the alert and drifted runs after the first stay quiet.
+// within bounds (or none), owes model.drift in the same transaction (the insert decides Alerted).
 func (s *Store) RecordDriftRun(ctx context.Context, run DriftRun, data ModelDriftData) (DriftRun, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var rows []DriftRun

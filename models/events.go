@@ -81,8 +81,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
 	return wrap(s.scan(ctx, s.db, &ev.ID, insertEventSQL, args...), "insert event")
 }
 
-// scanEvents reads rows of id and eventColumns, and closes rows. An empty page is an empty
-// list, not nil.
+// scanEvents reads rows of id and eventColumns, and closes rows (an empty page is not nil).
 func scanEvents(rows *queryRows, sizeHint int) ([]Event, error) {
 	defer rows.Close()
 	r := newRow(1 + len(eventFields))
@@ -109,8 +108,7 @@ func (r *row) event() Event {
 	return e
 }
 
-// screenRow is a verdict and its event as passed to the database in a batch (see fromJSON):
-// a JSON object of screenColumns, the event's columns named e_ and the events table's name.
+// screenRow is a verdict and its event as one JSON object of a batch (see fromJSON).
 type screenRow struct {
 	kind       Kind
 	itemID     int64
@@ -147,8 +145,7 @@ func newScreenRow(c screenCall, now int64) screenRow {
 	return screenRow{kind: c.kind, itemID: c.itemID, verdict: c.verdict, confidence: c.confidence, at: now, ev: ev}
 }
 
-// MarshalJSON writes the row as one JSON object keyed by screenColumns' names (fromJSON reads
-// its columns by name, so the keys' order does not matter).
+// MarshalJSON writes the row keyed by screenColumns' names.
 func (r screenRow) MarshalJSON() ([]byte, error) {
 	obj := make(map[string]any, len(screenColumns))
 	for i, v := range []any{string(r.kind), r.itemID, string(r.verdict), r.confidence, r.at} {

@@ -8,8 +8,7 @@ import (
 	"strings"
 )
 
-// Holds says which work an admin holds: no claimer on any replica claims it. A held job's row
-// is not changed: it shows WhyHeld while the hold lasts.
+// Holds says which work an admin holds: no claimer claims it, and it shows WhyHeld.
 type Holds struct {
 	Screen     bool
 	Score      bool
@@ -38,8 +37,7 @@ func (h Holds) Task(task Task) bool {
 	return false
 }
 
-// holdBits is SQL for the held tasks of the holds row (its columns prefixed by prefix, "" or
-// "h.") as a bit set, each task's flag times its bit: screen + 2 * score.
+// holdBits is SQL for the held tasks as a bit set (columns prefixed by prefix): screen + 2 * score.
 func holdBits(prefix string) string {
 	terms := make([]string, len(taskHolds))
 	for i, th := range taskHolds {
@@ -65,8 +63,7 @@ func holdsOfBits(bits int64) Holds {
 // holds row made it plan a whole-table scan for a claim).
 var heldTasks = ` AND NOT (` + heldTask + `)`
 
-// heldTask is true in SQL when the job's task is held: its task is in the list of held tasks
-// the holds row makes, which a planner can match against an index on task.
+// heldTask is true in SQL when the job's task is in the holds row's list of held tasks.
 var heldTask = func() string {
 	selects := make([]string, len(taskHolds))
 	for i, th := range taskHolds {
@@ -80,8 +77,7 @@ const deliveriesHeld = `EXISTS (SELECT 1 FROM holds WHERE deliveries = 1)`
 
 // Holds reads what is held, from the writer, so that a hold just set is seen at once.
 func (s *Store) Holds(ctx context.Context) (Holds, error) {
-	// Read by hand (row): every admin job list reads it first, and GORM's reflective scan cost
-	// more than the read.
+	// Read by hand: every admin job list reads it first.
 	rows, err := s.query(ctx, s.db, `SELECT screen, score, deliveries FROM holds WHERE id = 1`)
 	if err != nil {
 		return Holds{}, fmt.Errorf("read holds: %w", err)

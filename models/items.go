@@ -6,12 +6,9 @@ import (
 	"strconv"
 )
 
-// ItemDeliveries lists the webhook deliveries an item's events caused (item.screened and
-// item.appeal.decided; song.scored for a revision), newest first, at most limit, without their
-// payloads. A delivery keeps no item column: it is found by its payload's data, whose first
-// fields name the item (ItemScreenedData and ItemAppealDecidedData begin with kind and id,
-// SongScoredData with revisionId), so the read passes over every kept delivery; the retention
-// keeps that bounded, and it serves one admin's page, not a hot path.
+// ItemDeliveries lists the webhook deliveries an item's events caused, newest first, at most
+// limit, without payloads. Found by the payload's first fields (kind and id, or revisionId), so
+// it reads every kept delivery: fine for one admin's page.
 func (s *Store) ItemDeliveries(ctx context.Context, kind Kind, itemID int64, limit int) ([]Delivery, error) {
 	id := strconv.FormatInt(itemID, 10)
 	item := `%"data":{"kind":"` + string(kind) + `","id":` + id + `,%`

@@ -47,8 +47,7 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 	return User{}, time.Time{}, missing(cred.Kind+" credential", nil)
 }
 
-// SessionExpiry is when the live session whose hash is given ends; ErrNotFound when it has
-// ended (signed out, expired, or its user disabled or their token rotated).
+// SessionExpiry is when the live session of the hash ends; ErrNotFound when it has ended.
 func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, error) {
 	var exp int64
 	if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
@@ -61,8 +60,7 @@ func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, er
 	return fromMillis(exp), nil
 }
 
-// CreateStreamTicket makes a ticket for userID, bound to cred, valid for ttl and once, and
-// returns it (only its hash is kept) with its end. Expired tickets are swept on the way.
+// CreateStreamTicket makes a one-use ticket for userID bound to cred for ttl, sweeping expired ones.
 func (s *Store) CreateStreamTicket(ctx context.Context, userID int64, cred Credential, ttl time.Duration) (string, time.Time, error) {
 	ticket := NewToken()
 	now := s.nowMs()

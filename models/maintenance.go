@@ -8,8 +8,7 @@ import (
 	"github.com/owed/owed/migrations"
 )
 
-// SchemaStatus reports which migrations the database has and which are pending, changing
-// nothing. An SQLite database that does not exist yet is an error, not an empty report.
+// SchemaStatus reports applied and pending migrations, changing nothing (a missing SQLite file is an error).
 func SchemaStatus(ctx context.Context, opts Options) (migrations.Report, error) {
 	d := dialectOf(opts)
 	db, err := d.openPlain(opts)
@@ -24,13 +23,11 @@ func SchemaStatus(ctx context.Context, opts Options) (migrations.Report, error) 
 	return report, nil
 }
 
-// ErrBackupPostgres is Backup asked of PostgreSQL, whose own tools (pg_dump) make consistent
-// copies of a live database.
+// ErrBackupPostgres is Backup asked of PostgreSQL, whose own tools (pg_dump) do it.
 var ErrBackupPostgres = errors.New("owed backup copies SQLite databases; for PostgreSQL use pg_dump " +
 	"(pg_dump --format=custom --file=owed.dump \"$OWED_DATABASE_URL\"), and pg_restore to restore")
 
-// Backup writes a consistent copy of a live SQLite database to dest, which must not exist yet
-// (see sqliteDialect.backup); PostgreSQL: ErrBackupPostgres.
+// Backup writes a consistent copy of a live SQLite database to dest, which must not exist yet.
 func Backup(ctx context.Context, opts Options, dest string) error {
 	return dialectOf(opts).backup(ctx, opts, dest)
 }

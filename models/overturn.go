@@ -5,12 +5,9 @@ import (
 	"fmt"
 )
 
-// OverturnScreen changes an item's verdict by hand to verdict, with ev (outcome
-// OutcomeOverturned) as its event: the old verdict is removed and the new one recorded as a
-// verdict is, so the same trigger refreshes the song (public, title) and an allowed revision
-// owes its score; a revision blocked now loses the score job it owed. The item.screened webhook
-// is owed again. was is the verdict it had; changed is false when the item is gone or already
-// had verdict (nothing was written).
+// OverturnScreen changes an item's verdict by hand to verdict, with ev (OutcomeOverturned): the
+// old verdict is replaced as a verdict is recorded (triggers included) and item.screened owed
+// again. was is the verdict it had; changed is false when the item is gone or already had verdict.
 func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, verdict Verdict, ev Event) (was *Verdict, changed bool, err error) {
 	if _, err := itemTable(kind); err != nil {
 		return nil, false, fmt.Errorf("overturn: %w", err)

@@ -6,12 +6,10 @@ import (
 	"slices"
 )
 
-// renamesVersion is the migration that made user names unique regardless of case, renaming
-// the later of two users whose names differed only in case (NAME becomes NAME-ID).
+// renamesVersion is the migration that renamed users whose names differed only in case.
 const renamesVersion = 17
 
-// logRenames says in the log which users the migration renamed, once: when it was applied by
-// this start.
+// logRenames logs which users that migration renamed, when this start applied it.
 func (s *Store) logRenames(ctx context.Context, applied []int, log *slog.Logger) {
 	if log == nil || !slices.Contains(applied, renamesVersion) {
 		return

@@ -6,20 +6,17 @@ import (
 	"time"
 )
 
-// Retention is how long settled history is kept. Owed work (content jobs, pending webhook
-// deliveries) is never pruned, whatever its age.
+// Retention is how long settled history is kept; owed work is never pruned.
 type Retention struct {
 	Events     time.Duration // attempt events, by when they happened
 	Deliveries time.Duration // delivered or cancelled webhook deliveries and their attempts, by when they were made
 	// Idempotency is OWED_IDEMPOTENCY_TTL: kept answers of Idempotency-Keys, by when first asked.
 	Idempotency time.Duration
-	// Done is how long settled jobs are listed (ListDoneJobs), by when they settled. Prune
-	// reads it not: a settled job is its settling event, which Events prunes.
+	// Done is how long settled jobs are listed (ListDoneJobs); Events prunes them.
 	Done time.Duration
 }
 
-// PruneBatch is how many rows one pruning statement deletes: small enough that SQLite's one
-// writer is held for milliseconds, and other writes go between batches.
+// PruneBatch is how many rows one pruning statement deletes, holding SQLite's writer for milliseconds.
 const PruneBatch = 500
 
 // Pruned counts the rows one Prune removed, and the age of the oldest row each table kept.
@@ -68,8 +65,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 		p.Deliveries, err = loop("webhook deliveries", func() (int64, error) {
 			var n, attempts int64
 			err := s.WithTx(ctx, func(tx *Store) error {
-				// Every batch takes the same ids in both statements: the oldest settled ones
-				// (a delivered one by when it was delivered, which is never before it was made).
+				// Both statements take the same oldest settled ids.
 				pick := `SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?
 					AND COALESCE(delivered_at, created_at) < ? ORDER BY created_at, id LIMIT ?`
 				var err error

@@ -5,9 +5,8 @@ import (
 	"fmt"
 )
 
-// RetryReport is what a retry did: the jobs it made due now, and those it left as they were
-// with why: waiting for a budget that still cannot cover them, or held (a held task's job is
-// claimed by no one, so making it due would promise a run that does not come).
+// RetryReport is what a retry did: the jobs it made due now, and those it left waiting for a
+// budget or held.
 type RetryReport struct {
 	Retried       int64
 	SkippedBudget int64
@@ -15,10 +14,8 @@ type RetryReport struct {
 }
 
 // RetryJobsReport makes the filtered jobs due now, in one transaction with the counts of what it
-// skipped. It leaves out jobs that a lease holds (they run now), jobs of a held task, and jobs
-// waiting for a budget that still cannot cover them (against the author's effective limit):
-// retrying those would only spend an attempt on the same refusal. A retry changes no attempt
-// count, and keeps the job's why and last error.
+// skipped: leased jobs, held tasks' jobs, and jobs whose budget still cannot cover them. Attempts,
+// why and last error stay.
 func (s *Store) RetryJobsReport(ctx context.Context, f JobFilter) (RetryReport, error) {
 	var r RetryReport
 	err := s.WithTx(ctx, func(tx *Store) error {

@@ -2,14 +2,10 @@ package models
 
 import "time"
 
-// ShownWhy is why a job is shown waiting, the rule's one home (shownSQL is the same rule in
-// SQL, for the admin's filter by why and the overview's counts):
-//   - review while a moderator decides it, whatever else holds;
-//   - otherwise, while a lease holds it (at now), its row's why: it is being run;
-//   - held while its task is held (h);
-//   - breaker while the open breaker puts it off until deferred (its next probe; nil while
-//     the breaker is closed): it is due by then, or was put off untried (no why of its own);
-//   - else its row's why (its last real failure, if any).
+// ShownWhy is why a job is shown waiting, the rule's one home (shownSQL is it in SQL): review
+// while a moderator decides; while leased, its row's why; held while its task is held (h);
+// breaker while the open breaker puts it off until deferred (due by then, or untried); else
+// its row's why.
 func ShownWhy(h Holds, deferred *time.Time, j *Job, now time.Time) *Why {
 	if j.Why != nil && *j.Why == WhyReview || j.LeaseUntil != nil && j.LeaseUntil.After(now) {
 		return j.Why
@@ -25,9 +21,8 @@ func ShownWhy(h Holds, deferred *time.Time, j *Job, now time.Time) *Why {
 	return j.Why
 }
 
-// shownSQL is a condition on content_jobs that a job is shown why (ShownWhy), "none" for no
-// why, with its arguments: held is SQL that is true when the job's task is held (heldTask, or
-// the held tasks when known), deferred and now as ShownWhy takes them.
+// shownSQL is the condition that a job is shown why ("none": none), with its arguments; held is
+// SQL true when the job's task is held.
 func shownSQL(why Why, held string, deferred *time.Time, now int64) (string, []any) {
 	const (
 		notReview = `(why IS NULL OR why <> 'review')`

@@ -9,19 +9,15 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Every time column holds integer milliseconds since the epoch (UTC); the domain types hold
-// time.Time. The conversion is declared on the field (`serializer:unixms`) for rows GORM
-// scans, and made by row.time/row.timep for rows scanned by hand, so that no use site
-// converts.
+// Every time column holds epoch milliseconds (UTC); the domain types hold time.Time, converted
+// by `serializer:unixms` for rows GORM scans and by row.time/row.timep for rows read by hand.
 
 func init() { schema.RegisterSerializer("unixms", unixMillis{}) }
 
-// TimeFormat is how owed writes a time for others to read, in the API's answers and in webhook
-// payloads alike: RFC 3339 in UTC, with milliseconds.
+// TimeFormat is how owed writes a time for others: RFC 3339 in UTC, with milliseconds.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// unixMillis is the GORM serializer of a time.Time or *time.Time field kept as epoch
-// milliseconds: NULL is the zero time (time.Time) or nil (*time.Time).
+// unixMillis serializes a time.Time or *time.Time as epoch milliseconds (NULL: zero or nil).
 type unixMillis struct{}
 
 // Scan sets the field from a column's epoch milliseconds.
@@ -58,8 +54,7 @@ func (unixMillis) Value(_ context.Context, _ *schema.Field, _ reflect.Value, fie
 // fromMillis is the UTC time of epoch milliseconds.
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// millisOrNil is a time as a statement's argument for a time column: epoch milliseconds, or
-// NULL for nil or the zero time.
+// millisOrNil is a time as an argument for a time column: epoch milliseconds, or NULL for nil or zero.
 func millisOrNil(t *time.Time) any {
 	if t == nil || t.IsZero() {
 		return nil

@@ -17,8 +17,7 @@ type SongCursor struct {
 // kept by the triggers).
 const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title, score_rubric`
 
-// PublicSongs lists public songs, by art (best first, unscored last) or newest first, after the
-// cursor.
+// PublicSongs lists public songs by art (best first, unscored last) or newest first, after the cursor.
 func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, limit int) ([]Song, error) {
 	q := `SELECT ` + publicSongColumns + ` FROM songs WHERE public = 1`
 	var args []any
@@ -168,8 +167,7 @@ func (s *Store) Stats(ctx context.Context) (JobStats, error) {
 	for k, n := range pairs {
 		st.Total += n
 		st.ByTask[Task(k[0])] += n
-		// By the why ShownWhy shows: the counts know no leases (leased jobs, few, are counted as
-		// if free), and the open breaker's share is the caller's (DeferredByWhy).
+		// By the why ShownWhy shows, leases aside; the breaker's share is the caller's.
 		j, shown := Job{Task: Task(k[0])}, Why(k[1])
 		if shown != "none" {
 			j.Why = &shown

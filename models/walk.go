@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// ReleaseWalk ends the walk lock the active scrapes hold (their newest push plus idle) at once:
-// their last push is moved back to idle ago, so the lock has lapsed; a push from the bot takes
-// it again. It answers the chats whose walk held it (none: nothing to release).
+// ReleaseWalk lapses the active scrapes' walk lock at once (their last push moved back idle ago)
+// and answers the chats whose walk held it.
 func (s *Store) ReleaseWalk(ctx context.Context, idle time.Duration) ([]string, error) {
 	now := s.nowMs()
 	lapsed := now - idle.Milliseconds()
