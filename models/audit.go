@@ -160,16 +160,7 @@ func (s *Store) PruneAudit(ctx context.Context, now time.Time, keep time.Duratio
 		batch = PruneBatch
 	}
 	cutoff := now.Add(-keep).UnixMilli()
-	var total int64
-	for ctx.Err() == nil {
-		n, err := s.exec(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at, id LIMIT ?)`, cutoff, batch)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("prune audit: %w", err)
-		}
-		if n < int64(batch) {
-			break
-		}
-	}
-	return total, ctx.Err()
+	return pruneBatches(ctx, batch, "audit", func() (int64, error) {
+		return s.exec(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at, id LIMIT ?)`, cutoff, batch)
+	})
 }

@@ -59,8 +59,7 @@ type BackfillMember struct {
 	Counts     ScrapeCounts
 }
 
-// BackfillMembers lists the backfill members of one chat (every chat when chatID is empty) by
-// scrape id, with their counts from the maintained totals.
+// BackfillMembers lists chatID's backfill members (every chat's when "") with their counts.
 func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillMember, error) {
 	q := `SELECT s.id, s.chat_id, s.guild_id, s.backend, s.mode, s.state, s.downloaded, ` + totalsColumns + `
 		FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
@@ -105,8 +104,7 @@ type BackfillJob struct {
 	CooldownMs *int64    `gorm:"column:cooldown_ms"`
 	Stalled    int       `gorm:"column:stalled"`
 	ActiveAt   time.Time `gorm:"column:active_at;serializer:unixms"`
-	// RunMs is the time this run spent running batches, across restarts; never time queued,
-	// paused, or waiting out a rate limit or a walk.
+	// RunMs is this run's time running batches, across restarts; waits and pauses left out.
 	RunMs int64 `gorm:"column:run_ms"`
 	// RunRows is the rows this run took off pending (cached, skipped, failed or suspect).
 	RunRows int64 `gorm:"column:run_rows"`
@@ -237,8 +235,7 @@ func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) 
 	return jobs[0], true, nil
 }
 
-// MarkBackfillJobStarted records that chatID's run began its first batch now, unless it
-// already has.
+// MarkBackfillJobStarted records that chatID's run began its first batch now, once.
 func (s *Store) MarkBackfillJobStarted(ctx context.Context, chatID string) error {
 	_, err := s.exec(ctx, `UPDATE backfill_jobs SET started_at = ? WHERE chat_id = ? AND started_at IS NULL`, s.nowMs(), chatID)
 	return wrap(err, "mark the backfill job of %s started", chatID)
@@ -286,8 +283,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.RunWaits++
 		}
 		j.Stalled, j.CooldownMs, j.ActiveAt = rec.Stalled, rec.CooldownMs, fromMillis(tx.nowMs())
-		// An exponentially weighted mean over running time (and the batch's wait, once the run
-		// counts waits), starting at the first batch's own rate.
+		// An exponentially weighted mean over running time, from the first batch's rate.
 		batchMs := rec.RunMs
 		if j.RunWaits >= WaitsCountFrom {
 			batchMs += max(0, rec.WaitMs)
@@ -382,8 +378,7 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 	return settled, nil
 }
 
-// finishBackfillJob moves chatID's job from state from to done at now and owes the
-// backfill.finished webhook; ok is false (nothing owed) when the job was not in that state.
+// finishBackfillJob moves chatID's job from from to done at now, owing backfill.finished.
 func (tx *Store) finishBackfillJob(ctx context.Context, chatID, from string, now int64) (bool, error) {
 	n, err := tx.exec(ctx, `UPDATE backfill_jobs SET state = 'done', finished_at = ?, active_at = ?
 		WHERE chat_id = ? AND state = ?`, now, now, chatID, from)

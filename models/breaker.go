@@ -146,8 +146,7 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 	return b, ok, nil
 }
 
-// moveParked makes the jobs put off until parkedUntil (untried, or after a model failure) due
-// at instead.
+// moveParked makes the jobs put off until parkedUntil (untried, or model failures) due at instead.
 func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
@@ -176,16 +175,14 @@ func (s *Store) releaseUntried(ctx context.Context) error {
 	return nil
 }
 
-// ReleaseProbe gives owner's probe up without a call made: the breaker is open again with its
-// probe still due.
+// ReleaseProbe gives owner's probe up without a call: open again, its probe still due.
 func (s *Store) ReleaseProbe(ctx context.Context, owner string) error {
 	_, err := s.exec(ctx, `UPDATE model_breaker SET state = 'open', probe_owner = NULL, probe_until = NULL
 		WHERE id = 1 AND state = 'probing' AND probe_owner = ?`, owner)
 	return wrap(err, "release the model probe")
 }
 
-// CloseBreaker closes the breaker after owner's probe succeeded (see closeBreaker), in one
-// transaction; ok is false when owner no longer held the probe.
+// CloseBreaker closes the breaker after owner's probe succeeded (ok false: no longer owner's).
 func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time.Time) (Breaker, bool, error) {
 	var b Breaker
 	var ok bool
@@ -251,8 +248,7 @@ func (s *Store) lockBreaker(ctx context.Context) error {
 // breakerNotClosed is true in SQL while the breaker is open or probing.
 const breakerNotClosed = `EXISTS (SELECT 1 FROM model_breaker WHERE id = 1 AND state <> 'closed')`
 
-// ParkDue puts every due, unleased, unheld job (one user's when userID is non-zero) off until
-// at in one statement, as ParkJob does.
+// ParkDue puts every due, free, unheld job (userID's, if set) off until at, as ParkJob does.
 func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64, error) {
 	now := s.nowMs()
 	q := `UPDATE content_jobs SET due_at = ?, lease_until = NULL, lease_owner = NULL

@@ -63,13 +63,11 @@ type Event struct {
 // ClaimDue leases up to limit due, free, unheld jobs (one user's when userID is non-zero) to
 // owner for lease; two claimers never get the same job while its lease holds.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, owner string, userID int64) ([]Job, error) {
-	var jobs []Job
-	var err error
+	filter, args := "", []any(nil)
 	if userID != 0 {
-		jobs, err = s.claim(ctx, limit, lease, owner, " AND user_id = ?", userID)
-	} else {
-		jobs, err = s.claim(ctx, limit, lease, owner, "")
+		filter, args = " AND user_id = ?", []any{userID}
 	}
+	jobs, err := s.claim(ctx, limit, lease, owner, filter, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim content jobs: %w", err)
 	}
@@ -88,8 +86,7 @@ func (s *Store) ClaimItem(ctx context.Context, task Task, kind Kind, itemID int6
 	return jobs[0], true, nil
 }
 
-// claim is both claims' one statement (the dialect's claimDue), narrowed by filter (a
-// condition on content_jobs taking filterArgs), oldest due first.
+// claim is both claims' one statement (claimDue), narrowed by filter taking filterArgs.
 func (s *Store) claim(ctx context.Context, limit int, lease time.Duration, owner, filter string, filterArgs ...any) ([]Job, error) {
 	now := s.nowMs()
 	args := make([]any, 0, 5+len(filterArgs))
@@ -188,16 +185,14 @@ var recordScreensAlone = `, w AS (SELECT EXISTS (` + subscribersSQL + `) AS subs
 	e AS (` + insertScreenEvents + ` JOIN s ON s.kind = v.kind AND s.item_id = v.item_id)
 	SELECT kind, item_id FROM s UNION ALL SELECT '', 0 FROM w WHERE subscribed`
 
-// recordScreens records the verdicts of calls (of distinct items) and their events, and says
-// which were recorded: one statement on PostgreSQL when no webhook is owed, else a transaction.
+// recordScreens records calls' verdicts (of distinct items) and events and says which were recorded.
 func (s *Store) recordScreens(ctx context.Context, calls []screenCall) ([]bool, error) {
 	now := s.nowMs()
 	rows := make([]screenRow, len(calls))
 	for i, c := range calls {
 		rows[i] = newScreenRow(c, now)
 	}
-	// In author order, so batches lock the authors' kept versions in one order and never
-	// deadlock with each other or with budget charges.
+	// In author order, so batches lock kept versions in one order and never deadlock.
 	sorted := slices.Clone(rows)
 	slices.SortStableFunc(sorted, func(a, b screenRow) int { return cmp.Compare(a.ev.UserID, b.ev.UserID) })
 	param, err := jsonParam(sorted)
@@ -299,8 +294,7 @@ func (tx *Store) screenedAfter(ctx context.Context, with string, calls []screenC
 	return err
 }
 
-// RecordScore keeps a revision's score and its event in one transaction (a trigger settles the
-// score job); recorded is false when the revision is gone or already scored.
+// RecordScore keeps a revision's score and event in one transaction; recorded is false if gone or scored.
 func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, error) {
 	return s.recordScore(ctx, sc, ev, false)
 }
@@ -356,8 +350,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) 
 	return n, nil
 }
 
-// ReleaseJob frees a claimed job's lease without an attempt if the claim (owner and lease end)
-// still holds, so a stale worker never frees a later claim.
+// ReleaseJob frees a claimed job's lease without an attempt if the claim (owner, lease end) holds.
 func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
 	_, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
@@ -495,8 +488,7 @@ func (r JobRow) Cursor(order string) JobCursor {
 // jobRowColumns are jobColumns and what JobRow adds, read from content_jobs.
 var jobRowColumns = jobColumns + `, last_error, ` + namesOf("content_jobs")
 
-// namesOf is what a row of table (with user_id, kind and item_id) shows of its author and item:
-// the author's name, the item's title (or first 80 characters) and song.
+// namesOf is what a row of table shows of its author and item: name, title (or 80 characters), song.
 func namesOf(table string) string {
 	return `(SELECT name FROM users WHERE id = ` + table + `.user_id),
 	CASE kind WHEN 'revision' THEN (SELECT title FROM revisions WHERE id = ` + table + `.item_id)
@@ -615,8 +607,7 @@ func (s *Store) JobByID(ctx context.Context, id int64) (JobRow, error) {
 // ErrBudgetSpent refuses a retry of a job waiting for a budget that cannot cover it today.
 var ErrBudgetSpent = errors.New("the author's budget for today cannot cover the job")
 
-// budgetRoom is true in SQL when a content_jobs row's author can be charged its task today
-// (arguments: the day and the default limit).
+// budgetRoom is true in SQL when a job's author can be charged its task today (day, default limit).
 var budgetRoom = `COALESCE((SELECT spent FROM budgets WHERE user_id = content_jobs.user_id AND day = ?), 0)
 	+ ` + taskCallsSQL + `
 	<= COALESCE((SELECT daily_limit FROM users WHERE id = content_jobs.user_id), ?)`

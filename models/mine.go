@@ -35,8 +35,7 @@ type MineVersion struct {
 	Shared  int64  // the counter of what every view shares (the holds)
 	Spent   int64  // spent on Day
 	Jobs    int64  // the author's owed jobs
-	// NextDueAt is no later than the earliest due time of the author's jobs (nil: none);
-	// raised by RaiseNextDue.
+	// NextDueAt is no later than the author's earliest due time (nil: none); see RaiseNextDue.
 	NextDueAt *time.Time
 	// Held is what is held (Holds): the view shows a held job's why as held.
 	Held Holds
@@ -57,8 +56,7 @@ func (v *MineVersion) WakeAt(now time.Time) time.Time {
 	return *v.NextDueAt
 }
 
-// mineVersionSQL reads a MineVersion in one statement of scalar subqueries. Arguments: the
-// author four times, the budget day, the author.
+// mineVersionSQL reads a MineVersion (arguments: the author four times, the day, the author).
 var mineVersionSQL = `SELECT (SELECT version FROM mine_versions WHERE user_id = ?),
 		(SELECT jobs FROM mine_versions WHERE user_id = ?),
 		(SELECT next_due_at FROM mine_versions WHERE user_id = ?),
@@ -142,8 +140,7 @@ func KindRank(kind Kind) int {
 	return -1
 }
 
-// mineColumns are an item's columns the view shows whatever its kind (alias x, verdict s), in
-// readMine's order; each kind's own follow (mineQueries).
+// mineColumns are an item's columns the view shows whatever its kind, in readMine's order.
 const mineColumns = `x.id, x.created_at, s.verdict, s.confidence, s.public_reason`
 
 // readMine reads mineColumns into it.
@@ -200,8 +197,7 @@ type jobKey struct {
 	id   int64
 }
 
-// MinePage reads one page of the author's items that f selects, in the view's order, each with
-// its owed jobs; next is the cursor of the page's last item when more follow, else nil.
+// MinePage reads one page of the author's items f selects, with their jobs; next: the next cursor.
 func (s *Store) MinePage(ctx context.Context, userID int64, f MineFilter) (items []MineItem, next *MineCursor, err error) {
 	stateSQL, ok := mineStateFilter[f.State]
 	afterRank := 0
@@ -258,8 +254,7 @@ func (s *Store) mineJobs(ctx context.Context, userID int64, items []MineItem, ow
 	return s.pageJobs(ctx, userID, items)
 }
 
-// authorJobs gives the page's items their jobs out of all of the author's, when the author has
-// at most 2 × mineJobsByAuthor of them; else it reports false and gives none.
+// authorJobs gives the items their jobs out of all the author's, unless they have too many.
 func (s *Store) authorJobs(ctx context.Context, userID int64, items []MineItem) (bool, error) {
 	rows, err := s.query(ctx, s.read, authorJobsSQL, userID, 2*mineJobsByAuthor+1)
 	if err != nil {
@@ -320,8 +315,7 @@ func (s *Store) pageJobs(ctx context.Context, userID int64, items []MineItem) er
 // authorJobsSQL reads an author's first owed jobs from content_jobs_user_due alone.
 const authorJobsSQL = `SELECT ` + mineJobColumns + ` FROM content_jobs WHERE user_id = ? LIMIT ?`
 
-// mineJobColumns are an owed job's columns the view shows, in scanMineJobs' order, all carried
-// by content_jobs_user_due.
+// mineJobColumns are an owed job's columns the view shows, all in content_jobs_user_due.
 const mineJobColumns = `id, task, kind, item_id, due_at, attempts, why`
 
 // scanMineJobs reads rows of mineJobColumns as jobs of userID, and closes rows.

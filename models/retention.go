@@ -35,24 +35,10 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	if batch <= 0 {
 		batch = PruneBatch
 	}
-	loop := func(what string, one func() (int64, error)) (int64, error) {
-		var total int64
-		for ctx.Err() == nil {
-			n, err := one()
-			total += n
-			if err != nil {
-				return total, fmt.Errorf("prune %s: %w", what, err)
-			}
-			if n < int64(batch) {
-				break
-			}
-		}
-		return total, ctx.Err()
-	}
 	var err error
 	if r.Events > 0 {
 		cutoff := now.Add(-r.Events).UnixMilli()
-		p.Events, err = loop("events", func() (int64, error) {
+		p.Events, err = pruneBatches(ctx, batch, "events", func() (int64, error) {
 			return s.exec(ctx, `DELETE FROM events WHERE id IN
 				(SELECT id FROM events WHERE at < ? ORDER BY at, id LIMIT ?)`, cutoff, batch)
 		})
@@ -62,7 +48,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	}
 	if r.Deliveries > 0 {
 		cutoff := now.Add(-r.Deliveries).UnixMilli()
-		p.Deliveries, err = loop("webhook deliveries", func() (int64, error) {
+		p.Deliveries, err = pruneBatches(ctx, batch, "webhook deliveries", func() (int64, error) {
 			var n, attempts int64
 			err := s.WithTx(ctx, func(tx *Store) error {
 				// Both statements take the same oldest settled ids.
@@ -87,7 +73,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	}
 	if r.Idempotency > 0 {
 		cutoff := now.Add(-r.Idempotency).UnixMilli()
-		p.IdempotencyKeys, err = loop("idempotency keys", func() (int64, error) {
+		p.IdempotencyKeys, err = pruneBatches(ctx, batch, "idempotency keys", func() (int64, error) {
 			return s.pruneIdempotency(ctx, cutoff, batch)
 		})
 		if err != nil {
@@ -106,6 +92,23 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 		p.OldestDelivery = time.UnixMilli(*oldest.Delivery).UTC()
 	}
 	return p, nil
+}
+
+// pruneBatches runs one, which deletes up to batch rows of what, until it deletes fewer or ctx
+// ends, and says how many it deleted in all.
+func pruneBatches(ctx context.Context, batch int, what string, one func() (int64, error)) (int64, error) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := one()
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune %s: %w", what, err)
+		}
+		if n < int64(batch) {
+			break
+		}
+	}
+	return total, ctx.Err()
 }
 
 // TakeMaintenance takes (or renews) the named chore's lease for owner until now+ttl and says

@@ -427,8 +427,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 	return out, nil
 }
 
-// ReviewMeasures are the review queue's measures over decisions since a time: the waits for a
-// decision per reason (p50, p90 in seconds) and the share of the model's suggestions overturned.
+// ReviewMeasures are the queue's waits per reason (p50, p90 s) and the model's overturned share.
 type ReviewMeasures struct {
 	Decided    map[ReviewReason]int64
 	P50        map[ReviewReason]float64

@@ -160,8 +160,7 @@ func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, v
 	return recorded, nil
 }
 
-// RecordShadowScore keeps the candidate's score of a shadow job's revision beside the live one
-// and settles the job, in one transaction; recorded as RecordShadowScreen.
+// RecordShadowScore is RecordShadowScreen for the candidate's score of a revision.
 func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (recorded bool, err error) {
 	runsJSON, err := json.Marshal(runs)
 	if err != nil {
@@ -198,8 +197,7 @@ func (s *Store) ShadowOwed(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// ShadowCell is one cell of the confusion table of the candidate's verdicts against the live
-// ones: N items of kind that the live model gave Live and the candidate Candidate.
+// ShadowCell is N items of kind the live model gave Live and the candidate Candidate.
 type ShadowCell struct {
 	Kind      Kind      `gorm:"column:kind"`
 	Live      Verdict   `gorm:"column:live_verdict"`
@@ -318,8 +316,7 @@ func (s *Store) ShadowPoints(ctx context.Context, model, rubric string, limit in
 	return points, nil
 }
 
-// ShadowRanked lists at most limit public songs by art whose scored revision the candidate
-// scored under rubric too, with the live art and the candidate's.
+// ShadowRanked lists at most limit public songs by art that the candidate scored too.
 func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
 	var points []ShadowPoint
 	if err := s.scan(ctx, s.read, &points, `SELECT s.id AS song_id, COALESCE(s.public_title, s.title) AS title,
@@ -357,8 +354,7 @@ func (s *Store) RescoreProgress(ctx context.Context, rubric string, since time.T
 	return out, nil
 }
 
-// OweRescores owes a score job, due now, for the newest scored revision of every song scored
-// under another rubric than rubric, and says how many it owed.
+// OweRescores owes a score job now for every song scored under another rubric; it says how many.
 func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 	n, err := s.exec(ctx, `INSERT INTO content_jobs (task, kind, item_id, user_id, due_at)
 		SELECT 'score', 'revision', sc.revision_id, r.user_id, ? FROM songs s

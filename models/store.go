@@ -66,25 +66,21 @@ type Options struct {
 	URL     string
 	DataDir string
 	Clock   clock.Clock
-	// RetryClock is the clock the store's retries pause on; the wall clock when nil, since a
-	// test's fake clock would never end the pause.
+	// RetryClock is what retries pause on; the wall clock when nil (a fake one never moves).
 	RetryClock clock.Clock
 	Logger     *slog.Logger
 	// MaxConns caps PostgreSQL connections (default DefaultMaxConns).
 	MaxConns int
-	// DailyLimit is the model calls an author may spend per UTC day unless they have a limit
-	// of their own (0: DefaultDailyLimit).
+	// DailyLimit is an author's model calls per UTC day without a limit of their own (0: default).
 	DailyLimit int64
 	// SlowStatement is how long a statement may take before it is logged at warn (0: the default).
 	SlowStatement time.Duration
-	// MaxConnLifetime is how long a PostgreSQL connection is used before it is replaced (0:
-	// DefaultMaxConnLifetime), so a pool that reached a standby finds the primary again.
+	// MaxConnLifetime is how long a PostgreSQL connection lives (0: DefaultMaxConnLifetime).
 	MaxConnLifetime time.Duration
 	// LockTimeout and StatementTimeout bound every statement on PostgreSQL (0: the defaults;
 	// below 0: the server's own setting); each transaction sets them for itself (txStart).
 	LockTimeout, StatementTimeout time.Duration
-	// MigrateLockTimeout is how long Open waits for another process's migration lock
-	// (PostgreSQL; 0: migrations.DefaultLockTimeout).
+	// MigrateLockTimeout is how long Open waits for another's migration lock (0: the default).
 	MigrateLockTimeout time.Duration
 }
 
@@ -126,8 +122,7 @@ type Store struct {
 	health *storeHealth
 	// dailyLimit is the limit of users without their own (Options.DailyLimit).
 	dailyLimit int64
-	// timeouts are set by each transaction for itself (Options.LockTimeout …); ownTx says a
-	// statement outside a transaction runs in one of its own, so that they bind it too.
+	// timeouts bind each transaction; ownTx runs a statement outside one in one of its own.
 	timeouts timeouts
 	ownTx    bool
 	// ping is the pool readiness asks (dialect.healthPool).
@@ -243,8 +238,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.withTx(ctx, fn)
 }
 
-// Changes hears, after commit, which authors' own views (Mine and their budget) a write
-// changed. Claims and leases are not in the view and tell nothing.
+// Changes hears, after commit, which authors' own views (Mine and their budget) a write changed.
 type Changes interface {
 	Changed(userIDs ...int64)
 	// WakeAll is told of a change whose authors are not known (a bulk retry).
@@ -285,8 +279,7 @@ func (s *Store) changedAll() {
 	}
 }
 
-// Ping checks that the database answers and takes writes (FaultNotPrimary when read-only), on
-// a pool of its own (dialect.healthPool).
+// Ping checks, on a pool of its own, that the database answers and takes writes.
 func (s *Store) Ping(ctx context.Context) error {
 	var ro string
 	err := s.retryRepeatable(ctx, func() error { return s.ping.QueryRowContext(ctx, s.dialect.readOnly()).Scan(&ro) })
@@ -334,8 +327,7 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// quietLogger passes GORM's logger only the statements it logs (failed or slower than slow):
-// GORM's slog logger builds every statement's attributes before deciding.
+// quietLogger passes GORM's logger only the statements it logs: failed or slower than slow.
 type quietLogger struct {
 	logger.Interface
 	slow time.Duration

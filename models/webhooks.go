@@ -41,8 +41,7 @@ var (
 	ErrDeliveryInFlight = errors.New("the delivery is being attempted now")
 )
 
-// Webhook is a subscription of a URL to events. Secret is the whsec_ signing key; it is kept
-// because every delivery is signed with it, and shown to the admin only at creation.
+// Webhook is a subscription of a URL to events; Secret, the whsec_ signing key, is shown once.
 type Webhook struct {
 	ID             int64     `gorm:"column:id"`
 	URL            string    `gorm:"column:url"`
@@ -154,8 +153,7 @@ func ValidWebhookEvent(event string) bool {
 	return event != EventAll && slices.Contains(WebhookEvents, event)
 }
 
-// EnqueueWebhook owes the event to every active subscription of it: one pending delivery each,
-// due now, with the payload {type, timestamp, data}; inside WithTx, with that transaction.
+// EnqueueWebhook owes event, with payload {type, timestamp, data}, to each active subscriber.
 func (s *Store) EnqueueWebhook(ctx context.Context, event string, data any) error {
 	return wrap(s.enqueueWebhook(ctx, event, func() (any, error) { return data, nil }), "enqueue webhook %s", event)
 }
@@ -370,8 +368,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 	return nil
 }
 
-// NextDeliveryDue is the earliest due time of a pending delivery of an active subscription,
-// or nil when none is pending or deliveries are held; read cheaply from the reader.
+// NextDeliveryDue is the earliest due time of a pending, unheld delivery (nil: none), from the reader.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	var due *int64 // nil: none pending
 	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
@@ -385,8 +382,7 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
 	return &t, nil
 }
 
-// ClaimDeliveries leases up to limit due deliveries of active subscriptions to owner for lease,
-// oldest due first (none while deliveries are held); two claimers never hold one at once.
+// ClaimDeliveries leases up to limit due deliveries to owner for lease (none while held).
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration, owner string) ([]Delivery, error) {
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
@@ -423,8 +419,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if r.Outcome == AttemptGone {
-			// Gone for good: the subscription stops. Its row is locked first, so two 410s at
-			// once queue here instead of deadlocking.
+			// Locked first, so two 410s at once queue here instead of deadlocking.
 			if _, err := tx.exec(ctx, `UPDATE webhooks SET active = 0, disabled_reason = 'gone' WHERE id = ?`, d.WebhookID); err != nil {
 				return err
 			}
