@@ -59,14 +59,11 @@ func (s *Store) ReadBreaker(ctx context.Context) (Breaker, error) { return s.rea
 
 // readBreaker reads the breaker's row on pool (s.db: in a transaction, its own).
 func (s *Store) readBreaker(ctx context.Context, pool *gorm.DB) (Breaker, error) {
-	var rows []Breaker
-	if err := s.scan(ctx, pool, &rows, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
+	b := Breaker{State: BreakerClosed} // no row: closed
+	if err := s.scan(ctx, pool, &b, `SELECT `+breakerColumns+` FROM model_breaker WHERE id = 1`); err != nil {
 		return Breaker{}, fmt.Errorf("read the model breaker: %w", err)
 	}
-	if len(rows) == 0 {
-		return Breaker{State: BreakerClosed}, nil
-	}
-	return rows[0], nil
+	return b, nil
 }
 
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when it did not hold.

@@ -248,15 +248,12 @@ func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID in
 
 // BlockNote is the note of the item's last verdict by hand to block it (nil: none).
 func (s *Store) BlockNote(ctx context.Context, kind Kind, itemID int64) (*string, error) {
-	var notes []*string
-	if err := s.scan(ctx, s.read, &notes, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+	var note *string
+	if err := s.scan(ctx, s.read, &note, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
 		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
 		return nil, fmt.Errorf("the block's note of %s %d: %w", kind, itemID, err)
 	}
-	if len(notes) == 0 {
-		return nil, nil
-	}
-	return notes[0], nil
+	return note, nil
 }
 
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.

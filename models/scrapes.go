@@ -426,12 +426,9 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 
 // WalkingChat is the chat of the active scrape that pushed last ("" when none is active).
 func (s *Store) WalkingChat(ctx context.Context) (string, error) {
-	var chats []string
-	if err := s.scan(ctx, s.read, &chats, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {
+	var chat string
+	if err := s.scan(ctx, s.read, &chat, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {
 		return "", fmt.Errorf("walking chat: %w", err)
 	}
-	if len(chats) == 0 {
-		return "", nil
-	}
-	return chats[0], nil
+	return chat, nil
 }

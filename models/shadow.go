@@ -41,14 +41,11 @@ const modelSettingsColumns = `candidate, candidate_since, shadow_screens, live_m
 
 // ReadModelSettings reads the model_settings row.
 func (s *Store) ReadModelSettings(ctx context.Context) (ModelSettings, error) {
-	var rows []ModelSettings
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+modelSettingsColumns+` FROM model_settings WHERE id = 1`); err != nil {
+	var m ModelSettings
+	if err := s.scan(ctx, s.read, &m, `SELECT `+modelSettingsColumns+` FROM model_settings WHERE id = 1`); err != nil {
 		return ModelSettings{}, fmt.Errorf("read the model settings: %w", err)
 	}
-	if len(rows) == 0 {
-		return ModelSettings{}, nil
-	}
-	return rows[0], nil
+	return m, nil
 }
 
 // SetCandidate records the candidate a process starts with (nil: none); screens shadows verdicts too.
