@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// Audit actions: what an operator did. Target names what it was done to ("job:12",
-// "user:3", "revision:7", "holds", "model", "webhook:2", "backfill:chat", "jobs").
+// Audit actions: what an operator did, to Target ("job:12", "user:3", "holds", "webhook:2" …).
 const (
 	AuditHolds         = "holds.set"
 	AuditVerdict       = "verdict.decide"
@@ -62,8 +61,7 @@ func AuditBy(u *User) (id *int64, name string) {
 	return &uid, u.Name
 }
 
-// Audit records one operator action, in WithTx's transaction when called there; before and
-// after are marshalled as JSON (nil: null). At defaults to the store's clock.
+// Audit records one operator action (in WithTx's transaction there); before and after as JSON.
 func (s *Store) Audit(ctx context.Context, e AuditEntry, before, after any) error {
 	if e.At.IsZero() {
 		e.At = fromMillis(s.nowMs())

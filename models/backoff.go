@@ -29,8 +29,7 @@ var (
 	settleBackoff = Backoff{Tries: 10, Pause: 20 * time.Millisecond, MaxPause: 200 * time.Millisecond}
 )
 
-// Do runs f until it succeeds or says not to try again, the tries or time run out, or ctx
-// ends; it returns f's last error. Pauses are waited on clk.
+// Do runs f until it succeeds or says not to try again, tries or time run out, or ctx ends.
 func (b Backoff) Do(ctx context.Context, clk clock.Clock, f func() (again bool, err error)) error {
 	start := clk.Now()
 	pause := b.Pause

@@ -74,8 +74,7 @@ func (b *batcher[In, Out, K]) drain() {
 	}
 }
 
-// take removes the next batch from the queue, oldest first, leaving a call whose key is already
-// in the batch for a later one. The caller holds mu.
+// take removes the next batch from the queue, oldest first, one call per key. The caller holds mu.
 func (b *batcher[In, Out, K]) take() []*batchCall[In, Out] {
 	var batch []*batchCall[In, Out]
 	rest := b.queue[:0]
@@ -136,8 +135,7 @@ func jsonParam(rows any) (string, error) {
 	return string(b), err
 }
 
-// batchLanes is how many batches of one kind are written at once: one, which costs the
-// database least per call (docs/benchmarks.md).
+// batchLanes is how many batches of one kind are written at once (one: cheapest per call).
 const batchLanes = 1
 
 // maxBatch caps the calls in one batch (and so the placeholders in one statement).

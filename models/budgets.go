@@ -17,9 +17,8 @@ func BudgetReset(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
 }
 
-// Charge spends n model calls of the user's budget for the day of now, only if the day's spend
-// stays within the user's effective limit; otherwise nothing is spent (ok false). Concurrent
-// charges share one statement (see batcher and chargeRows).
+// Charge spends n model calls of the user's budget for now's day only if the spend stays within
+// their effective limit (ok false: nothing spent). Concurrent charges share one statement.
 func (s *Store) Charge(ctx context.Context, userID int64, n int64, now time.Time) (spent int64, ok bool, err error) {
 	call := chargeCall{userID: userID, day: BudgetDay(now), n: n}
 	var out chargeOutcome
@@ -51,9 +50,8 @@ type chargeOutcome struct {
 	ok    bool
 }
 
-// chargeRows charges calls in one statement, each with the outcome it would have had alone, in
-// order: a user's calls are charged as one sum, and one by one if the sum does not fit. Users
-// are written in id order so concurrent statements never deadlock.
+// chargeRows charges calls in one statement, each as it would have been alone: a user's calls
+// as one sum, else one by one; users in id order so statements never deadlock.
 func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOutcome, error) {
 	type group struct {
 		chargeCall       // the user's day, and n: the sum of their calls

@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// A settled job is no content_jobs row, but the attempt that settled it is an event naming the
-// job (job_id): the admin's list shows settled jobs from those events alone.
+// A settled job is no content_jobs row: the admin's list shows it from its settling event (job_id).
 
 // doneCond selects the events that settled a job.
 const doneCond = `job_id IS NOT NULL AND outcome IN ('allow', 'block', 'scored', 'decided')`

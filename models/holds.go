@@ -16,8 +16,7 @@ type Holds struct {
 }
 
 // taskHolds is the held rule's one home: each task an admin can hold, its flag's column and its
-// field of Holds, in bit order. Holds.Task and the SQL (heldTasks, heldTask, holdBits) are
-// written from it.
+// field of Holds, in bit order; Holds.Task and the SQL are written from it.
 var taskHolds = []struct {
 	task   Task
 	column string
@@ -58,9 +57,8 @@ func holdsOfBits(bits int64) Holds {
 	return h
 }
 
-// heldTasks is a condition a claim adds: the job's task is not held. The uncorrelated subquery
-// is read once per statement, and PostgreSQL's planner estimates it well (a bit test on the
-// holds row made it plan a whole-table scan for a claim).
+// heldTasks is a condition a claim adds: the job's task is not held (one uncorrelated subquery,
+// which PostgreSQL's planner estimates well).
 var heldTasks = ` AND NOT (` + heldTask + `)`
 
 // heldTask is true in SQL when the job's task is in the holds row's list of held tasks.

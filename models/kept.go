@@ -56,8 +56,7 @@ func (f JobFilter) narrow() bool {
 	return f.ID != 0 || f.Kind != "" || f.Author != "" || f.ItemID != 0 || f.State != "" || f.Outcome != ""
 }
 
-// keptCount answers CountJobs from the kept counts when the filter selects by task, why and
-// author alone; ok is false for any other filter.
+// keptCount answers CountJobs from the kept counts when it can (by task, why and author alone).
 func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, err error) {
 	switch {
 	case f.narrow():

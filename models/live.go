@@ -79,8 +79,7 @@ func (s *Store) CreateStreamTicket(ctx context.Context, userID int64, cred Crede
 	return ticket, fromMillis(exp), nil
 }
 
-// TakeStreamTicket uses a ticket up (deleted whether valid or not) and returns the user and
-// credential it was bound to; ErrNotFound for an unknown, used or expired ticket.
+// TakeStreamTicket uses a ticket up and returns its user and credential; ErrNotFound if not valid.
 func (s *Store) TakeStreamTicket(ctx context.Context, ticket string) (int64, Credential, error) {
 	var row struct {
 		UserID    int64  `gorm:"column:user_id"`

@@ -53,8 +53,7 @@ func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) 
 	return b, ok, nil
 }
 
-// ManualProbeFailed keeps a failed admin's test call's error on the breaker row (its state does
-// not change: only the probes of owed's own jobs open and reopen it).
+// ManualProbeFailed keeps a failed admin's test call's error on the breaker row, its state unchanged.
 func (s *Store) ManualProbeFailed(ctx context.Context, lastError *string) error {
 	if lastError == nil {
 		return nil

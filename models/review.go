@@ -134,32 +134,26 @@ type ReviewCursor struct {
 func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCursor, limit int) ([]ReviewEntry, error) {
 	q := `SELECT ` + reviewColumns + ` FROM reviews WHERE decided_at IS NULL`
 	var args []any
+	add := func(cond string, a ...any) { q += ` AND ` + cond; args = append(args, a...) }
 	if f.Kind != "" {
-		q += ` AND kind = ?`
-		args = append(args, f.Kind)
+		add(`kind = ?`, f.Kind)
 	}
 	if f.Reason != "" {
-		q += ` AND reason = ?`
-		args = append(args, f.Reason)
+		add(`reason = ?`, f.Reason)
 	}
 	if f.UserID != 0 {
-		q += ` AND user_id = ?`
-		args = append(args, f.UserID)
+		add(`user_id = ?`, f.UserID)
 	}
 	switch now := s.nowMs(); f.Claim {
 	case ClaimMine:
-		q += ` AND claimed_by = ? AND claim_until > ?`
-		args = append(args, f.Me, now)
+		add(`claimed_by = ? AND claim_until > ?`, f.Me, now)
 	case ClaimNone:
-		q += ` AND ` + unclaimedSQL
-		args = append(args, now)
+		add(unclaimedSQL, now)
 	case ClaimAvailable:
-		q += ` AND (` + unclaimedSQL + ` OR claimed_by = ?)`
-		args = append(args, now, f.Me)
+		add(`(`+unclaimedSQL+` OR claimed_by = ?)`, now, f.Me)
 	}
 	if after != nil {
-		q += ` AND (entered_at > ? OR (entered_at = ? AND id > ?))`
-		args = append(args, after.EnteredAt, after.EnteredAt, after.ID)
+		add(`(entered_at > ? OR (entered_at = ? AND id > ?))`, after.EnteredAt, after.EnteredAt, after.ID)
 	}
 	q += ` ORDER BY entered_at, id LIMIT ?`
 	args = append(args, limit)

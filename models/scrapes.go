@@ -166,8 +166,7 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 	return rows, nil
 }
 
-// UpdateScrape changes a scrape's state and/or its downloaded count; going (back) to active
-// takes the walk lock again. ErrConflict when the scrape is being deleted.
+// UpdateScrape changes a scrape's state and/or downloaded count (active takes the walk lock again).
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var cur []Scrape
@@ -394,8 +393,7 @@ func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, s
 	return n > 0, nil
 }
 
-// RecordBackfillPreview is RecordPreview that, in the same transaction, adds the row to chatID's
-// job's processed when it settled, so processed counts each row once per run.
+// RecordBackfillPreview is RecordPreview that adds a settled row to chatID's job's processed too.
 func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int64, state MediaState, storedBytes int64) (bool, error) {
 	var ok bool
 	err := s.WithTx(ctx, func(tx *Store) error {

@@ -173,8 +173,7 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 // MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
 const MaxSessionsPerUser = 20
 
-// CreateSession signs a user in for ttl and returns the session id; beyond MaxSessionsPerUser
-// the oldest sessions end.
+// CreateSession signs a user in for ttl and returns the session id; the oldest beyond MaxSessionsPerUser end.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
 	id := NewToken()
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -241,8 +240,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 	return u, token, nil
 }
 
-// SetDisabled disables or enables a user; disabling ends their sessions. ErrNotFound for an
-// unknown user; ErrConflict when it would disable the last enabled admin.
+// SetDisabled disables (ending their sessions) or enables a user; ErrConflict for the last enabled admin.
 func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (User, error) {
 	var u User
 	err := s.WithTx(ctx, func(tx *Store) error {

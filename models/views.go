@@ -13,8 +13,7 @@ type SongCursor struct {
 	ID  int64    `json:"i"`
 }
 
-// publicSongColumns read a song with the title of its newest allowed revision (public_title,
-// kept by the triggers).
+// publicSongColumns read a song with its newest allowed revision's title (public_title).
 const publicSongColumns = `id, user_id, public, art, created_at, COALESCE(public_title, title) AS title, score_rubric`
 
 // PublicSongs lists public songs by art (best first, unscored last) or newest first, after the cursor.
