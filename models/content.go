@@ -208,8 +208,7 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 	return p, nil
 }
 
-// DeleteItem deletes the author's own song (with its revisions and comments), revision,
-// comment or pitch; ErrNotFound when missing or another author's, alike.
+// DeleteItem deletes the author's own song (and its items), revision, comment or pitch; else ErrNotFound.
 func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int64) error {
 	table := "songs"
 	if kind != "song" {

@@ -41,15 +41,13 @@ type dialect interface {
 
 	// bind rewrites q's ? placeholders as the driver takes them (q holds no ? of its own).
 	bind(q string) string
-	// fromJSON is a FROM item named alias reading rows passed as one JSON parameter (see
-	// jsonParam), so its text is the same for any number of rows.
+	// fromJSON is a FROM item named alias reading rows from one JSON parameter (jsonParam).
 	fromJSON(alias string, cols ...column) string
 	// idIn is a condition that col is one of the ids passed as one parameter, a JSON array.
 	idIn(col string) string
 	// forUpdate locks the rows a SELECT reads until the transaction ends ("" where not needed).
 	forUpdate() string
-	// lockAdmins locks the admins' rows for the transaction, so two admins cannot disable
-	// each other at once ("" where the transaction holds the one write lock).
+	// lockAdmins locks the admins' rows for the transaction ("" under the one write lock).
 	lockAdmins() string
 	// artDesc orders songs by art, best first and unscored last, then newest first.
 	artDesc() string
@@ -67,8 +65,7 @@ type dialect interface {
 	// alone and, when id is true, reads its id so a COMMIT whose answer was lost can be asked
 	// after (txStatus); 0 where a failed COMMIT always means it did not commit.
 	txStart(ctx context.Context, tx *Store, id bool) (int64, error)
-	// timeoutsBind reports whether the timeouts bind statements; then a statement outside a
-	// transaction runs in one of its own (Store.alone).
+	// timeoutsBind reports whether the timeouts bind statements (then see Store.alone).
 	timeoutsBind() bool
 	// txStatus says whether transaction id committed, on one of s's connections.
 	txStatus(ctx context.Context, s *Store, id int64) (outcome, error)

@@ -16,8 +16,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// postgresDialect is PostgreSQL (pgx): one pool, shared by every replica's writes and reads.
-// conns counts the connections its pools dialled (see closeWait).
+// postgresDialect is PostgreSQL (pgx): one pool for writes and reads; conns counts its connections.
 type postgresDialect struct{ conns *openConns }
 
 func (postgresDialect) name() string { return Postgres }
@@ -225,8 +224,7 @@ func notPrimary(pe *pgconn.PgError) bool {
 	return pe.Code == "25006" || (pe.Code == "XX000" && strings.Contains(pe.Message, "during recovery"))
 }
 
-// txStart sets the timeouts until the transaction ends (set_config(…, true)), and reads the
-// transaction's id in the same round trip when asked. A timeout that is off is left alone.
+// txStart sets the timeouts for the transaction and, when asked, reads its id in the same round trip.
 func (postgresDialect) txStart(ctx context.Context, tx *Store, id bool) (int64, error) {
 	lock, stmt := tx.timeouts.lock, tx.timeouts.statement
 	if !id && lock <= 0 && stmt <= 0 {

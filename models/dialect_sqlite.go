@@ -134,8 +134,7 @@ func (d sqliteDialect) backup(ctx context.Context, opts Options, dest string) er
 
 // optimize runs PRAGMA optimize, so SQLite plans hot statements with statistics.
 func (sqliteDialect) optimize(ctx context.Context, s *Store) error {
-	// analysis_limit samples each index, so a first optimize on a large database takes
-	// milliseconds.
+	// analysis_limit samples each index, so a first optimize takes milliseconds.
 	if _, err := s.exec(ctx, `PRAGMA analysis_limit=1000`); err != nil {
 		return fmt.Errorf("optimize: %w", err)
 	}
@@ -199,8 +198,7 @@ func sqliteFault(err error) Fault {
 	return FaultNone
 }
 
-// sqliteUnique reports whether err is SQLite refusing a row for the unique index named index,
-// by its message, which alone names the index.
+// sqliteUnique reports whether err is SQLite refusing a row for the unique index named index.
 func sqliteUnique(err error, index string) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique &&

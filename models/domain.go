@@ -84,11 +84,9 @@ const (
 	WhyBudgetUnavailable Why = "budget-unavailable"
 	// WhyHeld is shown, never stored: the job's task is held (see Holds).
 	WhyHeld Why = "held"
-	// WhyUnavailable: the database failed while the job ran; an attempt with the backoff.
-	// Also shown, not stored, for a new item whose screen could not be read after its write.
+	// WhyUnavailable: the database failed while the job ran (also shown for an unreadable new item).
 	WhyUnavailable Why = "unavailable"
-	// WhyRefused: the request was refused before sending (e.g. an item past its size limits);
-	// an attempt with the backoff, nothing asked or charged.
+	// WhyRefused: the request was refused before sending; nothing asked or charged.
 	WhyRefused Why = "refused"
 	// WhyReview: the model was unsure and the item waits for a moderator (see EnterReview).
 	WhyReview Why = "review"
@@ -162,8 +160,7 @@ const (
 // ItemStates lists every item state.
 var ItemStates = []ItemState{StatePending, StatePublic, StateBlocked}
 
-// DeliveryStatus is where a webhook delivery stands: pending until delivered, cancelled only
-// when its subscription is disabled.
+// DeliveryStatus is where a webhook delivery stands (cancelled when its subscription is disabled).
 type DeliveryStatus string
 
 // Delivery states.

@@ -15,8 +15,7 @@ type Fault int
 const (
 	// FaultNone is any other error: a bug, or a sentinel such as ErrNotFound.
 	FaultNone Fault = iota
-	// FaultTransient is a database that did not answer this time (a cut connection, a
-	// shutdown, a deadlock, SQLite busy): trying again later can succeed.
+	// FaultTransient is a database that did not answer this time: trying again can succeed.
 	FaultTransient
 	// FaultStorage is a database that cannot take writes: full, read-only, or failing its I/O.
 	FaultStorage
@@ -78,8 +77,7 @@ func FaultOf(err error) Fault {
 	return FaultNone
 }
 
-// uniqueViolation reports whether err is the database refusing a row for the unique index (or
-// constraint) named index.
+// uniqueViolation reports whether err refuses a row for the unique index (or constraint) index.
 func uniqueViolation(err error, index string) bool {
 	return sqliteUnique(err, index) || postgresUnique(err, index)
 }

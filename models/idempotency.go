@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// Idempotency-Key: a user's key names one write, whose first answer is kept for a while and
-// replayed to a repeat. The rows are in the database, so every replica sees them.
+// Idempotency-Key: a user's key names one write, whose answer is kept and replayed to a repeat.
 
 // IdemState is what a request with a key is to do.
 type IdemState int
@@ -146,8 +145,7 @@ func (s *Store) IdemRelease(ctx context.Context, userID int64, key string, lease
 	return wrap(err, "release idempotency key")
 }
 
-// idemUndo releases a take that failed on a transient fault (it may have committed with its
-// answer lost, leaving the key held by nobody), by its lease, trying a few times.
+// idemUndo releases a take that failed on a transient fault (it may have committed), by its lease.
 func (s *Store) idemUndo(ctx context.Context, userID int64, key string, lease int64, cause error) error {
 	if FaultOf(cause) == FaultTransient {
 		ctx = context.WithoutCancel(ctx)

@@ -299,8 +299,7 @@ func (s *Store) RecordScore(ctx context.Context, sc Score, ev Event) (bool, erro
 	return s.recordScore(ctx, sc, ev, false)
 }
 
-// ReplaceScore is RecordScore for a re-score under a new rubric: a score under another rubric
-// is replaced; one under sc's rubric is kept, and nothing is recorded.
+// ReplaceScore is RecordScore replacing a score under another rubric (one under sc's is kept).
 func (s *Store) ReplaceScore(ctx context.Context, sc Score, ev Event) (bool, error) {
 	return s.recordScore(ctx, sc, ev, true)
 }
@@ -519,8 +518,7 @@ func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 	return out, rows.Err()
 }
 
-// pageOf adds the start of the page after the cursor (nil: none) in order to where and args,
-// and answers the ORDER BY; cols are the id, due time and attempts columns.
+// pageOf adds the page's start after the cursor to where and args, and answers the ORDER BY.
 func pageOf(order string, after *JobCursor, cols [3]string, where string, args []any) (string, []any, string) {
 	id, due, attempts := cols[0], cols[1], cols[2]
 	switch order {

@@ -94,8 +94,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention, batch int
 	return p, nil
 }
 
-// pruneBatches runs one, which deletes up to batch rows of what, until it deletes fewer or ctx
-// ends, and says how many it deleted in all.
+// pruneBatches runs one (deleting up to batch rows of what) until it deletes fewer or ctx ends.
 func pruneBatches(ctx context.Context, batch int, what string, one func() (int64, error)) (int64, error) {
 	var total int64
 	for ctx.Err() == nil {
@@ -111,8 +110,7 @@ func pruneBatches(ctx context.Context, batch int, what string, one func() (int64
 	return total, ctx.Err()
 }
 
-// TakeMaintenance takes (or renews) the named chore's lease for owner until now+ttl and says
-// whether owner holds it, so one replica runs a chore at a time.
+// TakeMaintenance takes or renews the named chore's lease for owner until now+ttl; true: owner holds it.
 func (s *Store) TakeMaintenance(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE maintenance_leases SET owner = ?, lease_until = ?
 		WHERE name = ? AND (owner = ? OR owner IS NULL OR lease_until < ?)`,

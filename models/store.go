@@ -203,8 +203,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Optimize keeps SQLite's planner informed (PRAGMA optimize: cheap, run at start and hourly);
-// without statistics it can plan hot statements as scans. PostgreSQL's autovacuum does it there.
+// Optimize keeps SQLite's planner's statistics fresh (start and hourly); PostgreSQL's autovacuum does.
 func (s *Store) Optimize(ctx context.Context) error {
 	return s.dialect.optimize(ctx, s)
 }

@@ -262,8 +262,7 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 	return w, nil
 }
 
-// RotateWebhookSecret gives a subscription a new signing secret; the current one becomes its
-// previous secret, still signed with until until. ErrNotFound when there is no such subscription.
+// RotateWebhookSecret makes secret the signing one, the old one still used until until (ErrNotFound).
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
 	var rows []Webhook
 	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
@@ -319,8 +318,7 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	return out, nil
 }
 
-// SetWebhookActive enables or disables a subscription. Disabling cancels its pending
-// deliveries in the same transaction; enabling clears the reason and makes nothing due again.
+// SetWebhookActive enables or disables a subscription; disabling cancels its pending deliveries.
 func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, reason string) (Webhook, error) {
 	var w Webhook
 	err := s.WithTx(ctx, func(tx *Store) error {
