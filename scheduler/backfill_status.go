@@ -234,13 +234,9 @@ func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
 				rate = j.PerMinute
 			}
 		}
-		limited := 0.0
-		if st.LimitedUntil != nil {
-			limited = 1
-		}
 		b.metrics.Backfill.WithLabelValues("rows_per_minute").Set(rate)
 		b.metrics.Backfill.WithLabelValues("pending").Set(float64(st.Totals.Pending))
-		b.metrics.Backfill.WithLabelValues("rate_limited").Set(limited)
+		b.metrics.Backfill.WithLabelValues("rate_limited").Set(boolGauge(st.LimitedUntil != nil))
 	}
 	return st, nil
 }

@@ -90,11 +90,7 @@ func (b *breaker) remember(row models.Breaker) {
 	b.mu.Unlock()
 	if b.metrics != nil {
 		for _, s := range []string{models.BreakerClosed, models.BreakerOpen, models.BreakerProbing} {
-			v := 0.0
-			if s == row.State {
-				v = 1
-			}
-			b.metrics.ModelBreaker.WithLabelValues(s).Set(v)
+			b.metrics.ModelBreaker.WithLabelValues(s).Set(boolGauge(s == row.State))
 		}
 	}
 }

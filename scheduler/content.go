@@ -140,12 +140,7 @@ type Content struct {
 // NewContent makes the content-jobs runner.
 func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg ContentConfig) *Content {
 	cfg.applyDefaults()
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	clk, log = orDefaults(clk, log)
 	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg, authors: map[int64]bool{}}
 	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
 		n, err := store.ReleaseLeases(ctx, cfg.Owner)

@@ -119,12 +119,7 @@ func NewDeliveries(store *models.Store, clk clock.Clock, log *slog.Logger, m *me
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	clk, log = orDefaults(clk, log)
 	// The guarded client checks the address of every connection (unless AllowPrivate). A
 	// redirect is an answer like any other non-2xx: retried, never followed.
 	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout,

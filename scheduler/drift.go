@@ -282,7 +282,7 @@ func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) 
 	}
 	if m := d.c.metrics; m != nil {
 		m.Drift.Runs.WithLabelValues("completed").Inc()
-		m.Drift.Drifted.Set(float64(boolGauge(kept.Drifted)))
+		m.Drift.Drifted.Set(boolGauge(kept.Drifted))
 		if kept.Agreement != nil {
 			m.Drift.Agreement.Set(*kept.Agreement)
 		}
@@ -308,7 +308,8 @@ func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) 
 	return DriftOutcome{Run: &kept}, nil
 }
 
-func boolGauge(b bool) int {
+// boolGauge is a gauge's value for b: 1 or 0.
+func boolGauge(b bool) float64 {
 	if b {
 		return 1
 	}
