@@ -390,15 +390,6 @@ func (b *Backfill) renew(ctx context.Context) error {
 	return nil
 }
 
-// running reports whether chat's job is still running (not paused meanwhile).
-func (b *Backfill) running(ctx context.Context, chat string) (bool, error) {
-	job, err := b.store.BackfillJobOf(ctx, chat)
-	if errors.Is(err, models.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && job.State == models.BackfillRunning, err
-}
-
 // wait waits d in steps of at most Poll, renewing the lease and re-reading the job between;
 // stopped reports that the job stopped running meanwhile (or ctx ended).
 func (b *Backfill) wait(ctx context.Context, chat string, d time.Duration) (stopped bool, err error) {
@@ -414,7 +405,10 @@ func (b *Backfill) wait(ctx context.Context, chat string, d time.Duration) (stop
 		if err := b.renew(ctx); err != nil {
 			return true, err
 		}
-		if ok, err := b.running(ctx, chat); err != nil || !ok {
+		job, err := b.store.BackfillJobOf(ctx, chat)
+		if errors.Is(err, models.ErrNotFound) || (err == nil && job.State != models.BackfillRunning) {
+			return true, nil
+		} else if err != nil {
 			return true, err
 		}
 	}
@@ -595,16 +589,10 @@ func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClo
 	if err != nil {
 		return err
 	}
-	res, berr := b.engine.Batch(ctx, mediaItems(items, false), b.recorder(ctx, chat))
-	if ctx.Err() != nil {
-		return nil
-	}
-	if errors.Is(berr, errLeaseLost) {
-		return berr
-	}
-	if berr != nil {
-		// Unhandled rows stay pending; a batch that handled nothing counts as stalled.
-		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", berr)
+	// Unhandled rows stay pending; a batch that handled nothing counts as stalled.
+	res, err := b.preview(ctx, chat, scrapeID, items, false)
+	if err != nil || ctx.Err() != nil {
+		return err
 	}
 	if after := b.engine.RateLimit(); after.Active {
 		if err := b.setLimited(ctx, chat, after.Until); err != nil {
@@ -740,27 +728,34 @@ func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int6
 	if err != nil || len(rows) == 0 {
 		return media.BatchResult{}, err
 	}
-	res, err := b.engine.Batch(ctx, mediaItems(rows, true), b.recorder(ctx, chat))
-	if ctx.Err() != nil {
-		return res, nil
-	}
-	if errors.Is(err, errLeaseLost) {
+	res, err := b.preview(ctx, chat, scrapeID, rows, true)
+	if err != nil || ctx.Err() != nil {
 		return res, err
-	}
-	if err != nil {
-		b.log.Error("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "err", err)
 	}
 	b.log.Info("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "rows", len(rows),
 		"recovered", res.Cached, "unverified", res.Unverified, "failed", res.Failed, "ratelimited", res.RateLimited)
 	return res, nil
 }
 
-func mediaItems(rows []models.Media, retry bool) []media.Item {
+// preview runs rows (suspects' retries when retry) through the engine; an error other than a
+// lost lease is logged, not returned, and none is when ctx ended.
+func (b *Backfill) preview(ctx context.Context, chat string, scrapeID int64, rows []models.Media, retry bool) (media.BatchResult, error) {
 	items := make([]media.Item, len(rows))
 	for i, r := range rows {
 		items[i] = media.Item{ID: r.ID, Kind: string(r.Kind), URL: r.URL, Retry: retry}
 	}
-	return items
+	res, err := b.engine.Batch(ctx, items, b.recorder(ctx, chat))
+	switch {
+	case ctx.Err() != nil || err == nil:
+		return res, nil
+	case errors.Is(err, errLeaseLost):
+		return res, err
+	case retry:
+		b.log.Error("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "err", err)
+	default:
+		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", err)
+	}
+	return res, nil
 }
 
 // recorder keeps each preview's outcome on its row and counts a settled row in chat's

@@ -24,16 +24,16 @@ const (
 )
 
 // probeBackoff is the wait before the next probe after failed probes (0: the first).
-func probeBackoff(failed int) time.Duration {
-	if failed >= 6 {
-		return probeMax
-	}
-	return min(probeFirst<<failed, probeMax)
+func probeBackoff(failed int) time.Duration { return doubling(probeFirst, probeMax, failed) }
+
+// probeDue reports whether an open breaker's probe, or a probing one's lapsed probe, is due.
+func probeDue(row models.Breaker, now time.Time) bool {
+	return (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
+		(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now))
 }
 
-// breakerFresh is how long a process trusts its last read of a closed breaker before reading
-// the shared row again: another replica's opening is seen within it. An open breaker is read
-// every time (the jobs it puts off are few statements anyway).
+// breakerFresh is how long a process trusts its last read of a closed breaker (an open one is
+// read every time).
 const breakerFresh = time.Second
 
 // breaker counts consecutive model failures and keeps the shared breaker row (models.Breaker):
@@ -102,13 +102,6 @@ func (b *breaker) forget() {
 	b.mu.Unlock()
 }
 
-// Failures is this process's count of consecutive failures while closed.
-func (b *breaker) localFailures() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.failures
-}
-
 // pass is a job's leave to ask the model: the probe it owns, if any.
 type pass struct {
 	probe      string // the probe's owner name; "" when not the probe
@@ -139,9 +132,7 @@ func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) 
 		case models.BreakerClosed:
 			return admission{}, nil
 		case models.BreakerOpen, models.BreakerProbing:
-			due := (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
-				(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now))
-			if due {
+			if probeDue(row, now) {
 				owner := b.owner + ":" + strconv.FormatInt(job.ID, 10)
 				until := now.Add(b.lease)
 				claimed, ok, err := b.store.ClaimProbe(ctx, owner, until)
@@ -200,7 +191,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if p.probe != "" {
 		if failed {
 			next := now.Add(max(probeBackoff(p.probes+1), wait))
-			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil, replyError(r))
+			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil, errorText(r.Error))
 			if err != nil {
 				b.log.Error("model breaker", "op", "probe failed", "err", err)
 			} else if ok {
@@ -237,7 +228,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 		status = &st
 	}
 	next := now.Add(max(probeFirst, wait))
-	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, replyError(r), next)
+	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, errorText(r.Error), next)
 	if err != nil {
 		b.log.Error("model breaker", "op", "open", "err", err)
 		return
@@ -249,11 +240,6 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	b.remember(row)
 	b.log.Warn("model breaker opened: the model is not asked until a probe gets an answer",
 		"failures", n, "why", r.Why, "status", r.Status, "nextProbeAt", next)
-}
-
-// replyError is a failed reply's error in words, or nil.
-func replyError(r modelclient.Reply) *string {
-	return errorText(r.Error)
 }
 
 // giveUp releases a probe that made no call.
@@ -299,7 +285,9 @@ func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
 		Why: row.Why, Status: row.Status, LastError: row.LastError}
 	switch row.State {
 	case models.BreakerClosed:
-		st.Failures = c.breaker.localFailures()
+		c.breaker.mu.Lock()
+		st.Failures = c.breaker.failures
+		c.breaker.mu.Unlock()
 	case models.BreakerOpen:
 		st.NextProbeAt = row.NextProbeAt
 	case models.BreakerProbing:
