@@ -142,7 +142,10 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	})
 	c.sweep = newLoop("sweep", c.sweepAll)
 	if cfg.Shadow != nil {
-		c.shadow = newShadow(*cfg.Shadow, c.shadowPass)
+		c.shadow = newShadow(*cfg.Shadow, func(ctx context.Context) error {
+			_, err := c.SweepShadow(ctx)
+			return err
+		})
 	}
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
@@ -200,29 +203,22 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	}
 	attrs := []slog.Attr{slog.String("kind", string(ev.Kind)), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
 		slog.String("outcome", string(ev.Outcome)), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
-	if ev.Status != nil {
-		attrs = append(attrs, slog.Int("status", *ev.Status))
-	}
-	if ev.UpstreamMs != nil {
-		attrs = append(attrs, slog.Int64("upstreamMs", *ev.UpstreamMs))
-	}
-	if ev.Confidence != nil {
-		attrs = append(attrs, slog.Float64("confidence", *ev.Confidence))
-	}
-	if ev.Art != nil {
-		attrs = append(attrs, slog.Float64("art", *ev.Art))
-	}
-	if ev.RequestBytes != nil {
-		attrs = append(attrs, slog.Int64("requestBytes", *ev.RequestBytes))
-	}
-	if ev.Runs != nil {
-		attrs = append(attrs, slog.Int("runs", *ev.Runs))
-	}
-	if ev.Error != nil {
-		attrs = append(attrs, slog.String("error", *ev.Error))
-	}
-	attrs = append(attrs, extra...)
+	attrs = withOpt(attrs, "status", ev.Status)
+	attrs = withOpt(attrs, "upstreamMs", ev.UpstreamMs)
+	attrs = withOpt(attrs, "confidence", ev.Confidence)
+	attrs = withOpt(attrs, "art", ev.Art)
+	attrs = withOpt(attrs, "requestBytes", ev.RequestBytes)
+	attrs = withOpt(attrs, "runs", ev.Runs)
+	attrs = append(withOpt(attrs, "error", ev.Error), extra...)
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
+}
+
+// withOpt appends key=*v to attrs unless v is nil.
+func withOpt[T any](attrs []slog.Attr, key string, v *T) []slog.Attr {
+	if v != nil {
+		attrs = append(attrs, slog.Any(key, *v))
+	}
+	return attrs
 }
 
 // leased is a claimed job, the model slots its task needs, and when it was claimed (real time,

@@ -265,12 +265,7 @@ func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.
 	attrs := []slog.Attr{slog.Int64("webhookId", w.ID), slog.Int64("deliveryId", del.ID), slog.String("msgId", del.MsgID),
 		slog.String("event", del.Event), slog.String("outcome", res.Outcome), slog.Int("attempt", del.Attempts+1),
 		slog.Int64("latencyMs", res.LatencyMs), slog.Bool("held", ok)}
-	if res.Status != nil {
-		attrs = append(attrs, slog.Int("status", *res.Status))
-	}
-	if res.Error != nil {
-		attrs = append(attrs, slog.String("error", *res.Error))
-	}
+	attrs = withOpt(withOpt(attrs, "status", res.Status), "error", res.Error)
 	if res.Outcome == models.AttemptRetry {
 		attrs = append(attrs, slog.Time("nextAttemptAt", res.NextAt))
 	}

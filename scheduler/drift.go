@@ -33,10 +33,8 @@ type DriftConfig struct {
 	Alert float64
 }
 
-// Drift re-runs the anchor set against the live model: each screen anchor screened, each art
-// anchor scored, through the content jobs' model client, slots (at the sweep's priority) and
-// breaker, charged to nobody and recorded nowhere but the run. A run that cannot complete —
-// the model fails, its breaker is open, screens or scores are held — records nothing and is
+// Drift re-runs the anchor set against the live model, through the content jobs' client,
+// slots and breaker, charged to nobody; a run that cannot complete records nothing and is
 // tried again on the next check.
 type Drift struct {
 	c   *Content
@@ -65,9 +63,7 @@ type DriftOutcome struct {
 	Skipped string
 }
 
-// ScheduleOn adds the drift check to s: every Every, or every hour when Every is longer, so a
-// run that could not complete is tried again within the hour; a check runs the anchor set only
-// when no run completed within Every (on any replica).
+// ScheduleOn adds the drift check to s, every Every or hour, whichever is shorter (RunDue).
 func (d *Drift) ScheduleOn(s *Schedule) error {
 	return s.Every("drift", min(d.cfg.Every, driftRetry), func(ctx context.Context) {
 		if _, _, err := d.RunDue(ctx); err != nil && ctx.Err() == nil {
@@ -90,9 +86,8 @@ func (d *Drift) RunDue(ctx context.Context) (out DriftOutcome, ok bool, err erro
 	return out, true, err
 }
 
-// Run runs the anchor set now, on the one replica that holds the drift chore, and records the
-// run unless it could not complete (Skipped says why). A drifted run after one within bounds
-// raises model.drift once (see models.RecordDriftRun).
+// Run runs the anchor set now, on the one replica holding the drift chore, and records it
+// unless it could not complete (Skipped says why); models.RecordDriftRun raises model.drift.
 func (d *Drift) Run(ctx context.Context) (DriftOutcome, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -173,9 +168,8 @@ type driftTally struct {
 
 func (t driftTally) compared() int { return t.verdicts + t.arts }
 
-// compare asks the live model about one anchor and tallies the answer. why is set when the
-// model did not answer: the run stops and records nothing. An anchor whose item is gone is
-// left out.
+// compare asks the live model about one anchor and tallies the answer; why is set when the
+// model did not answer. An anchor whose item is gone is left out.
 func (d *Drift) compare(ctx context.Context, live liveModel, a models.Anchor, t *driftTally) (why string, err error) {
 	if a.Verdict != nil {
 		v, why, err := d.screen(ctx, live, a)
@@ -261,8 +255,7 @@ func modelDown(r modelclient.Reply) string {
 	return "the model did not answer"
 }
 
-// record keeps a completed run, sets the gauges and, when the run raised model.drift, counts
-// and logs the alert.
+// record keeps a completed run, sets the gauges, and counts and logs a raised alert.
 func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) {
 	run := models.DriftRun{At: d.c.clock.Now(), Compared: t.compared()}
 	if t.verdicts > 0 {

@@ -53,9 +53,8 @@ func (c *Content) Candidate() (info ModelInfo, dailyLimit int64, ok bool) {
 // Candidate is the candidate's name as the database keeps it: "model rubric".
 func (s ShadowConfig) Candidate() string { return s.Name + " " + s.Rubric }
 
-// shadow is the content runner's shadow work: a loop that claims shadow jobs only while no live
-// job is due (models.ClaimShadow), behind the model cap at the lowest priority and its own cap,
-// and a breaker of the candidate's own in this process (the shared breaker is the live model's).
+// shadow is the candidate's work: a loop claiming shadow jobs while no live job is due, behind
+// the model cap at the lowest priority and its own cap, with its own in-process breaker.
 type shadow struct {
 	cfg  ShadowConfig
 	gate *Gate // the candidate's own cap
@@ -95,8 +94,8 @@ func (s *shadow) closed(now time.Time) bool {
 	return !now.Before(s.openUntil)
 }
 
-// report counts a reply against the candidate: threshold failures in a row (0: never) open its
-// breaker for probeBackoff, longer after each failed probe; an answer closes it.
+// report counts a reply: threshold failures in a row (0: never) open the candidate's breaker
+// for probeBackoff; an answer closes it.
 func (s *shadow) report(r modelclient.Reply, threshold int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,12 +117,6 @@ type shadowLeased struct {
 	main, own *slots
 }
 
-// shadowPass is the shadow loop's pass.
-func (c *Content) shadowPass(ctx context.Context) error {
-	_, err := c.SweepShadow(ctx)
-	return err
-}
-
 // SweepShadow claims and runs shadow jobs until none is due or a live job is (then it ends:
 // live work first), and returns how many it ran; without a candidate it does nothing.
 func (c *Content) SweepShadow(ctx context.Context) (int, error) {
@@ -137,9 +130,7 @@ func (c *Content) SweepShadow(ctx context.Context) (int, error) {
 }
 
 // claimShadow claims one shadow job, holding room for the costliest task in the candidate's
-// cap and, at the lowest priority, in the model cap (every live waiter is served first), and
-// gives back what the job does not need. It claims nothing while the candidate's breaker or the
-// live model's is open.
+// cap and, at the lowest priority, in the model cap, and gives back what it does not need.
 func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, error) {
 	n := min(maxCalls, c.shadow.gate.Cap(), c.gate.Cap())
 	if err := c.shadow.gate.Acquire(ctx, PrioritySweep, n); err != nil {
@@ -167,7 +158,7 @@ func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, 
 }
 
 // claimShadowJob claims one shadow job unless the candidate's breaker or the live model's is
-// open; asked with the slots held, so the calls that held them have reported already.
+// open (asked with the slots held, so their calls have reported).
 func (c *Content) claimShadowJob(ctx context.Context) ([]models.Job, error) {
 	if !c.shadow.closed(c.clock.Now()) {
 		return nil, nil
@@ -256,8 +247,6 @@ func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, erro
 	if reply.Why != "" && ctx.Err() != nil {
 		return ShadowReleased, nil
 	}
-	// The breaker hears of the reply while the job still holds its slots, so the next claim
-	// sees it.
 	sh.report(reply, max(c.cfg.ModelBreaker, 0), c.clock.Now())
 	l.main.release()
 	l.own.release()
@@ -295,8 +284,7 @@ func (c *Content) recordShadow(ctx context.Context, job models.Job, reply modelc
 	return recorded, "", err
 }
 
-// liveModel is what live work asks: the model's client, and the model and rubric its scores
-// keep; the configured ones, or the candidate's once promoted (models.ModelSettings).
+// liveModel is what live work asks: the configured model, or the candidate once promoted.
 type liveModel struct {
 	client       *modelclient.Client
 	name, rubric string
@@ -310,8 +298,7 @@ func (l liveModel) problem() string {
 	return l.client.Unconfigured()
 }
 
-// live is the live model now: from the last read of the model settings when younger than
-// holdsFresh, else from a new read, so every replica follows a promotion within a second.
+// live is the live model now, from a read of the model settings at most holdsFresh old.
 func (c *Content) live(ctx context.Context) (liveModel, error) {
 	set, err := c.settings.get(ctx, time.Time{}, c.store.ReadModelSettings)
 	if err != nil {
@@ -326,13 +313,11 @@ func (c *Content) LiveRubric(ctx context.Context) (string, error) {
 	return l.rubric, err
 }
 
-// ForgetLive drops the last read of the model settings: this process's next job reads them
-// (after a promotion or rollback here).
+// ForgetLive makes the next job read the model settings (after a promotion or rollback here).
 func (c *Content) ForgetLive() { c.settings.forget() }
 
 // liveOf is the live model the settings make: the promoted candidate's name and rubric, asked
-// at the candidate's address (this process's OWED_SHADOW_MODEL_*; the live one's when it has
-// none), or the configured model.
+// at the candidate's address (the live one's when this process has none), or the configured.
 func (c *Content) liveOf(set models.ModelSettings) liveModel {
 	if !set.Promoted() {
 		return liveModel{client: c.model, name: c.cfg.ModelName, rubric: RubricID}
