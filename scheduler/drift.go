@@ -172,79 +172,47 @@ func (t driftTally) compared() int { return t.verdicts + t.arts }
 // model did not answer. An anchor whose item is gone is left out.
 func (d *Drift) compare(ctx context.Context, live liveModel, a models.Anchor, t *driftTally) (why string, err error) {
 	if a.Verdict != nil {
-		v, why, err := d.screen(ctx, live, a)
-		if err != nil || why != "" {
-			return why, err
-		}
-		if v != "" {
+		reply, ok, err := d.ask(ctx, live, models.TaskScreen, a.Kind, a.ItemID)
+		switch {
+		case err != nil:
+			return "", err
+		case ok && (reply.Why != "" || reply.Verdict == nil):
+			return modelDown(reply), nil
+		case ok:
 			t.verdicts++
-			if v == *a.Verdict {
+			if models.Verdict(reply.Verdict.Verdict) == *a.Verdict {
 				t.agreed++
 			}
 		}
 	}
 	if a.Art != nil {
-		art, ok, why, err := d.score(ctx, live, a.ItemID)
-		if err != nil || why != "" {
-			return why, err
-		}
-		if ok {
+		reply, ok, err := d.ask(ctx, live, models.TaskScore, models.KindRevision, a.ItemID)
+		switch {
+		case err != nil:
+			return "", err
+		case ok && (reply.Why != "" || len(reply.Runs) != ScoreRuns):
+			return modelDown(reply), nil
+		case ok:
 			t.arts++
-			t.shift += math.Abs(art - *a.Art)
+			t.shift += math.Abs(modelclient.Mean(reply.Runs).Art - *a.Art)
 		}
 	}
 	return "", nil
 }
 
-// ask holds n model slots at the sweep's priority for one call.
-func (d *Drift) ask(ctx context.Context, n int, call func() modelclient.Reply) (modelclient.Reply, error) {
+// ask asks the live model task's request about an item, holding its model slots at the
+// sweep's priority; ok is false when the item is gone or the request would be refused.
+func (d *Drift) ask(ctx context.Context, live liveModel, task models.Task, kind models.Kind, itemID int64) (r modelclient.Reply, ok bool, err error) {
+	q, ok, err := askFor(ctx, d.c.store, task, kind, itemID, live.name, live.rubric)
+	if err != nil || !ok {
+		return r, false, err
+	}
+	n := task.Calls()
 	if err := d.c.gate.Acquire(ctx, PrioritySweep, n); err != nil {
-		return modelclient.Reply{}, err
+		return r, false, err
 	}
 	defer d.c.gate.Release(n)
-	return call(), nil
-}
-
-// screen asks the live model for an anchor's verdict ("" when its item is gone or its request
-// is refused before sending).
-func (d *Drift) screen(ctx context.Context, live liveModel, a models.Anchor) (models.Verdict, string, error) {
-	subject, ok, err := d.c.store.ScreenSubject(ctx, a.Kind, a.ItemID)
-	if err != nil || !ok {
-		return "", "", err
-	}
-	req := screenRequest(a.Kind, subject)
-	if modelclient.CheckScreen(req) != nil {
-		return "", "", nil
-	}
-	reply, err := d.ask(ctx, 1, func() modelclient.Reply { return live.client.Screen(ctx, req) })
-	if err != nil {
-		return "", "", err
-	}
-	if reply.Why != "" || reply.Verdict == nil {
-		return "", modelDown(reply), nil
-	}
-	return models.Verdict(reply.Verdict.Verdict), "", nil
-}
-
-// score asks the live model for a revision's art, the mean of ScoreRuns runs (ok false when
-// the revision is gone or its request is refused before sending).
-func (d *Drift) score(ctx context.Context, live liveModel, revisionID int64) (art float64, ok bool, why string, err error) {
-	rev, found, err := d.c.store.ScoreSubject(ctx, revisionID)
-	if err != nil || !found {
-		return 0, false, "", err
-	}
-	req, refused := scoreRequest(live.name, live.rubric, rev)
-	if refused != nil {
-		return 0, false, "", nil
-	}
-	reply, err := d.ask(ctx, ScoreRuns, func() modelclient.Reply { return live.client.Score(ctx, req, ScoreRuns) })
-	if err != nil {
-		return 0, false, "", err
-	}
-	if reply.Why != "" || len(reply.Runs) != ScoreRuns {
-		return 0, false, modelDown(reply), nil
-	}
-	return modelclient.Mean(reply.Runs).Art, true, "", nil
+	return q.send(ctx, live.client), true, nil
 }
 
 // modelDown is why a run stopped at a reply without an answer.

@@ -192,34 +192,11 @@ func (c *Content) runShadow(ctx context.Context, l shadowLeased) {
 	c.log.Debug("shadow job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "outcome", out)
 }
 
-// shadowAsk is what a shadow job asks the candidate: built from the item as it is now.
-type shadowAsk struct {
-	screen *modelclient.ScreenRequest
-	score  *modelclient.ScoreRequest
-}
-
-// shadowSubject reads the job's item and builds the candidate's request; ok is false when the
-// item is gone or the request would be refused before sending (the job is dropped).
-func (c *Content) shadowSubject(ctx context.Context, job models.Job) (a shadowAsk, ok bool, err error) {
-	sh := c.shadow.cfg
-	if job.Task == models.TaskScreen {
-		sub, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
-		req := screenRequest(job.Kind, sub)
-		return shadowAsk{screen: &req}, ok && modelclient.CheckScreen(req) == nil, err
-	}
-	rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
-	if err != nil || !ok {
-		return shadowAsk{}, false, err
-	}
-	req, refused := scoreRequest(sh.Name, sh.Rubric, rev)
-	return shadowAsk{score: &req}, refused == nil, nil
-}
-
 // shadowSteps does a claimed shadow job's work: the item, the day's limit, the ask and the
 // record. It returns the outcome (ShadowReleased: the caller lets the job go).
 func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, error) {
 	job, sh := l.job, c.shadow
-	ask, ok, err := c.shadowSubject(ctx, job)
+	ask, ok, err := askFor(ctx, c.store, job.Task, job.Kind, job.ItemID, sh.cfg.Name, sh.cfg.Rubric)
 	if err != nil {
 		return ShadowReleased, err
 	}
@@ -238,12 +215,7 @@ func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, erro
 	if !ok {
 		return ShadowReleased, nil
 	}
-	var reply modelclient.Reply
-	if ask.screen != nil {
-		reply = sh.cfg.Model.Screen(askCtx, *ask.screen)
-	} else {
-		reply = sh.cfg.Model.Score(askCtx, *ask.score, ScoreRuns)
-	}
+	reply := ask.send(askCtx, sh.cfg.Model)
 	if reply.Why != "" && ctx.Err() != nil {
 		return ShadowReleased, nil
 	}
