@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -225,8 +226,7 @@ func (b *Backfill) wakeChan() <-chan struct{} {
 
 // Settings reads the queue's settings.
 func (b *Backfill) Settings(ctx context.Context) (BackfillSettings, error) {
-	s, err := b.store.BackfillSettings(ctx)
-	return BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto}, err
+	return b.store.BackfillSettings(ctx)
 }
 
 // SetSettings validates and stores the queue's settings; they apply from the next batch.
@@ -237,7 +237,7 @@ func (b *Backfill) SetSettings(ctx context.Context, s BackfillSettings) error {
 	if s.BatchPauseMs < 0 {
 		return fmt.Errorf("backfill: batch pause %d ms is negative", s.BatchPauseMs)
 	}
-	return b.store.SetBackfillSettings(ctx, models.BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto})
+	return b.store.SetBackfillSettings(ctx, s)
 }
 
 // StartJobs starts every job with pending rows, smallest first, or only chatID's; a paused or
@@ -694,15 +694,11 @@ func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *ru
 // pickMember is the first member with pending rows; failing that, the first with suspect rows
 // still owed their retry (retryOnly); nil when the job has nothing left.
 func pickMember(members []models.BackfillMember) (m *models.BackfillMember, retryOnly bool) {
-	for i := range members {
-		if members[i].Counts.Pending > 0 {
-			return &members[i], false
-		}
+	if i := slices.IndexFunc(members, func(m models.BackfillMember) bool { return m.Counts.Pending > 0 }); i >= 0 {
+		return &members[i], false
 	}
-	for i := range members {
-		if members[i].Counts.Suspect > 0 {
-			return &members[i], true
-		}
+	if i := slices.IndexFunc(members, func(m models.BackfillMember) bool { return m.Counts.Suspect > 0 }); i >= 0 {
+		return &members[i], true
 	}
 	return nil, false
 }

@@ -9,15 +9,8 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// BackfillSettings are the queue's settings.
-type BackfillSettings struct {
-	// BatchSize is how many rows one batch previews (1..MaxBatchSize).
-	BatchSize int
-	// BatchPauseMs is the cooldown between batches, in ms.
-	BatchPauseMs int64
-	// Auto starts jobs with pending rows when owed starts.
-	Auto bool
-}
+// BackfillSettings are the queue's settings: batch size (1..MaxBatchSize), pause in ms, auto.
+type BackfillSettings = models.BackfillSettings
 
 // BackfillMember is one member scrape of a job with its counts.
 type BackfillMember struct {

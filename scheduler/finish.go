@@ -149,26 +149,22 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 	if c.metrics != nil {
 		c.metrics.ModelLatency.WithLabelValues(string(ev.Event)).Observe(float64(reply.UpstreamMs) / 1000)
 	}
-	upstreamMs := reply.UpstreamMs
-	if reply.Why != "" {
-		e := attempt(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Error)
-		e.status, e.upstreamMs = reply.Status, &upstreamMs
+	status, upstreamMs := reply.Status, reply.UpstreamMs
+	answered := func(e ending) ending {
+		e.status, e.upstreamMs = status, &upstreamMs
 		return e
 	}
-	status := reply.Status
+	if reply.Why != "" {
+		return answered(attempt(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Error))
+	}
 	bytes := int64(reply.RequestBytes)
 	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
-
 	out, lack, err := t.record(ctx, reply, ev)
 	if err != nil {
-		e := c.failed(ctx, job, "record the answer", err)
-		e.status, e.upstreamMs = status, &upstreamMs
-		return e
+		return answered(c.failed(ctx, job, "record the answer", err))
 	}
 	if lack != "" {
-		e := attempt(models.WhyUnanswered, Backoff(job.Attempts), lack)
-		e.status, e.upstreamMs = status, &upstreamMs
-		return e
+		return answered(attempt(models.WhyUnanswered, Backoff(job.Attempts), lack))
 	}
 	return recorded(out)
 }
