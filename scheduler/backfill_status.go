@@ -326,7 +326,11 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 		if t != nil {
 			j.State = t.State
 			// A member that left took its settled rows along.
-			j.Processed = min(t.Processed, settledRows(g.members))
+			var settled int64
+			for _, m := range g.members {
+				settled += m.Cached + m.Skipped + m.Failed + m.Unverified
+			}
+			j.Processed = min(t.Processed, settled)
 			j.WaitedMs = t.CountedWaitMs()
 			j.StartedAt = t.StartedAt
 			j.FinishedAt = t.FinishedAt
@@ -340,15 +344,6 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 	order = runOrder(jobs, in.jobs)
 	markQueued(jobs, order, in)
 	return jobs, order
-}
-
-// settledRows is the members' rows settled for good: cached, skipped, failed, unverified.
-func settledRows(members []BackfillMember) int64 {
-	var n int64
-	for _, m := range members {
-		n += m.Cached + m.Skipped + m.Failed + m.Unverified
-	}
-	return n
 }
 
 // runOrder is the indexes of jobs in run order: the started ones in the order they were first

@@ -273,13 +273,10 @@ type ModelState struct {
 // Failures is, while closed, this process's consecutive failures; while open, those that
 // opened it and the failed probes since.
 func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
-	row := models.Breaker{State: models.BreakerClosed}
-	if c.breaker.threshold > 0 {
-		var err error
-		if row, err = c.store.ReadBreaker(ctx); err != nil {
-			return ModelState{}, err
-		}
-		c.breaker.remember(row)
+	c.breaker.forget()
+	row, err := c.breaker.state(ctx)
+	if err != nil {
+		return ModelState{}, err
 	}
 	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: int(c.asking.Load()), Cap: c.gate.Cap(),
 		Why: row.Why, Status: row.Status, LastError: row.LastError}

@@ -86,14 +86,6 @@ func newShadow(cfg ShadowConfig, pass func(ctx context.Context) error) *shadow {
 	return &shadow{cfg: cfg, gate: NewGate(cfg.Concurrency), loop: newLoop("shadow", pass)}
 }
 
-// closed reports whether the candidate may be asked at now: its breaker is closed, or its
-// probe is due.
-func (s *shadow) closed(now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !now.Before(s.openUntil)
-}
-
 // report counts a reply: threshold failures in a row (0: never) open the candidate's breaker
 // for probeBackoff; an answer closes it.
 func (s *shadow) report(r modelclient.Reply, threshold int, now time.Time) {
@@ -160,7 +152,10 @@ func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, 
 // claimShadowJob claims one shadow job unless the candidate's breaker or the live model's is
 // open (asked with the slots held, so their calls have reported).
 func (c *Content) claimShadowJob(ctx context.Context) ([]models.Job, error) {
-	if !c.shadow.closed(c.clock.Now()) {
+	c.shadow.mu.Lock()
+	open := c.clock.Now().Before(c.shadow.openUntil) // its probe not due yet
+	c.shadow.mu.Unlock()
+	if open {
 		return nil, nil
 	}
 	if row, err := c.breaker.state(ctx); err != nil || row.State != models.BreakerClosed {

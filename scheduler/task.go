@@ -24,20 +24,15 @@ type task interface {
 	record(ctx context.Context, reply modelclient.Reply, ev *models.Event) (out Outcome, lack string, err error)
 }
 
-// taskKind is one task this process runs: how to make its work for a job (its model calls are
-// models.Task.Calls, which the budget's SQL shares).
-type taskKind struct {
-	make func(c *Content, job models.Job, live liveModel) task
-}
-
-// taskKinds is every task this process runs, by the job's task column.
-var taskKinds = map[models.Task]taskKind{
-	models.TaskScreen: {make: func(c *Content, job models.Job, _ liveModel) task {
+// taskKinds is every task this process runs, by the job's task column: how to make its work
+// for a job (its model calls are models.Task.Calls, which the budget's SQL shares).
+var taskKinds = map[models.Task]func(c *Content, job models.Job, live liveModel) task{
+	models.TaskScreen: func(c *Content, job models.Job, _ liveModel) task {
 		return &screenTask{store: c.store, job: job, below: c.cfg.ReviewBelow[job.Kind]}
-	}},
-	models.TaskScore: {make: func(c *Content, job models.Job, live liveModel) task {
+	},
+	models.TaskScore: func(c *Content, job models.Job, live liveModel) task {
 		return &scoreTask{store: c.store, job: job, model: live.name, rubric: live.rubric}
-	}},
+	},
 }
 
 // maxCalls is the most model calls any task makes: a claim takes room for that many per job.
@@ -59,11 +54,11 @@ func callsOf(t models.Task) int {
 
 // taskFor is the work of the job's task, or a *refusal for a task this process does not run.
 func (c *Content) taskFor(job models.Job, live liveModel) (task, error) {
-	k, ok := taskKinds[job.Task]
+	newTask, ok := taskKinds[job.Task]
 	if !ok {
 		return nil, &refusal{fmt.Errorf("owed does not run %q jobs", job.Task)}
 	}
-	return k.make(c, job, live), nil
+	return newTask(c, job, live), nil
 }
 
 // unchargedTask is a task whose calls this job charges to no author: a re-score, owed by a
