@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,24 +77,12 @@ func (c BackfillConfig) recentWeight(d time.Duration) float64 {
 const defaultSmoothingWindow = time.Minute
 
 func (c *BackfillConfig) applyDefaults() {
-	if c.WalkIdle <= 0 {
-		c.WalkIdle = DefaultWalkIdle
-	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.Every <= 0 {
-		c.Every = DefaultBackfillEvery
-	}
-	if c.Poll <= 0 {
-		c.Poll = 5 * time.Second
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.RateWindow == 0 {
-		c.RateWindow = DefaultRateWindow
-	}
+	c.WalkIdle = positive(c.WalkIdle, DefaultWalkIdle)
+	c.Lease = positive(c.Lease, DefaultLease)
+	c.Every = positive(c.Every, DefaultBackfillEvery)
+	c.Poll = positive(c.Poll, 5*time.Second)
+	c.Owner = ownerOr(c.Owner)
+	c.RateWindow = cmp.Or(c.RateWindow, DefaultRateWindow)
 }
 
 // runClock measures a job's running time in one runJob: stopped while it waits out a rate

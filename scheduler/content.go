@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -77,28 +78,13 @@ const (
 )
 
 func (c *ContentConfig) applyDefaults() {
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.ModelName == "" {
-		c.ModelName = DefaultModelName
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.Every <= 0 {
-		c.Every = DefaultSweepEvery
-	}
-	if c.ModelConcurrency <= 0 {
-		c.ModelConcurrency = DefaultModelConcurrency
-	}
-	c.ModelConcurrency = max(c.ModelConcurrency, ScoreRuns)
-	if c.ModelBreaker == 0 {
-		c.ModelBreaker = DefaultModelBreaker
-	}
+	c.Lease = positive(c.Lease, DefaultLease)
+	c.ModelName = cmp.Or(c.ModelName, DefaultModelName)
+	c.Concurrency = positive(c.Concurrency, DefaultConcurrency)
+	c.Owner = ownerOr(c.Owner)
+	c.Every = positive(c.Every, DefaultSweepEvery)
+	c.ModelConcurrency = max(positive(c.ModelConcurrency, DefaultModelConcurrency), ScoreRuns)
+	c.ModelBreaker = cmp.Or(c.ModelBreaker, DefaultModelBreaker)
 }
 
 // Content runs content jobs; all its background work runs under one runner, so Stop can wait

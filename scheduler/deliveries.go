@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,30 +58,16 @@ func (c *DeliveriesConfig) applyDefaults() error {
 	if c.Timeout < 0 || c.Lease < 0 || c.Concurrency < 0 || c.Poll < 0 || c.MaxRetryAfter < 0 {
 		return errors.New("webhooks: durations and concurrency must not be negative")
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultDeliveryTimeout
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultDeliveryTimeout)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	if c.Lease <= c.Timeout {
 		return fmt.Errorf("webhooks: the lease (%s) must exceed the attempt timeout (%s)", c.Lease, c.Timeout)
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 16
-	}
-	if c.Poll == 0 {
-		c.Poll = time.Second
-	}
-	if c.MaxRetryAfter == 0 {
-		c.MaxRetryAfter = 24 * time.Hour
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "owed-webhooks"
-	}
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Poll = cmp.Or(c.Poll, time.Second)
+	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, 24*time.Hour)
+	c.Owner = ownerOr(c.Owner)
+	c.UserAgent = cmp.Or(c.UserAgent, "owed-webhooks")
 	return nil
 }
 

@@ -44,12 +44,8 @@ type Drift struct {
 
 // NewDrift makes the drift runs over c's model.
 func NewDrift(c *Content, cfg DriftConfig) *Drift {
-	if cfg.Every <= 0 {
-		cfg.Every = DefaultDriftEvery
-	}
-	if cfg.Alert <= 0 {
-		cfg.Alert = DefaultDriftAlert
-	}
+	cfg.Every = positive(cfg.Every, DefaultDriftEvery)
+	cfg.Alert = positive(cfg.Alert, DefaultDriftAlert)
 	return &Drift{c: c, cfg: cfg}
 }
 

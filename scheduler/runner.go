@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
 	"github.com/robfig/cron/v3"
 )
 
@@ -25,6 +26,22 @@ func orDefaults(clk clock.Clock, log *slog.Logger) (clock.Clock, *slog.Logger) {
 		log = slog.Default()
 	}
 	return clk, log
+}
+
+// positive is v, or def when v is not positive.
+func positive[T ~int | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ownerOr is owner, or a new lease owner name (host:pid:random) when empty.
+func ownerOr(owner string) string {
+	if owner == "" {
+		return models.NewLeaseOwner()
+	}
+	return owner
 }
 
 // errStarted is Start called on a runner that was already started or stopped.

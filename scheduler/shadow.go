@@ -79,9 +79,7 @@ const (
 var ShadowOutcomes = []string{ShadowRecorded, ShadowFailed, ShadowLimit, ShadowGone, ShadowReleased}
 
 func newShadow(cfg ShadowConfig, pass func(ctx context.Context) error) *shadow {
-	if cfg.DailyLimit <= 0 {
-		cfg.DailyLimit = DefaultShadowDailyLimit
-	}
+	cfg.DailyLimit = positive(cfg.DailyLimit, DefaultShadowDailyLimit)
 	cfg.Concurrency = max(cfg.Concurrency, ScoreRuns)
 	return &shadow{cfg: cfg, gate: NewGate(cfg.Concurrency), loop: newLoop("shadow", pass)}
 }
