@@ -203,38 +203,34 @@ const maxDeliveryErrorLen = 500
 // attempt sends one claimed delivery and records how it went.
 func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.Webhook) {
 	start := d.clock.Now()
-	body := []byte(del.Payload)
 	res := models.AttemptResult{At: start}
 	var retryAfter time.Duration
-
+	var msg string
 	began := time.Now()
-	status, header, err := d.post(ctx, w, del, start.Unix(), body)
+	status, header, err := d.post(ctx, w, del, start.Unix(), []byte(del.Payload))
 	res.LatencyMs = time.Since(began).Milliseconds()
+	if err == nil {
+		res.Status = &status
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Stopping, not failing: the delivery goes back as it was, for whoever runs next.
 		d.release(ctx, del)
 		return
 	case err != nil:
-		res.Outcome = models.AttemptRetry
-		msg := deliveryError(err, d.cfg.Timeout)
-		res.Error = &msg
+		res.Outcome, msg = models.AttemptRetry, deliveryError(err, d.cfg.Timeout)
 	case status >= 200 && status < 300:
 		res.Outcome = models.AttemptDelivered
-		res.Status = &status
 	case status == http.StatusGone:
-		res.Outcome = models.AttemptGone
-		res.Status = &status
-		msg := "410 Gone: the receiver asked to stop; the webhook is disabled"
-		res.Error = &msg
+		res.Outcome, msg = models.AttemptGone, "410 Gone: the receiver asked to stop; the webhook is disabled"
 	default:
-		res.Outcome = models.AttemptRetry
-		res.Status = &status
-		msg := strconv.Itoa(status) + " " + http.StatusText(status)
+		res.Outcome, msg = models.AttemptRetry, strconv.Itoa(status)+" "+http.StatusText(status)
 		if ra, ok := outbound.RetryAfter(header, d.clock.Now()); ok {
 			retryAfter = min(ra, d.cfg.MaxRetryAfter)
 			msg += fmt.Sprintf(" (Retry-After %s)", retryAfter)
 		}
+	}
+	if msg != "" {
 		res.Error = &msg
 	}
 	if res.Outcome == models.AttemptRetry {

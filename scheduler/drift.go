@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -250,18 +251,12 @@ func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) 
 			m.Drift.Alerts.Inc()
 		}
 	}
-	attrs := []any{"compared", kept.Compared, "drifted", kept.Drifted}
-	if kept.Agreement != nil {
-		attrs = append(attrs, "agreement", *kept.Agreement)
-	}
-	if kept.MeanArtShift != nil {
-		attrs = append(attrs, "meanArtShift", *kept.MeanArtShift)
-	}
+	attrs := withOpt([]slog.Attr{slog.Int("compared", kept.Compared), slog.Bool("drifted", kept.Drifted)}, "agreement", kept.Agreement)
+	level, msg := slog.LevelInfo, "drift run"
 	if kept.Alerted {
-		d.c.log.Warn("model drift: the live model left the anchor set's bounds (model.drift raised)", attrs...)
-	} else {
-		d.c.log.Info("drift run", attrs...)
+		level, msg = slog.LevelWarn, "model drift: the live model left the anchor set's bounds (model.drift raised)"
 	}
+	d.c.log.LogAttrs(context.Background(), level, msg, withOpt(attrs, "meanArtShift", kept.MeanArtShift)...)
 	return DriftOutcome{Run: &kept}, nil
 }
 

@@ -127,23 +127,20 @@ func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, 
 		return nil, 0, err
 	}
 	own := c.shadow.gate.hold(n)
+	defer own.release() // what the job does not take
 	if err := c.gate.Acquire(ctx, PriorityShadow, n); err != nil {
-		own.release()
 		return nil, 0, err
 	}
 	main := c.gate.hold(n)
+	defer main.release()
 	jobs, err := c.claimShadowJob(ctx)
 	if err != nil || len(jobs) == 0 {
-		own.release()
-		main.release()
 		return nil, 0, err
 	}
 	calls := jobs[0].Task.Calls()
 	l := shadowLeased{job: jobs[0]}
 	l.main, _ = main.take(calls)
 	l.own, _ = own.take(calls)
-	main.release()
-	own.release()
 	return []shadowLeased{l}, 1, nil
 }
 
