@@ -85,8 +85,7 @@ func (c *BackfillConfig) applyDefaults() {
 	c.RateWindow = cmp.Or(c.RateWindow, DefaultRateWindow)
 }
 
-// runClock measures a job's running time in one runJob: stopped while it waits out a rate
-// limit or a walk.
+// runClock measures a job's running time in one runJob, stopped while it waits.
 type runClock struct {
 	clk     clock.Clock
 	since   time.Time
@@ -160,8 +159,7 @@ func (b *Backfill) Config() BackfillConfig { return b.cfg }
 // Engine is the media engine the queue previews with.
 func (b *Backfill) Engine() *media.Engine { return b.engine }
 
-// Start starts the queue and delete loops (they run at once, on every kick and on the
-// schedule) and AutoStart, until ctx is done or Stop.
+// Start starts the queue and delete loops, until ctx is done or Stop, and AutoStart.
 func (b *Backfill) Start(ctx context.Context) error {
 	if err := b.runner.start(ctx, b.queue, b.deletes); err != nil {
 		return err
@@ -312,8 +310,7 @@ func (b *Backfill) settle(ctx context.Context, chatID string) ([]string, error) 
 	return settled, nil
 }
 
-// RunQueue runs the queue, job by job, until no job is running, if this process gets the
-// queue lease (else it returns at once, without error).
+// RunQueue runs the queue until no job is running, if this process gets the queue lease.
 func (b *Backfill) RunQueue(ctx context.Context) error {
 	if !b.runMu.TryLock() {
 		return nil
@@ -419,8 +416,7 @@ func (b *Backfill) nap(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// waitWalk waits while an active scrape's walk holds the media-traffic lock; stopped reports
-// that the job was paused meanwhile.
+// waitWalk waits while a walk holds the media-traffic lock; stopped: the job was paused.
 func (b *Backfill) waitWalk(ctx context.Context, chat string) (stopped bool, err error) {
 	logged := false
 	for {
@@ -460,8 +456,7 @@ func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time)
 	return b.store.SetBackfillRunnerJob(ctx, b.cfg.Owner, &chat, limited)
 }
 
-// runJob runs one chat's job batch by batch until it is done or paused (by an admin or a
-// stall); when ctx ends the job stays as it is.
+// runJob runs one chat's job batch by batch until it is done or paused, or ctx ends.
 func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	chat := job.ChatID
 	rc := newRunClock(b.clock)
@@ -539,7 +534,6 @@ func (b *Backfill) step(ctx context.Context, cur models.BackfillJob, rc *runCloc
 		return err
 	}
 	size := max(1, settings.BatchSize)
-	// The raised cooldown holds for the run; the settings' pause applies below it.
 	pause := time.Duration(settings.BatchPauseMs) * time.Millisecond
 	if cur.CooldownMs != nil {
 		pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
@@ -570,8 +564,7 @@ func (b *Backfill) waitOut(ctx context.Context, chat string) (waited time.Durati
 	return waited, stopped, err
 }
 
-// batch previews a batch of a member's pending rows, records the run's progress, then cools
-// down and retries suspects; it returns early when the job stops.
+// batch previews a batch of pending rows, records the progress, cools down, retries suspects.
 func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause, waited time.Duration) error {
 	chat := cur.ChatID
 	items, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaPending, size)
@@ -680,8 +673,7 @@ func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *ru
 	return nil
 }
 
-// pickMember is the first member with pending rows; failing that, the first with suspect rows
-// still owed their retry (retryOnly); nil when the job has nothing left.
+// pickMember is the first member with pending rows, else with suspect ones (retryOnly), else nil.
 func pickMember(members []models.BackfillMember) (m *models.BackfillMember, retryOnly bool) {
 	if i := slices.IndexFunc(members, func(m models.BackfillMember) bool { return m.Counts.Pending > 0 }); i >= 0 {
 		return &members[i], false
@@ -692,8 +684,7 @@ func pickMember(members []models.BackfillMember) (m *models.BackfillMember, retr
 	return nil, false
 }
 
-// SuspectRetrySize is how many suspect rows one retry takes after a batch of the given size:
-// half a batch, at least two.
+// SuspectRetrySize is how many suspect rows one retry takes: half a batch, at least two.
 func SuspectRetrySize(batch int) int { return max(2, ceilDiv(batch, 2)) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -706,8 +697,7 @@ func (b *Backfill) pauseStalled(ctx context.Context, chat string) error {
 	return nil
 }
 
-// retrySuspects gives up to n suspect rows of a scrape their one retry: each ends cached,
-// unverified or failed (or stays suspect behind a rate limit).
+// retrySuspects gives up to n suspect rows of a scrape their one retry.
 func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int64, n int) (media.BatchResult, error) {
 	rows, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaSuspect, n)
 	if err != nil || len(rows) == 0 {
@@ -743,8 +733,7 @@ func (b *Backfill) preview(ctx context.Context, chat string, scrapeID int64, row
 	return res, nil
 }
 
-// recorder keeps each preview's outcome on its row and counts a settled row in chat's
-// processed; the write outlives a cancelled ctx, since the fetch happened.
+// recorder keeps each preview's outcome on its row (even after ctx ends: the fetch happened).
 func (b *Backfill) recorder(ctx context.Context, chat string) func(media.Item, media.Result) error {
 	return func(item media.Item, res media.Result) error {
 		if err := b.renew(ctx); err != nil {

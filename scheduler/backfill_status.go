@@ -38,8 +38,7 @@ type BackfillMember struct {
 type BackfillJobStatus struct {
 	ChatID  string
 	GuildID *string
-	// State is idle, queued (behind another job, or its first batch held by a wait), running,
-	// paused or done.
+	// State is idle, queued (behind a job, or held by a wait), running, paused or done.
 	State   string
 	Members []BackfillMember
 	BackfillCounts
@@ -70,8 +69,7 @@ type BackfillJobStatus struct {
 	WaitsFor *string
 }
 
-// BackfillCounts are the rows of a job's member scrapes, or of all of them, by preview state,
-// and what was downloaded and stored.
+// BackfillCounts are the rows of member scrapes by preview state, and the bytes stored.
 type BackfillCounts struct {
 	Pending    int64
 	Cached     int64
@@ -123,8 +121,7 @@ type BackfillStatus struct {
 	LimitedUntil *time.Time
 	// EstimatedPerMinute is the rate the settings and media gaps allow, cooldowns aside.
 	EstimatedPerMinute float64
-	// WalkingUntil is set while a walk holds the media-traffic lock: when it lapses unless
-	// the walk pushes again.
+	// WalkingUntil is when the walk's media-traffic lock lapses, while one holds it.
 	WalkingUntil *time.Time
 	// WalkingChat names the chat whose walk holds the lock, while WalkingUntil is set.
 	WalkingChat *string
@@ -182,8 +179,7 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 	return out, nil
 }
 
-// Status is the live state of every job, with totals, settings and the rate limit, from the
-// maintained counters, the job rows and the runner row.
+// Status is the live state of every job, with totals, settings and the rate limit.
 func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
 	set, err := b.Settings(ctx)
 	if err != nil {
@@ -306,8 +302,7 @@ func groupMembers(members []models.BackfillMember) []*chatGroup {
 	return groups
 }
 
-// jobFigures makes each listed chat's job with its counts, state and own measured rate (zero
-// when it has none), and returns them with their run order (see runOrder and markQueued).
+// jobFigures makes each listed chat's job with its counts, state and measured rate, in run order.
 func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, order []int) {
 	tracked := make(map[string]*models.BackfillJob, len(in.jobs))
 	for i := range in.jobs {
@@ -346,8 +341,7 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 	return jobs, order
 }
 
-// runOrder is the indexes of jobs in run order: the started ones in the order they were first
-// started (stored, in execution order), then the others as listed.
+// runOrder is the indexes of jobs in run order: the stored ones in order, then the others.
 func runOrder(jobs []BackfillJobStatus, stored []models.BackfillJob) []int {
 	index := make(map[string]int, len(jobs))
 	for i := range jobs {
@@ -389,8 +383,7 @@ func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
 	}
 }
 
-// limitedUntil is the rate limit that holds the queue: this process's engine's, or the one the
-// live runner records; epoch ms, 0 when none.
+// limitedUntil is the rate limit holding the queue (this engine's or the live runner's), epoch ms.
 func limitedUntil(in statusInput) int64 {
 	limited := in.localLimit
 	if in.runner.Live(time.UnixMilli(in.now)) && in.runner.LimitedUntil != nil {

@@ -109,8 +109,7 @@ type pass struct {
 	probes     int // failed probes before this one
 }
 
-// admission is what the breaker says of one job: ask (maybe as the probe), or wait until at
-// with why and status (the failure that opened it).
+// admission is the breaker's word on one job: ask (maybe as the probe), or park until at.
 type admission struct {
 	park   bool
 	at     time.Time
@@ -159,8 +158,7 @@ func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) 
 	return parkFor(row, b.clock.Now()), nil
 }
 
-// parkFor is the wait an open or probing breaker gives a job: until its next probe, or the end
-// of the probe under way.
+// parkFor parks a job until the breaker's next probe, or the end of the one under way.
 func parkFor(row models.Breaker, now time.Time) admission {
 	a := admission{park: true, at: now.Add(probeFirst), why: models.WhyUnreachable, status: row.Status}
 	if row.Why != nil {
@@ -179,8 +177,7 @@ func parkFor(row models.Breaker, now time.Time) admission {
 	return a
 }
 
-// report counts a call's reply: a probe's reply closes or reopens the breaker; otherwise
-// failures in a row open it.
+// report counts a call's reply: a probe's closes or reopens the breaker; failures open it.
 func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if b.threshold <= 0 {
 		return
@@ -253,8 +250,7 @@ func (b *breaker) giveUp(ctx context.Context, p pass) {
 	b.forget()
 }
 
-// ModelState is the model breaker and cap as GET /api/admin/model shows them; times are nil
-// when absent.
+// ModelState is the model breaker and cap as GET /api/admin/model shows them.
 type ModelState struct {
 	State       string
 	Since       *time.Time

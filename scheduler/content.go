@@ -23,8 +23,7 @@ import (
 // by up to 0.06 on unchanged code); models.ScoreCalls, which the budget's SQL charges too.
 const ScoreRuns = models.ScoreCalls
 
-// Backoff is how long a job waits after attempts failed attempts: a minute, doubling, at most
-// an hour.
+// Backoff is a job's wait after attempts failed attempts: a minute, doubling, at most an hour.
 func Backoff(attempts int) time.Duration { return doubling(time.Minute, time.Hour, attempts) }
 
 // doubling is first doubled n times, at most most.
