@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -170,11 +171,8 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 	}
 	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, Eta: st.Totals.Eta, LimitedUntil: st.LimitedUntil,
 		WalkingUntil: st.WalkingUntil, WalkingChat: st.WalkingChat}
-	for _, j := range st.Jobs {
-		if j.State == models.BackfillRunning {
-			out.Running = ptr(j.ChatID)
-			break
-		}
+	if i := slices.IndexFunc(st.Jobs, func(j BackfillJobStatus) bool { return j.State == models.BackfillRunning }); i >= 0 {
+		out.Running = ptr(st.Jobs[i].ChatID)
 	}
 	return out, nil
 }

@@ -144,10 +144,7 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 // ModelProblem says why no model is asked ("" when one is configured): "no model configured",
 // or the refused configuration. Jobs then wait as unreachable with that error.
 func (c *Content) ModelProblem() string {
-	if c.model == nil {
-		return modelclient.ErrNotConfigured
-	}
-	return c.model.Unconfigured()
+	return liveModel{client: c.model}.problem()
 }
 
 // Config is the runner's configuration with defaults applied.

@@ -49,6 +49,8 @@ func attempt(why models.Why, wait time.Duration, text string) ending {
 
 func release(cause error) ending { return ending{kind: endRelease, cause: cause} }
 
+func (e ending) because(cause error) ending { e.cause = cause; return e }
+
 // failed is the ending of a step that returned err: a shutdown is a release, a refusal an
 // attempt with why refused, anything else the database failing (why unavailable; logged only).
 func (c *Content) failed(ctx context.Context, job models.Job, what string, err error) ending {
@@ -57,13 +59,9 @@ func (c *Content) failed(ctx context.Context, job models.Job, what string, err e
 	}
 	var r *refusal
 	if errors.As(err, &r) {
-		e := attempt(models.WhyRefused, Backoff(job.Attempts), "refused before sending: "+r.Error())
-		e.cause = err
-		return e
+		return attempt(models.WhyRefused, Backoff(job.Attempts), "refused before sending: "+r.Error()).because(err)
 	}
-	e := attempt(models.WhyUnavailable, Backoff(job.Attempts), "the database failed: "+what)
-	e.cause = fmt.Errorf("%s: %w", what, err)
-	return e
+	return attempt(models.WhyUnavailable, Backoff(job.Attempts), "the database failed: "+what).because(fmt.Errorf("%s: %w", what, err))
 }
 
 // run runs a claimed job holding its model slots (given back whatever happens) to its ending,
@@ -182,9 +180,7 @@ func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending,
 	case err != nil && ctx.Err() != nil:
 		return release(errors.Join(ctx.Err(), err)), false
 	case err != nil:
-		e := attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted")
-		e.cause = err
-		return e, false
+		return attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted").because(err), false
 	case !ok:
 		if c.metrics != nil {
 			c.metrics.BudgetRefusals.Inc()

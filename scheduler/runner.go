@@ -104,10 +104,7 @@ func (r *runner) Go(fn func(ctx context.Context)) bool {
 	if !ok {
 		return false
 	}
-	go func() {
-		defer done()
-		fn(ctx)
-	}()
+	go func() { defer done(); fn(ctx) }()
 	return true
 }
 
