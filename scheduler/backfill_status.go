@@ -179,30 +179,26 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 
 // Status is the live state of every job, with totals, settings and the rate limit.
 func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
-	set, err := b.Settings(ctx)
-	if err != nil {
+	in := statusInput{bootMs: b.bootMs}
+	var err error
+	if in.settings, err = b.Settings(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
-	members, err := b.store.BackfillMembers(ctx, "")
-	if err != nil {
+	if in.members, err = b.store.BackfillMembers(ctx, ""); err != nil {
 		return BackfillStatus{}, err
 	}
-	jobs, err := b.store.BackfillJobs(ctx)
-	if err != nil {
+	if in.jobs, err = b.store.BackfillJobs(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
-	runner, err := b.store.BackfillRunnerState(ctx)
-	if err != nil {
+	if in.runner, err = b.store.BackfillRunnerState(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
 	walkUntil, walking, err := b.Walking(ctx)
 	if err != nil {
 		return BackfillStatus{}, err
 	}
-	minGap, maxGap := b.engine.Gaps()
-	now := b.clock.Now()
-	in := statusInput{now: now.UnixMilli(), bootMs: b.bootMs, settings: set, minGap: minGap, maxGap: maxGap,
-		members: members, jobs: jobs, runner: runner}
+	in.minGap, in.maxGap = b.engine.Gaps()
+	in.now = b.clock.Now().UnixMilli()
 	if lim := b.engine.RateLimit(); lim.Active {
 		in.localLimit = lim.Until.UnixMilli()
 	}

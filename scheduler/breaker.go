@@ -54,6 +54,14 @@ type breaker struct {
 	failures int       // this process's consecutive failures while closed
 }
 
+// nonZero is &v, or nil when v is 0.
+func nonZero(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 // failure says whether a reply counts against the model: no connection, a 5xx, or a 429. An
 // answer that is not the expected JSON is the item's problem, not the model's.
 func failure(r modelclient.Reply) bool {
@@ -219,13 +227,8 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if n < b.threshold || !closed {
 		return
 	}
-	var status *int
-	if r.Status != 0 {
-		st := r.Status
-		status = &st
-	}
 	next := now.Add(max(probeFirst, wait))
-	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, errorText(r.Error), next)
+	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), nonZero(r.Status), errorText(r.Error), next)
 	if err != nil {
 		b.log.Error("model breaker", "op", "open", "err", err)
 		return

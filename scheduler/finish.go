@@ -229,13 +229,9 @@ func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, 
 func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, e ending) (Outcome, error) {
 	why := e.why
 	ev.Outcome, ev.Why, ev.UpstreamMs, ev.Error = models.OutcomePending, &why, e.upstreamMs, errorText(e.text)
-	var st *int
-	if e.status != 0 {
-		st = &e.status
-	}
-	ev.Status = st
+	ev.Status = nonZero(e.status)
 	at := c.clock.Now().Add(e.wait)
-	ok, err := c.store.Reschedule(ctx, job, at, why, st, *ev)
+	ok, err := c.store.Reschedule(ctx, job, at, why, ev.Status, *ev)
 	if err != nil {
 		return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
 	}

@@ -86,12 +86,7 @@ func (r *runner) start(ctx context.Context, loops ...*loop) error {
 	var running sync.WaitGroup
 	for _, l := range loops {
 		r.wg.Add(1)
-		running.Add(1)
-		go func() {
-			defer r.wg.Done()
-			defer running.Done()
-			l.run(ctx, r.quit, r.log)
-		}()
+		running.Go(func() { defer r.wg.Done(); l.run(ctx, r.quit, r.log) })
 	}
 	go func() { running.Wait(); unlink(); cancel() }()
 	return nil
