@@ -20,24 +20,17 @@ import (
 
 // Backfill limits and constants of the queue's behaviour.
 const (
-	// MaxBatchSize is the largest batch the settings accept.
-	MaxBatchSize = 500
-	// stallLimit batches in a row without progress pause a job.
-	stallLimit = 3
+	MaxBatchSize = 500 // the largest batch the settings accept
+	stallLimit   = 3   // batches in a row without progress pause a job
 	// Suspect failures reaching two thirds of a batch double the cooldown, within these bounds.
 	minRaisedCooldown = 60 * time.Second
 	maxRaisedCooldown = 300 * time.Second
-	// idleRowsPerMinute is the estimate when the settings and gaps imply no delay at all.
-	idleRowsPerMinute = 6000
-	// deleteChunk is how many media rows a delete removes per step.
-	deleteChunk = 500
+	idleRowsPerMinute = 6000 // the estimate when the settings and gaps imply no delay at all
+	deleteChunk       = 500  // media rows a delete removes per step
 )
 
 // errLeaseLost means another process took the queue lease: this one stops running the queue.
 var errLeaseLost = errors.New("backfill: the queue lease was lost")
-
-// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
-const DefaultWalkIdle = 10 * time.Minute
 
 // BackfillConfig tunes the backfill queue. Zero fields take the defaults.
 type BackfillConfig struct {
@@ -51,12 +44,13 @@ type BackfillConfig struct {
 	RateWindow time.Duration
 }
 
-// DefaultBackfillEvery is how often, at most, the backfill loops look again when not kicked.
-const DefaultBackfillEvery = 30 * time.Second
-
-// DefaultRateWindow is negative: owed reports the plain rate, whose ETAs erred least in the
-// accuracy benchmark (docs/benchmarks.md).
-const DefaultRateWindow = -1
+// BackfillConfig's defaults (OWED_WALK_IDLE, …). DefaultRateWindow is negative: owed reports
+// the plain rate, whose ETAs erred least in the accuracy benchmark (docs/benchmarks.md).
+const (
+	DefaultWalkIdle      = 10 * time.Minute
+	DefaultBackfillEvery = 30 * time.Second
+	DefaultRateWindow    = -1
+)
 
 // smoothed reports whether the measured rate is the smoothed recent one.
 func (c BackfillConfig) smoothed() bool { return c.RateWindow > 0 }

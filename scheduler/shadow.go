@@ -10,27 +10,23 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// DefaultShadowDailyLimit is the candidate's model calls per UTC day unless
-// OWED_SHADOW_DAILY_LIMIT says otherwise.
-const DefaultShadowDailyLimit = 1000
-
-// DefaultShadowConcurrency is the candidate's calls in flight per process: one score's runs.
-const DefaultShadowConcurrency = ScoreRuns
+// The candidate's defaults: its model calls per UTC day (OWED_SHADOW_DAILY_LIMIT), and its
+// calls in flight per process (one score's runs).
+const (
+	DefaultShadowDailyLimit  = 1000
+	DefaultShadowConcurrency = ScoreRuns
+)
 
 // ShadowConfig is the candidate (docs/shadow.md): a model or a rubric asked beside the live
 // ones for every live verdict and score that settles, its answers recorded and never acted on.
 type ShadowConfig struct {
-	Model   *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
-	Name    string              // the candidate model's name, kept with its answers
-	API     string              // the candidate model's dialect, as shown
-	Rubric  string              // the candidate's rubric for scores (a key of Rubrics)
-	Screens bool                // the candidate is a model of its own: its verdicts are shadowed too
-	// DailyLimit is the candidate's calls per UTC day (a score counts as its runs), charged
-	// to no author (default DefaultShadowDailyLimit).
-	DailyLimit int64
-	// Concurrency is the candidate's calls in flight in this process, within the model cap
-	// (default DefaultShadowConcurrency, at least ScoreRuns).
-	Concurrency int
+	Model       *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
+	Name        string              // the candidate model's name, kept with its answers
+	API         string              // the candidate model's dialect, as shown
+	Rubric      string              // the candidate's rubric for scores (a key of Rubrics)
+	Screens     bool                // the candidate is a model of its own: its verdicts are shadowed too
+	DailyLimit  int64               // calls per UTC day, charged to no author (DefaultShadowDailyLimit)
+	Concurrency int                 // calls in flight in this process (DefaultShadowConcurrency, at least ScoreRuns)
 }
 
 // ModelInfo names a model, its dialect and the rubric its scores are made under.
