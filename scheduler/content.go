@@ -43,9 +43,6 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
-// DefaultSweepEvery is the period of the background sweep of everyone's due jobs.
-const DefaultSweepEvery = time.Minute
-
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
@@ -67,9 +64,10 @@ type ContentConfig struct {
 }
 
 // The content jobs' defaults (OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
-// OWED_MODEL_BREAKER). A sweep runs at most the model cap's free slots at once; the high
-// DefaultConcurrency lets concurrent jobs share statements (docs/benchmarks.md).
+// OWED_MODEL_BREAKER, OWED_SWEEP_EVERY). A sweep runs at most the model cap's free slots at
+// once; the high DefaultConcurrency lets concurrent jobs share statements (docs/benchmarks.md).
 const (
+	DefaultSweepEvery       = time.Minute
 	DefaultModelName        = "critic"
 	DefaultConcurrency      = 512
 	DefaultModelConcurrency = 16

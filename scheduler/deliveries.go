@@ -51,7 +51,7 @@ type DeliveriesConfig struct {
 	UserAgent     string        // sent with every delivery (default "owed-webhooks")
 }
 
-// DefaultDeliveryTimeout bounds one delivery attempt unless the configuration says otherwise.
+// DefaultDeliveryTimeout bounds one delivery attempt by default.
 const DefaultDeliveryTimeout = 15 * time.Second
 
 func (c *DeliveriesConfig) applyDefaults() error {
