@@ -1,11 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -18,57 +20,37 @@ import (
 
 // Backfill limits and constants of the queue's behaviour.
 const (
-	// MaxBatchSize is the largest batch the settings accept.
-	MaxBatchSize = 500
-	// stallLimit batches in a row without progress pause a job.
-	stallLimit = 3
+	MaxBatchSize = 500 // the largest batch the settings accept
+	stallLimit   = 3   // batches in a row without progress pause a job
 	// Suspect failures reaching two thirds of a batch double the cooldown, within these bounds.
 	minRaisedCooldown = 60 * time.Second
 	maxRaisedCooldown = 300 * time.Second
-	// idleRowsPerMinute is the estimate when the settings and gaps imply no delay at all.
-	idleRowsPerMinute = 6000
-	// deleteChunk is how many media rows a delete removes per step.
-	deleteChunk = 500
+	idleRowsPerMinute = 6000 // the estimate when the settings and gaps imply no delay at all
+	deleteChunk       = 500  // media rows a delete removes per step
 )
 
 // errLeaseLost means another process took the queue lease: this one stops running the queue.
 var errLeaseLost = errors.New("backfill: the queue lease was lost")
 
-// DefaultWalkIdle is BackfillConfig.WalkIdle when none is set (OWED_WALK_IDLE's default).
-const DefaultWalkIdle = 10 * time.Minute
-
 // BackfillConfig tunes the backfill queue. Zero fields take the defaults.
 type BackfillConfig struct {
-	// WalkIdle is how long an active scrape that pushes nothing still holds the walk lock
-	// (default DefaultWalkIdle).
-	WalkIdle time.Duration
-	// Lease is how long the queue lease lasts without renewal (default DefaultLease); it is
-	// renewed every third of it while the queue runs.
-	Lease time.Duration
-	// Poll is the longest single wait: waits for a rate limit, a walk or a cooldown re-check
-	// the job (a pause still works) and renew the lease this often (default 5s).
-	Poll time.Duration
-	// Owner names this process in the lease, the same for every runner of the process
-	// (default: a new one, host:pid:random).
-	Owner string
-	// Every is the period of the queue's and the deletes' entries on the schedule (default
-	// DefaultBackfillEvery): how often the loops look again when not kicked, so a replica that
-	// does not run the queue learns that the queue's lease is free, and deletes resume.
-	Every time.Duration
+	WalkIdle time.Duration // how long an active scrape that pushes nothing holds the walk lock (DefaultWalkIdle)
+	Lease    time.Duration // the queue lease, renewed every third of it (DefaultLease)
+	Poll     time.Duration // the longest single wait between re-reading the job and renewing (5s)
+	Owner    string        // this process's lease owner, shared by its runners (default: a new one)
+	Every    time.Duration // the loops' period on the schedule when not kicked (DefaultBackfillEvery)
 	// RateWindow is the time constant of the smoothed recent rate (an exponentially weighted
-	// mean over running time). Zero takes DefaultRateWindow; a negative value reports the plain
-	// rate instead: every row of the run over all its running time.
+	// mean over running time); zero takes DefaultRateWindow; negative reports the plain rate.
 	RateWindow time.Duration
 }
 
-// DefaultBackfillEvery is how often, at most, the backfill loops look again when not kicked.
-const DefaultBackfillEvery = 30 * time.Second
-
-// DefaultRateWindow is negative: owed reports the plain rate. The accuracy benchmark
-// (bench/cmd/eta, docs/benchmarks.md) chose it: on a steady CDN the plain rate's ETAs erred
-// 1–2 % (median), the smoothed rate's (1 min) 6–9 %, and when the CDN slowed down the smoothed
-// one did no better.
-const DefaultRateWindow = -1
+// BackfillConfig's defaults (OWED_WALK_IDLE, …). DefaultRateWindow is negative: owed reports
+// the plain rate, whose ETAs erred least in the accuracy benchmark (docs/benchmarks.md).
+const (
+	DefaultWalkIdle      = 10 * time.Minute
+	DefaultBackfillEvery = 30 * time.Second
+	DefaultRateWindow    = -1
+)
 
 // smoothed reports whether the measured rate is the smoothed recent one.
 func (c BackfillConfig) smoothed() bool { return c.RateWindow > 0 }
@@ -85,35 +67,19 @@ func (c BackfillConfig) recentWeight(d time.Duration) float64 {
 	return 1 - math.Exp(-float64(d)/float64(window))
 }
 
-// defaultSmoothingWindow is the time constant the smoothed rate is kept with while the plain
-// rate is the one reported, so that either can be switched on for a running job.
+// defaultSmoothingWindow keeps the smoothed rate while the plain one is reported.
 const defaultSmoothingWindow = time.Minute
 
 func (c *BackfillConfig) applyDefaults() {
-	if c.WalkIdle <= 0 {
-		c.WalkIdle = DefaultWalkIdle
-	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.Every <= 0 {
-		c.Every = DefaultBackfillEvery
-	}
-	if c.Poll <= 0 {
-		c.Poll = 5 * time.Second
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.RateWindow == 0 {
-		c.RateWindow = DefaultRateWindow
-	}
+	c.WalkIdle = positive(c.WalkIdle, DefaultWalkIdle)
+	c.Lease = positive(c.Lease, DefaultLease)
+	c.Every = positive(c.Every, DefaultBackfillEvery)
+	c.Poll = positive(c.Poll, 5*time.Second)
+	c.Owner = ownerOr(c.Owner)
+	c.RateWindow = cmp.Or(c.RateWindow, DefaultRateWindow)
 }
 
-// runClock measures a job's running time in this process: it runs while the job runs its
-// batches (fetching, cooling down, retrying suspects) and is stopped while the job waits out a
-// rate limit or a walk. Time queued, paused, or before a restart is never on it, since a
-// runClock lives only as long as one runJob.
+// runClock measures a job's running time in one runJob, stopped while it waits.
 type runClock struct {
 	clk     clock.Clock
 	since   time.Time
@@ -145,10 +111,9 @@ func (r *runClock) take() time.Duration {
 	return max(0, d)
 }
 
-// Backfill is the backfill queue: one job per chat whose members are the chat's paused, done
-// and failed scrapes, run one at a time, batch by batch, through the media engine. Its jobs,
-// order and settings are rows, so a restart resumes what was running or queued; only the
-// process holding the queue lease runs it. It also carries out scrape deletes.
+// Backfill is the backfill queue: one job per chat (its paused, done and failed scrapes), run
+// one at a time, batch by batch, through the media engine, by the process holding the queue
+// lease; its state is rows, so a restart resumes it. It also carries out scrape deletes.
 type Backfill struct {
 	store   *models.Store
 	engine  *media.Engine
@@ -156,9 +121,7 @@ type Backfill struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	cfg     BackfillConfig
-	// bootMs is when this process started: fully backfilled chats are listed only when their
-	// job worked since then.
-	bootMs int64
+	bootMs  int64 // process start: fully backfilled chats are listed only if their job worked since
 
 	runner  *runner
 	queue   *loop // runs the queue (RunQueue)
@@ -175,15 +138,9 @@ type Backfill struct {
 // NewBackfill makes the backfill queue. Nothing runs until Start (or a RunQueue call).
 func NewBackfill(store *models.Store, engine *media.Engine, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg BackfillConfig) *Backfill {
 	cfg.applyDefaults()
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	clk, log = orDefaults(clk, log)
 	b := &Backfill{store: store, engine: engine, clock: clk, log: log, metrics: m, cfg: cfg,
 		bootMs: clk.Now().UnixMilli(), wakeC: make(chan struct{})}
-	// The queue lease is released by RunQueue itself as it returns.
 	b.runner = newRunner("backfill", log, nil)
 	b.queue = newLoop("backfill queue", b.RunQueue)
 	b.deletes = newLoop("backfill deletes", b.RunDeletes)
@@ -196,10 +153,7 @@ func (b *Backfill) Config() BackfillConfig { return b.cfg }
 // Engine is the media engine the queue previews with.
 func (b *Backfill) Engine() *media.Engine { return b.engine }
 
-// Start starts the queue and delete loops, which run at once, on every kick and on their
-// entries on the schedule (ScheduleOn), and starts every job with pending rows when the settings say auto (a job the admin
-// paused stays paused), so running and queued jobs and unfinished deletes resume at once. The
-// loops end when ctx is done or Stop is called.
+// Start starts the queue and delete loops, until ctx is done or Stop, and AutoStart.
 func (b *Backfill) Start(ctx context.Context) error {
 	if err := b.runner.start(ctx, b.queue, b.deletes); err != nil {
 		return err
@@ -210,8 +164,7 @@ func (b *Backfill) Start(ctx context.Context) error {
 	return nil
 }
 
-// ScheduleOn adds the queue's and the deletes' entries to s: "backfill queue" and "backfill
-// deletes", every BackfillConfig.Every, each waking its loop unless a pass is under way.
+// ScheduleOn adds "backfill queue" and "backfill deletes" to s, every BackfillConfig.Every.
 func (b *Backfill) ScheduleOn(s *Schedule) error {
 	if err := s.Every("backfill queue", b.cfg.Every, b.queue.tick); err != nil {
 		return err
@@ -219,10 +172,8 @@ func (b *Backfill) ScheduleOn(s *Schedule) error {
 	return s.Every("backfill deletes", b.cfg.Every, b.deletes.tick)
 }
 
-// Stop ends the loops: the batch under way is cut short at once (its unfinished rows stay
-// pending, and resume from where they stand), the lease is released so another replica may
-// take the queue at once, and job states are kept, so a restart resumes them. It waits for the
-// loops to end.
+// Stop cuts the batch under way short (its unfinished rows stay pending), releases the lease
+// and waits for the loops; job states are kept for a restart.
 func (b *Backfill) Stop(ctx context.Context) error {
 	b.runner.cutShort()
 	return b.runner.Stop(ctx)
@@ -256,8 +207,7 @@ func (b *Backfill) wakeChan() <-chan struct{} {
 
 // Settings reads the queue's settings.
 func (b *Backfill) Settings(ctx context.Context) (BackfillSettings, error) {
-	s, err := b.store.BackfillSettings(ctx)
-	return BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto}, err
+	return b.store.BackfillSettings(ctx)
 }
 
 // SetSettings validates and stores the queue's settings; they apply from the next batch.
@@ -268,18 +218,16 @@ func (b *Backfill) SetSettings(ctx context.Context, s BackfillSettings) error {
 	if s.BatchPauseMs < 0 {
 		return fmt.Errorf("backfill: batch pause %d ms is negative", s.BatchPauseMs)
 	}
-	return b.store.SetBackfillSettings(ctx, models.BackfillSettings{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto})
+	return b.store.SetBackfillSettings(ctx, s)
 }
 
-// StartJobs starts every job with pending rows, smallest first (they finish), or only
-// chatID's job. A running job is left running; a paused or done one starts a new run.
-// Jobs run one at a time in the order they were first started; the rest show queued.
+// StartJobs starts every job with pending rows, smallest first, or only chatID's; a paused or
+// done one starts a new run. Jobs run in the order they were first started.
 func (b *Backfill) StartJobs(ctx context.Context, chatID string) error {
 	return b.start(ctx, chatID, false)
 }
 
-// AutoStart starts every job with pending rows when the settings say auto, except jobs that
-// were paused (by an admin, or for making no progress): a restart does not undo a pause.
+// AutoStart starts every job with pending rows when the settings say auto, except paused ones.
 func (b *Backfill) AutoStart(ctx context.Context) error {
 	s, err := b.store.BackfillSettings(ctx)
 	if err != nil || !s.Auto {
@@ -324,9 +272,8 @@ func (b *Backfill) start(ctx context.Context, chatID string, keepPaused bool) er
 	return nil
 }
 
-// PauseJobs pauses every running or queued job, or only chatID's: each stops after its
-// current batch (a wait for a rate limit, a walk or a cooldown ends at once). A paused job
-// with nothing left settles done at once (settle).
+// PauseJobs pauses every running or queued job, or only chatID's, after its current batch (a
+// wait ends at once); one with nothing left settles done.
 func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
 	paused, err := b.store.PauseBackfillJobs(ctx, chatID)
 	if err != nil {
@@ -342,9 +289,7 @@ func (b *Backfill) PauseJobs(ctx context.Context, chatID string) error {
 	return err
 }
 
-// settle moves paused jobs with nothing left (every paused job, or chatID's) to done, and
-// answers the chats it settled: a job paused during its last batch, or left so by an older
-// owed, is finished, whatever paused it.
+// settle moves paused jobs with nothing left (all, or chatID's) to done and answers their chats.
 func (b *Backfill) settle(ctx context.Context, chatID string) ([]string, error) {
 	settled, err := b.store.SettleBackfillJobs(ctx, chatID)
 	if err != nil {
@@ -359,9 +304,7 @@ func (b *Backfill) settle(ctx context.Context, chatID string) ([]string, error) 
 	return settled, nil
 }
 
-// RunQueue runs the queue until no job is running, if this process gets the queue lease (it
-// returns at once, without error, while another process holds it). Jobs run one at a time in
-// execution order. The queue loop calls it on every kick; tests call it directly.
+// RunQueue runs the queue until no job is running, if this process gets the queue lease.
 func (b *Backfill) RunQueue(ctx context.Context) error {
 	if !b.runMu.TryLock() {
 		return nil
@@ -380,8 +323,6 @@ func (b *Backfill) RunQueue(ctx context.Context) error {
 		}
 		b.updateGauges(bg)
 	}()
-	// Every pass (on the schedule too) settles paused jobs with nothing left, so a row left
-	// "paused, 100 %" by an older owed finishes without anyone pressing a button.
 	if _, err := b.settle(ctx, ""); err != nil {
 		return err
 	}
@@ -429,17 +370,8 @@ func (b *Backfill) renew(ctx context.Context) error {
 	return nil
 }
 
-// running reports whether chat's job is still running (not paused meanwhile).
-func (b *Backfill) running(ctx context.Context, chat string) (bool, error) {
-	job, err := b.store.BackfillJobOf(ctx, chat)
-	if errors.Is(err, models.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && job.State == models.BackfillRunning, err
-}
-
-// wait waits d in steps of at most Poll, renewing the lease and re-reading the job between
-// steps; stopped reports that the job stopped running meanwhile (or ctx ended).
+// wait waits d in steps of at most Poll, renewing the lease and re-reading the job between;
+// stopped reports that the job stopped running meanwhile (or ctx ended).
 func (b *Backfill) wait(ctx context.Context, chat string, d time.Duration) (stopped bool, err error) {
 	end := b.clock.Now().Add(d)
 	for {
@@ -453,7 +385,10 @@ func (b *Backfill) wait(ctx context.Context, chat string, d time.Duration) (stop
 		if err := b.renew(ctx); err != nil {
 			return true, err
 		}
-		if ok, err := b.running(ctx, chat); err != nil || !ok {
+		job, err := b.store.BackfillJobOf(ctx, chat)
+		if errors.Is(err, models.ErrNotFound) || (err == nil && job.State != models.BackfillRunning) {
+			return true, nil
+		} else if err != nil {
 			return true, err
 		}
 	}
@@ -475,8 +410,7 @@ func (b *Backfill) nap(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// waitWalk waits while an active scrape's walk holds the media-traffic lock; stopped reports
-// that the job was paused meanwhile.
+// waitWalk waits while a walk holds the media-traffic lock; stopped: the job was paused.
 func (b *Backfill) waitWalk(ctx context.Context, chat string) (stopped bool, err error) {
 	logged := false
 	for {
@@ -494,8 +428,8 @@ func (b *Backfill) waitWalk(ctx context.Context, chat string) (stopped bool, err
 	}
 }
 
-// Walking reports whether a walk holds the media-traffic lock: an active scrape pushed rows
-// within WalkIdle. until is when the lock lapses unless the walk pushes again.
+// Walking reports whether a walk (an active scrape that pushed rows within WalkIdle) holds the
+// media-traffic lock, and until when unless it pushes again.
 func (b *Backfill) Walking(ctx context.Context) (until time.Time, walking bool, err error) {
 	until, ok, err := b.store.WalkUntil(ctx, b.cfg.WalkIdle)
 	if err != nil || !ok {
@@ -511,18 +445,12 @@ func (b *Backfill) setLimited(ctx context.Context, chat string, until time.Time)
 		limited = &until
 	}
 	if b.metrics != nil {
-		v := 0.0
-		if limited != nil {
-			v = 1
-		}
-		b.metrics.Backfill.WithLabelValues("rate_limited").Set(v)
+		b.metrics.Backfill.WithLabelValues("rate_limited").Set(boolGauge(limited != nil))
 	}
 	return b.store.SetBackfillRunnerJob(ctx, b.cfg.Owner, &chat, limited)
 }
 
-// runJob runs one chat's job batch by batch until nothing is pending (done), it is paused,
-// or it stops making progress (paused too). When ctx ends the job stays as it is for the next
-// process.
+// runJob runs one chat's job batch by batch until it is done or paused, or ctx ends.
 func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	chat := job.ChatID
 	rc := newRunClock(b.clock)
@@ -538,17 +466,13 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 		if err != nil || member == nil {
 			return err
 		}
-		// Waits for a rate limit or a walk are not running time: the status adds the wait in
-		// hand to the ETAs it holds up.
-		rc.stop()
+		rc.stop() // waits are not running time
+
 		waited, stopped, err := b.waitOut(ctx, chat)
 		if err != nil || stopped {
 			return err
 		}
 		rc.start()
-		// Whether the job stopped meanwhile (paused by an admin or a stall, or ctx ended) or
-		// not, the top of the loop re-reads it: it goes on, ends, or settles a job paused
-		// during its last batch.
 		if err := b.step(ctx, cur, rc, member.ID, retryOnly, waited); err != nil {
 			return err
 		}
@@ -556,9 +480,8 @@ func (b *Backfill) runJob(ctx context.Context, job models.BackfillJob) error {
 	return nil
 }
 
-// stillRunning re-reads chat's job before its next batch; going is false when it is gone or
-// no longer running. A job paused during its last batch with nothing left is settled done,
-// not left paused for ever.
+// stillRunning re-reads chat's job; going is false when it is gone or no longer running (a
+// paused one with nothing left is settled done).
 func (b *Backfill) stillRunning(ctx context.Context, chat string) (cur models.BackfillJob, going bool, err error) {
 	cur, err = b.store.BackfillJobOf(ctx, chat)
 	if errors.Is(err, models.ErrNotFound) {
@@ -576,8 +499,7 @@ func (b *Backfill) stillRunning(ctx context.Context, chat string) (cur models.Ba
 	return cur, false, nil
 }
 
-// nextMember is the member the job's next batch takes (see pickMember); with none left it ends
-// the job done and returns nil.
+// nextMember is the member the next batch takes (pickMember); with none it ends the job done.
 func (b *Backfill) nextMember(ctx context.Context, cur models.BackfillJob) (member *models.BackfillMember, retryOnly bool, err error) {
 	members, err := b.store.BackfillMembers(ctx, cur.ChatID)
 	if err != nil {
@@ -594,10 +516,8 @@ func (b *Backfill) nextMember(ctx context.Context, cur models.BackfillJob) (memb
 	return nil, false, nil
 }
 
-// step runs the job's next batch of a member's rows, or its next suspect retry pass, under the
-// settings as they are now.
+// step runs the job's next batch, or suspect retry pass, under the settings as they are now.
 func (b *Backfill) step(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, retryOnly bool, waited time.Duration) error {
-	// The run starts with its first batch, not when it was queued or while it waited.
 	if cur.StartedAt == nil {
 		if err := b.store.MarkBackfillJobStarted(ctx, cur.ChatID); err != nil {
 			return err
@@ -608,8 +528,6 @@ func (b *Backfill) step(ctx context.Context, cur models.BackfillJob, rc *runCloc
 		return err
 	}
 	size := max(1, settings.BatchSize)
-	// The raised cooldown holds for the rest of the run; the settings' pause applies live
-	// below it.
 	pause := time.Duration(settings.BatchPauseMs) * time.Millisecond
 	if cur.CooldownMs != nil {
 		pause = max(pause, time.Duration(*cur.CooldownMs)*time.Millisecond)
@@ -620,10 +538,8 @@ func (b *Backfill) step(ctx context.Context, cur models.BackfillJob, rc *runCloc
 	return b.batch(ctx, cur, rc, scrapeID, size, pause, waited)
 }
 
-// waitOut waits out the engine's rate limit, then a walk, before chat's next batch; waited is
-// how long the rate limit held it (kept apart: the measured rate counts a run's rate-limit
-// waits once they recur, models.WaitsCountFrom; a walk never counts), stopped that the job
-// stopped meanwhile.
+// waitOut waits out the engine's rate limit, then a walk; waited is the rate limit's part
+// (the measured rate may count it, models.WaitsCountFrom), stopped that the job stopped.
 func (b *Backfill) waitOut(ctx context.Context, chat string) (waited time.Duration, stopped bool, err error) {
 	if lim := b.engine.RateLimit(); lim.Active {
 		if err := b.setLimited(ctx, chat, lim.Until); err != nil {
@@ -642,27 +558,17 @@ func (b *Backfill) waitOut(ctx context.Context, chat string) (waited time.Durati
 	return waited, stopped, err
 }
 
-// batch previews one batch of a member's pending rows, keeps the run's progress (with waited,
-// the rate-limit wait before it), and then cools down and retries suspects. It returns early
-// when the job stops (paused, stalled, or ctx ended); the caller re-reads the job either way.
+// batch previews a batch of pending rows, records the progress, cools down, retries suspects.
 func (b *Backfill) batch(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause, waited time.Duration) error {
 	chat := cur.ChatID
 	items, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaPending, size)
 	if err != nil {
 		return err
 	}
-	res, berr := b.engine.Batch(ctx, mediaItems(items, false), b.recorder(ctx, chat))
-	if ctx.Err() != nil {
-		return nil
-	}
-	if errors.Is(berr, errLeaseLost) {
-		return berr
-	}
-	if berr != nil {
-		// A row that could not be handled (a preview that could not be stored, the database
-		// failing) stays pending; a batch that handled nothing counts as a stalled one, so a
-		// lasting fault pauses the job instead of spinning.
-		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", berr)
+	// Unhandled rows stay pending; a batch that handled nothing counts as stalled.
+	res, err := b.preview(ctx, chat, scrapeID, items, false)
+	if err != nil || ctx.Err() != nil {
+		return err
 	}
 	if after := b.engine.RateLimit(); after.Active {
 		if err := b.setLimited(ctx, chat, after.Until); err != nil {
@@ -733,9 +639,8 @@ func (b *Backfill) logBatch(chat string, scrapeID int64, rows int, res media.Bat
 	}
 }
 
-// retryPass gives suspect rows still owed their retry (when nothing is pending) that retry,
-// after the cooldown; a pass that settles none counts as a stall. It returns early when the job
-// stops, as batch does.
+// retryPass gives suspect rows their retry after the cooldown (when nothing is pending); a
+// pass that settles none counts as a stall.
 func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *runClock, scrapeID int64, size int, pause, waited time.Duration) error {
 	chat := cur.ChatID
 	if pause > 0 {
@@ -762,24 +667,18 @@ func (b *Backfill) retryPass(ctx context.Context, cur models.BackfillJob, rc *ru
 	return nil
 }
 
-// pickMember is the first member with pending rows; failing that, the first with suspect rows
-// still owed their retry (retryOnly); nil when the job has nothing left.
+// pickMember is the first member with pending rows, else with suspect ones (retryOnly), else nil.
 func pickMember(members []models.BackfillMember) (m *models.BackfillMember, retryOnly bool) {
-	for i := range members {
-		if members[i].Counts.Pending > 0 {
-			return &members[i], false
-		}
+	if i := slices.IndexFunc(members, func(m models.BackfillMember) bool { return m.Counts.Pending > 0 }); i >= 0 {
+		return &members[i], false
 	}
-	for i := range members {
-		if members[i].Counts.Suspect > 0 {
-			return &members[i], true
-		}
+	if i := slices.IndexFunc(members, func(m models.BackfillMember) bool { return m.Counts.Suspect > 0 }); i >= 0 {
+		return &members[i], true
 	}
 	return nil, false
 }
 
-// SuspectRetrySize is how many suspect rows one retry takes after a batch of the given size:
-// half a batch, at least two.
+// SuspectRetrySize is how many suspect rows one retry takes: half a batch, at least two.
 func SuspectRetrySize(batch int) int { return max(2, ceilDiv(batch, 2)) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -792,39 +691,43 @@ func (b *Backfill) pauseStalled(ctx context.Context, chat string) error {
 	return nil
 }
 
-// retrySuspects gives up to n suspect rows of a scrape their one retry: each ends cached,
-// unverified or failed (or stays suspect behind a rate limit).
+// retrySuspects gives up to n suspect rows of a scrape their one retry.
 func (b *Backfill) retrySuspects(ctx context.Context, chat string, scrapeID int64, n int) (media.BatchResult, error) {
 	rows, err := b.store.MediaToPreview(ctx, scrapeID, models.MediaSuspect, n)
 	if err != nil || len(rows) == 0 {
 		return media.BatchResult{}, err
 	}
-	res, err := b.engine.Batch(ctx, mediaItems(rows, true), b.recorder(ctx, chat))
-	if ctx.Err() != nil {
-		return res, nil
-	}
-	if errors.Is(err, errLeaseLost) {
+	res, err := b.preview(ctx, chat, scrapeID, rows, true)
+	if err != nil || ctx.Err() != nil {
 		return res, err
-	}
-	if err != nil {
-		b.log.Error("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "err", err)
 	}
 	b.log.Info("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "rows", len(rows),
 		"recovered", res.Cached, "unverified", res.Unverified, "failed", res.Failed, "ratelimited", res.RateLimited)
 	return res, nil
 }
 
-func mediaItems(rows []models.Media, retry bool) []media.Item {
+// preview runs rows (suspects' retries when retry) through the engine; an error other than a
+// lost lease is logged, not returned, and none is when ctx ended.
+func (b *Backfill) preview(ctx context.Context, chat string, scrapeID int64, rows []models.Media, retry bool) (media.BatchResult, error) {
 	items := make([]media.Item, len(rows))
 	for i, r := range rows {
 		items[i] = media.Item{ID: r.ID, Kind: string(r.Kind), URL: r.URL, Retry: retry}
 	}
-	return items
+	res, err := b.engine.Batch(ctx, items, b.recorder(ctx, chat))
+	switch {
+	case ctx.Err() != nil || err == nil:
+		return res, nil
+	case errors.Is(err, errLeaseLost):
+		return res, err
+	case retry:
+		b.log.Error("backfill suspect retry", "chatId", chat, "scrapeId", scrapeID, "err", err)
+	default:
+		b.log.Error("backfill batch", "chatId", chat, "scrapeId", scrapeID, "err", err)
+	}
+	return res, nil
 }
 
-// recorder keeps each preview's outcome on its row, and counts a row that settles in chat's
-// processed in the same transaction. RateLimited and Pending leave the row as it is. The write
-// outlives a cancelled ctx: the fetch already happened.
+// recorder keeps each preview's outcome on its row (even after ctx ends: the fetch happened).
 func (b *Backfill) recorder(ctx context.Context, chat string) func(media.Item, media.Result) error {
 	return func(item media.Item, res media.Result) error {
 		if err := b.renew(ctx); err != nil {
@@ -853,8 +756,7 @@ func (b *Backfill) recorder(ctx context.Context, chat string) func(media.Item, m
 }
 
 // RunDeletes carries out asked-for scrape deletes: pending-delete → deleting (previews and
-// media rows removed in chunks) → deleted. It is idempotent, so a restart, or two replicas at
-// once, simply carry on where a delete stands.
+// media rows removed in chunks) → deleted. It is idempotent across restarts and replicas.
 func (b *Backfill) RunDeletes(ctx context.Context) error {
 	if !b.deleteMu.TryLock() {
 		return nil
@@ -877,8 +779,7 @@ func (b *Backfill) RunDeletes(ctx context.Context) error {
 			if len(mids) == 0 {
 				break
 			}
-			// Previews go before their rows: a crash in between leaves rows to delete again,
-			// never previews nobody can find.
+			// Previews go first: a crash leaves rows to delete again, never orphan previews.
 			for _, mid := range mids {
 				if err := b.engine.RemovePreview(mid); err != nil {
 					b.log.Warn("scrape delete: remove preview", "mediaId", mid, "err", err)
@@ -902,11 +803,10 @@ func (b *Backfill) RunDeletes(ctx context.Context) error {
 
 // updateGauges refreshes the backfill gauges from the status.
 func (b *Backfill) updateGauges(ctx context.Context) {
-	if b.metrics == nil {
-		return
-	}
-	if _, err := b.Status(ctx); err != nil && ctx.Err() == nil {
-		b.log.Warn("backfill gauges", "err", err)
+	if b.metrics != nil {
+		if _, err := b.Status(ctx); err != nil && ctx.Err() == nil {
+			b.log.Warn("backfill gauges", "err", err)
+		}
 	}
 }
 

@@ -3,21 +3,15 @@ package scheduler
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/owed/owed/models"
 )
 
-// BackfillSettings are the queue's settings.
-type BackfillSettings struct {
-	// BatchSize is how many rows one batch previews (1..MaxBatchSize).
-	BatchSize int
-	// BatchPauseMs is the cooldown between batches, in ms.
-	BatchPauseMs int64
-	// Auto starts jobs with pending rows when owed starts.
-	Auto bool
-}
+// BackfillSettings are the queue's settings: batch size (1..MaxBatchSize), pause in ms, auto.
+type BackfillSettings = models.BackfillSettings
 
 // BackfillMember is one member scrape of a job with its counts.
 type BackfillMember struct {
@@ -45,51 +39,38 @@ type BackfillMember struct {
 type BackfillJobStatus struct {
 	ChatID  string
 	GuildID *string
-	// State is idle, queued (started, but another job holds the queue, or, at position 0, a
-	// rate limit or a walk holds its first batch), running, paused or done.
+	// State is idle, queued (behind a job, or held by a wait), running, paused or done.
 	State   string
 	Members []BackfillMember
 	BackfillCounts
-	// Processed is the rows this run settled (cached, skipped, failed or unverified), each once;
-	// never more than the job's settled rows (a member that left took its rows along).
+	// Processed is the rows this run settled, each once, at most the job's settled rows.
 	Processed int64
-	// StartedAt is when this run's first batch began; nil while it has not run (queued, or
-	// waiting out a rate limit or a walk before its first batch).
+	// StartedAt is when this run's first batch began; nil before.
 	StartedAt  *time.Time
 	FinishedAt *time.Time
-	// PerMinute is the run's measured rate (rows taken off pending over running time and,
-	// once they recur, the rate-limit waits: WaitedMs) once it has run 30 s; else the running
-	// job's measured rate (the same engine serves every job); else the settings' estimate.
+	// PerMinute is the run's measured rate once it has run 30 s (waits counted: WaitedMs); else
+	// the queue's latest measured rate; else the settings' estimate.
 	PerMinute    float64
 	RateMeasured bool
-	// WaitedMs is the rate-limit waits of this run that its measured rate counts, ms: all of
-	// them once there were models.WaitsCountFrom, 0 before.
+	// WaitedMs is the rate-limit waits its measured rate counts (models.WaitsCountFrom), ms.
 	WaitedMs int64
-	// Eta is the time to clear the pending rows at PerMinute (for the running job, from now,
-	// the wait in hand included), in whole ms; nil when nothing is pending.
+	// Eta is the time to clear the pending rows at PerMinute (the running job's includes the
+	// wait in hand); nil when nothing is pending.
 	Eta *time.Duration
-	// EtaStart is the wait until the job starts: 0 for the running job; for a queued one the
-	// wait in hand and the jobs ahead of it; nil when not scheduled (idle, paused, done).
+	// EtaStart is the wait until the job starts; nil when not scheduled (idle, paused, done).
 	EtaStart *time.Duration
 	// EtaRun is the time this job needs once it runs, waits aside.
 	EtaRun *time.Duration
-	// EtaTotal is when the job should finish, from now: start, wait and run; nil when not
-	// scheduled.
+	// EtaTotal, Position (0 running, 1… the queue) and Wait (the rate limit or walk wait in
+	// its ETAs) are nil when not scheduled.
 	EtaTotal *time.Duration
-	// Position is the job's place in the run order: 0 running, 1… the queue; nil when not
-	// scheduled.
 	Position *int
-	// Wait is the current rate limit or walk wait included in this job's ETAs; nil when not
-	// scheduled.
-	Wait *time.Duration
-	// WaitsFor says what the job's start or next batch waits for: WaitRateLimit, WaitWalk (the
-	// job at position 0, while one holds the queue), WaitQueue (a queued job behind the jobs
-	// ahead); nil when nothing holds it or it is not scheduled.
+	Wait     *time.Duration
+	// WaitsFor is what the job's start or next batch waits for (WaitReasons); nil when none.
 	WaitsFor *string
 }
 
-// BackfillCounts are the rows of a job's member scrapes, or of all of them, by preview state,
-// and what was downloaded and stored.
+// BackfillCounts are the rows of member scrapes by preview state, and the bytes stored.
 type BackfillCounts struct {
 	Pending    int64
 	Cached     int64
@@ -99,6 +80,17 @@ type BackfillCounts struct {
 	Downloaded int64
 	// Bytes is the size of the stored previews.
 	Bytes int64
+}
+
+// add adds a member's counts.
+func (c *BackfillCounts) add(m BackfillMember) {
+	c.Pending += m.Pending
+	c.Cached += m.Cached
+	c.Failed += m.Failed
+	c.Skipped += m.Skipped
+	c.Total += m.Total
+	c.Downloaded = satAdd(c.Downloaded, m.Downloaded)
+	c.Bytes = satAdd(c.Bytes, m.Bytes)
 }
 
 // BackendTotals are the counts of one backend's member scrapes.
@@ -130,8 +122,7 @@ type BackfillStatus struct {
 	LimitedUntil *time.Time
 	// EstimatedPerMinute is the rate the settings and media gaps allow, cooldowns aside.
 	EstimatedPerMinute float64
-	// WalkingUntil is set while a walk holds the media-traffic lock: when it lapses unless
-	// the walk pushes again.
+	// WalkingUntil is when the walk's media-traffic lock lapses, while one holds it.
 	WalkingUntil *time.Time
 	// WalkingChat names the chat whose walk holds the lock, while WalkingUntil is set.
 	WalkingChat *string
@@ -180,43 +171,34 @@ func (b *Backfill) Summary(ctx context.Context) (BackfillSummary, error) {
 	}
 	out := BackfillSummary{Pending: st.Totals.Pending, PerMinute: st.Totals.PerMinute, Eta: st.Totals.Eta, LimitedUntil: st.LimitedUntil,
 		WalkingUntil: st.WalkingUntil, WalkingChat: st.WalkingChat}
-	for _, j := range st.Jobs {
-		if j.State == models.BackfillRunning {
-			out.Running = ptr(j.ChatID)
-			break
-		}
+	if i := slices.IndexFunc(st.Jobs, func(j BackfillJobStatus) bool { return j.State == models.BackfillRunning }); i >= 0 {
+		out.Running = ptr(st.Jobs[i].ChatID)
 	}
 	return out, nil
 }
 
-// Status is the live state of every job, with totals, settings and the rate limit. It reads
-// the maintained counters, the job rows and the runner row: a few thousand rows whatever the
-// number of media rows.
+// Status is the live state of every job, with totals, settings and the rate limit.
 func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
-	set, err := b.Settings(ctx)
-	if err != nil {
+	in := statusInput{bootMs: b.bootMs}
+	var err error
+	if in.settings, err = b.Settings(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
-	members, err := b.store.BackfillMembers(ctx, "")
-	if err != nil {
+	if in.members, err = b.store.BackfillMembers(ctx, ""); err != nil {
 		return BackfillStatus{}, err
 	}
-	jobs, err := b.store.BackfillJobs(ctx)
-	if err != nil {
+	if in.jobs, err = b.store.BackfillJobs(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
-	runner, err := b.store.BackfillRunnerState(ctx)
-	if err != nil {
+	if in.runner, err = b.store.BackfillRunnerState(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
 	walkUntil, walking, err := b.Walking(ctx)
 	if err != nil {
 		return BackfillStatus{}, err
 	}
-	minGap, maxGap := b.engine.Gaps()
-	now := b.clock.Now()
-	in := statusInput{now: now.UnixMilli(), bootMs: b.bootMs, settings: set, minGap: minGap, maxGap: maxGap,
-		members: members, jobs: jobs, runner: runner}
+	in.minGap, in.maxGap = b.engine.Gaps()
+	in.now = b.clock.Now().UnixMilli()
 	if lim := b.engine.RateLimit(); lim.Active {
 		in.localLimit = lim.Until.UnixMilli()
 	}
@@ -234,13 +216,9 @@ func (b *Backfill) Status(ctx context.Context) (BackfillStatus, error) {
 				rate = j.PerMinute
 			}
 		}
-		limited := 0.0
-		if st.LimitedUntil != nil {
-			limited = 1
-		}
 		b.metrics.Backfill.WithLabelValues("rows_per_minute").Set(rate)
 		b.metrics.Backfill.WithLabelValues("pending").Set(float64(st.Totals.Pending))
-		b.metrics.Backfill.WithLabelValues("rate_limited").Set(limited)
+		b.metrics.Backfill.WithLabelValues("rate_limited").Set(boolGauge(st.LimitedUntil != nil))
 	}
 	return st, nil
 }
@@ -273,9 +251,7 @@ const (
 // WaitReasons lists every value of BackfillJobStatus.WaitsFor.
 var WaitReasons = []string{WaitRateLimit, WaitWalk, WaitQueue}
 
-// computeStatus is the status arithmetic, apart from the database so it can be checked on
-// fixed figures: the chats grouped into jobs, the jobs scheduled along the run order, and the
-// totals.
+// computeStatus is the status arithmetic, apart from the database.
 func computeStatus(in statusInput) BackfillStatus {
 	estimate := EstimatedPerMinute(in.settings, in.minGap, in.maxGap)
 	groups := groupMembers(in.members)
@@ -320,8 +296,7 @@ func groupMembers(members []models.BackfillMember) []*chatGroup {
 	return groups
 }
 
-// jobFigures makes each listed chat's job with its counts, state and own measured rate (zero
-// when it has none), and returns them with their run order (see runOrder and markQueued).
+// jobFigures makes each listed chat's job with its counts, state and measured rate, in run order.
 func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, order []int) {
 	tracked := make(map[string]*models.BackfillJob, len(in.jobs))
 	for i := range in.jobs {
@@ -331,25 +306,20 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 	for _, g := range groups {
 		j := BackfillJobStatus{ChatID: g.chatID, GuildID: g.guildID, State: "idle", Members: g.members}
 		for _, m := range g.members {
-			j.Pending += m.Pending
-			j.Cached += m.Cached
-			j.Failed += m.Failed
-			j.Skipped += m.Skipped
-			j.Total += m.Total
-			j.Downloaded = satAdd(j.Downloaded, m.Downloaded)
-			j.Bytes = satAdd(j.Bytes, m.Bytes)
+			j.add(m)
 		}
 		t := tracked[g.chatID]
-		// A fully backfilled chat is listed only when its job worked since this process started.
 		if j.Pending == 0 && (t == nil || t.ActiveAt.UnixMilli() < in.bootMs) {
 			continue
 		}
 		if t != nil {
 			j.State = t.State
-			// Processed counts each row once as it settles, so it is never more than the
-			// members' settled rows, unless a member left the job (set active again, or
-			// deleted) with rows this run settled: then it is shown as what the job holds.
-			j.Processed = min(t.Processed, settledRows(g.members))
+			// A member that left took its settled rows along.
+			var settled int64
+			for _, m := range g.members {
+				settled += m.Cached + m.Skipped + m.Failed + m.Unverified
+			}
+			j.Processed = min(t.Processed, settled)
 			j.WaitedMs = t.CountedWaitMs()
 			j.StartedAt = t.StartedAt
 			j.FinishedAt = t.FinishedAt
@@ -365,17 +335,7 @@ func jobFigures(in statusInput, groups []*chatGroup) (jobs []BackfillJobStatus, 
 	return jobs, order
 }
 
-// settledRows is the members' rows settled for good: cached, skipped, failed, unverified.
-func settledRows(members []BackfillMember) int64 {
-	var n int64
-	for _, m := range members {
-		n += m.Cached + m.Skipped + m.Failed + m.Unverified
-	}
-	return n
-}
-
-// runOrder is the indexes of jobs in run order: the started ones in the order they were first
-// started (stored, in execution order), then the others as listed.
+// runOrder is the indexes of jobs in run order: the stored ones in order, then the others.
 func runOrder(jobs []BackfillJobStatus, stored []models.BackfillJob) []int {
 	index := make(map[string]int, len(jobs))
 	for i := range jobs {
@@ -417,8 +377,7 @@ func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
 	}
 }
 
-// limitedUntil is the rate limit that holds the queue: this process's engine's, or the one the
-// live runner records; epoch ms, 0 when none.
+// limitedUntil is the rate limit holding the queue (this engine's or the live runner's), epoch ms.
 func limitedUntil(in statusInput) int64 {
 	limited := in.localLimit
 	if in.runner.Live(time.UnixMilli(in.now)) && in.runner.LimitedUntil != nil {
@@ -440,12 +399,9 @@ func holdOf(in statusInput) (ms float64, reason string) {
 	return 0, ""
 }
 
-// schedule walks the run order and sets each job's rate, ETAs, position and wait: the running
-// job starts now (after the wait in hand), each queued job after it and those queued ahead;
-// paused, idle and done jobs are out of the schedule and delay nobody. A job without a measured
-// rate of its own takes the queue's latest measured one (the same engine, gaps and CDN serve
-// every job; see liveRate), else the estimate. It returns when the last scheduled job should end (ms from now), nil when none
-// is scheduled.
+// schedule walks the run order and sets each scheduled job's rate (its own, else liveRate,
+// else the estimate), ETAs, position and wait; it returns when the last scheduled job should
+// end (ms from now), nil when none is.
 func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, hold float64, reason string) (lastEnd *float64) {
 	live := liveRate(jobs, order, in)
 	ahead, position := hold, 0
@@ -478,8 +434,7 @@ func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, h
 			if reason != "" {
 				j.WaitsFor = ptr(reason)
 				if j.StartedAt == nil {
-					// Its run has not begun: the wait in hand holds its first batch, so it is
-					// queued at the head, starting when the wait ends, not running.
+					// The wait holds its first batch: queued at the head.
 					j.State, j.EtaStart = "queued", ptr(msDuration(hold))
 				}
 			}
@@ -497,9 +452,8 @@ func schedule(in statusInput, jobs []BackfillJobStatus, order []int, estimate, h
 	return lastEnd
 }
 
-// liveRate is the queue's latest measured rate: the running job's; else, while it has not run
-// 30 s yet, that of the job that worked last (a job that just started goes on at the pace the
-// one before it had, not at the settings' estimate); 0 when no job has one.
+// liveRate is the queue's latest measured rate: the running job's, else that of the job that
+// worked last; 0 when none has one.
 func liveRate(jobs []BackfillJobStatus, order []int, in statusInput) float64 {
 	for _, i := range order {
 		if j := jobs[i]; j.State == models.BackfillRunning && j.RateMeasured && j.PerMinute > 0 {
@@ -515,10 +469,8 @@ func liveRate(jobs []BackfillJobStatus, order []int, in statusInput) float64 {
 	return rate
 }
 
-// totals span every member scrape, the hidden chats' too. Their rate is the first running
-// job's measured one (in the run order), else the estimate; Eta clears every pending row at
-// it (after the wait in hand while anything is scheduled), and EtaTotal is the end of the
-// last scheduled job.
+// totals span every member scrape, the hidden chats' too, at the first running job's measured
+// rate, else the estimate; EtaTotal is the end of the last scheduled job.
 func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *float64) BackfillTotals {
 	tot := BackfillTotals{ByBackend: map[string]*BackendTotals{}}
 	for _, name := range seedBackends {
@@ -526,13 +478,7 @@ func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *floa
 	}
 	for _, g := range groups {
 		for _, m := range g.members {
-			tot.Pending += m.Pending
-			tot.Cached += m.Cached
-			tot.Failed += m.Failed
-			tot.Skipped += m.Skipped
-			tot.Total += m.Total
-			tot.Downloaded = satAdd(tot.Downloaded, m.Downloaded)
-			tot.Bytes = satAdd(tot.Bytes, m.Bytes)
+			tot.add(m)
 			bt := tot.ByBackend[m.Backend]
 			if bt == nil {
 				bt = &BackendTotals{}
@@ -570,9 +516,7 @@ func totals(in statusInput, groups []*chatGroup, estimate float64, lastEnd *floa
 	return tot
 }
 
-// satAdd adds two counts that are never negative, stopping at the largest int64 instead of
-// wrapping: the API bounds each count an integration sends (2^53-1), but a sum over many
-// scrapes, or rows written before that bound, must not turn negative.
+// satAdd adds two non-negative counts, saturating at the largest int64 instead of wrapping.
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64

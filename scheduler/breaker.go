@@ -24,16 +24,16 @@ const (
 )
 
 // probeBackoff is the wait before the next probe after failed probes (0: the first).
-func probeBackoff(failed int) time.Duration {
-	if failed >= 6 {
-		return probeMax
-	}
-	return min(probeFirst<<failed, probeMax)
+func probeBackoff(failed int) time.Duration { return doubling(probeFirst, probeMax, failed) }
+
+// probeDue reports whether an open breaker's probe, or a probing one's lapsed probe, is due.
+func probeDue(row models.Breaker, now time.Time) bool {
+	return (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
+		(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now))
 }
 
-// breakerFresh is how long a process trusts its last read of a closed breaker before reading
-// the shared row again: another replica's opening is seen within it. An open breaker is read
-// every time (the jobs it puts off are few statements anyway).
+// breakerFresh is how long a process trusts its last read of a closed breaker (an open one is
+// read every time).
 const breakerFresh = time.Second
 
 // breaker counts consecutive model failures and keeps the shared breaker row (models.Breaker):
@@ -52,6 +52,14 @@ type breaker struct {
 	row      models.Breaker
 	readAt   time.Time // real time of the last read, for breakerFresh
 	failures int       // this process's consecutive failures while closed
+}
+
+// nonZero is &v, or nil when v is 0.
+func nonZero(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // failure says whether a reply counts against the model: no connection, a 5xx, or a 429. An
@@ -90,11 +98,7 @@ func (b *breaker) remember(row models.Breaker) {
 	b.mu.Unlock()
 	if b.metrics != nil {
 		for _, s := range []string{models.BreakerClosed, models.BreakerOpen, models.BreakerProbing} {
-			v := 0.0
-			if s == row.State {
-				v = 1
-			}
-			b.metrics.ModelBreaker.WithLabelValues(s).Set(v)
+			b.metrics.ModelBreaker.WithLabelValues(s).Set(boolGauge(s == row.State))
 		}
 	}
 }
@@ -106,13 +110,6 @@ func (b *breaker) forget() {
 	b.mu.Unlock()
 }
 
-// Failures is this process's count of consecutive failures while closed.
-func (b *breaker) localFailures() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.failures
-}
-
 // pass is a job's leave to ask the model: the probe it owns, if any.
 type pass struct {
 	probe      string // the probe's owner name; "" when not the probe
@@ -120,8 +117,7 @@ type pass struct {
 	probes     int // failed probes before this one
 }
 
-// admission is what the breaker says of one job: ask (maybe as the probe), or wait until at
-// with why and status (the failure that opened it).
+// admission is the breaker's word on one job: ask (maybe as the probe), or park until at.
 type admission struct {
 	park   bool
 	at     time.Time
@@ -143,9 +139,7 @@ func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) 
 		case models.BreakerClosed:
 			return admission{}, nil
 		case models.BreakerOpen, models.BreakerProbing:
-			due := (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
-				(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now))
-			if due {
+			if probeDue(row, now) {
 				owner := b.owner + ":" + strconv.FormatInt(job.ID, 10)
 				until := now.Add(b.lease)
 				claimed, ok, err := b.store.ClaimProbe(ctx, owner, until)
@@ -172,8 +166,7 @@ func (b *breaker) admit(ctx context.Context, job models.Job) (admission, error) 
 	return parkFor(row, b.clock.Now()), nil
 }
 
-// parkFor is the wait an open or probing breaker gives a job: until its next probe, or the end
-// of the probe under way.
+// parkFor parks a job until the breaker's next probe, or the end of the one under way.
 func parkFor(row models.Breaker, now time.Time) admission {
 	a := admission{park: true, at: now.Add(probeFirst), why: models.WhyUnreachable, status: row.Status}
 	if row.Why != nil {
@@ -192,8 +185,7 @@ func parkFor(row models.Breaker, now time.Time) admission {
 	return a
 }
 
-// report counts a call's reply: a probe's reply closes or reopens the breaker; otherwise
-// failures in a row open it.
+// report counts a call's reply: a probe's closes or reopens the breaker; failures open it.
 func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if b.threshold <= 0 {
 		return
@@ -204,7 +196,7 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if p.probe != "" {
 		if failed {
 			next := now.Add(max(probeBackoff(p.probes+1), wait))
-			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil, replyError(r))
+			row, ok, err := b.store.ProbeFailed(ctx, p.probe, next, p.probeUntil, errorText(r.Error))
 			if err != nil {
 				b.log.Error("model breaker", "op", "probe failed", "err", err)
 			} else if ok {
@@ -235,13 +227,8 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 	if n < b.threshold || !closed {
 		return
 	}
-	var status *int
-	if r.Status != 0 {
-		st := r.Status
-		status = &st
-	}
 	next := now.Add(max(probeFirst, wait))
-	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), status, replyError(r), next)
+	row, ok, err := b.store.OpenBreaker(ctx, n, models.Why(r.Why), nonZero(r.Status), errorText(r.Error), next)
 	if err != nil {
 		b.log.Error("model breaker", "op", "open", "err", err)
 		return
@@ -255,11 +242,6 @@ func (b *breaker) report(ctx context.Context, p pass, r modelclient.Reply) {
 		"failures", n, "why", r.Why, "status", r.Status, "nextProbeAt", next)
 }
 
-// replyError is a failed reply's error in words, or nil.
-func replyError(r modelclient.Reply) *string {
-	return errorText(r.Error)
-}
-
 // giveUp releases a probe that made no call.
 func (b *breaker) giveUp(ctx context.Context, p pass) {
 	if p.probe == "" {
@@ -271,8 +253,7 @@ func (b *breaker) giveUp(ctx context.Context, p pass) {
 	b.forget()
 }
 
-// ModelState is the model breaker and cap as GET /api/admin/model shows them; times are nil
-// when absent.
+// ModelState is the model breaker and cap as GET /api/admin/model shows them.
 type ModelState struct {
 	State       string
 	Since       *time.Time
@@ -291,19 +272,18 @@ type ModelState struct {
 // Failures is, while closed, this process's consecutive failures; while open, those that
 // opened it and the failed probes since.
 func (c *Content) ModelState(ctx context.Context) (ModelState, error) {
-	row := models.Breaker{State: models.BreakerClosed}
-	if c.breaker.threshold > 0 {
-		var err error
-		if row, err = c.store.ReadBreaker(ctx); err != nil {
-			return ModelState{}, err
-		}
-		c.breaker.remember(row)
+	c.breaker.forget()
+	row, err := c.breaker.state(ctx)
+	if err != nil {
+		return ModelState{}, err
 	}
 	st := ModelState{State: row.State, Since: row.Since, Failures: row.Failures, InFlight: int(c.asking.Load()), Cap: c.gate.Cap(),
 		Why: row.Why, Status: row.Status, LastError: row.LastError}
 	switch row.State {
 	case models.BreakerClosed:
-		st.Failures = c.breaker.localFailures()
+		c.breaker.mu.Lock()
+		st.Failures = c.breaker.failures
+		c.breaker.mu.Unlock()
 	case models.BreakerOpen:
 		st.NextProbeAt = row.NextProbeAt
 	case models.BreakerProbing:

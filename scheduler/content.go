@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,18 +19,19 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// ScoreRuns is how many times the critic is asked per score: one run moves by up to 0.06 on
-// unchanged code, which would reorder a list sorted by art, so the mean of three is kept. It
-// is a score's calls (models.ScoreCalls), which the budget's SQL charges too.
+// ScoreRuns is how many times the critic is asked per score (the mean is kept: one run moves
+// by up to 0.06 on unchanged code); models.ScoreCalls, which the budget's SQL charges too.
 const ScoreRuns = models.ScoreCalls
 
-// Backoff is how long a job waits after attempts failed attempts: a minute, doubling, at most
-// an hour.
-func Backoff(attempts int) time.Duration {
-	if attempts >= 6 {
-		return time.Hour
+// Backoff is a job's wait after attempts failed attempts: a minute, doubling, at most an hour.
+func Backoff(attempts int) time.Duration { return doubling(time.Minute, time.Hour, attempts) }
+
+// doubling is first doubled n times, at most most.
+func doubling(first, most time.Duration, n int) time.Duration {
+	if n >= 6 {
+		return most
 	}
-	return min(time.Minute<<attempts, time.Hour)
+	return min(first<<n, most)
 }
 
 // Outcome is how running a claimed job ended.
@@ -41,44 +43,31 @@ const (
 	Gone    Outcome = "gone"    // the item was deleted meanwhile
 )
 
-// DefaultSweepEvery is the period of the background sweep of everyone's due jobs.
-const DefaultSweepEvery = time.Minute
-
 // ContentConfig tunes the content jobs.
 type ContentConfig struct {
 	Lease       time.Duration // how long a claim holds a job (default DefaultLease)
 	ModelName   string        // the critic model named in score requests (default DefaultModelName)
 	ModelAPI    string        // the model's dialect, as the shadow page shows it
 	Concurrency int           // jobs one sweep runs at once (default DefaultConcurrency)
-	// Owner is this process's lease owner name, the same for every runner of the process
-	// (default: a new one, host:pid:random).
-	Owner string
-	// Every is the period of the sweep's entry on the schedule (default DefaultSweepEvery):
-	// everyone's due jobs, whoever else claims them (OWED_SWEEP_EVERY).
-	Every time.Duration
-	// ModelConcurrency caps the model calls in flight in this process, for every claimer
-	// together; a score holds three (default DefaultModelConcurrency, at least ScoreRuns).
+	Owner       string        // this process's lease owner, shared by its runners (default: a new one)
+	Every       time.Duration // the sweep's period on the schedule (DefaultSweepEvery, OWED_SWEEP_EVERY)
+	// ModelConcurrency caps the model calls in flight in this process, every claimer together
+	// (default DefaultModelConcurrency, at least ScoreRuns).
 	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker
-	// (default DefaultModelBreaker; negative: no breaker).
+	// ModelBreaker is how many consecutive model failures open the breaker (default
+	// DefaultModelBreaker; negative: no breaker).
 	ModelBreaker int
-	// ReviewBelow is the review band per kind of item: a model verdict less confident than the
-	// kind's value does not settle the item, which waits for a moderator (why review; see
-	// models.EnterReview). Zero or absent: every verdict settles (OWED_REVIEW_BELOW).
+	// ReviewBelow is the review band per kind: a verdict less confident waits for a moderator
+	// (models.EnterReview); zero or absent: every verdict settles (OWED_REVIEW_BELOW).
 	ReviewBelow map[models.Kind]float64
-	// Shadow is the candidate, asked beside the live model (nil: none; see ShadowConfig).
-	Shadow *ShadowConfig
+	Shadow      *ShadowConfig // the candidate, asked beside the live model (nil: none)
 }
 
-// The content jobs' defaults, taken by ContentConfig's zero fields; owed's settings
-// (OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
-// OWED_MODEL_BREAKER) default to them.
-//
-// A sweep runs at most the model cap's free slots at once, so DefaultConcurrency is a bound
-// for an operator who raises the cap, not the limit at the defaults (16 calls). It is high
-// because the store writes concurrent claims, charges and verdicts in shared statements: the
-// more jobs run at once, the fewer statements a job costs (issue 25, docs/benchmarks.md).
+// The content jobs' defaults (OWED_MODEL_NAME, OWED_SWEEP_CONCURRENCY, OWED_MODEL_CONCURRENCY,
+// OWED_MODEL_BREAKER, OWED_SWEEP_EVERY). A sweep runs at most the model cap's free slots at
+// once; the high DefaultConcurrency lets concurrent jobs share statements (docs/benchmarks.md).
 const (
+	DefaultSweepEvery       = time.Minute
 	DefaultModelName        = "critic"
 	DefaultConcurrency      = 512
 	DefaultModelConcurrency = 16
@@ -86,33 +75,17 @@ const (
 )
 
 func (c *ContentConfig) applyDefaults() {
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.ModelName == "" {
-		c.ModelName = DefaultModelName
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.Every <= 0 {
-		c.Every = DefaultSweepEvery
-	}
-	if c.ModelConcurrency <= 0 {
-		c.ModelConcurrency = DefaultModelConcurrency
-	}
-	c.ModelConcurrency = max(c.ModelConcurrency, ScoreRuns)
-	if c.ModelBreaker == 0 {
-		c.ModelBreaker = DefaultModelBreaker
-	}
+	c.Lease = positive(c.Lease, DefaultLease)
+	c.ModelName = cmp.Or(c.ModelName, DefaultModelName)
+	c.Concurrency = positive(c.Concurrency, DefaultConcurrency)
+	c.Owner = ownerOr(c.Owner)
+	c.Every = positive(c.Every, DefaultSweepEvery)
+	c.ModelConcurrency = max(positive(c.ModelConcurrency, DefaultModelConcurrency), ScoreRuns)
+	c.ModelBreaker = cmp.Or(c.ModelBreaker, DefaultModelBreaker)
 }
 
-// Content runs content jobs. Its background work (the periodic sweep, inline screens that
-// outlive their request, scores after a write, authors' sweeps) runs under one runner, so Stop
-// can wait for it and then free the leases still held.
+// Content runs content jobs; all its background work runs under one runner, so Stop can wait
+// for it and then free the leases still held.
 type Content struct {
 	store   *models.Store
 	model   *modelclient.Client
@@ -129,9 +102,8 @@ type Content struct {
 
 	mu      sync.Mutex
 	authors map[int64]bool // authors whose background sweep is running: true when woken again meanwhile
-	// asking counts the model calls this process's jobs are asking now (a score's three runs
-	// count three): what "in flight" means. The gate's slots held are not it, since a claimer
-	// takes its slots before it knows whether it finds a job to give them.
+	// asking counts the model calls being asked now ("in flight"); slots held are not it, since
+	// a claimer takes them before it knows whether it finds a job.
 	asking   atomic.Int64
 	holds    recentRead[models.Holds]         // see held
 	settings recentRead[models.ModelSettings] // the model settings (see live)
@@ -140,12 +112,7 @@ type Content struct {
 // NewContent makes the content-jobs runner.
 func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg ContentConfig) *Content {
 	cfg.applyDefaults()
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	clk, log = orDefaults(clk, log)
 	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg, authors: map[int64]bool{}}
 	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
 		n, err := store.ReleaseLeases(ctx, cfg.Owner)
@@ -158,7 +125,10 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	})
 	c.sweep = newLoop("sweep", c.sweepAll)
 	if cfg.Shadow != nil {
-		c.shadow = newShadow(*cfg.Shadow, c.shadowPass)
+		c.shadow = newShadow(*cfg.Shadow, func(ctx context.Context) error {
+			_, err := c.SweepShadow(ctx)
+			return err
+		})
 	}
 	c.gate = NewGate(cfg.ModelConcurrency)
 	if m != nil {
@@ -172,10 +142,7 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 // ModelProblem says why no model is asked ("" when one is configured): "no model configured",
 // or the refused configuration. Jobs then wait as unreachable with that error.
 func (c *Content) ModelProblem() string {
-	if c.model == nil {
-		return modelclient.ErrNotConfigured
-	}
-	return c.model.Unconfigured()
+	return liveModel{client: c.model}.problem()
 }
 
 // Config is the runner's configuration with defaults applied.
@@ -191,9 +158,8 @@ func errorText(s string) *string {
 	return &s
 }
 
-// withinLease bounds ctx to the end of the job's lease less a tenth of the lease, which is kept
-// for recording the outcome: past it, the ask is given up on as unreachable. ok is false when
-// no time is left at all: the lease has run out (or is about to) before the ask.
+// withinLease bounds ctx to the job's lease less a tenth of it (kept for recording the
+// outcome); ok is false when no time is left.
 func (c *Content) withinLease(ctx context.Context, job models.Job) (context.Context, context.CancelFunc, bool) {
 	if job.LeaseUntil == nil {
 		return ctx, func() {}, true
@@ -217,41 +183,33 @@ func (c *Content) note(ev models.Event, extra ...slog.Attr) {
 	}
 	attrs := []slog.Attr{slog.String("kind", string(ev.Kind)), slog.Int64("itemId", ev.ItemID), slog.Int64("userId", ev.UserID),
 		slog.String("outcome", string(ev.Outcome)), slog.String("why", why), slog.Int("attempt", ev.Attempt)}
-	if ev.Status != nil {
-		attrs = append(attrs, slog.Int("status", *ev.Status))
-	}
-	if ev.UpstreamMs != nil {
-		attrs = append(attrs, slog.Int64("upstreamMs", *ev.UpstreamMs))
-	}
-	if ev.Confidence != nil {
-		attrs = append(attrs, slog.Float64("confidence", *ev.Confidence))
-	}
-	if ev.Art != nil {
-		attrs = append(attrs, slog.Float64("art", *ev.Art))
-	}
-	if ev.RequestBytes != nil {
-		attrs = append(attrs, slog.Int64("requestBytes", *ev.RequestBytes))
-	}
-	if ev.Runs != nil {
-		attrs = append(attrs, slog.Int("runs", *ev.Runs))
-	}
-	if ev.Error != nil {
-		attrs = append(attrs, slog.String("error", *ev.Error))
-	}
-	attrs = append(attrs, extra...)
+	attrs = withOpt(attrs, "status", ev.Status)
+	attrs = withOpt(attrs, "upstreamMs", ev.UpstreamMs)
+	attrs = withOpt(attrs, "confidence", ev.Confidence)
+	attrs = withOpt(attrs, "art", ev.Art)
+	attrs = withOpt(attrs, "requestBytes", ev.RequestBytes)
+	attrs = withOpt(attrs, "runs", ev.Runs)
+	attrs = append(withOpt(attrs, "error", ev.Error), extra...)
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, string(ev.Event), attrs...)
 }
 
-// leased is a claimed job with the model slots its task needs, taken before the claim, and
-// when it was claimed (real time, for held; zero when not known).
+// withOpt appends key=*v to attrs unless v is nil.
+func withOpt[T any](attrs []slog.Attr, key string, v *T) []slog.Attr {
+	if v != nil {
+		attrs = append(attrs, slog.Any(key, *v))
+	}
+	return attrs
+}
+
+// leased is a claimed job, the model slots its task needs, and when it was claimed (real time,
+// for held; zero when not known).
 type leased struct {
 	job     models.Job
 	slots   *slots
 	claimed time.Time
 }
 
-// runClaimed runs a claimed job, logging an error instead of returning it: a job whose ending
-// could not be recorded keeps its lease until it runs out and is then due again.
+// runClaimed runs a claimed job, logging an error (the job is due again once its lease runs out).
 func (c *Content) runClaimed(ctx context.Context, l leased) (Outcome, models.Event) {
 	out, ev, err := c.run(ctx, l)
 	if err != nil && ctx.Err() == nil {
@@ -260,17 +218,10 @@ func (c *Content) runClaimed(ctx context.Context, l leased) (Outcome, models.Eve
 	return out, ev
 }
 
-// Sweep claims and runs due jobs (one author's when userID is non-zero) until none is due,
-// at most cfg.Concurrency at once, and returns how many it ran. Jobs it reschedules are not
-// due again within the same sweep, so it ends; jobs its own work makes due (an allowed
-// revision's score) are run by it too.
-//
-// Each claim first takes the model slots of the jobs it may claim (room for the costliest
-// task, for each, as far as slots are free), then gives every job it claimed its task's full
-// count, in the claim's order, and the rest back: a job never waits for a slot while its lease
-// runs. A job the slots taken cannot cover (a score meeting one free slot) is let go at once,
-// unrun, and the next claim waits until its count is free. While the model's breaker is open
-// it puts every due job off until the next probe in one statement.
+// Sweep claims and runs due jobs (one author's when userID is non-zero) until none is due, at
+// most cfg.Concurrency at once, and returns how many it ran. Each claim first takes model
+// slots, so a job never waits for one while its lease runs (fit); while the breaker is open it
+// puts every due job off until the next probe (parkDue).
 func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 	prio := PrioritySweep
 	if userID != 0 {
@@ -299,9 +250,8 @@ func (c *Content) Sweep(ctx context.Context, userID int64) (int, error) {
 	}.drain(ctx)
 }
 
-// fit gives each claimed job, in order, its task's model slots out of room; a job room cannot
-// cover is let go unrun (no attempt), and *least becomes its count, for the next claim to wait
-// for.
+// fit gives each claimed job its task's slots out of room; one room cannot cover is let go
+// unrun, and *least becomes its count, for the next claim to wait for.
 func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time, room *slots, least *int) []leased {
 	run := make([]leased, 0, len(jobs))
 	*least = 1
@@ -318,8 +268,7 @@ func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time,
 	return run
 }
 
-// sweepAll is the periodic sweep's pass: everyone's due jobs, then (with a candidate) a wake
-// of the shadow calls, which run once no live job is due.
+// sweepAll is the periodic sweep's pass: everyone's due jobs, then a wake of the shadow calls.
 func (c *Content) sweepAll(ctx context.Context) error {
 	n, err := c.Sweep(ctx, 0)
 	if n > 0 {
@@ -332,17 +281,15 @@ func (c *Content) sweepAll(ctx context.Context) error {
 }
 
 // parkDue puts every due job (one author's when userID is non-zero) off until the next probe
-// when the breaker is open and its probe is not due; with the probe due, jobs are claimed as
-// usual and the first of them probes.
+// while the breaker is open and its probe not due.
 func (c *Content) parkDue(ctx context.Context, userID int64) error {
 	row, err := c.breaker.state(ctx)
 	if err != nil || row.State == models.BreakerClosed {
 		return err
 	}
-	a := parkFor(row, c.clock.Now())
 	now := c.clock.Now()
-	if (row.State == models.BreakerOpen && row.NextProbeAt != nil && !row.NextProbeAt.After(now)) ||
-		(row.State == models.BreakerProbing && row.ProbeUntil != nil && !row.ProbeUntil.After(now)) {
+	a := parkFor(row, now)
+	if probeDue(row, now) {
 		return nil
 	}
 	n, err := c.store.ParkDue(ctx, a.at, userID)
@@ -352,9 +299,7 @@ func (c *Content) parkDue(ctx context.Context, userID int64) error {
 	return err
 }
 
-// Start runs the sweep's loop in the background until ctx ends or Stop: a sweep at once (so
-// work owed from before a restart does not wait a period), then one each time it is woken
-// (Wake, or its entry on the schedule: ScheduleOn).
+// Start runs the sweep's loop (and the shadow's) until ctx ends or Stop: at once, then when woken.
 func (c *Content) Start(ctx context.Context) error {
 	if c.shadow != nil {
 		return c.runner.start(ctx, c.sweep, c.shadow.loop)
@@ -362,8 +307,7 @@ func (c *Content) Start(ctx context.Context) error {
 	return c.runner.start(ctx, c.sweep)
 }
 
-// ScheduleOn adds the sweep's entry to s: "content sweep", every ContentConfig.Every
-// (OWED_SWEEP_EVERY), waking the sweep unless one is under way.
+// ScheduleOn adds "content sweep" (and "shadow calls") to s, every ContentConfig.Every.
 func (c *Content) ScheduleOn(s *Schedule) error {
 	if c.shadow != nil {
 		if err := s.Every("shadow calls", c.cfg.Every, c.shadow.loop.tick); err != nil {
@@ -379,11 +323,9 @@ func (c *Content) Wake() { c.sweep.Wake() }
 // Go runs fn in the background under the runner's lifetime, unless it is stopping.
 func (c *Content) Go(fn func(ctx context.Context)) bool { return c.runner.Go(fn) }
 
-// SweepAuthor starts a background sweep of one author's due jobs, or, when one is running for
-// them, has it sweep once more when it ends (its claims may have come before what woke it); it
-// never blocks the caller. The author's view calls it when the kept bound on their earliest due
-// time has passed; each sweep then raises the bound to their earliest due time
-// (models.Store.RaiseNextDue), so that jobs put off stop waking it.
+// SweepAuthor starts a background sweep of one author's due jobs, or has the running one sweep
+// once more; it never blocks. Each sweep raises the author's bound on their earliest due time
+// (models.Store.RaiseNextDue), so jobs put off stop waking it.
 func (c *Content) SweepAuthor(userID int64) {
 	c.mu.Lock()
 	if _, running := c.authors[userID]; running {
@@ -426,12 +368,10 @@ func (c *Content) calling(n int64) {
 	}
 }
 
-// RunItem claims and runs the job of one item's task in the background, and returns a channel
-// that receives its outcome (closed without a value when the job was not due or not free).
-// The job goes on after the caller stops waiting. A screen runs at the inline priority (its
-// write waits for it); a score at the sweep's, since nobody waits for one. When an allowed
-// revision's screen reports Done, its score has already started under the runner (unless the
-// runner was stopping), so a Stop called after the outcome waits for the score too.
+// RunItem claims and runs the job of one item's task in the background and returns a channel
+// that receives its outcome (closed without one when the job was not due or not free). A
+// screen runs at the inline priority, a score at the sweep's. An allowed revision's score has
+// started before its screen reports Done, so a Stop after the outcome waits for it too.
 func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-chan Outcome {
 	prio := PriorityInline
 	if task != models.TaskScreen {
@@ -440,9 +380,7 @@ func (c *Content) RunItem(task models.Task, kind models.Kind, itemID int64) <-ch
 	return c.runItem(task, kind, itemID, prio)
 }
 
-// runItem is RunItem at priority prio: the task's model slots first, then the claim, so the job
-// never waits for a slot while its lease runs. A revision's screen that allowed it is followed
-// by its score, at the sweep's priority.
+// runItem is RunItem at priority prio: the task's model slots first, then the claim.
 func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio Priority) <-chan Outcome {
 	done := make(chan Outcome, 1)
 	started := c.Go(func(ctx context.Context) {
@@ -467,9 +405,7 @@ func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio
 		}
 		out, ev := c.runClaimed(ctx, leased{job: job, slots: s, claimed: claimed})
 		if task == models.TaskScreen && kind == models.KindRevision && out == Done && ev.Outcome == models.OutcomeAllow {
-			// An allowed revision now owes its score; it follows in the background. It joins
-			// the runner before the outcome is told, so a Stop that follows the outcome waits
-			// for it rather than refusing it.
+			// Its score joins the runner before the outcome is told.
 			c.runItem(models.TaskScore, models.KindRevision, itemID, PrioritySweep)
 		}
 		done <- out
@@ -480,6 +416,5 @@ func (c *Content) runItem(task models.Task, kind models.Kind, itemID int64, prio
 	return done
 }
 
-// Stop lets background work finish until ctx ends (sweeps claim nothing more), then cancels what
-// is still running and frees every lease this process holds, so its jobs are due again at once.
+// Stop lets background work finish until ctx ends, cancels the rest and frees this process's leases.
 func (c *Content) Stop(ctx context.Context) error { return c.runner.Stop(ctx) }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,16 +22,14 @@ import (
 	"github.com/owed/owed/webhooks"
 )
 
-// DeliverySchedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, … failed
-// attempt in a row. After the last step every retry waits as long as the last step: a
-// delivery is never given up while its subscription is active.
+// DeliverySchedule is the Standard Webhooks retry schedule: the wait after the 1st, 2nd, …
+// failed attempt in a row, the last step repeating (a delivery is never given up).
 var DeliverySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour}
 
 // DeliveryJitter is the spread applied to every scheduled wait: ±10%.
 const DeliveryJitter = 0.10
 
-// DeliveryRetryDelay is the scheduled wait, without jitter, after failures failed attempts in a row
-// (failures >= 1).
+// DeliveryRetryDelay is the wait, without jitter, after failures (>= 1) failed attempts in a row.
 func DeliveryRetryDelay(failures int) time.Duration {
 	i := min(max(failures, 1), len(DeliverySchedule)) - 1
 	return DeliverySchedule[i]
@@ -39,67 +38,41 @@ func DeliveryRetryDelay(failures int) time.Duration {
 // DeliveriesConfig tunes the webhook deliveries. Zero values take the defaults; NewDeliveries
 // refuses values that cannot work.
 type DeliveriesConfig struct {
-	// AllowPrivate lets deliveries reach loopback, private, link-local and every other
-	// non-public address (OWED_WEBHOOKS_ALLOW_PRIVATE). Off, a delivery whose host resolves to
-	// one fails like a network error, and is retried.
+	// AllowPrivate lets deliveries reach non-public addresses (OWED_WEBHOOKS_ALLOW_PRIVATE);
+	// off, such a delivery fails like a network error, and is retried.
 	AllowPrivate bool
-	// Timeout bounds one attempt, from dialling to the end of the receiver's answer
-	// (default DefaultDeliveryTimeout).
-	Timeout time.Duration
-	// Lease is how long a claim holds a delivery (default DefaultLease); it must exceed Timeout,
-	// so a live worker never loses a delivery it is attempting.
-	Lease time.Duration
-	// Concurrency is how many deliveries are attempted at once (default 16).
-	Concurrency int
-	// Poll is how often the loop looks for due deliveries when not woken (default 1s).
-	Poll time.Duration
-	// MaxRetryAfter caps the wait a receiver's Retry-After asks for (default 24h).
-	MaxRetryAfter time.Duration
-	// Owner is this process's lease owner name, the same for every runner of the process
-	// (default: a new one, host:pid:random).
-	Owner string
-	// UserAgent is sent with every delivery (default "owed-webhooks").
-	UserAgent string
+	Timeout      time.Duration // bounds one attempt, dial to answer (DefaultDeliveryTimeout)
+	// Lease is how long a claim holds a delivery (DefaultLease); it must exceed Timeout.
+	Lease         time.Duration
+	Concurrency   int           // deliveries attempted at once (default 16)
+	Poll          time.Duration // the loop's period when not woken (default 1s)
+	MaxRetryAfter time.Duration // caps a receiver's Retry-After (default 24h)
+	Owner         string        // this process's lease owner, shared by its runners (default: a new one)
+	UserAgent     string        // sent with every delivery (default "owed-webhooks")
 }
 
-// DefaultDeliveryTimeout bounds one delivery attempt unless the configuration says otherwise.
+// DefaultDeliveryTimeout bounds one delivery attempt by default.
 const DefaultDeliveryTimeout = 15 * time.Second
 
 func (c *DeliveriesConfig) applyDefaults() error {
 	if c.Timeout < 0 || c.Lease < 0 || c.Concurrency < 0 || c.Poll < 0 || c.MaxRetryAfter < 0 {
 		return errors.New("webhooks: durations and concurrency must not be negative")
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultDeliveryTimeout
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultDeliveryTimeout)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	if c.Lease <= c.Timeout {
 		return fmt.Errorf("webhooks: the lease (%s) must exceed the attempt timeout (%s)", c.Lease, c.Timeout)
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 16
-	}
-	if c.Poll == 0 {
-		c.Poll = time.Second
-	}
-	if c.MaxRetryAfter == 0 {
-		c.MaxRetryAfter = 24 * time.Hour
-	}
-	if c.Owner == "" {
-		c.Owner = models.NewLeaseOwner()
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "owed-webhooks"
-	}
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Poll = cmp.Or(c.Poll, time.Second)
+	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, 24*time.Hour)
+	c.Owner = ownerOr(c.Owner)
+	c.UserAgent = cmp.Or(c.UserAgent, "owed-webhooks")
 	return nil
 }
 
-// Deliveries attempts due webhook deliveries: claimed with a lease into free slots (at most
-// Concurrency at once), signed, POSTed, and finished (delivered, retried or gone) in the
-// database. Start runs its loop; RunDue runs one pass, for tests and callers that drive it
-// themselves.
+// Deliveries attempts due webhook deliveries: claimed with a lease into free slots, signed,
+// POSTed, and finished (delivered, retried or gone). Start runs its loop; RunDue one pass.
 type Deliveries struct {
 	store   *models.Store
 	clock   clock.Clock
@@ -112,21 +85,14 @@ type Deliveries struct {
 	due    *loop // the pass over due deliveries, every Poll and on Wake
 }
 
-// NewDeliveries makes the deliveries runner with cfg's defaults applied; it errors on a
-// configuration that cannot work. clk (clock.Real when nil) decides what is due and stamps
-// attempts; m may be nil.
+// NewDeliveries makes the deliveries runner; it errors on a configuration that cannot work.
+// clk and m may be nil.
 func NewDeliveries(store *models.Store, clk clock.Clock, log *slog.Logger, m *metrics.Metrics, cfg DeliveriesConfig) (*Deliveries, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	// The guarded client checks the address of every connection (unless AllowPrivate). A
-	// redirect is an answer like any other non-2xx: retried, never followed.
+	clk, log = orDefaults(clk, log)
+	// A redirect is an answer like any other non-2xx: retried, never followed.
 	client := outbound.NewClient(outbound.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout,
 		DialTimeout: min(cfg.Timeout, 10*time.Second), MaxIdleConnsPerHost: cfg.Concurrency})
 	d := &Deliveries{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client}
@@ -146,21 +112,16 @@ func (d *Deliveries) Config() DeliveriesConfig { return d.cfg }
 // Wake makes a running loop look for due deliveries now instead of at its next poll.
 func (d *Deliveries) Wake() { d.due.Wake() }
 
-// Start runs the delivery loop in the background until ctx ends or Stop: a pass over every
-// due delivery, then a wait for Wake or its entry on the schedule (ScheduleOn). The first pass
-// runs at once, so what was owed before a restart is not kept waiting.
+// Start runs the delivery loop until ctx ends or Stop: a pass at once, then one when woken.
 func (d *Deliveries) Start(ctx context.Context) error { return d.runner.start(ctx, d.due) }
 
-// ScheduleOn adds the deliveries' entry to s: "webhook deliveries", every
-// DeliveriesConfig.Poll, waking the loop unless a pass is under way.
+// ScheduleOn adds "webhook deliveries" to s, every DeliveriesConfig.Poll.
 func (d *Deliveries) ScheduleOn(s *Schedule) error {
 	return s.Every("webhook deliveries", d.cfg.Poll, d.due.tick)
 }
 
-// Stop claims nothing more, lets attempts in flight finish until ctx ends, then cancels them
-// (a cancelled attempt is not counted: its delivery is released as it was), and frees every
-// lease this process holds so another replica takes its deliveries at once. Stop may be
-// called more than once, and without Start.
+// Stop lets attempts in flight finish until ctx ends, cancels the rest (released uncounted),
+// and frees this process's leases. It may be called more than once, and without Start.
 func (d *Deliveries) Stop(ctx context.Context) error {
 	err := d.runner.Stop(ctx)
 	d.client.CloseIdleConnections()
@@ -173,11 +134,9 @@ type claimed struct {
 	webhook  models.Webhook
 }
 
-// RunDue attempts every due delivery, at most Concurrency at once, claiming more as attempts
-// finish, until none is due (or ctx ends, or Stop is called); it returns how many it
-// attempted. Deliveries it retries are due again no sooner than 4.5 s later, so with a clock
-// that stands still a pass always ends. Attempts run under ctx, and are cancelled too when
-// Stop's grace ends: a cancelled attempt is abandoned without being counted.
+// RunDue attempts every due delivery, at most Concurrency at once, until none is due (or ctx
+// ends, or Stop), and returns how many it attempted; retries are due 4.5 s later at the
+// soonest, so a pass ends. A cancelled attempt is abandoned uncounted.
 func (d *Deliveries) RunDue(ctx context.Context) (int, error) {
 	ctx, done, ok := d.runner.join(ctx)
 	if !ok {
@@ -198,8 +157,8 @@ func (d *Deliveries) RunDue(ctx context.Context) (int, error) {
 	}.drain(ctx)
 }
 
-// claim leases up to free due deliveries and returns those whose subscription is still
-// active; the others (disabled or deleted since the claim: nothing to send) are let go at once.
+// claim leases up to free due deliveries and returns those whose subscription is active; the
+// others are let go at once.
 func (d *Deliveries) claim(ctx context.Context, free int) ([]claimed, int, error) {
 	dels, err := d.store.ClaimDeliveries(ctx, free, d.cfg.Lease, d.cfg.Owner)
 	if err != nil {
@@ -244,38 +203,34 @@ const maxDeliveryErrorLen = 500
 // attempt sends one claimed delivery and records how it went.
 func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.Webhook) {
 	start := d.clock.Now()
-	body := []byte(del.Payload)
 	res := models.AttemptResult{At: start}
 	var retryAfter time.Duration
-
+	var msg string
 	began := time.Now()
-	status, header, err := d.post(ctx, w, del, start.Unix(), body)
+	status, header, err := d.post(ctx, w, del, start.Unix(), []byte(del.Payload))
 	res.LatencyMs = time.Since(began).Milliseconds()
+	if err == nil {
+		res.Status = &status
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Stopping, not failing: the delivery goes back as it was, for whoever runs next.
 		d.release(ctx, del)
 		return
 	case err != nil:
-		res.Outcome = models.AttemptRetry
-		msg := deliveryError(err, d.cfg.Timeout)
-		res.Error = &msg
+		res.Outcome, msg = models.AttemptRetry, deliveryError(err, d.cfg.Timeout)
 	case status >= 200 && status < 300:
 		res.Outcome = models.AttemptDelivered
-		res.Status = &status
 	case status == http.StatusGone:
-		res.Outcome = models.AttemptGone
-		res.Status = &status
-		msg := "410 Gone: the receiver asked to stop; the webhook is disabled"
-		res.Error = &msg
+		res.Outcome, msg = models.AttemptGone, "410 Gone: the receiver asked to stop; the webhook is disabled"
 	default:
-		res.Outcome = models.AttemptRetry
-		res.Status = &status
-		msg := strconv.Itoa(status) + " " + http.StatusText(status)
+		res.Outcome, msg = models.AttemptRetry, strconv.Itoa(status)+" "+http.StatusText(status)
 		if ra, ok := outbound.RetryAfter(header, d.clock.Now()); ok {
 			retryAfter = min(ra, d.cfg.MaxRetryAfter)
 			msg += fmt.Sprintf(" (Retry-After %s)", retryAfter)
 		}
+	}
+	if msg != "" {
 		res.Error = &msg
 	}
 	if res.Outcome == models.AttemptRetry {
@@ -283,8 +238,7 @@ func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.
 	}
 	ok, err := d.store.FinishDelivery(context.WithoutCancel(ctx), del, res)
 	if err != nil {
-		// The attempt happened but could not be recorded: the lease runs out and the
-		// delivery is attempted again (at least once, never lost).
+		// Unrecorded: the lease runs out and the delivery is attempted again.
 		d.log.Error("record webhook attempt", "deliveryId", del.ID, "err", err)
 		return
 	}
@@ -294,12 +248,7 @@ func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.
 	attrs := []slog.Attr{slog.Int64("webhookId", w.ID), slog.Int64("deliveryId", del.ID), slog.String("msgId", del.MsgID),
 		slog.String("event", del.Event), slog.String("outcome", res.Outcome), slog.Int("attempt", del.Attempts+1),
 		slog.Int64("latencyMs", res.LatencyMs), slog.Bool("held", ok)}
-	if res.Status != nil {
-		attrs = append(attrs, slog.Int("status", *res.Status))
-	}
-	if res.Error != nil {
-		attrs = append(attrs, slog.String("error", *res.Error))
-	}
+	attrs = withOpt(withOpt(attrs, "status", res.Status), "error", res.Error)
 	if res.Outcome == models.AttemptRetry {
 		attrs = append(attrs, slog.Time("nextAttemptAt", res.NextAt))
 	}
@@ -310,8 +259,8 @@ func (d *Deliveries) attempt(ctx context.Context, del models.Delivery, w models.
 	d.log.LogAttrs(context.Background(), level, "webhook delivery", attrs...)
 }
 
-// post sends the signed delivery and reads the answer's status and header (the body is read,
-// at most 64 KiB, only so the connection can be reused).
+// post sends the signed delivery and answers its status and header (the body is drained, at
+// most 64 KiB, to reuse the connection).
 func (d *Deliveries) post(ctx context.Context, w models.Webhook, del models.Delivery, ts int64, body []byte) (int, http.Header, error) {
 	// During a rotation's overlap both secrets sign, so receivers may switch at any moment.
 	sig, err := webhooks.SignAll(w.SigningSecrets(time.Unix(ts, 0)), del.MsgID, ts, body)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -33,10 +34,8 @@ type DriftConfig struct {
 	Alert float64
 }
 
-// Drift re-runs the anchor set against the live model: each screen anchor screened, each art
-// anchor scored, through the content jobs' model client, slots (at the sweep's priority) and
-// breaker, charged to nobody and recorded nowhere but the run. A run that cannot complete —
-// the model fails, its breaker is open, screens or scores are held — records nothing and is
+// Drift re-runs the anchor set against the live model, through the content jobs' client,
+// slots and breaker, charged to nobody; a run that cannot complete records nothing and is
 // tried again on the next check.
 type Drift struct {
 	c   *Content
@@ -46,12 +45,8 @@ type Drift struct {
 
 // NewDrift makes the drift runs over c's model.
 func NewDrift(c *Content, cfg DriftConfig) *Drift {
-	if cfg.Every <= 0 {
-		cfg.Every = DefaultDriftEvery
-	}
-	if cfg.Alert <= 0 {
-		cfg.Alert = DefaultDriftAlert
-	}
+	cfg.Every = positive(cfg.Every, DefaultDriftEvery)
+	cfg.Alert = positive(cfg.Alert, DefaultDriftAlert)
 	return &Drift{c: c, cfg: cfg}
 }
 
@@ -65,9 +60,7 @@ type DriftOutcome struct {
 	Skipped string
 }
 
-// ScheduleOn adds the drift check to s: every Every, or every hour when Every is longer, so a
-// run that could not complete is tried again within the hour; a check runs the anchor set only
-// when no run completed within Every (on any replica).
+// ScheduleOn adds the drift check to s, every Every or hour, whichever is shorter (RunDue).
 func (d *Drift) ScheduleOn(s *Schedule) error {
 	return s.Every("drift", min(d.cfg.Every, driftRetry), func(ctx context.Context) {
 		if _, _, err := d.RunDue(ctx); err != nil && ctx.Err() == nil {
@@ -90,9 +83,8 @@ func (d *Drift) RunDue(ctx context.Context) (out DriftOutcome, ok bool, err erro
 	return out, true, err
 }
 
-// Run runs the anchor set now, on the one replica that holds the drift chore, and records the
-// run unless it could not complete (Skipped says why). A drifted run after one within bounds
-// raises model.drift once (see models.RecordDriftRun).
+// Run runs the anchor set now, on the one replica holding the drift chore, and records it
+// unless it could not complete (Skipped says why); models.RecordDriftRun raises model.drift.
 func (d *Drift) Run(ctx context.Context) (DriftOutcome, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -173,84 +165,51 @@ type driftTally struct {
 
 func (t driftTally) compared() int { return t.verdicts + t.arts }
 
-// compare asks the live model about one anchor and tallies the answer. why is set when the
-// model did not answer: the run stops and records nothing. An anchor whose item is gone is
-// left out.
+// compare asks the live model about one anchor and tallies the answer; why is set when the
+// model did not answer. An anchor whose item is gone is left out.
 func (d *Drift) compare(ctx context.Context, live liveModel, a models.Anchor, t *driftTally) (why string, err error) {
 	if a.Verdict != nil {
-		v, why, err := d.screen(ctx, live, a)
-		if err != nil || why != "" {
-			return why, err
-		}
-		if v != "" {
+		reply, ok, err := d.ask(ctx, live, models.TaskScreen, a.Kind, a.ItemID)
+		switch {
+		case err != nil:
+			return "", err
+		case ok && (reply.Why != "" || reply.Verdict == nil):
+			return modelDown(reply), nil
+		case ok:
 			t.verdicts++
-			if v == *a.Verdict {
+			if models.Verdict(reply.Verdict.Verdict) == *a.Verdict {
 				t.agreed++
 			}
 		}
 	}
 	if a.Art != nil {
-		art, ok, why, err := d.score(ctx, live, a.ItemID)
-		if err != nil || why != "" {
-			return why, err
-		}
-		if ok {
+		reply, ok, err := d.ask(ctx, live, models.TaskScore, models.KindRevision, a.ItemID)
+		switch {
+		case err != nil:
+			return "", err
+		case ok && (reply.Why != "" || len(reply.Runs) != ScoreRuns):
+			return modelDown(reply), nil
+		case ok:
 			t.arts++
-			t.shift += math.Abs(art - *a.Art)
+			t.shift += math.Abs(modelclient.Mean(reply.Runs).Art - *a.Art)
 		}
 	}
 	return "", nil
 }
 
-// ask holds n model slots at the sweep's priority for one call.
-func (d *Drift) ask(ctx context.Context, n int, call func() modelclient.Reply) (modelclient.Reply, error) {
+// ask asks the live model task's request about an item, holding its model slots at the
+// sweep's priority; ok is false when the item is gone or the request would be refused.
+func (d *Drift) ask(ctx context.Context, live liveModel, task models.Task, kind models.Kind, itemID int64) (r modelclient.Reply, ok bool, err error) {
+	q, ok, err := askFor(ctx, d.c.store, task, kind, itemID, live.name, live.rubric)
+	if err != nil || !ok {
+		return r, false, err
+	}
+	n := task.Calls()
 	if err := d.c.gate.Acquire(ctx, PrioritySweep, n); err != nil {
-		return modelclient.Reply{}, err
+		return r, false, err
 	}
 	defer d.c.gate.Release(n)
-	return call(), nil
-}
-
-// screen asks the live model for an anchor's verdict ("" when its item is gone or its request
-// is refused before sending).
-func (d *Drift) screen(ctx context.Context, live liveModel, a models.Anchor) (models.Verdict, string, error) {
-	subject, ok, err := d.c.store.ScreenSubject(ctx, a.Kind, a.ItemID)
-	if err != nil || !ok {
-		return "", "", err
-	}
-	req := screenRequest(a.Kind, subject)
-	if modelclient.CheckScreen(req) != nil {
-		return "", "", nil
-	}
-	reply, err := d.ask(ctx, 1, func() modelclient.Reply { return live.client.Screen(ctx, req) })
-	if err != nil {
-		return "", "", err
-	}
-	if reply.Why != "" || reply.Verdict == nil {
-		return "", modelDown(reply), nil
-	}
-	return models.Verdict(reply.Verdict.Verdict), "", nil
-}
-
-// score asks the live model for a revision's art, the mean of ScoreRuns runs (ok false when
-// the revision is gone or its request is refused before sending).
-func (d *Drift) score(ctx context.Context, live liveModel, revisionID int64) (art float64, ok bool, why string, err error) {
-	rev, found, err := d.c.store.ScoreSubject(ctx, revisionID)
-	if err != nil || !found {
-		return 0, false, "", err
-	}
-	req, refused := scoreRequest(live.name, live.rubric, rev)
-	if refused != nil {
-		return 0, false, "", nil
-	}
-	reply, err := d.ask(ctx, ScoreRuns, func() modelclient.Reply { return live.client.Score(ctx, req, ScoreRuns) })
-	if err != nil {
-		return 0, false, "", err
-	}
-	if reply.Why != "" || len(reply.Runs) != ScoreRuns {
-		return 0, false, modelDown(reply), nil
-	}
-	return modelclient.Mean(reply.Runs).Art, true, "", nil
+	return q.send(ctx, live.client), true, nil
 }
 
 // modelDown is why a run stopped at a reply without an answer.
@@ -261,8 +220,7 @@ func modelDown(r modelclient.Reply) string {
 	return "the model did not answer"
 }
 
-// record keeps a completed run, sets the gauges and, when the run raised model.drift, counts
-// and logs the alert.
+// record keeps a completed run, sets the gauges, and counts and logs a raised alert.
 func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) {
 	run := models.DriftRun{At: d.c.clock.Now(), Compared: t.compared()}
 	if t.verdicts > 0 {
@@ -282,7 +240,7 @@ func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) 
 	}
 	if m := d.c.metrics; m != nil {
 		m.Drift.Runs.WithLabelValues("completed").Inc()
-		m.Drift.Drifted.Set(float64(boolGauge(kept.Drifted)))
+		m.Drift.Drifted.Set(boolGauge(kept.Drifted))
 		if kept.Agreement != nil {
 			m.Drift.Agreement.Set(*kept.Agreement)
 		}
@@ -293,22 +251,17 @@ func (d *Drift) record(ctx context.Context, t driftTally) (DriftOutcome, error) 
 			m.Drift.Alerts.Inc()
 		}
 	}
-	attrs := []any{"compared", kept.Compared, "drifted", kept.Drifted}
-	if kept.Agreement != nil {
-		attrs = append(attrs, "agreement", *kept.Agreement)
-	}
-	if kept.MeanArtShift != nil {
-		attrs = append(attrs, "meanArtShift", *kept.MeanArtShift)
-	}
+	attrs := withOpt([]slog.Attr{slog.Int("compared", kept.Compared), slog.Bool("drifted", kept.Drifted)}, "agreement", kept.Agreement)
+	level, msg := slog.LevelInfo, "drift run"
 	if kept.Alerted {
-		d.c.log.Warn("model drift: the live model left the anchor set's bounds (model.drift raised)", attrs...)
-	} else {
-		d.c.log.Info("drift run", attrs...)
+		level, msg = slog.LevelWarn, "model drift: the live model left the anchor set's bounds (model.drift raised)"
 	}
+	d.c.log.LogAttrs(context.Background(), level, msg, withOpt(attrs, "meanArtShift", kept.MeanArtShift)...)
 	return DriftOutcome{Run: &kept}, nil
 }
 
-func boolGauge(b bool) int {
+// boolGauge is a gauge's value for b: 1 or 0.
+func boolGauge(b bool) float64 {
 	if b {
 		return 1
 	}

@@ -11,28 +11,16 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// A run of a claimed job ends in one of four ways, and Content.finish is the one place that
-// records it (River's interpretError is the model): every exit of a run, an answer, a model
-// error, a request refused before sending, a database error, a deadline, a shutdown, a lease
-// lost, is an ending, and finish writes exactly one thing for it. docs/architecture.md ("How a
-// job ends") has the table of every way a run ends and what is recorded.
+// endKind is how a run of a claimed job ends; Content.finish records exactly one thing for
+// each ending (docs/architecture.md, "How a job ends").
 type endKind int
 
 const (
-	// endRecorded: the task recorded the answer itself, in the transaction that settles the job
-	// (the verdict or the score, or the review entry), or found the item gone. Nothing more is
-	// written.
-	endRecorded endKind = iota
-	// endAttempt: an attempt that leaves the job owed, with its why and its wait (the backoff,
-	// or longer when the model asked for it or the budget resets later): attempts + 1, an event.
-	endAttempt
-	// endRelease: the job is let go without an attempt, due again at once for any worker: this
-	// process is stopping, or the job's lease ran out before it could be asked.
-	endRelease
-	// endPutOff: the job is put off without an attempt or a charge: the model's breaker is open
-	// and the job waits for its probe (due at it), or an admin held its task after it was
-	// claimed (its lease freed, its due time kept: no claim takes held work, and lifting the
-	// hold makes it due at its own time).
+	endRecorded endKind = iota // the task recorded the answer itself, or found the item gone
+	endAttempt                 // an attempt that leaves the job owed, with its why and wait
+	endRelease                 // let go unattempted, due at once: stopping, or the lease ran out
+	// endPutOff: put off unattempted and uncharged, until the breaker's probe, or (a held
+	// task) with its lease freed and its due time kept.
 	endPutOff
 )
 
@@ -61,27 +49,23 @@ func attempt(why models.Why, wait time.Duration, text string) ending {
 
 func release(cause error) ending { return ending{kind: endRelease, cause: cause} }
 
+func (e ending) because(cause error) ending { e.cause = cause; return e }
+
 // failed is the ending of a step that returned err: a shutdown is a release, a refusal an
-// attempt with why refused, anything else the database failing (an attempt with why
-// unavailable, the error logged but not kept, since it is an internal one).
+// attempt with why refused, anything else the database failing (why unavailable; logged only).
 func (c *Content) failed(ctx context.Context, job models.Job, what string, err error) ending {
 	if ctx.Err() != nil {
 		return release(errors.Join(ctx.Err(), err))
 	}
 	var r *refusal
 	if errors.As(err, &r) {
-		e := attempt(models.WhyRefused, Backoff(job.Attempts), "refused before sending: "+r.Error())
-		e.cause = err
-		return e
+		return attempt(models.WhyRefused, Backoff(job.Attempts), "refused before sending: "+r.Error()).because(err)
 	}
-	e := attempt(models.WhyUnavailable, Backoff(job.Attempts), "the database failed: "+what)
-	e.cause = fmt.Errorf("%s: %w", what, err)
-	return e
+	return attempt(models.WhyUnavailable, Backoff(job.Attempts), "the database failed: "+what).because(fmt.Errorf("%s: %w", what, err))
 }
 
-// run runs a claimed job that holds its model slots (given back whatever happens) to its
-// ending, and records it (finish). ev is the attempt's event as recorded (its outcome says
-// whether a screen allowed its item).
+// run runs a claimed job holding its model slots (given back whatever happens) to its ending,
+// and records it; ev is the attempt's event as recorded.
 func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, error) {
 	defer l.slots.release()
 	job := l.job
@@ -91,8 +75,8 @@ func (c *Content) run(ctx context.Context, l leased) (Outcome, models.Event, err
 	return out, ev, err
 }
 
-// steps does a claimed job's work up to its ending: the item, the breaker (once, the slots
-// being held already), the charge, the ask and the task's record.
+// steps does a claimed job's work up to its ending: the item, the holds, the breaker, the
+// charge, the ask and the task's record.
 func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, s *slots, ev *models.Event) ending {
 	live, err := c.live(ctx)
 	if err != nil {
@@ -104,7 +88,6 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 	}
 	*ev = t.event()
 
-	// What to ask: the item as it is now.
 	if ok, err := t.subject(ctx); err != nil {
 		return c.failed(ctx, job, "read the item", err)
 	} else if !ok {
@@ -115,8 +98,7 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		return attempt(models.WhyUnreachable, Backoff(job.Attempts), problem)
 	}
 
-	// The ask ends before the lease does (OWED_MODEL_TIMEOUT may be as long as OWED_LEASE), so no
-	// other worker can claim the job while this one still waits for the model.
+	// The ask ends before the lease does, so no other worker claims the job meanwhile.
 	askCtx, cancelAsk, ok := c.withinLease(ctx, job)
 	defer cancelAsk()
 	if !ok {
@@ -130,8 +112,7 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 		return ending{kind: endPutOff, why: models.WhyHeld}
 	}
 
-	// The breaker, once, now that the job holds its slots: it may have opened while they were
-	// waited for (the calls that held them failing), and a job must not call after it opened.
+	// The breaker, now the job holds its slots: it may have opened while they were waited for.
 	adm, err := c.breaker.admit(ctx, job)
 	if err != nil {
 		return c.failed(ctx, job, "read the model's breaker", err)
@@ -155,9 +136,8 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 	c.calling(int64(callsOf(job.Task)))
 	reply := t.ask(askCtx, live.client)
 	c.calling(-int64(callsOf(job.Task)))
-	// The breaker hears of the reply while the job still holds its slots: a job that takes a
-	// freed slot then consults a breaker that already counts this failure, so the calls made
-	// before it opens stay within its threshold and the cap.
+	// The breaker hears of the reply while the job holds its slots, so a job taking a freed
+	// slot sees a breaker that counts this failure.
 	if reply.Why != "" && ctx.Err() != nil {
 		c.breaker.giveUp(ctx, p) // stopping, not failing: the model is not to blame
 		return release(ctx.Err())
@@ -167,34 +147,28 @@ func (c *Content) steps(ctx context.Context, job models.Job, claimed time.Time, 
 	if c.metrics != nil {
 		c.metrics.ModelLatency.WithLabelValues(string(ev.Event)).Observe(float64(reply.UpstreamMs) / 1000)
 	}
-	upstreamMs := reply.UpstreamMs
-	if reply.Why != "" {
-		e := attempt(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Error)
-		e.status, e.upstreamMs = reply.Status, &upstreamMs
+	status, upstreamMs := reply.Status, reply.UpstreamMs
+	answered := func(e ending) ending {
+		e.status, e.upstreamMs = status, &upstreamMs
 		return e
 	}
-	status := reply.Status
+	if reply.Why != "" {
+		return answered(attempt(models.Why(reply.Why), max(Backoff(job.Attempts), reply.RetryAfter), reply.Error))
+	}
 	bytes := int64(reply.RequestBytes)
 	ev.Status, ev.UpstreamMs, ev.RequestBytes = &status, &upstreamMs, &bytes
-
 	out, lack, err := t.record(ctx, reply, ev)
 	if err != nil {
-		e := c.failed(ctx, job, "record the answer", err)
-		e.status, e.upstreamMs = status, &upstreamMs
-		return e
+		return answered(c.failed(ctx, job, "record the answer", err))
 	}
 	if lack != "" {
-		e := attempt(models.WhyUnanswered, Backoff(job.Attempts), lack)
-		e.status, e.upstreamMs = status, &upstreamMs
-		return e
+		return answered(attempt(models.WhyUnanswered, Backoff(job.Attempts), lack))
 	}
 	return recorded(out)
 }
 
-// charge spends the job's model calls of its author's budget for today, first, as the model's
-// relay charges: a call that then fails is still spent. When the charge is refused, or cannot
-// be counted, ok is false and e is how the run ends. A task that charges nobody (a re-score,
-// unchargedTask) passes.
+// charge spends the job's model calls of its author's budget for today before the ask (a
+// failed call is still spent); when refused or uncountable, ok is false and e is the ending.
 func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending, ok bool) {
 	if u, is := t.(unchargedTask); is && u.uncharged() {
 		return ending{}, true
@@ -206,9 +180,7 @@ func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending,
 	case err != nil && ctx.Err() != nil:
 		return release(errors.Join(ctx.Err(), err)), false
 	case err != nil:
-		e := attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted")
-		e.cause = err
-		return e, false
+		return attempt(models.WhyBudgetUnavailable, Backoff(job.Attempts), "the author's budget could not be counted").because(err), false
 	case !ok:
 		if c.metrics != nil {
 			c.metrics.BudgetRefusals.Inc()
@@ -219,10 +191,8 @@ func (c *Content) charge(ctx context.Context, job models.Job, t task) (e ending,
 	return ending{}, true
 }
 
-// finish records how a run ended, e, and nothing else: the one completion path of a job (see
-// endKind). ev is the attempt's event as the run left it. An error means nothing could be
-// recorded (the database failing): the job keeps its lease until it runs out, then is due
-// again.
+// finish records how a run ended, e: the one completion path of a job. An error means nothing
+// could be recorded: the job is due again once its lease runs out.
 func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, e ending) (Outcome, error) {
 	switch e.kind {
 	case endRecorded:
@@ -254,19 +224,14 @@ func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, 
 	}
 }
 
-// reschedule records an attempt that leaves the job owed: ev, the attempt's event, as pending
-// for e.why, the job due again after e.wait, with the model's status (when not 0) and time
-// (when known). A job another worker holds by now (its lease ran out meanwhile) is left to it.
+// reschedule records an attempt that leaves the job owed, due again after e.wait; a job
+// another worker holds by now is left to it.
 func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Event, e ending) (Outcome, error) {
 	why := e.why
 	ev.Outcome, ev.Why, ev.UpstreamMs, ev.Error = models.OutcomePending, &why, e.upstreamMs, errorText(e.text)
-	var st *int
-	if e.status != 0 {
-		st = &e.status
-	}
-	ev.Status = st
+	ev.Status = nonZero(e.status)
 	at := c.clock.Now().Add(e.wait)
-	ok, err := c.store.Reschedule(ctx, job, at, why, st, *ev)
+	ok, err := c.store.Reschedule(ctx, job, at, why, ev.Status, *ev)
 	if err != nil {
 		return Pending, fmt.Errorf("reschedule %s job %d: %w", job.Task, job.ID, err)
 	}
@@ -278,17 +243,13 @@ func (c *Content) reschedule(ctx context.Context, job models.Job, ev *models.Eve
 	return Pending, nil
 }
 
-// errLeaseOver is the cause of a job let go unasked because its lease had run out (or had too
-// little left to ask within) by the time it was to be asked.
+// errLeaseOver is the cause of a job let go unasked because its lease had run out.
 var errLeaseOver = errors.New("the job's lease ran out before it was asked")
 
-// holdsFresh is how long a process trusts its last read of the holds (or of the model
-// settings), as the breaker's closed state is trusted (breakerFresh): a job claimed just before
-// a hold is put off within this long.
+// holdsFresh is how long a process trusts its last read of the holds or the model settings.
 const holdsFresh = time.Second
 
-// recentRead keeps a process's last read of a row every job consults (the holds, the model
-// settings), so that jobs run in a burst share one read a second.
+// recentRead keeps the last read of a row every job consults, shared for holdsFresh.
 type recentRead[T any] struct {
 	mu sync.Mutex
 	v  T
@@ -322,10 +283,8 @@ func (r *recentRead[T]) forget() {
 	r.mu.Unlock()
 }
 
-// held reports whether an admin holds task, for a job claimed at claimed (real time; zero when
-// not known: the holds are read anew). A read from before the claim is never trusted: the claim
-// itself saw the holds later (a hold lifted in between would otherwise put off, again and again,
-// the jobs each claim takes).
+// held reports whether an admin holds task, for a job claimed at claimed (real time; zero:
+// read anew); a read from before the claim is never trusted.
 func (c *Content) held(ctx context.Context, task models.Task, claimed time.Time) (bool, error) {
 	if claimed.IsZero() {
 		claimed = time.Now()

@@ -19,11 +19,9 @@ const (
 	priorities
 )
 
-// Gate caps the model calls in flight in one process: a weighted semaphore (a score holds
-// the three slots of its three runs) whose waiters are served by priority, then in arrival
-// order. Only the first waiter is ever served, even when a later one would fit, so a score
-// waiting for three slots is not starved by screens taking them one at a time
-// (golang.org/x/sync/semaphore does the same, but in arrival order only).
+// Gate caps the model calls in flight in one process: a weighted semaphore whose waiters are
+// served by priority, then arrival; only the first waiter is served, so a score waiting for
+// three slots is not starved by screens taking them one at a time.
 type Gate struct {
 	mu      sync.Mutex
 	cap     int
@@ -62,9 +60,9 @@ func (g *Gate) Acquire(ctx context.Context, p Priority, n int) error {
 
 func (g *Gate) acquire(ctx context.Context, p Priority, least, most int) (int, error) {
 	g.mu.Lock()
-	if g.first() == nil && g.cap-g.used >= least {
+	if _, w := g.first(); w == nil && g.cap-g.used >= least {
 		got := min(most, g.cap-g.used)
-		g.take(got)
+		g.used += got
 		g.mu.Unlock()
 		return got, nil
 	}
@@ -105,43 +103,25 @@ func (g *Gate) Release(n int) {
 	g.mu.Unlock()
 }
 
-// first is the waiter served next, or nil.
-func (g *Gate) first() *waiter {
-	for _, q := range g.waiters {
+// first is the waiter served next and its priority, or nil.
+func (g *Gate) first() (Priority, *waiter) {
+	for p, q := range g.waiters {
 		if len(q) > 0 {
-			return q[0]
+			return Priority(p), q[0]
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // grant serves waiters in order while the first one fits.
 func (g *Gate) grant() {
-	for {
-		var p int
-		for p = range g.waiters {
-			if len(g.waiters[p]) > 0 {
-				break
-			}
-		}
-		if len(g.waiters[p]) == 0 {
-			return
-		}
-		w := g.waiters[p][0]
-		free := g.cap - g.used
-		if free < w.min {
-			return
-		}
-		w.got = min(w.max, free)
-		g.take(w.got)
+	for p, w := g.first(); w != nil && g.cap-g.used >= w.min; p, w = g.first() {
+		w.got = min(w.max, g.cap-g.used)
+		g.used += w.got
 		g.waiters[p][0] = nil
 		g.waiters[p] = g.waiters[p][1:]
 		close(w.ready)
 	}
-}
-
-func (g *Gate) take(n int) {
-	g.used += n
 }
 
 func (g *Gate) remove(p Priority, w *waiter) {
@@ -154,9 +134,8 @@ func (g *Gate) remove(p Priority, w *waiter) {
 	}
 }
 
-// slots is model slots held from a Gate as a lease: taken whole before the job they are for is
-// claimed, and given back once. release may be called any number of times (after the call,
-// and again by the run's deferred cleanup); only the first gives the slots back.
+// slots is model slots held from a Gate, taken before the job they are for is claimed; only
+// the first release gives them back.
 type slots struct {
 	gate *Gate
 	n    atomic.Int64

@@ -34,12 +34,9 @@ func (e *TooSoonError) Error() string { return "a model probe was made less than
 // ErrNoModel refuses a test call when no model is configured.
 var ErrNoModel = errors.New("no model configured")
 
-// ProbeModel makes one test call to the model now, for an admin: a fixed harmless subject,
-// charged to no author, no event, at most one every ManualProbeGap across replicas, held work
-// or not. An answer (any answer: the model is up) closes an open breaker and makes the jobs it
-// put off due at once, as a job's successful probe does; a failure is kept as the breaker's last
-// error and changes nothing else. record runs in the transaction that writes the outcome (the
-// audit trail).
+// ProbeModel makes one uncharged test call to the model for an admin, at most one every
+// ManualProbeGap across replicas. Any answer closes an open breaker and makes the jobs it put
+// off due; a failure is kept as the breaker's last error. record runs in the same transaction.
 func (c *Content) ProbeModel(ctx context.Context, record func(tx *models.Store, r ProbeResult) error) (ProbeResult, error) {
 	if c.model == nil || c.model.Unconfigured() != "" {
 		return ProbeResult{}, ErrNoModel
@@ -83,9 +80,7 @@ func (c *Content) ProbeModel(ctx context.Context, record func(tx *models.Store, 
 	return r, nil
 }
 
-// Deferral is when the jobs the breaker puts off are asked again (nil while it is closed): a
-// job due by then and not leased shows why breaker. Read from this process's cache of the row
-// while it is closed (within a second of another replica's opening).
+// Deferral is when the jobs the breaker puts off are asked again (nil while it is closed).
 func (c *Content) Deferral(ctx context.Context) (*time.Time, error) {
 	row, err := c.breaker.state(ctx)
 	if err != nil {
@@ -94,10 +89,8 @@ func (c *Content) Deferral(ctx context.Context) (*time.Time, error) {
 	return row.DeferredUntil(), nil
 }
 
-// ReleaseWalk ends the walk lock an active scrape holds, for an admin (the bot's walk may have
-// died without saying so): the queue goes on at once instead of waiting WalkIdle; a push from
-// the bot takes the lock again. record runs in the same transaction (the audit trail). It
-// answers the chats whose walk held the lock.
+// ReleaseWalk ends the walk lock for an admin, so the queue goes on at once, and answers the
+// chats whose walk held it; record runs in the same transaction.
 func (b *Backfill) ReleaseWalk(ctx context.Context, record func(tx *models.Store, chats []string) error) ([]string, error) {
 	var chats []string
 	err := b.store.WithTx(ctx, func(tx *models.Store) error {

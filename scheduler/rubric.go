@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/owed/owed/modelclient"
@@ -50,4 +51,34 @@ func scoreRequest(model, rubric string, rev models.ScoreSubject) (modelclient.Sc
 	}
 	req := modelclient.ScoreRequest{Model: model, Rubric: rubric, Title: rev.Title, Code: rev.Code, Spec: spec}
 	return req, modelclient.CheckScore(req)
+}
+
+// modelAsk is a request for the model, built from an item as it is now.
+type modelAsk struct {
+	screen *modelclient.ScreenRequest
+	score  *modelclient.ScoreRequest
+}
+
+// askFor reads the item of a task and builds its request (a score's under model and rubric);
+// ok is false when the item is gone or the request would be refused before sending.
+func askFor(ctx context.Context, store *models.Store, task models.Task, kind models.Kind, itemID int64, model, rubric string) (a modelAsk, ok bool, err error) {
+	if task == models.TaskScreen {
+		sub, ok, err := store.ScreenSubject(ctx, kind, itemID)
+		req := screenRequest(kind, sub)
+		return modelAsk{screen: &req}, ok && modelclient.CheckScreen(req) == nil, err
+	}
+	rev, ok, err := store.ScoreSubject(ctx, itemID)
+	if err != nil || !ok {
+		return modelAsk{}, false, err
+	}
+	req, refused := scoreRequest(model, rubric, rev)
+	return modelAsk{score: &req}, refused == nil, nil
+}
+
+// send asks client the request.
+func (a modelAsk) send(ctx context.Context, client *modelclient.Client) modelclient.Reply {
+	if a.screen != nil {
+		return client.Screen(ctx, *a.screen)
+	}
+	return client.Score(ctx, *a.score, ScoreRuns)
 }

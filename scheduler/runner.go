@@ -9,47 +9,61 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/owed/owed/clock"
+	"github.com/owed/owed/models"
 	"github.com/robfig/cron/v3"
 )
 
-// DefaultLease is how long a claim holds a leased row (a content job, a webhook delivery, the
-// backfill queue) unless OWED_LEASE says otherwise: long enough for one attempt, short enough
-// that the work of a process that died is soon due again.
+// DefaultLease is how long a claim holds a leased row unless OWED_LEASE says otherwise.
 const DefaultLease = 2 * time.Minute
+
+// orDefaults is clk and log, with clock.Real and slog.Default for nil.
+func orDefaults(clk clock.Clock, log *slog.Logger) (clock.Clock, *slog.Logger) {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return clk, log
+}
+
+// positive is v, or def when v is not positive.
+func positive[T ~int | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ownerOr is owner, or a new lease owner name (host:pid:random) when empty.
+func ownerOr(owner string) string {
+	if owner == "" {
+		return models.NewLeaseOwner()
+	}
+	return owner
+}
 
 // errStarted is Start called on a runner that was already started or stopped.
 var errStarted = errors.New("already started or stopped")
 
-// runner is the lifecycle every background service of the scheduler shares (content jobs,
-// webhook deliveries, the backfill), after River's startstop services:
-//
-//   - start runs its loops; each makes a pass at once, then whenever woken (by work made due
-//     now, or by its entry on the process's Schedule: robfig/cron), until the start context
-//     ends or the runner stops;
-//   - Go runs work in the background under the runner's lifetime (tracked, so Stop waits for
-//     it);
-//   - Stop claims nothing more (quit is closed; passes and loops return once what they run has
-//     finished), waits for the loops and the tracked work until its context ends, then cancels
-//     what is still running, and at last frees every lease the process still holds (release),
-//     so another replica takes that work at once instead of when the leases run out.
-//
-// The lease owner is the process's, one for every runner (see App): a lease names the process
-// that holds it, and each runner releases only the rows of its own table.
+// runner is the lifecycle every background service shares (content jobs, webhook deliveries,
+// the backfill): start runs its loops, Go runs tracked background work, and Stop claims
+// nothing more, waits for both until its context ends, cancels the rest, and frees the
+// process's leases on the runner's table (release) so another replica takes that work at once.
 type runner struct {
 	name    string
 	log     *slog.Logger
 	release func(ctx context.Context) (int64, error) // frees the owner's leases; nil: none
 
-	mu       sync.Mutex
-	started  bool
-	stopping bool
-	quit     chan struct{}   // closed by Stop: claim nothing more
-	base     context.Context // work runs under it; cancelled when Stop's grace ends
-	cancel   context.CancelFunc
-	// stopLoops cancels the loops' context (set by start). It is cancelled before base, so a
-	// loop whose pass fails because its work was cut short sees its own context ended first.
-	stopLoops context.CancelFunc
-	wg        sync.WaitGroup // loops and tracked work
+	mu        sync.Mutex
+	started   bool
+	stopping  bool
+	quit      chan struct{}   // closed by Stop: claim nothing more
+	base      context.Context // work runs under it; cancelled when Stop's grace ends
+	cancel    context.CancelFunc
+	stopLoops context.CancelFunc // cancels the loops' context; cancelled before base (cutShort)
+	wg        sync.WaitGroup     // loops and tracked work
 }
 
 func newRunner(name string, log *slog.Logger, release func(ctx context.Context) (int64, error)) *runner {
@@ -72,12 +86,7 @@ func (r *runner) start(ctx context.Context, loops ...*loop) error {
 	var running sync.WaitGroup
 	for _, l := range loops {
 		r.wg.Add(1)
-		running.Add(1)
-		go func() {
-			defer r.wg.Done()
-			defer running.Done()
-			l.run(ctx, r.quit, r.log)
-		}()
+		running.Go(func() { defer r.wg.Done(); l.run(ctx, r.quit, r.log) })
 	}
 	go func() { running.Wait(); unlink(); cancel() }()
 	return nil
@@ -90,17 +99,12 @@ func (r *runner) Go(fn func(ctx context.Context)) bool {
 	if !ok {
 		return false
 	}
-	go func() {
-		defer done()
-		fn(ctx)
-	}()
+	go func() { defer done(); fn(ctx) }()
 	return true
 }
 
-// join is the one way into a runner for work that is not one of its loops (Go, and a pass a
-// caller runs itself, as Deliveries.RunDue): it counts the work as something Stop waits for,
-// unless the runner is stopping (ok false), and returns ctx cut short when Stop's grace ends.
-// The caller calls done, once, when the work is over.
+// join counts work that is not a loop (Go, Deliveries.RunDue) as something Stop waits for,
+// unless the runner is stopping (ok false); run ends when Stop's grace does. done ends it.
 func (r *runner) join(ctx context.Context) (run context.Context, done func(), ok bool) {
 	r.mu.Lock()
 	if r.stopping {
@@ -114,14 +118,9 @@ func (r *runner) join(ctx context.Context) (run context.Context, done func(), ok
 	return run, func() { unlink(); cancel(); r.wg.Done() }, true
 }
 
-// cutShort cancels the work under way without waiting for it (a runner whose work resumes
-// anywhere from where its rows stand, as the backfill's batches do, stops this way).
-func (r *runner) cutShort() { r.cancelAll() }
-
-// cancelAll cancels the loops' context, then the work's. The loops' is also cancelled when
-// base is, but by context.AfterFunc in a goroutine of its own, which a pass that fails at
-// once (its attempt cut short) could outrun and report a stop as a failure.
-func (r *runner) cancelAll() {
+// cutShort cancels the loops' context, then the work's, without waiting. The loops' goes
+// first so a pass failing at once because its work was cut short does not log a failure.
+func (r *runner) cutShort() {
 	r.mu.Lock()
 	stop := r.stopLoops
 	r.mu.Unlock()
@@ -146,10 +145,10 @@ func (r *runner) Stop(ctx context.Context) error {
 	select {
 	case <-finished:
 	case <-ctx.Done():
-		r.cancelAll()
+		r.cutShort()
 		<-finished
 	}
-	r.cancelAll()
+	r.cutShort()
 	defer r.log.Debug("runner stopped", "runner", r.name) // the shutdown's order, as it ran
 	if r.release == nil {
 		return nil
@@ -164,8 +163,7 @@ func (r *runner) Stop(ctx context.Context) error {
 	return nil
 }
 
-// loop is one of a runner's loops. It has no timer of its own: it passes when woken, by work
-// made due now (Wake) or by its entry on the process's Schedule (tick).
+// loop is one of a runner's loops: it passes when woken, by Wake or its Schedule entry (tick).
 type loop struct {
 	name    string
 	pass    func(ctx context.Context) error // looks for due work and runs it
@@ -177,8 +175,7 @@ func newLoop(name string, pass func(ctx context.Context) error) *loop {
 	return &loop{name: name, pass: pass, wake: make(chan struct{}, 1)}
 }
 
-// Wake makes the loop pass now (or after the pass under way, or at its next start when it is
-// not running yet). It never blocks.
+// Wake makes the loop pass now, or after the pass under way. It never blocks.
 func (l *loop) Wake() {
 	select {
 	case l.wake <- struct{}{}:
@@ -186,10 +183,8 @@ func (l *loop) Wake() {
 	}
 }
 
-// tick is the loop's cron entry: it wakes the loop unless a pass is under way, so a pass that
-// outlasts its period is not followed by a pile of passes (cron's SkipIfStillRunning, applied
-// to the pass the entry wakes rather than to the wake itself, which returns at once). A pass
-// drains everything due, so a skipped tick loses nothing.
+// tick is the loop's cron entry: it wakes the loop unless a pass is under way (a pass drains
+// everything due, so a skipped tick loses nothing).
 func (l *loop) tick(context.Context) {
 	if !l.passing.Load() {
 		l.Wake()
@@ -205,21 +200,15 @@ func (l *loop) run(ctx context.Context, quit <-chan struct{}, log *slog.Logger) 
 		if err != nil && ctx.Err() == nil {
 			log.Error(l.name, "err", err)
 		}
-		if !l.wait(ctx, quit) {
+		select {
+		case <-ctx.Done():
+		case <-quit:
+		case <-l.wake:
+		}
+		if ctx.Err() != nil || isClosed(quit) {
 			return
 		}
 	}
-}
-
-// wait waits for a wake, and reports whether to pass again (not when ctx ended or quit was
-// closed meanwhile).
-func (l *loop) wait(ctx context.Context, quit <-chan struct{}) bool {
-	select {
-	case <-ctx.Done():
-	case <-quit:
-	case <-l.wake:
-	}
-	return ctx.Err() == nil && !isClosed(quit)
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -231,12 +220,8 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// Schedule is the process's periodic work, on robfig/cron: one entry per period, each waking a
-// runner's loop (the content sweep, the backfill queue and deletes, the webhook deliveries) or
-// running a chore itself (the retention pruner, the optimize). Periods are wall time whatever
-// clock decides what is due: they are how often a process looks, not when work falls due.
-// Work made due now need not wait for an entry: the deliveries and the backfill are also
-// woken at once (Wake), and a write or an author's view claims its own content jobs.
+// Schedule is the process's periodic work, on robfig/cron: each entry wakes a runner's loop or
+// runs a chore. Periods are wall time: how often a process looks, not when work falls due.
 type Schedule struct {
 	cron   *cron.Cron
 	base   context.Context // chores run under it; cancelled when Stop's grace ends
@@ -262,8 +247,7 @@ type ScheduleEntry struct {
 	Prev  time.Time
 }
 
-// every is a cron schedule of a fixed period, to the nanosecond (cron's own @every rounds to
-// whole seconds, and tests use shorter periods).
+// every is a cron schedule of a fixed period (cron's @every rounds to whole seconds).
 type every time.Duration
 
 func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
@@ -323,8 +307,7 @@ func (s *Schedule) Entries() []ScheduleEntry {
 	return out
 }
 
-// cronLog sends cron's own log lines to slog: its errors (a panic in a chore) as errors, the
-// rest (each tick, each skip) at debug.
+// cronLog sends cron's errors to slog as errors, the rest at debug.
 type cronLog struct{ log *slog.Logger }
 
 func (l cronLog) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
@@ -332,25 +315,20 @@ func (l cronLog) Error(err error, msg string, kv ...any) {
 	l.log.Error("cron: "+msg, append(kv, "err", err)...)
 }
 
-// pool claims rows of one leased table into its free slots and runs each claimed row in its
-// own goroutine, after River's producer: every claim asks for as many rows as slots are free,
-// so a claim never takes a row that would only wait here for a slot (another replica with room
-// takes it instead), and a row that finishes frees its slot for the next claim at once.
+// pool claims rows of one leased table into its free slots, as many as are free (so no row
+// waits here for a slot), and runs each in its own goroutine.
 type pool[T any] struct {
 	slots int             // rows run at once, at most
 	quit  <-chan struct{} // closed: claim nothing more (what runs finishes)
-	// idle, when set, is asked before a claim while nothing runs; false ends the pass without
-	// the claim (a read is cheaper than a claim's write).
+	// idle, when set, is asked before a claim while nothing runs; false ends the pass unclaimed.
 	idle func(ctx context.Context) (bool, error)
-	// claim leases up to free due rows and returns those to run; claimed is how many rows it
-	// took (a row it took and let go at once is not run): zero means none was due.
+	// claim leases up to free due rows, returns those to run and how many it took (0: none due).
 	claim func(ctx context.Context, free int) (run []T, claimed int, err error)
 	run   func(ctx context.Context, row T) // runs one claimed row to its end
 }
 
-// drain claims and runs due rows until none is due (or ctx ends, or quit is closed), and waits
-// for the rows it runs; it returns how many it ran. Rows its work makes due are run too; rows it
-// puts off are not due again within the pass, so it ends.
+// drain claims and runs due rows until none is due (or ctx ends, or quit is closed), waits for
+// them, and returns how many it ran.
 func (p pool[T]) drain(ctx context.Context) (int, error) {
 	finished := make(chan struct{}, p.slots)
 	running, ran := 0, 0

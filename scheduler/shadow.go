@@ -10,27 +10,23 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// DefaultShadowDailyLimit is the candidate's model calls per UTC day unless
-// OWED_SHADOW_DAILY_LIMIT says otherwise.
-const DefaultShadowDailyLimit = 1000
-
-// DefaultShadowConcurrency is the candidate's calls in flight per process: one score's runs.
-const DefaultShadowConcurrency = ScoreRuns
+// The candidate's defaults: its model calls per UTC day (OWED_SHADOW_DAILY_LIMIT), and its
+// calls in flight per process (one score's runs).
+const (
+	DefaultShadowDailyLimit  = 1000
+	DefaultShadowConcurrency = ScoreRuns
+)
 
 // ShadowConfig is the candidate (docs/shadow.md): a model or a rubric asked beside the live
 // ones for every live verdict and score that settles, its answers recorded and never acted on.
 type ShadowConfig struct {
-	Model   *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
-	Name    string              // the candidate model's name, kept with its answers
-	API     string              // the candidate model's dialect, as shown
-	Rubric  string              // the candidate's rubric for scores (a key of Rubrics)
-	Screens bool                // the candidate is a model of its own: its verdicts are shadowed too
-	// DailyLimit is the candidate's calls per UTC day (a score counts as its runs), charged
-	// to no author (default DefaultShadowDailyLimit).
-	DailyLimit int64
-	// Concurrency is the candidate's calls in flight in this process, within the model cap
-	// (default DefaultShadowConcurrency, at least ScoreRuns).
-	Concurrency int
+	Model       *modelclient.Client // the candidate's client (the live model's address when only the rubric differs)
+	Name        string              // the candidate model's name, kept with its answers
+	API         string              // the candidate model's dialect, as shown
+	Rubric      string              // the candidate's rubric for scores (a key of Rubrics)
+	Screens     bool                // the candidate is a model of its own: its verdicts are shadowed too
+	DailyLimit  int64               // calls per UTC day, charged to no author (DefaultShadowDailyLimit)
+	Concurrency int                 // calls in flight in this process (DefaultShadowConcurrency, at least ScoreRuns)
 }
 
 // ModelInfo names a model, its dialect and the rubric its scores are made under.
@@ -53,9 +49,8 @@ func (c *Content) Candidate() (info ModelInfo, dailyLimit int64, ok bool) {
 // Candidate is the candidate's name as the database keeps it: "model rubric".
 func (s ShadowConfig) Candidate() string { return s.Name + " " + s.Rubric }
 
-// shadow is the content runner's shadow work: a loop that claims shadow jobs only while no live
-// job is due (models.ClaimShadow), behind the model cap at the lowest priority and its own cap,
-// and a breaker of the candidate's own in this process (the shared breaker is the live model's).
+// shadow is the candidate's work: a loop claiming shadow jobs while no live job is due, behind
+// the model cap at the lowest priority and its own cap, with its own in-process breaker.
 type shadow struct {
 	cfg  ShadowConfig
 	gate *Gate // the candidate's own cap
@@ -80,23 +75,13 @@ const (
 var ShadowOutcomes = []string{ShadowRecorded, ShadowFailed, ShadowLimit, ShadowGone, ShadowReleased}
 
 func newShadow(cfg ShadowConfig, pass func(ctx context.Context) error) *shadow {
-	if cfg.DailyLimit <= 0 {
-		cfg.DailyLimit = DefaultShadowDailyLimit
-	}
+	cfg.DailyLimit = positive(cfg.DailyLimit, DefaultShadowDailyLimit)
 	cfg.Concurrency = max(cfg.Concurrency, ScoreRuns)
 	return &shadow{cfg: cfg, gate: NewGate(cfg.Concurrency), loop: newLoop("shadow", pass)}
 }
 
-// closed reports whether the candidate may be asked at now: its breaker is closed, or its
-// probe is due.
-func (s *shadow) closed(now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !now.Before(s.openUntil)
-}
-
-// report counts a reply against the candidate: threshold failures in a row (0: never) open its
-// breaker for probeBackoff, longer after each failed probe; an answer closes it.
+// report counts a reply: threshold failures in a row (0: never) open the candidate's breaker
+// for probeBackoff; an answer closes it.
 func (s *shadow) report(r modelclient.Reply, threshold int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,12 +103,6 @@ type shadowLeased struct {
 	main, own *slots
 }
 
-// shadowPass is the shadow loop's pass.
-func (c *Content) shadowPass(ctx context.Context) error {
-	_, err := c.SweepShadow(ctx)
-	return err
-}
-
 // SweepShadow claims and runs shadow jobs until none is due or a live job is (then it ends:
 // live work first), and returns how many it ran; without a candidate it does nothing.
 func (c *Content) SweepShadow(ctx context.Context) (int, error) {
@@ -137,39 +116,37 @@ func (c *Content) SweepShadow(ctx context.Context) (int, error) {
 }
 
 // claimShadow claims one shadow job, holding room for the costliest task in the candidate's
-// cap and, at the lowest priority, in the model cap (every live waiter is served first), and
-// gives back what the job does not need. It claims nothing while the candidate's breaker or the
-// live model's is open.
+// cap and, at the lowest priority, in the model cap, and gives back what it does not need.
 func (c *Content) claimShadow(ctx context.Context, _ int) ([]shadowLeased, int, error) {
 	n := min(maxCalls, c.shadow.gate.Cap(), c.gate.Cap())
 	if err := c.shadow.gate.Acquire(ctx, PrioritySweep, n); err != nil {
 		return nil, 0, err
 	}
 	own := c.shadow.gate.hold(n)
+	defer own.release() // what the job does not take
 	if err := c.gate.Acquire(ctx, PriorityShadow, n); err != nil {
-		own.release()
 		return nil, 0, err
 	}
 	main := c.gate.hold(n)
+	defer main.release()
 	jobs, err := c.claimShadowJob(ctx)
 	if err != nil || len(jobs) == 0 {
-		own.release()
-		main.release()
 		return nil, 0, err
 	}
 	calls := jobs[0].Task.Calls()
 	l := shadowLeased{job: jobs[0]}
 	l.main, _ = main.take(calls)
 	l.own, _ = own.take(calls)
-	main.release()
-	own.release()
 	return []shadowLeased{l}, 1, nil
 }
 
 // claimShadowJob claims one shadow job unless the candidate's breaker or the live model's is
-// open; asked with the slots held, so the calls that held them have reported already.
+// open (asked with the slots held, so their calls have reported).
 func (c *Content) claimShadowJob(ctx context.Context) ([]models.Job, error) {
-	if !c.shadow.closed(c.clock.Now()) {
+	c.shadow.mu.Lock()
+	open := c.clock.Now().Before(c.shadow.openUntil) // its probe not due yet
+	c.shadow.mu.Unlock()
+	if open {
 		return nil, nil
 	}
 	if row, err := c.breaker.state(ctx); err != nil || row.State != models.BreakerClosed {
@@ -201,34 +178,11 @@ func (c *Content) runShadow(ctx context.Context, l shadowLeased) {
 	c.log.Debug("shadow job", "task", l.job.Task, "kind", l.job.Kind, "itemId", l.job.ItemID, "outcome", out)
 }
 
-// shadowAsk is what a shadow job asks the candidate: built from the item as it is now.
-type shadowAsk struct {
-	screen *modelclient.ScreenRequest
-	score  *modelclient.ScoreRequest
-}
-
-// shadowSubject reads the job's item and builds the candidate's request; ok is false when the
-// item is gone or the request would be refused before sending (the job is dropped).
-func (c *Content) shadowSubject(ctx context.Context, job models.Job) (a shadowAsk, ok bool, err error) {
-	sh := c.shadow.cfg
-	if job.Task == models.TaskScreen {
-		sub, ok, err := c.store.ScreenSubject(ctx, job.Kind, job.ItemID)
-		req := screenRequest(job.Kind, sub)
-		return shadowAsk{screen: &req}, ok && modelclient.CheckScreen(req) == nil, err
-	}
-	rev, ok, err := c.store.ScoreSubject(ctx, job.ItemID)
-	if err != nil || !ok {
-		return shadowAsk{}, false, err
-	}
-	req, refused := scoreRequest(sh.Name, sh.Rubric, rev)
-	return shadowAsk{score: &req}, refused == nil, nil
-}
-
 // shadowSteps does a claimed shadow job's work: the item, the day's limit, the ask and the
 // record. It returns the outcome (ShadowReleased: the caller lets the job go).
 func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, error) {
 	job, sh := l.job, c.shadow
-	ask, ok, err := c.shadowSubject(ctx, job)
+	ask, ok, err := askFor(ctx, c.store, job.Task, job.Kind, job.ItemID, sh.cfg.Name, sh.cfg.Rubric)
 	if err != nil {
 		return ShadowReleased, err
 	}
@@ -247,17 +201,10 @@ func (c *Content) shadowSteps(ctx context.Context, l shadowLeased) (string, erro
 	if !ok {
 		return ShadowReleased, nil
 	}
-	var reply modelclient.Reply
-	if ask.screen != nil {
-		reply = sh.cfg.Model.Screen(askCtx, *ask.screen)
-	} else {
-		reply = sh.cfg.Model.Score(askCtx, *ask.score, ScoreRuns)
-	}
+	reply := ask.send(askCtx, sh.cfg.Model)
 	if reply.Why != "" && ctx.Err() != nil {
 		return ShadowReleased, nil
 	}
-	// The breaker hears of the reply while the job still holds its slots, so the next claim
-	// sees it.
 	sh.report(reply, max(c.cfg.ModelBreaker, 0), c.clock.Now())
 	l.main.release()
 	l.own.release()
@@ -295,8 +242,7 @@ func (c *Content) recordShadow(ctx context.Context, job models.Job, reply modelc
 	return recorded, "", err
 }
 
-// liveModel is what live work asks: the model's client, and the model and rubric its scores
-// keep; the configured ones, or the candidate's once promoted (models.ModelSettings).
+// liveModel is what live work asks: the configured model, or the candidate once promoted.
 type liveModel struct {
 	client       *modelclient.Client
 	name, rubric string
@@ -310,8 +256,7 @@ func (l liveModel) problem() string {
 	return l.client.Unconfigured()
 }
 
-// live is the live model now: from the last read of the model settings when younger than
-// holdsFresh, else from a new read, so every replica follows a promotion within a second.
+// live is the live model now, from a read of the model settings at most holdsFresh old.
 func (c *Content) live(ctx context.Context) (liveModel, error) {
 	set, err := c.settings.get(ctx, time.Time{}, c.store.ReadModelSettings)
 	if err != nil {
@@ -326,13 +271,11 @@ func (c *Content) LiveRubric(ctx context.Context) (string, error) {
 	return l.rubric, err
 }
 
-// ForgetLive drops the last read of the model settings: this process's next job reads them
-// (after a promotion or rollback here).
+// ForgetLive makes the next job read the model settings (after a promotion or rollback here).
 func (c *Content) ForgetLive() { c.settings.forget() }
 
 // liveOf is the live model the settings make: the promoted candidate's name and rubric, asked
-// at the candidate's address (this process's OWED_SHADOW_MODEL_*; the live one's when it has
-// none), or the configured model.
+// at the candidate's address (the live one's when this process has none), or the configured.
 func (c *Content) liveOf(set models.ModelSettings) liveModel {
 	if !set.Promoted() {
 		return liveModel{client: c.model, name: c.cfg.ModelName, rubric: RubricID}
