@@ -34,24 +34,17 @@ import (
 type Options struct {
 	Clock clock.Clock
 	Log   *slog.Logger
-	// HTTPClient is the model's client (nil: a shared pooled one). Media and webhooks are
-	// fetched and delivered through the guarded client of package outbound, always.
+	// HTTPClient is the model's client (nil: a shared pooled one); media and webhooks always
+	// use package outbound's guarded client.
 	HTTPClient *http.Client
-	// Out receives the first admin token when one is made (stdout in production).
-	Out io.Writer
-	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
-	// defaults (tests of slow clients make them short).
+	Out        io.Writer // receives the first admin token when one is made (stdout in production)
+	// ServerTimeouts bound how long Serve's HTTP server waits on a client (zero: defaults).
 	ServerTimeouts ServerTimeouts
-	// BackfillRateWindow is the backfill's smoothed-rate time constant (zero: the default;
-	// negative: the plain rate). The ETA accuracy benchmark compares them; see
-	// scheduler.BackfillConfig.RateWindow.
+	// BackfillRateWindow is scheduler.BackfillConfig.RateWindow (zero: default; negative: plain rate).
 	BackfillRateWindow time.Duration
-	// DatabaseClock sets Clock by the database's clock, as the real clock always is (a test of
-	// replicas whose clocks disagree); a given Clock is otherwise kept as it is.
+	// DatabaseClock sets Clock by the database's clock, as the real clock always is.
 	DatabaseClock bool
-	// BeatEvery is the notifier's heartbeat period (zero: notify.DefaultBeatEvery); tests of
-	// a deaf listener make it short.
-	BeatEvery time.Duration
+	BeatEvery     time.Duration // the notifier's heartbeat period (zero: notify.DefaultBeatEvery)
 }
 
 // ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
@@ -62,17 +55,13 @@ type ServerTimeouts struct {
 }
 
 func (t ServerTimeouts) withDefaults() ServerTimeouts {
-	if t.ReadHeader <= 0 {
-		t.ReadHeader = 10 * time.Second
-	}
-	if t.Read <= 0 {
-		t.Read = time.Minute
-	}
-	if t.Write <= 0 {
-		t.Write = 2 * time.Minute
-	}
-	if t.Idle <= 0 {
-		t.Idle = 2 * time.Minute
+	for _, d := range []struct {
+		at  *time.Duration
+		def time.Duration
+	}{{&t.ReadHeader, 10 * time.Second}, {&t.Read, time.Minute}, {&t.Write, 2 * time.Minute}, {&t.Idle, 2 * time.Minute}} {
+		if *d.at <= 0 {
+			*d.at = d.def
+		}
 	}
 	return t
 }
@@ -82,45 +71,35 @@ type App struct {
 	Config  Config
 	Store   *models.Store
 	Content *scheduler.Content
-	// Drift re-runs the anchor set against the live model (OWED_DRIFT_EVERY).
-	Drift   *scheduler.Drift
+	Drift   *scheduler.Drift // re-runs the anchor set against the live model
 	Echo    *echo.Echo
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Clock   clock.Clock
 
-	// Webhooks delivers the webhooks owed to subscribers.
 	Webhooks *scheduler.Deliveries
-	// Media is the media engine; Backfill the backfill queue (and scrape deletes) using it.
 	Media    *media.Engine
-	Backfill *scheduler.Backfill
-	// Notify wakes long polls and streams of authors' views (in-process on SQLite, LISTEN on
-	// PostgreSQL); API is the HTTP API it serves them through.
-	Notify *notify.Hub
-	API    *api.API
-	// Schedule is the periodic work on robfig/cron: an entry per period, each waking a runner
-	// or running a chore (see newSchedule).
-	Schedule *scheduler.Schedule
+	Backfill *scheduler.Backfill // the backfill queue and scrape deletes, on Media
+	// Notify wakes authors' long polls and streams (in-process on SQLite, LISTEN on PostgreSQL).
+	Notify   *notify.Hub
+	API      *api.API
+	Schedule *scheduler.Schedule // the periodic work on robfig/cron (see newSchedule)
 
-	server *http.Server
-	// metricsServer serves /metrics on OWED_METRICS_ADDR, when set, at metricsAddr.
-	metricsServer *http.Server
+	server        *http.Server
+	metricsServer *http.Server // /metrics on OWED_METRICS_ADDR, when set, at metricsAddr
 	metricsAddr   string
 	failed        chan error // see Failed
 	timeouts      ServerTimeouts
-	// dbClock is Clock when it is set by the database's clock (checkClock), else nil;
-	// clockProblem the skew past OWED_MAX_CLOCK_SKEW it last found.
+	// dbClock is Clock when set by the database's clock, else nil; clockProblem the skew past
+	// OWED_MAX_CLOCK_SKEW it last found.
 	dbClock      *clock.Offset
 	clockProblem atomic.Pointer[string]
-	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
-	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
-	// names the process that holds it.
-	owner string
+	owner        string // this process's name on every lease it takes
 }
 
 // New opens the database (applying migrations), makes the first admin if there is none, and
 // assembles the runners and the HTTP handler. Nothing runs until Start.
-func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
+func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	dbClock := databaseClock(opts)
 	if dbClock != nil {
 		opts.Clock = dbClock
@@ -138,6 +117,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
 		failed: make(chan error, 1), dbClock: dbClock}
 	if dbClock != nil {
@@ -149,36 +133,29 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		a.Notify.SetHeartbeat(func(ctx context.Context, payload string) error {
 			return store.Notify(ctx, notify.Channel, payload)
 		}, opts.BeatEvery)
-	}
-	if !a.Notify.Listens() {
-		// SQLite: every writer is in this process, and the store tells the notifier itself.
-		// PostgreSQL's triggers notify every replica, this one included.
+	} else {
+		// SQLite: every writer is in this process (PostgreSQL's triggers notify every replica).
 		store.SetChanges(a.Notify)
 	}
 	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
-		store.Close()
 		return nil, err
 	}
-	// A scrape counts the job table at most once per metrics.CountsFresh (15 s).
 	a.Metrics = metrics.New(metrics.CacheCounts(a.jobCounts, metrics.CountsFresh, opts.Clock.Now))
 	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
 		Help: "Long polls and streams of authors' views waiting in this process."},
 		func() float64 { return float64(a.Notify.Watchers()) }))
 	proxy, err := proxyURL(cfg.ModelProxy)
 	if err != nil {
-		store.Close()
 		return nil, fmt.Errorf("OWED_MODEL_PROXY: %w", err)
 	}
 	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // review_metrics.go
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, Proxy: proxy, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
-		store.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	shadow, err := a.candidate(ctx, proxy, opts.HTTPClient)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
@@ -188,15 +165,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // shadow_metrics.go
 	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
-		store.Close()
 		return nil, err
 	}
-	if err := a.newBackfill(cfg, opts); err != nil {
-		store.Close()
+	if err = a.newBackfill(cfg, opts); err != nil {
 		return nil, err
 	}
-	if err := a.newSchedule(); err != nil {
-		store.Close()
+	if err = a.newSchedule(); err != nil {
 		return nil, err
 	}
 	a.Echo = a.newEcho()
@@ -227,10 +201,8 @@ func modelBreaker(n int) int {
 	return n
 }
 
-// deliveriesConfig is the webhook deliveries' configuration: deliveries are leased for
-// OWED_LEASE by the process's one owner like every other claim, so a dead process's deliveries
-// come back when its leases run out, and an attempt's timeout (DefaultDeliveryTimeout) stays within half the
-// lease so a live worker never loses a delivery it is attempting.
+// deliveriesConfig leases deliveries for OWED_LEASE like every other claim, an attempt's
+// timeout within half the lease so a live worker never loses a delivery it is attempting.
 func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 	cfg := a.Config
 	c := scheduler.DeliveriesConfig{AllowPrivate: cfg.WebhooksAllowPrivate, Owner: a.owner}
@@ -244,9 +216,7 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 // newBackfill makes the media engine (previews under the data directory, the configured
 // gaps) and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
-	// The queue renews its lease between fetches, once a third of it has passed: a fetch that
-	// outlasted the rest would let the lease lapse mid-batch, another replica take the queue and
-	// fetch the same rows again, and this one's answer be dropped.
+	// The queue renews its lease between fetches after a third of it: a longer fetch would let it lapse.
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
 		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock,
 		Timeout: min(media.DefaultTimeout, cfg.Lease/3)})
@@ -258,7 +228,6 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 		return err
 	}
 	a.Media = engine
-	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
 		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
 		RateWindow: opts.BackfillRateWindow})
@@ -269,15 +238,11 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 // fresh token printed once to out.
 func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 	if a.Config.AdminToken != "" {
-		// A known token is left as it is, even a disabled user's: an admin who locked out
-		// this token's user meant it. (A rotated token is no longer known, so a start with the
-		// old one in OWED_ADMIN_TOKEN makes a new admin with it: change the variable too.)
+		// A known token is left as it is, even a disabled user's.
 		if known, err := a.Store.TokenKnown(ctx, a.Config.AdminToken); err != nil || known {
 			return err
 		}
-		// User names are unique regardless of case: when "admin" is taken (by the admin whose
-		// token was rotated) the new one is admin-2, admin-3, …; when the token became known
-		// meanwhile, another replica starting at the same time made its admin.
+		// "admin" taken: admin-2, admin-3, …; the token known meanwhile: another replica made it.
 		for n := 1; ; n++ {
 			name := "admin"
 			if n > 1 {
@@ -312,7 +277,6 @@ func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 }
 
 func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
-	// The kept counts (no count of the job table) and one index read for the oldest due job.
 	oldest, err := a.Store.OldestDue(ctx, a.Clock.Now())
 	if err != nil {
 		return metrics.JobCounts{}, err
@@ -339,16 +303,14 @@ func (a *App) newEcho() *echo.Echo {
 	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
 	e.IPExtractor = ipExtractor(proxies)
-	// Before routing, so that every answer has these headers: unrouted ones, errors, 304s,
-	// the SPA, /metrics.
+	// Before routing, so that every answer has these headers.
 	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{
 		ContentTypeNosniff: "nosniff",
 		XFrameOptions:      "DENY",
 		ReferrerPolicy:     "same-origin",
 	}))
 	if a.Config.PublicHTTPS() {
-		// Sent whatever the request's scheme says: behind a TLS-terminating proxy owed sees
-		// plain HTTP, and browsers ignore the header on an answer that did not come over TLS.
+		// Whatever the request's scheme: behind a TLS-terminating proxy owed sees plain HTTP.
 		e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				c.Response().Header().Set(echo.HeaderStrictTransportSecurity, "max-age=31536000")
@@ -395,10 +357,8 @@ func (a *App) backfillSummary(ctx context.Context) *scheduler.BackfillSummary {
 	return &s
 }
 
-// ipExtractor finds a request's client address: the TCP peer's, unless the peer is one of the
-// trusted proxies, whose X-Forwarded-For is then believed (from the right, up to the first
-// address that is not a trusted proxy). Echo's defaults would also trust loopback, link-local
-// and private peers; owed trusts only what OWED_TRUSTED_PROXIES names.
+// ipExtractor finds a request's client address: the TCP peer's, or from X-Forwarded-For when
+// the peer is a trusted proxy. Unlike Echo's defaults, only OWED_TRUSTED_PROXIES is trusted.
 func ipExtractor(proxies []*net.IPNet) echo.IPExtractor {
 	if len(proxies) == 0 {
 		return echo.ExtractIPDirect()
@@ -422,8 +382,7 @@ func trusts(proxies []*net.IPNet) func(ip net.IP) bool {
 	}
 }
 
-// methodLabel is a request method as a metrics label: the methods owed knows, else "other",
-// so that made-up methods cannot grow the label set without bound.
+// methodLabel is a request method as a bounded metrics label: a method owed knows, else "other".
 func methodLabel(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
@@ -455,14 +414,8 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler is the HTTP handler, for tests that serve it themselves.
 func (a *App) Handler() http.Handler { return a.Echo }
 
-// optimizeEvery is the period of the optimize chore.
-const optimizeEvery = time.Hour
-
-// newSchedule puts the periodic work on robfig/cron, one entry per period: the content sweep
-// (OWED_SWEEP_EVERY), the backfill queue and its deletes (30 s, or the sweep's period when
-// shorter), the webhook deliveries (1 s), each waking its runner, which still drains and leases
-// as before and is also woken at once when work is made due; the retention pruner (on the
-// sweep's period) and the optimize (hourly), which run in the entry itself.
+// newSchedule puts the periodic work on robfig/cron, one entry per period: the runners' wakes,
+// the clock check, the retention pruner (on the sweep's period) and the hourly optimize.
 func (a *App) newSchedule() error {
 	s := scheduler.NewSchedule(a.Log)
 	for _, r := range []interface {
@@ -481,7 +434,7 @@ func (a *App) newSchedule() error {
 		return err
 	}
 	// SQLite's planner statistics follow the tables as they grow (see Store.Optimize).
-	if err := s.Every("optimize", optimizeEvery, func(ctx context.Context) {
+	if err := s.Every("optimize", time.Hour, func(ctx context.Context) {
 		if err := a.Store.Optimize(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Warn("optimize", "err", err)
 		}
@@ -492,9 +445,8 @@ func (a *App) newSchedule() error {
 	return nil
 }
 
-// StartRunners starts the runners without serving HTTP: the content jobs' sweep, the webhook
-// deliveries and the backfill queue (each makes its first pass at once), then the schedule
-// that wakes them and runs the chores.
+// StartRunners starts the runners (each makes its first pass at once), then the schedule,
+// without serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
 	for _, r := range []interface{ Start(context.Context) error }{a.Content, a.Webhooks, a.Backfill} {
 		if err := r.Start(ctx); err != nil {
@@ -505,8 +457,7 @@ func (a *App) StartRunners(ctx context.Context) error {
 	return nil
 }
 
-// pruneLease is how long a replica holds the pruning chore: past it, another takes over.
-const pruneLease = 10 * time.Minute
+const pruneLease = 10 * time.Minute // how long a replica holds the pruning chore
 
 // PruneOnce deletes history past its retention (models.Store.Prune) when this replica holds
 // the pruning lease, and records what it did in metrics. It reports whether it pruned.
@@ -540,9 +491,8 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	return true, err
 }
 
-// Prune forgets what is no longer read, on its entry of the schedule: budgets of past days and
-// expired sessions on every replica, and history past its retention on the one replica that
-// holds the pruning lease (PruneOnce).
+// Prune forgets past days' budgets and expired sessions, and history past its retention when
+// this replica holds the pruning lease (PruneOnce).
 func (a *App) Prune(ctx context.Context) {
 	now := a.Clock.Now()
 	if _, err := a.Store.PruneBudgets(ctx, now); err != nil && ctx.Err() == nil {
@@ -602,24 +552,18 @@ func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
 	}
 }
 
-// Failed receives the error of a listener (the API's, or /metrics' own) that stopped serving
-// other than by Shutdown: the process can no longer answer, so its owner shuts it down and
-// exits with that error (owed serve does) rather than leave the runners working unreachable.
+// Failed receives the error of a listener that stopped serving other than by Shutdown; its
+// owner then shuts the process down and exits with it, rather than run unreachable.
 func (a *App) Failed() <-chan error { return a.failed }
 
-// Shutdown stops the process in the reverse order of what depends on what, every stage under
-// ctx's one deadline (without a deadline, until ctx ends): HTTP (no new requests; in-flight ones
-// finish, held long polls answer and streams end at once), cron (no entry runs any more; a
-// chore under way is cancelled when the deadline comes), the runners at once (they claim
-// nothing more, let their running work finish until the deadline, then cancel it, and release
-// the leases still held, which is done even past the deadline), the notifier (which the
-// runners' last commits may still wake), and last the database. A stage that overruns leaves
-// the later ones only what remains of the deadline, so the stop takes about the grace at most.
+// Shutdown stops the process in stages, all under ctx's one deadline: HTTP (in-flight requests
+// finish, streams end at once), cron, the runners together (running work finishes until the
+// deadline, then is cancelled; held leases are released even past it), the notifier, and last
+// the database.
 func (a *App) Shutdown(ctx context.Context) error {
 	return stopInStages(ctx, a.stages()...)
 }
 
-// stopper stops one part of the process within its context.
 type stopper func(ctx context.Context) error
 
 // stage is a step of the stop: its stoppers run at once.
@@ -645,8 +589,7 @@ func (a *App) stages() []stage {
 	}
 }
 
-// stopInStages runs the stages one after another, the stoppers of a stage at once, all under
-// ctx, and joins their errors.
+// stopInStages runs the stages in order, all under ctx, and joins their errors.
 func stopInStages(ctx context.Context, stages ...stage) error {
 	var errs []error
 	for _, st := range stages {
