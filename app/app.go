@@ -66,6 +66,10 @@ func (t ServerTimeouts) withDefaults() ServerTimeouts {
 	return t
 }
 
+func (t ServerTimeouts) server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
+
 // App is one owed process.
 type App struct {
 	Config  Config
@@ -298,17 +302,9 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 
 // newEcho builds the HTTP handler: API, SPA, health and metrics.
 func (a *App) newEcho() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e := a.baseEcho()
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
 	e.IPExtractor = ipExtractor(proxies)
-	// Before routing, so that every answer has these headers.
-	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{
-		ContentTypeNosniff: "nosniff",
-		XFrameOptions:      "DENY",
-		ReferrerPolicy:     "same-origin",
-	}))
 	if a.Config.PublicHTTPS() {
 		// Whatever the request's scheme: behind a TLS-terminating proxy owed sees plain HTTP.
 		e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -343,6 +339,16 @@ func (a *App) newEcho() *echo.Echo {
 	e.GET("/admin", spa)
 	e.GET("/admin/*", spa)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/admin/") })
+	return e
+}
+
+// baseEcho is an Echo answering in the API's error shape, with the security headers set
+// before routing so that every answer has them.
+func (a *App) baseEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{ContentTypeNosniff: "nosniff", XFrameOptions: "DENY", ReferrerPolicy: "same-origin"}))
 	return e
 }
 
@@ -526,9 +532,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
 	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies), t)
 	ln = slotListener{Listener: ln, s: s}
-	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
-		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
-		ConnState: s.connState, ConnContext: connContext}
+	a.server = t.server(a.Echo)
+	a.server.ErrorLog, a.server.ConnState, a.server.ConnContext = slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn), s.connState, connContext
 	// Its graceful shutdown waits for open requests, and a stream never ends by itself.
 	a.server.RegisterOnShutdown(a.API.CloseStreams)
 	if err := a.serveMetrics(); err != nil {

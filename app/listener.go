@@ -16,32 +16,13 @@ import (
 	"github.com/owed/owed/api"
 )
 
-// The listener holds at most maxConnections connections at once (OWED_MAX_CONNECTIONS), so the
-// process never runs out of file descriptors (accept4: too many open files), and shares them
-// out (slots):
-//
-//   - One client address holds at most its share (OWED_MAX_CONNECTIONS_PER_IP, default a
-//     quarter of the cap); a trusted proxy's address has no share of its own, since every
-//     client behind it comes through it.
-//   - Near the cap, idle connections are closed first, the longest idle first: a kept-alive
-//     connection waiting for its next request, else one that has waited more than freshGrace
-//     for its first. A connection that sent one request and went silent (or none) makes room
-//     for one that asks something; one whose request is on its way is not cut.
-//   - A new connection waits for its first request as a kept-alive one waits for its next
-//     (IdleTimeout), and ReadHeaderTimeout runs from the request's first byte. net/http would
-//     start it when the connection is accepted, so a connection a client dialled ahead and kept
-//     unused in its pool for longer was closed under it, and the request the client then sent
-//     on it met EOF (a POST is not retried by clients).
-//   - A few slots above the cap are kept for health checks (reserveOf): a connection that finds
-//     no slot (the listener full, or its address at its share) takes one of them if its
-//     address holds fewer than half, for one request within reserveLife; /healthz and /readyz
-//     are answered there, anything else 503 `unavailable` (healthOnlyOnReservedSlots). So the health routes
-//     answer under any flood, from one address or many.
-//   - A connection that finds no room at all is closed at once, rather than left in the
-//     kernel's backlog where /healthz would wait behind it.
-//
-// The streams and long polls of `mine` are capped below the cap (streamsUnder), so whatever
-// they do there is room for the rest.
+// The listener holds at most maxConnections connections (OWED_MAX_CONNECTIONS), so the process
+// never runs out of file descriptors, and shares them out (slots): one client address holds
+// at most its share (a trusted proxy's has none of its own); near the cap, idle connections
+// are closed first, longest idle first; a new connection's ReadHeaderTimeout runs from its first
+// byte, so a pooled connection dialled ahead is not cut under a client's request; a few slots
+// above the cap (reserveOf) are kept for /healthz and /readyz; a connection with no room at all
+// is closed at once rather than left in the backlog. Streams are capped below (streamsUnder).
 
 // reserveLife is how long a connection on a reserved slot has to send its request and read
 // the answer (the readiness check's database ping takes up to 2 s).
@@ -297,7 +278,6 @@ func peerIP(c net.Conn) net.IP {
 	return nil
 }
 
-// reservedKey marks, in a request's context, a connection on a reserved slot.
 type reservedKey struct{}
 
 // connContext marks the requests of a connection on a reserved slot (http.Server.ConnContext).
@@ -308,17 +288,12 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// onReservedSlot reports whether r came on a reserved slot, where only health is answered.
-func onReservedSlot(r *http.Request) bool {
-	v, _ := r.Context().Value(reservedKey{}).(bool)
-	return v
-}
-
 // healthOnlyOnReservedSlots answers a request that came on a reserved slot 503 `unavailable`
 // unless it asks /healthz or /readyz: those slots are kept for health checks.
 func healthOnlyOnReservedSlots(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if p := c.Request().URL.Path; onReservedSlot(c.Request()) && p != "/healthz" && p != "/readyz" {
+		reserved, _ := c.Request().Context().Value(reservedKey{}).(bool)
+		if p := c.Request().URL.Path; reserved && p != "/healthz" && p != "/readyz" {
 			return &api.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 				Message: "the server holds as many connections as it may; try again shortly"}
 		}
