@@ -130,11 +130,9 @@ func codeOf(status int) string {
 	return "error"
 }
 
-// ErrorHandler answers every error in the SPEC's shape; it is the one place errors become
-// answers. Errors meant for clients (*Error, Echo's own) say what they say; the store's
-// not-found (named by what the store says was missing) and forbidden map to 404 and 403; a
-// database fault (models.FaultOf) to 503 `unavailable` (transient, not the primary, a lock
-// or statement timeout) or 507 `insufficient_storage`, all with Retry-After; anything else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
+// ErrorHandler answers every error in the SPEC's shape: *Error and Echo's own as they say; the
+// store's not-found and forbidden as 404 and 403; a database fault as 503 or 507 with
+// Retry-After; anything else, a bug, logged whole and answered as a bare 500.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {

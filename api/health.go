@@ -15,11 +15,8 @@ func (a *API) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only while the database answers and takes writes (a read-only server, a
-// standby, is not ready) and the notifier hears it, so a load balancer stops sending requests
-// to a replica that cannot reach it, whose database is full, or that cannot tell its clients
-// of changes. The database is asked on a connection of its own, never behind the pool. Its "model" says "configured" or why not (e.g.
-// "no model configured").
+// readyz answers 200 only while the database answers and takes writes (on a connection of its
+// own, never behind the pool) and the notifier hears it; "model" says "configured" or why not.
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()

@@ -5,19 +5,12 @@ import (
 	"strconv"
 )
 
-// What the OpenAPI document says of a route beyond its types is made here from the route's
-// method and from a few tables of routes, so that a route added anywhere gets the same
-// declarations as its like: every write of a signed-in caller documents Idempotency-Key; a
-// list its limit's maximum; the error answers are openapi_errors.go's.
-
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
 	"GET /api/listeners/mine": true,
 }
 
-// limitMaxima are the largest page sizes (limit) of the lists; a larger one answers 400. A
-// test checks each against the server (the maximum accepted, one more refused), and that
-// every route with a limit has one here.
+// limitMaxima are the largest page sizes (limit) of the lists (a test checks each).
 var limitMaxima = map[string]int{
 	"GET /api/listeners/mine":                mineMaxLimit,
 	"GET /api/songs":                         200,

@@ -20,9 +20,7 @@ import (
 
 // Limits of what the bot pushes.
 const (
-	// maxCount bounds every count an integration sends (downloaded, bytes): 2^53-1, the
-	// largest integer every JSON client reads exactly, and small enough that sums of many
-	// of them stay far from int64's end.
+	// maxCount bounds every count an integration sends: the largest integer JSON reads exactly.
 	maxCount        = 1<<53 - 1
 	maxMediaPerPush = 1000
 	maxURLLength    = 4096
@@ -314,9 +312,7 @@ type scrapePatch struct {
 	Downloaded *int64              `json:"downloaded" minimum:"0" maximum:"9007199254740991"`
 }
 
-// settableScrapeStates are the states the bot may set. Going back to active is allowed (the
-// walk of a paused scrape resumes, and the scrape leaves the backfill meanwhile); the delete
-// states are reached through DELETE only.
+// settableScrapeStates are the states the bot may set (the delete states through DELETE only).
 var settableScrapeStates = []models.ScrapeState{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
 
 // patchScrape changes a scrape's state and/or its downloaded count.

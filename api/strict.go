@@ -8,12 +8,9 @@ import (
 	"strings"
 )
 
-// strictBody checks a JSON request body before it is decoded into a value of type t, for what
-// encoding/json lets through: the body must be an object (not null, not a list or a scalar,
-// which json would take as "nothing given"), every key of every object must appear once (json
-// keeps the last of two), and a key must name a field exactly (json also takes "BODY" for
-// "body"). It reports the first fault as an invalid-input error; a body that is not JSON at all
-// is left to the decoder, which says so.
+// strictBody refuses what encoding/json lets through into t: a body that is not an object, a key
+// given twice, a key that names a field other than exactly. A body that is not JSON is left to
+// the decoder.
 func strictBody(body []byte, t reflect.Type) error {
 	if !json.Valid(body) {
 		return nil // not one JSON value: the decoder's own error says so
