@@ -52,8 +52,7 @@ func tooLarge(field, msg string) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: msg, Field: field}
 }
 
-// notFoundOf answers the store's not-found (models.ErrNotFound): "<what> not found", what
-// the store says was missing ("song", "job" …).
+// notFoundOf answers the store's not-found: "<what> not found", what the store says was missing.
 func notFoundOf(err error) *Error {
 	what := models.NotFoundWhat(err)
 	if what == "" {
@@ -85,8 +84,7 @@ var (
 		Message: "the database was busy past its lock or statement timeout; nothing was written, try again shortly"}
 )
 
-// faultAnswers are the answers to each class of database fault, with how loudly, and why,
-// the failed request is logged.
+// faultAnswers are the answers to each class of database fault, with how it is logged.
 var faultAnswers = map[models.Fault]struct {
 	out   *Error
 	level slog.Level

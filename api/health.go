@@ -75,14 +75,12 @@ func (a *API) modelProblem() string {
 // modelStateWait bounds readiness's read of the model's breaker.
 const modelStateWait = 250 * time.Millisecond
 
-// modelDegraded says, while the model's breaker is open or probing, that the model is degraded
-// and why (its last real error); "" while it is closed.
+// modelDegraded says why the model is degraded while its breaker is not closed, else "".
 func (a *API) modelDegraded(ctx context.Context) string {
 	if a.Content == nil {
 		return ""
 	}
-	// The breaker's row is read on the store's pool, which outside locks can hold: a short
-	// wait, and without an answer the model is not called degraded.
+	// A short wait: outside locks can hold the store's pool, and no answer is not degraded.
 	ctx, cancel := context.WithTimeout(ctx, modelStateWait)
 	defer cancel()
 	st, err := a.Content.ModelState(ctx)

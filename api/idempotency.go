@@ -150,8 +150,7 @@ func canonicalJSON(body []byte) []byte {
 	return b
 }
 
-// fingerprint reads the request's body (leaving it to be read again) and says what a repeat
-// must match: the method, path, query and body.
+// fingerprint is what a repeat must match: method, path, query and body (left to be read again).
 func fingerprint(req *http.Request) (string, error) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
@@ -203,16 +202,14 @@ func (a *API) settleAnswer(ctx context.Context, c echo.Context, userID int64, k 
 	}
 }
 
-// settleKey ends a request's hold on its key (Store.IdemSettle tries again while the database
-// does not answer).
+// settleKey ends a request's hold on its key (Store.IdemSettle retries while the database is away).
 func (a *API) settleKey(f func() error) {
 	if err := a.Store.IdemSettle(context.Background(), f); err != nil {
 		a.Log.Warn("idempotency key", "err", err)
 	}
 }
 
-// idempotencyKey is the header's one key: 1–255 printable ASCII characters, as given or as a
-// structured-field string ("…").
+// idempotencyKey is the header's one key: 1–255 printable ASCII characters, bare or quoted.
 func idempotencyKey(values []string) (string, error) {
 	if len(values) != 1 {
 		return "", invalid(headerIdempotencyKey, "Idempotency-Key must be given once")

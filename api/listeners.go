@@ -79,8 +79,7 @@ func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, crea
 	return a.screenOf(ctx, s, h)
 }
 
-// pendingScreen is the screen of a new item whose state could not be read, or is not known
-// yet: pending, its screen owed since the item was made, and why (nil: not known yet).
+// pendingScreen is a new item's screen not known yet: pending since it was made, and why (nil: unknown).
 func pendingScreen(created time.Time, why models.Why) screenJSON {
 	next := timeStr(created)
 	out := screenJSON{State: models.StatePending, NextAttemptAt: &next}
@@ -202,12 +201,9 @@ type revisionRequest struct {
 }
 
 func (a *API) createRevision(c echo.Context) error {
-	songID, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req revisionRequest
-	if err := bind(c, &req); err != nil {
+	songID, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkTitle(req.Title, false); err != nil {
@@ -235,12 +231,9 @@ type bodyRequest struct {
 }
 
 func (a *API) createComment(c echo.Context) error {
-	songID, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req bodyRequest
-	if err := bind(c, &req); err != nil {
+	songID, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkText("body", req.Body, modelclient.MaxTextBytes); err != nil {
@@ -366,8 +359,7 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// etagMatches reports whether an If-None-Match header names etag: exactly, in its weak form
-// (W/"…", the weak comparison If-None-Match calls for), in a comma-separated list, or as *.
+// etagMatches reports whether an If-None-Match header names etag (weak comparison), or is *.
 func etagMatches(header, etag string) bool {
 	for header != "" {
 		var t string

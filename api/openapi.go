@@ -99,8 +99,7 @@ func (m *schemaMaker) mineEvent() map[string]any {
 	return ref("MineEvent")
 }
 
-// queryParams documents the query parameters of route r: the fields of its query struct (nil
-// for none), each named by its query tag.
+// queryParams documents route r's query parameters: its query struct's fields, by query tag.
 func (m *schemaMaker) queryParams(r route) []any {
 	if r.query == nil {
 		return nil

@@ -177,8 +177,7 @@ func (a *API) listReview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// reviewEntries adds to each entry its item's content, its author with their history, and its
-// claim. An entry whose item is gone meanwhile is left out.
+// reviewEntries adds to each entry its item's content, author and claim (a gone item's is left out).
 func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me int64) ([]reviewEntryJSON, error) {
 	out := make([]reviewEntryJSON, 0, len(open))
 	var authors []int64
@@ -340,8 +339,7 @@ func (a *API) reviewMeasures(c echo.Context) error {
 		Since: timeStr(since)})
 }
 
-// checkWords tidies an optional note or reason (its field): trimmed, nil when blank, at most
-// 500 characters.
+// checkWords tidies an optional note or reason: trimmed, nil when blank, at most 500 characters.
 func checkWords(field string, text *string) (*string, error) {
 	if text == nil {
 		return nil, nil
@@ -454,8 +452,7 @@ func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me i
 	return out, nil
 }
 
-// inReview refuses to retry a job that waits for a moderator: it is decided in the review
-// queue, and a retry would ask the model again.
+// inReview refuses to retry a job that waits for a moderator (a retry would ask the model again).
 func inReview(j models.Job) error {
 	if j.Why != nil && *j.Why == models.WhyReview {
 		return &Error{Status: http.StatusConflict, Code: "review",

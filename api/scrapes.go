@@ -127,8 +127,7 @@ func mediaOf(m models.Media) mediaJSON {
 	return out
 }
 
-// checkID validates an identifier the bot names a chat or guild by: 1..100 printable
-// characters.
+// checkID validates a chat's or guild's identifier: 1..100 printable characters.
 func checkID(field string, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return invalid(field, field+" is required")
@@ -263,15 +262,11 @@ func checkMediaURL(field, raw string, allowPrivate bool) error {
 	return nil
 }
 
-// pushMedia adds up to 1,000 pending media rows to a scrape, all or none, and refreshes the
-// scrape's last push (which keeps an active scrape's walk lock).
+// pushMedia adds up to 1,000 pending media rows to a scrape, all or none, refreshing its last push.
 func (a *API) pushMedia(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req mediaPushRequest
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -317,12 +312,9 @@ var settableScrapeStates = []models.ScrapeState{models.ScrapeActive, models.Scra
 
 // patchScrape changes a scrape's state and/or its downloaded count.
 func (a *API) patchScrape(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req scrapePatch
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.State == nil && req.Downloaded == nil {
@@ -348,8 +340,7 @@ func (a *API) patchScrape(c echo.Context) error {
 	return c.JSON(http.StatusOK, scrapeOf(sc))
 }
 
-// deleteScrape asks for a scrape's delete: it answers at once (pending-delete) and the
-// previews and rows go in the background (deleting, then deleted).
+// deleteScrape answers at once (pending-delete); the previews and rows go in the background.
 func (a *API) deleteScrape(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -391,8 +382,7 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 	return c.JSON(http.StatusOK, mediaListJSON{out, next})
 }
 
-// mediaPreview serves a cached preview: a JPEG thumbnail whose file is found from the row's
-// id alone, never from anything the caller wrote.
+// mediaPreview serves a cached JPEG preview, its file found from the row's id alone.
 func (a *API) mediaPreview(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {

@@ -106,8 +106,7 @@ func (a *API) stats(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// durationText shows a retention as people say it: whole days as "30d", else Go's form; zero
-// keeps everything.
+// durationText shows a retention as people say it: whole days as "30d", else Go's form.
 func durationText(d time.Duration) string {
 	switch {
 	case d <= 0:

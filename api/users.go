@@ -132,12 +132,9 @@ var errLastAdmin = &Error{Status: http.StatusConflict, Code: "conflict", Field: 
 // patchUser disables or enables a user. A disabled user's token and sessions stop working at
 // once; their items and owed work stay. The last enabled admin cannot be disabled (409).
 func (a *API) patchUser(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req userPatch
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Disabled == nil {
