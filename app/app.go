@@ -47,9 +47,7 @@ type Options struct {
 	BeatEvery     time.Duration // the notifier's heartbeat period (zero: notify.DefaultBeatEvery)
 }
 
-// ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
-// headers (default 10 s), Read for the whole request, body included (1 m), Write for the
-// answer (2 m), Idle for a kept-alive connection between requests (2 m).
+// ServerTimeouts are the HTTP server's limits on slow clients (defaults: 10 s, 1 m, 2 m, 2 m).
 type ServerTimeouts struct {
 	ReadHeader, Read, Write, Idle time.Duration
 }
@@ -196,8 +194,7 @@ func (a *App) candidate(ctx context.Context, proxy *url.URL, client *http.Client
 	return sh, a.Store.SetCandidate(ctx, &name, sh.Screens)
 }
 
-// modelBreaker is the runner's breaker setting: OWED_MODEL_BREAKER=0 turns it off, which the
-// runner reads from a negative value (its zero is the default).
+// modelBreaker is OWED_MODEL_BREAKER as the runner reads it: off is negative, 0 its default.
 func modelBreaker(n int) int {
 	if n <= 0 {
 		return -1
@@ -217,8 +214,7 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 	return c
 }
 
-// newBackfill makes the media engine (previews under the data directory, the configured
-// gaps) and the backfill queue over it.
+// newBackfill makes the media engine and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
 	// The queue renews its lease between fetches after a third of it: a longer fetch would let it lapse.
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
@@ -352,8 +348,7 @@ func (a *App) baseEcho() *echo.Echo {
 	return e
 }
 
-// backfillSummary is the backfill queue's summary for the overview, or nil when it cannot be
-// read now.
+// backfillSummary is the backfill queue's summary for the overview, or nil when unreadable.
 func (a *App) backfillSummary(ctx context.Context) *scheduler.BackfillSummary {
 	s, err := a.Backfill.Summary(ctx)
 	if err != nil {
@@ -397,8 +392,7 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// measure counts requests by route template (never the raw path), method and status: every
-// label has a bounded set of values.
+// measure counts requests by route template, method and status: bounded labels only.
 func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -451,8 +445,7 @@ func (a *App) newSchedule() error {
 	return nil
 }
 
-// StartRunners starts the runners (each makes its first pass at once), then the schedule,
-// without serving HTTP.
+// StartRunners starts the runners, then the schedule, without serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
 	for _, r := range []interface{ Start(context.Context) error }{a.Content, a.Webhooks, a.Backfill} {
 		if err := r.Start(ctx); err != nil {
@@ -544,8 +537,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return a.StartRunners(ctx)
 }
 
-// serveOn serves srv on ln until Shutdown; a listener that fails before (accept: too many open
-// files is retried by net/http; anything else is not) is sent to Failed.
+// serveOn serves srv on ln until Shutdown; a listener that fails before is sent to Failed.
 func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
 	err := srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {

@@ -98,8 +98,7 @@ type Config struct {
 	ShadowDailyLimit int64
 }
 
-// HasCandidate reports whether a candidate is set (OWED_SHADOW_MODEL_URL, _NAME or
-// OWED_SHADOW_RUBRIC).
+// HasCandidate reports whether a candidate is set (OWED_SHADOW_MODEL_URL, _NAME or _RUBRIC).
 func (c Config) HasCandidate() bool {
 	return c.ShadowModelURL != "" || c.ShadowModelName != "" || c.ShadowRubric != ""
 }
@@ -141,8 +140,7 @@ func (c Config) ListenURL() string {
 	return c.DatabaseURL
 }
 
-// StoreTimeouts are the lock and statement timeouts as models.Options takes them (below 0:
-// off).
+// StoreTimeouts are the lock and statement timeouts as models.Options takes them (<0: off).
 func (c Config) StoreTimeouts() (lock, statement time.Duration) {
 	off := func(d time.Duration) time.Duration {
 		if d == 0 {
@@ -183,8 +181,7 @@ func (c Config) PublicHTTPS() bool {
 	return strings.HasPrefix(strings.ToLower(c.PublicURL), "https://")
 }
 
-// Proxies parses TrustedProxies: each entry a CIDR, or a bare address meaning that one
-// address.
+// Proxies parses TrustedProxies: each entry a CIDR, or a bare address.
 func (c Config) Proxies() ([]*net.IPNet, error) {
 	var out []*net.IPNet
 	for _, f := range strings.Split(c.TrustedProxies, ",") {
@@ -213,9 +210,8 @@ func (c Config) Proxies() ([]*net.IPNet, error) {
 	return out, nil
 }
 
-// Defaults is the configuration with nothing set. What a component defaults to is its own
-// (scheduler's, modelclient's, media's exported defaults); the rest is app's, here once. The
-// README's column of defaults is made from these values (see Settings).
+// Defaults is the configuration with nothing set, components' own defaults included; the
+// README's column of defaults is made from it.
 func Defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: modelclient.APIRelay, ModelName: scheduler.DefaultModelName,
@@ -262,8 +258,7 @@ func shown(v any) string {
 	return "`" + s + "`"
 }
 
-// Setting is one configuration value: where it is read from, what it defaults to (as the
-// README shows it) and how its text is parsed into a Config.
+// Setting is one configuration value: where it is read from, its default, and its parser.
 type Setting struct {
 	Env     string // the environment variable, OWED_…
 	Flag    string // the command-line flag, without dashes
@@ -399,8 +394,7 @@ func driftAlert(c *Config, v string) error {
 	return nil
 }
 
-// FlagName is the setting's command-line flag: its own, or the variable's name in lower case
-// with dashes (OWED_MODEL_URL is --model-url).
+// FlagName is the setting's flag: its own, or the variable's (OWED_MODEL_URL is --model-url).
 func (s Setting) FlagName() string {
 	if s.Flag != "" {
 		return s.Flag
@@ -601,8 +595,7 @@ func databaseURL(c *Config, v string) error {
 		return nil
 	}
 	if !models.IsPostgres(v) {
-		// Anything else would be taken for an SQLite file path, a typo silently making a new
-		// empty database.
+		// Else a typo would be taken for an SQLite path, silently making a new database.
 		return fmt.Errorf("want postgres://… (or host=… dbname=…), or sqlite:PATH for an SQLite file")
 	}
 	return postgresURL(&c.DatabaseURL, v)

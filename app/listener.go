@@ -69,8 +69,7 @@ func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 	return int(maxStreams)
 }
 
-// slots is the listener's bookkeeping of connections: how many hold a slot, of each address,
-// and which are idle between requests.
+// slots is the listener's bookkeeping of connections.
 type slots struct {
 	max, perIP, reserve int
 	exempt              func(net.IP) bool // addresses with no share of their own (trusted proxies)
@@ -200,7 +199,7 @@ func (s *slots) waitLocked(sc *slotConn, l *list.List) {
 }
 
 // idlest is the connection to close to make room: the longest kept alive, else the oldest new
-// one past freshGrace; nil when there is none.
+// one past freshGrace.
 func (s *slots) idlest(now time.Time) *slotConn {
 	if e := s.kept.Front(); e != nil {
 		return e.Value.(*slotConn)
