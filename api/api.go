@@ -16,8 +16,7 @@ import (
 	"github.com/owed/owed/scheduler"
 )
 
-// Config is what the handlers need: the parts of the process they call and the limits they
-// keep. Zero limits take their defaults.
+// Config is what the handlers need; zero limits take their defaults.
 type Config struct {
 	Store   *models.Store
 	Content *scheduler.Content
@@ -80,7 +79,8 @@ func New(cfg Config) *API {
 	orDefault(&cfg.MaxStreams, DefaultMaxStreams)
 	orDefault(&cfg.StreamSettle, DefaultStreamSettle)
 	orDefault(&cfg.IdempotencyTTL, DefaultIdempotencyTTL)
-	a := &API{Config: cfg, signIns: newSignInLimits()}
+	a := &API{Config: cfg, signIns: signInLimits{addr: newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys),
+		toks: newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)}}
 	a.live = a.newLive()
 	return a
 }

@@ -11,8 +11,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// Error is an answer a client can act on: its status, a stable code, a human message and, for
-// bad input, the field at fault. It is the only error whose text reaches a client.
+// Error is an answer a client can act on, the only error whose text reaches a client.
 type Error struct {
 	Status  int
 	Code    string
@@ -71,8 +70,7 @@ var (
 	errCSRF         = &Error{Status: http.StatusForbidden, Code: "csrf", Message: "browser writes need the X-Owed-Request header"}
 )
 
-// The answers to a database fault (models.FaultOf): nothing was written, so the client may try
-// again after Retry-After (with the same Idempotency-Key, to be sure it writes once).
+// The answers to a database fault: nothing was written, so the client may try again.
 var (
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 		Message: "the database did not answer; nothing was written, try again shortly"}

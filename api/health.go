@@ -29,8 +29,7 @@ func (a *API) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: msg}})
 	}
-	// A database that takes no writes (full, read-only) is not ready until a write succeeds
-	// again: a client's, or the probe's here.
+	// A database that takes no writes is not ready until a write succeeds again.
 	if p := a.Store.StorageProblem(); p != "" {
 		if err := a.Store.ProbeWrite(ctx); err != nil {
 			if p = a.Store.StorageProblem(); p == "" {
@@ -41,8 +40,7 @@ func (a *API) readyz(c echo.Context) error {
 			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "insufficient_storage", Message: p}})
 		}
 	}
-	// A listener that hears nothing leaves streams and kept versions blind to other replicas'
-	// writes: not ready, saying why.
+	// A deaf listener leaves streams blind to other replicas' writes: not ready.
 	if a.Notify != nil {
 		if p := a.Notify.Problem(); p != "" {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)

@@ -154,15 +154,6 @@ func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mi
 	if body, ok := cache.get(st.etag); ok {
 		return body, nil
 	}
-	body, err := a.buildMine(ctx, u, q, st)
-	if err != nil {
-		return nil, err
-	}
-	cache.put(st.etag, body)
-	return body, nil
-}
-
-func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
 	items, next, err := a.Store.MinePage(ctx, u.ID, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
 	if err != nil {
 		return nil, err
@@ -198,7 +189,11 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	return json.Marshal(&out)
+	body, err := json.Marshal(&out)
+	if err == nil {
+		cache.put(st.etag, body)
+	}
+	return body, err
 }
 
 // mine lists the caller's own items with their verdicts, scores, owed jobs and budget. The

@@ -185,15 +185,6 @@ type flight struct {
 	err   error
 }
 
-func isDone(f *flight) bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // keepDone is how long a finished read stays to be shared with waiters that come late.
 const keepDone = 2 * time.Second
 
@@ -202,8 +193,12 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 	for {
 		co.mu.Lock()
 		f := co.flights[key]
-		if f != nil && f.err != nil && isDone(f) {
-			f = nil // a failed read is shared with those that waited for it, never kept
+		if f != nil && f.err != nil {
+			select {
+			case <-f.done:
+				f = nil // a failed read is shared with those that waited for it, never kept
+			default:
+			}
 		}
 		if f != nil && f.start > mark {
 			co.mu.Unlock()

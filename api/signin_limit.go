@@ -61,11 +61,6 @@ type signInLimits struct {
 	addr, toks *keyedLimiter
 }
 
-func newSignInLimits() signInLimits {
-	return signInLimits{addr: newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys),
-		toks: newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)}
-}
-
 // addrKey is the sign-in limit's key for a client address: IPv4 as it is, IPv6 its /64.
 func addrKey(addr string) string {
 	ip := net.ParseIP(addr)

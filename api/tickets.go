@@ -13,8 +13,7 @@ import (
 // ticketTTL is how long a stream ticket is valid (it is also used once).
 const ticketTTL = 60 * time.Second
 
-// ticketPath is the one route a ticket signs in: the stream, for EventSource, which cannot
-// send Authorization.
+// ticketPath is the one route a ticket signs in: the stream, for EventSource (no Authorization).
 const ticketPath = "/api/listeners/mine/stream"
 
 // ticketJSON is a stream ticket.
