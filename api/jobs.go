@@ -100,8 +100,7 @@ type skippedJSON struct {
 	Held   int64 `json:"held" description:"their task is held: lift the hold to run them"`
 }
 
-// jobOf shows a job as the admin sees it, with the why it is shown (models.ShownWhy: deferred
-// is when the open breaker asks the jobs it puts off again).
+// jobOf shows a job as the admin sees it (deferred: when the open breaker asks its jobs again).
 func (a *API) jobOf(h models.Holds, deferred *time.Time) func(j models.JobRow) jobJSON {
 	now := a.now()
 	return func(j models.JobRow) jobJSON {

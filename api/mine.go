@@ -59,7 +59,6 @@ const (
 	minRecheck = time.Second
 )
 
-// mineQuery is what a request for the author's view asks: filters, page, and how long to wait.
 type mineQuery struct {
 	state  models.ItemState
 	kind   models.Kind

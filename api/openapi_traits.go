@@ -32,8 +32,7 @@ var deprecatedRoutes = map[string]string{
 	"POST /api/admin/webhooks/deliveries/:id/redeliver": "POST /api/admin/deliveries/{id}/redeliver",
 }
 
-// holdsConnection reports whether a route may hold its answer (a stream, or a long poll: a
-// query with wait), so that it counts against OWED_STREAMS_PER_USER and OWED_MAX_STREAMS.
+// holdsConnection reports whether a route may hold its answer (a stream, or a long poll).
 func holdsConnection(r route) bool {
 	if streamAnswers[r.method+" "+r.path] {
 		return true
@@ -41,8 +40,7 @@ func holdsConnection(r route) bool {
 	return slices.Contains(queryNames(r.query), "wait")
 }
 
-// traits adds to op (an operation of route r, its success answer ok) what r's method and
-// tables say: headers, 304, deprecation.
+// traits adds to op what r's method and tables say: headers, 304, deprecation.
 func traits(r route, op map[string]any, ok map[string]any, responses map[string]any) {
 	key := r.method + " " + r.path
 	var params []any

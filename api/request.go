@@ -169,8 +169,7 @@ func decodeCursor(c echo.Context, v any) (bool, error) {
 	return true, nil
 }
 
-// idPage reads the page size (def when absent, 1..max) and the id cursor (0 when absent) of a
-// list paged by id.
+// idPage reads the page size (def when absent, 1..max) and the id cursor of a list paged by id.
 func idPage(c echo.Context, def, max int) (limit int, cursor int64, err error) {
 	if limit, err = queryLimit(c, def, max); err != nil {
 		return 0, 0, err
@@ -222,8 +221,7 @@ func readIDCursor(c echo.Context) (int64, error) {
 	return cur.ID, nil
 }
 
-// itemPath reads an item's {kind} and {id} from the path; an unknown kind, or an id that is
-// not one, is not found (what names the missing thing: "item", "entry").
+// itemPath reads an item's {kind} and {id} from the path; a bad one is "<what> not found".
 func itemPath(c echo.Context, what string) (models.Kind, int64, error) {
 	kind := models.Kind(c.Param("kind"))
 	if !slices.Contains(models.Kinds, kind) {

@@ -14,8 +14,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// reviewEntryJSON is one open entry of the review queue, with what a moderator needs to decide
-// it at once: the item's whole content, the model's suggestion, the author and their history.
+// reviewEntryJSON is one open entry of the review queue, with what a moderator needs to decide it.
 type reviewEntryJSON struct {
 	Kind       models.Kind         `json:"kind" enum:"kind"`
 	ID         int64               `json:"id" description:"the item's id"`

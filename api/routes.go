@@ -28,8 +28,7 @@ var (
 	signed  = models.Roles
 )
 
-// routes lists every route under /api. Register mounts them and the OpenAPI document is made
-// from them, so the two cannot drift apart.
+// routes lists every route under /api, for Register and the OpenAPI document alike.
 func (a *API) routes() []route {
 	rs := []route{
 		{http.MethodGet, "/api/openapi.json", a.openAPI, anyone, "This document", nil, map[string]any{}, 200, nil},

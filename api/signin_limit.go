@@ -22,8 +22,7 @@ const (
 	signInKeys = 10_000
 )
 
-// keyedLimiter is a token bucket per key (a client address, a token's hash) on owed's clock,
-// holding at most a fixed number of keys.
+// keyedLimiter is a token bucket per key on owed's clock, holding at most a fixed number of keys.
 type keyedLimiter struct {
 	mu    sync.Mutex
 	keys  *lru.Cache[string, *rate.Limiter]

@@ -68,8 +68,7 @@ func songOf(s models.Song) songJSON {
 	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, ScoreRubric: s.ScoreRubric, CreatedAt: timeStr(s.CreatedAt)}
 }
 
-// listSongs pages through public songs, best art first (sort=art, the default; unscored
-// songs last) or newest first (sort=new).
+// listSongs pages through public songs, best art first (sort=art, the default) or newest first.
 func (a *API) listSongs(c echo.Context) error {
 	sort, err := oneOf(c, "sort", songSorts...)
 	if err != nil {
@@ -103,8 +102,7 @@ func (a *API) listSongs(c echo.Context) error {
 	return c.JSON(http.StatusOK, songListJSON{next, out})
 }
 
-// listSongsByArt pages through public songs by art: those scored under the live rubric first,
-// then the rest (models.PublicSongsRanked), so two rubrics' scores are never sorted together.
+// listSongsByArt pages through public songs by art, the live rubric's first, then the rest.
 func (a *API) listSongsByArt(c echo.Context, cur models.RankedCursor, has bool, limit int) error {
 	ctx := c.Request().Context()
 	rubric, err := a.Content.LiveRubric(ctx)

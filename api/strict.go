@@ -28,8 +28,7 @@ func strictBody(body []byte, t reflect.Type) error {
 	return nil
 }
 
-// strictValue reads one JSON value from dec, checking its objects against type t (nil: any
-// shape, only duplicates are refused). path is the field the value is, for the error.
+// strictValue reads one JSON value from dec at path, checking its objects against t (nil: any).
 func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
 	t = checkedType(t)
 	tok, err := dec.Token()
@@ -55,8 +54,7 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
 	return nil
 }
 
-// checkedType is the type whose shape a value is checked against: t without pointers, or nil
-// when any shape is taken (raw JSON, an interface, no type).
+// checkedType is t without pointers, or nil when any shape is taken (raw JSON, an interface).
 func checkedType(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -102,8 +100,7 @@ func strictObject(dec *json.Decoder, t reflect.Type, path string) error {
 	return err
 }
 
-// memberTypes says what an object decoded into t may hold: a struct's fields by JSON name, or a
-// map's element type for every key; both nil when any member is taken.
+// memberTypes says what an object decoded into t may hold: a struct's fields, a map's elements.
 func memberTypes(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type) {
 	if t == nil {
 		return nil, nil

@@ -129,8 +129,7 @@ type userPatch struct {
 var errLastAdmin = &Error{Status: http.StatusConflict, Code: "conflict", Field: "disabled",
 	Message: "this is the last enabled admin: enable or create another admin first"}
 
-// patchUser disables or enables a user. A disabled user's token and sessions stop working at
-// once; their items and owed work stay. The last enabled admin cannot be disabled (409).
+// patchUser disables or enables a user (its credentials stop at once); not the last admin (409).
 func (a *API) patchUser(c echo.Context) error {
 	var req userPatch
 	id, err := pathIDAndBody(c, &req)

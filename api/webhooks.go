@@ -198,8 +198,7 @@ type webhookUpdate struct {
 	Active *bool `json:"active" required:"true"`
 }
 
-// updateWebhook enables or disables a subscription. Disabling cancels its pending
-// deliveries; enabling (a 410-disabled one too) makes the events from then on owed to it.
+// updateWebhook enables (a 410-disabled one too) or disables a subscription, cancelling its pending.
 func (a *API) updateWebhook(c echo.Context) error {
 	var req webhookUpdate
 	id, err := pathIDAndBody(c, &req)
@@ -298,8 +297,7 @@ func (a *API) getDelivery(c echo.Context) error {
 	return a.deliveryAnswer(c, d)
 }
 
-// redeliver makes a delivery due now and pending again (a delivered or cancelled one too):
-// a new attempt with the same webhook-id and body, its retry schedule started over.
+// redeliver makes any delivery pending and due now, its retry schedule started over.
 func (a *API) redeliver(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {

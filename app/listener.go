@@ -24,12 +24,10 @@ import (
 // above the cap (reserveOf) are kept for /healthz and /readyz; a connection with no room at all
 // is closed at once rather than left in the backlog. Streams are capped below (streamsUnder).
 
-// reserveLife is how long a connection on a reserved slot has to send its request and read
-// the answer (the readiness check's database ping takes up to 2 s).
+// reserveLife is a reserved slot's connection's time for its request and answer (/readyz: 2 s).
 const reserveLife = 3 * time.Second
 
-// freshGrace is how long a new connection may wait for its first request before the listener,
-// near its cap, may close it to make room.
+// freshGrace is how long a new connection may idle before, near the cap, it may be closed.
 const freshGrace = time.Second
 
 // maxConnections is the configured cap, or by default the open-file limit less a tenth of it
@@ -57,8 +55,7 @@ func connectionsPerIP(configured, maxConns int64) int {
 // reserveOf is how many slots above the cap are kept for health checks.
 func reserveOf(maxConns int) int { return max(4, maxConns/64) }
 
-// streamsUnder is OWED_MAX_STREAMS, lowered if need be to leave a tenth of the connections
-// (at least 4) to everything else.
+// streamsUnder is OWED_MAX_STREAMS, lowered to leave a tenth of the connections (at least 4).
 func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 	conns := maxConnections(configuredConns)
 	room := conns - max(conns/10, 4)
