@@ -12,8 +12,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// anchorJSON is one item of the anchor set: its expected verdict, its reference art, or both
-// (art: revisions only).
+// anchorJSON is one item of the anchor set: its expected verdict, reference art (revisions), or both.
 type anchorJSON struct {
 	ID        int64           `json:"id"`
 	Kind      models.Kind     `json:"kind" enum:"kind"`
@@ -71,11 +70,7 @@ func (a *API) listAnchors(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := anchorListJSON{Anchors: make([]anchorJSON, 0, len(as))}
-	for _, x := range as {
-		out.Anchors = append(out.Anchors, anchorOf(x))
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, anchorListJSON{Anchors: each(as, anchorOf)})
 }
 
 // addAnchor adds an existing item to the anchor set; an item already in it answers 409.

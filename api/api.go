@@ -16,8 +16,7 @@ import (
 	"github.com/owed/owed/scheduler"
 )
 
-// Config is what the handlers need: the parts of the process they call and the limits they
-// keep. Zero limits take their defaults.
+// Config is what the handlers need; zero limits take their defaults.
 type Config struct {
 	Store   *models.Store
 	Content *scheduler.Content
@@ -25,61 +24,40 @@ type Config struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 
-	// InlineWait is how long a write waits for its item's screen before answering pending.
-	InlineWait time.Duration
-	// StreamSettle is how long a stream woken by a change waits before it reads the view, so
-	// that changes coming together are sent as one event (0: DefaultStreamSettle).
-	StreamSettle time.Duration
-	// PluginsDir is the operator's folder of extra SPA plugins.
-	PluginsDir string
-	// WriteRate is each caller's sustained writes per second (0: unlimited); WriteBurst the
-	// burst above it.
-	WriteRate  float64
-	WriteBurst int
-	// Version is reported by the overview.
-	Version string
-	// IdempotencyTTL is how long an Idempotency-Key's answer is kept (0: DefaultIdempotencyTTL).
-	IdempotencyTTL time.Duration
-	// Retention is how long history is kept (OWED_RETAIN_*), shown by the overview.
-	Retention models.Retention
-	// BackfillSummary, when set, adds the backfill queue's summary to the overview.
-	BackfillSummary func(ctx context.Context) *scheduler.BackfillSummary
-	// Schedule, when set, is listed in the overview (each entry with its next run).
-	Schedule *scheduler.Schedule
-	// ClockProblem, when set, says how far the process's clock is from the database's when
-	// that is too far ("" otherwise); /readyz shows it as "clock".
-	ClockProblem func() string
-	// Drift, when set, runs the anchor set; GET /api/admin/shadow shows its settings and runs.
-	Drift *scheduler.Drift
-	// Backfill is the backfill queue behind /api/backfill; scrape changes kick it.
-	Backfill *scheduler.Backfill
-	// Media is the media engine whose cached previews /api/media/{id}/preview serves.
-	Media *media.Engine
-	// Webhooks, when set, is woken when a delivery is made due (redeliver).
-	Webhooks *scheduler.Deliveries
-	// WebhooksAllowPrivate lets subscriptions name loopback and private addresses.
+	InlineWait time.Duration // how long a write waits for its item's screen before answering pending
+	// StreamSettle is how long a woken stream waits before it reads the view, so that changes
+	// coming together are sent as one event (0: DefaultStreamSettle).
+	StreamSettle   time.Duration
+	PluginsDir     string  // the operator's folder of extra SPA plugins
+	WriteRate      float64 // each caller's sustained writes per second (0: unlimited)
+	WriteBurst     int
+	Version        string           // reported by the overview
+	IdempotencyTTL time.Duration    // how long an Idempotency-Key's answer is kept (0: DefaultIdempotencyTTL)
+	Retention      models.Retention // OWED_RETAIN_*, shown by the overview
+	// BackfillSummary, Schedule, ClockProblem and Drift, when set, are shown by the overview,
+	// /readyz ("clock") and GET /api/admin/shadow.
+	BackfillSummary      func(ctx context.Context) *scheduler.BackfillSummary
+	Schedule             *scheduler.Schedule
+	ClockProblem         func() string // how far the clock is from the database's when too far, else ""
+	Drift                *scheduler.Drift
+	Backfill             *scheduler.Backfill   // behind /api/backfill; scrape changes kick it
+	Media                *media.Engine         // whose cached previews /api/media/{id}/preview serves
+	Webhooks             *scheduler.Deliveries // when set, woken when a delivery is made due
 	WebhooksAllowPrivate bool
 	// WebhookSecretOverlap is how long after a secret rotation deliveries carry the previous
-	// secret's signature too (0: not at all; app's default is webhooks.DefaultSecretOverlap).
+	// secret's signature too (0: not at all).
 	WebhookSecretOverlap time.Duration
-	// SecureCookies marks session cookies Secure (OWED_PUBLIC_URL is https).
-	SecureCookies bool
-	// TrustedProxy reports whether a TCP peer is a trusted proxy (OWED_TRUSTED_PROXIES), whose
-	// X-Forwarded-Proto is then believed; nil trusts none.
-	TrustedProxy func(ip net.IP) bool
-
-	// MediaAllowPrivate lets the bot push media URLs whose host is a loopback, private or
-	// otherwise non-public address.
+	SecureCookies        bool // session cookies are Secure (OWED_PUBLIC_URL is https)
+	// TrustedProxy reports whether a TCP peer is a trusted proxy, whose X-Forwarded-Proto is
+	// then believed; nil trusts none.
+	TrustedProxy      func(ip net.IP) bool
 	MediaAllowPrivate bool
-	// Notify wakes the long polls and streams of `mine` when an author's view changes; when
-	// nil, New makes a process-local notifier (which hears nothing unless the store tells it).
+	// Notify wakes the long polls and streams of `mine`; nil: a process-local notifier.
 	Notify *notify.Hub
-	// StreamsPerUser caps one user's streams and held long polls together (429 past it);
-	// MaxStreams the process's (503). 0: the defaults (DefaultStreamsPerUser, DefaultMaxStreams).
+	// StreamsPerUser caps one user's streams and held long polls (429 past it); MaxStreams the
+	// process's (503). 0: DefaultStreamsPerUser, DefaultMaxStreams.
 	StreamsPerUser, MaxStreams int
-	// CORSOrigins are the exact origins whose browsers may call the listener and public routes
-	// (never /api/admin/*); none: no CORS.
-	CORSOrigins []string
+	CORSOrigins                []string // exact origins allowed to call the listener and public routes
 }
 
 // API is the handlers with their dependencies and the state they share; make it with New.
@@ -97,21 +75,21 @@ func New(cfg Config) *API {
 	if cfg.Notify == nil {
 		cfg.Notify = notify.New("", cfg.Log)
 	}
-	if cfg.StreamsPerUser <= 0 {
-		cfg.StreamsPerUser = DefaultStreamsPerUser
-	}
-	if cfg.MaxStreams <= 0 {
-		cfg.MaxStreams = DefaultMaxStreams
-	}
-	if cfg.StreamSettle <= 0 {
-		cfg.StreamSettle = DefaultStreamSettle
-	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = DefaultIdempotencyTTL
-	}
-	a := &API{Config: cfg, signIns: newSignInLimits()}
+	orDefault(&cfg.StreamsPerUser, DefaultStreamsPerUser)
+	orDefault(&cfg.MaxStreams, DefaultMaxStreams)
+	orDefault(&cfg.StreamSettle, DefaultStreamSettle)
+	orDefault(&cfg.IdempotencyTTL, DefaultIdempotencyTTL)
+	a := &API{Config: cfg, signIns: signInLimits{addr: newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys),
+		toks: newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)}}
 	a.live = a.newLive()
 	return a
 }
 
 func (a *API) now() time.Time { return a.Clock.Now() }
+
+// orDefault sets *v to def when it is not above zero.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -62,8 +62,7 @@ func auditEntryOf(e models.AuditEntry) auditEntryJSON {
 	return out
 }
 
-// audit records what the calling admin did on tx (a store inside WithTx: the action and its
-// record commit together).
+// audit records what the calling admin did on tx, inside WithTx so that both commit together.
 func audit(c echo.Context, tx *models.Store, action, target string, before, after any) error {
 	id, name := models.AuditBy(caller(c))
 	return tx.Audit(c.Request().Context(), models.AuditEntry{AdminID: id, AdminName: name, Action: action, Target: target}, before, after)
@@ -107,8 +106,7 @@ func (a *API) listAudit(c echo.Context) error {
 	return c.JSON(http.StatusOK, auditListJSON{out, next})
 }
 
-// auditAfter records an action whose own writes are not the store's to join in one
-// transaction (the backfill queue's): it is written just after the action succeeded.
+// auditAfter records an action whose writes cannot share its transaction, just after it succeeded.
 func (a *API) auditAfter(c echo.Context, action, target string, after any) error {
 	return audit(c, a.Store, action, target, nil, after)
 }

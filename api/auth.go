@@ -22,8 +22,7 @@ const (
 	csrfHeader = "X-Owed-Request"
 )
 
-// authenticate finds the caller from a bearer token or a session cookie. A request with
-// neither goes on anonymous; a bad token is refused at once.
+// authenticate finds the caller from a bearer token or a session cookie (neither: anonymous).
 func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -105,8 +104,7 @@ func (a *API) signIn(c echo.Context) error {
 	if req.Token == "" {
 		return invalid("token", "token is required")
 	}
-	// Both limits are taken before the token is looked up, so guesses are limited too: by
-	// address, since each guess is another token.
+	// Both limits are taken before the lookup, so guesses are limited too (by address).
 	now := a.now()
 	ok, wait := a.signIns.addr.take(addrKey(c.RealIP()), now)
 	if ok {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
@@ -22,10 +23,9 @@ type backfillStatusJSON struct {
 	// LimitedUntil is set while a rate limit holds the queue.
 	LimitedUntil *timestamp `json:"limitedUntil"`
 	// EstimatedPerMinute is the rate the settings and media gaps allow, cooldowns aside.
-	EstimatedPerMinute float64 `json:"estimatedPerMinute"`
-	// WalkingUntil is set while a walk holds the media-traffic lock.
-	WalkingUntil *timestamp `json:"walkingUntil" description:"while a walk holds the media-traffic lock: when it lapses unless the walk pushes again"`
-	WalkingChat  *string    `json:"walkingChat" description:"the chat whose walk holds the media-traffic lock"`
+	EstimatedPerMinute float64    `json:"estimatedPerMinute"`
+	WalkingUntil       *timestamp `json:"walkingUntil" description:"while a walk holds the media-traffic lock: when it lapses unless the walk pushes again"`
+	WalkingChat        *string    `json:"walkingChat" description:"the chat whose walk holds the media-traffic lock"`
 }
 
 // backfillSettingsJSON are the queue's settings.
@@ -78,8 +78,7 @@ type backfillJobJSON struct {
 // backfillStates lists the states of a backfill job as the status shows them.
 var backfillStates = []string{"idle", "queued", models.BackfillRunning, models.BackfillPaused, models.BackfillDone}
 
-// backfillCountsJSON are a job's, or the queue's, rows by preview state, and what was
-// downloaded and stored (their keys go inline in the job and the totals).
+// backfillCountsJSON are a job's, or the queue's, rows by preview state, and what was stored.
 type backfillCountsJSON struct {
 	Pending    int64 `json:"pending"`
 	Cached     int64 `json:"cached"`
@@ -166,6 +165,8 @@ func backfillSummaryOf(s *scheduler.BackfillSummary) *backfillSummaryJSON {
 
 var errNoBackfill = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the backfill queue is not running in this process"}
 
+// backfillStatus is the whole queue: jobs with their members, rates, ETAs, totals, settings and
+// the rate limit.
 func (a *API) backfillStatus(c echo.Context) error {
 	if a.Backfill == nil {
 		return errNoBackfill
@@ -177,17 +178,12 @@ func (a *API) backfillStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, backfillStatusOf(st))
 }
 
-// getBackfill is the whole queue: jobs with their members, rates, ETAs, totals, settings and
-// the rate limit.
-func (a *API) getBackfill(c echo.Context) error { return a.backfillStatus(c) }
-
 // backfillTarget names the one chat a start or pause is for; without it, every job.
 type backfillTarget struct {
 	ChatID *string `json:"chatId" maxLength:"100"`
 }
 
-// readTarget reads the optional {"chatId"} body of start and pause. No body at all (and no
-// content type) means every job; a body that is there must be the JSON object.
+// readTarget reads the optional {"chatId"} body of start and pause (none at all: every job).
 func readTarget(c echo.Context) (string, error) {
 	req := c.Request()
 	body, err := io.ReadAll(req.Body)
@@ -214,28 +210,16 @@ func readTarget(c echo.Context) (string, error) {
 	return *t.ChatID, nil
 }
 
-// startBackfill starts every job with pending rows (smallest first) or one chat's, and
-// answers the status.
 func (a *API) startBackfill(c echo.Context) error {
-	chat, err := readTarget(c)
-	if err != nil {
-		return err
-	}
-	if a.Backfill == nil {
-		return errNoBackfill
-	}
-	if err := a.Backfill.StartJobs(c.Request().Context(), chat); err != nil {
-		return err
-	}
-	if err := a.auditAfter(c, models.AuditBackfillStart, backfillAuditTarget(chat), map[string]any{"chatId": chat}); err != nil {
-		return err
-	}
-	return a.backfillStatus(c)
+	return a.backfillJobs(c, models.AuditBackfillStart, (*scheduler.Backfill).StartJobs)
 }
 
-// pauseBackfill pauses every running or queued job, or one chat's, after its current batch,
-// and answers the status.
 func (a *API) pauseBackfill(c echo.Context) error {
+	return a.backfillJobs(c, models.AuditBackfillPause, (*scheduler.Backfill).PauseJobs)
+}
+
+// backfillJobs starts or pauses every job, or the body's chat's, audited, and answers the status.
+func (a *API) backfillJobs(c echo.Context, action string, do func(*scheduler.Backfill, context.Context, string) error) error {
 	chat, err := readTarget(c)
 	if err != nil {
 		return err
@@ -243,10 +227,10 @@ func (a *API) pauseBackfill(c echo.Context) error {
 	if a.Backfill == nil {
 		return errNoBackfill
 	}
-	if err := a.Backfill.PauseJobs(c.Request().Context(), chat); err != nil {
+	if err := do(a.Backfill, c.Request().Context(), chat); err != nil {
 		return err
 	}
-	if err := a.auditAfter(c, models.AuditBackfillPause, backfillAuditTarget(chat), map[string]any{"chatId": chat}); err != nil {
+	if err := a.auditAfter(c, action, backfillAuditTarget(chat), map[string]any{"chatId": chat}); err != nil {
 		return err
 	}
 	return a.backfillStatus(c)
@@ -303,8 +287,7 @@ func (a *API) putBackfillSettings(c echo.Context) error {
 	return a.backfillStatus(c)
 }
 
-// releaseWalk ends the walk lock an active scrape holds (POST /api/admin/backfill/walk/release),
-// audited, and answers the status: the queue goes on at once.
+// releaseWalk ends the walk lock an active scrape holds, audited, and answers the status.
 func (a *API) releaseWalk(c echo.Context) error {
 	if a.Backfill == nil {
 		return errNoBackfill

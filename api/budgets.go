@@ -42,19 +42,15 @@ func (a *API) listBudgets(c echo.Context) error {
 }
 
 type budgetRequest struct {
-	// DailyLimit is required: a number, or null for the default. Raw, so that a body without
-	// it is refused rather than read as null (which would quietly drop the user's own limit).
+	// Raw, so that a body without it is refused rather than read as null (the default).
 	DailyLimit json.RawMessage `json:"dailyLimit" required:"true" type:"integer|null" minimum:"0" maximum:"1000000" description:"a whole number, or null for the default"`
 }
 
 // setBudget sets a user's own daily limit; null returns them to the default.
 func (a *API) setBudget(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req budgetRequest
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	const msg = "dailyLimit must be a whole number between 0 and 1000000, or null for the default"

@@ -26,11 +26,10 @@ type holdsRequest struct {
 
 // verdictRequest is an admin's verdict on an item.
 type verdictRequest struct {
-	Verdict models.Verdict `json:"verdict" required:"true" enum:"verdict"`
-	Note    *string        `json:"note" nullable:"true" maxLength:"500" description:"why, for moderators and webhooks (not shown to the author); required with overturn"`
-	Reason  *string        `json:"reason" nullable:"true" maxLength:"500" description:"why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's item.appeal.decided"`
-	// Overturn changes a verdict already given (the model's or an admin's): see overturn.go.
-	Overturn bool `json:"overturn" description:"change a verdict already given (event outcome overturned; the webhook is sent again)"`
+	Verdict  models.Verdict `json:"verdict" required:"true" enum:"verdict"`
+	Note     *string        `json:"note" nullable:"true" maxLength:"500" description:"why, for moderators and webhooks (not shown to the author); required with overturn"`
+	Reason   *string        `json:"reason" nullable:"true" maxLength:"500" description:"why, for the item's author: shown in their view (mine), its stream, item.screened and an appeal's item.appeal.decided"`
+	Overturn bool           `json:"overturn" description:"change a verdict already given (event outcome overturned; the webhook is sent again)"`
 }
 
 // getHolds answers what is held.
@@ -42,8 +41,7 @@ func (a *API) getHolds(c echo.Context) error {
 	return c.JSON(http.StatusOK, holdsOf(h))
 }
 
-// putHolds sets what is held: {"screen","score","deliveries"}, each a boolean; a field left out
-// keeps its value. Lifting a hold wakes the work it held.
+// putHolds sets what is held (a field left out keeps its value); lifting a hold wakes its work.
 func (a *API) putHolds(c echo.Context) error {
 	var body holdsRequest
 	if err := bind(c, &body); err != nil {
@@ -174,8 +172,8 @@ func (a *API) decide(c echo.Context) error {
 	return a.decided(c, kind, id, body.Verdict, &after)
 }
 
-// decided answers an admin's verdict on an item with its screen as it stands after it (after,
-// or read now when nil), an allowed revision's score started first, in the background.
+// decided answers an admin's verdict with the item's screen after it (nil: read now), starting an
+// allowed revision's score.
 func (a *API) decided(c echo.Context, kind models.Kind, id int64, verdict models.Verdict, after *models.ItemScreen) error {
 	ctx := c.Request().Context()
 	if kind == models.KindRevision && verdict == models.VerdictAllow && a.Content != nil {

@@ -12,8 +12,7 @@ import (
 // driftRunsShown is how many drift runs GET /api/admin/shadow lists.
 const driftRunsShown = 60
 
-// driftJSON is the drift member of GET /api/admin/shadow: the schedule, the bounds, the
-// anchor set's size and the newest runs.
+// driftJSON is the drift member of GET /api/admin/shadow.
 type driftJSON struct {
 	Every       string         `json:"every" description:"OWED_DRIFT_EVERY, as 24h or 1h30m"`
 	Alert       float64        `json:"alert" description:"OWED_DRIFT_ALERT: agreement below it is drift"`
@@ -52,10 +51,7 @@ func (a *API) shadowDrift(ctx context.Context) (driftJSON, error) {
 		return driftJSON{}, err
 	}
 	out := driftJSON{Every: everyText(cfg.Every), Alert: cfg.Alert, ArtShiftMax: scheduler.DriftArtShiftMax,
-		Anchors: len(anchors), Runs: make([]driftRunJSON, 0, len(runs))}
-	for _, r := range runs {
-		out.Runs = append(out.Runs, driftRunOf(r))
-	}
+		Anchors: len(anchors), Runs: each(runs, driftRunOf)}
 	return out, nil
 }
 

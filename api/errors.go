@@ -11,8 +11,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// Error is an answer a client can act on: its status, a stable code, a human message and, for
-// bad input, the field at fault. It is the only error whose text reaches a client.
+// Error is an answer a client can act on, the only error whose text reaches a client.
 type Error struct {
 	Status  int
 	Code    string
@@ -52,8 +51,7 @@ func tooLarge(field, msg string) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: msg, Field: field}
 }
 
-// notFoundOf answers the store's not-found (models.ErrNotFound): "<what> not found", what
-// the store says was missing ("song", "job" …).
+// notFoundOf answers the store's not-found: "<what> not found", what the store says was missing.
 func notFoundOf(err error) *Error {
 	what := models.NotFoundWhat(err)
 	if what == "" {
@@ -72,8 +70,7 @@ var (
 	errCSRF         = &Error{Status: http.StatusForbidden, Code: "csrf", Message: "browser writes need the X-Owed-Request header"}
 )
 
-// The answers to a database fault (models.FaultOf): nothing was written, so the client may try
-// again after Retry-After (with the same Idempotency-Key, to be sure it writes once).
+// The answers to a database fault: nothing was written, so the client may try again.
 var (
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 		Message: "the database did not answer; nothing was written, try again shortly"}
@@ -85,8 +82,7 @@ var (
 		Message: "the database was busy past its lock or statement timeout; nothing was written, try again shortly"}
 )
 
-// faultAnswers are the answers to each class of database fault, with how loudly, and why,
-// the failed request is logged.
+// faultAnswers are the answers to each class of database fault, with how it is logged.
 var faultAnswers = map[models.Fault]struct {
 	out   *Error
 	level slog.Level
@@ -130,11 +126,9 @@ func codeOf(status int) string {
 	return "error"
 }
 
-// ErrorHandler answers every error in the SPEC's shape; it is the one place errors become
-// answers. Errors meant for clients (*Error, Echo's own) say what they say; the store's
-// not-found (named by what the store says was missing) and forbidden map to 404 and 403; a
-// database fault (models.FaultOf) to 503 `unavailable` (transient, not the primary, a lock
-// or statement timeout) or 507 `insufficient_storage`, all with Retry-After; anything else is a bug, logged whole and answered as a bare 500, since its text may hold internals.
+// ErrorHandler answers every error in the SPEC's shape: *Error and Echo's own as they say; the
+// store's not-found and forbidden as 404 and 403; a database fault as 503 or 507 with
+// Retry-After; anything else, a bug, logged whole and answered as a bare 500.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {

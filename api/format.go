@@ -15,9 +15,7 @@ const timeFormat = models.TimeFormat
 // timestamp is a time on the wire, in timeFormat; its schema is a date-time string.
 type timestamp string
 
-// msTime is time.UnixMilli(ms).UTC().Format(timeFormat), written digit by digit: lists answer
-// a time stamp or two a row, and Format, which interprets its layout each call, costs three
-// times as much.
+// msTime is time.UnixMilli(ms).UTC().Format(timeFormat), written digit by digit for speed.
 func msTime(ms int64) timestamp {
 	t := time.UnixMilli(ms).UTC()
 	year, month, day := t.Date()

@@ -15,11 +15,8 @@ func (a *API) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only while the database answers and takes writes (a read-only server, a
-// standby, is not ready) and the notifier hears it, so a load balancer stops sending requests
-// to a replica that cannot reach it, whose database is full, or that cannot tell its clients
-// of changes. The database is asked on a connection of its own, never behind the pool. Its "model" says "configured" or why not (e.g.
-// "no model configured").
+// readyz answers 200 only while the database answers and takes writes (on a connection of its
+// own, never behind the pool) and the notifier hears it; "model" says "configured" or why not.
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -32,8 +29,7 @@ func (a *API) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: msg}})
 	}
-	// A database that takes no writes (full, read-only) is not ready until a write succeeds
-	// again: a client's, or the probe's here.
+	// A database that takes no writes is not ready until a write succeeds again.
 	if p := a.Store.StorageProblem(); p != "" {
 		if err := a.Store.ProbeWrite(ctx); err != nil {
 			if p = a.Store.StorageProblem(); p == "" {
@@ -44,8 +40,7 @@ func (a *API) readyz(c echo.Context) error {
 			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "insufficient_storage", Message: p}})
 		}
 	}
-	// A listener that hears nothing leaves streams and kept versions blind to other replicas'
-	// writes: not ready, saying why.
+	// A deaf listener leaves streams blind to other replicas' writes: not ready.
 	if a.Notify != nil {
 		if p := a.Notify.Problem(); p != "" {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
@@ -78,14 +73,12 @@ func (a *API) modelProblem() string {
 // modelStateWait bounds readiness's read of the model's breaker.
 const modelStateWait = 250 * time.Millisecond
 
-// modelDegraded says, while the model's breaker is open or probing, that the model is degraded
-// and why (its last real error); "" while it is closed.
+// modelDegraded says why the model is degraded while its breaker is not closed, else "".
 func (a *API) modelDegraded(ctx context.Context) string {
 	if a.Content == nil {
 		return ""
 	}
-	// The breaker's row is read on the store's pool, which outside locks can hold: a short
-	// wait, and without an answer the model is not called degraded.
+	// A short wait: outside locks can hold the store's pool, and no answer is not degraded.
 	ctx, cancel := context.WithTimeout(ctx, modelStateWait)
 	defer cancel()
 	st, err := a.Content.ModelState(ctx)

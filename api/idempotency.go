@@ -28,10 +28,8 @@ const (
 // keptHeaders are the headers of an answer kept with it for replay.
 var keptHeaders = []string{echo.HeaderContentType, echo.HeaderLocation, "ETag", echo.HeaderCacheControl}
 
-// secretAnswers are the routes whose answer shows a secret once (a token, a signing secret):
-// their answers are never kept (the database keeps hashes of tokens, not tokens), so a repeat
-// of such a request says that the first one succeeded instead of showing the secret again.
-// An answer marked Cache-Control: no-store is treated alike.
+// secretAnswers are the routes whose answer shows a secret once: never kept (nor any no-store
+// answer), so a repeat says that the first succeeded instead.
 var secretAnswers = map[string]bool{
 	"POST /api/admin/users":           true,
 	"POST /api/admin/users/:id/token": true,
@@ -50,9 +48,8 @@ var (
 // provisionalKey holds a handler's provisional answer (see provisional).
 const provisionalKey = "owed.idem.provisional"
 
-// provisional tells the Idempotency-Key middleware what to keep in the write's own
-// transaction, from what the write made (models' made values): the answer the client would be
-// given if nothing after the commit could be done. The final answer replaces it after.
+// provisional tells the Idempotency-Key middleware the answer to keep in the write's own
+// transaction, from what it made, should nothing after the commit be done.
 func provisional(c echo.Context, f func(made []any) (int, any)) {
 	c.Set(provisionalKey, f)
 }
@@ -68,13 +65,11 @@ func madeOf[T any](made []any) (T, bool) {
 	return zero, false
 }
 
-// writeRequest marks every write (POST, PUT, PATCH, DELETE) of a signed-in caller as a client's
-// request for the store (a COMMIT whose answer is lost is asked after), and carries out its
-// Idempotency-Key: a key of 1–255 printable characters, the caller's own. The first request
-// runs and its answer is kept (in the write's transaction where the write is one); a repeat
-// with the same method, path, query and body (as JSON: canonicalJSON) within the TTL is
-// answered with it and Idempotent-Replayed: true; another request with the key 422; a repeat
-// while the first runs 409. A first request that fails having written nothing keeps nothing, so its repeat runs.
+// writeRequest marks every write of a signed-in caller as a client's request for the store, and
+// carries out its Idempotency-Key (1–255 printable characters, the caller's own): the first
+// request's answer is kept; a repeat (same method, path, query and canonicalJSON body) within
+// the TTL is answered with it and Idempotent-Replayed: true; another request with the key 422;
+// a repeat while the first runs 409. A failure that wrote nothing keeps nothing.
 func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 	secret := secretAnswers[method+" "+path]
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -139,9 +134,8 @@ func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
 	}
 }
 
-// canonicalJSON is a JSON body in one form whatever its whitespace, key order or string
-// escapes, so that a retry that says the same thing is the same request; a body that is not
-// JSON is taken as it is (the handler refuses it, and nothing is kept).
+// canonicalJSON is a JSON body in one form whatever its whitespace, key order or escapes; a body
+// that is not JSON is taken as it is.
 func canonicalJSON(body []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber() // numbers keep their text: 1.0 and 1 stay two requests, as a decimal may mean
@@ -156,8 +150,7 @@ func canonicalJSON(body []byte) []byte {
 	return b
 }
 
-// fingerprint reads the request's body (leaving it to be read again) and says what a repeat
-// must match: the method, path, query and body.
+// fingerprint is what a repeat must match: method, path, query and body (left to be read again).
 func fingerprint(req *http.Request) (string, error) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
@@ -186,16 +179,13 @@ func replay(c echo.Context, kept models.IdemAnswer) error {
 	return c.Blob(kept.Status, h.Get(echo.HeaderContentType), kept.Body)
 }
 
-// settleAnswer ends the request's hold on its key once the handler has answered (rec, failed
-// when it returned an error): the answer is kept for repeats; none is kept for a secret or
-// no-store answer; a failed write's key is forgotten unless it committed.
+// settleAnswer ends the request's hold on its key: the answer is kept for repeats, unless a
+// secret or no-store; a failed write's key is forgotten unless it committed.
 func (a *API) settleAnswer(ctx context.Context, c echo.Context, userID int64, k string, lease int64, rec *recorder, failed, secret bool) {
 	status := c.Response().Status
 	switch {
 	case failed || status >= 500:
-		// The write committed (its transaction kept the answer: end the hold, so that repeats
-		// get it) or it did not (forget the key, so that a repeat runs). One of the two finds
-		// its row.
+		// Committed (end the hold) or not (forget the key): one of the two finds its row.
 		a.settleKey(func() error { return a.Store.IdemFinish(ctx, userID, k, lease, nil) })
 		a.settleKey(func() error { return a.Store.IdemRelease(ctx, userID, k, lease) })
 	case secret || strings.Contains(c.Response().Header().Get(echo.HeaderCacheControl), "no-store"):
@@ -212,16 +202,14 @@ func (a *API) settleAnswer(ctx context.Context, c echo.Context, userID int64, k 
 	}
 }
 
-// settleKey ends a request's hold on its key (Store.IdemSettle tries again while the database
-// does not answer).
+// settleKey ends a request's hold on its key (Store.IdemSettle retries while the database is away).
 func (a *API) settleKey(f func() error) {
 	if err := a.Store.IdemSettle(context.Background(), f); err != nil {
 		a.Log.Warn("idempotency key", "err", err)
 	}
 }
 
-// idempotencyKey is the header's one key: 1–255 printable ASCII characters, as given or as a
-// structured-field string ("…").
+// idempotencyKey is the header's one key: 1–255 printable ASCII characters, bare or quoted.
 func idempotencyKey(values []string) (string, error) {
 	if len(values) != 1 {
 		return "", invalid(headerIdempotencyKey, "Idempotency-Key must be given once")

@@ -47,21 +47,19 @@ type itemVerdictJSON struct {
 
 // itemReviewJSON is one review entry of an item, open or decided.
 type itemReviewJSON struct {
-	EnteredAt     timestamp        `json:"enteredAt"`
-	Suggestion    *models.Verdict  `json:"suggestion" enum:"verdict" description:"the model's verdict (unsure), or the block appealed"`
-	Confidence    *float64         `json:"confidence"`
-	Note          *string          `json:"note" description:"the author's note of an appeal"`
-	BlockedBy     *int64           `json:"blockedBy" description:"an appeal of a block by hand: the admin who blocked"`
-	BlockedByName *string          `json:"blockedByName"`
-	Claim         *reviewClaimJSON `json:"claim" description:"a moderator's live claim; null when none"`
-	DecidedAt     *timestamp       `json:"decidedAt"`
-	DecidedBy     *int64           `json:"decidedBy"`
-	DecidedByName *string          `json:"decidedByName"`
-	// DecidedByCreator makes visible what same_moderator cannot refuse: a blocker who created
-	// the admin account that then heard the appeal.
-	DecidedByCreator *auditAdminJSON `json:"decidedByCreator" description:"an appeal of a block by hand: the admin who created the decider's account, as the audit trail has it (null: not recorded)"`
-	Outcome          *models.Verdict `json:"outcome" enum:"verdict"`
-	Reason           *string         `json:"reason" description:"the decision's public reason, which the author sees"`
+	EnteredAt        timestamp        `json:"enteredAt"`
+	Suggestion       *models.Verdict  `json:"suggestion" enum:"verdict" description:"the model's verdict (unsure), or the block appealed"`
+	Confidence       *float64         `json:"confidence"`
+	Note             *string          `json:"note" description:"the author's note of an appeal"`
+	BlockedBy        *int64           `json:"blockedBy" description:"an appeal of a block by hand: the admin who blocked"`
+	BlockedByName    *string          `json:"blockedByName"`
+	Claim            *reviewClaimJSON `json:"claim" description:"a moderator's live claim; null when none"`
+	DecidedAt        *timestamp       `json:"decidedAt"`
+	DecidedBy        *int64           `json:"decidedBy"`
+	DecidedByName    *string          `json:"decidedByName"`
+	DecidedByCreator *auditAdminJSON  `json:"decidedByCreator" description:"an appeal of a block by hand: the admin who created the decider's account, as the audit trail has it (null: not recorded)"`
+	Outcome          *models.Verdict  `json:"outcome" enum:"verdict"`
+	Reason           *string          `json:"reason" description:"the decision's public reason, which the author sees"`
 }
 
 // auditAdminJSON is an admin as the audit trail names them.
@@ -70,8 +68,7 @@ type auditAdminJSON struct {
 	AdminName string `json:"adminName"`
 }
 
-// itemPageRows caps each list of the page (newest kept): at the longest backoff an item's
-// attempts reach it in weeks, past the events' retention.
+// itemPageRows caps each list of the page (newest kept).
 const itemPageRows = maxJobEvents
 
 // getItem answers an item's page.
@@ -112,18 +109,12 @@ func (a *API) getItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out.Audit = make([]auditEntryJSON, 0, len(entries))
-	for _, e := range entries {
-		out.Audit = append(out.Audit, auditEntryOf(e))
-	}
+	out.Audit = each(entries, auditEntryOf)
 	ds, err := a.Store.ItemDeliveries(ctx, kind, id, itemPageRows)
 	if err != nil {
 		return err
 	}
-	out.Deliveries = make([]deliveryJSON, 0, len(ds))
-	for _, d := range ds {
-		out.Deliveries = append(out.Deliveries, deliveryOf(d, nil))
-	}
+	out.Deliveries = each(ds, func(d models.Delivery) deliveryJSON { return deliveryOf(d, nil) })
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -141,12 +132,7 @@ func (a *API) itemJobs(ctx context.Context, kind models.Kind, id int64) ([]jobJS
 	if err != nil {
 		return nil, err
 	}
-	show := a.jobOf(holds, deferred)
-	out := make([]jobJSON, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, show(j))
-	}
-	return out, nil
+	return each(jobs, a.jobOf(holds, deferred)), nil
 }
 
 // itemEvents are an item's events, newest first, and its verdicts among them, oldest first.
@@ -155,10 +141,7 @@ func (a *API) itemEvents(ctx context.Context, kind models.Kind, id int64, name f
 	if err != nil {
 		return nil, nil, err
 	}
-	events := make([]eventJSON, 0, len(evs))
-	for _, e := range evs {
-		events = append(events, eventOf(e))
-	}
+	events := each(evs, eventOf)
 	verdicts := []itemVerdictJSON{}
 	for _, e := range slices.Backward(evs) {
 		if e.Event != models.TaskScreen || e.Outcome == models.OutcomePending || e.Outcome == models.OutcomeScored {
@@ -230,8 +213,7 @@ func (a *API) claimOf(e models.ReviewEntry, me int64, name func(int64) (string, 
 	return &reviewClaimJSON{AdminID: *e.ClaimedBy, AdminName: n, Until: timeStr(*e.ClaimUntil), Mine: *e.ClaimedBy == me}, nil
 }
 
-// creatorOf is the admin who created user id's account, as the audit trail has it; nil when it
-// has no record (the first admin, an account made on the command line, a pruned entry).
+// creatorOf is the admin who created user id's account, as the audit trail has it (nil: no record).
 func (a *API) creatorOf(ctx context.Context, id int64) (*auditAdminJSON, error) {
 	es, err := a.Store.ListAudit(ctx, models.AuditFilter{Action: models.AuditUserCreate, Target: "user:" + strconv.FormatInt(id, 10)}, 0, 1)
 	if err != nil || len(es) == 0 {

@@ -44,8 +44,7 @@ type jobListJSON struct {
 	Total      int64     `json:"total" description:"how many jobs the filter selects"`
 }
 
-// jobDetailJSON is one job with its item, author and attempts (keys in the order a map of them
-// had).
+// jobDetailJSON is one job with its item, author and attempts (keys in a map's order).
 type jobDetailJSON struct {
 	Author jobAuthor   `json:"author"`
 	Events []eventJSON `json:"events" description:"every attempt at the job's task on its item, newest first"`
@@ -59,27 +58,23 @@ type jobAuthor struct {
 }
 
 type jobItem struct {
-	ID     int64       `json:"id"`
-	Kind   models.Kind `json:"kind" enum:"kind"`
-	SongID *int64      `json:"songId"`
-	Title  *string     `json:"title"`
-	// Content is the item's whole content, as the model is asked about it (a revision's song
-	// code, a comment's or pitch's body): an admin decides by hand seeing what they decide on.
-	Content *string `json:"content" description:"the item's whole content (a revision's code, a comment's or pitch's body); null when the item is gone"`
+	ID      int64       `json:"id"`
+	Kind    models.Kind `json:"kind" enum:"kind"`
+	SongID  *int64      `json:"songId"`
+	Title   *string     `json:"title"`
+	Content *string     `json:"content" description:"the item's whole content (a revision's code, a comment's or pitch's body); null when the item is gone"`
 }
 
-// jobFilterRequest selects jobs: in GET /api/admin/jobs's query and POST
-// /api/admin/jobs/retry's body alike.
+// jobFilterRequest selects jobs, in the list's query and the bulk retry's body alike.
 type jobFilterRequest struct {
-	ID     int64           `json:"id" query:"id" minimum:"1" description:"one job"`
-	Task   models.Task     `json:"task" query:"task" enum:"task"`
-	Kind   models.Kind     `json:"kind" query:"kind" enum:"kind"`
-	Why    models.Why      `json:"why" query:"why" enum:"whyFilter" description:"none: jobs with no why; held: the jobs of a held task"`
-	UserID int64           `json:"userId" query:"userId" minimum:"1"`
-	Author string          `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
-	ItemID int64           `json:"itemId" query:"itemId" minimum:"1"`
-	State  models.JobState `json:"state" query:"state" enum:"jobState" description:"done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only"`
-	// Outcome selects settled jobs by how they settled.
+	ID      int64               `json:"id" query:"id" minimum:"1" description:"one job"`
+	Task    models.Task         `json:"task" query:"task" enum:"task"`
+	Kind    models.Kind         `json:"kind" query:"kind" enum:"kind"`
+	Why     models.Why          `json:"why" query:"why" enum:"whyFilter" description:"none: jobs with no why; held: the jobs of a held task"`
+	UserID  int64               `json:"userId" query:"userId" minimum:"1"`
+	Author  string              `json:"author" query:"author" maxLength:"200" description:"part of the author's name (in the query: or a user id)"`
+	ItemID  int64               `json:"itemId" query:"itemId" minimum:"1"`
+	State   models.JobState     `json:"state" query:"state" enum:"jobState" description:"done: the settled jobs (listed for OWED_RETAIN_DONE; never retried); otherwise owed jobs only"`
 	Outcome models.EventOutcome `json:"outcome" query:"outcome" enum:"doneOutcome" description:"settled jobs that ended so (implies state done)"`
 }
 
@@ -105,8 +100,7 @@ type skippedJSON struct {
 	Held   int64 `json:"held" description:"their task is held: lift the hold to run them"`
 }
 
-// jobOf shows a job as the admin sees it, with the why it is shown (models.ShownWhy: deferred
-// is when the open breaker asks the jobs it puts off again).
+// jobOf shows a job as the admin sees it (deferred: when the open breaker asks its jobs again).
 func (a *API) jobOf(h models.Holds, deferred *time.Time) func(j models.JobRow) jobJSON {
 	now := a.now()
 	return func(j models.JobRow) jobJSON {
@@ -249,24 +243,17 @@ func (a *API) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]jobJSON, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, show(j))
-	}
-	var next *string
-	if len(jobs) > 0 && len(jobs) == limit {
-		last := jobs[len(jobs)-1].Cursor(order)
-		by := order
+	out, next := pageOf(jobs, limit, show, func(j models.JobRow) any {
+		last, by := j.Cursor(order), order
 		if by == models.JobsByID {
 			by = "" // the cursor of the default order stays the one it always was
 		}
-		next = encodeCursor(jobCursor{ID: last.ID, Key: last.Key, By: by})
-	}
+		return jobCursor{ID: last.ID, Key: last.Key, By: by}
+	})
 	return c.JSON(http.StatusOK, jobListJSON{Jobs: out, NextCursor: next, Total: total})
 }
 
-// jobPage reads a page of the jobs f selects, owed or settled (state done), with the total the
-// filter selects and how to show them.
+// jobPage reads a page of the jobs f selects, owed or settled, with their total and how to show them.
 func (a *API) jobPage(ctx context.Context, f models.JobFilter, order string, after *models.JobCursor, limit int) (
 	[]models.JobRow, int64, func(models.JobRow) jobJSON, error) {
 	show := a.jobOf(models.Holds{}, nil)
@@ -279,8 +266,7 @@ func (a *API) jobPage(ctx context.Context, f models.JobFilter, order string, aft
 		total, err := a.Store.CountDoneJobs(ctx, f, since)
 		return jobs, total, show, err
 	}
-	// The holds first: the list and the count then leave held jobs out (or select them) by
-	// task, without reading the holds row once per job.
+	// The holds first, so the list and count need not read them once per job.
 	holds, err := a.Store.Holds(ctx)
 	if err != nil {
 		return nil, 0, nil, err
@@ -297,8 +283,7 @@ func (a *API) jobPage(ctx context.Context, f models.JobFilter, order string, aft
 	return jobs, total, a.jobOf(holds, f.Deferred), err
 }
 
-// maxJobEvents caps the attempts one job's detail shows (newest first): at the longest
-// backoff, a month's retention of attempts.
+// maxJobEvents caps the attempts one job's detail shows (newest first).
 const maxJobEvents = 1000
 
 // jobDetail answers one job with its item, author and attempts.
@@ -307,10 +292,7 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 	if err != nil {
 		return err
 	}
-	out := make([]eventJSON, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, eventOf(e))
-	}
+	out := each(evs, eventOf)
 	holds, err := a.Store.Holds(ctx)
 	if err != nil {
 		return err
@@ -330,8 +312,7 @@ func (a *API) jobDetail(c echo.Context, ctx context.Context, job models.JobRow) 
 		Author: jobAuthor{ID: job.UserID, Name: job.UserName}, Events: out})
 }
 
-// getJob shows one job, owed or settled within OWED_RETAIN_DONE, with its item's title, its
-// author and every attempt with its error.
+// getJob shows one job, owed or settled within OWED_RETAIN_DONE, with its item, author and attempts.
 func (a *API) getJob(c echo.Context) error {
 	job, err := a.jobInPath(c)
 	if errors.Is(err, models.ErrNotFound) {
@@ -346,8 +327,7 @@ func (a *API) getJob(c echo.Context) error {
 // doneSince is the oldest settling a settled job is listed for (OWED_RETAIN_DONE).
 func (a *API) doneSince() time.Time { return a.now().Add(-a.Retention.Done) }
 
-// jobInPath reads the owed job the path's {id} names; an unknown one is 404 (its id kept in
-// the row answered).
+// jobInPath reads the owed job the path's {id} names (its id kept in the row even when not found).
 func (a *API) jobInPath(c echo.Context) (models.JobRow, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -376,7 +356,7 @@ func (a *API) retryJob(c echo.Context) error {
 		return err
 	}
 	if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
-		return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
+		return errLeased
 	}
 	holds, err := a.Store.Holds(ctx)
 	if err != nil {
@@ -408,7 +388,7 @@ func (a *API) retryJob(c echo.Context) error {
 	}
 	if n == 0 {
 		if job.LeaseUntil != nil && job.LeaseUntil.After(a.now()) {
-			return &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
+			return errLeased
 		}
 		if job.Why != nil && *job.Why == models.WhyBudget {
 			return &Error{Status: http.StatusConflict, Code: "budget",
@@ -419,8 +399,7 @@ func (a *API) retryJob(c echo.Context) error {
 	return a.jobDetail(c, ctx, job)
 }
 
-// retryJobs makes every job the filter selects due now, except those a lease holds and those
-// waiting for a budget that still cannot cover them.
+// retryJobs makes every job the filter selects due now, but leased ones and unaffordable ones.
 func (a *API) retryJobs(c echo.Context) error {
 	var req jobFilterRequest
 	if err := bind(c, &req); err != nil {
@@ -447,6 +426,8 @@ func (a *API) retryJobs(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, retriedJSON{r.Retried, skippedJSON{Budget: r.SkippedBudget, Held: r.SkippedHeld}})
 }
+
+var errLeased = &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
 
 // jobTarget names a job in the audit trail.
 func jobTarget(id int64) string { return "job:" + strconv.FormatInt(id, 10) }

@@ -37,9 +37,8 @@ func stateOf(verdict *models.Verdict) models.ItemState {
 	return models.StateBlocked
 }
 
-// screenOf shows where an item's screening stands, its job's why as shown (models.ShownWhy,
-// with h the holds). A breaker that cannot be read now is taken as closed: the answer is
-// degraded, not failed.
+// screenOf shows where an item's screening stands; a breaker that cannot be read is taken as
+// closed.
 func (a *API) screenOf(ctx context.Context, s models.ItemScreen, h models.Holds) screenJSON {
 	out := screenJSON{State: stateOf(s.Verdict), Verdict: s.Verdict, Confidence: s.Confidence}
 	if s.Job != nil {
@@ -53,10 +52,8 @@ func (a *API) screenOf(ctx context.Context, s models.ItemScreen, h models.Holds)
 	return out
 }
 
-// screenInline runs the new item's screen now and waits up to InlineWait for it, so the author
-// sees the verdict, or why it waits, in the answer. The screen goes on if the wait runs out.
-// The item has committed, with its owed screen, before this runs: what fails here (the
-// database cut off meanwhile) degrades the answer, never fails it (pendingScreen).
+// screenInline runs the new, committed item's screen now and waits up to InlineWait for it; a
+// failure here degrades the answer (pendingScreen), never fails it.
 func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, created time.Time) screenJSON {
 	done := a.Content.RunItem(models.TaskScreen, kind, id)
 	timer := time.NewTimer(a.InlineWait)
@@ -82,8 +79,7 @@ func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, crea
 	return a.screenOf(ctx, s, h)
 }
 
-// pendingScreen is the screen of a new item whose state could not be read, or is not known
-// yet: pending, its screen owed since the item was made, and why (nil: not known yet).
+// pendingScreen is a new item's screen not known yet: pending since it was made, and why (nil: unknown).
 func pendingScreen(created time.Time, why models.Why) screenJSON {
 	next := timeStr(created)
 	out := screenJSON{State: models.StatePending, NextAttemptAt: &next}
@@ -205,12 +201,9 @@ type revisionRequest struct {
 }
 
 func (a *API) createRevision(c echo.Context) error {
-	songID, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req revisionRequest
-	if err := bind(c, &req); err != nil {
+	songID, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkTitle(req.Title, false); err != nil {
@@ -238,12 +231,9 @@ type bodyRequest struct {
 }
 
 func (a *API) createComment(c echo.Context) error {
-	songID, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req bodyRequest
-	if err := bind(c, &req); err != nil {
+	songID, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkText("body", req.Body, modelclient.MaxTextBytes); err != nil {
@@ -337,9 +327,7 @@ func scoreOf(s *models.Score) *scoreJSON {
 }
 
 // mineETag is the strong ETag of an author's view at version v: a hash of the author, the
-// filters and page (q), their effective daily limit, the budget day and, of v, the author's
-// change counter (kept by the database: it differs after every change of what the view shows,
-// and never comes back), the spend and what is held.
+// filters and page, their daily limit, and of v the day, change counter, spend and holds.
 func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
 	b := make([]byte, 0, 128)
 	b = append(b, "mine/3"...) // a new shape of the answer must change this, or old ETags would match it
@@ -371,8 +359,7 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// etagMatches reports whether an If-None-Match header names etag: exactly, in its weak form
-// (W/"…", the weak comparison If-None-Match calls for), in a comma-separated list, or as *.
+// etagMatches reports whether an If-None-Match header names etag (weak comparison), or is *.
 func etagMatches(header, etag string) bool {
 	for header != "" {
 		var t string

@@ -38,13 +38,11 @@ type mineStreamQuery struct {
 	Cursor string           `query:"cursor" description:"the nextCursor of the page before"`
 }
 
-// mineStreamParams are the query parameters of GET /api/listeners/mine/stream.
 type mineStreamParams struct {
 	mineStreamQuery
 	Ticket string `query:"ticket" description:"a stream ticket (POST /api/listeners/mine/ticket), instead of Authorization, for EventSource"`
 }
 
-// mineQueryParams are the query parameters of GET /api/listeners/mine.
 type mineQueryParams struct {
 	mineStreamQuery
 	Wait int `query:"wait" minimum:"1" maximum:"60" description:"long poll: with a matching If-None-Match, hold the answer up to this many seconds until the view changes (200) or the wait ends (304)"`
@@ -55,14 +53,12 @@ const (
 	mineDefaultLimit = 100
 	mineMaxLimit     = 500
 	maxWait          = 60 * time.Second
-	// pingEvery is how often a stream sends a comment line, so that proxies keep it open.
-	pingEvery = 15 * time.Second
-	// minRecheck bounds how soon a waiter re-reads the view for time's sake alone (a job coming
-	// due, a lease running out), so a job that stays due cannot make it spin.
+	pingEvery        = 15 * time.Second // a stream's comment line, so that proxies keep it open
+	// minRecheck bounds how soon a waiter re-reads the view for time's sake alone, so that a
+	// job that stays due cannot make it spin.
 	minRecheck = time.Second
 )
 
-// mineQuery is what a request for the author's view asks: filters, page, and how long to wait.
 type mineQuery struct {
 	state  models.ItemState
 	kind   models.Kind
@@ -125,7 +121,7 @@ type mineState struct {
 }
 
 // readMine reads the version of u's view and its ETag, and wakes the runner for u when one of
-// their jobs may be due (as every form of the view does): the runner's claim finds out which.
+// their jobs may be due.
 func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineState, error) {
 	now := a.now()
 	v, err := a.Store.MineVersion(ctx, u.ID, now)
@@ -138,9 +134,8 @@ func (a *API) readMine(ctx context.Context, u *models.User, q *mineQuery) (mineS
 	return mineState{v: v, limit: u.DailyLimit, etag: mineETag(u.ID, u.DailyLimit, &v, q), now: now}, nil
 }
 
-// recheckAt is when the view must be read again although nobody wrote: the UTC day's end (a
-// new budget day), and the moment one of the author's jobs may come due (so that the runner is
-// woken then, as a poll at that moment would wake it).
+// recheckAt is when the view must be read again although nobody wrote: the UTC day's end, or
+// when one of the author's jobs may come due.
 func (st *mineState) recheckAt() time.Time {
 	at := models.BudgetReset(st.now)
 	if w := st.v.WakeAt(st.now); !w.IsZero() && w.Before(at) {
@@ -152,23 +147,12 @@ func (st *mineState) recheckAt() time.Time {
 	return at
 }
 
-// mineBody is the view's answer at st: the page q asks for, with nextCursor; kept by its ETag
-// (mineCache), so a view asked for again, unchanged, is not built again.
+// mineBody is the view's answer at st, kept by its ETag (mineCache).
 func (a *API) mineBody(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
 	cache := a.live.cache
 	if body, ok := cache.get(st.etag); ok {
 		return body, nil
 	}
-	body, err := a.buildMine(ctx, u, q, st)
-	if err != nil {
-		return nil, err
-	}
-	cache.put(st.etag, body)
-	return body, nil
-}
-
-// buildMine reads the view's answer at st and encodes it.
-func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
 	items, next, err := a.Store.MinePage(ctx, u.ID, models.MineFilter{State: q.state, Kind: q.kind, Limit: q.limit, After: q.after, OwedJobs: &st.v.Jobs})
 	if err != nil {
 		return nil, err
@@ -191,8 +175,7 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 			State: stateOf(it.Verdict), Verdict: it.Verdict, Confidence: it.Confidence, Reason: it.Reason, Score: scoreOf(it.Score),
 			Appeal: appeals[itemRef{it.Kind, it.ID}], Jobs: make([]jobBrief, 0, len(it.Jobs))}
 		for _, j := range it.Jobs {
-			// The view's jobs carry no lease (the ETag does not hash leases), and a park by the
-			// open breaker moves due_at: a new ETag.
+			// No lease: the ETag does not hash leases.
 			b := jobBrief{Task: j.Task, Why: models.ShownWhy(st.v.Held, deferred, &j, time.Time{}), Attempts: j.Attempts}
 			if j.Why == nil || *j.Why != models.WhyReview { // a moderator decides: no next attempt
 				next := timeStr(j.DueAt)
@@ -205,22 +188,17 @@ func (a *API) buildMine(ctx context.Context, u *models.User, q *mineQuery, st *m
 	if next != nil {
 		out.NextCursor = encodeCursor(mineCursor{T: next.CreatedAt, K: next.Kind, I: next.ID})
 	}
-	return json.Marshal(&out)
+	body, err := json.Marshal(&out)
+	if err == nil {
+		cache.put(st.etag, body)
+	}
+	return body, err
 }
 
-// mine lists the caller's own items (newest first across kinds, filtered and paged) with their
-// verdicts, scores, owed jobs and budget, and wakes the runner for their due jobs when they may
-// have any (never delaying this answer).
-//
-// The ETag is known before the answer is built: it is a hash of the author, the filters and
-// page, their effective daily limit, the budget day and the view's version
-// (models.MineVersion: one statement reading a few rows by key). A client whose If-None-Match
-// holds it gets a 304 without a single item read or any JSON made; one without it gets the
-// answer kept under it (mineCache), if any. Otherwise the answer is built after the version was
-// read, so a change in between makes the answer newer than its ETag, never older: the client's
-// next poll costs one more 200, but a 304 never hides a change.
-//
-// With wait=N and a matching If-None-Match the answer is held (a long poll, holdMine).
+// mine lists the caller's own items with their verdicts, scores, owed jobs and budget. The
+// ETag (mineETag) is read before the answer is built, so an answer is never older than its
+// ETag and a 304 never hides a change. With wait=N and a matching If-None-Match the answer is
+// held (holdMine).
 func (a *API) mine(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
@@ -258,16 +236,13 @@ func (a *API) mine(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Its length said, the answer goes out in one piece rather than in chunks.
 	res.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	return c.JSONBlob(http.StatusOK, body)
 }
 
-// holdMine holds a long poll whose If-None-Match names the view at st: the notifier wakes it
-// when the author's view may have changed, and the version is read again then, and only then;
-// it returns the view when its tag no longer matches (a 200), or at the end of the wait or at
-// server shutdown (a 304). gone reports that the client went away (nothing is to be written).
-// *w is the poll's watch, moved on at each wake.
+// holdMine holds a long poll whose If-None-Match names the view at st, re-reading it when the
+// notifier wakes it, until the tag no longer matches (200), the wait ends or the server shuts
+// down (304). gone reports that the client went away. *w moves on at each wake.
 func (a *API) holdMine(c echo.Context, u *models.User, q *mineQuery, st mineState, inm string, w **notify.Watch) (*models.User, mineState, bool, error) {
 	ctx := c.Request().Context()
 	release, err := a.holdSlot(c, u.ID, kindLongPoll)
@@ -304,9 +279,8 @@ func (a *API) holdMine(c echo.Context, u *models.User, q *mineQuery, st mineStat
 			return u, st, false, nil
 		}
 		stop()
-		// Every wake checks the credential again, and shares its reads with the author's
-		// other waiters woken by the same change (a read that began after the wake); Next
-		// watches the change after the one that woke this one, so none is missed.
+		// Every wake checks the credential again and shares reads begun after it; Next
+		// watches the change after this one, so none is missed.
 		*w = (*w).Next()
 		var view liveView
 		if err := a.retrying(ctx, func() (err error) { view, err = a.liveRead(u.ID, cred, q, mark); return err }); err != nil {
@@ -324,13 +298,9 @@ func (a *API) holdMine(c echo.Context, u *models.User, q *mineQuery, st mineStat
 }
 
 // mineStream serves the author's view as server-sent events: an event "mine" (id: the ETag,
-// data: the view, one line of JSON) at once, unless Last-Event-ID names the current tag, then
-// one each time the view changes (changes that come within StreamSettle of the first, as
-// one); a ": ping" comment every 15 s keeps proxies from closing an idle stream. The version
-// is read again only when the notifier wakes the stream (or a job comes due, or the day ends),
-// so an idle stream costs the database nothing. It ends when the client goes or the server
-// shuts down, and with an `event: error` when its credential is revoked or the database stays
-// unreachable (mine_live.go).
+// data: the view) at once unless Last-Event-ID names the current tag, then one per change; a
+// ": ping" every 15 s keeps proxies from closing it. It ends with an `event: error` when its
+// credential is revoked or the database stays unreachable.
 func (a *API) mineStream(c echo.Context) error {
 	if err := refuseBody(c); err != nil {
 		return err
@@ -362,8 +332,7 @@ func (a *API) mineStream(c echo.Context) error {
 	res.WriteHeader(http.StatusOK)
 	rc := outlive(res, time.Minute)
 	s.send = func(b []byte) bool {
-		// Each write gets its own deadline: the server's WriteTimeout would otherwise cut every
-		// stream at the same age, and a client that stops reading is dropped.
+		// Each write gets its own deadline: a client that stops reading is dropped.
 		_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
 		if _, err := res.Write(b); err != nil {
 			return false
@@ -390,10 +359,7 @@ type mineStreamer struct {
 	until time.Time         // when that credential ends by itself (a session's expiry), or zero
 }
 
-// run sends events until ctx ends, the server shuts down, a write fails, the credential stops
-// working (event error, unauthorized) or the database stays unreachable past the retries
-// (event error, unavailable, with a retry: hint): a stream never stays open without a working
-// path to its next change.
+// run sends events until ctx ends, the server shuts down, a write fails, or fail ends it.
 func (s *mineStreamer) run(ctx context.Context) {
 	a := s.a
 	nextPing := a.now().Add(pingEvery)
@@ -447,10 +413,8 @@ func (s *mineStreamer) run(ctx context.Context) {
 			}
 			stop()
 		}
-		// A woken stream lets the author's changes settle first (API.StreamSettle), and reads once
-		// after the last of those that came meanwhile. Next watches the change after the one
-		// read for (none is missed, even one before the shared read it joins), and the read is
-		// one that began after that change's wake.
+		// A woken stream lets the author's changes settle (StreamSettle), then reads once after
+		// the last of them; Next watches the change after that, so none is missed.
 		if woke && !a.settle(ctx, closing) {
 			return
 		}
@@ -468,14 +432,12 @@ func (s *mineStreamer) run(ctx context.Context) {
 	}
 }
 
-// DefaultStreamSettle is API.StreamSettle's default: the changes one write makes in quick
-// succession (an item, then its verdict milliseconds later) are read once and sent as one
-// event, not built and sent twice, for a few tens of milliseconds more before the first.
+// DefaultStreamSettle is API.StreamSettle's default: one write's changes in quick succession
+// (an item, then its verdict) are sent as one event.
 const DefaultStreamSettle = 25 * time.Millisecond
 
-// settle waits the API's StreamSettle, and reports false when ctx ends or the server shuts
-// down first. It waits on the wall clock: a pause to gather changes, not a time any rule of
-// the view depends on.
+// settle waits StreamSettle on the wall clock, and reports false when ctx ends or the server
+// shuts down first.
 func (a *API) settle(ctx context.Context, closing <-chan struct{}) bool {
 	t := time.NewTimer(a.StreamSettle)
 	defer t.Stop()
@@ -504,9 +466,8 @@ func (s *mineStreamer) fail(ctx context.Context, err error) {
 	}
 }
 
-// outlive lifts the server's timeouts, made for requests that are read and answered at once,
-// off a request that waits: no read deadline (its request was read whole), and a write deadline
-// d from now (the server's WriteTimeout would cut a wait longer than it).
+// outlive lifts the server's timeouts off a request that waits: no read deadline, and a write
+// deadline d from now.
 func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
 	rc := http.NewResponseController(res.Writer)
 	_ = rc.SetReadDeadline(time.Time{})
@@ -514,8 +475,7 @@ func outlive(res *echo.Response, d time.Duration) *http.ResponseController {
 	return rc
 }
 
-// live is what the views share: the signal that the server is shutting down, and the cache of
-// answers.
+// live is what the views share.
 type live struct {
 	closed  chan struct{}
 	closeMu sync.Once
@@ -526,9 +486,8 @@ type live struct {
 
 func (a *API) closing() <-chan struct{} { return a.live.closed }
 
-// CloseStreams ends every stream and answers every held long poll (304) now, and any later one
-// at once: the server is shutting down, and its graceful shutdown waits for open requests. The
-// app registers it with the HTTP server's RegisterOnShutdown.
+// CloseStreams ends every stream and answers every held long poll (304), now and from now on:
+// the server's graceful shutdown waits for open requests.
 func (a *API) CloseStreams() {
 	a.live.closeMu.Do(func() { close(a.live.closed) })
 }
@@ -540,25 +499,18 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// mineCacheBytes bounds the answers of `mine` kept in memory, compressed: a view of 100 items
-// is about 20 KB of JSON and 2 to 4 KB packed, so some ten thousand of them.
+// mineCacheBytes bounds the answers of `mine` kept in memory, zstd-packed (2 to 4 KB a view of
+// 100 items, so some ten thousand of them).
 const mineCacheBytes = 32 << 20
 
-// The cache keeps answers zstd-packed. Plain, its bound held the views of some fifteen hundred
-// authors, and a site that cycles through more (the benchmark's two thousand) missed on every
-// view, each then costing its item reads (a millisecond and more on SQLite); unpacking one
-// costs tens of microseconds. Both are safe for concurrent use.
+// Both are safe for concurrent use.
 var (
 	mineAnswerPacker, _   = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	mineAnswerUnpacker, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 )
 
 // mineCache keeps recent answers of the author's view by ETag, least recently used first out,
-// within a bound in bytes. An ETag names one view: the author, their limit, the filters and
-// page, and the version read from the database (which every replica reads alike), and a version
-// never comes back once the view has changed, so an answer kept under a tag is the answer to
-// that tag for as long as anyone can still be given it. It spares a repeated view (a client
-// without the tag, another device, a reconnecting stream) the item reads and the JSON.
+// within a bound in bytes. An ETag's version never comes back, so its answer never goes stale.
 type mineCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -576,7 +528,6 @@ func newMineCache(max int64) *mineCache {
 	return &mineCache{max: max, ll: list.New(), byTag: map[string]*list.Element{}}
 }
 
-// cost is what an answer kept under tag counts against the bound.
 func cost(tag string, packed []byte) int64 { return int64(len(tag) + len(packed) + 64) }
 
 // get is the answer kept under tag, if any (the caller's own copy).

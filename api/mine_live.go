@@ -18,10 +18,6 @@ import (
 	"github.com/owed/owed/notify"
 )
 
-// The live edge of `mine` under stress: caps on what one user and the process hold
-// open, one shared re-read per change, credentials checked again at every wake, and faults
-// that end a stream with an error event rather than silence it.
-
 // Default caps of held connections (OWED_STREAMS_PER_USER, OWED_MAX_STREAMS).
 const (
 	DefaultStreamsPerUser = 8
@@ -35,20 +31,15 @@ const (
 )
 
 const (
-	// liveRetryFor is how long a waiter retries a re-read the database fails before it gives
-	// up: the stream ends with `event: error` (unavailable), the long poll answers 503.
+	// liveRetryFor is how long a waiter retries a failed re-read before it answers unavailable.
 	liveRetryFor = 5 * time.Second
-	// liveRetryFirst is the first pause between those retries; each is twice the one before,
-	// up to liveRetryMax. The first are short: after a failover each dead connection of the
-	// pool fails one read before the pool makes new ones.
+	// The pauses between retries double from liveRetryFirst, short because after a failover
+	// each dead pooled connection fails one read.
 	liveRetryFirst = 25 * time.Millisecond
 	liveRetryMax   = time.Second
-	// liveRetryAfter is the Retry-After (and the stream's retry:) given with unavailable, and
-	// streamRetryAfter that of a refused stream or long poll (429 and 503 of the caps).
-	liveRetryAfter = 5 * time.Second
-	capRetryAfter  = 10 * time.Second
-	// readTimeout bounds one shared re-read, which runs detached from any one waiter.
-	readTimeout = 10 * time.Second
+	liveRetryAfter = 5 * time.Second  // Retry-After (and retry:) with unavailable
+	capRetryAfter  = 10 * time.Second // Retry-After of a refused stream or long poll
+	readTimeout    = 10 * time.Second // one shared re-read, detached from any one waiter
 )
 
 var (
@@ -68,18 +59,15 @@ func retryAfter(c echo.Context, d time.Duration, e *Error) *Error {
 	return e
 }
 
-// refuseHold is a refusal of the caps: with Retry-After, and the connection closed after it,
-// so a client that retries at once cannot keep idle connections (and the listener's slots,
-// OWED_MAX_CONNECTIONS) for itself.
+// refuseHold is a refusal of the caps, closing the connection so that a client retrying at
+// once cannot keep the listener's slots.
 func refuseHold(c echo.Context, e *Error) *Error {
 	c.Response().Header().Set(echo.HeaderConnection, "close")
 	return retryAfter(c, capRetryAfter, e)
 }
 
-// refuseBody answers 400 to a GET on a live route that sends a body: a held request is never
-// read again, so a body trickled a byte at a time would otherwise pin its goroutine and socket
-// for as long as the sender likes. The connection is closed after the answer rather than read
-// to the body's end.
+// refuseBody answers 400, closing the connection, to a GET on a live route that sends a body:
+// a held request is never read again, so a trickled body would pin its socket.
 func refuseBody(c echo.Context) error {
 	req := c.Request()
 	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
@@ -95,9 +83,8 @@ type liveCaps struct {
 	byUser map[int64]int
 	total  int
 	open   *prometheus.GaugeVec
-	// full are the token hashes refused for their user's cap, until one of that user's slots
-	// frees: a client that retries at once is refused before its token is even looked up
-	// (earlyRefusal), so a storm of attempts costs the database nothing.
+	// full are the token hashes refused for their user's cap until one of its slots frees,
+	// refused again before any database read (earlyRefusal).
 	full   map[string]int64
 	fullOf map[int64][]string // the keys of full, by user
 }
@@ -183,12 +170,9 @@ func (a *API) earlyRefusal(c echo.Context, token string) error {
 	return nil
 }
 
-// coalescer shares one read among the waiters that want it: a waiter asks for a read of a
-// key that started after the wake that woke it (notify's Watch.At), and gets the result of
-// such a read, in flight or just done, if there is one; otherwise it starts one (after any
-// older one of the key ends). Unlike a plain singleflight, a waiter never gets a read that
-// began before the change that woke it, so no change can be missed; and every waiter woken by
-// one change, however late it runs, shares one read.
+// coalescer shares one read among the waiters that want it. Unlike a plain singleflight, a
+// waiter only gets a read that began after the wake that woke it (notify's Watch.At), so no
+// change can be missed.
 type coalescer struct {
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -201,15 +185,6 @@ type flight struct {
 	err   error
 }
 
-func isDone(f *flight) bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // keepDone is how long a finished read stays to be shared with waiters that come late.
 const keepDone = 2 * time.Second
 
@@ -218,8 +193,12 @@ func (co *coalescer) do(key string, mark int64, fn func() (any, error)) (any, er
 	for {
 		co.mu.Lock()
 		f := co.flights[key]
-		if f != nil && f.err != nil && isDone(f) {
-			f = nil // a failed read is shared with those that waited for it, never kept
+		if f != nil && f.err != nil {
+			select {
+			case <-f.done:
+				f = nil // a failed read is shared with those that waited for it, never kept
+			default:
+			}
 		}
 		if f != nil && f.start > mark {
 			co.mu.Unlock()
@@ -274,18 +253,15 @@ type credRead struct {
 	until time.Time
 }
 
-// liveRead reads what a woken waiter needs, shared with every waiter of the same credential
-// (the credential check) and of the same author and filters (the view's version): N held
-// connections of one author cost one read per change, not N. errRevoked when the credential
-// no longer works.
+// liveRead reads what a woken waiter needs, shared by credential and by view, so N held
+// connections of one author cost one read per change; errRevoked when the credential no
+// longer works.
 func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark int64) (liveView, error) {
 	l := a.live
-	cv, err := l.co.do("c|"+strconv.FormatInt(userID, 10)+"|"+cred.Kind+"|"+cred.Hash, mark, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		defer cancel()
+	cv, err := l.co.do("c|"+strconv.FormatInt(userID, 10)+"|"+cred.Kind+"|"+cred.Hash, mark, detached(func(ctx context.Context) (any, error) {
 		u, until, err := a.Store.CheckCredential(ctx, userID, cred)
 		return credRead{u, until}, err
-	})
+	}))
 	if errors.Is(err, models.ErrNotFound) {
 		return liveView{}, errRevoked
 	} else if err != nil {
@@ -295,11 +271,7 @@ func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark 
 	u := cr.u
 	key := "v|" + strconv.FormatInt(userID, 10) + "|" + strconv.FormatInt(u.DailyLimit, 10) + "|" + string(q.state) + "|" +
 		string(q.kind) + "|" + strconv.Itoa(q.limit) + "|" + q.cursor
-	sv, err := l.co.do(key, mark, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		defer cancel()
-		return a.readMine(ctx, &u, q)
-	})
+	sv, err := l.co.do(key, mark, detached(func(ctx context.Context) (any, error) { return a.readMine(ctx, &u, q) }))
 	if err != nil {
 		return liveView{}, err
 	}
@@ -308,23 +280,27 @@ func (a *API) liveRead(userID int64, cred models.Credential, q *mineQuery, mark 
 
 // liveBody is mineBody shared: waiters that need the same tag's answer at once build it once.
 func (a *API) liveBody(u *models.User, q *mineQuery, st *mineState) ([]byte, error) {
-	v, err := a.live.co.do("b|"+st.etag, 0, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		defer cancel()
-		return a.mineBody(ctx, u, q, st)
-	})
+	v, err := a.live.co.do("b|"+st.etag, 0, detached(func(ctx context.Context) (any, error) { return a.mineBody(ctx, u, q, st) }))
 	if err != nil {
 		return nil, err
 	}
 	return v.([]byte), nil
 }
 
+// detached runs read under its own readTimeout, apart from any one waiter.
+func detached[T any](read func(context.Context) (T, error)) func() (any, error) {
+	return func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		return read(ctx)
+	}
+}
+
 // liveBackoff is how a waiter's failed re-read is tried again (retrying).
 var liveBackoff = models.Backoff{For: liveRetryFor, Pause: liveRetryFirst, MaxPause: liveRetryMax}
 
 // retrying runs read until it succeeds, is refused for good (errRevoked), ctx ends or the
-// server closes, pausing between tries (liveBackoff) on the API's clock; past liveRetryFor it
-// gives up with errLiveUnavailable.
+// server closes; past liveRetryFor it gives up with errLiveUnavailable.
 func (a *API) retrying(ctx context.Context, read func() error) error {
 	err := read()
 	if err == nil || errors.Is(err, errRevoked) {
@@ -362,8 +338,7 @@ func (a *API) retrying(ctx context.Context, read func() error) error {
 	return errLiveUnavailable
 }
 
-// credUntil is when the request's credential ends by itself: a session's expiry (zero for a
-// token, or when it cannot be read now: the first wake reads it).
+// credUntil is when a session ends by itself (zero for a token, or when it cannot be read now).
 func (a *API) credUntil(ctx context.Context, cred models.Credential) time.Time {
 	if cred.Kind != models.CredSession {
 		return time.Time{}
@@ -391,7 +366,6 @@ func errorEvent(e *Error, retry time.Duration) []byte {
 	return append(b, "\n\n"...)
 }
 
-// newLive is the views' shared state, its gauge registered on the API's registry.
 func (a *API) newLive() *live {
 	return &live{closed: make(chan struct{}), cache: newMineCache(mineCacheBytes),
 		caps: liveCaps{byUser: map[int64]int{}, full: map[string]int64{}, fullOf: map[int64][]string{}, open: a.liveGauge()},
@@ -411,7 +385,6 @@ func (a *API) liveGauge() *prometheus.GaugeVec {
 	return g
 }
 
-// corsHeaders are what a browser on an allowed origin may send and read.
 var (
 	corsAllowHeaders  = []string{echo.HeaderAuthorization, echo.HeaderContentType, "If-None-Match", "Last-Event-ID", "Idempotency-Key"}
 	corsExposeHeaders = []string{"ETag", "Retry-After", echo.HeaderLocation, headerReplayed}
@@ -429,8 +402,7 @@ func corsPath(p string) bool {
 }
 
 // cors is Echo's CORS middleware, strict: only the exact origins configured, only corsPath,
-// no credentials (a bearer token or a stream ticket, never the session cookie), preflights
-// answered 204.
+// no credentials (never the session cookie).
 func (a *API) cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		Skipper:       func(c echo.Context) bool { return !corsPath(c.Request().URL.Path) },

@@ -7,11 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// secretAnswer reports whether the route a request is for answers with a token or a secret
-// (or sets one as a cookie): user creation and token rotation (the token, shown once), sign-in
-// (the session cookie) and who is signed in, webhook creation (the signing secret, shown once).
-// A new route whose answer carries a secret (a webhook secret's rotation, say) belongs here;
-// the API tests fail any answer with a token, a secret or a cookie that lacks no-store.
+// secretAnswer reports whether the route a request is for answers with a token or a secret, or
+// sets one as a cookie (the API tests fail any such answer that lacks no-store).
 func secretAnswer(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	switch {
@@ -25,9 +22,8 @@ func secretAnswer(method, path string) bool {
 	return false
 }
 
-// noStore puts Cache-Control: no-store on every answer of a route that carries a token or a
-// secret, errors and replays included: it runs before routing, ahead of every other
-// middleware, so no cache between owed and the client (a proxy, the browser's) keeps one.
+// noStore puts Cache-Control: no-store on every answer of a secretAnswer route, errors and
+// replays included (it runs before routing).
 func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if secretAnswer(c.Request().Method, c.Request().URL.Path) {

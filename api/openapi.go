@@ -15,8 +15,7 @@ var pathParam = regexp.MustCompile(`:([A-Za-z]+)`)
 // OpenAPIPath turns an Echo path (/a/:id) into an OpenAPI one (/a/{id}).
 func OpenAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}") }
 
-// OpenAPI builds the OpenAPI 3.1 document from the route table: the parameters, bodies and
-// answers are the schemas of the Go types the handlers read and send (see schemaMaker).
+// OpenAPI builds the OpenAPI 3.1 document from the route table and the handlers' Go types.
 func (a *API) OpenAPI() map[string]any {
 	m := newSchemaMaker()
 	m.answer(reflect.TypeFor[errorJSON]())
@@ -99,8 +98,7 @@ func (m *schemaMaker) mineEvent() map[string]any {
 	return ref("MineEvent")
 }
 
-// queryParams documents the query parameters of route r: the fields of its query struct (nil
-// for none), each named by its query tag.
+// queryParams documents route r's query parameters: its query struct's fields, by query tag.
 func (m *schemaMaker) queryParams(r route) []any {
 	if r.query == nil {
 		return nil

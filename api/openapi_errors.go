@@ -7,9 +7,7 @@ import (
 	"strings"
 )
 
-// errorCodes lists every Error.code the API sends: the document gives it as Error.code's enum,
-// so a generated client knows each, and a test checks every code written in this package is
-// here.
+// errorCodes lists every Error.code the API sends, as the document's enum (a test checks it).
 var errorCodes = []string{
 	"invalid", "unauthorized", "forbidden", "csrf", "not_found", "method_not_allowed", "conflict",
 	"too_large", "unsupported_media_type", "idempotency_in_flight", "idempotency_answer_not_kept",
@@ -19,8 +17,7 @@ var errorCodes = []string{
 	"no_candidate", "promoted", "not_promoted",
 }
 
-// routeErrors are the error answers particular to a route, beyond those every route of its
-// kind gives (errorAnswers): status and codes.
+// routeErrors are the error answers particular to a route, beyond those of its kind.
 var routeErrors = map[string]map[int][]string{
 	"POST /api/admin/users":                             {409: {"conflict"}},
 	"PATCH /api/admin/users/:id":                        {409: {"conflict"}},
@@ -40,8 +37,7 @@ var routeErrors = map[string]map[int][]string{
 	"POST /api/admin/shadow/rollback":                   {409: {"not_promoted"}},
 }
 
-// takesIdempotencyKey reports whether route r carries out an Idempotency-Key (writeRequest):
-// a write of a signed-in caller.
+// takesIdempotencyKey reports whether route r, a signed-in caller's write, takes an Idempotency-Key.
 func takesIdempotencyKey(r route) bool { return r.roles != nil && isWrite(r.method) }
 
 // errorAnswers are the error statuses route r may answer, each with its codes: what every
@@ -92,8 +88,7 @@ func errorAnswers(r route) map[int][]string {
 	return out
 }
 
-// sharedErrors name the error answers many routes give alike (status and codes), kept once
-// as components.responses; any other is written out in its operation.
+// sharedErrors name the error answers many routes give alike, kept once as components.responses.
 var sharedErrors = map[string]string{
 	"400 invalid":        "BadRequest",
 	"401 unauthorized":   "Unauthorized",

@@ -6,8 +6,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// docTags group the operations for readers and generators (one client class per tag), by path
-// prefix: the first that matches names an operation's tag.
+// docTags group the operations by path prefix: the first that matches names an operation's tag.
 var docTags = []struct{ prefix, name, description string }{
 	{"/api/openapi.json", "document", "This OpenAPI document"},
 	{"/api/session", "session", "Browser sessions: a token exchanged for a cookie"},
@@ -46,8 +45,7 @@ func tagList() []any {
 	return out
 }
 
-// describe gives op (of route r) its tag and a description: who may call it and, for a write
-// that takes one, that an Idempotency-Key makes a retry safe.
+// describe gives op (of route r) its tag and a description: who may call it, and Idempotency-Key.
 func describe(r route, op map[string]any) {
 	op["tags"] = []any{tagOf(r.path)}
 	who := "Anyone may call it, signed in or not."

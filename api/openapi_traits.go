@@ -5,19 +5,12 @@ import (
 	"strconv"
 )
 
-// What the OpenAPI document says of a route beyond its types is made here from the route's
-// method and from a few tables of routes, so that a route added anywhere gets the same
-// declarations as its like: every write of a signed-in caller documents Idempotency-Key; a
-// list its limit's maximum; the error answers are openapi_errors.go's.
-
 // conditionalAnswers are the routes that answer with an ETag and honour If-None-Match (304).
 var conditionalAnswers = map[string]bool{
 	"GET /api/listeners/mine": true,
 }
 
-// limitMaxima are the largest page sizes (limit) of the lists; a larger one answers 400. A
-// test checks each against the server (the maximum accepted, one more refused), and that
-// every route with a limit has one here.
+// limitMaxima are the largest page sizes (limit) of the lists (a test checks each).
 var limitMaxima = map[string]int{
 	"GET /api/listeners/mine":                mineMaxLimit,
 	"GET /api/songs":                         200,
@@ -39,8 +32,7 @@ var deprecatedRoutes = map[string]string{
 	"POST /api/admin/webhooks/deliveries/:id/redeliver": "POST /api/admin/deliveries/{id}/redeliver",
 }
 
-// holdsConnection reports whether a route may hold its answer (a stream, or a long poll: a
-// query with wait), so that it counts against OWED_STREAMS_PER_USER and OWED_MAX_STREAMS.
+// holdsConnection reports whether a route may hold its answer (a stream, or a long poll).
 func holdsConnection(r route) bool {
 	if streamAnswers[r.method+" "+r.path] {
 		return true
@@ -48,8 +40,7 @@ func holdsConnection(r route) bool {
 	return slices.Contains(queryNames(r.query), "wait")
 }
 
-// traits adds to op (an operation of route r, its success answer ok) what r's method and
-// tables say: headers, 304, deprecation.
+// traits adds to op what r's method and tables say: headers, 304, deprecation.
 func traits(r route, op map[string]any, ok map[string]any, responses map[string]any) {
 	key := r.method + " " + r.path
 	var params []any

@@ -22,9 +22,5 @@ type pluginJSON struct {
 // plugins is the SPA's manifest: the built-in panels, then the operator's own modules.
 func (a *API) plugins(c echo.Context) error {
 	ps := frontend.Plugins(a.PluginsDir)
-	out := pluginsJSON{Plugins: make([]pluginJSON, 0, len(ps))}
-	for _, p := range ps {
-		out.Plugins = append(out.Plugins, pluginJSON(p))
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, pluginsJSON{Plugins: each(ps, func(p frontend.Plugin) pluginJSON { return pluginJSON(p) })})
 }

@@ -45,8 +45,8 @@ func (a *API) writeLimit() echo.MiddlewareFunc {
 	})
 }
 
-// buckets are the callers' token buckets on the API's clock (Echo's memory store reads the
-// wall clock, which a test cannot move): one per caller, forgotten after forget unused.
+// buckets are the callers' token buckets on the API's clock (not Echo's store: the wall clock),
+// each forgotten after forget unused.
 type buckets struct {
 	limit  rate.Limit
 	burst  int

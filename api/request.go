@@ -85,6 +85,15 @@ func jsonType(kind string) string {
 	return kind
 }
 
+// pathIDAndBody reads the path's {id}, then the JSON body into v (bind).
+func pathIDAndBody(c echo.Context, v any) (int64, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return 0, err
+	}
+	return id, bind(c, v)
+}
+
 // pathID reads a positive integer id from the path.
 func pathID(c echo.Context, name string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param(name), 10, 64)
@@ -160,8 +169,7 @@ func decodeCursor(c echo.Context, v any) (bool, error) {
 	return true, nil
 }
 
-// idPage reads the page size (def when absent, 1..max) and the id cursor (0 when absent) of a
-// list paged by id.
+// idPage reads the page size (def when absent, 1..max) and the id cursor of a list paged by id.
 func idPage(c echo.Context, def, max int) (limit int, cursor int64, err error) {
 	if limit, err = queryLimit(c, def, max); err != nil {
 		return 0, 0, err
@@ -170,19 +178,24 @@ func idPage(c echo.Context, def, max int) (limit int, cursor int64, err error) {
 	return limit, cursor, err
 }
 
-// pageOf is one page of rows as their wire type, with the cursor to the next page (a list
-// answer puts its two keys in alphabetical order, as the map it once was did). The cursor,
-// made from the last row, is given only when the page is full, so a client stops at a short page.
-func pageOf[R, J any](rows []R, limit int, toJSON func(R) J, cursor func(R) any) ([]J, *string) {
+// each is rows as their wire type, [] rather than null when there are none.
+func each[R, J any](rows []R, toJSON func(R) J) []J {
 	out := make([]J, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toJSON(r))
 	}
+	return out
+}
+
+// pageOf is one page of rows as their wire type, with the cursor to the next page (a list
+// answer puts its two keys in alphabetical order, as the map it once was did). The cursor,
+// made from the last row, is given only when the page is full, so a client stops at a short page.
+func pageOf[R, J any](rows []R, limit int, toJSON func(R) J, cursor func(R) any) ([]J, *string) {
 	var next *string
 	if len(rows) > 0 && len(rows) == limit {
 		next = encodeCursor(cursor(rows[len(rows)-1]))
 	}
-	return out, next
+	return each(rows, toJSON), next
 }
 
 // pageQuery are the query parameters of a list paged by an opaque cursor.
@@ -208,8 +221,7 @@ func readIDCursor(c echo.Context) (int64, error) {
 	return cur.ID, nil
 }
 
-// itemPath reads an item's {kind} and {id} from the path; an unknown kind, or an id that is
-// not one, is not found (what names the missing thing: "item", "entry").
+// itemPath reads an item's {kind} and {id} from the path; a bad one is "<what> not found".
 func itemPath(c echo.Context, what string) (models.Kind, int64, error) {
 	kind := models.Kind(c.Param("kind"))
 	if !slices.Contains(models.Kinds, kind) {

@@ -14,11 +14,7 @@ import (
 	"github.com/owed/owed/models"
 )
 
-// The review queue (issue 28): the model's unsure verdicts and authors' appeals, decided by
-// moderators with the verdict route. See docs/moderation.md.
-
-// reviewEntryJSON is one open entry of the review queue, with what a moderator needs to decide
-// it at once: the item's whole content, the model's suggestion, the author and their history.
+// reviewEntryJSON is one open entry of the review queue, with what a moderator needs to decide it.
 type reviewEntryJSON struct {
 	Kind       models.Kind         `json:"kind" enum:"kind"`
 	ID         int64               `json:"id" description:"the item's id"`
@@ -180,8 +176,7 @@ func (a *API) listReview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// reviewEntries adds to each entry its item's content, its author with their history, and its
-// claim. An entry whose item is gone meanwhile is left out.
+// reviewEntries adds to each entry its item's content, author and claim (a gone item's is left out).
 func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me int64) ([]reviewEntryJSON, error) {
 	out := make([]reviewEntryJSON, 0, len(open))
 	var authors []int64
@@ -237,8 +232,7 @@ func claimAudit(held *models.ErrClaimed) any {
 }
 
 // claimReview gives the caller an item's open entries for models.ReviewClaimFor (again: renews).
-// Taking an entry is audited with the live claim it replaced, if any; a renewal is not (the
-// trail keeps who took an entry and when, not each renewal while it is shown).
+// Taking an entry is audited with the live claim it replaced; a renewal is not.
 func (a *API) claimReview(c echo.Context) error {
 	kind, id, err := itemPath(c, "entry")
 	if err != nil {
@@ -279,10 +273,8 @@ func (a *API) claimReview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out[0])
 }
 
-// releaseReview ends the caller's claim on an item's open entries (a moderator skipping it), so
-// that the next moderator may take it at once; audited. With no claim of the caller's to end it
-// changes nothing: 204 while the entry is open and nobody else holds it, 409 claimed while
-// another moderator does, 404 when the item has no open entry.
+// releaseReview ends the caller's claim on an item's open entries; audited. Without one: 204,
+// or 409 claimed while another moderator holds it, 404 when the item has no open entry.
 func (a *API) releaseReview(c echo.Context) error {
 	kind, id, err := itemPath(c, "entry")
 	if err != nil {
@@ -346,8 +338,7 @@ func (a *API) reviewMeasures(c echo.Context) error {
 		Since: timeStr(since)})
 }
 
-// checkWords tidies an optional note or reason (its field): trimmed, nil when blank, at most
-// 500 characters.
+// checkWords tidies an optional note or reason: trimmed, nil when blank, at most 500 characters.
 func checkWords(field string, text *string) (*string, error) {
 	if text == nil {
 		return nil, nil
@@ -393,11 +384,9 @@ func (a *API) appeal(c echo.Context) error {
 	return c.JSON(http.StatusCreated, appealOf(e))
 }
 
-// decideReview is the verdict route's part for the review queue, called once the verdict is
-// valid and the item exists. It refuses a decision while another moderator's claim holds the
-// item (409 claimed), and decides an open appeal itself (done true): an appeal of a block by
-// hand must be heard by another admin (409 same_moderator). An unsure entry is decided by the
-// route's own verdict, whose event decides the entry (events_decide_review).
+// decideReview is the verdict route's part for the review queue: 409 claimed while another
+// moderator holds the item; an open appeal it decides itself (done true), by another admin than
+// the blocker's (409 same_moderator). An unsure entry is decided by the verdict's own event.
 func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64, body verdictRequest) (bool, error) {
 	ctx, me := c.Request().Context(), caller(c).ID
 	all, err := a.Store.ReviewsOf(ctx, kind, id)
@@ -445,9 +434,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 	return true, a.decided(c, kind, id, body.Verdict, nil)
 }
 
-// appealDecided is an appeal's decision as the audit trail keeps it (after): the verdict, the
-// appeal's state, the note, and for an appeal of a block by hand who created the decider's
-// account (what same_moderator cannot refuse: see creatorOf).
+// appealDecided is an appeal's decision as the audit trail keeps it.
 func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me int64, body verdictRequest) (map[string]any, error) {
 	state := "denied"
 	if body.Verdict == models.VerdictAllow {
@@ -464,8 +451,7 @@ func (a *API) appealDecided(ctx context.Context, appeal models.ReviewEntry, me i
 	return out, nil
 }
 
-// inReview refuses to retry a job that waits for a moderator: it is decided in the review
-// queue, and a retry would ask the model again.
+// inReview refuses to retry a job that waits for a moderator (a retry would ask the model again).
 func inReview(j models.Job) error {
 	if j.Why != nil && *j.Why == models.WhyReview {
 		return &Error{Status: http.StatusConflict, Code: "review",

@@ -28,8 +28,7 @@ var (
 	signed  = models.Roles
 )
 
-// routes lists every route under /api. Register mounts them and the OpenAPI document is made
-// from them, so the two cannot drift apart.
+// routes lists every route under /api, for Register and the OpenAPI document alike.
 func (a *API) routes() []route {
 	rs := []route{
 		{http.MethodGet, "/api/openapi.json", a.openAPI, anyone, "This document", nil, map[string]any{}, 200, nil},
@@ -109,7 +108,7 @@ func (a *API) routes() []route {
 		{http.MethodPost, "/api/scrapes/:id/media", a.pushMedia, bots, "Push 1 to 1000 media rows (all or none; http(s) URLs on public addresses unless OWED_MEDIA_ALLOW_PRIVATE); refreshes the walk lock", mediaPushRequest{}, acceptedJSON{}, 202, nil},
 		{http.MethodGet, "/api/scrapes/:id/media", a.listScrapeMedia, bots, "A scrape's media rows, optionally in one preview state", nil, mediaListJSON{}, 200, scrapeMediaQuery{}},
 		{http.MethodGet, "/api/media/:id/preview", a.mediaPreview, bots, "The cached JPEG preview of a media row (404 until cached)", nil, nil, 200, nil},
-		{http.MethodGet, "/api/backfill", a.getBackfill, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", nil, backfillStatusJSON{}, 200, nil},
+		{http.MethodGet, "/api/backfill", a.backfillStatus, admins, "The backfill queue: jobs, members, rates, ETAs, totals, settings, rate limit", nil, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/start", a.startBackfill, admins, "Start every job with pending rows, smallest first, or one chat's; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/backfill/pause", a.pauseBackfill, admins, "Pause every job, or one chat's, after its current batch; the body is optional", backfillTarget{}, backfillStatusJSON{}, 200, nil},
 		{http.MethodPost, "/api/admin/backfill/walk/release", a.releaseWalk, admins, "End the walk lock an active scrape holds (the bot's walk may have died): the queue goes on now; a push takes it again. Audited", nil, backfillStatusJSON{}, 200, nil},

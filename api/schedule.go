@@ -14,8 +14,7 @@ type scheduleEntryJSON struct {
 	LastRunAt *timestamp `json:"lastRunAt" description:"when it last ran; null before its first run"`
 }
 
-// scheduleOf is the schedule on the wire, in the order its entries were added; an empty list
-// when this process has none.
+// scheduleOf is the schedule on the wire, in the order its entries were added ([] when none).
 func scheduleOf(s *scheduler.Schedule) []scheduleEntryJSON {
 	out := []scheduleEntryJSON{}
 	if s == nil {

@@ -252,11 +252,7 @@ func applyTags(s map[string]any, tag reflect.StructTag) {
 }
 
 func enumOf(values []string) []any {
-	enum := make([]any, 0, len(values))
-	for _, v := range values {
-		enum = append(enum, v)
-	}
-	return enum
+	return each(values, func(v string) any { return v })
 }
 
 // enum is a reference to the component of the list of values named list (its name, exported).

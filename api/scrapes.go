@@ -20,9 +20,7 @@ import (
 
 // Limits of what the bot pushes.
 const (
-	// maxCount bounds every count an integration sends (downloaded, bytes): 2^53-1, the
-	// largest integer every JSON client reads exactly, and small enough that sums of many
-	// of them stay far from int64's end.
+	// maxCount bounds every count an integration sends: the largest integer JSON reads exactly.
 	maxCount        = 1<<53 - 1
 	maxMediaPerPush = 1000
 	maxURLLength    = 4096
@@ -129,8 +127,7 @@ func mediaOf(m models.Media) mediaJSON {
 	return out
 }
 
-// checkID validates an identifier the bot names a chat or guild by: 1..100 printable
-// characters.
+// checkID validates a chat's or guild's identifier: 1..100 printable characters.
 func checkID(field string, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return invalid(field, field+" is required")
@@ -265,15 +262,11 @@ func checkMediaURL(field, raw string, allowPrivate bool) error {
 	return nil
 }
 
-// pushMedia adds up to 1,000 pending media rows to a scrape, all or none, and refreshes the
-// scrape's last push (which keeps an active scrape's walk lock).
+// pushMedia adds up to 1,000 pending media rows to a scrape, all or none, refreshing its last push.
 func (a *API) pushMedia(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req mediaPushRequest
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -314,19 +307,14 @@ type scrapePatch struct {
 	Downloaded *int64              `json:"downloaded" minimum:"0" maximum:"9007199254740991"`
 }
 
-// settableScrapeStates are the states the bot may set. Going back to active is allowed (the
-// walk of a paused scrape resumes, and the scrape leaves the backfill meanwhile); the delete
-// states are reached through DELETE only.
+// settableScrapeStates are the states the bot may set (the delete states through DELETE only).
 var settableScrapeStates = []models.ScrapeState{models.ScrapeActive, models.ScrapePaused, models.ScrapeDone, models.ScrapeFailed}
 
 // patchScrape changes a scrape's state and/or its downloaded count.
 func (a *API) patchScrape(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req scrapePatch
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.State == nil && req.Downloaded == nil {
@@ -352,8 +340,7 @@ func (a *API) patchScrape(c echo.Context) error {
 	return c.JSON(http.StatusOK, scrapeOf(sc))
 }
 
-// deleteScrape asks for a scrape's delete: it answers at once (pending-delete) and the
-// previews and rows go in the background (deleting, then deleted).
+// deleteScrape answers at once (pending-delete); the previews and rows go in the background.
 func (a *API) deleteScrape(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -395,8 +382,7 @@ func (a *API) listScrapeMedia(c echo.Context) error {
 	return c.JSON(http.StatusOK, mediaListJSON{out, next})
 }
 
-// mediaPreview serves a cached preview: a JPEG thumbnail whose file is found from the row's
-// id alone, never from anything the caller wrote.
+// mediaPreview serves a cached JPEG preview, its file found from the row's id alone.
 func (a *API) mediaPreview(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {

@@ -234,8 +234,7 @@ func (a *API) shadowScreens(ctx context.Context, model string, out *shadowScreen
 	return err
 }
 
-// shadowScores fills the scores' comparison: the difference's mean and spread, the points, and
-// the public list's rank correlation and movers.
+// shadowScores fills the scores' comparison: mean and spread, points, rank correlation, movers.
 func (a *API) shadowScores(ctx context.Context, cand scheduler.ModelInfo, out *shadowScoresJSON, span *timeSpan) error {
 	sums, err := a.Store.ShadowScoreSums(ctx, cand.Model, cand.Rubric)
 	if err != nil {
@@ -306,8 +305,7 @@ func abs(n int) int {
 	return n
 }
 
-// rescore is the re-score's progress under the live rubric: how many songs' scores are under
-// it, the rate since the live model last changed (a promotion or rollback), and the ETA.
+// rescore is the re-score's progress under the live rubric, its rate since the last change, and ETA.
 func (a *API) rescore(ctx context.Context, rubric string, set models.ModelSettings) (shadowRescoreJSON, error) {
 	out := shadowRescoreJSON{Rubric: rubric}
 	var since time.Time
@@ -351,8 +349,7 @@ func (a *API) promoteShadow(c echo.Context) error {
 	return a.setLive(c, &cand.Model, &cand.Rubric, errPromoted, models.AuditModelPromote, was, modelJSON(cand))
 }
 
-// rollbackShadow makes the configured model and rubric live again, the reverse of a promotion:
-// songs scored under the candidate's rubric owe a re-score under the configured one; audited.
+// rollbackShadow makes the configured model and rubric live again (re-scores owed); audited.
 func (a *API) rollbackShadow(c echo.Context) error {
 	set, err := a.Store.ReadModelSettings(c.Request().Context())
 	if err != nil {

@@ -13,21 +13,16 @@ import (
 )
 
 // Sign-in limits (POST /api/session): per client address and per token, each a token bucket.
-// A browser signs in once per session (12 h), so these leave room for people behind one
-// address and for retries, and none for a flood of session rows or guesses.
 const (
 	signInAddrBurst = 20
 	signInAddrEvery = 3 * time.Second // one more sign-in per address every 3 s
 	signInTokBurst  = 5
 	signInTokEvery  = 30 * time.Second // one more per token every 30 s
-	// signInKeys bounds each limiter's memory: past it the least recently seen key is
-	// forgotten. A key idle long enough to refill its bucket loses nothing by that; only a
-	// caller cycling through more addresses than this at once gets fresh buckets.
+	// signInKeys bounds each limiter's memory: past it the least recently seen key is forgotten.
 	signInKeys = 10_000
 )
 
-// keyedLimiter is a token bucket per key (a client address, a token's hash) on owed's clock,
-// holding at most a fixed number of keys.
+// keyedLimiter is a token bucket per key on owed's clock, holding at most a fixed number of keys.
 type keyedLimiter struct {
 	mu    sync.Mutex
 	keys  *lru.Cache[string, *rate.Limiter]
@@ -65,14 +60,7 @@ type signInLimits struct {
 	addr, toks *keyedLimiter
 }
 
-func newSignInLimits() signInLimits {
-	return signInLimits{addr: newKeyedLimiter(signInAddrEvery, signInAddrBurst, signInKeys),
-		toks: newKeyedLimiter(signInTokEvery, signInTokBurst, signInKeys)}
-}
-
-// addrKey is the sign-in limit's key for a client address: the address itself for IPv4, its
-// /64 for IPv6, since one IPv6 client commonly holds a whole /64 and could sign in from a new
-// address each time.
+// addrKey is the sign-in limit's key for a client address: IPv4 as it is, IPv6 its /64.
 func addrKey(addr string) string {
 	ip := net.ParseIP(addr)
 	if ip == nil || ip.To4() != nil {

@@ -9,12 +9,10 @@ import (
 )
 
 type songJSON struct {
-	ID     int64    `json:"id"`
-	Title  string   `json:"title"`
-	UserID int64    `json:"userId"`
-	Art    *float64 `json:"art"`
-	// ScoreRubric is the rubric art was scored under: the list by art puts the live rubric's
-	// songs first, then the rest, never two rubrics' scores in one order.
+	ID          int64     `json:"id"`
+	Title       string    `json:"title"`
+	UserID      int64     `json:"userId"`
+	Art         *float64  `json:"art"`
 	ScoreRubric *string   `json:"scoreRubric" description:"the rubric art was scored under (null while unscored); by art, songs under the live rubric come first, then the rest"`
 	CreatedAt   timestamp `json:"createdAt"`
 }
@@ -32,8 +30,7 @@ type songsQuery struct {
 
 var songSorts = []string{"art", "new"}
 
-// songDetailJSON is a public song with its allowed revisions and comments (keys in the order a
-// map of them had).
+// songDetailJSON is a public song with its allowed revisions and comments (keys in a map's order).
 type songDetailJSON struct {
 	Comments  []commentJSON  `json:"comments"`
 	Revisions []revisionJSON `json:"revisions"`
@@ -71,8 +68,7 @@ func songOf(s models.Song) songJSON {
 	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, ScoreRubric: s.ScoreRubric, CreatedAt: timeStr(s.CreatedAt)}
 }
 
-// listSongs pages through public songs, best art first (sort=art, the default; unscored
-// songs last) or newest first (sort=new).
+// listSongs pages through public songs, best art first (sort=art, the default) or newest first.
 func (a *API) listSongs(c echo.Context) error {
 	sort, err := oneOf(c, "sort", songSorts...)
 	if err != nil {
@@ -106,8 +102,7 @@ func (a *API) listSongs(c echo.Context) error {
 	return c.JSON(http.StatusOK, songListJSON{next, out})
 }
 
-// listSongsByArt pages through public songs by art: those scored under the live rubric first,
-// then the rest (models.PublicSongsRanked), so two rubrics' scores are never sorted together.
+// listSongsByArt pages through public songs by art, the live rubric's first, then the rest.
 func (a *API) listSongsByArt(c echo.Context, cur models.RankedCursor, has bool, limit int) error {
 	ctx := c.Request().Context()
 	rubric, err := a.Content.LiveRubric(ctx)
@@ -138,14 +133,12 @@ func (a *API) getSong(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rs := make([]revisionJSON, 0, len(revs))
-	for _, r := range revs {
-		rs = append(rs, revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: timeStr(r.CreatedAt), Score: scoreOf(r.Score)})
-	}
-	cs := make([]commentJSON, 0, len(comments))
-	for _, cm := range comments {
-		cs = append(cs, commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: timeStr(cm.CreatedAt)})
-	}
+	rs := each(revs, func(r models.PublicRevision) revisionJSON {
+		return revisionJSON{ID: r.ID, Title: r.Title, Code: r.Code, CreatedAt: timeStr(r.CreatedAt), Score: scoreOf(r.Score)}
+	})
+	cs := each(comments, func(cm models.PublicComment) commentJSON {
+		return commentJSON{ID: cm.ID, UserID: cm.UserID, Body: cm.Body, CreatedAt: timeStr(cm.CreatedAt)}
+	})
 	return c.JSON(http.StatusOK, songDetailJSON{Song: songOf(song), Revisions: rs, Comments: cs})
 }
 

@@ -11,8 +11,7 @@ import (
 
 // statsJSON is the overview's summary (keys in the order a map of them had).
 type statsJSON struct {
-	// Backfill is absent when this process runs no backfill queue, null when its summary
-	// could not be read.
+	// Backfill is absent without a backfill queue, null when its summary could not be read.
 	Backfill  **backfillSummaryJSON `json:"backfill,omitempty"`
 	Health    map[string]string     `json:"health" description:"database and model: ok, or what is wrong"`
 	Holds     holdsJSON             `json:"holds"`
@@ -48,8 +47,7 @@ type retentionJSON struct {
 	Events     string `json:"events" description:"e.g. 30d, or forever"`
 }
 
-// stats is the overview's summary: owed jobs by why and task, and what was settled each minute
-// of the last hour.
+// stats is the overview's summary: owed jobs by why and task, and settled per minute for an hour.
 func (a *API) stats(c echo.Context) error {
 	ctx := c.Request().Context()
 	st, err := a.Store.Stats(ctx)
@@ -106,8 +104,7 @@ func (a *API) stats(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// durationText shows a retention as people say it: whole days as "30d", else Go's form; zero
-// keeps everything.
+// durationText shows a retention as people say it: whole days as "30d", else Go's form.
 func durationText(d time.Duration) string {
 	switch {
 	case d <= 0:

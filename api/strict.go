@@ -8,12 +8,9 @@ import (
 	"strings"
 )
 
-// strictBody checks a JSON request body before it is decoded into a value of type t, for what
-// encoding/json lets through: the body must be an object (not null, not a list or a scalar,
-// which json would take as "nothing given"), every key of every object must appear once (json
-// keeps the last of two), and a key must name a field exactly (json also takes "BODY" for
-// "body"). It reports the first fault as an invalid-input error; a body that is not JSON at all
-// is left to the decoder, which says so.
+// strictBody refuses what encoding/json lets through into t: a body that is not an object, a key
+// given twice, a key that names a field other than exactly. A body that is not JSON is left to
+// the decoder.
 func strictBody(body []byte, t reflect.Type) error {
 	if !json.Valid(body) {
 		return nil // not one JSON value: the decoder's own error says so
@@ -31,8 +28,7 @@ func strictBody(body []byte, t reflect.Type) error {
 	return nil
 }
 
-// strictValue reads one JSON value from dec, checking its objects against type t (nil: any
-// shape, only duplicates are refused). path is the field the value is, for the error.
+// strictValue reads one JSON value from dec at path, checking its objects against t (nil: any).
 func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
 	t = checkedType(t)
 	tok, err := dec.Token()
@@ -58,8 +54,7 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string) error {
 	return nil
 }
 
-// checkedType is the type whose shape a value is checked against: t without pointers, or nil
-// when any shape is taken (raw JSON, an interface, no type).
+// checkedType is t without pointers, or nil when any shape is taken (raw JSON, an interface).
 func checkedType(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -105,8 +100,7 @@ func strictObject(dec *json.Decoder, t reflect.Type, path string) error {
 	return err
 }
 
-// memberTypes says what an object decoded into t may hold: a struct's fields by JSON name, or a
-// map's element type for every key; both nil when any member is taken.
+// memberTypes says what an object decoded into t may hold: a struct's fields, a map's elements.
 func memberTypes(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type) {
 	if t == nil {
 		return nil, nil

@@ -13,8 +13,7 @@ import (
 // ticketTTL is how long a stream ticket is valid (it is also used once).
 const ticketTTL = 60 * time.Second
 
-// ticketPath is the one route a ticket signs in: the stream, for EventSource, which cannot
-// send Authorization.
+// ticketPath is the one route a ticket signs in: the stream, for EventSource (no Authorization).
 const ticketPath = "/api/listeners/mine/stream"
 
 // ticketJSON is a stream ticket.
@@ -24,9 +23,7 @@ type ticketJSON struct {
 }
 
 // createTicket gives the caller a ticket for one stream: valid 60 s, used once, bound to the
-// caller and to the credential (token or session) that asked, so a rotation, a sign-out or a
-// disable voids it. A caller who holds their cap of streams and long polls on this process
-// gets 429 instead, as the stream would. Only its hash is kept, in the database, so every replica accepts it.
+// credential that asked; 429 at the caller's cap of streams, as the stream would.
 func (a *API) createTicket(c echo.Context) error {
 	u := caller(c)
 	cred := credOf(c)
@@ -44,9 +41,8 @@ func (a *API) createTicket(c echo.Context) error {
 	return c.JSON(http.StatusOK, ticketJSON{Ticket: t, ExpiresAt: timeStr(exp)})
 }
 
-// ticketAuth signs a stream in with a ticket: used up whatever happens next, then its
-// credential is checked as a bearer's would be. A bad, used or expired ticket is 401. The
-// ticket is never logged (it is in the query string, which owed never logs).
+// ticketAuth signs a stream in with a ticket, used up whatever happens next, then checks its
+// credential as a bearer's; a bad, used or expired ticket is 401.
 func (a *API) ticketAuth(c echo.Context, ticket string, next echo.HandlerFunc) error {
 	ctx := c.Request().Context()
 	userID, cred, err := a.Store.TakeStreamTicket(ctx, ticket)

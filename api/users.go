@@ -129,15 +129,11 @@ type userPatch struct {
 var errLastAdmin = &Error{Status: http.StatusConflict, Code: "conflict", Field: "disabled",
 	Message: "this is the last enabled admin: enable or create another admin first"}
 
-// patchUser disables or enables a user. A disabled user's token and sessions stop working at
-// once; their items and owed work stay. The last enabled admin cannot be disabled (409).
+// patchUser disables or enables a user (its credentials stop at once); not the last admin (409).
 func (a *API) patchUser(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req userPatch
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Disabled == nil {

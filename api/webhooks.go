@@ -21,11 +21,9 @@ type webhookJSON struct {
 	// DisabledReason is null while active; "admin" or "gone" (the receiver answered 410).
 	DisabledReason *string   `json:"disabledReason" enum:"disabledReason"`
 	CreatedAt      timestamp `json:"createdAt"`
-	// Failing is true while the newest attempted delivery is not delivered: its receiver
-	// refuses, fails or cannot be reached; LastStatus and LastError say how.
-	Failing    bool    `json:"failing" description:"the newest attempted delivery is not delivered (the list only)"`
-	LastStatus *int    `json:"lastStatus"`
-	LastError  *string `json:"lastError"`
+	Failing        bool      `json:"failing" description:"the newest attempted delivery is not delivered (the list only)"`
+	LastStatus     *int      `json:"lastStatus"`
+	LastError      *string   `json:"lastError"`
 }
 
 var disabledReasons = []string{models.DisabledByAdmin, models.DisabledGone}
@@ -108,8 +106,7 @@ func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJS
 	return out
 }
 
-// listedAttempts is how many of each delivery's latest attempts a list shows; the delivery's
-// own route shows them all.
+// listedAttempts is how many of each delivery's latest attempts a list shows.
 const listedAttempts = 20
 
 type webhookRequest struct {
@@ -201,15 +198,11 @@ type webhookUpdate struct {
 	Active *bool `json:"active" required:"true"`
 }
 
-// updateWebhook enables or disables a subscription. Disabling cancels its pending
-// deliveries; enabling (a 410-disabled one too) makes the events from then on owed to it.
+// updateWebhook enables (a 410-disabled one too) or disables a subscription, cancelling its pending.
 func (a *API) updateWebhook(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	var req webhookUpdate
-	if err := bind(c, &req); err != nil {
+	id, err := pathIDAndBody(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Active == nil {
@@ -246,8 +239,7 @@ func (a *API) deleteWebhook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// listDeliveries pages through a subscription's deliveries, newest first, each with its
-// latest attempts.
+// listDeliveries pages through a subscription's deliveries, newest first, with latest attempts.
 func (a *API) listDeliveries(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -305,8 +297,7 @@ func (a *API) getDelivery(c echo.Context) error {
 	return a.deliveryAnswer(c, d)
 }
 
-// redeliver makes a delivery due now and pending again (a delivered or cancelled one too):
-// a new attempt with the same webhook-id and body, its retry schedule started over.
+// redeliver makes any delivery pending and due now, its retry schedule started over.
 func (a *API) redeliver(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {

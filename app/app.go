@@ -34,47 +34,38 @@ import (
 type Options struct {
 	Clock clock.Clock
 	Log   *slog.Logger
-	// HTTPClient is the model's client (nil: a shared pooled one). Media and webhooks are
-	// fetched and delivered through the guarded client of package outbound, always.
+	// HTTPClient is the model's client (nil: a shared pooled one); media and webhooks always
+	// use package outbound's guarded client.
 	HTTPClient *http.Client
-	// Out receives the first admin token when one is made (stdout in production).
-	Out io.Writer
-	// ServerTimeouts bound how long Serve's HTTP server waits on a client; zero fields take the
-	// defaults (tests of slow clients make them short).
+	Out        io.Writer // receives the first admin token when one is made (stdout in production)
+	// ServerTimeouts bound how long Serve's HTTP server waits on a client (zero: defaults).
 	ServerTimeouts ServerTimeouts
-	// BackfillRateWindow is the backfill's smoothed-rate time constant (zero: the default;
-	// negative: the plain rate). The ETA accuracy benchmark compares them; see
-	// scheduler.BackfillConfig.RateWindow.
+	// BackfillRateWindow is scheduler.BackfillConfig.RateWindow (zero: default; negative: plain rate).
 	BackfillRateWindow time.Duration
-	// DatabaseClock sets Clock by the database's clock, as the real clock always is (a test of
-	// replicas whose clocks disagree); a given Clock is otherwise kept as it is.
+	// DatabaseClock sets Clock by the database's clock, as the real clock always is.
 	DatabaseClock bool
-	// BeatEvery is the notifier's heartbeat period (zero: notify.DefaultBeatEvery); tests of
-	// a deaf listener make it short.
-	BeatEvery time.Duration
+	BeatEvery     time.Duration // the notifier's heartbeat period (zero: notify.DefaultBeatEvery)
 }
 
-// ServerTimeouts are the HTTP server's limits on slow clients: ReadHeader for the request's
-// headers (default 10 s), Read for the whole request, body included (1 m), Write for the
-// answer (2 m), Idle for a kept-alive connection between requests (2 m).
+// ServerTimeouts are the HTTP server's limits on slow clients (defaults: 10 s, 1 m, 2 m, 2 m).
 type ServerTimeouts struct {
 	ReadHeader, Read, Write, Idle time.Duration
 }
 
 func (t ServerTimeouts) withDefaults() ServerTimeouts {
-	if t.ReadHeader <= 0 {
-		t.ReadHeader = 10 * time.Second
-	}
-	if t.Read <= 0 {
-		t.Read = time.Minute
-	}
-	if t.Write <= 0 {
-		t.Write = 2 * time.Minute
-	}
-	if t.Idle <= 0 {
-		t.Idle = 2 * time.Minute
+	for _, d := range []struct {
+		at  *time.Duration
+		def time.Duration
+	}{{&t.ReadHeader, 10 * time.Second}, {&t.Read, time.Minute}, {&t.Write, 2 * time.Minute}, {&t.Idle, 2 * time.Minute}} {
+		if *d.at <= 0 {
+			*d.at = d.def
+		}
 	}
 	return t
+}
+
+func (t ServerTimeouts) server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
 }
 
 // App is one owed process.
@@ -82,45 +73,35 @@ type App struct {
 	Config  Config
 	Store   *models.Store
 	Content *scheduler.Content
-	// Drift re-runs the anchor set against the live model (OWED_DRIFT_EVERY).
-	Drift   *scheduler.Drift
+	Drift   *scheduler.Drift // re-runs the anchor set against the live model
 	Echo    *echo.Echo
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Clock   clock.Clock
 
-	// Webhooks delivers the webhooks owed to subscribers.
 	Webhooks *scheduler.Deliveries
-	// Media is the media engine; Backfill the backfill queue (and scrape deletes) using it.
 	Media    *media.Engine
-	Backfill *scheduler.Backfill
-	// Notify wakes long polls and streams of authors' views (in-process on SQLite, LISTEN on
-	// PostgreSQL); API is the HTTP API it serves them through.
-	Notify *notify.Hub
-	API    *api.API
-	// Schedule is the periodic work on robfig/cron: an entry per period, each waking a runner
-	// or running a chore (see newSchedule).
-	Schedule *scheduler.Schedule
+	Backfill *scheduler.Backfill // the backfill queue and scrape deletes, on Media
+	// Notify wakes authors' long polls and streams (in-process on SQLite, LISTEN on PostgreSQL).
+	Notify   *notify.Hub
+	API      *api.API
+	Schedule *scheduler.Schedule // the periodic work on robfig/cron (see newSchedule)
 
-	server *http.Server
-	// metricsServer serves /metrics on OWED_METRICS_ADDR, when set, at metricsAddr.
-	metricsServer *http.Server
+	server        *http.Server
+	metricsServer *http.Server // /metrics on OWED_METRICS_ADDR, when set, at metricsAddr
 	metricsAddr   string
 	failed        chan error // see Failed
 	timeouts      ServerTimeouts
-	// dbClock is Clock when it is set by the database's clock (checkClock), else nil;
-	// clockProblem the skew past OWED_MAX_CLOCK_SKEW it last found.
+	// dbClock is Clock when set by the database's clock, else nil; clockProblem the skew past
+	// OWED_MAX_CLOCK_SKEW it last found.
 	dbClock      *clock.Offset
 	clockProblem atomic.Pointer[string]
-	// owner is this process's name on every lease it takes (content jobs, webhook deliveries,
-	// the backfill queue, the model's probe, maintenance chores): one per process, so a lease
-	// names the process that holds it.
-	owner string
+	owner        string // this process's name on every lease it takes
 }
 
 // New opens the database (applying migrations), makes the first admin if there is none, and
 // assembles the runners and the HTTP handler. Nothing runs until Start.
-func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
+func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	dbClock := databaseClock(opts)
 	if dbClock != nil {
 		opts.Clock = dbClock
@@ -138,6 +119,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
 	a := &App{Config: cfg, Store: store, Log: opts.Log, Clock: opts.Clock, timeouts: opts.ServerTimeouts.withDefaults(),
 		failed: make(chan error, 1), dbClock: dbClock}
 	if dbClock != nil {
@@ -149,36 +135,29 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		a.Notify.SetHeartbeat(func(ctx context.Context, payload string) error {
 			return store.Notify(ctx, notify.Channel, payload)
 		}, opts.BeatEvery)
-	}
-	if !a.Notify.Listens() {
-		// SQLite: every writer is in this process, and the store tells the notifier itself.
-		// PostgreSQL's triggers notify every replica, this one included.
+	} else {
+		// SQLite: every writer is in this process (PostgreSQL's triggers notify every replica).
 		store.SetChanges(a.Notify)
 	}
 	if err := a.ensureAdmin(ctx, opts.Out); err != nil {
-		store.Close()
 		return nil, err
 	}
-	// A scrape counts the job table at most once per metrics.CountsFresh (15 s).
 	a.Metrics = metrics.New(metrics.CacheCounts(a.jobCounts, metrics.CountsFresh, opts.Clock.Now))
 	a.Metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "owed_mine_waiters",
 		Help: "Long polls and streams of authors' views waiting in this process."},
 		func() float64 { return float64(a.Notify.Watchers()) }))
 	proxy, err := proxyURL(cfg.ModelProxy)
 	if err != nil {
-		store.Close()
 		return nil, fmt.Errorf("OWED_MODEL_PROXY: %w", err)
 	}
 	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // review_metrics.go
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, Proxy: proxy, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
-		store.Close()
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	shadow, err := a.candidate(ctx, proxy, opts.HTTPClient)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	a.Content = scheduler.NewContent(store, model, opts.Clock, opts.Log, a.Metrics, scheduler.ContentConfig{
@@ -188,15 +167,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // shadow_metrics.go
 	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
-		store.Close()
 		return nil, err
 	}
-	if err := a.newBackfill(cfg, opts); err != nil {
-		store.Close()
+	if err = a.newBackfill(cfg, opts); err != nil {
 		return nil, err
 	}
-	if err := a.newSchedule(); err != nil {
-		store.Close()
+	if err = a.newSchedule(); err != nil {
 		return nil, err
 	}
 	a.Echo = a.newEcho()
@@ -218,8 +194,7 @@ func (a *App) candidate(ctx context.Context, proxy *url.URL, client *http.Client
 	return sh, a.Store.SetCandidate(ctx, &name, sh.Screens)
 }
 
-// modelBreaker is the runner's breaker setting: OWED_MODEL_BREAKER=0 turns it off, which the
-// runner reads from a negative value (its zero is the default).
+// modelBreaker is OWED_MODEL_BREAKER as the runner reads it: off is negative, 0 its default.
 func modelBreaker(n int) int {
 	if n <= 0 {
 		return -1
@@ -227,10 +202,8 @@ func modelBreaker(n int) int {
 	return n
 }
 
-// deliveriesConfig is the webhook deliveries' configuration: deliveries are leased for
-// OWED_LEASE by the process's one owner like every other claim, so a dead process's deliveries
-// come back when its leases run out, and an attempt's timeout (DefaultDeliveryTimeout) stays within half the
-// lease so a live worker never loses a delivery it is attempting.
+// deliveriesConfig leases deliveries for OWED_LEASE like every other claim, an attempt's
+// timeout within half the lease so a live worker never loses a delivery it is attempting.
 func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 	cfg := a.Config
 	c := scheduler.DeliveriesConfig{AllowPrivate: cfg.WebhooksAllowPrivate, Owner: a.owner}
@@ -241,12 +214,9 @@ func (a *App) deliveriesConfig() scheduler.DeliveriesConfig {
 	return c
 }
 
-// newBackfill makes the media engine (previews under the data directory, the configured
-// gaps) and the backfill queue over it.
+// newBackfill makes the media engine and the backfill queue over it.
 func (a *App) newBackfill(cfg Config, opts Options) error {
-	// The queue renews its lease between fetches, once a third of it has passed: a fetch that
-	// outlasted the rest would let the lease lapse mid-batch, another replica take the queue and
-	// fetch the same rows again, and this one's answer be dropped.
+	// The queue renews its lease between fetches after a third of it: a longer fetch would let it lapse.
 	engine, err := media.New(media.Config{PreviewDir: filepath.Join(cfg.DataDir, "previews"),
 		MinGap: cfg.MediaMinGap, MaxGap: cfg.MediaMaxGap, AllowPrivate: cfg.MediaAllowPrivate, Clock: opts.Clock,
 		Timeout: min(media.DefaultTimeout, cfg.Lease/3)})
@@ -258,7 +228,6 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 		return err
 	}
 	a.Media = engine
-	// A sweep period shorter than the backfill's makes the backfill loops look as often.
 	a.Backfill = scheduler.NewBackfill(a.Store, engine, opts.Clock, opts.Log, a.Metrics, scheduler.BackfillConfig{
 		WalkIdle: cfg.WalkIdle, Lease: cfg.Lease, Owner: a.owner, Every: min(scheduler.DefaultBackfillEvery, cfg.SweepEvery),
 		RateWindow: opts.BackfillRateWindow})
@@ -269,15 +238,11 @@ func (a *App) newBackfill(cfg Config, opts Options) error {
 // fresh token printed once to out.
 func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 	if a.Config.AdminToken != "" {
-		// A known token is left as it is, even a disabled user's: an admin who locked out
-		// this token's user meant it. (A rotated token is no longer known, so a start with the
-		// old one in OWED_ADMIN_TOKEN makes a new admin with it: change the variable too.)
+		// A known token is left as it is, even a disabled user's.
 		if known, err := a.Store.TokenKnown(ctx, a.Config.AdminToken); err != nil || known {
 			return err
 		}
-		// User names are unique regardless of case: when "admin" is taken (by the admin whose
-		// token was rotated) the new one is admin-2, admin-3, …; when the token became known
-		// meanwhile, another replica starting at the same time made its admin.
+		// "admin" taken: admin-2, admin-3, …; the token known meanwhile: another replica made it.
 		for n := 1; ; n++ {
 			name := "admin"
 			if n > 1 {
@@ -312,7 +277,6 @@ func (a *App) ensureAdmin(ctx context.Context, out io.Writer) error {
 }
 
 func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
-	// The kept counts (no count of the job table) and one index read for the oldest due job.
 	oldest, err := a.Store.OldestDue(ctx, a.Clock.Now())
 	if err != nil {
 		return metrics.JobCounts{}, err
@@ -334,21 +298,11 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 
 // newEcho builds the HTTP handler: API, SPA, health and metrics.
 func (a *App) newEcho() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e := a.baseEcho()
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
 	e.IPExtractor = ipExtractor(proxies)
-	// Before routing, so that every answer has these headers: unrouted ones, errors, 304s,
-	// the SPA, /metrics.
-	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{
-		ContentTypeNosniff: "nosniff",
-		XFrameOptions:      "DENY",
-		ReferrerPolicy:     "same-origin",
-	}))
 	if a.Config.PublicHTTPS() {
-		// Sent whatever the request's scheme says: behind a TLS-terminating proxy owed sees
-		// plain HTTP, and browsers ignore the header on an answer that did not come over TLS.
+		// Whatever the request's scheme: behind a TLS-terminating proxy owed sees plain HTTP.
 		e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				c.Response().Header().Set(echo.HeaderStrictTransportSecurity, "max-age=31536000")
@@ -384,8 +338,17 @@ func (a *App) newEcho() *echo.Echo {
 	return e
 }
 
-// backfillSummary is the backfill queue's summary for the overview, or nil when it cannot be
-// read now.
+// baseEcho is an Echo answering in the API's error shape, with the security headers set
+// before routing so that every answer has them.
+func (a *App) baseEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
+	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{ContentTypeNosniff: "nosniff", XFrameOptions: "DENY", ReferrerPolicy: "same-origin"}))
+	return e
+}
+
+// backfillSummary is the backfill queue's summary for the overview, or nil when unreadable.
 func (a *App) backfillSummary(ctx context.Context) *scheduler.BackfillSummary {
 	s, err := a.Backfill.Summary(ctx)
 	if err != nil {
@@ -395,10 +358,8 @@ func (a *App) backfillSummary(ctx context.Context) *scheduler.BackfillSummary {
 	return &s
 }
 
-// ipExtractor finds a request's client address: the TCP peer's, unless the peer is one of the
-// trusted proxies, whose X-Forwarded-For is then believed (from the right, up to the first
-// address that is not a trusted proxy). Echo's defaults would also trust loopback, link-local
-// and private peers; owed trusts only what OWED_TRUSTED_PROXIES names.
+// ipExtractor finds a request's client address: the TCP peer's, or from X-Forwarded-For when
+// the peer is a trusted proxy. Unlike Echo's defaults, only OWED_TRUSTED_PROXIES is trusted.
 func ipExtractor(proxies []*net.IPNet) echo.IPExtractor {
 	if len(proxies) == 0 {
 		return echo.ExtractIPDirect()
@@ -422,8 +383,7 @@ func trusts(proxies []*net.IPNet) func(ip net.IP) bool {
 	}
 }
 
-// methodLabel is a request method as a metrics label: the methods owed knows, else "other",
-// so that made-up methods cannot grow the label set without bound.
+// methodLabel is a request method as a bounded metrics label: a method owed knows, else "other".
 func methodLabel(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
@@ -432,8 +392,7 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// measure counts requests by route template (never the raw path), method and status: every
-// label has a bounded set of values.
+// measure counts requests by route template, method and status: bounded labels only.
 func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -455,14 +414,8 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler is the HTTP handler, for tests that serve it themselves.
 func (a *App) Handler() http.Handler { return a.Echo }
 
-// optimizeEvery is the period of the optimize chore.
-const optimizeEvery = time.Hour
-
-// newSchedule puts the periodic work on robfig/cron, one entry per period: the content sweep
-// (OWED_SWEEP_EVERY), the backfill queue and its deletes (30 s, or the sweep's period when
-// shorter), the webhook deliveries (1 s), each waking its runner, which still drains and leases
-// as before and is also woken at once when work is made due; the retention pruner (on the
-// sweep's period) and the optimize (hourly), which run in the entry itself.
+// newSchedule puts the periodic work on robfig/cron, one entry per period: the runners' wakes,
+// the clock check, the retention pruner (on the sweep's period) and the hourly optimize.
 func (a *App) newSchedule() error {
 	s := scheduler.NewSchedule(a.Log)
 	for _, r := range []interface {
@@ -481,7 +434,7 @@ func (a *App) newSchedule() error {
 		return err
 	}
 	// SQLite's planner statistics follow the tables as they grow (see Store.Optimize).
-	if err := s.Every("optimize", optimizeEvery, func(ctx context.Context) {
+	if err := s.Every("optimize", time.Hour, func(ctx context.Context) {
 		if err := a.Store.Optimize(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Warn("optimize", "err", err)
 		}
@@ -492,9 +445,7 @@ func (a *App) newSchedule() error {
 	return nil
 }
 
-// StartRunners starts the runners without serving HTTP: the content jobs' sweep, the webhook
-// deliveries and the backfill queue (each makes its first pass at once), then the schedule
-// that wakes them and runs the chores.
+// StartRunners starts the runners, then the schedule, without serving HTTP.
 func (a *App) StartRunners(ctx context.Context) error {
 	for _, r := range []interface{ Start(context.Context) error }{a.Content, a.Webhooks, a.Backfill} {
 		if err := r.Start(ctx); err != nil {
@@ -505,8 +456,7 @@ func (a *App) StartRunners(ctx context.Context) error {
 	return nil
 }
 
-// pruneLease is how long a replica holds the pruning chore: past it, another takes over.
-const pruneLease = 10 * time.Minute
+const pruneLease = 10 * time.Minute // how long a replica holds the pruning chore
 
 // PruneOnce deletes history past its retention (models.Store.Prune) when this replica holds
 // the pruning lease, and records what it did in metrics. It reports whether it pruned.
@@ -540,9 +490,8 @@ func (a *App) PruneOnce(ctx context.Context) (bool, error) {
 	return true, err
 }
 
-// Prune forgets what is no longer read, on its entry of the schedule: budgets of past days and
-// expired sessions on every replica, and history past its retention on the one replica that
-// holds the pruning lease (PruneOnce).
+// Prune forgets past days' budgets and expired sessions, and history past its retention when
+// this replica holds the pruning lease (PruneOnce).
 func (a *App) Prune(ctx context.Context) {
 	now := a.Clock.Now()
 	if _, err := a.Store.PruneBudgets(ctx, now); err != nil && ctx.Err() == nil {
@@ -576,9 +525,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	proxies, _ := a.Config.Proxies() // FromEnv checked them
 	s := newSlots(int(conns), connectionsPerIP(a.Config.MaxConnectionsPerIP, conns), trusts(proxies), t)
 	ln = slotListener{Listener: ln, s: s}
-	a.server = &http.Server{Handler: a.Echo, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
-		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
-		ConnState: s.connState, ConnContext: connContext}
+	a.server = t.server(a.Echo)
+	a.server.ErrorLog, a.server.ConnState, a.server.ConnContext = slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn), s.connState, connContext
 	// Its graceful shutdown waits for open requests, and a stream never ends by itself.
 	a.server.RegisterOnShutdown(a.API.CloseStreams)
 	if err := a.serveMetrics(); err != nil {
@@ -589,8 +537,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return a.StartRunners(ctx)
 }
 
-// serveOn serves srv on ln until Shutdown; a listener that fails before (accept: too many open
-// files is retried by net/http; anything else is not) is sent to Failed.
+// serveOn serves srv on ln until Shutdown; a listener that fails before is sent to Failed.
 func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
 	err := srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -602,24 +549,18 @@ func (a *App) serveOn(srv *http.Server, ln net.Listener, what string) {
 	}
 }
 
-// Failed receives the error of a listener (the API's, or /metrics' own) that stopped serving
-// other than by Shutdown: the process can no longer answer, so its owner shuts it down and
-// exits with that error (owed serve does) rather than leave the runners working unreachable.
+// Failed receives the error of a listener that stopped serving other than by Shutdown; its
+// owner then shuts the process down and exits with it, rather than run unreachable.
 func (a *App) Failed() <-chan error { return a.failed }
 
-// Shutdown stops the process in the reverse order of what depends on what, every stage under
-// ctx's one deadline (without a deadline, until ctx ends): HTTP (no new requests; in-flight ones
-// finish, held long polls answer and streams end at once), cron (no entry runs any more; a
-// chore under way is cancelled when the deadline comes), the runners at once (they claim
-// nothing more, let their running work finish until the deadline, then cancel it, and release
-// the leases still held, which is done even past the deadline), the notifier (which the
-// runners' last commits may still wake), and last the database. A stage that overruns leaves
-// the later ones only what remains of the deadline, so the stop takes about the grace at most.
+// Shutdown stops the process in stages, all under ctx's one deadline: HTTP (in-flight requests
+// finish, streams end at once), cron, the runners together (running work finishes until the
+// deadline, then is cancelled; held leases are released even past it), the notifier, and last
+// the database.
 func (a *App) Shutdown(ctx context.Context) error {
 	return stopInStages(ctx, a.stages()...)
 }
 
-// stopper stops one part of the process within its context.
 type stopper func(ctx context.Context) error
 
 // stage is a step of the stop: its stoppers run at once.
@@ -645,8 +586,7 @@ func (a *App) stages() []stage {
 	}
 }
 
-// stopInStages runs the stages one after another, the stoppers of a stage at once, all under
-// ctx, and joins their errors.
+// stopInStages runs the stages in order, all under ctx, and joins their errors.
 func stopInStages(ctx context.Context, stages ...stage) error {
 	var errs []error
 	for _, st := range stages {

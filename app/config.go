@@ -47,89 +47,49 @@ type Config struct {
 	WalkIdle             time.Duration
 	PluginsDir           string
 	WebhooksAllowPrivate bool
-	// MediaAllowPrivate lets media URLs reach loopback, private and other non-public addresses.
-	MediaAllowPrivate bool
-	SweepConcurrency  int
-	DatabaseMaxConns  int64
-	WriteRate         float64
-	WriteBurst        int64
-	ShutdownGrace     time.Duration
-	LogLevel          slog.Level
-	// LogFormat is "json" or "text"; empty means text on a terminal, JSON otherwise.
-	LogFormat       string
-	RetainEvents    time.Duration
-	RetainDelivered time.Duration
-	// RetainDone is how long settled jobs stay listed (state done): their settling events, so
-	// at most RetainEvents.
-	RetainDone time.Duration
-	// IdempotencyTTL is how long an Idempotency-Key's answer is kept for replay.
-	IdempotencyTTL time.Duration
-	RetainAudit    time.Duration // how long the audit trail is kept (0: for ever)
-	// PublicURL is the URL people reach owed at; when it is https, session cookies are Secure
-	// and HSTS is sent.
-	PublicURL string
-	// TrustedProxies are the CIDRs (comma-separated) whose X-Forwarded-For and
-	// X-Forwarded-Proto are believed; none by default, so the client address is the TCP peer's.
-	TrustedProxies string
-	// ModelConcurrency caps the model calls in flight per process, a score counting as its
-	// three (OWED_MODEL_CONCURRENCY, at least 3).
-	ModelConcurrency int
-	// ModelBreaker is how many consecutive model failures open the breaker (OWED_MODEL_BREAKER;
-	// 0 turns it off).
-	ModelBreaker int
-	// ModelProxy is the proxy model calls go through (OWED_MODEL_PROXY); none by default,
-	// whatever HTTP_PROXY says.
-	ModelProxy string
-	// StreamsPerUser and MaxStreams cap the streams and held long polls of `mine`, of one user
-	// (429 past it) and of the process (503); MaxConnections the connections the listener
-	// holds at once (0: the open-file limit less a tenth). CORSOrigins are the exact origins,
-	// comma-separated, allowed to call the listener and public routes from a browser.
-	StreamsPerUser int64
-	MaxStreams     int64
-	MaxConnections int64
-	CORSOrigins    string
-	// WebhookSecretOverlap is how long after a rotation deliveries carry both signatures.
+	MediaAllowPrivate    bool
+	SweepConcurrency     int
+	DatabaseMaxConns     int64
+	WriteRate            float64
+	WriteBurst           int64
+	ShutdownGrace        time.Duration
+	LogLevel             slog.Level
+	LogFormat            string // "json" or "text"; empty: text on a terminal, JSON otherwise
+	RetainEvents         time.Duration
+	RetainDelivered      time.Duration
+	RetainDone           time.Duration // at most RetainEvents: read from the settling events
+	IdempotencyTTL       time.Duration
+	RetainAudit          time.Duration
+	PublicURL            string
+	TrustedProxies       string
+	ModelConcurrency     int
+	ModelBreaker         int // 0: no breaker
+	ModelProxy           string
+	StreamsPerUser       int64
+	MaxStreams           int64
+	MaxConnections       int64 // 0: the open-file limit less a tenth
+	CORSOrigins          string
 	WebhookSecretOverlap time.Duration
-	// MetricsToken, when set, is the bearer token /metrics requires (OWED_METRICS_TOKEN).
-	MetricsToken string
-	// MetricsAddr, when set, is a listener of its own for /metrics, which OWED_ADDR then does
-	// not serve (OWED_METRICS_ADDR).
-	MetricsAddr string
-	// ReviewBelow is the review band (OWED_REVIEW_BELOW, 0 off): a model verdict less confident
-	// than it waits for a moderator. The per-kind values override it when set, i.e. not
-	// negative (OWED_REVIEW_BELOW_REVISION, _COMMENT, _PITCH; -1 by default: unset).
+	MetricsToken         string
+	MetricsAddr          string
+	// ReviewBelow is the review band (0: off); a per-kind value overrides it when not negative.
 	ReviewBelow         float64
 	ReviewBelowRevision float64
 	ReviewBelowComment  float64
 	ReviewBelowPitch    float64
 
-	// MaxClockSkew is how far this process's clock may be from the database's before it says
-	// so (a log line, /readyz's "clock"); time is read from the database's clock either way.
-	MaxClockSkew time.Duration
-	// MaxConnectionsPerIP is how many of the listener's connections one client address may
-	// hold (0: a quarter of MaxConnections).
-	MaxConnectionsPerIP int64
-	// PostgreSQL behind a pooler, through a failover, under outside locks (docs/scaling.md):
-	// DatabaseListenURL is a direct (session) connection for LISTEN ("": DatabaseURL);
-	// MigrateLockTimeout bounds a start's wait for another process's migration lock;
-	// DatabaseMaxConnLifetime replaces pooled connections; DatabaseLockTimeout and
-	// DatabaseStatementTimeout bound every statement (0: the server's own).
+	MaxClockSkew             time.Duration
+	MaxConnectionsPerIP      int64 // 0: a quarter of MaxConnections
 	DatabaseListenURL        string
 	MigrateLockTimeout       time.Duration
 	DatabaseMaxConnLifetime  time.Duration
-	DatabaseLockTimeout      time.Duration
-	DatabaseStatementTimeout time.Duration
+	DatabaseLockTimeout      time.Duration // 0: the server's own
+	DatabaseStatementTimeout time.Duration // 0: the server's own
 
-	// DriftEvery is how often the anchor set is re-run against the live model; DriftAlert the
-	// agreement on verdict anchors below which the model counts as drifted (OWED_DRIFT_EVERY,
-	// OWED_DRIFT_ALERT).
 	DriftEvery time.Duration
 	DriftAlert float64
 
-	// The candidate (docs/shadow.md): a model (ShadowModelURL, _KEY, _API, _NAME; each
-	// unset part the live model's) or a rubric (ShadowRubric; unset: the live one) asked
-	// beside the live ones, at most ShadowDailyLimit calls a UTC day. A URL, a name or a
-	// rubric sets a candidate.
+	// The candidate (docs/shadow.md): each unset part of its model is the live model's.
 	ShadowModelURL   string
 	ShadowModelKey   string
 	ShadowModelAPI   string
@@ -138,8 +98,7 @@ type Config struct {
 	ShadowDailyLimit int64
 }
 
-// HasCandidate reports whether a candidate is set (OWED_SHADOW_MODEL_URL, _NAME or
-// OWED_SHADOW_RUBRIC).
+// HasCandidate reports whether a candidate is set (OWED_SHADOW_MODEL_URL, _NAME or _RUBRIC).
 func (c Config) HasCandidate() bool {
 	return c.ShadowModelURL != "" || c.ShadowModelName != "" || c.ShadowRubric != ""
 }
@@ -181,8 +140,7 @@ func (c Config) ListenURL() string {
 	return c.DatabaseURL
 }
 
-// StoreTimeouts are the lock and statement timeouts as models.Options takes them (below 0:
-// off).
+// StoreTimeouts are the lock and statement timeouts as models.Options takes them (<0: off).
 func (c Config) StoreTimeouts() (lock, statement time.Duration) {
 	off := func(d time.Duration) time.Duration {
 		if d == 0 {
@@ -207,20 +165,15 @@ func (c Config) ReviewBand() map[models.Kind]float64 {
 }
 
 // reviewBelow parses a review band: a confidence from 0 (off) to 1.
-func reviewBelow(dst func(c *Config, v float64)) func(c *Config, v string) error {
+func reviewBelow(field func(c *Config) *float64) func(c *Config, v string) error {
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
 			return fmt.Errorf("want a confidence from 0 (off) to 1")
 		}
-		dst(c, f)
+		*field(c) = f
 		return nil
 	}
-}
-
-// reviewBelowKind parses one kind's review band.
-func reviewBelowKind(field func(c *Config) *float64) func(c *Config, v string) error {
-	return reviewBelow(func(c *Config, f float64) { *field(c) = f })
 }
 
 // PublicHTTPS reports whether owed is reached over https (OWED_PUBLIC_URL).
@@ -228,8 +181,7 @@ func (c Config) PublicHTTPS() bool {
 	return strings.HasPrefix(strings.ToLower(c.PublicURL), "https://")
 }
 
-// Proxies parses TrustedProxies: each entry a CIDR, or a bare address meaning that one
-// address.
+// Proxies parses TrustedProxies: each entry a CIDR, or a bare address.
 func (c Config) Proxies() ([]*net.IPNet, error) {
 	var out []*net.IPNet
 	for _, f := range strings.Split(c.TrustedProxies, ",") {
@@ -258,9 +210,8 @@ func (c Config) Proxies() ([]*net.IPNet, error) {
 	return out, nil
 }
 
-// Defaults is the configuration with nothing set. What a component defaults to is its own
-// (scheduler's, modelclient's, media's exported defaults); the rest is app's, here once. The
-// README's column of defaults is made from these values (see Settings).
+// Defaults is the configuration with nothing set, components' own defaults included; the
+// README's column of defaults is made from it.
 func Defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", ModelAPI: modelclient.APIRelay, ModelName: scheduler.DefaultModelName,
@@ -307,8 +258,7 @@ func shown(v any) string {
 	return "`" + s + "`"
 }
 
-// Setting is one configuration value: where it is read from, what it defaults to (as the
-// README shows it) and how its text is parsed into a Config.
+// Setting is one configuration value: where it is read from, its default, and its parser.
 type Setting struct {
 	Env     string // the environment variable, OWED_…
 	Flag    string // the command-line flag, without dashes
@@ -336,27 +286,13 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_MODEL_TIMEOUT", Default: shown(defaults.ModelTimeout), Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
 	{Env: "OWED_SWEEP_EVERY", Default: shown(defaults.SweepEvery), Usage: "the period of the sweep of everyone's due jobs (its robfig/cron entry; the retention pruner's too)", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
-	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once, at most the model's free slots (`OWED_MODEL_CONCURRENCY`)", set: func(c *Config, v string) error {
-		n, err := whole(v, 1)
-		c.SweepConcurrency = int(min(n, math.MaxInt32))
-		return err
-	}},
+	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once, at most the model's free slots (`OWED_MODEL_CONCURRENCY`)", set: integer(func(c *Config) *int { return &c.SweepConcurrency }, 1)},
 	// At least 3: a score's three runs are asked together and hold three slots.
-	{Env: "OWED_MODEL_CONCURRENCY", Default: shown(defaults.ModelConcurrency), Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: func(c *Config, v string) error {
-		n, err := whole(v, scheduler.ScoreRuns)
-		c.ModelConcurrency = int(min(n, math.MaxInt32))
-		return err
-	}},
-	{Env: "OWED_MODEL_BREAKER", Default: shown(defaults.ModelBreaker), Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: func(c *Config, v string) error {
-		n, err := whole(v, 0)
-		c.ModelBreaker = int(min(n, math.MaxInt32))
-		return err
-	}},
+	{Env: "OWED_MODEL_CONCURRENCY", Default: shown(defaults.ModelConcurrency), Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: integer(func(c *Config) *int { return &c.ModelConcurrency }, scheduler.ScoreRuns)},
+	{Env: "OWED_MODEL_BREAKER", Default: shown(defaults.ModelBreaker), Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: integer(func(c *Config) *int { return &c.ModelBreaker }, 0)},
 	{Env: "OWED_LEASE", Default: shown(defaults.Lease), Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
 	{Env: "OWED_INLINE_WAIT", Default: shown(defaults.InlineWait), Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
-	// At least 1: the store reads 0 as "the default" (models.DefaultDailyLimit), so 0 would
-	// quietly be 100. (Before the store owned the default, 0 also showed authors a limit of 0
-	// while the runner charged against 100.)
+	// At least 1: the store reads 0 as "the default".
 	{Env: "OWED_DAILY_BUDGET", Default: shown(defaults.DailyBudget), Usage: "model calls per author per UTC day", set: number(func(c *Config) *int64 { return &c.DailyBudget }, 1)},
 	{Env: "OWED_MEDIA_MIN_GAP_MS", Default: shown(defaults.MediaMinGap.Milliseconds()), Usage: "least gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMinGap })},
 	{Env: "OWED_MEDIA_MAX_GAP_MS", Default: shown(defaults.MediaMaxGap.Milliseconds()), Usage: "greatest gap between media requests, in milliseconds", set: millis(func(c *Config) *time.Duration { return &c.MediaMaxGap })},
@@ -414,10 +350,10 @@ var Settings = []Setting{
 		return nil
 	}},
 	{Env: "OWED_LOG_FORMAT", Default: "`json` (`text` on a terminal)", Usage: "`json` or `text`", set: oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
-	{Env: "OWED_REVIEW_BELOW", Default: "`0` (off)", Usage: "model verdicts less confident than this (0–1) wait for a moderator in the review queue (why `review`), asking and charging nothing more", set: reviewBelow(func(c *Config, f float64) { c.ReviewBelow = f })},
-	{Env: "OWED_REVIEW_BELOW_REVISION", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for revisions", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowRevision })},
-	{Env: "OWED_REVIEW_BELOW_COMMENT", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for comments", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowComment })},
-	{Env: "OWED_REVIEW_BELOW_PITCH", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for pitches", set: reviewBelowKind(func(c *Config) *float64 { return &c.ReviewBelowPitch })},
+	{Env: "OWED_REVIEW_BELOW", Default: "`0` (off)", Usage: "model verdicts less confident than this (0–1) wait for a moderator in the review queue (why `review`), asking and charging nothing more", set: reviewBelow(func(c *Config) *float64 { return &c.ReviewBelow })},
+	{Env: "OWED_REVIEW_BELOW_REVISION", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for revisions", set: reviewBelow(func(c *Config) *float64 { return &c.ReviewBelowRevision })},
+	{Env: "OWED_REVIEW_BELOW_COMMENT", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for comments", set: reviewBelow(func(c *Config) *float64 { return &c.ReviewBelowComment })},
+	{Env: "OWED_REVIEW_BELOW_PITCH", Default: "`OWED_REVIEW_BELOW`", Usage: "the review band for pitches", set: reviewBelow(func(c *Config) *float64 { return &c.ReviewBelowPitch })},
 
 	// Drift on the anchor set (docs/shadow.md).
 	{Env: "OWED_DRIFT_EVERY", Default: shown(defaults.DriftEvery), Usage: "how often the anchor set is re-run against the live model (at least 1m); a run that cannot complete is tried again within the hour", set: duration(func(c *Config) *time.Duration { return &c.DriftEvery }, time.Minute)},
@@ -458,8 +394,7 @@ func driftAlert(c *Config, v string) error {
 	return nil
 }
 
-// FlagName is the setting's command-line flag: its own, or the variable's name in lower case
-// with dashes (OWED_MODEL_URL is --model-url).
+// FlagName is the setting's flag: its own, or the variable's (OWED_MODEL_URL is --model-url).
 func (s Setting) FlagName() string {
 	if s.Flag != "" {
 		return s.Flag
@@ -631,6 +566,14 @@ func number(field func(*Config) *int64, least int64) func(*Config, string) error
 	}
 }
 
+func integer(field func(*Config) *int, least int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := whole(v, least)
+		*field(c) = int(min(n, math.MaxInt32))
+		return err
+	}
+}
+
 // boolean reads the SPEC's words for on and off; anything else is an error.
 func boolean(field func(*Config) *bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
@@ -652,8 +595,7 @@ func databaseURL(c *Config, v string) error {
 		return nil
 	}
 	if !models.IsPostgres(v) {
-		// Anything else would be taken for an SQLite file path, a typo silently making a new
-		// empty database.
+		// Else a typo would be taken for an SQLite path, silently making a new database.
 		return fmt.Errorf("want postgres://… (or host=… dbname=…), or sqlite:PATH for an SQLite file")
 	}
 	return postgresURL(&c.DatabaseURL, v)

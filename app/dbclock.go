@@ -8,13 +8,9 @@ import (
 	"github.com/owed/owed/clock"
 )
 
-// The process reads time from the database's clock: leases, due times and budget days are
-// compared on every replica against one clock, so a replica whose own clock is behind does not
-// take over jobs another is still running (nor one ahead let leases lapse early). The shift is
-// measured at start against the database (Store.DatabaseTime) and again on the schedule
-// (clockCheckEvery), and applied through the process's one clock (clock.Offset), which
-// everything that reads "now" is given. Timers and periods stay the process's own: a skew moves
-// what time it is, not how long a second lasts.
+// The process reads time from the database's clock (through clock.Offset, measured at start
+// and every clockCheckEvery), so that replicas compare leases, due times and budget days on one
+// clock. Timers and periods stay the process's own.
 
 // clockCheckEvery is how often the shift to the database's clock is measured again.
 const clockCheckEvery = time.Minute
@@ -22,9 +18,8 @@ const clockCheckEvery = time.Minute
 // DefaultMaxClockSkew is how far a replica's clock may be from the database's before it says so.
 const DefaultMaxClockSkew = 5 * time.Second
 
-// checkClock sets the process's clock by the database's: the shift is the database's time less
-// the base clock's at the middle of the round trip. A skew past OWED_MAX_CLOCK_SKEW is logged
-// and kept for /readyz (clockProblem); a failed reading keeps the last shift.
+// checkClock sets the process's clock by the database's, at the middle of the round trip. A
+// skew past OWED_MAX_CLOCK_SKEW is logged and kept for /readyz; a failed reading keeps the last.
 func (a *App) checkClock(ctx context.Context) {
 	base := a.dbClock.Base
 	before := base.Now()

@@ -7,10 +7,8 @@ import (
 )
 
 // privateDataDir makes the data folder the owner's alone (0700), made or found: it holds the
-// SQLite database, its WAL and every preview, and the database holds webhook secrets and
-// token hashes. A folder an older owed left 0755 is tightened. A shared folder (sticky, as
-// /tmp) or one owed may not change is left as it is, with a warning: the files in it are 0600
-// anyway.
+// database's secrets and hashes. A shared (sticky) folder or one owed may not change is left as
+// it is, with a warning: its files are 0600 anyway.
 func privateDataDir(dir string, log *slog.Logger) error {
 	if dir == "" {
 		return nil

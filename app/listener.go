@@ -16,39 +16,18 @@ import (
 	"github.com/owed/owed/api"
 )
 
-// The listener holds at most maxConnections connections at once (OWED_MAX_CONNECTIONS), so the
-// process never runs out of file descriptors (accept4: too many open files), and shares them
-// out (slots):
-//
-//   - One client address holds at most its share (OWED_MAX_CONNECTIONS_PER_IP, default a
-//     quarter of the cap); a trusted proxy's address has no share of its own, since every
-//     client behind it comes through it.
-//   - Near the cap, idle connections are closed first, the longest idle first: a kept-alive
-//     connection waiting for its next request, else one that has waited more than freshGrace
-//     for its first. A connection that sent one request and went silent (or none) makes room
-//     for one that asks something; one whose request is on its way is not cut.
-//   - A new connection waits for its first request as a kept-alive one waits for its next
-//     (IdleTimeout), and ReadHeaderTimeout runs from the request's first byte. net/http would
-//     start it when the connection is accepted, so a connection a client dialled ahead and kept
-//     unused in its pool for longer was closed under it, and the request the client then sent
-//     on it met EOF (a POST is not retried by clients).
-//   - A few slots above the cap are kept for health checks (reserveOf): a connection that finds
-//     no slot (the listener full, or its address at its share) takes one of them if its
-//     address holds fewer than half, for one request within reserveLife; /healthz and /readyz
-//     are answered there, anything else 503 `unavailable` (healthOnlyOnReservedSlots). So the health routes
-//     answer under any flood, from one address or many.
-//   - A connection that finds no room at all is closed at once, rather than left in the
-//     kernel's backlog where /healthz would wait behind it.
-//
-// The streams and long polls of `mine` are capped below the cap (streamsUnder), so whatever
-// they do there is room for the rest.
+// The listener holds at most maxConnections connections (OWED_MAX_CONNECTIONS), so the process
+// never runs out of file descriptors, and shares them out (slots): one client address holds
+// at most its share (a trusted proxy's has none of its own); near the cap, idle connections
+// are closed first, longest idle first; a new connection's ReadHeaderTimeout runs from its first
+// byte, so a pooled connection dialled ahead is not cut under a client's request; a few slots
+// above the cap (reserveOf) are kept for /healthz and /readyz; a connection with no room at all
+// is closed at once rather than left in the backlog. Streams are capped below (streamsUnder).
 
-// reserveLife is how long a connection on a reserved slot has to send its request and read
-// the answer (the readiness check's database ping takes up to 2 s).
+// reserveLife is a reserved slot's connection's time for its request and answer (/readyz: 2 s).
 const reserveLife = 3 * time.Second
 
-// freshGrace is how long a new connection may wait for its first request before the listener,
-// near its cap, may close it to make room.
+// freshGrace is how long a new connection may idle before, near the cap, it may be closed.
 const freshGrace = time.Second
 
 // maxConnections is the configured cap, or by default the open-file limit less a tenth of it
@@ -76,8 +55,7 @@ func connectionsPerIP(configured, maxConns int64) int {
 // reserveOf is how many slots above the cap are kept for health checks.
 func reserveOf(maxConns int) int { return max(4, maxConns/64) }
 
-// streamsUnder is OWED_MAX_STREAMS, lowered if need be to leave a tenth of the connections
-// (at least 4) to everything else.
+// streamsUnder is OWED_MAX_STREAMS, lowered to leave a tenth of the connections (at least 4).
 func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 	conns := maxConnections(configuredConns)
 	room := conns - max(conns/10, 4)
@@ -88,8 +66,7 @@ func streamsUnder(maxStreams, configuredConns int64, log *slog.Logger) int {
 	return int(maxStreams)
 }
 
-// slots is the listener's bookkeeping of connections: how many hold a slot, of each address,
-// and which are idle between requests.
+// slots is the listener's bookkeeping of connections.
 type slots struct {
 	max, perIP, reserve int
 	exempt              func(net.IP) bool // addresses with no share of their own (trusted proxies)
@@ -219,7 +196,7 @@ func (s *slots) waitLocked(sc *slotConn, l *list.List) {
 }
 
 // idlest is the connection to close to make room: the longest kept alive, else the oldest new
-// one past freshGrace; nil when there is none.
+// one past freshGrace.
 func (s *slots) idlest(now time.Time) *slotConn {
 	if e := s.kept.Front(); e != nil {
 		return e.Value.(*slotConn)
@@ -297,7 +274,6 @@ func peerIP(c net.Conn) net.IP {
 	return nil
 }
 
-// reservedKey marks, in a request's context, a connection on a reserved slot.
 type reservedKey struct{}
 
 // connContext marks the requests of a connection on a reserved slot (http.Server.ConnContext).
@@ -308,17 +284,12 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// onReservedSlot reports whether r came on a reserved slot, where only health is answered.
-func onReservedSlot(r *http.Request) bool {
-	v, _ := r.Context().Value(reservedKey{}).(bool)
-	return v
-}
-
 // healthOnlyOnReservedSlots answers a request that came on a reserved slot 503 `unavailable`
 // unless it asks /healthz or /readyz: those slots are kept for health checks.
 func healthOnlyOnReservedSlots(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if p := c.Request().URL.Path; onReservedSlot(c.Request()) && p != "/healthz" && p != "/readyz" {
+		reserved, _ := c.Request().Context().Value(reservedKey{}).(bool)
+		if p := c.Request().URL.Path; reserved && p != "/healthz" && p != "/readyz" {
 			return &api.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 				Message: "the server holds as many connections as it may; try again shortly"}
 		}

@@ -42,8 +42,7 @@ func BuildVersion() string {
 	return "dev-" + rev[:min(len(rev), 12)] + dirty
 }
 
-// NewLogger is owed's logger: OWED_LOG_FORMAT's format (text on a terminal when unset, JSON
-// otherwise, since a terminal is read by a person and anything else by a collector) at
+// NewLogger is owed's logger in OWED_LOG_FORMAT (unset: text on a terminal, else JSON) at
 // OWED_LOG_LEVEL.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}

@@ -7,10 +7,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/owed/owed/api"
 )
 
 // metricsHandler serves the registry; with OWED_METRICS_TOKEN set, only to a request bearing
@@ -32,10 +29,7 @@ func (a *App) metricsHandler() echo.HandlerFunc {
 
 // newMetricsEcho is the handler of OWED_METRICS_ADDR's listener: /metrics and nothing else.
 func (a *App) newMetricsEcho() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = api.ErrorHandler(a.Log)
-	e.Pre(middleware.SecureWithConfig(middleware.SecureConfig{ContentTypeNosniff: "nosniff", XFrameOptions: "DENY", ReferrerPolicy: "same-origin"}))
+	e := a.baseEcho()
 	e.GET("/metrics", a.metricsHandler())
 	return e
 }
@@ -49,9 +43,7 @@ func (a *App) serveMetrics() error {
 	if err != nil {
 		return err
 	}
-	t := a.timeouts
-	a.metricsServer = &http.Server{Handler: a.newMetricsEcho(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
-		WriteTimeout: t.Write, IdleTimeout: t.Idle}
+	a.metricsServer = a.timeouts.server(a.newMetricsEcho())
 	a.metricsAddr = ln.Addr().String()
 	go a.serveOn(a.metricsServer, ln, "/metrics")
 	a.Log.Info("owed metrics serving", "addr", a.metricsAddr)

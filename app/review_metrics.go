@@ -12,9 +12,8 @@ import (
 // reviewWindow is how far back the review queue's measures on /metrics look.
 const reviewWindow = 7 * 24 * time.Hour
 
-// reviewCollector puts the review queue's measures on /metrics (docs/moderation.md), read from
-// the database at each scrape, so every replica reports the same figures. Labels are bounded:
-// reason (unsure, appeal) and quantile (0.5, 0.9).
+// reviewCollector puts the review queue's measures on /metrics, read from the database at each
+// scrape so every replica reports the same figures.
 type reviewCollector struct {
 	store *models.Store
 	now   func() time.Time

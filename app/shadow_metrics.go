@@ -10,9 +10,8 @@ import (
 	"github.com/owed/owed/scheduler"
 )
 
-// shadowCollector puts the candidate's owed calls and its agreement with the live verdicts on
-// /metrics (docs/shadow.md), read from the database at each scrape, so every replica reports the
-// same figures; the calls themselves are counted by owed_shadow_calls_total. No labels.
+// shadowCollector puts the candidate's owed calls and agreement with the live verdicts on
+// /metrics, read from the database at each scrape so every replica reports the same figures.
 type shadowCollector struct {
 	store   *models.Store
 	content *scheduler.Content
