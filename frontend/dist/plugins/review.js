@@ -28,6 +28,7 @@ function Review({ ctx }) {
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState('');
   const [claims, setClaims] = useState({}); // key → claim answered by our own claim, or {error}
+  const claiming = useRef({}); // key → our claim request, answered or not (a skip releases after it)
   const noteRef = useRef(null);
 
   const all = (live.data && live.data.entries) || [];
@@ -43,11 +44,14 @@ function Review({ ctx }) {
     const k = keyOf(entry);
     if (at !== k) setAt(k);
     setNote('');
+    delete claiming.current[k];
     if (entry.claim && !entry.claim.mine) return;
     // The blocker may not hear the appeal: a claim would only keep it from who may.
     if (entry.reason === 'appeal' && entry.blockedBy != null && ctx.user && ctx.user.id === entry.blockedBy) return;
     let alive = true;
-    ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'POST' }).then(
+    const claim = ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'POST' });
+    claiming.current[k] = claim;
+    claim.then(
       (r) => alive && setClaims((c) => ({ ...c, [k]: r.claim })),
       (x) => alive && setClaims((c) => ({ ...c, [k]: { error: x.message } }))
     );
@@ -70,8 +74,15 @@ function Review({ ctx }) {
   const skip = () => {
     if (!entry) return;
     const next = queue[i + 1] || queue[0];
-    if (own && !own.error) {
-      ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'DELETE' }).catch((x) => ctx.notify('Could not release the claim: ' + x.message, 'error'));
+    // Release our claim once its request is answered: a skip right after the entry showed
+    // can come before the answer, and a release that overtook the claim would leave it held.
+    const claim = claiming.current[k];
+    delete claiming.current[k];
+    if (claim) {
+      claim.then(
+        () => ctx.api(`/api/admin/review/${entry.kind}/${entry.id}/claim`, { method: 'DELETE' }).catch((x) => ctx.notify('Could not release the claim: ' + x.message, 'error')),
+        () => {} // never claimed: nothing to release
+      );
     }
     setSkipped((s) => new Set(s).add(k));
     setAt(next && keyOf(next) !== k ? keyOf(next) : null);
