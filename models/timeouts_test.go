@@ -86,7 +86,7 @@ func TestStatementsOutsideATransactionTimeOut(t *testing.T) {
 // request to send on a connection of its own; Close returns only once it has been answered,
 // so a process that exits right after Close never cuts one off half-way (pgbouncer 1.18
 // crashes on a cancel request whose client leaves first). Here a slow pooler stands between
-// the store and the server: it holds each cancel request a moment before passing it on.
+// the store and the server: it holds each cancel request until Close has been called.
 func TestCloseWaitsForCancelRequests(t *testing.T) {
 	t.Parallel()
 	base := os.Getenv(owedtest.PostgresEnv)
@@ -97,7 +97,7 @@ func TestCloseWaitsForCancelRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := newCancelHolder(t, direct.Host, 300*time.Millisecond)
+	slow := newCancelHolder(t, direct.Host)
 	through := *direct
 	through.Host = slow.addr
 	s, err := models.Open(context.Background(), models.Options{URL: through.String(), DataDir: t.TempDir(), Clock: clock.NewFake(owedtest.Start), MaxConns: 2})
@@ -111,27 +111,30 @@ func TestCloseWaitsForCancelRequests(t *testing.T) {
 		t.Fatal("a statement cut off by its context succeeded")
 	}
 	<-slow.received
+	close(slow.release) // the pooler reaches the server only now, as Close begins
 	s.Close()
 	if !slow.answered.Load() {
 		t.Error("Close returned before the cancel request of a statement it cut off was answered")
 	}
 }
 
-// cancelHolder is a TCP proxy to a PostgreSQL server that holds each cancel request for hold
-// before it passes it on; answered says one was passed on and the server closed it.
+// cancelHolder is a TCP proxy to a PostgreSQL server that holds each cancel request until
+// release is closed before it passes it on; answered says one was passed on and the server
+// closed it.
 type cancelHolder struct {
 	addr     string
 	received chan struct{} // a cancel request arrived (once)
+	release  chan struct{}
 	answered atomic.Bool
 }
 
-func newCancelHolder(t *testing.T, server string, hold time.Duration) *cancelHolder {
+func newCancelHolder(t *testing.T, server string) *cancelHolder {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	h := &cancelHolder{addr: ln.Addr().String(), received: make(chan struct{})}
+	h := &cancelHolder{addr: ln.Addr().String(), received: make(chan struct{}), release: make(chan struct{})}
 	var once sync.Once
 	go func() {
 		for {
@@ -148,7 +151,7 @@ func newCancelHolder(t *testing.T, server string, hold time.Duration) *cancelHol
 				isCancel := binary.BigEndian.Uint32(head[4:]) == 80877102
 				if isCancel {
 					once.Do(func() { close(h.received) })
-					time.Sleep(hold) // a pooler slow to reach the server
+					<-h.release
 				}
 				srv, err := net.Dial("tcp", server)
 				if err != nil {
