@@ -28,10 +28,11 @@ func Backoff(attempts int) time.Duration { return doubling(time.Minute, time.Hou
 
 // doubling is first doubled n times, at most most.
 func doubling(first, most time.Duration, n int) time.Duration {
-	if n >= 6 {
-		return most
+	d := first
+	for ; n > 0 && d < most; n-- {
+		d *= 2
 	}
-	return min(first<<n, most)
+	return min(d, most)
 }
 
 // Outcome is how running a claimed job ended.
