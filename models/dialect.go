@@ -81,7 +81,7 @@ type dialect interface {
 // dialectOf is PostgreSQL for a postgres:// URL or a key/value connection string, else SQLite.
 func dialectOf(opts Options) dialect {
 	if IsPostgres(opts.URL) {
-		return postgresDialect{conns: newOpenConns()}
+		return postgresDialect{conns: &openConns{}}
 	}
 	return sqliteDialect{}
 }

@@ -12,7 +12,7 @@ func TestPostgresBindNumbersEveryPlaceholder(t *testing.T) {
 		"??":                   "$1$2",
 		"x = ?":                "x = $1",
 	} {
-		if got := (postgresDialect{conns: newOpenConns()}).bind(q); got != want {
+		if got := (postgresDialect{conns: &openConns{}}).bind(q); got != want {
 			t.Errorf("bind(%q) = %q, want %q", q, got, want)
 		}
 	}

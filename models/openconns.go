@@ -17,18 +17,10 @@ import (
 const closeWait = 5 * time.Second
 
 // openConns counts the network connections a store's pools dialled that are still open, the
-// connections their cancel requests use included, so that Close can wait for them.
-type openConns struct {
-	mu   sync.Mutex
-	n    int
-	none chan struct{} // closed while n is 0
-}
-
-func newOpenConns() *openConns {
-	none := make(chan struct{})
-	close(none)
-	return &openConns{none: none}
-}
+// connections their cancel requests use included, so that Close can wait for them. A cancel
+// request is dialled only while the connection it cancels is open, so nothing is added to a
+// count of zero while Close waits.
+type openConns struct{ wg sync.WaitGroup }
 
 // dial wraps next so that each connection it makes is counted until it is closed.
 func (o *openConns) dial(next pgconn.DialFunc) pgconn.DialFunc {
@@ -37,34 +29,18 @@ func (o *openConns) dial(next pgconn.DialFunc) pgconn.DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		o.mu.Lock()
-		if o.n == 0 {
-			o.none = make(chan struct{})
-		}
-		o.n++
-		o.mu.Unlock()
-		return &countedConn{Conn: c, closed: o.closed}, nil
-	}
-}
-
-func (o *openConns) closed() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.n--; o.n == 0 {
-		close(o.none)
+		o.wg.Add(1)
+		return &countedConn{Conn: c, closed: o.wg.Done}, nil
 	}
 }
 
 // wait returns once no counted connection is open, or after d, whichever comes first.
 func (o *openConns) wait(d time.Duration) {
-	o.mu.Lock()
-	none := o.none
-	o.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
+	none := make(chan struct{})
+	go func() { o.wg.Wait(); close(none) }()
 	select {
 	case <-none:
-	case <-t.C:
+	case <-time.After(d):
 	}
 }
 
