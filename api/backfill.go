@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -186,17 +184,13 @@ type backfillTarget struct {
 // readTarget reads the optional {"chatId"} body of start and pause (none at all: every job).
 func readTarget(c echo.Context) (string, error) {
 	req := c.Request()
-	body, err := io.ReadAll(req.Body)
+	body, err := readBody(req)
 	if err != nil {
-		if bodyTooLarge(err) {
-			return "", tooLarge("", "the request body is too large")
-		}
-		return "", invalid("", "the request body could not be read")
+		return "", err
 	}
 	if len(body) == 0 && req.Header.Get(echo.HeaderContentType) == "" {
 		return "", nil
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
 	var t backfillTarget
 	if err := bind(c, &t); err != nil {
 		return "", err

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -97,33 +98,13 @@ var faultAnswers = map[models.Fault]struct {
 // retryAfterSeconds is the Retry-After of 503 and 507 answers.
 const retryAfterSeconds = "2"
 
-// codeOf names the error code of an HTTP status Echo raised itself.
-func codeOf(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "invalid"
-	case http.StatusUnauthorized:
-		return "unauthorized"
-	case http.StatusForbidden:
-		return "forbidden"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusConflict:
-		return "conflict"
-	case http.StatusRequestEntityTooLarge:
-		return "too_large"
-	case http.StatusUnsupportedMediaType:
-		return "unsupported_media_type"
-	case http.StatusTooManyRequests:
-		return "rate_limited"
-	case http.StatusServiceUnavailable:
-		return "unavailable"
-	case http.StatusInsufficientStorage:
-		return "insufficient_storage"
-	}
-	return "error"
+// statusCodes name the error code of an HTTP status Echo raised itself (others: "error").
+var statusCodes = map[int]string{
+	http.StatusBadRequest: "invalid", http.StatusUnauthorized: "unauthorized", http.StatusForbidden: "forbidden",
+	http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed", http.StatusConflict: "conflict",
+	http.StatusRequestEntityTooLarge: "too_large", http.StatusUnsupportedMediaType: "unsupported_media_type",
+	http.StatusTooManyRequests: "rate_limited", http.StatusServiceUnavailable: "unavailable",
+	http.StatusInsufficientStorage: "insufficient_storage",
 }
 
 // ErrorHandler answers every error in the SPEC's shape: *Error and Echo's own as they say; the
@@ -151,7 +132,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			if m, ok := he.Message.(string); ok && m != "" {
 				msg = m
 			}
-			out = &Error{Status: he.Code, Code: codeOf(he.Code), Message: msg}
+			out = &Error{Status: he.Code, Code: cmp.Or(statusCodes[he.Code], "error"), Message: msg}
 		default:
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 			out = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}

@@ -55,8 +55,7 @@ func timePtr(t *time.Time) *timestamp {
 	if t == nil {
 		return nil
 	}
-	s := timeStr(*t)
-	return &s
+	return new(timeStr(*t))
 }
 
 // msOf is a duration on the wire: whole ms, or nil.
@@ -64,6 +63,5 @@ func msOf(d *time.Duration) *int64 {
 	if d == nil {
 		return nil
 	}
-	ms := d.Milliseconds()
-	return &ms
+	return new(d.Milliseconds())
 }

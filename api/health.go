@@ -26,8 +26,7 @@ func (a *API) readyz(c echo.Context) error {
 		if models.FaultOf(err) == models.FaultNotPrimary {
 			msg = "the database server reached is read-only (not the primary)"
 		}
-		c.Response().Header().Set("Retry-After", retryAfterSeconds)
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: msg}})
+		return notReady(c, "unavailable", msg)
 	}
 	// A database that takes no writes is not ready until a write succeeds again.
 	if p := a.Store.StorageProblem(); p != "" {
@@ -36,15 +35,13 @@ func (a *API) readyz(c echo.Context) error {
 				p = "the database takes no writes"
 			}
 			a.Log.Warn("not ready", "reason", p)
-			c.Response().Header().Set("Retry-After", retryAfterSeconds)
-			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "insufficient_storage", Message: p}})
+			return notReady(c, "insufficient_storage", p)
 		}
 	}
 	// A deaf listener leaves streams blind to other replicas' writes: not ready.
 	if a.Notify != nil {
 		if p := a.Notify.Problem(); p != "" {
-			c.Response().Header().Set("Retry-After", retryAfterSeconds)
-			return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: "unavailable", Message: p}})
+			return notReady(c, "unavailable", p)
 		}
 	}
 	// Ready without a model too (writes are taken and wait as owed), but saying so.
@@ -60,6 +57,12 @@ func (a *API) readyz(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// notReady is readyz's 503, with Retry-After.
+func notReady(c echo.Context, code, msg string) error {
+	c.Response().Header().Set("Retry-After", retryAfterSeconds)
+	return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: code, Message: msg}})
 }
 
 // modelProblem says why no model is asked, or "".

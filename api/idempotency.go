@@ -54,15 +54,15 @@ func provisional(c echo.Context, f func(made []any) (int, any)) {
 	c.Set(provisionalKey, f)
 }
 
-// madeOf is the first value of type T a transaction made.
-func madeOf[T any](made []any) (T, bool) {
+// madeOf is the first value of type T a transaction made (zero when none).
+func madeOf[T any](made []any) T {
 	for _, m := range made {
 		if v, ok := m.(T); ok {
-			return v, true
+			return v
 		}
 	}
 	var zero T
-	return zero, false
+	return zero
 }
 
 // writeRequest marks every write of a signed-in caller as a client's request for the store, and
@@ -152,14 +152,10 @@ func canonicalJSON(body []byte) []byte {
 
 // fingerprint is what a repeat must match: method, path, query and body (left to be read again).
 func fingerprint(req *http.Request) (string, error) {
-	body, err := io.ReadAll(req.Body)
+	body, err := readBody(req)
 	if err != nil {
-		if bodyTooLarge(err) {
-			return "", tooLarge("", "the request body is too large")
-		}
-		return "", invalid("", "the request body could not be read")
+		return "", err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
 	sum := sha256.New()
 	io.WriteString(sum, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery+"\n")
 	sum.Write(canonicalJSON(body))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -45,8 +46,7 @@ func (a *API) screenOf(ctx context.Context, s models.ItemScreen, h models.Holds)
 		deferred, _ := a.deferral(ctx) // the breaker's row is cached while closed
 		out.Why, out.Attempts = models.ShownWhy(h, deferred, s.Job, a.now()), s.Job.Attempts
 		if s.Job.Why == nil || *s.Job.Why != models.WhyReview { // a moderator decides: no next attempt
-			next := timeStr(s.Job.DueAt)
-			out.NextAttemptAt = &next
+			out.NextAttemptAt = new(timeStr(s.Job.DueAt))
 		}
 	}
 	return out
@@ -81,8 +81,7 @@ func (a *API) screenInline(ctx context.Context, kind models.Kind, id int64, crea
 
 // pendingScreen is a new item's screen not known yet: pending since it was made, and why (nil: unknown).
 func pendingScreen(created time.Time, why models.Why) screenJSON {
-	next := timeStr(created)
-	out := screenJSON{State: models.StatePending, NextAttemptAt: &next}
+	out := screenJSON{State: models.StatePending, NextAttemptAt: new(timeStr(created))}
 	if why != "" {
 		out.Why = &why
 	}
@@ -168,31 +167,44 @@ type (
 	}
 )
 
+// createItem makes an item of kind (create, for the caller) and answers it (answer) with its
+// screen, run inline. Should nothing after the commit be done, the Idempotency-Key keeps the same
+// answer, its screen pending, made from what the write's transaction made.
+func createItem[T any](a *API, c echo.Context, kind models.Kind, create func(ctx context.Context, userID int64) (T, error),
+	made func(T) (id int64, at time.Time), answer func(T, screenJSON) any) error {
+	provisional(c, func(all []any) (int, any) {
+		v := madeOf[T](all)
+		_, at := made(v)
+		return http.StatusCreated, answer(v, pendingScreen(at, ""))
+	})
+	ctx := c.Request().Context()
+	v, err := create(ctx, caller(c).ID)
+	if err != nil {
+		return err
+	}
+	id, at := made(v)
+	return c.JSON(http.StatusCreated, answer(v, a.screenInline(ctx, kind, id, at)))
+}
+
+func revisionMade(r models.Revision) (int64, time.Time) { return r.ID, r.CreatedAt }
+
+func revisionRefOf(r models.Revision) revisionRef { return revisionRef{r.ID, r.SongID, r.Title} }
+
+// createSong publishes a song; its first revision, of the song's title, is what is screened.
 func (a *API) createSong(c echo.Context) error {
 	var req songRequest
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	if err := checkTitle(req.Title, true); err != nil {
+	if err := cmp.Or(checkTitle(req.Title, true), checkText("code", req.Code, modelclient.MaxCodeBytes)); err != nil {
 		return err
 	}
-	if err := checkText("code", req.Code, modelclient.MaxCodeBytes); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	provisional(c, func(made []any) (int, any) {
-		song, _ := madeOf[models.Song](made)
-		rev, _ := madeOf[models.Revision](made)
-		return http.StatusCreated, songCreatedJSON{Song: songRef{song.ID, song.Title},
-			Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: pendingScreen(rev.CreatedAt, "")}
+	return createItem(a, c, models.KindRevision, func(ctx context.Context, userID int64) (models.Revision, error) {
+		_, rev, err := a.Store.CreateSong(ctx, userID, req.Title, req.Code)
+		return rev, err
+	}, revisionMade, func(rev models.Revision, screen screenJSON) any {
+		return songCreatedJSON{Song: songRef{rev.SongID, rev.Title}, Revision: revisionRefOf(rev), Screen: screen}
 	})
-	song, rev, err := a.Store.CreateSong(ctx, caller(c).ID, req.Title, req.Code)
-	if err != nil {
-		return err
-	}
-	screen := a.screenInline(ctx, models.KindRevision, rev.ID, rev.CreatedAt)
-	return c.JSON(http.StatusCreated, songCreatedJSON{Song: songRef{song.ID, song.Title},
-		Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
 
 type revisionRequest struct {
@@ -206,24 +218,14 @@ func (a *API) createRevision(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTitle(req.Title, false); err != nil {
+	if err := cmp.Or(checkTitle(req.Title, false), checkText("code", req.Code, modelclient.MaxCodeBytes)); err != nil {
 		return err
 	}
-	if err := checkText("code", req.Code, modelclient.MaxCodeBytes); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	provisional(c, func(made []any) (int, any) {
-		rev, _ := madeOf[models.Revision](made)
-		return http.StatusCreated, revisionCreatedJSON{Revision: revisionRef{rev.ID, rev.SongID, rev.Title},
-			Screen: pendingScreen(rev.CreatedAt, "")}
+	return createItem(a, c, models.KindRevision, func(ctx context.Context, userID int64) (models.Revision, error) {
+		return a.Store.CreateRevision(ctx, userID, songID, strings.TrimSpace(req.Title), req.Code)
+	}, revisionMade, func(rev models.Revision, screen screenJSON) any {
+		return revisionCreatedJSON{Revision: revisionRefOf(rev), Screen: screen}
 	})
-	rev, err := a.Store.CreateRevision(ctx, caller(c).ID, songID, strings.TrimSpace(req.Title), req.Code)
-	if err != nil {
-		return err
-	}
-	screen := a.screenInline(ctx, models.KindRevision, rev.ID, rev.CreatedAt)
-	return c.JSON(http.StatusCreated, revisionCreatedJSON{Revision: revisionRef{rev.ID, rev.SongID, rev.Title}, Screen: screen})
 }
 
 type bodyRequest struct {
@@ -239,17 +241,11 @@ func (a *API) createComment(c echo.Context) error {
 	if err := checkText("body", req.Body, modelclient.MaxTextBytes); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	provisional(c, func(made []any) (int, any) {
-		cm, _ := madeOf[models.Comment](made)
-		return http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: pendingScreen(cm.CreatedAt, "")}
+	return createItem(a, c, models.KindComment, func(ctx context.Context, userID int64) (models.Comment, error) {
+		return a.Store.CreateComment(ctx, userID, songID, req.Body)
+	}, func(cm models.Comment) (int64, time.Time) { return cm.ID, cm.CreatedAt }, func(cm models.Comment, screen screenJSON) any {
+		return commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: screen}
 	})
-	cm, err := a.Store.CreateComment(ctx, caller(c).ID, songID, req.Body)
-	if err != nil {
-		return err
-	}
-	screen := a.screenInline(ctx, models.KindComment, cm.ID, cm.CreatedAt)
-	return c.JSON(http.StatusCreated, commentCreatedJSON{Comment: commentRef{cm.ID, cm.SongID}, Screen: screen})
 }
 
 func (a *API) createPitch(c echo.Context) error {
@@ -260,17 +256,11 @@ func (a *API) createPitch(c echo.Context) error {
 	if err := checkText("body", req.Body, modelclient.MaxTextBytes); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	provisional(c, func(made []any) (int, any) {
-		p, _ := madeOf[models.Pitch](made)
-		return http.StatusCreated, pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: pendingScreen(p.CreatedAt, "")}
+	return createItem(a, c, models.KindPitch, func(ctx context.Context, userID int64) (models.Pitch, error) {
+		return a.Store.CreatePitch(ctx, userID, req.Body)
+	}, func(p models.Pitch) (int64, time.Time) { return p.ID, p.CreatedAt }, func(p models.Pitch, screen screenJSON) any {
+		return pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: screen}
 	})
-	p, err := a.Store.CreatePitch(ctx, caller(c).ID, req.Body)
-	if err != nil {
-		return err
-	}
-	screen := a.screenInline(ctx, models.KindPitch, p.ID, p.CreatedAt)
-	return c.JSON(http.StatusCreated, pitchCreatedJSON{Pitch: pitchRef{p.ID}, Screen: screen})
 }
 
 // deleteItem deletes one of the caller's own items; its owed jobs go with it (triggers).

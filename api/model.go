@@ -96,16 +96,13 @@ func (a *API) probeModel(c echo.Context) error {
 func probeOf(r scheduler.ProbeResult) probeJSON {
 	p := probeJSON{Answered: r.Answered, UpstreamMs: r.UpstreamMs, Closed: r.Closed}
 	if r.Why != "" {
-		w := models.Why(r.Why)
-		p.Why = &w
+		p.Why = new(models.Why(r.Why))
 	}
 	if r.Status != 0 {
-		st := r.Status
-		p.Status = &st
+		p.Status = new(r.Status)
 	}
 	if r.Error != "" {
-		e := r.Error
-		p.Error = &e
+		p.Error = new(r.Error)
 	}
 	return p
 }

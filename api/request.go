@@ -26,12 +26,9 @@ func bind(c echo.Context, v any) error {
 	if mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); mt != echo.MIMEApplicationJSON {
 		return &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send JSON with Content-Type: application/json"}
 	}
-	body, err := io.ReadAll(req.Body)
+	body, err := readBody(req)
 	if err != nil {
-		if bodyTooLarge(err) {
-			return tooLarge("", "the request body is too large")
-		}
-		return invalid("", "the request body could not be read")
+		return err
 	}
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn the bad bytes into U+FFFD and keep mangled text.
@@ -63,12 +60,20 @@ func bind(c echo.Context, v any) error {
 	return nil
 }
 
-// bodyTooLarge reports whether reading a body failed on a size limit: http.MaxBytesReader's,
-// or the BodyLimit middleware's for a body of unknown length (chunked), which it cuts off with
-// echo.ErrStatusRequestEntityTooLarge.
-func bodyTooLarge(err error) bool {
+// readBody reads a request's whole body and leaves it to be read again. A size limit's failure
+// (http.MaxBytesReader's, or the BodyLimit middleware's for a body of unknown length, chunked,
+// which it cuts off with echo.ErrStatusRequestEntityTooLarge) is 413.
+func readBody(req *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(req.Body)
 	var mbe *http.MaxBytesError
-	return errors.As(err, &mbe) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge)
+	switch {
+	case errors.As(err, &mbe) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge):
+		return nil, tooLarge("", "the request body is too large")
+	case err != nil:
+		return nil, invalid("", "the request body could not be read")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
 }
 
 func jsonType(kind string) string {

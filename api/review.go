@@ -54,6 +54,10 @@ type reviewCountsJSON struct {
 	Appeal int64 `json:"appeal"`
 }
 
+func reviewCountsOf(n map[models.ReviewReason]int64) reviewCountsJSON {
+	return reviewCountsJSON{Unsure: n[models.ReviewUnsure], Appeal: n[models.ReviewAppeal]}
+}
+
 type reviewListJSON struct {
 	Entries    []reviewEntryJSON `json:"entries"`
 	NextCursor *string           `json:"nextCursor"`
@@ -172,7 +176,7 @@ func (a *API) listReview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out.Counts = reviewCountsJSON{Unsure: counts[models.ReviewUnsure], Appeal: counts[models.ReviewAppeal]}
+	out.Counts = reviewCountsOf(counts)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -332,8 +336,8 @@ func (a *API) reviewMeasures(c echo.Context) error {
 		return out
 	}
 	return c.JSON(http.StatusOK, reviewMeasuresJSON{
-		Open:       reviewCountsJSON{Unsure: counts[models.ReviewUnsure], Appeal: counts[models.ReviewAppeal]},
-		Decided:    reviewCountsJSON{Unsure: m.Decided[models.ReviewUnsure], Appeal: m.Decided[models.ReviewAppeal]},
+		Open:       reviewCountsOf(counts),
+		Decided:    reviewCountsOf(m.Decided),
 		P50Seconds: secs(m.P50), P90Seconds: secs(m.P90), Suggested: m.Suggested, Overturned: m.Overturned, Share: m.Share,
 		Since: timeStr(since)})
 }

@@ -121,8 +121,7 @@ func mediaOf(m models.Media) mediaJSON {
 	out := mediaJSON{ID: m.ID, ScrapeID: m.ScrapeID, Kind: m.Kind, URL: m.URL, Bytes: m.Bytes, State: m.State,
 		StoredBytes: m.StoredBytes, UpdatedAt: timeStr(m.UpdatedAt)}
 	if m.State == models.MediaCached {
-		u := fmt.Sprintf("/api/media/%d/preview", m.ID)
-		out.PreviewURL = &u
+		out.PreviewURL = new(fmt.Sprintf("/api/media/%d/preview", m.ID))
 	}
 	return out
 }

@@ -218,8 +218,7 @@ func (a *API) shadowScreens(ctx context.Context, model string, out *shadowScreen
 		}
 	}
 	if out.Compared > 0 {
-		share := float64(agree) / float64(out.Compared)
-		out.Agreement = &share
+		out.Agreement = new(float64(agree) / float64(out.Compared))
 	}
 	flips, err := a.Store.ShadowFlips(ctx, model, shadowFlipsCap)
 	if err != nil {
@@ -324,8 +323,7 @@ func (a *API) rescore(ctx context.Context, rubric string, set models.ModelSettin
 	rate := float64(p.Since) / minutes
 	out.RowsPerMinute = &rate
 	if left := p.Total - p.Done; left > 0 {
-		eta := timeStr(a.now().Add(time.Duration(float64(left) / rate * float64(time.Minute))))
-		out.ETA = &eta
+		out.ETA = new(timeStr(a.now().Add(time.Duration(float64(left) / rate * float64(time.Minute)))))
 	}
 	return out, nil
 }

@@ -93,8 +93,7 @@ func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJS
 		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: timePtr(d.DeliveredAt),
 		CreatedAt: timeStr(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
 	if d.Status == models.DeliveryPending {
-		next := timeStr(d.DueAt)
-		out.NextAttemptAt = &next
+		out.NextAttemptAt = new(timeStr(d.DueAt))
 	}
 	for _, a := range attempts {
 		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: timeStr(a.At), Status: a.Status,
