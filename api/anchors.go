@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -94,7 +93,7 @@ func (a *API) addAnchor(c echo.Context) error {
 		if added, err = tx.AddAnchor(ctx, models.Anchor{Kind: req.Kind, ItemID: req.ItemID, Verdict: req.Verdict, Art: req.Art}); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditAnchorAdd, "anchor:"+strconv.FormatInt(added.ID, 10), nil, anchorOf(added))
+		return audit(c, tx, models.AuditAnchorAdd, target("anchor", added.ID), nil, anchorOf(added))
 	})
 	if errors.Is(err, models.ErrConflict) {
 		return errAnchorTaken
@@ -117,7 +116,7 @@ func (a *API) deleteAnchor(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditAnchorDelete, "anchor:"+strconv.FormatInt(id, 10), anchorOf(gone), nil)
+		return audit(c, tx, models.AuditAnchorDelete, target("anchor", id), anchorOf(gone), nil)
 	})
 	if err != nil {
 		return err

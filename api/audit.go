@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -104,6 +105,11 @@ func (a *API) listAudit(c echo.Context) error {
 	}
 	out, next := pageOf(entries, limit, auditEntryOf, func(e models.AuditEntry) any { return idCursor{e.ID} })
 	return c.JSON(http.StatusOK, auditListJSON{out, next})
+}
+
+// target names a thing of a kind (job, user, webhook, anchor, an item's kind) in the audit trail.
+func target[K ~string](kind K, id int64) string {
+	return string(kind) + ":" + strconv.FormatInt(id, 10)
 }
 
 // auditAfter records an action whose writes cannot share its transaction, just after it succeeded.

@@ -35,20 +35,20 @@ type backfillSettingsJSON struct {
 
 // backfillMemberJSON is one member scrape of a job with its counts.
 type backfillMemberJSON struct {
-	ScrapeID      int64              `json:"scrapeId"`
-	State         models.ScrapeState `json:"state" enum:"scrapeState"`
-	Backend       string             `json:"backend"`
-	Mode          string             `json:"mode"`
-	Pending       int64              `json:"pending"`
-	Cached        int64              `json:"cached"`
-	Failed        int64              `json:"failed"`
-	Suspect       int64              `json:"suspect" description:"rows waiting for their one delayed retry"`
-	Unverified    int64              `json:"unverified" description:"rows that failed their retry too"`
-	Skipped       int64              `json:"skipped" description:"rows without a preview (video, audio)"`
-	Total         int64              `json:"total"`
-	Downloaded    int64              `json:"downloaded"`
-	Bytes         int64              `json:"bytes" description:"the size of the stored previews"`
-	PendingByKind kindCountsJSON     `json:"pendingByKind"`
+	ScrapeID      int64             `json:"scrapeId"`
+	State         string            `json:"state" enum:"scrapeState"`
+	Backend       string            `json:"backend"`
+	Mode          string            `json:"mode"`
+	Pending       int64             `json:"pending"`
+	Cached        int64             `json:"cached"`
+	Failed        int64             `json:"failed"`
+	Suspect       int64             `json:"suspect" description:"rows waiting for their one delayed retry"`
+	Unverified    int64             `json:"unverified" description:"rows that failed their retry too"`
+	Skipped       int64             `json:"skipped" description:"rows without a preview (video, audio)"`
+	Total         int64             `json:"total"`
+	Downloaded    int64             `json:"downloaded"`
+	Bytes         int64             `json:"bytes" description:"the size of the stored previews"`
+	PendingByKind models.KindCounts `json:"pendingByKind"`
 }
 
 // backfillJobJSON is one chat's job; see scheduler.BackfillJobStatus for what each figure means.
@@ -118,22 +118,13 @@ type backfillSummaryJSON struct {
 	WalkingChat  *string    `json:"walkingChat" description:"the chat it walks"`
 }
 
-func backfillSettingsOf(s scheduler.BackfillSettings) backfillSettingsJSON {
-	return backfillSettingsJSON{BatchSize: s.BatchSize, BatchPauseMs: s.BatchPauseMs, Auto: s.Auto}
-}
-
 // backfillStatusOf puts the queue's status on the wire.
 func backfillStatusOf(st scheduler.BackfillStatus) backfillStatusJSON {
-	out := backfillStatusJSON{Jobs: make([]backfillJobJSON, 0, len(st.Jobs)), Settings: backfillSettingsOf(st.Settings),
+	out := backfillStatusJSON{Jobs: make([]backfillJobJSON, 0, len(st.Jobs)), Settings: backfillSettingsJSON(st.Settings),
 		LimitedUntil: timePtr(st.LimitedUntil), EstimatedPerMinute: st.EstimatedPerMinute,
 		WalkingUntil: timePtr(st.WalkingUntil), WalkingChat: st.WalkingChat}
 	for _, j := range st.Jobs {
-		members := make([]backfillMemberJSON, 0, len(j.Members))
-		for _, m := range j.Members {
-			members = append(members, backfillMemberJSON{ScrapeID: m.ScrapeID, State: models.ScrapeState(m.State), Backend: m.Backend, Mode: m.Mode,
-				Pending: m.Pending, Cached: m.Cached, Failed: m.Failed, Suspect: m.Suspect, Unverified: m.Unverified,
-				Skipped: m.Skipped, Total: m.Total, Downloaded: m.Downloaded, Bytes: m.Bytes, PendingByKind: kindCountsOf(m.PendingByKind)})
-		}
+		members := each(j.Members, func(m scheduler.BackfillMember) backfillMemberJSON { return backfillMemberJSON(m) })
 		out.Jobs = append(out.Jobs, backfillJobJSON{ChatID: j.ChatID, GuildID: j.GuildID, State: j.State, Members: members,
 			backfillCountsJSON: backfillCountsJSON(j.BackfillCounts), Processed: j.Processed,
 			StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt), PerMinute: j.PerMinute, RateMeasured: j.RateMeasured, WaitedMs: j.WaitedMs,
@@ -146,7 +137,7 @@ func backfillStatusOf(st scheduler.BackfillStatus) backfillStatusJSON {
 	if t.ByBackend != nil {
 		out.Totals.ByBackend = make(map[string]*backendTotalsJSON, len(t.ByBackend))
 		for name, b := range t.ByBackend {
-			out.Totals.ByBackend[name] = &backendTotalsJSON{Pending: b.Pending, Cached: b.Cached, Failed: b.Failed, Skipped: b.Skipped, Total: b.Total}
+			out.Totals.ByBackend[name] = new(backendTotalsJSON(*b))
 		}
 	}
 	return out
@@ -239,7 +230,7 @@ func (a *API) getBackfillSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, backfillSettingsOf(s))
+	return c.JSON(http.StatusOK, backfillSettingsJSON(s))
 }
 
 // backfillSettingsRequest replaces the settings; every field is required.

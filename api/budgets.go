@@ -76,7 +76,7 @@ func (a *API) setBudget(c echo.Context) error {
 		if _, err := tx.RetryJobs(ctx, models.JobFilter{UserID: id, Why: models.WhyBudget}); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditBudget, userTarget(id), map[string]any{"dailyLimit": was.OwnLimit, "effective": was.DailyLimit},
+		return audit(c, tx, models.AuditBudget, target("user", id), map[string]any{"dailyLimit": was.OwnLimit, "effective": was.DailyLimit},
 			map[string]any{"dailyLimit": u.OwnLimit, "effective": u.DailyLimit})
 	})
 	if err != nil {

@@ -15,8 +15,6 @@ type holdsJSON struct {
 	Deliveries bool `json:"deliveries"`
 }
 
-func holdsOf(h models.Holds) holdsJSON { return holdsJSON{h.Screen, h.Score, h.Deliveries} }
-
 // holdsRequest changes what is held; a field left out keeps its value.
 type holdsRequest struct {
 	Screen     *bool `json:"screen"`
@@ -38,7 +36,7 @@ func (a *API) getHolds(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, holdsOf(h))
+	return c.JSON(http.StatusOK, holdsJSON(h))
 }
 
 // putHolds sets what is held (a field left out keeps its value); lifting a hold wakes its work.
@@ -65,7 +63,7 @@ func (a *API) putHolds(c echo.Context) error {
 		if err := tx.SetHolds(ctx, h, caller(c).ID); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditHolds, "holds", holdsOf(was), holdsOf(h))
+		return audit(c, tx, models.AuditHolds, "holds", holdsJSON(was), holdsJSON(h))
 	}); err != nil {
 		return err
 	}
@@ -76,7 +74,7 @@ func (a *API) putHolds(c echo.Context) error {
 	if (was.Screen && !h.Screen || was.Score && !h.Score) && a.Content != nil {
 		a.Content.Wake() // the held jobs are due now: run them, not at the next periodic sweep
 	}
-	return c.JSON(http.StatusOK, holdsOf(h))
+	return c.JSON(http.StatusOK, holdsJSON(h))
 }
 
 // maxNoteChars caps a verdict's note.
@@ -152,7 +150,7 @@ func (a *API) decide(c echo.Context) error {
 		if recorded, err = tx.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev); err != nil || !recorded {
 			return err
 		}
-		return audit(c, tx, models.AuditVerdict, itemTarget(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
+		return audit(c, tx, models.AuditVerdict, target(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
 	})
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -105,7 +104,7 @@ func (a *API) getItem(c echo.Context) error {
 	if out.Review, out.Appeal, err = a.itemReviews(ctx, kind, id, me, name); err != nil {
 		return err
 	}
-	entries, err := a.Store.ListAudit(ctx, models.AuditFilter{Target: itemTarget(kind, id)}, 0, itemPageRows)
+	entries, err := a.Store.ListAudit(ctx, models.AuditFilter{Target: target(kind, id)}, 0, itemPageRows)
 	if err != nil {
 		return err
 	}
@@ -215,7 +214,7 @@ func (a *API) claimOf(e models.ReviewEntry, me int64, name func(int64) (string, 
 
 // creatorOf is the admin who created user id's account, as the audit trail has it (nil: no record).
 func (a *API) creatorOf(ctx context.Context, id int64) (*auditAdminJSON, error) {
-	es, err := a.Store.ListAudit(ctx, models.AuditFilter{Action: models.AuditUserCreate, Target: "user:" + strconv.FormatInt(id, 10)}, 0, 1)
+	es, err := a.Store.ListAudit(ctx, models.AuditFilter{Action: models.AuditUserCreate, Target: target("user", id)}, 0, 1)
 	if err != nil || len(es) == 0 {
 		return nil, err
 	}

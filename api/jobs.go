@@ -373,7 +373,7 @@ func (a *API) retryJob(c echo.Context) error {
 			return err // nothing changed: nothing to record
 		}
 		n = r.Retried
-		return audit(c, tx, models.AuditRetry, jobTarget(id), map[string]any{"dueAt": timeStr(job.DueAt), "why": job.Why},
+		return audit(c, tx, models.AuditRetry, target("job", id), map[string]any{"dueAt": timeStr(job.DueAt), "why": job.Why},
 			map[string]any{"dueAt": a.now().Format(timeFormat)})
 	})
 	if err != nil {
@@ -428,6 +428,3 @@ func (a *API) retryJobs(c echo.Context) error {
 }
 
 var errLeased = &Error{Status: http.StatusConflict, Code: "leased", Message: "the job is running now"}
-
-// jobTarget names a job in the audit trail.
-func jobTarget(id int64) string { return "job:" + strconv.FormatInt(id, 10) }

@@ -2,17 +2,11 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/owed/owed/models"
 )
-
-// itemTarget names an item in the audit trail.
-func itemTarget(kind models.Kind, id int64) string {
-	return string(kind) + ":" + strconv.FormatInt(id, 10)
-}
 
 // overturn changes an item's verdict by hand (the verdict route with "overturn": true): the
 // new verdict is recorded with an event of outcome overturned (the admin, their note, the
@@ -34,7 +28,7 @@ func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body 
 		if before, changed, err = tx.OverturnScreen(ctx, kind, id, body.Verdict, ev); err != nil || !changed {
 			return err
 		}
-		return audit(c, tx, models.AuditOverturn, itemTarget(kind, id), map[string]any{"verdict": before},
+		return audit(c, tx, models.AuditOverturn, target(kind, id), map[string]any{"verdict": before},
 			map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
 	})
 	if err != nil {

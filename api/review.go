@@ -257,7 +257,7 @@ func (a *API) claimReview(c echo.Context) error {
 		if before != nil && before.AdminID == me {
 			return nil
 		}
-		return audit(c, tx, models.AuditReviewClaim, itemTarget(kind, id), claimAudit(before), claimAudit(&models.ErrClaimed{AdminID: me, Until: until}))
+		return audit(c, tx, models.AuditReviewClaim, target(kind, id), claimAudit(before), claimAudit(&models.ErrClaimed{AdminID: me, Until: until}))
 	})
 	var held *models.ErrClaimed
 	switch {
@@ -291,7 +291,7 @@ func (a *API) releaseReview(c echo.Context) error {
 		if released, err = tx.ReleaseReview(ctx, kind, id, me); err != nil || released == nil {
 			return err
 		}
-		return audit(c, tx, models.AuditReviewRelease, itemTarget(kind, id), claimAudit(&models.ErrClaimed{AdminID: me, Until: *released}), nil)
+		return audit(c, tx, models.AuditReviewRelease, target(kind, id), claimAudit(&models.ErrClaimed{AdminID: me, Until: *released}), nil)
 	})
 	if err != nil {
 		return err
@@ -428,7 +428,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 		if err := tx.DecideAppeal(ctx, kind, id, body.Verdict, ev); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditAppealDecide, itemTarget(kind, id),
+		return audit(c, tx, models.AuditAppealDecide, target(kind, id),
 			map[string]any{"verdict": models.VerdictBlock, "appeal": "pending", "note": appeal.Note, "blockedBy": appeal.BlockedBy},
 			decided)
 	}); err != nil {

@@ -33,27 +33,15 @@ var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 var errScrapeDeleting = &Error{Status: http.StatusConflict, Code: "conflict", Message: "the scrape is being deleted"}
 
 type scrapeCountsJSON struct {
-	Pending       int64          `json:"pending"`
-	Cached        int64          `json:"cached"`
-	Failed        int64          `json:"failed"`
-	Suspect       int64          `json:"suspect"`
-	Unverified    int64          `json:"unverified"`
-	Skipped       int64          `json:"skipped"`
-	Total         int64          `json:"total"`
-	StoredBytes   int64          `json:"storedBytes"`
-	PendingByKind kindCountsJSON `json:"pendingByKind"`
-}
-
-// kindCountsJSON counts media rows by kind.
-type kindCountsJSON struct {
-	Image int64 `json:"image"`
-	GIF   int64 `json:"gif"`
-	Video int64 `json:"video"`
-	Audio int64 `json:"audio"`
-}
-
-func kindCountsOf(k models.KindCounts) kindCountsJSON {
-	return kindCountsJSON{Image: k.Image, GIF: k.GIF, Video: k.Video, Audio: k.Audio}
+	Pending       int64             `json:"pending"`
+	Cached        int64             `json:"cached"`
+	Failed        int64             `json:"failed"`
+	Suspect       int64             `json:"suspect"`
+	Unverified    int64             `json:"unverified"`
+	Skipped       int64             `json:"skipped"`
+	Total         int64             `json:"total"`
+	StoredBytes   int64             `json:"storedBytes"`
+	PendingByKind models.KindCounts `json:"pendingByKind"`
 }
 
 type scrapeJSON struct {
@@ -98,11 +86,9 @@ type acceptedJSON struct {
 }
 
 func scrapeOf(s models.Scrape) scrapeJSON {
-	c := s.Counts
 	return scrapeJSON{ID: s.ID, ChatID: s.ChatID, GuildID: s.GuildID, Backend: s.Backend, Mode: s.Mode, State: s.State,
 		Downloaded: s.Downloaded, PushedAt: timeStr(s.PushedAt), CreatedAt: timeStr(s.CreatedAt), UpdatedAt: timeStr(s.UpdatedAt),
-		Counts: scrapeCountsJSON{Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect,
-			Unverified: c.Unverified, Skipped: c.Skipped, Total: c.Total, StoredBytes: c.StoredBytes, PendingByKind: kindCountsOf(c.PendingByKind)}}
+		Counts: scrapeCountsJSON(s.Counts)}
 }
 
 type mediaJSON struct {

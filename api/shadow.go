@@ -123,10 +123,6 @@ type shadowJSON struct {
 	Drift     driftJSON            `json:"drift" description:"the anchor set's runs against the live model"`
 }
 
-func modelJSON(m scheduler.ModelInfo) shadowModelJSON {
-	return shadowModelJSON{Model: m.Model, API: m.API, Rubric: m.Rubric}
-}
-
 // getShadow answers the candidate's agreement with the live model (docs/shadow.md).
 func (a *API) getShadow(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -134,7 +130,7 @@ func (a *API) getShadow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := shadowJSON{Live: modelJSON(a.Content.Live(set)), Promoted: set.Promoted(),
+	out := shadowJSON{Live: shadowModelJSON(a.Content.Live(set)), Promoted: set.Promoted(),
 		Screens: shadowScreensJSON{ByKind: []shadowKindJSON{}, Flips: []shadowFlipJSON{}, Confidence: confidenceJSON{Bins: shadowBins(),
 			Live: make([]int64, models.ShadowBins), Candidate: make([]int64, models.ShadowBins)}},
 		Scores: shadowScoresJSON{Points: []shadowPointJSON{}, Movers: []shadowMoverJSON{}}}
@@ -151,7 +147,7 @@ func (a *API) getShadow(c echo.Context) error {
 	if !ok {
 		return c.JSON(http.StatusOK, out)
 	}
-	out.Candidate = &shadowCandidateJSON{shadowModelJSON: modelJSON(cand), Since: timePtr(set.CandidateSince)}
+	out.Candidate = &shadowCandidateJSON{shadowModelJSON: shadowModelJSON(cand), Since: timePtr(set.CandidateSince)}
 	out.Calls.Today, out.Calls.DailyLimit = set.CallsOn(a.now()), limit
 	var span timeSpan
 	if err := a.shadowScreens(ctx, cand.Model, &out.Screens, &span); err != nil {
@@ -343,8 +339,8 @@ func (a *API) promoteShadow(c echo.Context) error {
 	if !ok {
 		return errNoCandidate
 	}
-	was := modelJSON(a.Content.Configured())
-	return a.setLive(c, &cand.Model, &cand.Rubric, errPromoted, models.AuditModelPromote, was, modelJSON(cand))
+	was := shadowModelJSON(a.Content.Configured())
+	return a.setLive(c, &cand.Model, &cand.Rubric, errPromoted, models.AuditModelPromote, was, shadowModelJSON(cand))
 }
 
 // rollbackShadow makes the configured model and rubric live again (re-scores owed); audited.
@@ -353,8 +349,8 @@ func (a *API) rollbackShadow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return a.setLive(c, nil, nil, errNotPromoted, models.AuditModelRollback, modelJSON(a.Content.Live(set)),
-		modelJSON(a.Content.Configured()))
+	return a.setLive(c, nil, nil, errNotPromoted, models.AuditModelRollback, shadowModelJSON(a.Content.Live(set)),
+		shadowModelJSON(a.Content.Configured()))
 }
 
 // setLive makes model and rubric live (nil: the configured ones), owes the re-scores under the

@@ -68,13 +68,13 @@ func songOf(s models.Song) songJSON {
 	return songJSON{ID: s.ID, Title: s.Title, UserID: s.UserID, Art: s.Art, ScoreRubric: s.ScoreRubric, CreatedAt: timeStr(s.CreatedAt)}
 }
 
-// listSongs pages through public songs, best art first (sort=art, the default) or newest first.
+// listSongs pages through public songs, best art first (sort=art, the default: the live
+// rubric's first, then the rest) or newest first (sort=new).
 func (a *API) listSongs(c echo.Context) error {
 	sort, err := oneOf(c, "sort", songSorts...)
 	if err != nil {
 		return err
 	}
-	byArt := sort != "new"
 	limit, err := queryLimit(c, 50, 200)
 	if err != nil {
 		return err
@@ -87,40 +87,30 @@ func (a *API) listSongs(c echo.Context) error {
 	if has && cur.ID <= 0 {
 		return invalid("cursor", "cursor is not one this server gave out")
 	}
-	if byArt {
-		return a.listSongsByArt(c, cur, has, limit)
+	ctx := c.Request().Context()
+	var songs []models.Song
+	rubric, byArt := "", sort != "new"
+	if !byArt {
+		songs, err = a.Store.PublicSongs(ctx, false, ptrIf(has, &cur.SongCursor), limit)
+	} else if rubric, err = a.Content.LiveRubric(ctx); err == nil {
+		songs, err = a.Store.PublicSongsRanked(ctx, rubric, ptrIf(has, &cur), limit)
 	}
-	var after *models.SongCursor
-	if has {
-		after = &cur.SongCursor
-	}
-	songs, err := a.Store.PublicSongs(c.Request().Context(), false, after, limit)
 	if err != nil {
 		return err
 	}
-	out, next := pageOf(songs, limit, songOf, func(s models.Song) any { return models.SongCursor{Art: s.Art, ID: s.ID} })
+	// By newest, Rest is false and left out: the cursor is the SongCursor it always was.
+	out, next := pageOf(songs, limit, songOf, func(s models.Song) any {
+		return models.RankedCursor{SongCursor: models.SongCursor{Art: s.Art, ID: s.ID}, Rest: byArt && (s.ScoreRubric == nil || *s.ScoreRubric != rubric)}
+	})
 	return c.JSON(http.StatusOK, songListJSON{next, out})
 }
 
-// listSongsByArt pages through public songs by art, the live rubric's first, then the rest.
-func (a *API) listSongsByArt(c echo.Context, cur models.RankedCursor, has bool, limit int) error {
-	ctx := c.Request().Context()
-	rubric, err := a.Content.LiveRubric(ctx)
-	if err != nil {
-		return err
+// ptrIf is p when given is true, else nil.
+func ptrIf[T any](given bool, p *T) *T {
+	if !given {
+		return nil
 	}
-	var after *models.RankedCursor
-	if has {
-		after = &cur
-	}
-	songs, err := a.Store.PublicSongsRanked(ctx, rubric, after, limit)
-	if err != nil {
-		return err
-	}
-	out, next := pageOf(songs, limit, songOf, func(s models.Song) any {
-		return models.RankedCursor{SongCursor: models.SongCursor{Art: s.Art, ID: s.ID}, Rest: s.ScoreRubric == nil || *s.ScoreRubric != rubric}
-	})
-	return c.JSON(http.StatusOK, songListJSON{next, out})
+	return p
 }
 
 // getSong shows a public song with its allowed revisions and comments.

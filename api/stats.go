@@ -91,7 +91,7 @@ func (a *API) stats(c echo.Context) error {
 			ByTask: st.ByTask, OldestDueAt: timePtr(st.OldestDueAt)},
 		Settled: ms,
 		Health:  health,
-		Holds:   holdsOf(holds),
+		Holds:   holdsJSON(holds),
 		Version: a.Version,
 		Retention: retentionJSON{Events: durationText(a.Retention.Events),
 			Deliveries: durationText(a.Retention.Deliveries)},

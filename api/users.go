@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -53,7 +52,7 @@ func (a *API) createUser(c echo.Context) error {
 		if u, token, err = tx.CreateUser(c.Request().Context(), req.Name, req.Role); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditUserCreate, userTarget(u.ID), nil, map[string]any{"name": u.Name, "role": u.Role})
+		return audit(c, tx, models.AuditUserCreate, target("user", u.ID), nil, map[string]any{"name": u.Name, "role": u.Role})
 	})
 	if errors.Is(err, models.ErrNameTaken) {
 		return &Error{Status: http.StatusConflict, Code: "conflict", Field: "name",
@@ -112,7 +111,7 @@ func (a *API) rotateToken(c echo.Context) error {
 		if u, token, err = tx.RotateToken(c.Request().Context(), id, keep); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditTokenRotate, userTarget(id), nil, map[string]any{"name": u.Name, "sessionsEnded": true})
+		return audit(c, tx, models.AuditTokenRotate, target("user", id), nil, map[string]any{"name": u.Name, "sessionsEnded": true})
 	})
 	if err != nil {
 		return err
@@ -152,7 +151,7 @@ func (a *API) patchUser(c echo.Context) error {
 		if u.Disabled {
 			action = models.AuditUserDisable
 		}
-		return audit(c, tx, action, userTarget(id), map[string]any{"name": was.Name, "disabled": was.Disabled},
+		return audit(c, tx, action, target("user", id), map[string]any{"name": was.Name, "disabled": was.Disabled},
 			map[string]any{"name": u.Name, "disabled": u.Disabled})
 	})
 	switch {
@@ -164,6 +163,3 @@ func (a *API) patchUser(c echo.Context) error {
 	a.Log.Info("user disabled", "userId", u.ID, "disabled", u.Disabled, "by", caller(c).ID)
 	return c.JSON(http.StatusOK, userAdminOf(u))
 }
-
-// userTarget names a user in the audit trail.
-func userTarget(id int64) string { return "user:" + strconv.FormatInt(id, 10) }

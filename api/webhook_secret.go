@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,7 +39,7 @@ func (a *API) rotateWebhookSecret(c echo.Context) error {
 			return err
 		}
 		// The secrets themselves never enter the trail: when the one before stops signing.
-		return audit(c, tx, models.AuditWebhookSecret, "webhook:"+strconv.FormatInt(id, 10),
+		return audit(c, tx, models.AuditWebhookSecret, target("webhook", id),
 			map[string]any{"previousSecretUntil": timePtr(was.PreviousSecretUntil)}, map[string]any{"previousSecretUntil": timeStr(until)})
 	})
 	if err != nil {

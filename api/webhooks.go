@@ -156,7 +156,7 @@ func (a *API) createWebhook(c echo.Context) error {
 		if w, err = tx.CreateWebhook(ctx, url, events, secret); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditWebhookCreate, "webhook:"+strconv.FormatInt(w.ID, 10), nil, map[string]any{"url": w.URL, "events": events})
+		return audit(c, tx, models.AuditWebhookCreate, target("webhook", w.ID), nil, map[string]any{"url": w.URL, "events": events})
 	})
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (a *API) updateWebhook(c echo.Context) error {
 		if w, err = tx.SetWebhookActive(c.Request().Context(), id, *req.Active, models.DisabledByAdmin); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditWebhookUpdate, "webhook:"+strconv.FormatInt(id, 10), nil, map[string]any{"active": *req.Active})
+		return audit(c, tx, models.AuditWebhookUpdate, target("webhook", id), nil, map[string]any{"active": *req.Active})
 	})
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ func (a *API) deleteWebhook(c echo.Context) error {
 		if err := tx.DeleteWebhook(c.Request().Context(), id); err != nil {
 			return err
 		}
-		return audit(c, tx, models.AuditWebhookDelete, "webhook:"+strconv.FormatInt(id, 10), nil, nil)
+		return audit(c, tx, models.AuditWebhookDelete, target("webhook", id), nil, nil)
 	}); err != nil {
 		return err
 	}

@@ -50,10 +50,10 @@ type ScrapeCounts struct {
 
 // KindCounts are counts per media kind.
 type KindCounts struct {
-	Image int64
-	GIF   int64
-	Video int64
-	Audio int64
+	Image int64 `json:"image"`
+	GIF   int64 `json:"gif"`
+	Video int64 `json:"video"`
+	Audio int64 `json:"audio"`
 }
 
 // totalsColumns are scrape_totals' counts in the order scanTotals reads them.
