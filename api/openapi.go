@@ -12,9 +12,6 @@ import (
 
 var pathParam = regexp.MustCompile(`:([A-Za-z]+)`)
 
-// OpenAPIPath turns an Echo path (/a/:id) into an OpenAPI one (/a/{id}).
-func OpenAPIPath(p string) string { return pathParam.ReplaceAllString(p, "{$1}") }
-
 // OpenAPI builds the OpenAPI 3.1 document from the route table and the handlers' Go types.
 func (a *API) OpenAPI() map[string]any {
 	m := newSchemaMaker()
@@ -22,7 +19,7 @@ func (a *API) OpenAPI() map[string]any {
 	shared := map[string]any{}
 	paths := map[string]map[string]any{}
 	for _, r := range a.routes() {
-		p := OpenAPIPath(r.path)
+		p := pathParam.ReplaceAllString(r.path, "{$1}") // an Echo path (/a/:id) as OpenAPI's (/a/{id})
 		if paths[p] == nil {
 			paths[p] = map[string]any{}
 		}

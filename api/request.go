@@ -215,15 +215,24 @@ type idCursor struct {
 
 // readIDCursor reads an id cursor; 0 when absent.
 func readIDCursor(c echo.Context) (int64, error) {
-	var cur idCursor
-	ok, err := decodeCursor(c, &cur)
-	if err != nil {
+	cur, err := pageCursor(c, func(cur idCursor) bool { return cur.ID > 0 })
+	if cur == nil {
 		return 0, err
 	}
-	if ok && cur.ID <= 0 {
-		return 0, invalid("cursor", "cursor is not one this server gave out")
-	}
 	return cur.ID, nil
+}
+
+// pageCursor reads the cursor, nil when absent; one that is not valid is not one this server
+// gave out.
+func pageCursor[C any](c echo.Context, valid func(C) bool) (*C, error) {
+	var cur C
+	if ok, err := decodeCursor(c, &cur); err != nil || !ok {
+		return nil, err
+	}
+	if !valid(cur) {
+		return nil, invalid("cursor", "cursor is not one this server gave out")
+	}
+	return &cur, nil
 }
 
 // itemPath reads an item's {kind} and {id} from the path; a bad one is "<what> not found".

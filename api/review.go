@@ -148,14 +148,12 @@ func (a *API) listReview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var cur reviewCursor
-	var after *models.ReviewCursor
-	if ok, err := decodeCursor(c, &cur); err != nil {
+	cur, err := pageCursor(c, func(cur reviewCursor) bool { return cur.I > 0 && cur.T >= 0 })
+	if err != nil {
 		return err
-	} else if ok {
-		if cur.I <= 0 || cur.T < 0 {
-			return invalid("cursor", "cursor is not one this server gave out")
-		}
+	}
+	var after *models.ReviewCursor
+	if cur != nil {
 		after = &models.ReviewCursor{EnteredAt: cur.T, ID: cur.I}
 	}
 	ctx := c.Request().Context()
@@ -183,11 +181,7 @@ func (a *API) listReview(c echo.Context) error {
 // reviewEntries adds to each entry its item's content, author and claim (a gone item's is left out).
 func (a *API) reviewEntries(ctx context.Context, open []models.ReviewEntry, me int64) ([]reviewEntryJSON, error) {
 	out := make([]reviewEntryJSON, 0, len(open))
-	var authors []int64
-	for _, e := range open {
-		authors = append(authors, e.UserID)
-	}
-	history, err := a.Store.AuthorHistories(ctx, authors)
+	history, err := a.Store.AuthorHistories(ctx, each(open, func(e models.ReviewEntry) int64 { return e.UserID }))
 	if err != nil {
 		return nil, err
 	}

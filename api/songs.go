@@ -79,21 +79,21 @@ func (a *API) listSongs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var cur models.RankedCursor
-	has, err := decodeCursor(c, &cur)
+	cur, err := pageCursor(c, func(cur models.RankedCursor) bool { return cur.ID > 0 })
 	if err != nil {
 		return err
-	}
-	if has && cur.ID <= 0 {
-		return invalid("cursor", "cursor is not one this server gave out")
 	}
 	ctx := c.Request().Context()
 	var songs []models.Song
 	rubric, byArt := "", sort != "new"
 	if !byArt {
-		songs, err = a.Store.PublicSongs(ctx, false, ptrIf(has, &cur.SongCursor), limit)
+		var after *models.SongCursor
+		if cur != nil {
+			after = &cur.SongCursor
+		}
+		songs, err = a.Store.PublicSongs(ctx, false, after, limit)
 	} else if rubric, err = a.Content.LiveRubric(ctx); err == nil {
-		songs, err = a.Store.PublicSongsRanked(ctx, rubric, ptrIf(has, &cur), limit)
+		songs, err = a.Store.PublicSongsRanked(ctx, rubric, cur, limit)
 	}
 	if err != nil {
 		return err
@@ -103,14 +103,6 @@ func (a *API) listSongs(c echo.Context) error {
 		return models.RankedCursor{SongCursor: models.SongCursor{Art: s.Art, ID: s.ID}, Rest: byArt && (s.ScoreRubric == nil || *s.ScoreRubric != rubric)}
 	})
 	return c.JSON(http.StatusOK, songListJSON{next, out})
-}
-
-// ptrIf is p when given is true, else nil.
-func ptrIf[T any](given bool, p *T) *T {
-	if !given {
-		return nil
-	}
-	return p
 }
 
 // getSong shows a public song with its allowed revisions and comments.

@@ -175,11 +175,7 @@ func (a *API) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]int64, len(ws))
-	for i, w := range ws {
-		ids[i] = w.ID
-	}
-	health, err := a.Store.WebhookHealths(ctx, ids)
+	health, err := a.Store.WebhookHealths(ctx, each(ws, func(w models.Webhook) int64 { return w.ID }))
 	if err != nil {
 		return err
 	}
@@ -260,11 +256,7 @@ func (a *API) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]int64, 0, len(ds))
-	for _, d := range ds {
-		ids = append(ids, d.ID)
-	}
-	attempts, err := a.Store.DeliveryAttempts(ctx, ids, listedAttempts)
+	attempts, err := a.Store.DeliveryAttempts(ctx, each(ds, func(d models.Delivery) int64 { return d.ID }), listedAttempts)
 	if err != nil {
 		return err
 	}
