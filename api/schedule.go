@@ -16,15 +16,12 @@ type scheduleEntryJSON struct {
 
 // scheduleOf is the schedule on the wire, in the order its entries were added ([] when none).
 func scheduleOf(s *scheduler.Schedule) []scheduleEntryJSON {
-	out := []scheduleEntryJSON{}
 	if s == nil {
-		return out
+		return []scheduleEntryJSON{}
 	}
-	for _, e := range s.Entries() {
-		out = append(out, scheduleEntryJSON{Name: e.Name, EveryMs: e.Every.Milliseconds(),
-			NextRunAt: nonZeroTime(e.Next), LastRunAt: nonZeroTime(e.Prev)})
-	}
-	return out
+	return each(s.Entries(), func(e scheduler.ScheduleEntry) scheduleEntryJSON {
+		return scheduleEntryJSON{Name: e.Name, EveryMs: e.Every.Milliseconds(), NextRunAt: nonZeroTime(e.Next), LastRunAt: nonZeroTime(e.Prev)}
+	})
 }
 
 // nonZeroTime is t on the wire, or nil when t is zero.

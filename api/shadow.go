@@ -220,10 +220,10 @@ func (a *API) shadowScreens(ctx context.Context, model string, out *shadowScreen
 	if err != nil {
 		return err
 	}
-	for _, f := range flips {
-		out.Flips = append(out.Flips, shadowFlipJSON{Kind: string(f.Kind), ID: f.ItemID, Live: string(f.Live), Candidate: string(f.Candidate),
-			LiveConfidence: f.LiveConfidence, CandidateConfidence: f.CandidateConfidence, At: timeStr(f.At)})
-	}
+	out.Flips = each(flips, func(f models.ShadowFlip) shadowFlipJSON {
+		return shadowFlipJSON{Kind: string(f.Kind), ID: f.ItemID, Live: string(f.Live), Candidate: string(f.Candidate),
+			LiveConfidence: f.LiveConfidence, CandidateConfidence: f.CandidateConfidence, At: timeStr(f.At)}
+	})
 	live, cand, err := a.Store.ShadowConfidence(ctx, model)
 	out.Confidence.Live, out.Confidence.Candidate = live[:], cand[:]
 	return err
@@ -246,9 +246,9 @@ func (a *API) shadowScores(ctx context.Context, cand scheduler.ModelInfo, out *s
 	if err != nil {
 		return err
 	}
-	for _, p := range points {
-		out.Points = append(out.Points, shadowPointJSON{SongID: p.SongID, Live: p.Live, Candidate: p.Candidate})
-	}
+	out.Points = each(points, func(p models.ShadowPoint) shadowPointJSON {
+		return shadowPointJSON{SongID: p.SongID, Live: p.Live, Candidate: p.Candidate}
+	})
 	ranked, err := a.Store.ShadowRanked(ctx, cand.Model, cand.Rubric, shadowRankedCap)
 	if err != nil {
 		return err

@@ -72,10 +72,9 @@ func (a *API) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ms := make([]minuteJSON, 0, len(settled))
-	for _, s := range settled {
-		ms = append(ms, minuteJSON{At: timeStr(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put})
-	}
+	ms := each(settled, func(s models.Settled) minuteJSON {
+		return minuteJSON{At: timeStr(s.Minute), Screen: s.Screen, Score: s.Score, Pending: s.Put}
+	})
 	health := map[string]string{"database": "ok", "model": "ok"}
 	if p := a.modelProblem(); p != "" {
 		health["model"] = p

@@ -91,13 +91,11 @@ type deliveryJSON struct {
 func deliveryOf(d models.Delivery, attempts []models.DeliveryAttempt) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, WebhookID: d.WebhookID, MessageID: d.MsgID, Event: d.Event, Status: d.Status,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: timePtr(d.DeliveredAt),
-		CreatedAt: timeStr(d.CreatedAt), AttemptLog: make([]deliveryAttemptJSON, 0, len(attempts))}
+		CreatedAt: timeStr(d.CreatedAt), AttemptLog: each(attempts, func(a models.DeliveryAttempt) deliveryAttemptJSON {
+			return deliveryAttemptJSON{Attempt: a.Attempt, At: timeStr(a.At), Status: a.Status, LatencyMs: a.LatencyMs, Error: a.Error}
+		})}
 	if d.Status == models.DeliveryPending {
 		out.NextAttemptAt = new(timeStr(d.DueAt))
-	}
-	for _, a := range attempts {
-		out.AttemptLog = append(out.AttemptLog, deliveryAttemptJSON{Attempt: a.Attempt, At: timeStr(a.At), Status: a.Status,
-			LatencyMs: a.LatencyMs, Error: a.Error})
 	}
 	if d.Payload != "" {
 		out.Payload = json.RawMessage(d.Payload)
