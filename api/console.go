@@ -98,6 +98,13 @@ func (body *verdictRequest) check() error {
 	return err
 }
 
+// event is the event of this verdict by hand on an item of authorID's: the admin's, with their
+// note and reason, at confidence 1.
+func (body verdictRequest) event(kind models.Kind, id, authorID, adminID int64, outcome models.EventOutcome) models.Event {
+	return models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: outcome,
+		AdminID: &adminID, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict, Confidence: new(1.0)}
+}
+
 // decide records an admin's verdict on an item as if the model had answered it (confidence 1):
 // the screen job is settled by the same trigger, an allowed revision owes its score, and the
 // event says the admin decided, with their id and note. An item that already has a verdict
@@ -137,17 +144,14 @@ func (a *API) decide(c echo.Context) error {
 			" (send \"overturn\": true to change it)"}
 	}
 	adminID := caller(c).ID
-	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: sub.UserID, Outcome: models.OutcomeDecided,
-		AdminID: &adminID, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict}
+	ev := body.event(kind, id, sub.UserID, adminID, models.OutcomeDecided)
 	if before.Job != nil {
 		ev.Attempt, ev.JobID = before.Job.Attempts, &before.Job.ID
 	}
-	confidence := 1.0
-	ev.Confidence = &confidence
 	var recorded bool
 	err = a.Store.WithTx(ctx, func(tx *models.Store) error {
 		var err error
-		if recorded, err = tx.RecordScreen(ctx, kind, id, body.Verdict, confidence, ev); err != nil || !recorded {
+		if recorded, err = tx.RecordScreen(ctx, kind, id, body.Verdict, *ev.Confidence, ev); err != nil || !recorded {
 			return err
 		}
 		return audit(c, tx, models.AuditVerdict, target(kind, id), nil, map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
@@ -189,4 +193,39 @@ func (a *API) decided(c echo.Context, kind models.Kind, id int64, verdict models
 		return err
 	}
 	return c.JSON(http.StatusOK, a.screenOf(ctx, *after, h))
+}
+
+// overturn changes an item's verdict by hand (the verdict route with "overturn": true): the
+// new verdict is recorded with an event of outcome overturned (the admin, their note, the
+// verdict), the item.screened webhook is owed again, and the audit trail keeps before and
+// after, all in one transaction. The same verdict again is 409 decided: nothing to change.
+func (a *API) overturn(c echo.Context, kind models.Kind, id, userID int64, body verdictRequest, was models.Verdict) error {
+	ctx := c.Request().Context()
+	if was == body.Verdict {
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has this verdict: " + string(was)}
+	}
+	adminID := caller(c).ID
+	ev := body.event(kind, id, userID, adminID, models.OutcomeOverturned)
+	var changed bool
+	var before *models.Verdict
+	err := a.Store.WithTx(ctx, func(tx *models.Store) error {
+		var err error
+		if before, changed, err = tx.OverturnScreen(ctx, kind, id, body.Verdict, ev); err != nil || !changed {
+			return err
+		}
+		return audit(c, tx, models.AuditOverturn, target(kind, id), map[string]any{"verdict": before},
+			map[string]any{"verdict": body.Verdict, "note": body.Note, "reason": body.Reason})
+	})
+	if err != nil {
+		return err
+	}
+	if !changed {
+		if before == nil {
+			return notFound(string(kind))
+		}
+		return &Error{Status: http.StatusConflict, Code: "decided", Message: "the " + string(kind) + " already has this verdict: " + string(*before)}
+	}
+	a.Log.Info("screen", "kind", kind, "itemId", id, "userId", userID, "outcome", models.OutcomeOverturned,
+		"verdict", body.Verdict, "was", was, "adminId", adminID)
+	return a.decided(c, kind, id, body.Verdict, nil)
 }

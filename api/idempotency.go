@@ -28,14 +28,6 @@ const (
 // keptHeaders are the headers of an answer kept with it for replay.
 var keptHeaders = []string{echo.HeaderContentType, echo.HeaderLocation, "ETag", echo.HeaderCacheControl}
 
-// secretAnswers are the routes whose answer shows a secret once: never kept (nor any no-store
-// answer), so a repeat says that the first succeeded instead.
-var secretAnswers = map[string]bool{
-	"POST /api/admin/users":           true,
-	"POST /api/admin/users/:id/token": true,
-	"POST /api/admin/webhooks":        true,
-}
-
 var (
 	errIdemMismatch = &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_mismatch",
 		Message: "this Idempotency-Key was used for another request; use a new key for a new request", Field: headerIdempotencyKey}
@@ -69,9 +61,11 @@ func madeOf[T any](made []any) T {
 // carries out its Idempotency-Key (1–255 printable characters, the caller's own): the first
 // request's answer is kept; a repeat (same method, path, query and canonicalJSON body) within
 // the TTL is answered with it and Idempotent-Replayed: true; another request with the key 422;
-// a repeat while the first runs 409. A failure that wrote nothing keeps nothing.
+// a repeat while the first runs 409. A failure that wrote nothing keeps nothing. An answer that
+// shows a secret once (secretAnswer), or any no-store one, is never kept: a repeat says that the
+// first succeeded instead.
 func (a *API) writeRequest(method, path string) echo.MiddlewareFunc {
-	secret := secretAnswers[method+" "+path]
+	secret := secretAnswer(method, path)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()

@@ -411,9 +411,7 @@ func (a *API) decideReview(c echo.Context, kind models.Kind, id, authorID int64,
 		return true, &Error{Status: http.StatusConflict, Code: "same_moderator",
 			Message: "you blocked this " + string(kind) + " by hand: another moderator must decide its appeal"}
 	}
-	confidence := 1.0
-	ev := models.Event{Event: models.TaskScreen, Kind: kind, ItemID: id, UserID: authorID, Outcome: models.OutcomeDecided,
-		AdminID: &me, Note: body.Note, Reason: body.Reason, Verdict: &body.Verdict, Confidence: &confidence}
+	ev := body.event(kind, id, authorID, me, models.OutcomeDecided)
 	decided, err := a.appealDecided(ctx, *appeal, me, body)
 	if err != nil {
 		return true, err
