@@ -411,9 +411,6 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// Handler is the HTTP handler, for tests that serve it themselves.
-func (a *App) Handler() http.Handler { return a.Echo }
-
 // newSchedule puts the periodic work on robfig/cron, one entry per period: the runners' wakes,
 // the clock check, the retention pruner (on the sweep's period) and the hourly optimize.
 func (a *App) newSchedule() error {
