@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,9 +107,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	if dbClock != nil {
 		opts.Clock = dbClock
 	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
+	opts.Log = cmp.Or(opts.Log, slog.Default())
 	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -122,11 +123,7 @@ func (c Config) Candidate() (cfg modelclient.Config, rubric string) {
 	if c.ShadowModelName != "" {
 		cfg.Model = c.ShadowModelName
 	}
-	rubric = c.ShadowRubric
-	if rubric == "" {
-		rubric = scheduler.RubricID
-	}
-	return cfg, rubric
+	return cfg, cmp.Or(c.ShadowRubric, scheduler.RubricID)
 }
 
 // ListenURL is the database URL the notifier LISTENs on (PostgreSQL), or "" on SQLite.

@@ -5,6 +5,7 @@ package frontend
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -97,10 +98,7 @@ func Plugins(pluginsDir string) []Plugin {
 			id = "ext-" + id
 		}
 		taken[id] = true
-		title := readTitle(root, name)
-		if title == "" {
-			title = id
-		}
+		title := cmp.Or(readTitle(root, name), id)
 		out = append(out, Plugin{ID: id, Title: title, Module: Prefix + "/ext/" + name})
 	}
 	return out
@@ -204,9 +202,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveExt(w, r, name)
 		return
 	}
-	if rel == "" {
-		rel = "index.html"
-	}
+	rel = cmp.Or(rel, "index.html")
 	if a := h.assets[rel]; a != nil {
 		h.serveAsset(w, r, rel, a)
 		return
