@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("OWED_MODEL_PROXY: %w", err)
 	}
-	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // review_metrics.go
+	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // dbmetrics.go
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, Proxy: proxy, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
@@ -163,7 +163,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 		Lease: cfg.Lease, ModelName: cfg.ModelName, ModelAPI: cfg.ModelAPI, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
 		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand(), Shadow: shadow})
-	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // shadow_metrics.go
+	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // dbmetrics.go
 	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		return nil, err

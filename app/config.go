@@ -4,6 +4,7 @@ package app
 
 import (
 	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -163,10 +164,15 @@ func (c Config) ReviewBand() map[models.Kind]float64 {
 
 // reviewBelow parses a review band: a confidence from 0 (off) to 1.
 func reviewBelow(field func(c *Config) *float64) func(c *Config, v string) error {
+	return fraction(field, func(f float64) bool { return f >= 0 && f <= 1 }, "want a confidence from 0 (off) to 1")
+}
+
+// fraction parses a number that within accepts (never NaN: within's comparisons are false).
+func fraction(field func(c *Config) *float64, within func(float64) bool, want string) func(c *Config, v string) error {
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
-			return fmt.Errorf("want a confidence from 0 (off) to 1")
+		if err != nil || !within(f) {
+			return errors.New(want)
 		}
 		*field(c) = f
 		return nil
@@ -354,7 +360,7 @@ var Settings = []Setting{
 
 	// Drift on the anchor set (docs/shadow.md).
 	{Env: "OWED_DRIFT_EVERY", Default: shown(defaults.DriftEvery), Usage: "how often the anchor set is re-run against the live model (at least 1m); a run that cannot complete is tried again within the hour", set: duration(func(c *Config) *time.Duration { return &c.DriftEvery }, time.Minute)},
-	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: driftAlert},
+	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: fraction(func(c *Config) *float64 { return &c.DriftAlert }, func(f float64) bool { return f > 0 && f <= 1 }, "want an agreement above 0, at most 1, like 0.9")},
 
 	// The candidate (docs/shadow.md).
 	{Env: "OWED_SHADOW_MODEL_URL", Default: "none", Usage: "a candidate model's URL, asked beside the live one and never acted on (docs/shadow.md)", set: text(func(c *Config) *string { return &c.ShadowModelURL })},
@@ -379,16 +385,6 @@ func rubricNames() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
-}
-
-// driftAlert parses OWED_DRIFT_ALERT: an agreement above 0, at most 1.
-func driftAlert(c *Config, v string) error {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f > 0 && f <= 1) {
-		return fmt.Errorf("want an agreement above 0, at most 1, like 0.9")
-	}
-	c.DriftAlert = f
-	return nil
 }
 
 // FlagName is the setting's flag: its own, or the variable's (OWED_MODEL_URL is --model-url).
