@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -280,17 +281,13 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 	if err != nil {
 		return metrics.JobCounts{}, err
 	}
-	out := metrics.JobCounts{ByTaskWhy: map[[2]string]int64{}}
 	pairs, err := a.Store.JobsByTaskWhy(ctx)
 	if err != nil {
-		return out, err
+		return metrics.JobCounts{}, err
 	}
-	for k, n := range pairs {
-		out.ByTaskWhy[k] = n
-	}
+	out := metrics.JobCounts{ByTaskWhy: pairs}
 	if oldest != nil {
-		out.OldestDueAge = a.Clock.Now().Sub(*oldest)
-		out.HasOldestDueAge = true
+		out.OldestDueAge, out.HasOldestDueAge = a.Clock.Now().Sub(*oldest), true
 	}
 	return out, nil
 }
@@ -373,12 +370,7 @@ func ipExtractor(proxies []*net.IPNet) echo.IPExtractor {
 // trusts reports whether a peer address is one of the trusted proxies.
 func trusts(proxies []*net.IPNet) func(ip net.IP) bool {
 	return func(ip net.IP) bool {
-		for _, p := range proxies {
-			if p.Contains(ip) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(proxies, func(p *net.IPNet) bool { return p.Contains(ip) })
 	}
 }
 

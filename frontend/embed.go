@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -221,13 +222,7 @@ func cleanRel(rel string) bool {
 	if strings.ContainsAny(rel, "\\\x00") {
 		return false
 	}
-	rel = strings.TrimSuffix(rel, "/")
-	for _, el := range strings.Split(rel, "/") {
-		if el == "" || el == "." || el == ".." {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(strings.Split(strings.TrimSuffix(rel, "/"), "/"), func(el string) bool { return el == "" || el == "." || el == ".." })
 }
 
 func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request, name string, a *asset) {
