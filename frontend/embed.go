@@ -257,25 +257,13 @@ func (h *handler) serveExt(w http.ResponseWriter, r *http.Request, name string) 
 	http.ServeContent(w, r, name, info.ModTime(), f)
 }
 
+// contentTypes are the embedded files' types by extension; any other is served as plain text.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon",
+	".json": "application/json", ".map": "application/json", ".woff2": "font/woff2",
+}
+
 func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".html":
-		return "text/html; charset=utf-8"
-	case ".js", ".mjs":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".svg":
-		return "image/svg+xml"
-	case ".png":
-		return "image/png"
-	case ".ico":
-		return "image/x-icon"
-	case ".json", ".map":
-		return "application/json"
-	case ".woff2":
-		return "font/woff2"
-	default:
-		return "text/plain; charset=utf-8"
-	}
+	return cmp.Or(contentTypes[path.Ext(name)], "text/plain; charset=utf-8")
 }
