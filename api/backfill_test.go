@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -185,12 +185,12 @@ func TestBackfillControlsRefuseBadInput(t *testing.T) {
 type bootRig struct {
 	t   *testing.T
 	cfg app.Config
-	clk *clock.Fake
+	clk *clocktest.Fake
 }
 
 func (r *bootRig) boot() *app.App {
 	r.t.Helper()
-	a, err := app.New(context.Background(), r.cfg, app.Options{Clock: clock.Stepping{Fake: r.clk}, Log: owedtest.Logger(r.t)})
+	a, err := app.New(context.Background(), r.cfg, app.Options{Clock: clocktest.Stepping{Fake: r.clk}, Log: owedtest.Logger(r.t)})
 	if err != nil {
 		r.t.Fatalf("app: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestBackfillResumesAfterAppRestart(t *testing.T) {
 		cfg.AdminToken = owedtest.AdminToken
 		cfg.WriteRate = 0
 		cfg.MediaAllowPrivate = true // the CDN is on loopback
-		rig := &bootRig{t: t, cfg: cfg, clk: clock.NewFake(owedtest.Start)}
+		rig := &bootRig{t: t, cfg: cfg, clk: clocktest.NewFake(owedtest.Start)}
 
 		first := rig.boot()
 		ctx := context.Background()

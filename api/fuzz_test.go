@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -54,7 +54,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	cfg.WriteRate = 0
 	cfg.DatabaseMaxConns = 8
 	cfg.WebhooksAllowPrivate = true // no DNS lookups of fuzzed host names (FuzzCheckURL covers them)
-	a, err := app.New(context.Background(), cfg, app.Options{Clock: clock.NewFake(owedtest.Start), Log: slog.New(slog.DiscardHandler)})
+	a, err := app.New(context.Background(), cfg, app.Options{Clock: clocktest.NewFake(owedtest.Start), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	a.API.CloseStreams()
 	ctx := context.Background()
 	s := a.Store
-	fz := &fuzzAPI{h: a.Handler(), store: s, tok: map[role]string{asAdmin: owedtest.AdminToken}, ids: map[string]int64{}}
+	fz := &fuzzAPI{h: a.Echo, store: s, tok: map[role]string{asAdmin: owedtest.AdminToken}, ids: map[string]int64{}}
 	for r, name := range map[role]string{asAuthor: "ann", asOther: "ben", asBot: "bo"} {
 		rl := models.RoleAuthor
 		if r == asBot {

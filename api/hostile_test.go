@@ -22,10 +22,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // Hostile input against a real listener (app.Serve, with the production server's timeouts,
@@ -75,7 +75,7 @@ func serveOwed(t *testing.T, timeouts app.ServerTimeouts) *served {
 	cfg.ModelURL = model.URL()
 	cfg.WriteRate = 0
 	cfg.DatabaseMaxConns = 8
-	a, err := app.New(context.Background(), cfg, app.Options{Clock: clock.NewFake(owedtest.Start), Log: slog.New(slog.DiscardHandler),
+	a, err := app.New(context.Background(), cfg, app.Options{Clock: clocktest.NewFake(owedtest.Start), Log: slog.New(slog.DiscardHandler),
 		ServerTimeouts: timeouts})
 	if err != nil {
 		t.Fatal(err)

@@ -24,11 +24,11 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/outbound"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -796,7 +796,7 @@ func TestSoakBackfillUnderCDNFaults(t *testing.T) {
 
 		var slept atomic.Int64
 		// The engine's gaps and the queue's pauses move the clock instead of waiting.
-		stepping := clock.Stepping{Fake: env.Clock, OnWait: func(d time.Duration) { slept.Add(int64(d)) }}
+		stepping := clocktest.Stepping{Fake: env.Clock, OnWait: func(d time.Duration) { slept.Add(int64(d)) }}
 		// Fresh connections only: the transport would otherwise retry a GET whose reused
 		// connection dropped, a second fetch the engine never asked for. The CDN is on loopback.
 		engine, err := media.New(media.Config{PreviewDir: t.TempDir(), Timeout: 300 * time.Millisecond, AllowPrivate: true,

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -106,9 +108,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	if dbClock != nil {
 		opts.Clock = dbClock
 	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
+	opts.Log = cmp.Or(opts.Log, slog.Default())
 	if err := privateDataDir(cfg.DataDir, opts.Log); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("OWED_MODEL_PROXY: %w", err)
 	}
-	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // review_metrics.go
+	a.Metrics.Registry.MustRegister(newReviewCollector(store, opts.Clock.Now)) // dbmetrics.go
 	model := modelclient.New(modelclient.Config{URL: cfg.ModelURL, Key: cfg.ModelKey, API: cfg.ModelAPI, Model: cfg.ModelName,
 		Timeout: cfg.ModelTimeout, Proxy: proxy, HTTPClient: opts.HTTPClient})
 	if err := (modelclient.Config{URL: cfg.ModelURL, API: cfg.ModelAPI}).Validate(); err != nil && cfg.ModelURL != "" {
@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *App, err error) {
 		Lease: cfg.Lease, ModelName: cfg.ModelName, ModelAPI: cfg.ModelAPI, Concurrency: cfg.SweepConcurrency,
 		ModelConcurrency: cfg.ModelConcurrency, ModelBreaker: modelBreaker(cfg.ModelBreaker), Owner: a.owner,
 		Every: cfg.SweepEvery, ReviewBelow: cfg.ReviewBand(), Shadow: shadow})
-	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // shadow_metrics.go
+	a.Metrics.Registry.MustRegister(newShadowCollector(store, a.Content)) // dbmetrics.go
 	a.Drift = scheduler.NewDrift(a.Content, scheduler.DriftConfig{Every: cfg.DriftEvery, Alert: cfg.DriftAlert})
 	if a.Webhooks, err = scheduler.NewDeliveries(store, opts.Clock, opts.Log, a.Metrics, a.deliveriesConfig()); err != nil {
 		return nil, err
@@ -281,17 +281,13 @@ func (a *App) jobCounts(ctx context.Context) (metrics.JobCounts, error) {
 	if err != nil {
 		return metrics.JobCounts{}, err
 	}
-	out := metrics.JobCounts{ByTaskWhy: map[[2]string]int64{}}
 	pairs, err := a.Store.JobsByTaskWhy(ctx)
 	if err != nil {
-		return out, err
+		return metrics.JobCounts{}, err
 	}
-	for k, n := range pairs {
-		out.ByTaskWhy[k] = n
-	}
+	out := metrics.JobCounts{ByTaskWhy: pairs}
 	if oldest != nil {
-		out.OldestDueAge = a.Clock.Now().Sub(*oldest)
-		out.HasOldestDueAge = true
+		out.OldestDueAge, out.HasOldestDueAge = a.Clock.Now().Sub(*oldest), true
 	}
 	return out, nil
 }
@@ -374,12 +370,7 @@ func ipExtractor(proxies []*net.IPNet) echo.IPExtractor {
 // trusts reports whether a peer address is one of the trusted proxies.
 func trusts(proxies []*net.IPNet) func(ip net.IP) bool {
 	return func(ip net.IP) bool {
-		for _, p := range proxies {
-			if p.Contains(ip) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(proxies, func(p *net.IPNet) bool { return p.Contains(ip) })
 	}
 }
 
@@ -410,9 +401,6 @@ func (a *App) measure(next echo.HandlerFunc) echo.HandlerFunc {
 		return nil
 	}
 }
-
-// Handler is the HTTP handler, for tests that serve it themselves.
-func (a *App) Handler() http.Handler { return a.Echo }
 
 // newSchedule puts the periodic work on robfig/cron, one entry per period: the runners' wakes,
 // the clock check, the retention pruner (on the sweep's period) and the hourly optimize.

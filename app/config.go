@@ -3,6 +3,8 @@
 package app
 
 import (
+	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -122,11 +124,7 @@ func (c Config) Candidate() (cfg modelclient.Config, rubric string) {
 	if c.ShadowModelName != "" {
 		cfg.Model = c.ShadowModelName
 	}
-	rubric = c.ShadowRubric
-	if rubric == "" {
-		rubric = scheduler.RubricID
-	}
-	return cfg, rubric
+	return cfg, cmp.Or(c.ShadowRubric, scheduler.RubricID)
 }
 
 // ListenURL is the database URL the notifier LISTENs on (PostgreSQL), or "" on SQLite.
@@ -166,10 +164,15 @@ func (c Config) ReviewBand() map[models.Kind]float64 {
 
 // reviewBelow parses a review band: a confidence from 0 (off) to 1.
 func reviewBelow(field func(c *Config) *float64) func(c *Config, v string) error {
+	return decimal(field, func(f float64) bool { return f >= 0 && f <= 1 }, "want a confidence from 0 (off) to 1")
+}
+
+// decimal parses a number that within accepts (never NaN: within's comparisons are false).
+func decimal(field func(c *Config) *float64, within func(float64) bool, want string) func(c *Config, v string) error {
 	return func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
-			return fmt.Errorf("want a confidence from 0 (off) to 1")
+		if err != nil || !within(f) {
+			return errors.New(want)
 		}
 		*field(c) = f
 		return nil
@@ -286,10 +289,10 @@ var Settings = []Setting{
 	}},
 	{Env: "OWED_MODEL_TIMEOUT", Default: shown(defaults.ModelTimeout), Usage: "one model call's deadline (a timeout is `unreachable`)", set: duration(func(c *Config) *time.Duration { return &c.ModelTimeout }, time.Millisecond)},
 	{Env: "OWED_SWEEP_EVERY", Default: shown(defaults.SweepEvery), Usage: "the period of the sweep of everyone's due jobs (its robfig/cron entry; the retention pruner's too)", set: duration(func(c *Config) *time.Duration { return &c.SweepEvery }, time.Second)},
-	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once, at most the model's free slots (`OWED_MODEL_CONCURRENCY`)", set: integer(func(c *Config) *int { return &c.SweepConcurrency }, 1)},
+	{Env: "OWED_SWEEP_CONCURRENCY", Default: shown(defaults.SweepConcurrency), Usage: "jobs a sweep runs at once, at most the model's free slots (`OWED_MODEL_CONCURRENCY`)", set: number(func(c *Config) *int { return &c.SweepConcurrency }, 1)},
 	// At least 3: a score's three runs are asked together and hold three slots.
-	{Env: "OWED_MODEL_CONCURRENCY", Default: shown(defaults.ModelConcurrency), Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: integer(func(c *Config) *int { return &c.ModelConcurrency }, scheduler.ScoreRuns)},
-	{Env: "OWED_MODEL_BREAKER", Default: shown(defaults.ModelBreaker), Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: integer(func(c *Config) *int { return &c.ModelBreaker }, 0)},
+	{Env: "OWED_MODEL_CONCURRENCY", Default: shown(defaults.ModelConcurrency), Usage: "model calls in flight per process, shared by every claimer (writes first, then authors' views, then the sweep); a score counts as its three calls; at least 3", set: number(func(c *Config) *int { return &c.ModelConcurrency }, scheduler.ScoreRuns)},
+	{Env: "OWED_MODEL_BREAKER", Default: shown(defaults.ModelBreaker), Usage: "consecutive model failures (unreachable, 5xx, 429) that open the breaker: owed stops asking, and charging, until a probe succeeds (`0`: no breaker)", set: number(func(c *Config) *int { return &c.ModelBreaker }, 0)},
 	{Env: "OWED_LEASE", Default: shown(defaults.Lease), Usage: "how long a claim holds a job", set: duration(func(c *Config) *time.Duration { return &c.Lease }, time.Second)},
 	{Env: "OWED_INLINE_WAIT", Default: shown(defaults.InlineWait), Usage: "how long a write waits for its inline screen before answering `pending`", set: duration(func(c *Config) *time.Duration { return &c.InlineWait }, 0)},
 	// At least 1: the store reads 0 as "the default".
@@ -309,14 +312,7 @@ var Settings = []Setting{
 		c.TrustedProxies = v
 		return nil
 	}},
-	{Env: "OWED_WRITE_RATE", Default: shown(defaults.WriteRate), Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: func(c *Config, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			return fmt.Errorf("want writes per second, 0 for no limit")
-		}
-		c.WriteRate = f
-		return nil
-	}},
+	{Env: "OWED_WRITE_RATE", Default: shown(defaults.WriteRate), Usage: "each token's writes per second (0: no limit); past it and the burst, 429 with `Retry-After`", set: decimal(func(c *Config) *float64 { return &c.WriteRate }, func(f float64) bool { return f >= 0 && !math.IsInf(f, 0) }, "want writes per second, 0 for no limit")},
 	{Env: "OWED_WRITE_BURST", Default: shown(defaults.WriteBurst), Usage: "each token's burst of writes", set: number(func(c *Config) *int64 { return &c.WriteBurst }, 1)},
 	{Env: "OWED_DATABASE_MAX_CONNS", Default: shown(defaults.DatabaseMaxConns), Usage: "PostgreSQL connections per process", set: number(func(c *Config) *int64 { return &c.DatabaseMaxConns }, 2)},
 	{Env: "OWED_DATABASE_LISTEN_URL", Default: "`OWED_DATABASE_URL`", Usage: "a direct (session) PostgreSQL connection for `LISTEN` when `OWED_DATABASE_URL` goes through a pooler in transaction mode (docs/scaling.md)", set: func(c *Config, v string) error {
@@ -357,7 +353,7 @@ var Settings = []Setting{
 
 	// Drift on the anchor set (docs/shadow.md).
 	{Env: "OWED_DRIFT_EVERY", Default: shown(defaults.DriftEvery), Usage: "how often the anchor set is re-run against the live model (at least 1m); a run that cannot complete is tried again within the hour", set: duration(func(c *Config) *time.Duration { return &c.DriftEvery }, time.Minute)},
-	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: driftAlert},
+	{Env: "OWED_DRIFT_ALERT", Default: shown(defaults.DriftAlert), Usage: "agreement on the anchor set's verdicts below this (0–1, above 0) raises `model.drift`, as does mean art moving by more than 0.06", set: decimal(func(c *Config) *float64 { return &c.DriftAlert }, func(f float64) bool { return f > 0 && f <= 1 }, "want an agreement above 0, at most 1, like 0.9")},
 
 	// The candidate (docs/shadow.md).
 	{Env: "OWED_SHADOW_MODEL_URL", Default: "none", Usage: "a candidate model's URL, asked beside the live one and never acted on (docs/shadow.md)", set: text(func(c *Config) *string { return &c.ShadowModelURL })},
@@ -382,16 +378,6 @@ func rubricNames() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
-}
-
-// driftAlert parses OWED_DRIFT_ALERT: an agreement above 0, at most 1.
-func driftAlert(c *Config, v string) error {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f > 0 && f <= 1) {
-		return fmt.Errorf("want an agreement above 0, at most 1, like 0.9")
-	}
-	c.DriftAlert = f
-	return nil
 }
 
 // FlagName is the setting's flag: its own, or the variable's (OWED_MODEL_URL is --model-url).
@@ -522,14 +508,6 @@ func millis(field func(*Config) *time.Duration) func(*Config, string) error {
 	}
 }
 
-func whole(v string, least int64) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < least {
-		return 0, fmt.Errorf("want a whole number of at least %d", least)
-	}
-	return n, nil
-}
-
 // corsOrigins reads OWED_CORS_ORIGINS: exact origins, scheme and host (and port), nothing more.
 func corsOrigins(c *Config, v string) error {
 	var out []string
@@ -556,21 +534,18 @@ func (c Config) Origins() []string {
 	return strings.Split(c.CORSOrigins, ",")
 }
 
-func number(field func(*Config) *int64, least int64) func(*Config, string) error {
+// number parses a whole number of at least least; an int field takes at most MaxInt32.
+func number[T int | int64](field func(*Config) *T, least int64) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		n, err := whole(v, least)
-		if err == nil {
-			*field(c) = n
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < least {
+			return fmt.Errorf("want a whole number of at least %d", least)
 		}
-		return err
-	}
-}
-
-func integer(field func(*Config) *int, least int64) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := whole(v, least)
-		*field(c) = int(min(n, math.MaxInt32))
-		return err
+		if _, isInt := any(T(0)).(int); isInt {
+			n = min(n, math.MaxInt32)
+		}
+		*field(c) = T(n)
+		return nil
 	}
 }
 

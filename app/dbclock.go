@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -63,8 +64,6 @@ func databaseClock(opts Options) *clock.Offset {
 		return nil
 	}
 	base := opts.Clock
-	if base == nil {
-		base = clock.Real{}
-	}
+	base = cmp.Or[clock.Clock](base, clock.Real{})
 	return clock.NewOffset(base, 0)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestReplicaBehindTakesNoJobTwice: two replicas on one database, one whose clock is 60 s
@@ -39,7 +40,7 @@ func TestReplicaBehindTakesNoJobTwice(t *testing.T) {
 			}
 			return false
 		})
-		truth := clock.NewFake(time.Now()) // a replica's clock, moved only by the test
+		truth := clocktest.NewFake(time.Now()) // a replica's clock, moved only by the test
 		replica := func(clk clock.Clock) *app.App {
 			cfg := app.Defaults()
 			cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken, cfg.ModelURL = t.TempDir(), db, owedtest.AdminToken, model.URL()
@@ -101,7 +102,7 @@ func TestReplicaBehindTakesNoJobTwice(t *testing.T) {
 			want string
 		}{{onTime, ""}, {late, "behind the database's"}} {
 			rec := httptest.NewRecorder()
-			c.a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			c.a.Echo.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 			var body map[string]string
 			json.Unmarshal(rec.Body.Bytes(), &body)
 			if rec.Code != http.StatusOK || (c.want == "") != (body["clock"] == "") || !strings.Contains(body["clock"], c.want) {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestFilesArePrivate (issue 23): the data folder is 0700, and the SQLite database, its WAL
@@ -36,7 +36,7 @@ func TestFilesArePrivate(t *testing.T) {
 		}
 		cfg := app.Defaults()
 		cfg.DataDir, cfg.DatabaseURL, cfg.AdminToken, cfg.DatabaseMaxConns = dir, db, owedtest.AdminToken, 4
-		a, err := app.New(context.Background(), cfg, app.Options{Clock: clock.NewFake(owedtest.Start), Log: owedtest.Logger(t)})
+		a, err := app.New(context.Background(), cfg, app.Options{Clock: clocktest.NewFake(owedtest.Start), Log: owedtest.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestLogsNeverCarryStatementValues: an author's text goes into statements as a parameter, and
@@ -33,11 +33,11 @@ func TestLogsNeverCarryStatementValues(t *testing.T) {
 		cfg.InlineWait = 5 * time.Second
 		cfg.DatabaseMaxConns = 4
 		cfg.WriteRate = 0
-		a, err := app.New(context.Background(), cfg, app.Options{Clock: clock.NewFake(owedtest.Start), Log: log})
+		a, err := app.New(context.Background(), cfg, app.Options{Clock: clocktest.NewFake(owedtest.Start), Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(a.Handler())
+		srv := httptest.NewServer(a.Echo)
 		defer func() {
 			srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

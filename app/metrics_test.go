@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // get fetches url with an optional bearer token.
@@ -90,7 +90,7 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	cfg.AdminToken = owedtest.AdminToken
 	cfg.MetricsAddr = "127.0.0.1:0"
 	cfg.MetricsToken = "metrics-secret-8"
-	a, err := app.New(context.Background(), cfg, app.Options{Clock: clock.NewFake(owedtest.Start), Log: owedtest.Logger(t)})
+	a, err := app.New(context.Background(), cfg, app.Options{Clock: clocktest.NewFake(owedtest.Start), Log: owedtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

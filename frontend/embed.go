@@ -5,6 +5,7 @@ package frontend
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,10 +99,7 @@ func Plugins(pluginsDir string) []Plugin {
 			id = "ext-" + id
 		}
 		taken[id] = true
-		title := readTitle(root, name)
-		if title == "" {
-			title = id
-		}
+		title := cmp.Or(readTitle(root, name), id)
 		out = append(out, Plugin{ID: id, Title: title, Module: Prefix + "/ext/" + name})
 	}
 	return out
@@ -204,9 +203,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveExt(w, r, name)
 		return
 	}
-	if rel == "" {
-		rel = "index.html"
-	}
+	rel = cmp.Or(rel, "index.html")
 	if a := h.assets[rel]; a != nil {
 		h.serveAsset(w, r, rel, a)
 		return
@@ -225,13 +222,7 @@ func cleanRel(rel string) bool {
 	if strings.ContainsAny(rel, "\\\x00") {
 		return false
 	}
-	rel = strings.TrimSuffix(rel, "/")
-	for _, el := range strings.Split(rel, "/") {
-		if el == "" || el == "." || el == ".." {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(strings.Split(strings.TrimSuffix(rel, "/"), "/"), func(el string) bool { return el == "" || el == "." || el == ".." })
 }
 
 func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request, name string, a *asset) {
@@ -266,25 +257,13 @@ func (h *handler) serveExt(w http.ResponseWriter, r *http.Request, name string) 
 	http.ServeContent(w, r, name, info.ModTime(), f)
 }
 
+// contentTypes are the embedded files' types by extension; any other is served as plain text.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon",
+	".json": "application/json", ".map": "application/json", ".woff2": "font/woff2",
+}
+
 func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".html":
-		return "text/html; charset=utf-8"
-	case ".js", ".mjs":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".svg":
-		return "image/svg+xml"
-	case ".png":
-		return "image/png"
-	case ".ico":
-		return "image/x-icon"
-	case ".json", ".map":
-		return "application/json"
-	case ".woff2":
-		return "font/woff2"
-	default:
-		return "text/plain; charset=utf-8"
-	}
+	return cmp.Or(contentTypes[path.Ext(name)], "text/plain; charset=utf-8")
 }

@@ -128,7 +128,7 @@ func TestShadowPanelInChromium(t *testing.T) {
 	if calls := obj(shadow()["calls"]); num(calls["today"]) != 30 || num(calls["owed"]) != 0 {
 		t.Fatalf("shadow calls %v, want 30 today and none owed", calls)
 	}
-	srv := httptest.NewServer(env.App.Handler())
+	srv := httptest.NewServer(env.App.Echo)
 	t.Cleanup(srv.Close)
 
 	b := newBrowser(t, exe, srv.URL, time.Until(env.Clock.Now()))

@@ -1,6 +1,7 @@
 package media
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -78,27 +79,13 @@ func (c Config) withDefaults() Config {
 	if c.MinGap == 0 && c.MaxGap == 0 {
 		c.MinGap, c.MaxGap = DefaultMinGap, DefaultMaxGap
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxPixels == 0 {
-		c.MaxPixels = DefaultMaxPixels
-	}
-	if c.MaxDecodeBytes == 0 {
-		c.MaxDecodeBytes = DefaultMaxDecodeBytes
-	}
-	if c.ThumbSize == 0 {
-		c.ThumbSize = DefaultThumbSize
-	}
-	if c.DefaultRateLimit == 0 {
-		c.DefaultRateLimit = DefaultRateLimitWait
-	}
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.MaxPixels = cmp.Or(c.MaxPixels, DefaultMaxPixels)
+	c.MaxDecodeBytes = cmp.Or(c.MaxDecodeBytes, DefaultMaxDecodeBytes)
+	c.ThumbSize = cmp.Or(c.ThumbSize, DefaultThumbSize)
+	c.DefaultRateLimit = cmp.Or(c.DefaultRateLimit, DefaultRateLimitWait)
+	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}

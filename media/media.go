@@ -65,22 +65,13 @@ const (
 	Pending Outcome = "pending"
 )
 
-// State is the preview state a row takes after this outcome, or "" when the
-// row must be left as it was (RateLimited, Pending).
+// State is the preview state a row takes after this outcome (the state of the same name), or
+// "" when the row must be left as it was (RateLimited, Pending).
 func (o Outcome) State() string {
-	switch o {
-	case Cached:
-		return StateCached
-	case Skipped:
-		return StateSkipped
-	case Failed:
-		return StateFailed
-	case Suspect:
-		return StateSuspect
-	case Unverified:
-		return StateUnverified
+	if o == RateLimited || o == Pending {
+		return ""
 	}
-	return ""
+	return string(o)
 }
 
 // Item is one media row to preview.

@@ -118,9 +118,8 @@ func New(count func(ctx context.Context) (JobCounts, error)) *Metrics {
 	m.ShadowCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "owed_shadow_calls_total", Help: "The candidate's shadow calls by task (screen, score) and outcome (recorded, failed, limit, gone, released).",
 	}, []string{"task", "outcome"})
-	m.Registry.MustRegister(m.ShadowCalls)
 	m.Registry.MustRegister(m.Attempts, m.ModelLatency, m.BudgetRefusals, m.Requests, m.RequestLatency,
-		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight,
+		m.Backfill, m.Deliveries, m.Pruned, m.OldestKept, m.ModelBreaker, m.ModelInFlight, m.ShadowCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Drift = newDrift()
 	m.Registry.MustRegister(m.Drift.collectors()...)

@@ -241,29 +241,16 @@ func pending(ctx context.Context, run execer, d dialect, list []Migration, own b
 	if err := renumber(ctx, run, d); err != nil {
 		return nil, err
 	}
-	done := map[int]bool{}
-	rows, err := run.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	recorded, err := appliedOn(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: applied versions: %w", err)
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("migrations: applied versions: %w", err)
-		}
-		done[v] = true
+	done := map[int]bool{}
+	for _, a := range recorded {
+		done[a.Version] = true
 	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("migrations: applied versions: %w", err)
-	}
-
-	if newest := list[len(list)-1].Version; len(done) > 0 {
-		for v := range done {
-			if v > newest {
-				return nil, &NewerSchemaError{Found: maxKey(done), Known: newest}
-			}
-		}
+	if newest := list[len(list)-1].Version; len(recorded) > 0 && recorded[len(recorded)-1].Version > newest {
+		return nil, &NewerSchemaError{Found: recorded[len(recorded)-1].Version, Known: newest}
 	}
 	var applied []int
 	for _, m := range list {
@@ -314,14 +301,6 @@ func (e *NewerSchemaError) Error() string {
 		"a newer owed has migrated it; run that version (or newer) here too", e.Found, e.Known)
 }
 
-func maxKey(m map[int]bool) int {
-	top := 0
-	for v := range m {
-		top = max(top, v)
-	}
-	return top
-}
-
 // Applied is a migration recorded in the database.
 type Applied struct {
 	Version   int
@@ -334,6 +313,26 @@ type Report struct {
 	Applied []Applied   // recorded in the database, in version order
 	Pending []Migration // known here and not applied yet
 	Unknown []int       // applied by a newer owed: this one refuses to run on the database
+}
+
+// appliedOn reads the migrations recorded in schema_migrations, in version order.
+func appliedOn(ctx context.Context, q execer) ([]Applied, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Applied
+	for rows.Next() {
+		var a Applied
+		var at int64
+		if err := rows.Scan(&a.Version, &a.Name, &at); err != nil {
+			return nil, err
+		}
+		a.AppliedAt = time.UnixMilli(at).UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
 
 // Status reads which migrations the database has, changing nothing (not even on an empty
@@ -356,28 +355,16 @@ func Status(ctx context.Context, db *sql.DB, dialect string) (Report, error) {
 	for _, m := range list {
 		known[m.Version] = true
 	}
-	done := map[int]bool{}
 	if n > 0 {
-		rows, err := db.QueryContext(ctx, `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
-		if err != nil {
+		if r.Applied, err = appliedOn(ctx, db); err != nil {
 			return r, fmt.Errorf("migrations: status: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var a Applied
-			var at int64
-			if err := rows.Scan(&a.Version, &a.Name, &at); err != nil {
-				return r, fmt.Errorf("migrations: status: %w", err)
-			}
-			a.AppliedAt = time.UnixMilli(at).UTC()
-			r.Applied = append(r.Applied, a)
-			done[a.Version] = true
-			if !known[a.Version] {
-				r.Unknown = append(r.Unknown, a.Version)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return r, fmt.Errorf("migrations: status: %w", err)
+	}
+	done := map[int]bool{}
+	for _, a := range r.Applied {
+		done[a.Version] = true
+		if !known[a.Version] {
+			r.Unknown = append(r.Unknown, a.Version)
 		}
 	}
 	for _, m := range list {

@@ -15,6 +15,7 @@ package modelclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,9 +158,7 @@ func New(cfg Config) *Client {
 		http:    cfg.HTTPClient,
 		invalid: cfg.Validate(),
 	}
-	if c.api == "" {
-		c.api = APIRelay
-	}
+	c.api = cmp.Or(c.api, APIRelay)
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}

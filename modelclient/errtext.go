@@ -1,6 +1,7 @@
 package modelclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,9 +59,7 @@ func statusError(status int, body []byte) string {
 		}
 	}
 	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }), " ")
-	if msg == "" {
-		msg = http.StatusText(status)
-	}
+	msg = cmp.Or(msg, http.StatusText(status))
 	if msg == "" {
 		return fmt.Sprintf("HTTP %d", status)
 	}

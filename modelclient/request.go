@@ -2,6 +2,7 @@ package modelclient
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -152,10 +153,7 @@ func (c *Client) screenBody(req ScreenRequest) []byte {
 }
 
 func (c *Client) scoreBody(req ScoreRequest) []byte {
-	model := req.Model
-	if model == "" {
-		model = c.model
-	}
+	model := cmp.Or(req.Model, c.model)
 	relay := encode(relayScore{
 		Task:   "score",
 		Model:  model,

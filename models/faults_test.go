@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 func TestFaultOfClassifiesEachDriversErrors(t *testing.T) {
@@ -86,8 +86,8 @@ func TestWithTxTriesATransientFaultAgain(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
 		var waits atomic.Int64
-		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start), func(o *models.Options) {
-			o.RetryClock = clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(time.Duration) { waits.Add(1) }}
+		s := owedtest.Store(t, db, clocktest.NewFake(owedtest.Start), func(o *models.Options) {
+			o.RetryClock = clocktest.Stepping{Fake: clocktest.NewFake(owedtest.Start), OnWait: func(time.Duration) { waits.Add(1) }}
 		})
 		ctx := context.Background()
 		u, _, err := s.CreateUser(ctx, "ann", models.RoleAuthor)
@@ -134,7 +134,7 @@ func TestTxRetryPauseDoublesWithJitter(t *testing.T) {
 	pauses := map[int][]time.Duration{}
 	for range 2000 {
 		try := 0
-		clk := clock.Stepping{Fake: clock.NewFake(owedtest.Start), OnWait: func(d time.Duration) { try++; pauses[try] = append(pauses[try], d) }}
+		clk := clocktest.Stepping{Fake: clocktest.NewFake(owedtest.Start), OnWait: func(d time.Duration) { try++; pauses[try] = append(pauses[try], d) }}
 		models.TxBackoff.Do(context.Background(), clk, func() (bool, error) { return true, models.ErrCommitUnknown })
 	}
 	if len(pauses) != models.MaxTxTries-1 {
@@ -161,7 +161,7 @@ func TestTxRetryPauseDoublesWithJitter(t *testing.T) {
 func TestStorageProblemIsTheLastWritesFault(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		s := owedtest.Store(t, db, clocktest.NewFake(owedtest.Start))
 		ctx := context.Background()
 		if p := s.StorageProblem(); p != "" {
 			t.Errorf("a new store's problem: %q", p)
@@ -256,7 +256,7 @@ func TestACommitCutOffIsAskedAfterAndTriedAgain(t *testing.T) {
 func TestRequestHookRunsOnceInTheFirstCommit(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, db string) {
-		s := owedtest.Store(t, db, clock.NewFake(owedtest.Start))
+		s := owedtest.Store(t, db, clocktest.NewFake(owedtest.Start))
 		if (*models.Request)(nil).HookRan() {
 			t.Error("no request: its hook ran")
 		}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // fixture is owedtest's store fixture (a store on a fresh database with a fake clock at
@@ -20,7 +20,7 @@ type fixture struct {
 	t     *testing.T
 	ctx   context.Context
 	store *models.Store
-	clk   *clock.Fake
+	clk   *clocktest.Fake
 }
 
 func newFixture(t *testing.T, databaseURL string, configure ...func(*models.Options)) *fixture {
@@ -66,7 +66,7 @@ func postgresStore(t *testing.T, configure ...func(*models.Options)) *models.Sto
 	if base == "" {
 		t.Skip("needs PostgreSQL: set " + owedtest.PostgresEnv)
 	}
-	return owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clock.NewFake(owedtest.Start), configure...)
+	return owedtest.Store(t, owedtest.MigratedPostgresURL(t, base), clocktest.NewFake(owedtest.Start), configure...)
 }
 
 // logEveryStatement configures a store to log every statement (each is slow past a

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestIdempotencyKeyLifecycle walks one user's key through every state IdemBegin answers, at
@@ -154,9 +154,9 @@ func TestIdempotencyKeyWithoutTTL(t *testing.T) {
 // up to ten times, pausing on the store's RetryClock; any other error ends at once.
 func TestIdemSettleTriesAgainOnlyWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 	t.Parallel()
-	fake := clock.NewFake(owedtest.Start)
-	s := owedtest.Store(t, "sqlite:"+t.TempDir()+"/owed.db", clock.NewFake(owedtest.Start), func(o *models.Options) {
-		o.RetryClock = clock.Stepping{Fake: fake}
+	fake := clocktest.NewFake(owedtest.Start)
+	s := owedtest.Store(t, "sqlite:"+t.TempDir()+"/owed.db", clocktest.NewFake(owedtest.Start), func(o *models.Options) {
+		o.RetryClock = clocktest.Stepping{Fake: fake}
 	})
 	ctx := context.Background()
 	cut := fmt.Errorf("write: %w", models.ErrCommitUnknown)

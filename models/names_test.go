@@ -14,10 +14,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/migrations"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestUserNamesUniqueRegardlessOfCase: a name another user has, in any case, is refused
@@ -88,7 +88,7 @@ func TestMigrationRenamesDuplicateNames(t *testing.T) {
 			raw.Close()
 
 			var logs bytes.Buffer
-			store, err := models.Open(ctx, models.Options{URL: url, DataDir: t.TempDir(), Clock: clock.NewFake(owedtest.Start),
+			store, err := models.Open(ctx, models.Options{URL: url, DataDir: t.TempDir(), Clock: clocktest.NewFake(owedtest.Start),
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)

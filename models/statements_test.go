@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // Every way a statement runs (exec, scan, and query's hand-read rows) logs a slow statement
@@ -20,7 +20,7 @@ func TestEveryStatementPathLogsSlowStatements(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
 		configure, logged := logEveryStatement(t)
-		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start), configure)
+		store := owedtest.Store(t, url, clocktest.NewFake(owedtest.Start), configure)
 		f := &fixture{t: t, ctx: t.Context(), store: store}
 		const secret = "an-argument-that-must-not-be-logged"
 		for _, step := range []struct {
@@ -172,7 +172,7 @@ func TestDefaultSlowStatementIsLogged(t *testing.T) {
 func TestScanReturnsTheErrorOfAValueItCannotRead(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
-		store := owedtest.Store(t, url, clock.NewFake(owedtest.Start))
+		store := owedtest.Store(t, url, clocktest.NewFake(owedtest.Start))
 		var n int64
 		if err := store.RawScan(t.Context(), &n, `SELECT 'not a number'`); err == nil {
 			t.Errorf("text scanned into an integer: no error (n = %d)", n)
@@ -192,7 +192,7 @@ func TestOpenLogsOnlyTheMigrationsItApplied(t *testing.T) {
 	owedtest.EmptyDialects(t, func(t *testing.T, url string) {
 		for i, want := range []bool{true, false} {
 			var buf owedtest.LogBuffer
-			s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clock.NewFake(owedtest.Start),
+			s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clocktest.NewFake(owedtest.Start),
 				Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -209,7 +209,7 @@ func TestOpenLogsOnlyTheMigrationsItApplied(t *testing.T) {
 func TestPingAndClose(t *testing.T) {
 	t.Parallel()
 	owedtest.Dialects(t, func(t *testing.T, url string) {
-		s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clock.NewFake(owedtest.Start)})
+		s, err := models.Open(t.Context(), models.Options{URL: url, Clock: clocktest.NewFake(owedtest.Start)})
 		if err != nil {
 			t.Fatal(err)
 		}

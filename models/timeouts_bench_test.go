@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // BenchmarkTimeoutsPerTransaction: what setting the lock and statement timeouts at the start
@@ -27,7 +27,7 @@ func BenchmarkTimeoutsPerTransaction(b *testing.B) {
 		request bool
 	}{{"request/on", 0, true}, {"request/off", -1, true}, {"plain/on", 0, false}, {"plain/off", -1, false}} {
 		b.Run(c.name, func(b *testing.B) {
-			s := owedtest.Store(b, owedtest.PostgresURL(b, base), clock.NewFake(owedtest.Start), func(o *models.Options) {
+			s := owedtest.Store(b, owedtest.PostgresURL(b, base), clocktest.NewFake(owedtest.Start), func(o *models.Options) {
 				if c.timeout < 0 {
 					o.LockTimeout, o.StatementTimeout = -1, -1
 				}
@@ -66,7 +66,7 @@ func BenchmarkClaimTimeouts(b *testing.B) {
 		for _, on := range []bool{true, false} {
 			name := map[int]string{10: "ten", 0: "none"}[due] + map[bool]string{true: "/on", false: "/off"}[on]
 			b.Run(name, func(b *testing.B) {
-				s := owedtest.Store(b, owedtest.PostgresURL(b, base), clock.NewFake(owedtest.Start), func(o *models.Options) {
+				s := owedtest.Store(b, owedtest.PostgresURL(b, base), clocktest.NewFake(owedtest.Start), func(o *models.Options) {
 					if !on {
 						o.LockTimeout, o.StatementTimeout = -1, -1
 					}

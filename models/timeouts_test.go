@@ -15,9 +15,9 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // TestStatementsOutsideATransactionTimeOut: on PostgreSQL the lock timeout bounds a statement
@@ -31,7 +31,7 @@ func TestStatementsOutsideATransactionTimeOut(t *testing.T) {
 	}
 	url := owedtest.PostgresURL(t, base)
 	const lockTimeout = 300 * time.Millisecond
-	s := owedtest.Store(t, url, clock.NewFake(owedtest.Start), func(o *models.Options) { o.LockTimeout = lockTimeout })
+	s := owedtest.Store(t, url, clocktest.NewFake(owedtest.Start), func(o *models.Options) { o.LockTimeout = lockTimeout })
 
 	locker, err := sql.Open("pgx", url)
 	if err != nil {
@@ -100,7 +100,7 @@ func TestCloseWaitsForCancelRequests(t *testing.T) {
 	slow := newCancelHolder(t, direct.Host)
 	through := *direct
 	through.Host = slow.addr
-	s, err := models.Open(context.Background(), models.Options{URL: through.String(), DataDir: t.TempDir(), Clock: clock.NewFake(owedtest.Start), MaxConns: 2})
+	s, err := models.Open(context.Background(), models.Options{URL: through.String(), DataDir: t.TempDir(), Clock: clocktest.NewFake(owedtest.Start), MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/webhooks"
 )
 
@@ -21,7 +21,7 @@ type hookRig struct {
 }
 
 func newHookRig(t *testing.T, db string) *hookRig {
-	return &hookRig{t: t, ctx: context.Background(), store: owedtest.Store(t, db, clock.NewFake(owedtest.Start))}
+	return &hookRig{t: t, ctx: context.Background(), store: owedtest.Store(t, db, clocktest.NewFake(owedtest.Start))}
 }
 
 func (h *hookRig) subscribe(events ...string) int64 {

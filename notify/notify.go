@@ -22,6 +22,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -92,10 +93,7 @@ func (s *signal) fire() {
 // which would hand the LISTEN a server connection it then gives to others); with "" it hears
 // only Changed.
 func New(listenURL string, log *slog.Logger) *Hub {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Hub{url: listenURL, log: log, waits: map[int64]*signal{}, refs: map[int64]int{}}
+	return &Hub{url: listenURL, log: cmp.Or(log, slog.Default()), waits: map[int64]*signal{}, refs: map[int64]int{}}
 }
 
 // Listens reports whether the Hub hears changes from PostgreSQL (so in-process calls to

@@ -7,8 +7,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // Data is a migrated store on a test's own database with a fake clock, and the store-level
@@ -18,14 +18,14 @@ type Data struct {
 	T     testing.TB
 	Ctx   context.Context
 	Store *models.Store
-	Clock *clock.Fake
+	Clock *clocktest.Fake
 }
 
 // NewData opens a store on databaseURL (see Dialects) with a fake clock at Start; configure
 // may change the store's other options (the default daily limit).
 func NewData(t testing.TB, databaseURL string, configure ...func(*models.Options)) *Data {
 	t.Helper()
-	clk := clock.NewFake(Start)
+	clk := clocktest.NewFake(Start)
 	return &Data{T: t, Ctx: context.Background(), Store: Store(t, databaseURL, clk, configure...), Clock: clk}
 }
 

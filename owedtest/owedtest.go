@@ -30,6 +30,7 @@ import (
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -159,7 +160,7 @@ type Env struct {
 	App        *app.App
 	Server     *httptest.Server
 	Model      *modeltest.Fake
-	Clock      *clock.Fake
+	Clock      *clocktest.Fake
 	AdminToken string
 }
 
@@ -173,7 +174,7 @@ func NewEnv(t testing.TB, databaseURL string, configure ...func(*app.Config)) *E
 	return newEnv(t, databaseURL, false, configure...)
 }
 
-// NewEnvFakeSleep is NewEnv on a stepping clock (clock.Stepping): the backfill queue's and the
+// NewEnvFakeSleep is NewEnv on a stepping clock (clocktest.Stepping): the backfill queue's and the
 // media engine's waits move the fake clock instead of sleeping, so rate limits, gaps and
 // cooldowns pass at once, in fake time.
 func NewEnvFakeSleep(t testing.TB, databaseURL string, configure ...func(*app.Config)) *Env {
@@ -195,11 +196,11 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 	for _, f := range configure {
 		f(&cfg)
 	}
-	clk := clock.NewFake(Start)
+	clk := clocktest.NewFake(Start)
 	// A heartbeat every 2 s: a test of a deaf listener sees readiness fall within 4 s.
 	opts := app.Options{Clock: clk, Log: Logger(t), BeatEvery: 2 * time.Second}
 	if fakeSleep {
-		opts.Clock = clock.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
+		opts.Clock = clocktest.Stepping{Fake: clk} // every wait moves the fake clock and ends at once
 	}
 	a, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
@@ -209,7 +210,7 @@ func newEnv(t testing.TB, databaseURL string, fakeSleep bool, configure ...func(
 		a.Shutdown(context.Background())
 		t.Fatalf("notify: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := httptest.NewServer(a.Echo)
 	t.Cleanup(func() {
 		a.API.CloseStreams() // httptest's Close waits for open requests, and a stream never ends by itself
 		srv.Close()

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/models"
+	"github.com/owed/owed/owedtest/clocktest"
 )
 
 // Migrating a PostgreSQL schema takes most of a second (a second and more on a loaded machine),
@@ -146,7 +146,7 @@ func (p *pgPool) take(t testing.TB) *pooled {
 		t.Fatalf("postgres: create schema: %v", err)
 	}
 	// Migrate it as a test would, through models.Open.
-	store, err := models.Open(ctx, models.Options{URL: schemaURL(t, p.base, name), DataDir: t.TempDir(), Clock: clock.NewFake(Start), MaxConns: 2})
+	store, err := models.Open(ctx, models.Options{URL: schemaURL(t, p.base, name), DataDir: t.TempDir(), Clock: clocktest.NewFake(Start), MaxConns: 2})
 	if err != nil {
 		t.Fatalf("postgres: migrate pool schema: %v", err)
 	}

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/media"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -227,7 +227,7 @@ type bf struct {
 	ctx     context.Context
 	url     string
 	store   *models.Store
-	clk     *clock.Fake
+	clk     *clocktest.Fake
 	cdn     *bfCDN
 	engine  *media.Engine
 	q       *scheduler.Backfill
@@ -258,7 +258,7 @@ func newBF(t testing.TB, databaseURL string, opts ...bfOption) *bf {
 	for _, f := range opts {
 		f(&o)
 	}
-	clk := clock.NewFake(owedtest.Start)
+	clk := clocktest.NewFake(owedtest.Start)
 	b := &bf{t: t, ctx: context.Background(), url: databaseURL, clk: clk, cdn: newCDN(t), logs: &bfLogs{}, dir: t.TempDir()}
 	b.store = owedtest.Store(t, databaseURL, clk)
 	b.metrics = metrics.New(nil)
@@ -300,8 +300,8 @@ func withGaps(minGap, maxGap time.Duration) bfOption {
 
 // stepping is the queue's and the engine's clock: b.clk, whose timers fire at once after
 // moving it by their duration, each wait recorded and passed to the onSleep hook first.
-func (b *bf) stepping() clock.Stepping {
-	return clock.Stepping{Fake: b.clk, OnWait: func(d time.Duration) {
+func (b *bf) stepping() clocktest.Stepping {
+	return clocktest.Stepping{Fake: b.clk, OnWait: func(d time.Duration) {
 		b.mu.Lock()
 		b.sleeps = append(b.sleeps, d)
 		hook := b.onSleep

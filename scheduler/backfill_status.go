@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -285,9 +286,7 @@ func groupMembers(members []models.BackfillMember) []*chatGroup {
 			byChat[m.ChatID] = g
 			groups = append(groups, g)
 		}
-		if g.guildID == nil {
-			g.guildID = m.GuildID
-		}
+		g.guildID = cmp.Or(g.guildID, m.GuildID)
 		c := m.Counts
 		g.members = append(g.members, BackfillMember{ScrapeID: m.ID, State: m.State, Backend: m.Backend, Mode: m.Mode,
 			Pending: c.Pending, Cached: c.Cached, Failed: c.Failed, Suspect: c.Suspect, Unverified: c.Unverified,
@@ -368,9 +367,7 @@ func markQueued(jobs []BackfillJobStatus, order []int, in statusInput) {
 		if jobs[i].State != models.BackfillRunning {
 			continue
 		}
-		if head == "" {
-			head = jobs[i].ChatID
-		}
+		head = cmp.Or(head, jobs[i].ChatID)
 		if jobs[i].ChatID != head {
 			jobs[i].State = "queued"
 		}

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/owed/owed/app"
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/owedtest/wait"
 	"github.com/owed/owed/scheduler"
 )
@@ -347,7 +347,7 @@ func TestBreakerReplicasSendOneProbeAtATime(t *testing.T) {
 	}
 	const items, slots, threshold = 300, 16, 10
 	url := owedtest.PostgresURL(t, base)
-	clk := clock.NewFake(owedtest.Start)
+	clk := clocktest.NewFake(owedtest.Start)
 	model := modeltest.New(t)
 	om := newOutageModel(model)
 	var stores []*models.Store

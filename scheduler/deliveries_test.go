@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 	"github.com/owed/owed/webhooks"
 
@@ -83,7 +83,7 @@ func (r *receiver) requests() []received {
 type deliveryRig struct {
 	t       *testing.T
 	ctx     context.Context
-	clk     *clock.Fake
+	clk     *clocktest.Fake
 	store   *models.Store
 	metrics *metrics.Metrics
 	d       *scheduler.Deliveries
@@ -97,7 +97,7 @@ func newDeliveryRig(t *testing.T, db string, cfg scheduler.DeliveriesConfig) *de
 // newDeliveryRigLogging is newDeliveryRig with the runner logging to log.
 func newDeliveryRigLogging(t *testing.T, db string, cfg scheduler.DeliveriesConfig, log *slog.Logger) *deliveryRig {
 	t.Helper()
-	clk := clock.NewFake(owedtest.Start)
+	clk := clocktest.NewFake(owedtest.Start)
 	store := owedtest.Store(t, db, clk)
 	m := metrics.New(nil)
 	d, err := scheduler.NewDeliveries(store, clk, log, m, cfg)
@@ -592,7 +592,7 @@ func TestStopAbandonsAnAttemptPastItsDeadline(t *testing.T) {
 
 func TestConfigIsValidated(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(owedtest.Start)
+	clk := clocktest.NewFake(owedtest.Start)
 	for _, cfg := range []scheduler.DeliveriesConfig{{Timeout: time.Minute, Lease: 30 * time.Second},
 		{Timeout: time.Minute, Lease: time.Minute}, // the lease must exceed the timeout, not equal it
 		{Concurrency: -1}, {Timeout: -time.Second}} {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -146,9 +147,7 @@ func (d *Drift) blocked(ctx context.Context, live liveModel) (string, error) {
 
 // skip counts and logs a run that recorded nothing.
 func (d *Drift) skip(why string) DriftOutcome {
-	if why == "" {
-		why = "interrupted"
-	}
+	why = cmp.Or(why, "interrupted")
 	if m := d.c.metrics; m != nil {
 		m.Drift.Runs.WithLabelValues("skipped").Inc()
 	}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/owed/owed/clock"
 	"github.com/owed/owed/metrics"
 	"github.com/owed/owed/modelclient"
 	"github.com/owed/owed/modelclient/modeltest"
 	"github.com/owed/owed/models"
 	"github.com/owed/owed/owedtest"
+	"github.com/owed/owed/owedtest/clocktest"
 	"github.com/owed/owed/scheduler"
 )
 
@@ -24,7 +24,7 @@ type rig struct {
 	t       testing.TB
 	ctx     context.Context
 	store   *models.Store
-	clk     *clock.Fake
+	clk     *clocktest.Fake
 	model   *modeltest.Fake
 	content *scheduler.Content
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,13 +20,7 @@ const DefaultLease = 2 * time.Minute
 
 // orDefaults is clk and log, with clock.Real and slog.Default for nil.
 func orDefaults(clk clock.Clock, log *slog.Logger) (clock.Clock, *slog.Logger) {
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	return clk, log
+	return cmp.Or[clock.Clock](clk, clock.Real{}), cmp.Or(log, slog.Default())
 }
 
 // positive is v, or def when v is not positive.
@@ -255,9 +250,7 @@ func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
 // NewSchedule makes an empty schedule; entries run only after Start. A chore still running when
 // its next tick comes is skipped (cron's SkipIfStillRunning), and a panic in one is logged.
 func NewSchedule(log *slog.Logger) *Schedule {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	cl := cronLog{log}
 	base, cancel := context.WithCancel(context.Background())
 	return &Schedule{cron: cron.New(cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl))),

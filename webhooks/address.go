@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -60,9 +61,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) (s
 		}
 		return u.String(), nil
 	}
-	if r == nil {
-		r = net.DefaultResolver
-	}
+	r = cmp.Or[Resolver](r, net.DefaultResolver)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := r.LookupIPAddr(ctx, host)

@@ -59,7 +59,7 @@ func whoIs(t *testing.T, db, dataDir, token string) (int, map[string]any) {
 	req := httptest.NewRequest(http.MethodGet, "/api/session", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
-	a.Handler().ServeHTTP(rec, req)
+	a.Echo.ServeHTTP(rec, req)
 	var body struct{ User map[string]any }
 	json.Unmarshal(rec.Body.Bytes(), &body)
 	return rec.Code, body.User
