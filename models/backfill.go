@@ -132,23 +132,13 @@ const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_m
 
 // BackfillJobs lists every job row in execution order.
 func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.read, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs ORDER BY position, chat_id`); err != nil {
-		return nil, fmt.Errorf("backfill jobs: %w", err)
-	}
-	return jobs, nil
+	jobs, err := fetch[[]BackfillJob](ctx, s, s.read, `SELECT `+backfillJobColumns+` FROM backfill_jobs ORDER BY position, chat_id`)
+	return jobs, wrap(err, "backfill jobs")
 }
 
 // BackfillJobOf reads one chat's job row; ErrNotFound when the chat was never started.
 func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID); err != nil {
-		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, err)
-	}
-	if len(jobs) == 0 {
-		return BackfillJob{}, missing("backfill job of chat", chatID)
-	}
-	return jobs[0], nil
+	return first[BackfillJob](ctx, s, s.db, "backfill job of chat", chatID, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID)
 }
 
 // JobStart names a chat to start.
@@ -165,8 +155,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 	err := s.WithTx(ctx, func(tx *Store) error {
 		started = started[:0] // a transaction tried again starts over
 		now := tx.nowMs()
-		var last *int64
-		if err := tx.scan(ctx, tx.db, &last, `SELECT MAX(position) FROM backfill_jobs`); err != nil {
+		last, err := fetch[*int64](ctx, tx, tx.db, `SELECT MAX(position) FROM backfill_jobs`)
+		if err != nil {
 			return err
 		}
 		next := int64(1)
@@ -174,8 +164,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 			next = *last + 1
 		}
 		for _, st := range starts {
-			var states []string
-			if err := tx.scan(ctx, tx.db, &states, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID); err != nil {
+			states, err := fetch[[]string](ctx, tx, tx.db, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID)
+			if err != nil {
 				return err
 			}
 			switch {
@@ -215,18 +205,15 @@ func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string,
 		q += ` AND chat_id = ?`
 		args = append(args, chatID)
 	}
-	var chats []string
-	if err := s.scan(ctx, s.db, &chats, q+` RETURNING chat_id`, args...); err != nil {
-		return nil, fmt.Errorf("pause backfill jobs: %w", err)
-	}
-	return chats, nil
+	chats, err := fetch[[]string](ctx, s, s.db, q+` RETURNING chat_id`, args...)
+	return chats, wrap(err, "pause backfill jobs")
 }
 
 // NextBackfillJob is the first running job in execution order; ok is false when none runs.
 func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
-		ORDER BY position, chat_id LIMIT 1`); err != nil {
+	jobs, err := fetch[[]BackfillJob](ctx, s, s.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
+		ORDER BY position, chat_id LIMIT 1`)
+	if err != nil {
 		return BackfillJob{}, false, fmt.Errorf("next backfill job: %w", err)
 	}
 	if len(jobs) == 0 {
@@ -268,8 +255,8 @@ type BatchRecord struct {
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var jobs []BackfillJob
-		if err := tx.scan(ctx, tx.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID); err != nil {
+		jobs, err := fetch[[]BackfillJob](ctx, tx, tx.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID)
+		if err != nil {
 			return err
 		}
 		if len(jobs) == 0 {
@@ -306,7 +293,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs+j.CountedWaitMs()))
 		}
 		out = j
-		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
+		_, err = tx.exec(ctx, `UPDATE backfill_jobs SET run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
 			stalled = ?, cooldown_ms = ?, active_at = ?, run_wait_ms = ?, run_waits = ? WHERE chat_id = ?`,
 			j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), j.RunWaitMs, j.RunWaits, chatID)
 		return err
@@ -356,8 +343,8 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 			q += ` AND j.chat_id = ?`
 			args = append(args, chatID)
 		}
-		var chats []string
-		if err := tx.scan(ctx, tx.db, &chats, q+` ORDER BY j.position, j.chat_id`, args...); err != nil {
+		chats, err := fetch[[]string](ctx, tx, tx.db, q+` ORDER BY j.position, j.chat_id`, args...)
+		if err != nil {
 			return err
 		}
 		now := tx.nowMs()
@@ -420,11 +407,8 @@ func (r BackfillRunner) Live(now time.Time) bool {
 
 // BackfillRunnerState reads the runner row.
 func (s *Store) BackfillRunnerState(ctx context.Context) (BackfillRunner, error) {
-	var r BackfillRunner
-	if err := s.scan(ctx, s.read, &r, `SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`); err != nil {
-		return BackfillRunner{}, fmt.Errorf("backfill runner: %w", err)
-	}
-	return r, nil
+	r, err := fetch[BackfillRunner](ctx, s, s.read, `SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`)
+	return r, wrap(err, "backfill runner")
 }
 
 // AcquireBackfillLease takes or renews the queue lease for owner unless another owner's holds.

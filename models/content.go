@@ -123,8 +123,8 @@ func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title,
 
 // SongByID finds a song whoever owns it.
 func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
-	var song Song
-	if err := s.scan(ctx, s.read, &song, `SELECT * FROM songs WHERE id = ?`, id); err != nil {
+	song, err := fetch[Song](ctx, s, s.read, `SELECT * FROM songs WHERE id = ?`, id)
+	if err != nil {
 		return Song{}, fmt.Errorf("song %d: %w", id, err)
 	}
 	if song.ID == 0 {
@@ -218,8 +218,8 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		}
 	}
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var owner []int64
-		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, id); err != nil {
+		owner, err := fetch[[]int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, id)
+		if err != nil {
 			return err
 		}
 		if len(owner) == 0 || owner[0] != userID {
@@ -237,8 +237,8 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		tx.changed(userID)
 		if songID != 0 {
 			// The song may go, and its comments with it: their authors' views change too.
-			var commenters []int64
-			if err := tx.scan(ctx, tx.db, &commenters, `SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID); err != nil {
+			commenters, err := fetch[[]int64](ctx, tx, tx.db, `SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID)
+			if err != nil {
 				return err
 			}
 			tx.changed(commenters...)
@@ -342,10 +342,10 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.
 func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
-	var rows []ScoreSubject
-	if err := s.scan(ctx, s.read, &rows, `SELECT id AS revision_id, song_id, user_id, title, code,
+	rows, err := fetch[[]ScoreSubject](ctx, s, s.read, `SELECT id AS revision_id, song_id, user_id, title, code,
 		(SELECT rubric FROM scores WHERE revision_id = revisions.id) AS rubric FROM revisions WHERE id = ?`,
-		revisionID); err != nil {
+		revisionID)
+	if err != nil {
 		return ScoreSubject{}, false, fmt.Errorf("score subject %d: %w", revisionID, err)
 	}
 	if len(rows) == 0 {

@@ -257,8 +257,8 @@ func (postgresDialect) timeoutsBind() bool { return true }
 
 // txStatus asks after a transaction whose COMMIT's answer was lost (PostgreSQL 10+).
 func (postgresDialect) txStatus(ctx context.Context, s *Store, id int64) (outcome, error) {
-	var st *string
-	if err := s.scan(ctx, s.db, &st, `SELECT txid_status(?)`, id); err != nil {
+	st, err := fetch[*string](ctx, s, s.db, `SELECT txid_status(?)`, id)
+	if err != nil {
 		return outcomeUnknown, err
 	}
 	switch {

@@ -53,11 +53,8 @@ func (s *Store) ListDoneJobs(ctx context.Context, f JobFilter, since time.Time, 
 // CountDoneJobs counts the jobs the filter selects (its state aside) that settled since since.
 func (s *Store) CountDoneJobs(ctx context.Context, f JobFilter, since time.Time) (int64, error) {
 	where, args := f.doneWhere(since.UnixMilli())
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM events WHERE `+where, args...); err != nil {
-		return 0, fmt.Errorf("count settled jobs: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM events WHERE `+where, args...)
+	return n, wrap(err, "count settled jobs")
 }
 
 // DoneJobByID finds a job that settled since since; ErrNotFound otherwise.

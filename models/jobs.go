@@ -340,20 +340,27 @@ func NewLeaseOwner() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), NewToken()[5:13])
 }
 
-// ReleaseLeases frees every lease owner holds, so a stopping process's jobs are due at once.
-func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) {
-	n, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release the leases of %s: %w", owner, err)
-	}
-	return n, nil
+// Leased names a table whose rows are leased to workers.
+type Leased string
+
+// The leased tables.
+const (
+	LeasedJobs       Leased = "content_jobs"
+	LeasedShadow     Leased = "shadow_jobs"
+	LeasedDeliveries Leased = "webhook_deliveries"
+)
+
+// ReleaseLeases frees every lease of t that owner holds, so a stopping process's rows are due at once.
+func (s *Store) ReleaseLeases(ctx context.Context, t Leased, owner string) (int64, error) {
+	n, err := s.exec(ctx, `UPDATE `+string(t)+` SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	return n, wrap(err, "release the %s leases of %s", t, owner)
 }
 
-// ReleaseJob frees a claimed job's lease without an attempt if the claim (owner, lease end) holds.
-func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
-	_, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
-	return wrap(err, "release job %d", job.ID)
+// ReleaseLease frees the lease of t's row id without an attempt, if the claim (owner, lease end) holds.
+func (s *Store) ReleaseLease(ctx context.Context, t Leased, id int64, owner *string, until *time.Time) error {
+	_, err := s.exec(ctx, `UPDATE `+string(t)+` SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, id, owner, until)
+	return wrap(err, "release the lease of %s %d", t, id)
 }
 
 // JobFilter selects owed jobs for the admin.
@@ -579,11 +586,8 @@ func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 		return n, nil
 	}
 	where, args := f.where(s.nowMs())
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...); err != nil {
-		return 0, fmt.Errorf("count jobs: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...)
+	return n, wrap(err, "count jobs")
 }
 
 // JobByID finds one owed job as the admin's list shows it, from the writer.

@@ -115,9 +115,9 @@ func (s *Store) keptCountByTaskWhy(ctx context.Context, f JobFilter) (int64, err
 
 // OldestDue is the due time of the longest-waiting job due and free at now (nil: none).
 func (s *Store) OldestDue(ctx context.Context, now time.Time) (*time.Time, error) {
-	var at []int64
-	if err := s.scan(ctx, s.read, &at, `SELECT due_at FROM content_jobs
-		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at, id LIMIT 1`, now, now); err != nil {
+	at, err := fetch[[]int64](ctx, s, s.read, `SELECT due_at FROM content_jobs
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at, id LIMIT 1`, now, now)
+	if err != nil {
 		return nil, fmt.Errorf("oldest due job: %w", err)
 	}
 	if len(at) == 0 {

@@ -30,9 +30,9 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 		}
 		return u, time.Time{}, nil
 	case CredSession:
-		var exp int64
-		if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
-			WHERE x.id_hash = ? AND x.user_id = ? AND x.expires_at > ? AND u.disabled = 0`, cred.Hash, userID, s.nowMs()); err != nil {
+		exp, err := fetch[int64](ctx, s, s.read, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+			WHERE x.id_hash = ? AND x.user_id = ? AND x.expires_at > ? AND u.disabled = 0`, cred.Hash, userID, s.nowMs())
+		if err != nil {
 			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, err)
 		}
 		if exp == 0 {
@@ -49,9 +49,9 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 
 // SessionExpiry is when the live session of the hash ends; ErrNotFound when it has ended.
 func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, error) {
-	var exp int64
-	if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
-		WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`, idHash, s.nowMs()); err != nil {
+	exp, err := fetch[int64](ctx, s, s.read, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+		WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`, idHash, s.nowMs())
+	if err != nil {
 		return time.Time{}, fmt.Errorf("session expiry: %w", err)
 	}
 	if exp == 0 {

@@ -18,8 +18,8 @@ func (s *Store) TakeManualProbe(ctx context.Context, gap time.Duration) (ok bool
 	if n == 1 {
 		return true, 0, nil
 	}
-	var last *int64
-	if err := s.scan(ctx, s.db, &last, `SELECT manual_probe_at FROM model_breaker WHERE id = 1`); err != nil {
+	last, err := fetch[*int64](ctx, s, s.db, `SELECT manual_probe_at FROM model_breaker WHERE id = 1`)
+	if err != nil {
 		return false, 0, fmt.Errorf("take the manual model probe: %w", err)
 	}
 	wait = gap

@@ -157,11 +157,8 @@ func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCu
 	}
 	q += ` ORDER BY entered_at, id LIMIT ?`
 	args = append(args, limit)
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
-		return nil, fmt.Errorf("review queue: %w", err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.read, q, args...)
+	return rows, wrap(err, "review queue")
 }
 
 // ReviewCounts counts the open entries of the queue by reason.
@@ -182,31 +179,25 @@ func (s *Store) ReviewCounts(ctx context.Context) (map[ReviewReason]int64, error
 
 // ReviewsOf lists an item's entries, open and decided, from the writer.
 func (s *Store) ReviewsOf(ctx context.Context, kind Kind, itemID int64) ([]ReviewEntry, error) {
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID); err != nil {
-		return nil, fmt.Errorf("reviews of %s %d: %w", kind, itemID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.db, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID)
+	return rows, wrap(err, "reviews of %s %d", kind, itemID)
 }
 
 // AppealsOf lists an author's appeals.
 func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, error) {
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID); err != nil {
-		return nil, fmt.Errorf("appeals of user %d: %w", userID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.read, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID)
+	return rows, wrap(err, "appeals of user %d", userID)
 }
 
 // ClaimReview gives adminID the item's open entries until until in one statement, unless
 // another moderator's claim holds them (*ErrClaimed); ErrNotFound when none is open.
 func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int64, until time.Time) ([]ReviewEntry, error) {
 	now := s.nowMs()
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.db, &rows, `UPDATE reviews SET claimed_by = ?, claim_until = ?
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.db, `UPDATE reviews SET claimed_by = ?, claim_until = ?
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL
 			AND (`+unclaimedSQL+` OR claimed_by = ?)
-		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID); err != nil {
+		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID)
+	if err != nil {
 		return nil, fmt.Errorf("claim the review of %s %d: %w", kind, itemID, err)
 	}
 	if len(rows) > 0 {
@@ -242,12 +233,9 @@ func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID in
 
 // BlockNote is the note of the item's last verdict by hand to block it (nil: none).
 func (s *Store) BlockNote(ctx context.Context, kind Kind, itemID int64) (*string, error) {
-	var note *string
-	if err := s.scan(ctx, s.read, &note, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
-		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
-		return nil, fmt.Errorf("the block's note of %s %d: %w", kind, itemID, err)
-	}
-	return note, nil
+	note, err := fetch[*string](ctx, s, s.read, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID)
+	return note, wrap(err, "the block's note of %s %d", kind, itemID)
 }
 
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
@@ -270,8 +258,8 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 	}
 	var out ReviewEntry
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var owner []int64
-		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID); err != nil {
+		owner, err := fetch[[]int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID)
+		if err != nil {
 			return err
 		}
 		if len(owner) != 1 || owner[0] != userID {
@@ -298,10 +286,10 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 		if len(by) == 1 {
 			blockedBy = by[0].AdminID
 		}
-		var rows []ReviewEntry
-		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
+		rows, err := fetch[[]ReviewEntry](ctx, tx, tx.db, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
 			VALUES (?, ?, ?, 'appeal', ?, 'block', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING RETURNING `+reviewColumns,
-			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy); err != nil {
+			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy)
+		if err != nil {
 			return err
 		}
 		if len(rows) == 0 {

@@ -123,8 +123,8 @@ func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 
 // ScrapeByID finds a scrape (deleted ones too: the tombstone) with its counts.
 func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
-	var rows []Scrape
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id); err != nil {
+	rows, err := fetch[[]Scrape](ctx, s, s.db, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id)
+	if err != nil {
 		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
 	}
 	if len(rows) == 0 {
@@ -156,8 +156,8 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 	}
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
-	var rows []Scrape
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+	rows, err := fetch[[]Scrape](ctx, s, s.read, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("list scrapes: %w", err)
 	}
 	if err := s.withCounts(ctx, rows); err != nil {
@@ -169,8 +169,8 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 // UpdateScrape changes a scrape's state and/or downloaded count (active takes the walk lock again).
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var cur []Scrape
-		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id); err != nil {
+		cur, err := fetch[[]Scrape](ctx, tx, tx.db, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id)
+		if err != nil {
 			return err
 		}
 		if len(cur) == 0 {
@@ -195,7 +195,7 @@ func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, 
 			args = append(args, *downloaded)
 		}
 		args = append(args, id)
-		_, err := tx.exec(ctx, `UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		_, err = tx.exec(ctx, `UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
 		return err
 	})
 	if err != nil {
@@ -227,8 +227,8 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 			return err
 		}
 		if changed == 0 {
-			var n int64
-			if err := tx.scan(ctx, tx.db, &n, `SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID); err != nil {
+			n, err := fetch[int64](ctx, tx, tx.db, `SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID)
+			if err != nil {
 				return err
 			}
 			if n == 0 {
@@ -277,11 +277,8 @@ func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, erro
 
 // ScrapesToDelete lists the scrapes whose delete is asked for or under way, oldest first.
 func (s *Store) ScrapesToDelete(ctx context.Context) ([]int64, error) {
-	var ids []int64
-	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`); err != nil {
-		return nil, fmt.Errorf("scrapes to delete: %w", err)
-	}
-	return ids, nil
+	ids, err := fetch[[]int64](ctx, s, s.db, `SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`)
+	return ids, wrap(err, "scrapes to delete")
 }
 
 // MarkScrapeDeleting moves a scrape from pending-delete to deleting.
@@ -293,11 +290,8 @@ func (s *Store) MarkScrapeDeleting(ctx context.Context, id int64) error {
 
 // MediaIDsOf lists up to limit ids of a scrape's media rows.
 func (s *Store) MediaIDsOf(ctx context.Context, scrapeID int64, limit int) ([]int64, error) {
-	var ids []int64
-	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit); err != nil {
-		return nil, fmt.Errorf("media of scrape %d: %w", scrapeID, err)
-	}
-	return ids, nil
+	ids, err := fetch[[]int64](ctx, s, s.db, `SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit)
+	return ids, wrap(err, "media of scrape %d", scrapeID)
 }
 
 // DeleteMedia deletes media rows by id.
@@ -349,11 +343,8 @@ func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state MediaState,
 	}
 	q += ` AND id > ? ORDER BY id LIMIT ?`
 	args = append(args, afterID, limit)
-	var rows []Media
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
-		return nil, fmt.Errorf("list media of scrape %d: %w", scrapeID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Media](ctx, s, s.read, q, args...)
+	return rows, wrap(err, "list media of scrape %d", scrapeID)
 }
 
 // MediaByID finds one media row of a scrape that is not being deleted.
@@ -372,12 +363,9 @@ func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
 
 // MediaToPreview lists up to limit of a scrape's rows in state, oldest first.
 func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state MediaState, limit int) ([]Media, error) {
-	var rows []Media
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
-		scrapeID, state, limit); err != nil {
-		return nil, fmt.Errorf("media to preview of scrape %d: %w", scrapeID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Media](ctx, s, s.db, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
+		scrapeID, state, limit)
+	return rows, wrap(err, "media to preview of scrape %d", scrapeID)
 }
 
 // RecordPreview keeps a row's preview outcome if the row still waits (pending or suspect) in a
@@ -412,8 +400,8 @@ func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int
 
 // WalkUntil is when the walk lock lapses (the newest active push plus idle); ok false: none active.
 func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {
-	var newest *int64
-	if err := s.scan(ctx, s.db, &newest, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`); err != nil {
+	newest, err := fetch[*int64](ctx, s, s.db, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`)
+	if err != nil {
 		return time.Time{}, false, fmt.Errorf("walk until: %w", err)
 	}
 	if newest == nil {
@@ -424,9 +412,6 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 
 // WalkingChat is the chat of the active scrape that pushed last ("" when none is active).
 func (s *Store) WalkingChat(ctx context.Context) (string, error) {
-	var chat string
-	if err := s.scan(ctx, s.read, &chat, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {
-		return "", fmt.Errorf("walking chat: %w", err)
-	}
-	return chat, nil
+	chat, err := fetch[string](ctx, s, s.read, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`)
+	return chat, wrap(err, "walking chat")
 }

@@ -48,6 +48,30 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
+// fetch is what q selects, scanned into a T (a slice of rows, one row, or one column's value);
+// on an error it answers T's zero value.
+func fetch[T any](ctx context.Context, s *Store, pool *gorm.DB, q string, args ...any) (T, error) {
+	var out T
+	if err := s.scan(ctx, pool, &out, q, args...); err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// first is the first row q selects; missing(what, id) when it selects none.
+func first[T any](ctx context.Context, s *Store, pool *gorm.DB, what string, id any, q string, args ...any) (T, error) {
+	rows, err := fetch[[]T](ctx, s, pool, q, args...)
+	var zero T
+	if err != nil {
+		return zero, fmt.Errorf("%s %v: %w", what, id, err)
+	}
+	if len(rows) == 0 {
+		return zero, missing(what, id)
+	}
+	return rows[0], nil
+}
+
 // NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
 func NotFoundWhat(err error) string {
 	var nf *notFoundError

@@ -60,8 +60,8 @@ var ErrNameTaken = errors.New("the user name is taken")
 func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
 	// Asked first so a taken name is an answer, not a failed statement in the log.
-	var taken int64
-	if err := s.scan(ctx, s.db, &taken, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name); err != nil {
+	taken, err := fetch[int64](ctx, s, s.db, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name)
+	if err != nil {
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
 	}
 	if taken > 0 {
@@ -92,8 +92,8 @@ func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 
 // TokenKnown reports whether a token belongs to any user, disabled or not.
 func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)); err != nil {
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token))
+	if err != nil {
 		return false, fmt.Errorf("token known: %w", err)
 	}
 	return n > 0, nil
@@ -129,8 +129,8 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 
 // UserByID finds a user.
 func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
-	var u User
-	if err := s.scan(ctx, s.read, &u, `SELECT * FROM users WHERE id = ?`, id); err != nil {
+	u, err := fetch[User](ctx, s, s.read, `SELECT * FROM users WHERE id = ?`, id)
+	if err != nil {
 		return User{}, fmt.Errorf("user %d: %w", id, err)
 	}
 	if u.ID == 0 {
@@ -255,9 +255,9 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 			return err
 		}
 		if disabled && target.Role == RoleAdmin && !target.Disabled {
-			var others int64
-			if err := tx.scan(ctx, tx.db, &others, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`,
-				userID); err != nil {
+			others, err := fetch[int64](ctx, tx, tx.db, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`,
+				userID)
+			if err != nil {
 				return fmt.Errorf("count admins: %w", err)
 			}
 			if others == 0 {
@@ -284,8 +284,8 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 
 // ListUsers pages through users by id after afterID.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
-	var us []User
-	if err := s.scan(ctx, s.read, &us, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit); err != nil {
+	us, err := fetch[[]User](ctx, s, s.read, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	for i := range us {

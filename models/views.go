@@ -88,17 +88,17 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 	if song.Public == 0 {
 		return Song{}, nil, nil, missing("song", id)
 	}
-	var revs []PublicRevision
-	if err := s.scan(ctx, s.read, &revs, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r
+	revs, err := fetch[[]PublicRevision](ctx, s, s.read, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r
 		JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id AND s.verdict = 'allow'
-		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id); err != nil {
+		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	if len(revs) > 0 {
 		song.Title = revs[0].Title // the newest allowed revision's, as PublicSongs shows it
 	}
-	var scores []scoreRow
-	if err := s.scan(ctx, s.read, &scores, `SELECT * FROM scores WHERE song_id = ?`, id); err != nil {
+	scores, err := fetch[[]scoreRow](ctx, s, s.read, `SELECT * FROM scores WHERE song_id = ?`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	for _, sr := range scores {
@@ -109,10 +109,10 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 			}
 		}
 	}
-	var comments []PublicComment
-	if err := s.scan(ctx, s.read, &comments, `SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
+	comments, err := fetch[[]PublicComment](ctx, s, s.read, `SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
 		JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id AND s.verdict = 'allow'
-		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id); err != nil {
+		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	return song, revs, comments, nil
@@ -267,8 +267,8 @@ func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, 
 		out.Verdict, out.Confidence = &rows[0].Verdict, &rows[0].Confidence
 		return out, nil
 	}
-	var jobs []Job
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id); err != nil {
+	jobs, err := fetch[[]Job](ctx, s, s.db, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id)
+	if err != nil {
 		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
 	}
 	if len(jobs) > 0 {

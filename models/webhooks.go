@@ -163,9 +163,9 @@ const subscribersSQL = `SELECT id FROM webhooks WHERE active = 1 AND (events LIK
 
 // webhookSubscribed reports whether an active webhook wants event.
 func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
-	var subscribers []int64
-	if err := s.scan(ctx, s.db, &subscribers, subscribersSQL+` LIMIT 1`,
-		eventPattern(event), eventPattern(EventAll)); err != nil {
+	subscribers, err := fetch[[]int64](ctx, s, s.db, subscribersSQL+` LIMIT 1`,
+		eventPattern(event), eventPattern(EventAll))
+	if err != nil {
 		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
 	}
 	return len(subscribers) > 0, nil
@@ -264,25 +264,15 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 
 // RotateWebhookSecret makes secret the signing one, the old one still used until until (ErrNotFound).
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
-	var rows []Webhook
-	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
-		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id); err != nil {
-		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
-	}
-	if len(rows) == 0 {
-		return Webhook{}, missing("webhook", id)
-	}
-	return rows[0], nil
+	return first[Webhook](ctx, s, s.db, "webhook", id, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
+		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id)
 }
 
 // ListWebhooks pages through subscriptions by id, after the id afterID.
 func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]Webhook, error) {
-	var rows []Webhook
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
-		afterID, limit); err != nil {
-		return nil, fmt.Errorf("list webhooks: %w", err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Webhook](ctx, s, s.read, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
+		afterID, limit)
+	return rows, wrap(err, "list webhooks")
 }
 
 // WebhookByID finds a subscription; ErrNotFound when there is none.
@@ -308,8 +298,8 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	if err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
-	var rows []Webhook
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param); err != nil {
+	rows, err := fetch[[]Webhook](ctx, s, s.db, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param)
+	if err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	for _, r := range rows {
@@ -385,11 +375,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
 	q, args := s.dialect.claimDeliveries(now, until, limit, owner)
-	var ds []Delivery
-	if err := s.scan(ctx, s.db, &ds, q, args...); err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
-	}
-	return ds, nil
+	ds, err := fetch[[]Delivery](ctx, s, s.db, q, args...)
+	return ds, wrap(err, "claim webhook deliveries")
 }
 
 // Attempt outcomes a worker reports to FinishDelivery.
@@ -462,22 +449,6 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 	return ok, nil
 }
 
-// ReleaseDelivery frees a claimed delivery's lease without an attempt, if the claim still holds.
-func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
-	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil)
-	return wrap(err, "release delivery %d", d.ID)
-}
-
-// ReleaseDeliveryLeases frees every delivery lease owner holds, so they are due again at once.
-func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error) {
-	n, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
-	}
-	return n, nil
-}
-
 // ListDeliveries pages through a subscription's deliveries newest first, before beforeID, without payloads.
 func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status DeliveryStatus, beforeID int64, limit int) ([]Delivery, error) {
 	q := `SELECT ` + deliveryHeadColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
@@ -492,23 +463,13 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status Deli
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
-	var ds []Delivery
-	if err := s.scan(ctx, s.read, &ds, q, args...); err != nil {
-		return nil, fmt.Errorf("list the deliveries of webhook %d: %w", webhookID, err)
-	}
-	return ds, nil
+	ds, err := fetch[[]Delivery](ctx, s, s.read, q, args...)
+	return ds, wrap(err, "list the deliveries of webhook %d", webhookID)
 }
 
 // DeliveryByID finds one delivery, payload included; ErrNotFound when there is none.
 func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
-	var ds []Delivery
-	if err := s.scan(ctx, s.db, &ds, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id); err != nil {
-		return Delivery{}, fmt.Errorf("delivery %d: %w", id, err)
-	}
-	if len(ds) == 0 {
-		return Delivery{}, missing("delivery", id)
-	}
-	return ds[0], nil
+	return first[Delivery](ctx, s, s.db, "delivery", id, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id)
 }
 
 // DeliveryAttempts lists each delivery's attempts, oldest first (last > 0: only the last ones).
@@ -529,8 +490,8 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 			FROM webhook_attempts a WHERE ` + s.dialect.idIn("delivery_id") + `) ranked WHERE n <= ?`
 		args = append(args, last)
 	}
-	var rows []DeliveryAttempt
-	if err := s.scan(ctx, s.read, &rows, q+` ORDER BY delivery_id, id`, args...); err != nil {
+	rows, err := fetch[[]DeliveryAttempt](ctx, s, s.read, q+` ORDER BY delivery_id, id`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("delivery attempts: %w", err)
 	}
 	for _, a := range rows {
