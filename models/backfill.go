@@ -63,13 +63,8 @@ type BackfillMember struct {
 func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillMember, error) {
 	q := `SELECT s.id, s.chat_id, s.guild_id, s.backend, s.mode, s.state, s.downloaded, ` + totalsColumns + `
 		FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
-		WHERE s.state IN ('paused', 'done', 'failed')`
-	var args []any
-	if chatID != "" {
-		q += ` AND s.chat_id = ?`
-		args = append(args, chatID)
-	}
-	rows, err := s.query(ctx, s.read, q+` ORDER BY s.id`, args...)
+		WHERE s.state IN ('paused', 'done', 'failed') AND (? = '' OR s.chat_id = ?) ORDER BY s.id`
+	rows, err := s.query(ctx, s.read, q, chatID, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("backfill members: %w", err)
 	}
@@ -191,21 +186,13 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("start backfill jobs: %w", err)
-	}
-	return started, nil
+	return wrapped(started, err, "start backfill jobs")
 }
 
 // PauseBackfillJobs pauses every running job, or chatID's, and returns the chats it paused.
 func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
-	q := `UPDATE backfill_jobs SET state = 'paused' WHERE state = 'running'`
-	var args []any
-	if chatID != "" {
-		q += ` AND chat_id = ?`
-		args = append(args, chatID)
-	}
-	chats, err := fetch[[]string](ctx, s, s.db, q+` RETURNING chat_id`, args...)
+	chats, err := fetch[[]string](ctx, s, s.db, `UPDATE backfill_jobs SET state = 'paused'
+		WHERE state = 'running' AND (? = '' OR chat_id = ?) RETURNING chat_id`, chatID, chatID)
 	return chats, wrap(err, "pause backfill jobs")
 }
 
@@ -298,10 +285,7 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), j.RunWaitMs, j.RunWaits, chatID)
 		return err
 	})
-	if err != nil {
-		return BackfillJob{}, fmt.Errorf("record a backfill batch of %s: %w", chatID, err)
-	}
-	return out, nil
+	return wrapped(out, err, "record a backfill batch of %s", chatID)
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -321,10 +305,7 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 		ended = n > 0
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("end the backfill job of %s: %w", chatID, err)
-	}
-	return ended, nil
+	return wrapped(ended, err, "end the backfill job of %s", chatID)
 }
 
 // SettleBackfillJobs moves every paused job (or chatID's) whose member scrapes have no pending
@@ -337,13 +318,9 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 		q := `SELECT j.chat_id FROM backfill_jobs j WHERE j.state = 'paused'
 			AND EXISTS (SELECT 1 FROM scrapes s WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed'))
 			AND NOT EXISTS (SELECT 1 FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
-				WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed') AND (t.pending > 0 OR t.suspect > 0))`
-		var args []any
-		if chatID != "" {
-			q += ` AND j.chat_id = ?`
-			args = append(args, chatID)
-		}
-		chats, err := fetch[[]string](ctx, tx, tx.db, q+` ORDER BY j.position, j.chat_id`, args...)
+				WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed') AND (t.pending > 0 OR t.suspect > 0))
+			AND (? = '' OR j.chat_id = ?) ORDER BY j.position, j.chat_id`
+		chats, err := fetch[[]string](ctx, tx, tx.db, q, chatID, chatID)
 		if err != nil {
 			return err
 		}
@@ -359,10 +336,7 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("settle backfill jobs: %w", err)
-	}
-	return settled, nil
+	return wrapped(settled, err, "settle backfill jobs")
 }
 
 // finishBackfillJob moves chatID's job from from to done at now, owing backfill.finished.
@@ -420,10 +394,7 @@ func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease ti
 		owner = ?, lease_until = ?
 		WHERE id = 1 AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until <= ?)`,
 		owner, owner, owner, now+lease.Milliseconds(), owner, now)
-	if err != nil {
-		return false, fmt.Errorf("acquire the backfill lease: %w", err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "acquire the backfill lease")
 }
 
 // ReleaseBackfillLease gives the queue lease up if owner holds it.

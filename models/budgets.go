@@ -188,8 +188,5 @@ func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit
 // PruneBudgets forgets days before the day of now: only today's spend is ever read.
 func (s *Store) PruneBudgets(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.exec(ctx, `DELETE FROM budgets WHERE day < ?`, BudgetDay(now))
-	if err != nil {
-		return 0, fmt.Errorf("prune budgets: %w", err)
-	}
-	return n, nil
+	return wrapped(n, err, "prune budgets")
 }

@@ -157,10 +157,7 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 		tx.made(rev)
 		return err
 	})
-	if err != nil {
-		return Revision{}, fmt.Errorf("create a revision of song %d: %w", songID, err)
-	}
-	return rev, nil
+	return wrapped(rev, err, "create a revision of song %d", songID)
 }
 
 // CreateComment comments on a song the author can see: public, or their own.
@@ -183,10 +180,7 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		tx.made(c)
 		return nil
 	})
-	if err != nil {
-		return Comment{}, fmt.Errorf("create a comment on song %d: %w", songID, err)
-	}
-	return c, nil
+	return wrapped(c, err, "create a comment on song %d", songID)
 }
 
 // CreatePitch writes a pitch, in a transaction so a request's hook commits with it.
@@ -202,10 +196,7 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 		tx.made(p)
 		return nil
 	})
-	if err != nil {
-		return Pitch{}, fmt.Errorf("create pitch: %w", err)
-	}
-	return p, nil
+	return wrapped(p, err, "create pitch")
 }
 
 // DeleteItem deletes the author's own song (and its items), revision, comment or pitch; else ErrNotFound.

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -50,10 +49,7 @@ func (s *Store) RecordDriftRun(ctx context.Context, run DriftRun, data ModelDrif
 		}
 		return tx.EnqueueWebhook(ctx, EventModelDrift, data)
 	})
-	if err != nil {
-		return DriftRun{}, fmt.Errorf("record drift run: %w", err)
-	}
-	return run, nil
+	return wrapped(run, err, "record drift run")
 }
 
 // DriftRuns lists the newest completed drift runs, newest first, at most limit.

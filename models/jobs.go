@@ -68,10 +68,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 		filter, args = " AND user_id = ?", []any{userID}
 	}
 	jobs, err := s.claim(ctx, limit, lease, owner, filter, args...)
-	if err != nil {
-		return nil, fmt.Errorf("claim content jobs: %w", err)
-	}
-	return jobs, nil
+	return wrapped(jobs, err, "claim content jobs")
 }
 
 // ClaimItem is ClaimDue narrowed to one item's task; ok is false unless it was due, free and unheld.
@@ -115,10 +112,7 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, 
 		tx.changed(job.UserID)
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("reschedule job %d: %w", job.ID, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "reschedule job %d", job.ID)
 }
 
 // RecordScreen keeps an item's verdict and its event in one transaction (a trigger settles the
@@ -328,10 +322,7 @@ func (s *Store) recordScore(ctx context.Context, sc Score, ev Event, replace boo
 		}
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the score of revision %d: %w", sc.RevisionID, err)
-	}
-	return recorded, nil
+	return wrapped(recorded, err, "record the score of revision %d", sc.RevisionID)
 }
 
 // NewLeaseOwner names a lease holder by host, process id and a random tag.
@@ -504,25 +495,35 @@ func namesOf(table string) string {
 		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = ` + table + `.item_id) END`
 }
 
-func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
+// scanRows reads rows of columns columns, a T each as read makes it, and closes rows (an empty
+// page is not nil).
+func scanRows[T any](rows *queryRows, columns, sizeHint int, read func(r *row) T) ([]T, error) {
 	defer rows.Close()
-	r := newRow(jobColumnCount + 4)
-	out := make([]JobRow, 0, sizeHint)
+	r := newRow(columns)
+	out := make([]T, 0, sizeHint)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
+		v := read(r)
+		if r.err != nil { // a column that did not convert: the row's value would be wrong
+			return nil, r.err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanJobRows reads rows of jobRowColumns and closes rows.
+func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
+	return scanRows(rows, jobColumnCount+4, sizeHint, func(r *row) JobRow {
 		j := JobRow{Job: r.job(0), ItemTitle: r.strp(jobColumnCount + 2), SongID: r.int64p(jobColumnCount + 3)}
 		j.LastError = r.strp(jobColumnCount)
 		if name := r.strp(jobColumnCount + 1); name != nil {
 			j.UserName = *name
 		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+		return j
+	})
 }
 
 // pageOf adds the page's start after the cursor to where and args, and answers the ORDER BY.
@@ -553,10 +554,7 @@ func pageOf(order string, after *JobCursor, cols [3]string, where string, args [
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.where(s.nowMs())
 	jobs, err := s.jobPage(ctx, jobRowColumns+` FROM content_jobs`, where, args, pageOrder{order, after, [3]string{"id", "due_at", "attempts"}}, limit, scanJobRows)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, nil
+	return wrapped(jobs, err, "list jobs")
 }
 
 // pageOrder is a job list's order (see pageOf): its name, the cursor and the columns.
@@ -667,8 +665,5 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, l
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	evs, err := scanEvents(rows, max(limit, 0))
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return evs, nil
+	return wrapped(evs, err, "list events")
 }

@@ -109,10 +109,7 @@ func (s *Store) EnterReview(ctx context.Context, job Job, verdict Verdict, confi
 		tx.changed(job.UserID)
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("send %s %d to review: %w", job.Kind, job.ItemID, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "send %s %d to review", job.Kind, job.ItemID)
 }
 
 // ReviewFilter selects open entries of the review queue.
@@ -299,10 +296,7 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 		tx.changed(userID)
 		return nil
 	})
-	if err != nil {
-		return ReviewEntry{}, fmt.Errorf("appeal of %s %d: %w", kind, itemID, err)
-	}
-	return out, nil
+	return wrapped(out, err, "appeal of %s %d", kind, itemID)
 }
 
 // ItemAppealDecidedData is the data of an item.appeal.decided event.

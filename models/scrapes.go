@@ -123,17 +123,12 @@ func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 
 // ScrapeByID finds a scrape (deleted ones too: the tombstone) with its counts.
 func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
-	rows, err := fetch[[]Scrape](ctx, s, s.db, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id)
+	sc, err := first[Scrape](ctx, s, s.db, "scrape", id, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
+		return Scrape{}, err
 	}
-	if len(rows) == 0 {
-		return Scrape{}, missing("scrape", id)
-	}
-	if err := s.withCounts(ctx, rows); err != nil {
-		return Scrape{}, fmt.Errorf("scrape %d: counts: %w", id, err)
-	}
-	return rows[0], nil
+	rows := []Scrape{sc}
+	return wrapped(rows[0], s.withCounts(ctx, rows), "scrape %d: counts", id)
 }
 
 // ScrapeFilter selects scrapes for a list.
@@ -144,19 +139,9 @@ type ScrapeFilter struct {
 
 // ListScrapes pages through scrapes by id after afterID, with their counts, never deleted ones.
 func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, limit int) ([]Scrape, error) {
-	q := `SELECT ` + scrapeColumns + ` FROM scrapes WHERE state <> 'deleted' AND id > ?`
-	args := []any{afterID}
-	if f.ChatID != "" {
-		q += ` AND chat_id = ?`
-		args = append(args, f.ChatID)
-	}
-	if f.State != "" {
-		q += ` AND state = ?`
-		args = append(args, f.State)
-	}
-	q += ` ORDER BY id LIMIT ?`
-	args = append(args, limit)
-	rows, err := fetch[[]Scrape](ctx, s, s.read, q, args...)
+	rows, err := fetch[[]Scrape](ctx, s, s.read, `SELECT `+scrapeColumns+` FROM scrapes WHERE state <> 'deleted' AND id > ?
+		AND (? = '' OR chat_id = ?) AND (? = '' OR state = ?) ORDER BY id LIMIT ?`,
+		afterID, f.ChatID, f.ChatID, f.State, f.State, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list scrapes: %w", err)
 	}
@@ -169,43 +154,25 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 // UpdateScrape changes a scrape's state and/or downloaded count (active takes the walk lock again).
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
-		cur, err := fetch[[]Scrape](ctx, tx, tx.db, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id)
+		cur, err := first[Scrape](ctx, tx, tx.db, "scrape", id, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id)
 		if err != nil {
 			return err
 		}
-		if len(cur) == 0 {
-			return missing("scrape", id)
-		}
-		if strings.Contains(deletingStates, "'"+string(cur[0].State)+"'") {
+		if strings.Contains(deletingStates, "'"+string(cur.State)+"'") {
 			return ErrConflict
 		}
-		now := tx.nowMs()
-		sets := []string{"updated_at = ?"}
-		args := []any{now}
-		if state != nil {
-			sets = append(sets, "state = ?")
-			args = append(args, *state)
-			if *state == ScrapeActive && cur[0].State != ScrapeActive {
-				sets = append(sets, "pushed_at = ?")
-				args = append(args, now)
-			}
-		}
-		if downloaded != nil {
-			sets = append(sets, "downloaded = ?")
-			args = append(args, *downloaded)
-		}
-		args = append(args, id)
-		_, err = tx.exec(ctx, `UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		// Becoming active pushes now; the CASE reads the state before the update.
+		now, st := tx.nowMs(), (*string)(state)
+		_, err = tx.exec(ctx, `UPDATE scrapes SET updated_at = ?, state = COALESCE(?, state), downloaded = COALESCE(?, downloaded),
+			pushed_at = CASE WHEN ? = 'active' AND state <> 'active' THEN ? ELSE pushed_at END WHERE id = ?`,
+			now, st, downloaded, st, now, id)
 		return err
 	})
 	if err != nil {
 		return Scrape{}, fmt.Errorf("update scrape %d: %w", id, err)
 	}
 	sc, err := s.ScrapeByID(ctx, id)
-	if err != nil {
-		return Scrape{}, fmt.Errorf("update scrape: %w", err)
-	}
-	return sc, nil
+	return wrapped(sc, err, "update scrape")
 }
 
 // NewMedia is one media row the bot pushes.
@@ -255,10 +222,7 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("add media to scrape %d: %w", scrapeID, err)
-	}
-	return len(items), nil
+	return wrapped(len(items), err, "add media to scrape %d", scrapeID)
 }
 
 // RequestScrapeDelete marks a scrape pending-delete, for the background deleter (once only).
@@ -269,10 +233,7 @@ func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, erro
 		return Scrape{}, fmt.Errorf("request the delete of scrape %d: %w", id, err)
 	}
 	sc, err := s.ScrapeByID(ctx, id)
-	if err != nil {
-		return Scrape{}, fmt.Errorf("request a scrape's delete: %w", err)
-	}
-	return sc, nil
+	return wrapped(sc, err, "request a scrape's delete")
 }
 
 // ScrapesToDelete lists the scrapes whose delete is asked for or under way, oldest first.
@@ -311,10 +272,7 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleted', updated_at = ?
 		WHERE id = ? AND state = 'deleting' AND NOT EXISTS (SELECT 1 FROM media WHERE scrape_id = ?)`, s.nowMs(), id, id)
-	if err != nil {
-		return false, fmt.Errorf("finish the delete of scrape %d: %w", id, err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "finish the delete of scrape %d", id)
 }
 
 // Media is one media row of a scrape.
@@ -375,10 +333,7 @@ func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, s
 		WHERE id = ? AND state IN ('pending', 'suspect')
 		AND EXISTS (SELECT 1 FROM scrapes s WHERE s.id = media.scrape_id AND s.state NOT IN `+deletingStates+`)`,
 		state, storedBytes, s.nowMs(), id)
-	if err != nil {
-		return false, fmt.Errorf("record the preview of media %d: %w", id, err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "record the preview of media %d", id)
 }
 
 // RecordBackfillPreview is RecordPreview that adds a settled row to chatID's job's processed too.
@@ -392,10 +347,7 @@ func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int
 		_, err = tx.exec(ctx, `UPDATE backfill_jobs SET processed = processed + 1 WHERE chat_id = ?`, chatID)
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the backfill preview of media %d: %w", id, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "record the backfill preview of media %d", id)
 }
 
 // WalkUntil is when the walk lock lapses (the newest active push plus idle); ok false: none active.

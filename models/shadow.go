@@ -69,10 +69,7 @@ func (s *Store) SetLive(ctx context.Context, model, rubric *string) (ok bool, er
 	}
 	n, err := s.exec(ctx, `UPDATE model_settings SET live_model = ?, live_rubric = ?, live_since = ? WHERE id = 1 AND `+cond,
 		model, rubric, s.nowMs())
-	if err != nil {
-		return false, fmt.Errorf("set the live model: %w", err)
-	}
-	return n == 1, nil
+	return wrapped(n == 1, err, "set the live model")
 }
 
 // ChargeShadow counts calls of the candidate's on now's UTC day if the count stays within limit.
@@ -81,10 +78,7 @@ func (s *Store) ChargeShadow(ctx context.Context, calls, limit int64, now time.T
 	n, err := s.exec(ctx, `UPDATE model_settings SET shadow_calls = (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ?,
 		shadow_day = ? WHERE id = 1 AND (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ? <= ?`,
 		day, calls, day, day, calls, limit)
-	if err != nil {
-		return false, fmt.Errorf("charge the candidate's calls: %w", err)
-	}
-	return n == 1, nil
+	return wrapped(n == 1, err, "charge the candidate's calls")
 }
 
 // shadowJobColumns are a shadow job's columns as a Job's (no author: the work is nobody's).
@@ -132,10 +126,7 @@ func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, v
 		recorded = n == 1
 		return tx.DropShadowJob(ctx, job)
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the shadow screen of %s %d: %w", job.Kind, job.ItemID, err)
-	}
-	return recorded, nil
+	return wrapped(recorded, err, "record the shadow screen of %s %d", job.Kind, job.ItemID)
 }
 
 // RecordShadowScore is RecordShadowScreen for the candidate's score of a revision.
@@ -154,10 +145,7 @@ func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric st
 		recorded = n == 1
 		return tx.DropShadowJob(ctx, job)
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
-	}
-	return recorded, nil
+	return wrapped(recorded, err, "record the shadow score of revision %d", job.ItemID)
 }
 
 // DropShadowJobs deletes every owed shadow job (the candidate is live: nothing to shadow).
@@ -318,10 +306,7 @@ func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 		JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`) JOIN revisions r ON r.id = sc.revision_id
 		WHERE sc.rubric <> ? ORDER BY r.user_id, r.id
 		ON CONFLICT (task, kind, item_id) DO NOTHING`, s.nowMs(), rubric)
-	if err != nil {
-		return 0, fmt.Errorf("owe the re-scores under %s: %w", rubric, err)
-	}
-	return n, nil
+	return wrapped(n, err, "owe the re-scores under %s", rubric)
 }
 
 // RankedCursor is where a page of songs by art continues: in the live rubric's, or (Rest) the others.

@@ -72,6 +72,15 @@ func first[T any](ctx context.Context, s *Store, pool *gorm.DB, what string, id 
 	return rows[0], nil
 }
 
+// wrapped is v, or on an error T's zero value and err prefixed as wrap does.
+func wrapped[T any](v T, err error, format string, args ...any) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return v, nil
+}
+
 // NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
 func NotFoundWhat(err error) string {
 	var nf *notFoundError
@@ -241,10 +250,7 @@ func (s *Store) Now() time.Time { return s.clock.Now() }
 // DatabaseTime is the database server's clock now, which replicas set their clocks by.
 func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 	t, err := s.dialect.clockNow(ctx, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
-	}
-	return t, nil
+	return wrapped(t, err, "read the database's clock")
 }
 
 // nowMs is the store's clock in epoch milliseconds, the unit of every time column.

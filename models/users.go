@@ -84,19 +84,13 @@ func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 		u, err = s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
 		return err
 	})
-	if err != nil {
-		return User{}, fmt.Errorf("user by token: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "user by token")
 }
 
 // TokenKnown reports whether a token belongs to any user, disabled or not.
 func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
 	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token))
-	if err != nil {
-		return false, fmt.Errorf("token known: %w", err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "token known")
 }
 
 // userColumns are a User's columns, in the order oneUser reads them.
@@ -164,10 +158,7 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 	}
 	s.changed(userID)
 	u, err := s.UserByID(ctx, userID)
-	if err != nil {
-		return User{}, fmt.Errorf("set the daily limit: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "set the daily limit")
 }
 
 // MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
@@ -188,10 +179,7 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 		}
 		return nil
 	})
-	if err != nil {
-		return "", fmt.Errorf("create session: %w", err)
-	}
-	return id, nil
+	return wrapped(id, err, "create session")
 }
 
 // UserBySession finds the enabled user of a live session.
@@ -199,19 +187,13 @@ func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
 	u, err := s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
 		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`,
 		HashToken(id), s.nowMs())
-	if err != nil {
-		return User{}, fmt.Errorf("user by session: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "user by session")
 }
 
 // PruneSessions deletes the sessions expired by now (the periodic sweep calls it).
 func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("prune sessions: %w", err)
-	}
-	return n, nil
+	return wrapped(n, err, "prune sessions")
 }
 
 // RotateToken gives a user a new token and returns it: the old one stops working and every
@@ -276,10 +258,7 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	if err != nil {
-		return User{}, fmt.Errorf("set user %d disabled=%t: %w", userID, disabled, err)
-	}
-	return u, nil
+	return wrapped(u, err, "set user %d disabled=%t", userID, disabled)
 }
 
 // ListUsers pages through users by id after afterID.

@@ -43,23 +43,11 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 	if err != nil {
 		return nil, fmt.Errorf("public songs: %w", err)
 	}
-	defer rows.Close()
-	songs := make([]Song, 0, min(limit, 256))
-	r := newRow(7)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, fmt.Errorf("public songs: %w", err)
-		}
-		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
-			CreatedAt: r.time(4), Title: r.str(5), ScoreRubric: r.strp(6)})
-		if r.err != nil {
-			return nil, fmt.Errorf("public songs: %w", r.err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("public songs: %w", err)
-	}
-	return songs, nil
+	songs, err := scanRows(rows, 7, min(limit, 256), func(r *row) Song {
+		return Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
+			CreatedAt: r.time(4), Title: r.str(5), ScoreRubric: r.strp(6)}
+	})
+	return wrapped(songs, err, "public songs")
 }
 
 // PublicRevision is an allowed revision of a public song.

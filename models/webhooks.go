@@ -165,10 +165,7 @@ const subscribersSQL = `SELECT id FROM webhooks WHERE active = 1 AND (events LIK
 func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
 	subscribers, err := fetch[[]int64](ctx, s, s.db, subscribersSQL+` LIMIT 1`,
 		eventPattern(event), eventPattern(EventAll))
-	if err != nil {
-		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
-	}
-	return len(subscribers) > 0, nil
+	return wrapped(len(subscribers) > 0, err, "webhook subscribers of %s", event)
 }
 
 // enqueueWebhook is EnqueueWebhook with the data built only when someone subscribes.
@@ -331,10 +328,7 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 		w, err = tx.WebhookByID(ctx, id)
 		return err
 	})
-	if err != nil {
-		return Webhook{}, fmt.Errorf("set webhook %d active=%t: %w", id, active, err)
-	}
-	return w, nil
+	return wrapped(w, err, "set webhook %d active=%t", id, active)
 }
 
 // cancelDeliveries cancels a subscription's pending deliveries; a leased one still records its attempt.
@@ -443,10 +437,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 		}
 		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("finish delivery %d: %w", d.ID, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "finish delivery %d", d.ID)
 }
 
 // ListDeliveries pages through a subscription's deliveries newest first, before beforeID, without payloads.
@@ -529,10 +520,7 @@ func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 		d, err = tx.DeliveryByID(ctx, id)
 		return err
 	})
-	if err != nil {
-		return Delivery{}, fmt.Errorf("redeliver %d: %w", id, err)
-	}
-	return d, nil
+	return wrapped(d, err, "redeliver %d", id)
 }
 
 // WebhookHealth is whether a subscription's newest attempted delivery is failing, and with what.
