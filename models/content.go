@@ -123,14 +123,7 @@ func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title,
 
 // SongByID finds a song whoever owns it.
 func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
-	song, err := fetch[Song](ctx, s, s.read, `SELECT * FROM songs WHERE id = ?`, id)
-	if err != nil {
-		return Song{}, fmt.Errorf("song %d: %w", id, err)
-	}
-	if song.ID == 0 {
-		return Song{}, missing("song", id)
-	}
-	return song, nil
+	return first[Song](ctx, s, s.read, "song", id, `SELECT * FROM songs WHERE id = ?`, id)
 }
 
 // CreateRevision adds a revision to the author's own song (empty title: the song's).

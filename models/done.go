@@ -23,6 +23,12 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 	if f.ID != 0 {
 		add("job_id = ?", f.ID)
 	}
+	f.eventWhere(add)
+	return strings.Join(conds, " AND "), args
+}
+
+// eventWhere adds the filter's conditions on events: task, why ("none": no why), item and outcome.
+func (f JobFilter) eventWhere(add func(cond string, args ...any)) {
 	if f.Task != "" {
 		add("event = ?", f.Task)
 	}
@@ -35,7 +41,6 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
 	}
-	return strings.Join(conds, " AND "), args
 }
 
 // ListDoneJobs pages through the jobs the filter selects (its state aside) that settled since

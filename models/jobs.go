@@ -633,26 +633,7 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, l
 	q := `SELECT id, ` + eventColumns + ` FROM events WHERE 1 = 1`
 	var args []any
 	add := func(cond string, a ...any) { q += ` AND ` + cond; args = append(args, a...) }
-	if f.Event != "" {
-		add("event = ?", f.Event)
-	}
-	if f.Why == "none" {
-		add("why IS NULL")
-	} else if f.Why != "" {
-		add("why = ?", f.Why)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.Kind != "" {
-		add("kind = ?", f.Kind)
-	}
-	if f.UserID != 0 {
-		add("user_id = ?", f.UserID)
-	}
-	if f.ItemID != 0 {
-		add("item_id = ?", f.ItemID)
-	}
+	JobFilter{Task: f.Event, Why: f.Why, Outcome: f.Outcome, Kind: f.Kind, UserID: f.UserID, ItemID: f.ItemID}.eventWhere(add)
 	if beforeID > 0 {
 		add("id < ?", beforeID)
 	}
