@@ -198,15 +198,9 @@ func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string,
 
 // NextBackfillJob is the first running job in execution order; ok is false when none runs.
 func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) {
-	jobs, err := fetch[[]BackfillJob](ctx, s, s.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
+	j, ok, err := maybe[BackfillJob](ctx, s, s.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
 		ORDER BY position, chat_id LIMIT 1`)
-	if err != nil {
-		return BackfillJob{}, false, fmt.Errorf("next backfill job: %w", err)
-	}
-	if len(jobs) == 0 {
-		return BackfillJob{}, false, nil
-	}
-	return jobs[0], true, nil
+	return j, ok, wrap(err, "next backfill job")
 }
 
 // MarkBackfillJobStarted records that chatID's run began its first batch now, once.
@@ -242,14 +236,11 @@ type BatchRecord struct {
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
-		jobs, err := fetch[[]BackfillJob](ctx, tx, tx.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID)
+		j, err := first[BackfillJob](ctx, tx, tx.db, "backfill job of chat", chatID,
+			`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID)
 		if err != nil {
 			return err
 		}
-		if len(jobs) == 0 {
-			return missing("backfill job of chat", chatID)
-		}
-		j := jobs[0]
 		j.RunMs += max(0, rec.RunMs)
 		j.RunRows += rec.Settled
 		if rec.WaitMs > 0 {

@@ -68,11 +68,7 @@ func (s *Store) readBreaker(ctx context.Context, pool *gorm.DB) (Breaker, error)
 
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when it did not hold.
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
-	var rows []Breaker
-	if err := s.scan(ctx, s.db, &rows, q+` RETURNING `+breakerColumns, args...); err != nil || len(rows) == 0 {
-		return Breaker{}, false, err
-	}
-	return rows[0], true, nil
+	return maybe[Breaker](ctx, s, s.db, q+` RETURNING `+breakerColumns, args...)
 }
 
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them why,
@@ -115,10 +111,7 @@ func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (
 	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'probing', probe_owner = ?, probe_until = ?
 		WHERE id = 1 AND ((state = 'open' AND next_probe_at <= ?) OR (state = 'probing' AND probe_until <= ?))`,
 		owner, until.UnixMilli(), now, now)
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("claim the model probe: %w", err)
-	}
-	return b, ok, nil
+	return b, ok, wrap(err, "claim the model probe")
 }
 
 // ProbeFailed opens the breaker again after owner's probe failed, with the next probe at next,

@@ -326,16 +326,10 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.
 func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
-	rows, err := fetch[[]ScoreSubject](ctx, s, s.read, `SELECT id AS revision_id, song_id, user_id, title, code,
+	sub, ok, err := maybe[ScoreSubject](ctx, s, s.read, `SELECT id AS revision_id, song_id, user_id, title, code,
 		(SELECT rubric FROM scores WHERE revision_id = revisions.id) AS rubric FROM revisions WHERE id = ?`,
 		revisionID)
-	if err != nil {
-		return ScoreSubject{}, false, fmt.Errorf("score subject %d: %w", revisionID, err)
-	}
-	if len(rows) == 0 {
-		return ScoreSubject{}, false, nil
-	}
-	return rows[0], true, nil
+	return sub, ok, wrap(err, "score subject %d", revisionID)
 }
 
 // scoreRow is a score as stored.

@@ -307,16 +307,8 @@ func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state MediaState,
 
 // MediaByID finds one media row of a scrape that is not being deleted.
 func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
-	var rows []Media
-	err := s.scan(ctx, s.read, &rows, `SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
+	return first[Media](ctx, s, s.read, "media", id, `SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
 		FROM media m JOIN scrapes s ON s.id = m.scrape_id WHERE m.id = ? AND s.state NOT IN `+deletingStates, id)
-	if err != nil {
-		return Media{}, fmt.Errorf("media %d: %w", id, err)
-	}
-	if len(rows) == 0 {
-		return Media{}, missing("media", id)
-	}
-	return rows[0], nil
 }
 
 // MediaToPreview lists up to limit of a scrape's rows in state, oldest first.

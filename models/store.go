@@ -59,17 +59,25 @@ func fetch[T any](ctx context.Context, s *Store, pool *gorm.DB, q string, args .
 	return out, nil
 }
 
-// first is the first row q selects; missing(what, id) when it selects none.
-func first[T any](ctx context.Context, s *Store, pool *gorm.DB, what string, id any, q string, args ...any) (T, error) {
+// maybe is the first row q selects; ok is false (and the row T's zero value) when it selects none.
+func maybe[T any](ctx context.Context, s *Store, pool *gorm.DB, q string, args ...any) (row T, ok bool, err error) {
 	rows, err := fetch[[]T](ctx, s, pool, q, args...)
-	var zero T
+	if err != nil || len(rows) == 0 {
+		return row, false, err
+	}
+	return rows[0], true, nil
+}
+
+// first is maybe's row; missing(what, id) when q selects none.
+func first[T any](ctx context.Context, s *Store, pool *gorm.DB, what string, id any, q string, args ...any) (T, error) {
+	row, ok, err := maybe[T](ctx, s, pool, q, args...)
 	if err != nil {
-		return zero, fmt.Errorf("%s %v: %w", what, id, err)
+		return row, fmt.Errorf("%s %v: %w", what, id, err)
 	}
-	if len(rows) == 0 {
-		return zero, missing(what, id)
+	if !ok {
+		return row, missing(what, id)
 	}
-	return rows[0], nil
+	return row, nil
 }
 
 // wrapped is v, or on an error T's zero value and err prefixed as wrap does.

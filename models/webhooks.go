@@ -352,9 +352,9 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 
 // NextDeliveryDue is the earliest due time of a pending, unheld delivery (nil: none), from the reader.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
-	var due *int64 // nil: none pending
-	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld); err != nil {
+	due, err := fetch[*int64](ctx, s, s.read, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld) // nil: none pending
+	if err != nil {
 		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
 	if due == nil {
