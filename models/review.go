@@ -255,37 +255,32 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 	}
 	var out ReviewEntry
 	err = s.WithTx(ctx, func(tx *Store) error {
-		owner, err := fetch[[]int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID)
+		owner, err := fetch[int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID)
 		if err != nil {
 			return err
 		}
-		if len(owner) != 1 || owner[0] != userID {
+		if owner != userID { // 0: no such item
 			return missing(string(kind), itemID)
 		}
-		var screen []struct {
+		screen, err := fetch[struct {
 			Verdict    string  `gorm:"column:verdict"`
 			Confidence float64 `gorm:"column:confidence"`
-		}
-		if err := tx.scan(ctx, tx.db, &screen, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID); err != nil {
+		}](ctx, tx, tx.db, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID)
+		if err != nil {
 			return err
 		}
-		if len(screen) != 1 || screen[0].Verdict != string(VerdictBlock) {
+		if screen.Verdict != string(VerdictBlock) {
 			return ErrNotBlocked
 		}
-		var by []struct {
-			AdminID *int64 `gorm:"column:admin_id"`
-		}
-		if err := tx.scan(ctx, tx.db, &by, `SELECT admin_id FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
-			AND outcome <> 'pending' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
+		// The last verdict's moderator (nil: the model's).
+		blockedBy, err := fetch[*int64](ctx, tx, tx.db, `SELECT admin_id FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+			AND outcome <> 'pending' ORDER BY id DESC LIMIT 1`, kind, itemID)
+		if err != nil {
 			return err
-		}
-		var blockedBy *int64
-		if len(by) == 1 {
-			blockedBy = by[0].AdminID
 		}
 		rows, err := fetch[[]ReviewEntry](ctx, tx, tx.db, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
 			VALUES (?, ?, ?, 'appeal', ?, 'block', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING RETURNING `+reviewColumns,
-			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy)
+			kind, itemID, userID, tx.nowMs(), screen.Confidence, note, blockedBy)
 		if err != nil {
 			return err
 		}
