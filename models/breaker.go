@@ -87,10 +87,7 @@ func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *
 		}
 		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("open the model breaker: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "open the model breaker")
 }
 
 func breakerData(b Breaker) ModelBreakerData {
@@ -130,10 +127,7 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 		}
 		return tx.moveParked(ctx, next, parkedUntil)
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("record a failed model probe: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "record a failed model probe")
 }
 
 // moveParked makes the jobs put off until parkedUntil (untried, or model failures) due at instead.
@@ -180,10 +174,7 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 		b, ok, err = tx.closeBreaker(ctx, parkedUntil, `state = 'probing' AND probe_owner = ?`, owner)
 		return err
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("close the model breaker: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "close the model breaker")
 }
 
 // closeBreaker closes the breaker if cond (taking args) holds, makes the jobs it put off until

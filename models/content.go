@@ -106,10 +106,7 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 		tx.made(rev)
 		return err
 	})
-	if err != nil {
-		return Song{}, Revision{}, fmt.Errorf("create song: %w", err)
-	}
-	return song, rev, nil
+	return wrapped2(song, rev, err, "create song")
 }
 
 func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title, code string) (Revision, error) {
@@ -248,10 +245,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject
 	}
 	if s.subjects != nil {
 		out, err := s.subjects.do(ctx, itemKey{kind, id})
-		if err != nil {
-			return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
-		}
-		return out.subject, out.ok, nil
+		return wrapped2(out.subject, out.ok, err, "screen subject %s %d", kind, id)
 	}
 	rows, err := s.query(ctx, s.read, `SELECT `+subjectOf[kind]+` WHERE id = ?`, id)
 	if err != nil {
@@ -265,10 +259,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject
 	} else {
 		err = rows.Err()
 	}
-	if err != nil {
-		return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
-	}
-	return sub, ok, nil
+	return wrapped2(sub, ok, err, "screen subject %s %d", kind, id)
 }
 
 // subjectOf is, per kind, what its screen sends (author, title, text) from its table.

@@ -45,10 +45,7 @@ func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, ver
 	if err == errSameVerdict {
 		return was, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("overturn the verdict of %s %d: %w", kind, itemID, err)
-	}
-	return was, changed, nil
+	return wrapped2(was, changed, err, "overturn the verdict of %s %d", kind, itemID)
 }
 
 var errSameVerdict = fmt.Errorf("the item already has this verdict")

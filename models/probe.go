@@ -47,10 +47,7 @@ func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) 
 		b, ok, err = tx.closeBreaker(ctx, until, `state <> 'closed'`)
 		return err
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("close the model breaker after a manual probe: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "close the model breaker after a manual probe")
 }
 
 // ManualProbeFailed keeps a failed admin's test call's error on the breaker row, its state unchanged.

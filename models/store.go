@@ -89,6 +89,16 @@ func wrapped[T any](v T, err error, format string, args ...any) (T, error) {
 	return v, nil
 }
 
+// wrapped2 is wrapped for two values.
+func wrapped2[A, B any](a A, b B, err error, format string, args ...any) (A, B, error) {
+	if err != nil {
+		var za A
+		var zb B
+		return za, zb, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return a, b, nil
+}
+
 // NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
 func NotFoundWhat(err error) string {
 	var nf *notFoundError

@@ -47,10 +47,7 @@ func NewToken() string {
 func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
-	if err != nil {
-		return User{}, "", fmt.Errorf("create user: %w", err)
-	}
-	return u, token, nil
+	return wrapped2(u, token, err, "create user")
 }
 
 // ErrNameTaken is returned for a user name another user has, in any case.
@@ -216,10 +213,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	if err != nil {
-		return User{}, "", fmt.Errorf("rotate the token of user %d: %w", userID, err)
-	}
-	return u, token, nil
+	return wrapped2(u, token, err, "rotate the token of user %d", userID)
 }
 
 // SetDisabled disables (ending their sessions) or enables a user; ErrConflict for the last enabled admin.
