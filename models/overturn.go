@@ -13,16 +13,11 @@ func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, ver
 		return nil, false, fmt.Errorf("overturn: %w", err)
 	}
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var old []struct {
-			Verdict Verdict `gorm:"column:verdict"`
-		}
-		if err := tx.scan(ctx, tx.db, &old, `DELETE FROM screens WHERE kind = ? AND item_id = ? RETURNING verdict`, kind, itemID); err != nil {
+		old, err := fetch[*string](ctx, tx, tx.db, `DELETE FROM screens WHERE kind = ? AND item_id = ? RETURNING verdict`, kind, itemID)
+		if err != nil || old == nil {
 			return err
 		}
-		if len(old) == 0 {
-			return nil
-		}
-		v := old[0].Verdict
+		v := Verdict(*old)
 		was = &v
 		if v == verdict {
 			return errSameVerdict

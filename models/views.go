@@ -244,23 +244,17 @@ type ItemScreen struct {
 // ScreenOf reads an item's verdict and screen job.
 func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, error) {
 	var out ItemScreen
-	var rows []struct {
+	v, ok, err := maybe[struct {
 		Verdict    Verdict `gorm:"column:verdict"`
 		Confidence float64 `gorm:"column:confidence"`
+	}](ctx, s, s.db, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id)
+	if err != nil || ok {
+		out.Verdict, out.Confidence = &v.Verdict, &v.Confidence
+		return wrapped(out, err, "screen of %s %d", kind, id)
 	}
-	if err := s.scan(ctx, s.db, &rows, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id); err != nil {
-		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
+	job, ok, err := maybe[Job](ctx, s, s.db, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id)
+	if ok {
+		out.Job = &job
 	}
-	if len(rows) > 0 {
-		out.Verdict, out.Confidence = &rows[0].Verdict, &rows[0].Confidence
-		return out, nil
-	}
-	jobs, err := fetch[[]Job](ctx, s, s.db, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id)
-	if err != nil {
-		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
-	}
-	if len(jobs) > 0 {
-		out.Job = &jobs[0]
-	}
-	return out, nil
+	return out, wrap(err, "screen of %s %d", kind, id)
 }

@@ -200,10 +200,6 @@ func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
 func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64) (ItemScreenedData, error) {
 	d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
-	var rows []struct {
-		UserID int64  `gorm:"column:user_id"`
-		SongID *int64 `gorm:"column:song_id"`
-	}
 	q := `SELECT user_id, song_id FROM revisions WHERE id = ?`
 	switch kind {
 	case KindComment:
@@ -211,13 +207,12 @@ func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdi
 	case KindPitch:
 		q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
 	}
-	if err := s.scan(ctx, s.db, &rows, q, itemID); err != nil {
-		return d, fmt.Errorf("item.screened data of %s %d: %w", kind, itemID, err)
-	}
-	if len(rows) == 1 {
-		d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
-	}
-	return d, nil
+	r, err := fetch[struct {
+		UserID int64  `gorm:"column:user_id"`
+		SongID *int64 `gorm:"column:song_id"`
+	}](ctx, s, s.db, q, itemID)
+	d.UserID, d.SongID = r.UserID, r.SongID
+	return d, wrap(err, "item.screened data of %s %d", kind, itemID)
 }
 
 // enqueueScored owes song.scored for a score just recorded in this transaction.
@@ -225,16 +220,14 @@ func (s *Store) enqueueScored(ctx context.Context, sc Score) error {
 	return s.enqueueWebhook(ctx, EventSongScored, func() (any, error) {
 		d := SongScoredData{RevisionID: sc.RevisionID, Art: sc.Art, ArtRuns: sc.ArtRuns, Criteria: sc.Criteria,
 			Model: sc.Model, Rubric: sc.Rubric}
-		var rows []struct {
+		r, err := fetch[struct {
 			UserID int64 `gorm:"column:user_id"`
 			SongID int64 `gorm:"column:song_id"`
-		}
-		if err := s.scan(ctx, s.db, &rows, `SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID); err != nil {
+		}](ctx, s, s.db, `SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID)
+		if err != nil {
 			return nil, err
 		}
-		if len(rows) == 1 {
-			d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
-		}
+		d.UserID, d.SongID = r.UserID, r.SongID
 		if d.ArtRuns == nil {
 			d.ArtRuns = []float64{}
 		}
@@ -534,20 +527,18 @@ type WebhookHealth struct {
 func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]WebhookHealth, error) {
 	out := make(map[int64]WebhookHealth, len(ids))
 	for _, id := range ids {
-		var rows []struct {
+		r, ok, err := maybe[struct {
 			Status     DeliveryStatus `gorm:"column:status"`
 			LastStatus *int           `gorm:"column:last_status"`
 			LastError  *string        `gorm:"column:last_error"`
-		}
-		if err := s.scan(ctx, s.read, &rows, `SELECT status, last_status, last_error FROM webhook_deliveries
-			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id); err != nil {
+		}](ctx, s, s.read, `SELECT status, last_status, last_error FROM webhook_deliveries
+			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id)
+		if err != nil {
 			return nil, fmt.Errorf("health of webhook %d: %w", id, err)
 		}
-		if len(rows) == 0 {
-			continue
+		if ok {
+			out[id] = WebhookHealth{Failing: r.Status != DeliveryDelivered, LastStatus: r.LastStatus, LastError: r.LastError}
 		}
-		r := rows[0]
-		out[id] = WebhookHealth{Failing: r.Status != DeliveryDelivered, LastStatus: r.LastStatus, LastError: r.LastError}
 	}
 	return out, nil
 }
