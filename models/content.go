@@ -283,11 +283,7 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 	var args []any
 	var parts []string
 	for _, kind := range Kinds {
-		param, err := jsonParam(ids[kind])
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, param)
+		args = append(args, idList(ids[kind]))
 		parts = append(parts, `SELECT '`+string(kind)+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
 	}
 	rows, err := s.query(ctx, s.read, strings.Join(parts, " UNION ALL "), args...)

@@ -362,10 +362,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 	ids := slices.Clone(userIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	idList, err := jsonParam(ids)
-	if err != nil {
-		return nil, fmt.Errorf("author histories: %w", err)
-	}
+	list := idList(ids)
 	var rows []struct {
 		UserID  int64  `gorm:"column:user_id"`
 		Verdict string `gorm:"column:verdict"`
@@ -380,7 +377,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 		UNION ALL SELECT i.user_id, ` + verdictOf("comment") + ` FROM comments i WHERE ` + s.dialect.idIn("i.user_id") + `
 		UNION ALL SELECT i.user_id, ` + verdictOf("pitch") + ` FROM pitches i WHERE ` + s.dialect.idIn("i.user_id") + `
 	) x WHERE verdict IS NOT NULL GROUP BY user_id, verdict`
-	if err := s.scan(ctx, s.read, &rows, q, idList, idList, idList); err != nil {
+	if err := s.scan(ctx, s.read, &rows, q, list, list, list); err != nil {
 		return nil, fmt.Errorf("author histories: %w", err)
 	}
 	for _, r := range rows {

@@ -78,11 +78,7 @@ func (s *Store) withCounts(ctx context.Context, scrapes []Scrape) error {
 		ids[i] = scrapes[i].ID
 		at[scrapes[i].ID] = i
 	}
-	param, err := jsonParam(ids)
-	if err != nil {
-		return err
-	}
-	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), param)
+	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), idList(ids))
 	if err != nil {
 		return err
 	}
@@ -260,11 +256,7 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	param, err := jsonParam(ids)
-	if err != nil {
-		return err
-	}
-	_, err = s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param)
+	_, err := s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), idList(ids))
 	return wrap(err, "delete media")
 }
 

@@ -284,11 +284,7 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	if len(ids) == 0 {
 		return out, nil
 	}
-	param, err := jsonParam(ids)
-	if err != nil {
-		return nil, fmt.Errorf("webhooks by id: %w", err)
-	}
-	rows, err := fetch[[]Webhook](ctx, s, s.db, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param)
+	rows, err := fetch[[]Webhook](ctx, s, s.db, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
@@ -462,12 +458,8 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 	if len(deliveryIDs) == 0 {
 		return out, nil
 	}
-	param, err := jsonParam(deliveryIDs)
-	if err != nil {
-		return nil, fmt.Errorf("delivery attempts: %w", err)
-	}
 	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE ` + s.dialect.idIn("delivery_id")
-	args := []any{param}
+	args := []any{idList(deliveryIDs)}
 	if last > 0 {
 		q = `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM (
 			SELECT a.*, ROW_NUMBER() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS n
