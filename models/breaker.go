@@ -136,13 +136,10 @@ func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
 		AND (why IS NULL OR why IN ('unreachable', 'upstream')) AND (lease_until IS NULL OR lease_until <= ?)`,
 		at.UnixMilli(), now, parkedUntil.UnixMilli(), now)
-	if err != nil {
-		return fmt.Errorf("move parked jobs: %w", err)
-	}
 	if n > 0 {
 		s.changedAll() // every author whose jobs moved sees a new next attempt
 	}
-	return nil
+	return wrap(err, "move parked jobs")
 }
 
 // releaseUntried makes every job put off untried (no why, due later) due now, as the breaker closes.
@@ -150,13 +147,10 @@ func (s *Store) releaseUntried(ctx context.Context) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE why IS NULL AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)`,
 		now, now, now)
-	if err != nil {
-		return fmt.Errorf("release untried jobs: %w", err)
-	}
 	if n > 0 {
 		s.changedAll()
 	}
-	return nil
+	return wrap(err, "release untried jobs")
 }
 
 // ReleaseProbe gives owner's probe up without a call: open again, its probe still due.
@@ -199,18 +193,8 @@ func (tx *Store) closeBreaker(ctx context.Context, parkedUntil time.Time, cond s
 // ParkJob puts a claimed job off until at while the breaker is open, with no attempt or charge,
 // keeping its why, and frees the lease; it does nothing when the claim is gone.
 func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error) {
-	// The breaker's row is locked first, so a close either comes after (and releases the job)
-	// or is seen, and puts nothing off.
-	var n int64
-	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockBreaker(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = tx.exec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
-			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
-		return err
-	})
+	n, err := s.parkExec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
+		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
 	if err != nil {
 		return false, fmt.Errorf("put job %d off: %w", job.ID, err)
 	}
@@ -220,10 +204,19 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error
 	return n > 0, nil
 }
 
-// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL).
-func (s *Store) lockBreaker(ctx context.Context) error {
-	var state []string
-	return s.scan(ctx, s.db, &state, `SELECT state FROM model_breaker WHERE id = 1`+s.dialect.forUpdate())
+// parkExec runs q, which puts jobs off, with the breaker's row locked first (PostgreSQL), so a
+// close either comes after (and releases the jobs) or is seen, and puts nothing off.
+func (s *Store) parkExec(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := fetch[[]string](ctx, tx, tx.db, `SELECT state FROM model_breaker WHERE id = 1`+tx.dialect.forUpdate()); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, q, args...)
+		return err
+	})
+	return n, err
 }
 
 // breakerNotClosed is true in SQL while the breaker is open or probing.
@@ -239,15 +232,7 @@ func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64,
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
-	var n int64
-	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockBreaker(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = tx.exec(ctx, q, args...)
-		return err
-	})
+	n, err := s.parkExec(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("put due jobs off: %w", err)
 	}

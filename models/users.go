@@ -133,15 +133,8 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 
 // CountUsers counts users with the role, or all users when role is empty.
 func (s *Store) CountUsers(ctx context.Context, role Role) (int64, error) {
-	var n int64
-	q, args := `SELECT COUNT(*) FROM users`, []any{}
-	if role != "" {
-		q, args = q+` WHERE role = ?`, append(args, role)
-	}
-	if err := s.scan(ctx, s.read, &n, q, args...); err != nil {
-		return 0, fmt.Errorf("count users: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM users WHERE ? = '' OR role = ?`, role, role)
+	return wrapped(n, err, "count users")
 }
 
 // SetDailyLimit sets a user's own daily budget (nil: the default) and returns the user.

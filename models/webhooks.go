@@ -298,11 +298,11 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, reason string) (Webhook, error) {
 	var w Webhook
 	err := s.WithTx(ctx, func(tx *Store) error {
-		q, args := `UPDATE webhooks SET active = 1, disabled_reason = NULL WHERE id = ?`, []any{id}
-		if !active {
-			q, args = `UPDATE webhooks SET active = 0, disabled_reason = ? WHERE id = ?`, []any{reason, id}
+		why := &reason // why an inactive subscription stopped; NULL while active
+		if active {
+			why = nil
 		}
-		n, err := tx.exec(ctx, q, args...)
+		n, err := tx.exec(ctx, `UPDATE webhooks SET active = ?, disabled_reason = ? WHERE id = ?`, boolInt(active), why, id)
 		if err != nil {
 			return err
 		}
@@ -392,31 +392,26 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 				return err
 			}
 		}
-		at := r.At.UnixMilli()
 		if _, err := tx.exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
 			SELECT id, attempts + 1, ?, ?, ?, ? FROM webhook_deliveries WHERE id = ?`,
-			at, r.Status, r.LatencyMs, r.Error, d.ID); err != nil {
+			r.At.UnixMilli(), r.Status, r.LatencyMs, r.Error, d.ID); err != nil {
 			return err
 		}
-		held := ` WHERE id = ? AND lease_owner = ? AND lease_until = ?`
-		var n int64
-		var err error
+		var set string
+		var args []any
 		switch r.Outcome {
 		case AttemptDelivered:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
-				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
-				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `status = 'delivered', delivered_at = ?, failures = 0, last_error = NULL`, []any{tx.nowMs()}
 		case AttemptRetry:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
-				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `due_at = ?, failures = failures + 1, last_error = ?`, []any{r.NextAt.UnixMilli(), r.Error}
 		case AttemptGone:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
-				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `status = 'cancelled', failures = failures + 1, last_error = ?`, []any{r.Error}
 		default:
 			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
 		}
+		n, err := tx.exec(ctx, `UPDATE webhook_deliveries SET `+set+`, attempts = attempts + 1, last_status = ?,
+			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? AND lease_until = ?`,
+			append(args, r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)...)
 		if err != nil {
 			return err
 		}
