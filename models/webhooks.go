@@ -267,15 +267,7 @@ func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]W
 
 // WebhookByID finds a subscription; ErrNotFound when there is none.
 func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
-	ws, err := s.WebhooksByID(ctx, []int64{id})
-	if err != nil {
-		return Webhook{}, fmt.Errorf("webhook %d: %w", id, err)
-	}
-	w, ok := ws[id]
-	if !ok {
-		return Webhook{}, missing("webhook", id)
-	}
-	return w, nil
+	return first[Webhook](ctx, s, s.db, "webhook", id, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id)
 }
 
 // WebhooksByID reads the existing subscriptions of ids from the writer, so a disable is seen at once.
