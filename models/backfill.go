@@ -16,34 +16,23 @@ const (
 // BackfillSettings tune the backfill queue.
 type BackfillSettings struct {
 	// BatchSize is how many rows one batch previews (1..500).
-	BatchSize int
+	BatchSize int `gorm:"column:batch_size"`
 	// BatchPauseMs is the cooldown between batches.
-	BatchPauseMs int64
+	BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
 	// Auto starts every job with pending rows when owed starts.
-	Auto bool
+	Auto bool `gorm:"column:auto"`
 }
 
 // BackfillSettings reads the queue's settings.
 func (s *Store) BackfillSettings(ctx context.Context) (BackfillSettings, error) {
-	var row struct {
-		BatchSize    int   `gorm:"column:batch_size"`
-		BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
-		Auto         int   `gorm:"column:auto"`
-	}
-	if err := s.scan(ctx, s.read, &row, `SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`); err != nil {
-		return BackfillSettings{}, fmt.Errorf("backfill settings: %w", err)
-	}
-	return BackfillSettings{BatchSize: row.BatchSize, BatchPauseMs: row.BatchPauseMs, Auto: row.Auto != 0}, nil
+	set, err := fetch[BackfillSettings](ctx, s, s.read, `SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`)
+	return set, wrap(err, "backfill settings")
 }
 
 // SetBackfillSettings replaces the queue's settings; the caller has validated them.
 func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) error {
-	auto := 0
-	if set.Auto {
-		auto = 1
-	}
 	_, err := s.exec(ctx, `UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
-		set.BatchSize, set.BatchPauseMs, auto, s.nowMs())
+		set.BatchSize, set.BatchPauseMs, boolInt(set.Auto), s.nowMs())
 	return wrap(err, "set backfill settings")
 }
 
