@@ -199,11 +199,11 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		}
 	}
 	err := s.WithTx(ctx, func(tx *Store) error {
-		owner, err := fetch[[]int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, id)
+		owner, err := fetch[int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
-		if len(owner) == 0 || owner[0] != userID {
+		if owner != userID { // 0: no such item
 			return missing(string(kind), id) // another author's too: they learn nothing of the item
 		}
 		var songID int64

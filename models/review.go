@@ -214,17 +214,14 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 
 // ReleaseReview ends adminID's live claim on the item's open entries and answers its end (nil: none).
 func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID int64) (*time.Time, error) {
-	var until []int64
 	// claim_until stays (RETURNING reads the row as updated): without a claimer it holds nothing.
-	if err := s.scan(ctx, s.db, &until, `UPDATE reviews SET claimed_by = NULL
+	until, ok, err := maybe[int64](ctx, s, s.db, `UPDATE reviews SET claimed_by = NULL
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL AND claimed_by = ? AND claim_until > ?
-		RETURNING claim_until`, kind, itemID, adminID, s.nowMs()); err != nil {
-		return nil, fmt.Errorf("release the review of %s %d: %w", kind, itemID, err)
+		RETURNING claim_until`, kind, itemID, adminID, s.nowMs())
+	if err != nil || !ok {
+		return nil, wrap(err, "release the review of %s %d", kind, itemID)
 	}
-	if len(until) == 0 {
-		return nil, nil
-	}
-	t := fromMillis(until[0])
+	t := fromMillis(until)
 	return &t, nil
 }
 
