@@ -115,36 +115,36 @@ func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
 
 // RecordShadowScreen keeps the candidate's verdict beside the live one it shadows and settles
 // the job, in one transaction; recorded is false when the live verdict is gone or it was kept.
-func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (recorded bool, err error) {
-	err = s.WithTx(ctx, func(tx *Store) error {
-		n, err := tx.exec(ctx, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict, live_confidence, screened_at)
-			SELECT kind, item_id, ?, ?, ?, verdict, confidence, ? FROM screens WHERE kind = ? AND item_id = ?
-			ON CONFLICT (kind, item_id, model) DO NOTHING`, model, verdict, confidence, tx.nowMs(), job.Kind, job.ItemID)
-		if err != nil {
-			return err
-		}
-		recorded = n == 1
-		return tx.DropShadowJob(ctx, job)
-	})
+func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (bool, error) {
+	recorded, err := s.keepShadow(ctx, job, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict,
+		live_confidence, screened_at) SELECT kind, item_id, ?, ?, ?, verdict, confidence, ? FROM screens WHERE kind = ? AND item_id = ?
+		ON CONFLICT (kind, item_id, model) DO NOTHING`, model, verdict, confidence, s.nowMs(), job.Kind, job.ItemID)
 	return wrapped(recorded, err, "record the shadow screen of %s %d", job.Kind, job.ItemID)
 }
 
+// keepShadow runs insert, which keeps the candidate's answer beside the live one, and settles the
+// job, in one transaction; kept is false when the live answer is gone or the candidate's is kept.
+func (s *Store) keepShadow(ctx context.Context, job Job, insert string, args ...any) (kept bool, err error) {
+	err = s.WithTx(ctx, func(tx *Store) error {
+		n, err := tx.exec(ctx, insert, args...)
+		if err != nil {
+			return err
+		}
+		kept = n == 1
+		return tx.DropShadowJob(ctx, job)
+	})
+	return kept, err
+}
+
 // RecordShadowScore is RecordShadowScreen for the candidate's score of a revision.
-func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (recorded bool, err error) {
+func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (bool, error) {
 	runsJSON, err := json.Marshal(runs)
 	if err != nil {
 		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
 	}
-	err = s.WithTx(ctx, func(tx *Store) error {
-		n, err := tx.exec(ctx, `INSERT INTO shadow_scores (revision_id, song_id, model, rubric, art, art_runs, live_art, live_rubric, scored_at)
-			SELECT revision_id, song_id, ?, ?, ?, ?, art, rubric, ? FROM scores WHERE revision_id = ?
-			ON CONFLICT (revision_id, model, rubric) DO NOTHING`, model, rubric, art, string(runsJSON), tx.nowMs(), job.ItemID)
-		if err != nil {
-			return err
-		}
-		recorded = n == 1
-		return tx.DropShadowJob(ctx, job)
-	})
+	recorded, err := s.keepShadow(ctx, job, `INSERT INTO shadow_scores (revision_id, song_id, model, rubric, art, art_runs, live_art,
+		live_rubric, scored_at) SELECT revision_id, song_id, ?, ?, ?, ?, art, rubric, ? FROM scores WHERE revision_id = ?
+		ON CONFLICT (revision_id, model, rubric) DO NOTHING`, model, rubric, art, string(runsJSON), s.nowMs(), job.ItemID)
 	return wrapped(recorded, err, "record the shadow score of revision %d", job.ItemID)
 }
 
