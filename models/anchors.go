@@ -23,9 +23,9 @@ const anchorColumns = `id, kind, item_id, verdict, art, created_at`
 // caller); ErrConflict when it is an anchor already.
 func (s *Store) AddAnchor(ctx context.Context, a Anchor) (Anchor, error) {
 	a.CreatedAt = fromMillis(s.nowMs())
-	var ids []int64
-	if err := s.scan(ctx, s.db, &ids, `INSERT INTO anchors (kind, item_id, verdict, art, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (kind, item_id) DO NOTHING RETURNING id`, a.Kind, a.ItemID, a.Verdict, a.Art, a.CreatedAt.UnixMilli()); err != nil {
+	ids, err := fetch[[]int64](ctx, s, s.db, `INSERT INTO anchors (kind, item_id, verdict, art, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (kind, item_id) DO NOTHING RETURNING id`, a.Kind, a.ItemID, a.Verdict, a.Art, a.CreatedAt.UnixMilli())
+	if err != nil {
 		return Anchor{}, fmt.Errorf("add anchor %s %d: %w", a.Kind, a.ItemID, err)
 	}
 	if len(ids) == 0 {
@@ -37,21 +37,11 @@ func (s *Store) AddAnchor(ctx context.Context, a Anchor) (Anchor, error) {
 
 // Anchors lists the anchor set, oldest first.
 func (s *Store) Anchors(ctx context.Context) ([]Anchor, error) {
-	var out []Anchor
-	if err := s.scan(ctx, s.read, &out, `SELECT `+anchorColumns+` FROM anchors ORDER BY id`); err != nil {
-		return nil, fmt.Errorf("list anchors: %w", err)
-	}
-	return out, nil
+	out, err := fetch[[]Anchor](ctx, s, s.read, `SELECT `+anchorColumns+` FROM anchors ORDER BY id`)
+	return out, wrap(err, "list anchors")
 }
 
 // DeleteAnchor takes an anchor out of the set and answers what it was; ErrNotFound when none.
 func (s *Store) DeleteAnchor(ctx context.Context, id int64) (Anchor, error) {
-	var out []Anchor
-	if err := s.scan(ctx, s.db, &out, `DELETE FROM anchors WHERE id = ? RETURNING `+anchorColumns, id); err != nil {
-		return Anchor{}, fmt.Errorf("delete anchor %d: %w", id, err)
-	}
-	if len(out) == 0 {
-		return Anchor{}, missing("anchor", id)
-	}
-	return out[0], nil
+	return first[Anchor](ctx, s, s.db, "anchor", id, `DELETE FROM anchors WHERE id = ? RETURNING `+anchorColumns, id)
 }

@@ -16,34 +16,23 @@ const (
 // BackfillSettings tune the backfill queue.
 type BackfillSettings struct {
 	// BatchSize is how many rows one batch previews (1..500).
-	BatchSize int
+	BatchSize int `gorm:"column:batch_size"`
 	// BatchPauseMs is the cooldown between batches.
-	BatchPauseMs int64
+	BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
 	// Auto starts every job with pending rows when owed starts.
-	Auto bool
+	Auto bool `gorm:"column:auto"`
 }
 
 // BackfillSettings reads the queue's settings.
 func (s *Store) BackfillSettings(ctx context.Context) (BackfillSettings, error) {
-	var row struct {
-		BatchSize    int   `gorm:"column:batch_size"`
-		BatchPauseMs int64 `gorm:"column:batch_pause_ms"`
-		Auto         int   `gorm:"column:auto"`
-	}
-	if err := s.scan(ctx, s.read, &row, `SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`); err != nil {
-		return BackfillSettings{}, fmt.Errorf("backfill settings: %w", err)
-	}
-	return BackfillSettings{BatchSize: row.BatchSize, BatchPauseMs: row.BatchPauseMs, Auto: row.Auto != 0}, nil
+	set, err := fetch[BackfillSettings](ctx, s, s.read, `SELECT batch_size, batch_pause_ms, auto FROM backfill_settings WHERE id = 1`)
+	return set, wrap(err, "backfill settings")
 }
 
 // SetBackfillSettings replaces the queue's settings; the caller has validated them.
 func (s *Store) SetBackfillSettings(ctx context.Context, set BackfillSettings) error {
-	auto := 0
-	if set.Auto {
-		auto = 1
-	}
 	_, err := s.exec(ctx, `UPDATE backfill_settings SET batch_size = ?, batch_pause_ms = ?, auto = ?, updated_at = ? WHERE id = 1`,
-		set.BatchSize, set.BatchPauseMs, auto, s.nowMs())
+		set.BatchSize, set.BatchPauseMs, boolInt(set.Auto), s.nowMs())
 	return wrap(err, "set backfill settings")
 }
 
@@ -63,13 +52,8 @@ type BackfillMember struct {
 func (s *Store) BackfillMembers(ctx context.Context, chatID string) ([]BackfillMember, error) {
 	q := `SELECT s.id, s.chat_id, s.guild_id, s.backend, s.mode, s.state, s.downloaded, ` + totalsColumns + `
 		FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
-		WHERE s.state IN ('paused', 'done', 'failed')`
-	var args []any
-	if chatID != "" {
-		q += ` AND s.chat_id = ?`
-		args = append(args, chatID)
-	}
-	rows, err := s.query(ctx, s.read, q+` ORDER BY s.id`, args...)
+		WHERE s.state IN ('paused', 'done', 'failed') AND (? = '' OR s.chat_id = ?) ORDER BY s.id`
+	rows, err := s.query(ctx, s.read, q, chatID, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("backfill members: %w", err)
 	}
@@ -132,23 +116,13 @@ const backfillJobColumns = `chat_id, guild_id, state, position, processed, per_m
 
 // BackfillJobs lists every job row in execution order.
 func (s *Store) BackfillJobs(ctx context.Context) ([]BackfillJob, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.read, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs ORDER BY position, chat_id`); err != nil {
-		return nil, fmt.Errorf("backfill jobs: %w", err)
-	}
-	return jobs, nil
+	jobs, err := fetch[[]BackfillJob](ctx, s, s.read, `SELECT `+backfillJobColumns+` FROM backfill_jobs ORDER BY position, chat_id`)
+	return jobs, wrap(err, "backfill jobs")
 }
 
 // BackfillJobOf reads one chat's job row; ErrNotFound when the chat was never started.
 func (s *Store) BackfillJobOf(ctx context.Context, chatID string) (BackfillJob, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID); err != nil {
-		return BackfillJob{}, fmt.Errorf("backfill job of %s: %w", chatID, err)
-	}
-	if len(jobs) == 0 {
-		return BackfillJob{}, missing("backfill job of chat", chatID)
-	}
-	return jobs[0], nil
+	return first[BackfillJob](ctx, s, s.db, "backfill job of chat", chatID, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`, chatID)
 }
 
 // JobStart names a chat to start.
@@ -165,8 +139,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 	err := s.WithTx(ctx, func(tx *Store) error {
 		started = started[:0] // a transaction tried again starts over
 		now := tx.nowMs()
-		var last *int64
-		if err := tx.scan(ctx, tx.db, &last, `SELECT MAX(position) FROM backfill_jobs`); err != nil {
+		last, err := fetch[*int64](ctx, tx, tx.db, `SELECT MAX(position) FROM backfill_jobs`)
+		if err != nil {
 			return err
 		}
 		next := int64(1)
@@ -174,8 +148,8 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 			next = *last + 1
 		}
 		for _, st := range starts {
-			var states []string
-			if err := tx.scan(ctx, tx.db, &states, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID); err != nil {
+			states, err := fetch[[]string](ctx, tx, tx.db, `SELECT state FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), st.ChatID)
+			if err != nil {
 				return err
 			}
 			switch {
@@ -201,38 +175,21 @@ func (s *Store) StartBackfillJobs(ctx context.Context, starts []JobStart) ([]str
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("start backfill jobs: %w", err)
-	}
-	return started, nil
+	return wrapped(started, err, "start backfill jobs")
 }
 
 // PauseBackfillJobs pauses every running job, or chatID's, and returns the chats it paused.
 func (s *Store) PauseBackfillJobs(ctx context.Context, chatID string) ([]string, error) {
-	q := `UPDATE backfill_jobs SET state = 'paused' WHERE state = 'running'`
-	var args []any
-	if chatID != "" {
-		q += ` AND chat_id = ?`
-		args = append(args, chatID)
-	}
-	var chats []string
-	if err := s.scan(ctx, s.db, &chats, q+` RETURNING chat_id`, args...); err != nil {
-		return nil, fmt.Errorf("pause backfill jobs: %w", err)
-	}
-	return chats, nil
+	chats, err := fetch[[]string](ctx, s, s.db, `UPDATE backfill_jobs SET state = 'paused'
+		WHERE state = 'running' AND (? = '' OR chat_id = ?) RETURNING chat_id`, chatID, chatID)
+	return chats, wrap(err, "pause backfill jobs")
 }
 
 // NextBackfillJob is the first running job in execution order; ok is false when none runs.
 func (s *Store) NextBackfillJob(ctx context.Context) (BackfillJob, bool, error) {
-	var jobs []BackfillJob
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
-		ORDER BY position, chat_id LIMIT 1`); err != nil {
-		return BackfillJob{}, false, fmt.Errorf("next backfill job: %w", err)
-	}
-	if len(jobs) == 0 {
-		return BackfillJob{}, false, nil
-	}
-	return jobs[0], true, nil
+	j, ok, err := maybe[BackfillJob](ctx, s, s.db, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE state = 'running'
+		ORDER BY position, chat_id LIMIT 1`)
+	return j, ok, wrap(err, "next backfill job")
 }
 
 // MarkBackfillJobStarted records that chatID's run began its first batch now, once.
@@ -268,14 +225,11 @@ type BatchRecord struct {
 func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec BatchRecord) (BackfillJob, error) {
 	var out BackfillJob
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var jobs []BackfillJob
-		if err := tx.scan(ctx, tx.db, &jobs, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID); err != nil {
+		j, err := first[BackfillJob](ctx, tx, tx.db, "backfill job of chat", chatID,
+			`SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE chat_id = ?`+tx.dialect.forUpdate(), chatID)
+		if err != nil {
 			return err
 		}
-		if len(jobs) == 0 {
-			return missing("backfill job of chat", chatID)
-		}
-		j := jobs[0]
 		j.RunMs += max(0, rec.RunMs)
 		j.RunRows += rec.Settled
 		if rec.WaitMs > 0 {
@@ -306,15 +260,12 @@ func (s *Store) RecordBackfillBatch(ctx context.Context, chatID string, rec Batc
 			j.PerMinute = ptrTo(float64(j.RunRows) * 60000 / float64(j.RunMs+j.CountedWaitMs()))
 		}
 		out = j
-		_, err := tx.exec(ctx, `UPDATE backfill_jobs SET run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
+		_, err = tx.exec(ctx, `UPDATE backfill_jobs SET run_ms = ?, run_rows = ?, recent_per_minute = ?, per_minute = ?,
 			stalled = ?, cooldown_ms = ?, active_at = ?, run_wait_ms = ?, run_waits = ? WHERE chat_id = ?`,
 			j.RunMs, j.RunRows, j.RecentPerMinute, j.PerMinute, j.Stalled, j.CooldownMs, j.ActiveAt.UnixMilli(), j.RunWaitMs, j.RunWaits, chatID)
 		return err
 	})
-	if err != nil {
-		return BackfillJob{}, fmt.Errorf("record a backfill batch of %s: %w", chatID, err)
-	}
-	return out, nil
+	return wrapped(out, err, "record a backfill batch of %s", chatID)
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -334,10 +285,7 @@ func (s *Store) EndBackfillJob(ctx context.Context, chatID, state string) (bool,
 		ended = n > 0
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("end the backfill job of %s: %w", chatID, err)
-	}
-	return ended, nil
+	return wrapped(ended, err, "end the backfill job of %s", chatID)
 }
 
 // SettleBackfillJobs moves every paused job (or chatID's) whose member scrapes have no pending
@@ -350,14 +298,10 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 		q := `SELECT j.chat_id FROM backfill_jobs j WHERE j.state = 'paused'
 			AND EXISTS (SELECT 1 FROM scrapes s WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed'))
 			AND NOT EXISTS (SELECT 1 FROM scrapes s JOIN scrape_totals t ON t.scrape_id = s.id
-				WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed') AND (t.pending > 0 OR t.suspect > 0))`
-		var args []any
-		if chatID != "" {
-			q += ` AND j.chat_id = ?`
-			args = append(args, chatID)
-		}
-		var chats []string
-		if err := tx.scan(ctx, tx.db, &chats, q+` ORDER BY j.position, j.chat_id`, args...); err != nil {
+				WHERE s.chat_id = j.chat_id AND s.state IN ('paused', 'done', 'failed') AND (t.pending > 0 OR t.suspect > 0))
+			AND (? = '' OR j.chat_id = ?) ORDER BY j.position, j.chat_id`
+		chats, err := fetch[[]string](ctx, tx, tx.db, q, chatID, chatID)
+		if err != nil {
 			return err
 		}
 		now := tx.nowMs()
@@ -372,10 +316,7 @@ func (s *Store) SettleBackfillJobs(ctx context.Context, chatID string) ([]string
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("settle backfill jobs: %w", err)
-	}
-	return settled, nil
+	return wrapped(settled, err, "settle backfill jobs")
 }
 
 // finishBackfillJob moves chatID's job from from to done at now, owing backfill.finished.
@@ -420,11 +361,8 @@ func (r BackfillRunner) Live(now time.Time) bool {
 
 // BackfillRunnerState reads the runner row.
 func (s *Store) BackfillRunnerState(ctx context.Context) (BackfillRunner, error) {
-	var r BackfillRunner
-	if err := s.scan(ctx, s.read, &r, `SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`); err != nil {
-		return BackfillRunner{}, fmt.Errorf("backfill runner: %w", err)
-	}
-	return r, nil
+	r, err := fetch[BackfillRunner](ctx, s, s.read, `SELECT owner, lease_until, chat_id, limited_until FROM backfill_runner WHERE id = 1`)
+	return r, wrap(err, "backfill runner")
 }
 
 // AcquireBackfillLease takes or renews the queue lease for owner unless another owner's holds.
@@ -436,10 +374,7 @@ func (s *Store) AcquireBackfillLease(ctx context.Context, owner string, lease ti
 		owner = ?, lease_until = ?
 		WHERE id = 1 AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until <= ?)`,
 		owner, owner, owner, now+lease.Milliseconds(), owner, now)
-	if err != nil {
-		return false, fmt.Errorf("acquire the backfill lease: %w", err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "acquire the backfill lease")
 }
 
 // ReleaseBackfillLease gives the queue lease up if owner holds it.

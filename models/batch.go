@@ -129,10 +129,16 @@ func (b *batcher[In, Out, K]) run(batch []*batchCall[In, Out]) {
 	}
 }
 
-// jsonParam is rows encoded for fromJSON, or a list of ids for idIn.
+// jsonParam is rows encoded for fromJSON.
 func jsonParam(rows any) (string, error) {
 	b, err := json.Marshal(rows)
 	return string(b), err
+}
+
+// idList is ids encoded for idIn: a JSON array, which no list of integers fails to be.
+func idList(ids []int64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
 }
 
 // batchLanes is how many batches of one kind are written at once (one: cheapest per call).

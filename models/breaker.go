@@ -68,11 +68,7 @@ func (s *Store) readBreaker(ctx context.Context, pool *gorm.DB) (Breaker, error)
 
 // updateBreaker runs a conditional UPDATE of the row returning it; ok is false when it did not hold.
 func (s *Store) updateBreaker(ctx context.Context, q string, args ...any) (Breaker, bool, error) {
-	var rows []Breaker
-	if err := s.scan(ctx, s.db, &rows, q+` RETURNING `+breakerColumns, args...); err != nil || len(rows) == 0 {
-		return Breaker{}, false, err
-	}
-	return rows[0], true, nil
+	return maybe[Breaker](ctx, s, s.db, q+` RETURNING `+breakerColumns, args...)
 }
 
 // OpenBreaker opens a closed breaker after failures consecutive failures, the last of them why,
@@ -91,10 +87,7 @@ func (s *Store) OpenBreaker(ctx context.Context, failures int, why Why, status *
 		}
 		return tx.EnqueueWebhook(ctx, EventModelBreaker, breakerData(b))
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("open the model breaker: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "open the model breaker")
 }
 
 func breakerData(b Breaker) ModelBreakerData {
@@ -115,10 +108,7 @@ func (s *Store) ClaimProbe(ctx context.Context, owner string, until time.Time) (
 	b, ok, err := s.updateBreaker(ctx, `UPDATE model_breaker SET state = 'probing', probe_owner = ?, probe_until = ?
 		WHERE id = 1 AND ((state = 'open' AND next_probe_at <= ?) OR (state = 'probing' AND probe_until <= ?))`,
 		owner, until.UnixMilli(), now, now)
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("claim the model probe: %w", err)
-	}
-	return b, ok, nil
+	return b, ok, wrap(err, "claim the model probe")
 }
 
 // ProbeFailed opens the breaker again after owner's probe failed, with the next probe at next,
@@ -137,10 +127,7 @@ func (s *Store) ProbeFailed(ctx context.Context, owner string, next, parkedUntil
 		}
 		return tx.moveParked(ctx, next, parkedUntil)
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("record a failed model probe: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "record a failed model probe")
 }
 
 // moveParked makes the jobs put off until parkedUntil (untried, or model failures) due at instead.
@@ -149,13 +136,10 @@ func (s *Store) moveParked(ctx context.Context, at, parkedUntil time.Time) error
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE due_at > ? AND due_at <= ?
 		AND (why IS NULL OR why IN ('unreachable', 'upstream')) AND (lease_until IS NULL OR lease_until <= ?)`,
 		at.UnixMilli(), now, parkedUntil.UnixMilli(), now)
-	if err != nil {
-		return fmt.Errorf("move parked jobs: %w", err)
-	}
 	if n > 0 {
 		s.changedAll() // every author whose jobs moved sees a new next attempt
 	}
-	return nil
+	return wrap(err, "move parked jobs")
 }
 
 // releaseUntried makes every job put off untried (no why, due later) due now, as the breaker closes.
@@ -163,13 +147,10 @@ func (s *Store) releaseUntried(ctx context.Context) error {
 	now := s.nowMs()
 	n, err := s.exec(ctx, `UPDATE content_jobs SET due_at = ? WHERE why IS NULL AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)`,
 		now, now, now)
-	if err != nil {
-		return fmt.Errorf("release untried jobs: %w", err)
-	}
 	if n > 0 {
 		s.changedAll()
 	}
-	return nil
+	return wrap(err, "release untried jobs")
 }
 
 // ReleaseProbe gives owner's probe up without a call: open again, its probe still due.
@@ -187,10 +168,7 @@ func (s *Store) CloseBreaker(ctx context.Context, owner string, parkedUntil time
 		b, ok, err = tx.closeBreaker(ctx, parkedUntil, `state = 'probing' AND probe_owner = ?`, owner)
 		return err
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("close the model breaker: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "close the model breaker")
 }
 
 // closeBreaker closes the breaker if cond (taking args) holds, makes the jobs it put off until
@@ -215,18 +193,8 @@ func (tx *Store) closeBreaker(ctx context.Context, parkedUntil time.Time, cond s
 // ParkJob puts a claimed job off until at while the breaker is open, with no attempt or charge,
 // keeping its why, and frees the lease; it does nothing when the claim is gone.
 func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error) {
-	// The breaker's row is locked first, so a close either comes after (and releases the job)
-	// or is seen, and puts nothing off.
-	var n int64
-	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockBreaker(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = tx.exec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
-			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
-		return err
-	})
+	n, err := s.parkExec(ctx, `UPDATE content_jobs SET due_at = CASE WHEN `+breakerNotClosed+` THEN ? ELSE due_at END,
+		lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ?`, at.UnixMilli(), job.ID, job.LeaseOwner)
 	if err != nil {
 		return false, fmt.Errorf("put job %d off: %w", job.ID, err)
 	}
@@ -236,10 +204,19 @@ func (s *Store) ParkJob(ctx context.Context, job Job, at time.Time) (bool, error
 	return n > 0, nil
 }
 
-// lockBreaker locks the breaker's row until the transaction ends (PostgreSQL).
-func (s *Store) lockBreaker(ctx context.Context) error {
-	var state []string
-	return s.scan(ctx, s.db, &state, `SELECT state FROM model_breaker WHERE id = 1`+s.dialect.forUpdate())
+// parkExec runs q, which puts jobs off, with the breaker's row locked first (PostgreSQL), so a
+// close either comes after (and releases the jobs) or is seen, and puts nothing off.
+func (s *Store) parkExec(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := fetch[[]string](ctx, tx, tx.db, `SELECT state FROM model_breaker WHERE id = 1`+tx.dialect.forUpdate()); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.exec(ctx, q, args...)
+		return err
+	})
+	return n, err
 }
 
 // breakerNotClosed is true in SQL while the breaker is open or probing.
@@ -255,15 +232,7 @@ func (s *Store) ParkDue(ctx context.Context, at time.Time, userID int64) (int64,
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
-	var n int64
-	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockBreaker(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = tx.exec(ctx, q, args...)
-		return err
-	})
+	n, err := s.parkExec(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("put due jobs off: %w", err)
 	}

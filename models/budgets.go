@@ -140,13 +140,10 @@ func (s *Store) chargeRows(ctx context.Context, calls []chargeCall) ([]chargeOut
 	return outs, nil
 }
 
-// Spent is what the user has spent on the day of now.
+// Spent is what the user has spent on the day of now (0 when they have no row for it).
 func (s *Store) Spent(ctx context.Context, userID int64, now time.Time) (int64, error) {
-	var spent int64 // 0 when the user has no row today
-	if err := s.scan(ctx, s.read, &spent, `SELECT spent FROM budgets WHERE user_id = ? AND day = ?`, userID, BudgetDay(now)); err != nil {
-		return 0, fmt.Errorf("spent by user %d: %w", userID, err)
-	}
-	return spent, nil
+	spent, err := fetch[int64](ctx, s, s.read, `SELECT spent FROM budgets WHERE user_id = ? AND day = ?`, userID, BudgetDay(now))
+	return wrapped(spent, err, "spent by user %d", userID)
 }
 
 // BudgetRow is one user's budget today.
@@ -171,8 +168,7 @@ func (s *Store) effectiveLimit(own *int64) int64 {
 
 // Budgets lists authors (and anyone who spent today) with today's spend, by id after afterID.
 func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit int) ([]BudgetRow, error) {
-	var rows []BudgetRow
-	err := s.scan(ctx, s.read, &rows, `SELECT u.id AS user_id, u.name, u.role, u.daily_limit, COALESCE(b.spent, 0) AS spent
+	rows, err := fetch[[]BudgetRow](ctx, s, s.read, `SELECT u.id AS user_id, u.name, u.role, u.daily_limit, COALESCE(b.spent, 0) AS spent
 		FROM users u LEFT JOIN budgets b ON b.user_id = u.id AND b.day = ?
 		WHERE (u.role = 'author' OR b.spent IS NOT NULL) AND u.id > ?
 		ORDER BY u.id LIMIT ?`, BudgetDay(now), afterID, limit)
@@ -188,8 +184,5 @@ func (s *Store) Budgets(ctx context.Context, now time.Time, afterID int64, limit
 // PruneBudgets forgets days before the day of now: only today's spend is ever read.
 func (s *Store) PruneBudgets(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.exec(ctx, `DELETE FROM budgets WHERE day < ?`, BudgetDay(now))
-	if err != nil {
-		return 0, fmt.Errorf("prune budgets: %w", err)
-	}
-	return n, nil
+	return wrapped(n, err, "prune budgets")
 }

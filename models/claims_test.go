@@ -136,7 +136,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 		if err != nil || ok {
 			t.Errorf("stale reschedule = %v, %v; want no effect", ok, err)
 		}
-		if err := f.store.ReleaseJob(f.ctx, first[0]); err != nil {
+		if err := f.store.ReleaseLease(f.ctx, models.LeasedJobs, first[0].ID, first[0].LeaseOwner, first[0].LeaseUntil); err != nil {
 			t.Fatal(err)
 		}
 		j := f.MustJob(models.TaskScreen, models.KindPitch, p.ID)
@@ -149,7 +149,7 @@ func TestClaimExpiredLeaseIsClaimableAgain(t *testing.T) {
 
 		// The holder's own release frees the job at once (its lease end is compared as the
 		// column keeps it, in milliseconds).
-		if err := f.store.ReleaseJob(f.ctx, second[0]); err != nil {
+		if err := f.store.ReleaseLease(f.ctx, models.LeasedJobs, second[0].ID, second[0].LeaseOwner, second[0].LeaseUntil); err != nil {
 			t.Fatal(err)
 		}
 		if j := f.MustJob(models.TaskScreen, models.KindPitch, p.ID); j.LeaseOwner != nil || j.LeaseUntil != nil {
@@ -234,7 +234,7 @@ func TestReleaseLeases(t *testing.T) {
 		if len(mine) != 3 || len(theirs) != 2 {
 			t.Fatalf("claims = %d, %d", len(mine), len(theirs))
 		}
-		n, err := f.store.ReleaseLeases(f.ctx, "me")
+		n, err := f.store.ReleaseLeases(f.ctx, models.LeasedJobs, "me")
 		if err != nil || n != 3 {
 			t.Fatalf("released = %d, %v; want 3", n, err)
 		}

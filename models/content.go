@@ -106,10 +106,7 @@ func (s *Store) CreateSong(ctx context.Context, userID int64, title, code string
 		tx.made(rev)
 		return err
 	})
-	if err != nil {
-		return Song{}, Revision{}, fmt.Errorf("create song: %w", err)
-	}
-	return song, rev, nil
+	return wrapped2(song, rev, err, "create song")
 }
 
 func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title, code string) (Revision, error) {
@@ -123,14 +120,7 @@ func (s *Store) insertRevision(ctx context.Context, songID, userID int64, title,
 
 // SongByID finds a song whoever owns it.
 func (s *Store) SongByID(ctx context.Context, id int64) (Song, error) {
-	var song Song
-	if err := s.scan(ctx, s.read, &song, `SELECT * FROM songs WHERE id = ?`, id); err != nil {
-		return Song{}, fmt.Errorf("song %d: %w", id, err)
-	}
-	if song.ID == 0 {
-		return Song{}, missing("song", id)
-	}
-	return song, nil
+	return first[Song](ctx, s, s.read, "song", id, `SELECT * FROM songs WHERE id = ?`, id)
 }
 
 // CreateRevision adds a revision to the author's own song (empty title: the song's).
@@ -157,10 +147,7 @@ func (s *Store) CreateRevision(ctx context.Context, userID, songID int64, title,
 		tx.made(rev)
 		return err
 	})
-	if err != nil {
-		return Revision{}, fmt.Errorf("create a revision of song %d: %w", songID, err)
-	}
-	return rev, nil
+	return wrapped(rev, err, "create a revision of song %d", songID)
 }
 
 // CreateComment comments on a song the author can see: public, or their own.
@@ -183,10 +170,7 @@ func (s *Store) CreateComment(ctx context.Context, userID, songID int64, body st
 		tx.made(c)
 		return nil
 	})
-	if err != nil {
-		return Comment{}, fmt.Errorf("create a comment on song %d: %w", songID, err)
-	}
-	return c, nil
+	return wrapped(c, err, "create a comment on song %d", songID)
 }
 
 // CreatePitch writes a pitch, in a transaction so a request's hook commits with it.
@@ -202,10 +186,7 @@ func (s *Store) CreatePitch(ctx context.Context, userID int64, body string) (Pit
 		tx.made(p)
 		return nil
 	})
-	if err != nil {
-		return Pitch{}, fmt.Errorf("create pitch: %w", err)
-	}
-	return p, nil
+	return wrapped(p, err, "create pitch")
 }
 
 // DeleteItem deletes the author's own song (and its items), revision, comment or pitch; else ErrNotFound.
@@ -218,11 +199,11 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		}
 	}
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var owner []int64
-		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, id); err != nil {
+		owner, err := fetch[int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, id)
+		if err != nil {
 			return err
 		}
-		if len(owner) == 0 || owner[0] != userID {
+		if owner != userID { // 0: no such item
 			return missing(string(kind), id) // another author's too: they learn nothing of the item
 		}
 		var songID int64
@@ -237,8 +218,8 @@ func (s *Store) DeleteItem(ctx context.Context, userID int64, kind Kind, id int6
 		tx.changed(userID)
 		if songID != 0 {
 			// The song may go, and its comments with it: their authors' views change too.
-			var commenters []int64
-			if err := tx.scan(ctx, tx.db, &commenters, `SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID); err != nil {
+			commenters, err := fetch[[]int64](ctx, tx, tx.db, `SELECT DISTINCT user_id FROM comments WHERE song_id = ?`, songID)
+			if err != nil {
 				return err
 			}
 			tx.changed(commenters...)
@@ -264,10 +245,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject
 	}
 	if s.subjects != nil {
 		out, err := s.subjects.do(ctx, itemKey{kind, id})
-		if err != nil {
-			return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
-		}
-		return out.subject, out.ok, nil
+		return wrapped2(out.subject, out.ok, err, "screen subject %s %d", kind, id)
 	}
 	rows, err := s.query(ctx, s.read, `SELECT `+subjectOf[kind]+` WHERE id = ?`, id)
 	if err != nil {
@@ -281,10 +259,7 @@ func (s *Store) ScreenSubject(ctx context.Context, kind Kind, id int64) (Subject
 	} else {
 		err = rows.Err()
 	}
-	if err != nil {
-		return Subject{}, false, fmt.Errorf("screen subject %s %d: %w", kind, id, err)
-	}
-	return sub, ok, nil
+	return wrapped2(sub, ok, err, "screen subject %s %d", kind, id)
 }
 
 // subjectOf is, per kind, what its screen sends (author, title, text) from its table.
@@ -308,11 +283,7 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 	var args []any
 	var parts []string
 	for _, kind := range Kinds {
-		param, err := jsonParam(ids[kind])
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, param)
+		args = append(args, idList(ids[kind]))
 		parts = append(parts, `SELECT '`+string(kind)+`', id, `+subjectOf[kind]+` WHERE `+s.dialect.idIn("id"))
 	}
 	rows, err := s.query(ctx, s.read, strings.Join(parts, " UNION ALL "), args...)
@@ -342,16 +313,10 @@ func (s *Store) screenSubjects(ctx context.Context, keys []itemKey) ([]subjectOu
 
 // ScoreSubject reads the revision the critic scores; ok is false when it is gone.
 func (s *Store) ScoreSubject(ctx context.Context, revisionID int64) (ScoreSubject, bool, error) {
-	var rows []ScoreSubject
-	if err := s.scan(ctx, s.read, &rows, `SELECT id AS revision_id, song_id, user_id, title, code,
+	sub, ok, err := maybe[ScoreSubject](ctx, s, s.read, `SELECT id AS revision_id, song_id, user_id, title, code,
 		(SELECT rubric FROM scores WHERE revision_id = revisions.id) AS rubric FROM revisions WHERE id = ?`,
-		revisionID); err != nil {
-		return ScoreSubject{}, false, fmt.Errorf("score subject %d: %w", revisionID, err)
-	}
-	if len(rows) == 0 {
-		return ScoreSubject{}, false, nil
-	}
-	return rows[0], true, nil
+		revisionID)
+	return sub, ok, wrap(err, "score subject %d", revisionID)
 }
 
 // scoreRow is a score as stored.

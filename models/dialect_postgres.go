@@ -248,17 +248,15 @@ func (postgresDialect) txStart(ctx context.Context, tx *Store, id bool) (int64, 
 	if len(set) > 0 {
 		q += ` WHERE ` + strings.Join(set, ` AND `)
 	}
-	var n int64
-	err := tx.scan(ctx, tx.db, &n, q, args...)
-	return n, err
+	return fetch[int64](ctx, tx, tx.db, q, args...)
 }
 
 func (postgresDialect) timeoutsBind() bool { return true }
 
 // txStatus asks after a transaction whose COMMIT's answer was lost (PostgreSQL 10+).
 func (postgresDialect) txStatus(ctx context.Context, s *Store, id int64) (outcome, error) {
-	var st *string
-	if err := s.scan(ctx, s.db, &st, `SELECT txid_status(?)`, id); err != nil {
+	st, err := fetch[*string](ctx, s, s.db, `SELECT txid_status(?)`, id)
+	if err != nil {
 		return outcomeUnknown, err
 	}
 	switch {
@@ -277,7 +275,6 @@ func (postgresDialect) commitMayLand() bool { return true }
 
 // clockNow is the server's own clock (clock_timestamp: now, not the transaction's start).
 func (postgresDialect) clockNow(ctx context.Context, s *Store) (time.Time, error) {
-	var ms int64
-	err := s.scan(ctx, s.db, &ms, `SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)`)
+	ms, err := fetch[int64](ctx, s, s.db, `SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)`)
 	return time.UnixMilli(ms).UTC(), err
 }

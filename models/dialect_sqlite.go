@@ -47,18 +47,11 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	// _mutex=no: database/sql gives a connection to one goroutine at a time, and the
 	// serialized default cost the author's view 15 %.
 	common := "_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_recursive_triggers=on&_mutex=no"
-	w, err := gorm.Open(sqlite.Open("file:"+path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&_stmt_cache_size=64&"+common), config())
-	if err != nil {
-		return nil, nil, fmt.Errorf("open sqlite: %w", err)
-	}
-	wdb, err := w.DB()
-	if err != nil {
-		return nil, nil, fmt.Errorf("open sqlite: %w", err)
-	}
 	// One writer: SQLite serialises writes anyway, without a storm of SQLITE_BUSY.
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
+	w, wdb, err := sqlitePool(path+"?_journal_mode=WAL&_txlock=immediate&_cache_size=-16000&_stmt_cache_size=64&"+common, config(), 1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open sqlite: %w", err)
+	}
 	if err := wdb.PingContext(ctx); err != nil {
 		wdb.Close()
 		return nil, nil, fmt.Errorf("open sqlite: %w", err)
@@ -67,19 +60,27 @@ func (sqliteDialect) open(ctx context.Context, opts Options, config func() *gorm
 	// that waits for a connection, which deadlocks with a transaction holding the one writer.
 	rcfg := config()
 	rcfg.PrepareStmt = true
-	r, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common), rcfg)
+	r, _, err := sqlitePool(path+"?mode=ro&_txlock=deferred&_cache_size=-8000&"+common, rcfg, readConns)
 	if err != nil {
 		wdb.Close()
 		return nil, nil, fmt.Errorf("open sqlite reader: %w", err)
 	}
-	rdb, err := r.DB()
-	if err != nil {
-		wdb.Close()
-		return nil, nil, fmt.Errorf("open sqlite reader: %w", err)
-	}
-	rdb.SetMaxOpenConns(readConns)
-	rdb.SetMaxIdleConns(readConns)
 	return w, r, nil
+}
+
+// sqlitePool opens a pool of at most conns connections to the file and options of dsn.
+func sqlitePool(dsn string, cfg *gorm.Config, conns int) (*gorm.DB, *sql.DB, error) {
+	g, err := gorm.Open(sqlite.Open("file:"+dsn), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := g.DB()
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return g, db, nil
 }
 
 // healthPool: the writer, so that readiness learns the file still takes its connection.

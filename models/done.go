@@ -23,6 +23,12 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 	if f.ID != 0 {
 		add("job_id = ?", f.ID)
 	}
+	f.eventWhere(add)
+	return strings.Join(conds, " AND "), args
+}
+
+// eventWhere adds the filter's conditions on events: task, why ("none": no why), item and outcome.
+func (f JobFilter) eventWhere(add func(cond string, args ...any)) {
 	if f.Task != "" {
 		add("event = ?", f.Task)
 	}
@@ -35,7 +41,6 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
 	}
-	return strings.Join(conds, " AND "), args
 }
 
 // ListDoneJobs pages through the jobs the filter selects (its state aside) that settled since
@@ -44,20 +49,14 @@ func (f JobFilter) doneWhere(since int64) (string, []any) {
 func (s *Store) ListDoneJobs(ctx context.Context, f JobFilter, since time.Time, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.doneWhere(since.UnixMilli())
 	jobs, err := s.jobPage(ctx, doneColumns+` FROM events`, where, args, pageOrder{order, after, [3]string{"job_id", "at", "attempt"}}, limit, scanDoneRows)
-	if err != nil {
-		return nil, fmt.Errorf("list settled jobs: %w", err)
-	}
-	return jobs, nil
+	return wrapped(jobs, err, "list settled jobs")
 }
 
 // CountDoneJobs counts the jobs the filter selects (its state aside) that settled since since.
 func (s *Store) CountDoneJobs(ctx context.Context, f JobFilter, since time.Time) (int64, error) {
 	where, args := f.doneWhere(since.UnixMilli())
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM events WHERE `+where, args...); err != nil {
-		return 0, fmt.Errorf("count settled jobs: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM events WHERE `+where, args...)
+	return n, wrap(err, "count settled jobs")
 }
 
 // DoneJobByID finds a job that settled since since; ErrNotFound otherwise.
@@ -74,14 +73,8 @@ func (s *Store) DoneJobByID(ctx context.Context, id int64, since time.Time) (Job
 
 // scanDoneRows reads rows of doneColumns as settled jobs, and closes rows.
 func scanDoneRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
-	defer rows.Close()
 	n := 1 + len(eventFields)
-	r := newRow(n + 3)
-	out := make([]JobRow, 0, sizeHint)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, err
-		}
+	return scanRows(rows, n+3, sizeHint, func(r *row) JobRow {
 		e := r.event()
 		j := JobRow{Job: Job{Task: e.Event, Kind: e.Kind, ItemID: e.ItemID, UserID: e.UserID, DueAt: e.At,
 			Attempts: e.Attempt, Why: e.Why, Status: e.Status, LastError: e.Error},
@@ -92,10 +85,6 @@ func scanDoneRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
 		if name := r.strp(n); name != nil {
 			j.UserName = *name
 		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+		return j
+	})
 }

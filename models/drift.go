@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -36,12 +35,12 @@ type ModelDriftData struct {
 // within bounds (or none), owes model.drift in the same transaction (the insert decides Alerted).
 func (s *Store) RecordDriftRun(ctx context.Context, run DriftRun, data ModelDriftData) (DriftRun, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var rows []DriftRun
-		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO drift_runs (at, compared, agreement, mean_art_shift, drifted, alerted)
+		rows, err := fetch[[]DriftRun](ctx, tx, tx.db, `INSERT INTO drift_runs (at, compared, agreement, mean_art_shift, drifted, alerted)
 			SELECT ?, ?, ?, ?, ?, CASE WHEN ? = 1 AND COALESCE((SELECT drifted FROM drift_runs ORDER BY id DESC LIMIT 1), 0) = 0
 				THEN 1 ELSE 0 END
 			RETURNING `+driftRunColumns, run.At.UnixMilli(), run.Compared, run.Agreement, run.MeanArtShift,
-			boolInt(run.Drifted), boolInt(run.Drifted)); err != nil {
+			boolInt(run.Drifted), boolInt(run.Drifted))
+		if err != nil {
 			return err
 		}
 		run = rows[0]
@@ -50,17 +49,11 @@ func (s *Store) RecordDriftRun(ctx context.Context, run DriftRun, data ModelDrif
 		}
 		return tx.EnqueueWebhook(ctx, EventModelDrift, data)
 	})
-	if err != nil {
-		return DriftRun{}, fmt.Errorf("record drift run: %w", err)
-	}
-	return run, nil
+	return wrapped(run, err, "record drift run")
 }
 
 // DriftRuns lists the newest completed drift runs, newest first, at most limit.
 func (s *Store) DriftRuns(ctx context.Context, limit int) ([]DriftRun, error) {
-	var out []DriftRun
-	if err := s.scan(ctx, s.read, &out, `SELECT `+driftRunColumns+` FROM drift_runs ORDER BY id DESC LIMIT ?`, limit); err != nil {
-		return nil, fmt.Errorf("list drift runs: %w", err)
-	}
-	return out, nil
+	out, err := fetch[[]DriftRun](ctx, s, s.read, `SELECT `+driftRunColumns+` FROM drift_runs ORDER BY id DESC LIMIT ?`, limit)
+	return out, wrap(err, "list drift runs")
 }

@@ -83,20 +83,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *Event) error {
 
 // scanEvents reads rows of id and eventColumns, and closes rows (an empty page is not nil).
 func scanEvents(rows *queryRows, sizeHint int) ([]Event, error) {
-	defer rows.Close()
-	r := newRow(1 + len(eventFields))
-	evs := make([]Event, 0, sizeHint)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, err
-		}
-		e := r.event()
-		if r.err != nil {
-			return nil, r.err
-		}
-		evs = append(evs, e)
-	}
-	return evs, rows.Err()
+	return scanRows(rows, 1+len(eventFields), sizeHint, (*row).event)
 }
 
 // event reads the row's first columns: id and eventColumns.

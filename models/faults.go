@@ -26,20 +26,6 @@ const (
 	FaultTimeout
 )
 
-func (f Fault) String() string {
-	switch f {
-	case FaultTransient:
-		return "transient"
-	case FaultStorage:
-		return "storage"
-	case FaultNotPrimary:
-		return "not primary"
-	case FaultTimeout:
-		return "timeout"
-	}
-	return "none"
-}
-
 // ErrCommitUnknown wraps the error of a COMMIT whose outcome could not be learnt: a transient
 // fault, which a retry with the same Idempotency-Key resolves.
 var ErrCommitUnknown = errors.New("the commit's outcome is unknown")

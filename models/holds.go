@@ -97,14 +97,8 @@ func (s *Store) Holds(ctx context.Context) (Holds, error) {
 
 // SetHolds replaces what is held; by is the admin's user id.
 func (s *Store) SetHolds(ctx context.Context, h Holds, by int64) error {
-	b := func(v bool) int {
-		if v {
-			return 1
-		}
-		return 0
-	}
 	_, err := s.exec(ctx, `UPDATE holds SET screen = ?, score = ?, deliveries = ?, updated_at = ?, updated_by = ? WHERE id = 1`,
-		b(h.Screen), b(h.Score), b(h.Deliveries), s.nowMs(), by)
+		boolInt(h.Screen), boolInt(h.Score), boolInt(h.Deliveries), s.nowMs(), by)
 	if err != nil {
 		return fmt.Errorf("set holds: %w", err)
 	}

@@ -62,9 +62,9 @@ func (s *Store) IdemBegin(ctx context.Context, userID int64, key, fp string, now
 		if n == 1 {
 			return IdemRun, lease, IdemAnswer{}, nil
 		}
-		var rows []idemRow
-		if err := s.scan(ctx, s.db, &rows, `SELECT fingerprint, created_at, locked_until, status, headers, answer
-			FROM idempotency_keys WHERE user_id = ? AND idem_key = ?`, userID, key); err != nil {
+		rows, err := fetch[[]idemRow](ctx, s, s.db, `SELECT fingerprint, created_at, locked_until, status, headers, answer
+			FROM idempotency_keys WHERE user_id = ? AND idem_key = ?`, userID, key)
+		if err != nil {
 			return 0, 0, IdemAnswer{}, fmt.Errorf("idempotency key: %w", err)
 		}
 		if len(rows) == 0 {

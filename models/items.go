@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 )
 
@@ -16,10 +15,7 @@ func (s *Store) ItemDeliveries(ctx context.Context, kind Kind, itemID int64, lim
 	if kind == KindRevision {
 		scored = `%"data":{"revisionId":` + id + `,%`
 	}
-	var out []Delivery
-	if err := s.scan(ctx, s.read, &out, `SELECT `+deliveryHeadColumns+` FROM webhook_deliveries
-		WHERE payload LIKE ? OR payload LIKE ? ORDER BY id DESC LIMIT ?`, item, scored, max(limit, 0)); err != nil {
-		return nil, fmt.Errorf("deliveries of %s %d: %w", kind, itemID, err)
-	}
-	return out, nil
+	out, err := fetch[[]Delivery](ctx, s, s.read, `SELECT `+deliveryHeadColumns+` FROM webhook_deliveries
+		WHERE payload LIKE ? OR payload LIKE ? ORDER BY id DESC LIMIT ?`, item, scored, max(limit, 0))
+	return out, wrap(err, "deliveries of %s %d", kind, itemID)
 }

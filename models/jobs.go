@@ -68,10 +68,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration, ow
 		filter, args = " AND user_id = ?", []any{userID}
 	}
 	jobs, err := s.claim(ctx, limit, lease, owner, filter, args...)
-	if err != nil {
-		return nil, fmt.Errorf("claim content jobs: %w", err)
-	}
-	return jobs, nil
+	return wrapped(jobs, err, "claim content jobs")
 }
 
 // ClaimItem is ClaimDue narrowed to one item's task; ok is false unless it was due, free and unheld.
@@ -115,10 +112,7 @@ func (s *Store) Reschedule(ctx context.Context, job Job, at time.Time, why Why, 
 		tx.changed(job.UserID)
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("reschedule job %d: %w", job.ID, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "reschedule job %d", job.ID)
 }
 
 // RecordScreen keeps an item's verdict and its event in one transaction (a trigger settles the
@@ -328,10 +322,7 @@ func (s *Store) recordScore(ctx context.Context, sc Score, ev Event, replace boo
 		}
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the score of revision %d: %w", sc.RevisionID, err)
-	}
-	return recorded, nil
+	return wrapped(recorded, err, "record the score of revision %d", sc.RevisionID)
 }
 
 // NewLeaseOwner names a lease holder by host, process id and a random tag.
@@ -340,20 +331,27 @@ func NewLeaseOwner() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), NewToken()[5:13])
 }
 
-// ReleaseLeases frees every lease owner holds, so a stopping process's jobs are due at once.
-func (s *Store) ReleaseLeases(ctx context.Context, owner string) (int64, error) {
-	n, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release the leases of %s: %w", owner, err)
-	}
-	return n, nil
+// Leased names a table whose rows are leased to workers.
+type Leased string
+
+// The leased tables.
+const (
+	LeasedJobs       Leased = "content_jobs"
+	LeasedShadow     Leased = "shadow_jobs"
+	LeasedDeliveries Leased = "webhook_deliveries"
+)
+
+// ReleaseLeases frees every lease of t that owner holds, so a stopping process's rows are due at once.
+func (s *Store) ReleaseLeases(ctx context.Context, t Leased, owner string) (int64, error) {
+	n, err := s.exec(ctx, `UPDATE `+string(t)+` SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
+	return n, wrap(err, "release the %s leases of %s", t, owner)
 }
 
-// ReleaseJob frees a claimed job's lease without an attempt if the claim (owner, lease end) holds.
-func (s *Store) ReleaseJob(ctx context.Context, job Job) error {
-	_, err := s.exec(ctx, `UPDATE content_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
-	return wrap(err, "release job %d", job.ID)
+// ReleaseLease frees the lease of t's row id without an attempt, if the claim (owner, lease end) holds.
+func (s *Store) ReleaseLease(ctx context.Context, t Leased, id int64, owner *string, until *time.Time) error {
+	_, err := s.exec(ctx, `UPDATE `+string(t)+` SET lease_until = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, id, owner, until)
+	return wrap(err, "release the lease of %s %d", t, id)
 }
 
 // JobFilter selects owed jobs for the admin.
@@ -497,25 +495,35 @@ func namesOf(table string) string {
 		WHEN 'comment' THEN (SELECT song_id FROM comments WHERE id = ` + table + `.item_id) END`
 }
 
-func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
+// scanRows reads rows of columns columns, a T each as read makes it, and closes rows (an empty
+// page is not nil).
+func scanRows[T any](rows *queryRows, columns, sizeHint int, read func(r *row) T) ([]T, error) {
 	defer rows.Close()
-	r := newRow(jobColumnCount + 4)
-	out := make([]JobRow, 0, sizeHint)
+	r := newRow(columns)
+	out := make([]T, 0, sizeHint)
 	for rows.Next() {
 		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
+		v := read(r)
+		if r.err != nil { // a column that did not convert: the row's value would be wrong
+			return nil, r.err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanJobRows reads rows of jobRowColumns and closes rows.
+func scanJobRows(rows *queryRows, sizeHint int) ([]JobRow, error) {
+	return scanRows(rows, jobColumnCount+4, sizeHint, func(r *row) JobRow {
 		j := JobRow{Job: r.job(0), ItemTitle: r.strp(jobColumnCount + 2), SongID: r.int64p(jobColumnCount + 3)}
 		j.LastError = r.strp(jobColumnCount)
 		if name := r.strp(jobColumnCount + 1); name != nil {
 			j.UserName = *name
 		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+		return j
+	})
 }
 
 // pageOf adds the page's start after the cursor to where and args, and answers the ORDER BY.
@@ -546,10 +554,7 @@ func pageOf(order string, after *JobCursor, cols [3]string, where string, args [
 func (s *Store) ListJobRows(ctx context.Context, f JobFilter, order string, after *JobCursor, limit int) ([]JobRow, error) {
 	where, args := f.where(s.nowMs())
 	jobs, err := s.jobPage(ctx, jobRowColumns+` FROM content_jobs`, where, args, pageOrder{order, after, [3]string{"id", "due_at", "attempts"}}, limit, scanJobRows)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, nil
+	return wrapped(jobs, err, "list jobs")
 }
 
 // pageOrder is a job list's order (see pageOf): its name, the cursor and the columns.
@@ -579,11 +584,8 @@ func (s *Store) CountJobs(ctx context.Context, f JobFilter) (int64, error) {
 		return n, nil
 	}
 	where, args := f.where(s.nowMs())
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...); err != nil {
-		return 0, fmt.Errorf("count jobs: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM content_jobs WHERE `+where, args...)
+	return n, wrap(err, "count jobs")
 }
 
 // JobByID finds one owed job as the admin's list shows it, from the writer.
@@ -631,26 +633,7 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, l
 	q := `SELECT id, ` + eventColumns + ` FROM events WHERE 1 = 1`
 	var args []any
 	add := func(cond string, a ...any) { q += ` AND ` + cond; args = append(args, a...) }
-	if f.Event != "" {
-		add("event = ?", f.Event)
-	}
-	if f.Why == "none" {
-		add("why IS NULL")
-	} else if f.Why != "" {
-		add("why = ?", f.Why)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.Kind != "" {
-		add("kind = ?", f.Kind)
-	}
-	if f.UserID != 0 {
-		add("user_id = ?", f.UserID)
-	}
-	if f.ItemID != 0 {
-		add("item_id = ?", f.ItemID)
-	}
+	JobFilter{Task: f.Event, Why: f.Why, Outcome: f.Outcome, Kind: f.Kind, UserID: f.UserID, ItemID: f.ItemID}.eventWhere(add)
 	if beforeID > 0 {
 		add("id < ?", beforeID)
 	}
@@ -663,8 +646,5 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, beforeID int64, l
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	evs, err := scanEvents(rows, max(limit, 0))
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return evs, nil
+	return wrapped(evs, err, "list events")
 }

@@ -67,11 +67,8 @@ func (s *Store) keptCount(ctx context.Context, f JobFilter) (n int64, ok bool, e
 	case f.UserID != 0 && (f.Task != "" || f.Why != ""):
 		return 0, false, nil
 	case f.UserID != 0:
-		var jobs []int64
-		if err := s.scan(ctx, s.read, &jobs, `SELECT jobs FROM mine_versions WHERE user_id = ?`, f.UserID); err != nil || len(jobs) == 0 {
-			return 0, err == nil, err
-		}
-		return jobs[0], true, nil
+		n, _, err = maybe[int64](ctx, s, s.read, `SELECT jobs FROM mine_versions WHERE user_id = ?`, f.UserID)
+		return n, err == nil, err
 	}
 	n, err = s.keptCountByTaskWhy(ctx, f)
 	return n, err == nil, err
@@ -115,14 +112,11 @@ func (s *Store) keptCountByTaskWhy(ctx context.Context, f JobFilter) (int64, err
 
 // OldestDue is the due time of the longest-waiting job due and free at now (nil: none).
 func (s *Store) OldestDue(ctx context.Context, now time.Time) (*time.Time, error) {
-	var at []int64
-	if err := s.scan(ctx, s.read, &at, `SELECT due_at FROM content_jobs
-		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at, id LIMIT 1`, now, now); err != nil {
-		return nil, fmt.Errorf("oldest due job: %w", err)
+	at, ok, err := maybe[int64](ctx, s, s.read, `SELECT due_at FROM content_jobs
+		WHERE due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY due_at, id LIMIT 1`, now, now)
+	if err != nil || !ok {
+		return nil, wrap(err, "oldest due job")
 	}
-	if len(at) == 0 {
-		return nil, nil
-	}
-	t := fromMillis(at[0])
+	t := fromMillis(at)
 	return &t, nil
 }

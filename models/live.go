@@ -25,33 +25,27 @@ func (s *Store) CheckCredential(ctx context.Context, userID int64, cred Credenti
 	switch cred.Kind {
 	case CredToken:
 		u, err := s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE id = ? AND token_hash = ? AND disabled = 0`, userID, cred.Hash)
-		if err != nil {
-			return User{}, time.Time{}, fmt.Errorf("check token of user %d: %w", userID, err)
-		}
-		return u, time.Time{}, nil
+		return wrapped2(u, time.Time{}, err, "check token of user %d", userID)
 	case CredSession:
-		var exp int64
-		if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
-			WHERE x.id_hash = ? AND x.user_id = ? AND x.expires_at > ? AND u.disabled = 0`, cred.Hash, userID, s.nowMs()); err != nil {
+		exp, err := fetch[int64](ctx, s, s.read, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+			WHERE x.id_hash = ? AND x.user_id = ? AND x.expires_at > ? AND u.disabled = 0`, cred.Hash, userID, s.nowMs())
+		if err != nil {
 			return User{}, time.Time{}, fmt.Errorf("check session of user %d: %w", userID, err)
 		}
 		if exp == 0 {
 			return User{}, time.Time{}, missing("session of user", userID)
 		}
 		u, err := s.UserByID(ctx, userID)
-		if err != nil {
-			return User{}, time.Time{}, fmt.Errorf("check session: %w", err)
-		}
-		return u, fromMillis(exp), nil
+		return wrapped2(u, fromMillis(exp), err, "check session")
 	}
 	return User{}, time.Time{}, missing(cred.Kind+" credential", nil)
 }
 
 // SessionExpiry is when the live session of the hash ends; ErrNotFound when it has ended.
 func (s *Store) SessionExpiry(ctx context.Context, idHash string) (time.Time, error) {
-	var exp int64
-	if err := s.scan(ctx, s.read, &exp, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
-		WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`, idHash, s.nowMs()); err != nil {
+	exp, err := fetch[int64](ctx, s, s.read, `SELECT x.expires_at FROM sessions x JOIN users u ON u.id = x.user_id
+		WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`, idHash, s.nowMs())
+	if err != nil {
 		return time.Time{}, fmt.Errorf("session expiry: %w", err)
 	}
 	if exp == 0 {
@@ -73,10 +67,7 @@ func (s *Store) CreateStreamTicket(ctx context.Context, userID int64, cred Crede
 			HashToken(ticket), userID, cred.Kind, cred.Hash, exp)
 		return err
 	})
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("create stream ticket: %w", err)
-	}
-	return ticket, fromMillis(exp), nil
+	return wrapped2(ticket, fromMillis(exp), err, "create stream ticket")
 }
 
 // TakeStreamTicket uses a ticket up and returns its user and credential; ErrNotFound if not valid.

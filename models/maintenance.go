@@ -17,10 +17,7 @@ func SchemaStatus(ctx context.Context, opts Options) (migrations.Report, error) 
 	}
 	defer db.Close()
 	report, err := migrations.Status(ctx, db, d.name())
-	if err != nil {
-		return migrations.Report{}, fmt.Errorf("schema status: %w", err)
-	}
-	return report, nil
+	return wrapped(report, err, "schema status")
 }
 
 // ErrBackupPostgres is Backup asked of PostgreSQL, whose own tools (pg_dump) do it.

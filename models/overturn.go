@@ -13,16 +13,11 @@ func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, ver
 		return nil, false, fmt.Errorf("overturn: %w", err)
 	}
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var old []struct {
-			Verdict Verdict `gorm:"column:verdict"`
-		}
-		if err := tx.scan(ctx, tx.db, &old, `DELETE FROM screens WHERE kind = ? AND item_id = ? RETURNING verdict`, kind, itemID); err != nil {
+		old, err := fetch[*string](ctx, tx, tx.db, `DELETE FROM screens WHERE kind = ? AND item_id = ? RETURNING verdict`, kind, itemID)
+		if err != nil || old == nil {
 			return err
 		}
-		if len(old) == 0 {
-			return nil
-		}
-		v := old[0].Verdict
+		v := Verdict(*old)
 		was = &v
 		if v == verdict {
 			return errSameVerdict
@@ -45,10 +40,7 @@ func (s *Store) OverturnScreen(ctx context.Context, kind Kind, itemID int64, ver
 	if err == errSameVerdict {
 		return was, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("overturn the verdict of %s %d: %w", kind, itemID, err)
-	}
-	return was, changed, nil
+	return wrapped2(was, changed, err, "overturn the verdict of %s %d", kind, itemID)
 }
 
 var errSameVerdict = fmt.Errorf("the item already has this verdict")

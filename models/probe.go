@@ -18,8 +18,8 @@ func (s *Store) TakeManualProbe(ctx context.Context, gap time.Duration) (ok bool
 	if n == 1 {
 		return true, 0, nil
 	}
-	var last *int64
-	if err := s.scan(ctx, s.db, &last, `SELECT manual_probe_at FROM model_breaker WHERE id = 1`); err != nil {
+	last, err := fetch[*int64](ctx, s, s.db, `SELECT manual_probe_at FROM model_breaker WHERE id = 1`)
+	if err != nil {
 		return false, 0, fmt.Errorf("take the manual model probe: %w", err)
 	}
 	wait = gap
@@ -47,10 +47,7 @@ func (s *Store) ManualProbeAnswered(ctx context.Context) (Breaker, bool, error) 
 		b, ok, err = tx.closeBreaker(ctx, until, `state <> 'closed'`)
 		return err
 	})
-	if err != nil {
-		return Breaker{}, false, fmt.Errorf("close the model breaker after a manual probe: %w", err)
-	}
-	return b, ok, nil
+	return wrapped2(b, ok, err, "close the model breaker after a manual probe")
 }
 
 // ManualProbeFailed keeps a failed admin's test call's error on the breaker row, its state unchanged.

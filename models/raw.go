@@ -10,10 +10,7 @@ import (
 // many rows it changed: for tests and benchmarks only. A list is one JSON parameter (IDIn).
 func (s *Store) RawExec(ctx context.Context, q string, args ...any) (int64, error) {
 	n, err := s.exec(ctx, q, args...)
-	if err != nil {
-		return 0, fmt.Errorf("raw exec: %w", err)
-	}
-	return n, nil
+	return wrapped(n, err, "raw exec")
 }
 
 // RawScan runs a query on the store's writer and scans its rows into dest as scan does: for

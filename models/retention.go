@@ -115,8 +115,5 @@ func (s *Store) TakeMaintenance(ctx context.Context, name, owner string, now tim
 	n, err := s.exec(ctx, `UPDATE maintenance_leases SET owner = ?, lease_until = ?
 		WHERE name = ? AND (owner = ? OR owner IS NULL OR lease_until < ?)`,
 		owner, now.Add(ttl).UnixMilli(), name, owner, now.UnixMilli())
-	if err != nil {
-		return false, fmt.Errorf("take maintenance lease %s: %w", name, err)
-	}
-	return n == 1, nil
+	return wrapped(n == 1, err, "take maintenance lease %s", name)
 }

@@ -1,9 +1,6 @@
 package models
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // RetryReport is what a retry did: the jobs it made due now, and those it left waiting for a
 // budget or held.
@@ -49,8 +46,5 @@ func (s *Store) RetryJobsReport(ctx context.Context, f JobFilter) (RetryReport, 
 		}
 		return nil
 	})
-	if err != nil {
-		return RetryReport{}, fmt.Errorf("retry jobs: %w", err)
-	}
-	return r, nil
+	return wrapped(r, err, "retry jobs")
 }

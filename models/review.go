@@ -109,10 +109,7 @@ func (s *Store) EnterReview(ctx context.Context, job Job, verdict Verdict, confi
 		tx.changed(job.UserID)
 		return tx.insertEvent(ctx, &ev)
 	})
-	if err != nil {
-		return false, fmt.Errorf("send %s %d to review: %w", job.Kind, job.ItemID, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "send %s %d to review", job.Kind, job.ItemID)
 }
 
 // ReviewFilter selects open entries of the review queue.
@@ -157,11 +154,8 @@ func (s *Store) OpenReviews(ctx context.Context, f ReviewFilter, after *ReviewCu
 	}
 	q += ` ORDER BY entered_at, id LIMIT ?`
 	args = append(args, limit)
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
-		return nil, fmt.Errorf("review queue: %w", err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.read, q, args...)
+	return rows, wrap(err, "review queue")
 }
 
 // ReviewCounts counts the open entries of the queue by reason.
@@ -182,31 +176,25 @@ func (s *Store) ReviewCounts(ctx context.Context) (map[ReviewReason]int64, error
 
 // ReviewsOf lists an item's entries, open and decided, from the writer.
 func (s *Store) ReviewsOf(ctx context.Context, kind Kind, itemID int64) ([]ReviewEntry, error) {
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID); err != nil {
-		return nil, fmt.Errorf("reviews of %s %d: %w", kind, itemID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.db, `SELECT `+reviewColumns+` FROM reviews WHERE kind = ? AND item_id = ? ORDER BY id`, kind, itemID)
+	return rows, wrap(err, "reviews of %s %d", kind, itemID)
 }
 
 // AppealsOf lists an author's appeals.
 func (s *Store) AppealsOf(ctx context.Context, userID int64) ([]ReviewEntry, error) {
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID); err != nil {
-		return nil, fmt.Errorf("appeals of user %d: %w", userID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.read, `SELECT `+reviewColumns+` FROM reviews WHERE user_id = ? AND reason = 'appeal'`, userID)
+	return rows, wrap(err, "appeals of user %d", userID)
 }
 
 // ClaimReview gives adminID the item's open entries until until in one statement, unless
 // another moderator's claim holds them (*ErrClaimed); ErrNotFound when none is open.
 func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int64, until time.Time) ([]ReviewEntry, error) {
 	now := s.nowMs()
-	var rows []ReviewEntry
-	if err := s.scan(ctx, s.db, &rows, `UPDATE reviews SET claimed_by = ?, claim_until = ?
+	rows, err := fetch[[]ReviewEntry](ctx, s, s.db, `UPDATE reviews SET claimed_by = ?, claim_until = ?
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL
 			AND (`+unclaimedSQL+` OR claimed_by = ?)
-		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID); err != nil {
+		RETURNING `+reviewColumns, adminID, until.UnixMilli(), kind, itemID, now, adminID)
+	if err != nil {
 		return nil, fmt.Errorf("claim the review of %s %d: %w", kind, itemID, err)
 	}
 	if len(rows) > 0 {
@@ -226,28 +214,22 @@ func (s *Store) ClaimReview(ctx context.Context, kind Kind, itemID, adminID int6
 
 // ReleaseReview ends adminID's live claim on the item's open entries and answers its end (nil: none).
 func (s *Store) ReleaseReview(ctx context.Context, kind Kind, itemID, adminID int64) (*time.Time, error) {
-	var until []int64
 	// claim_until stays (RETURNING reads the row as updated): without a claimer it holds nothing.
-	if err := s.scan(ctx, s.db, &until, `UPDATE reviews SET claimed_by = NULL
+	until, ok, err := maybe[int64](ctx, s, s.db, `UPDATE reviews SET claimed_by = NULL
 		WHERE kind = ? AND item_id = ? AND decided_at IS NULL AND claimed_by = ? AND claim_until > ?
-		RETURNING claim_until`, kind, itemID, adminID, s.nowMs()); err != nil {
-		return nil, fmt.Errorf("release the review of %s %d: %w", kind, itemID, err)
+		RETURNING claim_until`, kind, itemID, adminID, s.nowMs())
+	if err != nil || !ok {
+		return nil, wrap(err, "release the review of %s %d", kind, itemID)
 	}
-	if len(until) == 0 {
-		return nil, nil
-	}
-	t := fromMillis(until[0])
+	t := fromMillis(until)
 	return &t, nil
 }
 
 // BlockNote is the note of the item's last verdict by hand to block it (nil: none).
 func (s *Store) BlockNote(ctx context.Context, kind Kind, itemID int64) (*string, error) {
-	var note *string
-	if err := s.scan(ctx, s.read, &note, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
-		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
-		return nil, fmt.Errorf("the block's note of %s %d: %w", kind, itemID, err)
-	}
-	return note, nil
+	note, err := fetch[*string](ctx, s, s.read, `SELECT note FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+		AND outcome IN ('decided', 'overturned') AND verdict = 'block' ORDER BY id DESC LIMIT 1`, kind, itemID)
+	return note, wrap(err, "the block's note of %s %d", kind, itemID)
 }
 
 // HeldBy reports the live claim of another moderator than adminID on an open entry, if any.
@@ -270,38 +252,33 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 	}
 	var out ReviewEntry
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var owner []int64
-		if err := tx.scan(ctx, tx.db, &owner, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID); err != nil {
+		owner, err := fetch[int64](ctx, tx, tx.db, `SELECT user_id FROM `+table+` WHERE id = ?`, itemID)
+		if err != nil {
 			return err
 		}
-		if len(owner) != 1 || owner[0] != userID {
+		if owner != userID { // 0: no such item
 			return missing(string(kind), itemID)
 		}
-		var screen []struct {
+		screen, err := fetch[struct {
 			Verdict    string  `gorm:"column:verdict"`
 			Confidence float64 `gorm:"column:confidence"`
-		}
-		if err := tx.scan(ctx, tx.db, &screen, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID); err != nil {
+		}](ctx, tx, tx.db, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, itemID)
+		if err != nil {
 			return err
 		}
-		if len(screen) != 1 || screen[0].Verdict != string(VerdictBlock) {
+		if screen.Verdict != string(VerdictBlock) {
 			return ErrNotBlocked
 		}
-		var by []struct {
-			AdminID *int64 `gorm:"column:admin_id"`
-		}
-		if err := tx.scan(ctx, tx.db, &by, `SELECT admin_id FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
-			AND outcome <> 'pending' ORDER BY id DESC LIMIT 1`, kind, itemID); err != nil {
+		// The last verdict's moderator (nil: the model's).
+		blockedBy, err := fetch[*int64](ctx, tx, tx.db, `SELECT admin_id FROM events WHERE event = 'screen' AND kind = ? AND item_id = ?
+			AND outcome <> 'pending' ORDER BY id DESC LIMIT 1`, kind, itemID)
+		if err != nil {
 			return err
 		}
-		var blockedBy *int64
-		if len(by) == 1 {
-			blockedBy = by[0].AdminID
-		}
-		var rows []ReviewEntry
-		if err := tx.scan(ctx, tx.db, &rows, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
+		rows, err := fetch[[]ReviewEntry](ctx, tx, tx.db, `INSERT INTO reviews (kind, item_id, user_id, reason, entered_at, suggestion, confidence, note, blocked_by)
 			VALUES (?, ?, ?, 'appeal', ?, 'block', ?, ?, ?) ON CONFLICT (kind, item_id, reason) DO NOTHING RETURNING `+reviewColumns,
-			kind, itemID, userID, tx.nowMs(), screen[0].Confidence, note, blockedBy); err != nil {
+			kind, itemID, userID, tx.nowMs(), screen.Confidence, note, blockedBy)
+		if err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -311,10 +288,7 @@ func (s *Store) FileAppeal(ctx context.Context, kind Kind, itemID, userID int64,
 		tx.changed(userID)
 		return nil
 	})
-	if err != nil {
-		return ReviewEntry{}, fmt.Errorf("appeal of %s %d: %w", kind, itemID, err)
-	}
-	return out, nil
+	return wrapped(out, err, "appeal of %s %d", kind, itemID)
 }
 
 // ItemAppealDecidedData is the data of an item.appeal.decided event.
@@ -385,10 +359,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 	ids := slices.Clone(userIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	idList, err := jsonParam(ids)
-	if err != nil {
-		return nil, fmt.Errorf("author histories: %w", err)
-	}
+	list := idList(ids)
 	var rows []struct {
 		UserID  int64  `gorm:"column:user_id"`
 		Verdict string `gorm:"column:verdict"`
@@ -403,7 +374,7 @@ func (s *Store) AuthorHistories(ctx context.Context, userIDs []int64) (map[int64
 		UNION ALL SELECT i.user_id, ` + verdictOf("comment") + ` FROM comments i WHERE ` + s.dialect.idIn("i.user_id") + `
 		UNION ALL SELECT i.user_id, ` + verdictOf("pitch") + ` FROM pitches i WHERE ` + s.dialect.idIn("i.user_id") + `
 	) x WHERE verdict IS NOT NULL GROUP BY user_id, verdict`
-	if err := s.scan(ctx, s.read, &rows, q, idList, idList, idList); err != nil {
+	if err := s.scan(ctx, s.read, &rows, q, list, list, list); err != nil {
 		return nil, fmt.Errorf("author histories: %w", err)
 	}
 	for _, r := range rows {

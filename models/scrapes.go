@@ -78,11 +78,7 @@ func (s *Store) withCounts(ctx context.Context, scrapes []Scrape) error {
 		ids[i] = scrapes[i].ID
 		at[scrapes[i].ID] = i
 	}
-	param, err := jsonParam(ids)
-	if err != nil {
-		return err
-	}
-	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), param)
+	rows, err := s.query(ctx, s.read, `SELECT t.scrape_id, `+totalsColumns+` FROM scrape_totals t WHERE `+s.dialect.idIn("t.scrape_id"), idList(ids))
 	if err != nil {
 		return err
 	}
@@ -123,17 +119,12 @@ func (s *Store) CreateScrape(ctx context.Context, n NewScrape) (Scrape, error) {
 
 // ScrapeByID finds a scrape (deleted ones too: the tombstone) with its counts.
 func (s *Store) ScrapeByID(ctx context.Context, id int64) (Scrape, error) {
-	var rows []Scrape
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id); err != nil {
-		return Scrape{}, fmt.Errorf("scrape %d: %w", id, err)
+	sc, err := first[Scrape](ctx, s, s.db, "scrape", id, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`, id)
+	if err != nil {
+		return Scrape{}, err
 	}
-	if len(rows) == 0 {
-		return Scrape{}, missing("scrape", id)
-	}
-	if err := s.withCounts(ctx, rows); err != nil {
-		return Scrape{}, fmt.Errorf("scrape %d: counts: %w", id, err)
-	}
-	return rows[0], nil
+	rows := []Scrape{sc}
+	return wrapped(rows[0], s.withCounts(ctx, rows), "scrape %d: counts", id)
 }
 
 // ScrapeFilter selects scrapes for a list.
@@ -144,20 +135,10 @@ type ScrapeFilter struct {
 
 // ListScrapes pages through scrapes by id after afterID, with their counts, never deleted ones.
 func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, limit int) ([]Scrape, error) {
-	q := `SELECT ` + scrapeColumns + ` FROM scrapes WHERE state <> 'deleted' AND id > ?`
-	args := []any{afterID}
-	if f.ChatID != "" {
-		q += ` AND chat_id = ?`
-		args = append(args, f.ChatID)
-	}
-	if f.State != "" {
-		q += ` AND state = ?`
-		args = append(args, f.State)
-	}
-	q += ` ORDER BY id LIMIT ?`
-	args = append(args, limit)
-	var rows []Scrape
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
+	rows, err := fetch[[]Scrape](ctx, s, s.read, `SELECT `+scrapeColumns+` FROM scrapes WHERE state <> 'deleted' AND id > ?
+		AND (? = '' OR chat_id = ?) AND (? = '' OR state = ?) ORDER BY id LIMIT ?`,
+		afterID, f.ChatID, f.ChatID, f.State, f.State, limit)
+	if err != nil {
 		return nil, fmt.Errorf("list scrapes: %w", err)
 	}
 	if err := s.withCounts(ctx, rows); err != nil {
@@ -169,43 +150,25 @@ func (s *Store) ListScrapes(ctx context.Context, f ScrapeFilter, afterID int64, 
 // UpdateScrape changes a scrape's state and/or downloaded count (active takes the walk lock again).
 func (s *Store) UpdateScrape(ctx context.Context, id int64, state *ScrapeState, downloaded *int64) (Scrape, error) {
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var cur []Scrape
-		if err := tx.scan(ctx, tx.db, &cur, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id); err != nil {
+		cur, err := first[Scrape](ctx, tx, tx.db, "scrape", id, `SELECT `+scrapeColumns+` FROM scrapes WHERE id = ?`+tx.dialect.forUpdate(), id)
+		if err != nil {
 			return err
 		}
-		if len(cur) == 0 {
-			return missing("scrape", id)
-		}
-		if strings.Contains(deletingStates, "'"+string(cur[0].State)+"'") {
+		if strings.Contains(deletingStates, "'"+string(cur.State)+"'") {
 			return ErrConflict
 		}
-		now := tx.nowMs()
-		sets := []string{"updated_at = ?"}
-		args := []any{now}
-		if state != nil {
-			sets = append(sets, "state = ?")
-			args = append(args, *state)
-			if *state == ScrapeActive && cur[0].State != ScrapeActive {
-				sets = append(sets, "pushed_at = ?")
-				args = append(args, now)
-			}
-		}
-		if downloaded != nil {
-			sets = append(sets, "downloaded = ?")
-			args = append(args, *downloaded)
-		}
-		args = append(args, id)
-		_, err := tx.exec(ctx, `UPDATE scrapes SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		// Becoming active pushes now; the CASE reads the state before the update.
+		now, st := tx.nowMs(), (*string)(state)
+		_, err = tx.exec(ctx, `UPDATE scrapes SET updated_at = ?, state = COALESCE(?, state), downloaded = COALESCE(?, downloaded),
+			pushed_at = CASE WHEN ? = 'active' AND state <> 'active' THEN ? ELSE pushed_at END WHERE id = ?`,
+			now, st, downloaded, st, now, id)
 		return err
 	})
 	if err != nil {
 		return Scrape{}, fmt.Errorf("update scrape %d: %w", id, err)
 	}
 	sc, err := s.ScrapeByID(ctx, id)
-	if err != nil {
-		return Scrape{}, fmt.Errorf("update scrape: %w", err)
-	}
-	return sc, nil
+	return wrapped(sc, err, "update scrape")
 }
 
 // NewMedia is one media row the bot pushes.
@@ -227,8 +190,8 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 			return err
 		}
 		if changed == 0 {
-			var n int64
-			if err := tx.scan(ctx, tx.db, &n, `SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID); err != nil {
+			n, err := fetch[int64](ctx, tx, tx.db, `SELECT COUNT(*) FROM scrapes WHERE id = ?`, scrapeID)
+			if err != nil {
 				return err
 			}
 			if n == 0 {
@@ -255,10 +218,7 @@ func (s *Store) AddMedia(ctx context.Context, scrapeID int64, items []NewMedia) 
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("add media to scrape %d: %w", scrapeID, err)
-	}
-	return len(items), nil
+	return wrapped(len(items), err, "add media to scrape %d", scrapeID)
 }
 
 // RequestScrapeDelete marks a scrape pending-delete, for the background deleter (once only).
@@ -269,19 +229,13 @@ func (s *Store) RequestScrapeDelete(ctx context.Context, id int64) (Scrape, erro
 		return Scrape{}, fmt.Errorf("request the delete of scrape %d: %w", id, err)
 	}
 	sc, err := s.ScrapeByID(ctx, id)
-	if err != nil {
-		return Scrape{}, fmt.Errorf("request a scrape's delete: %w", err)
-	}
-	return sc, nil
+	return wrapped(sc, err, "request a scrape's delete")
 }
 
 // ScrapesToDelete lists the scrapes whose delete is asked for or under way, oldest first.
 func (s *Store) ScrapesToDelete(ctx context.Context) ([]int64, error) {
-	var ids []int64
-	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`); err != nil {
-		return nil, fmt.Errorf("scrapes to delete: %w", err)
-	}
-	return ids, nil
+	ids, err := fetch[[]int64](ctx, s, s.db, `SELECT id FROM scrapes WHERE state IN ('pending-delete', 'deleting') ORDER BY id`)
+	return ids, wrap(err, "scrapes to delete")
 }
 
 // MarkScrapeDeleting moves a scrape from pending-delete to deleting.
@@ -293,11 +247,8 @@ func (s *Store) MarkScrapeDeleting(ctx context.Context, id int64) error {
 
 // MediaIDsOf lists up to limit ids of a scrape's media rows.
 func (s *Store) MediaIDsOf(ctx context.Context, scrapeID int64, limit int) ([]int64, error) {
-	var ids []int64
-	if err := s.scan(ctx, s.db, &ids, `SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit); err != nil {
-		return nil, fmt.Errorf("media of scrape %d: %w", scrapeID, err)
-	}
-	return ids, nil
+	ids, err := fetch[[]int64](ctx, s, s.db, `SELECT id FROM media WHERE scrape_id = ? ORDER BY id LIMIT ?`, scrapeID, limit)
+	return ids, wrap(err, "media of scrape %d", scrapeID)
 }
 
 // DeleteMedia deletes media rows by id.
@@ -305,11 +256,7 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	param, err := jsonParam(ids)
-	if err != nil {
-		return err
-	}
-	_, err = s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), param)
+	_, err := s.exec(ctx, `DELETE FROM media WHERE `+s.dialect.idIn("id"), idList(ids))
 	return wrap(err, "delete media")
 }
 
@@ -317,10 +264,7 @@ func (s *Store) DeleteMedia(ctx context.Context, ids []int64) error {
 func (s *Store) FinishScrapeDelete(ctx context.Context, id int64) (bool, error) {
 	n, err := s.exec(ctx, `UPDATE scrapes SET state = 'deleted', updated_at = ?
 		WHERE id = ? AND state = 'deleting' AND NOT EXISTS (SELECT 1 FROM media WHERE scrape_id = ?)`, s.nowMs(), id, id)
-	if err != nil {
-		return false, fmt.Errorf("finish the delete of scrape %d: %w", id, err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "finish the delete of scrape %d", id)
 }
 
 // Media is one media row of a scrape.
@@ -349,35 +293,21 @@ func (s *Store) ListMedia(ctx context.Context, scrapeID int64, state MediaState,
 	}
 	q += ` AND id > ? ORDER BY id LIMIT ?`
 	args = append(args, afterID, limit)
-	var rows []Media
-	if err := s.scan(ctx, s.read, &rows, q, args...); err != nil {
-		return nil, fmt.Errorf("list media of scrape %d: %w", scrapeID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Media](ctx, s, s.read, q, args...)
+	return rows, wrap(err, "list media of scrape %d", scrapeID)
 }
 
 // MediaByID finds one media row of a scrape that is not being deleted.
 func (s *Store) MediaByID(ctx context.Context, id int64) (Media, error) {
-	var rows []Media
-	err := s.scan(ctx, s.read, &rows, `SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
+	return first[Media](ctx, s, s.read, "media", id, `SELECT m.id, m.scrape_id, m.kind, m.url, m.bytes, m.state, m.stored_bytes, m.updated_at
 		FROM media m JOIN scrapes s ON s.id = m.scrape_id WHERE m.id = ? AND s.state NOT IN `+deletingStates, id)
-	if err != nil {
-		return Media{}, fmt.Errorf("media %d: %w", id, err)
-	}
-	if len(rows) == 0 {
-		return Media{}, missing("media", id)
-	}
-	return rows[0], nil
 }
 
 // MediaToPreview lists up to limit of a scrape's rows in state, oldest first.
 func (s *Store) MediaToPreview(ctx context.Context, scrapeID int64, state MediaState, limit int) ([]Media, error) {
-	var rows []Media
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
-		scrapeID, state, limit); err != nil {
-		return nil, fmt.Errorf("media to preview of scrape %d: %w", scrapeID, err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Media](ctx, s, s.db, `SELECT `+mediaColumns+` FROM media WHERE scrape_id = ? AND state = ? ORDER BY id LIMIT ?`,
+		scrapeID, state, limit)
+	return rows, wrap(err, "media to preview of scrape %d", scrapeID)
 }
 
 // RecordPreview keeps a row's preview outcome if the row still waits (pending or suspect) in a
@@ -387,10 +317,7 @@ func (s *Store) RecordPreview(ctx context.Context, id int64, state MediaState, s
 		WHERE id = ? AND state IN ('pending', 'suspect')
 		AND EXISTS (SELECT 1 FROM scrapes s WHERE s.id = media.scrape_id AND s.state NOT IN `+deletingStates+`)`,
 		state, storedBytes, s.nowMs(), id)
-	if err != nil {
-		return false, fmt.Errorf("record the preview of media %d: %w", id, err)
-	}
-	return n > 0, nil
+	return wrapped(n > 0, err, "record the preview of media %d", id)
 }
 
 // RecordBackfillPreview is RecordPreview that adds a settled row to chatID's job's processed too.
@@ -404,16 +331,13 @@ func (s *Store) RecordBackfillPreview(ctx context.Context, chatID string, id int
 		_, err = tx.exec(ctx, `UPDATE backfill_jobs SET processed = processed + 1 WHERE chat_id = ?`, chatID)
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the backfill preview of media %d: %w", id, err)
-	}
-	return ok, nil
+	return wrapped(ok, err, "record the backfill preview of media %d", id)
 }
 
 // WalkUntil is when the walk lock lapses (the newest active push plus idle); ok false: none active.
 func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, bool, error) {
-	var newest *int64
-	if err := s.scan(ctx, s.db, &newest, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`); err != nil {
+	newest, err := fetch[*int64](ctx, s, s.db, `SELECT MAX(pushed_at) FROM scrapes WHERE state = 'active'`)
+	if err != nil {
 		return time.Time{}, false, fmt.Errorf("walk until: %w", err)
 	}
 	if newest == nil {
@@ -424,9 +348,6 @@ func (s *Store) WalkUntil(ctx context.Context, idle time.Duration) (time.Time, b
 
 // WalkingChat is the chat of the active scrape that pushed last ("" when none is active).
 func (s *Store) WalkingChat(ctx context.Context) (string, error) {
-	var chat string
-	if err := s.scan(ctx, s.read, &chat, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`); err != nil {
-		return "", fmt.Errorf("walking chat: %w", err)
-	}
-	return chat, nil
+	chat, err := fetch[string](ctx, s, s.read, `SELECT chat_id FROM scrapes WHERE state = 'active' ORDER BY pushed_at DESC, id DESC LIMIT 1`)
+	return chat, wrap(err, "walking chat")
 }

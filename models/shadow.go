@@ -41,11 +41,8 @@ const modelSettingsColumns = `candidate, candidate_since, shadow_screens, live_m
 
 // ReadModelSettings reads the model_settings row.
 func (s *Store) ReadModelSettings(ctx context.Context) (ModelSettings, error) {
-	var m ModelSettings
-	if err := s.scan(ctx, s.read, &m, `SELECT `+modelSettingsColumns+` FROM model_settings WHERE id = 1`); err != nil {
-		return ModelSettings{}, fmt.Errorf("read the model settings: %w", err)
-	}
-	return m, nil
+	m, err := fetch[ModelSettings](ctx, s, s.read, `SELECT `+modelSettingsColumns+` FROM model_settings WHERE id = 1`)
+	return m, wrap(err, "read the model settings")
 }
 
 // SetCandidate records the candidate a process starts with (nil: none); screens shadows verdicts too.
@@ -72,10 +69,7 @@ func (s *Store) SetLive(ctx context.Context, model, rubric *string) (ok bool, er
 	}
 	n, err := s.exec(ctx, `UPDATE model_settings SET live_model = ?, live_rubric = ?, live_since = ? WHERE id = 1 AND `+cond,
 		model, rubric, s.nowMs())
-	if err != nil {
-		return false, fmt.Errorf("set the live model: %w", err)
-	}
-	return n == 1, nil
+	return wrapped(n == 1, err, "set the live model")
 }
 
 // ChargeShadow counts calls of the candidate's on now's UTC day if the count stays within limit.
@@ -84,10 +78,7 @@ func (s *Store) ChargeShadow(ctx context.Context, calls, limit int64, now time.T
 	n, err := s.exec(ctx, `UPDATE model_settings SET shadow_calls = (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ?,
 		shadow_day = ? WHERE id = 1 AND (CASE WHEN shadow_day = ? THEN shadow_calls ELSE 0 END) + ? <= ?`,
 		day, calls, day, day, calls, limit)
-	if err != nil {
-		return false, fmt.Errorf("charge the candidate's calls: %w", err)
-	}
-	return n == 1, nil
+	return wrapped(n == 1, err, "charge the candidate's calls")
 }
 
 // shadowJobColumns are a shadow job's columns as a Job's (no author: the work is nobody's).
@@ -116,22 +107,6 @@ func (s *Store) RescheduleShadow(ctx context.Context, job Job, at time.Time, why
 	return wrap(err, "reschedule shadow job %d", job.ID)
 }
 
-// ReleaseShadowJob frees a claimed shadow job's lease without an attempt, if the claim holds.
-func (s *Store) ReleaseShadowJob(ctx context.Context, job Job) error {
-	_, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, job.ID, job.LeaseOwner, job.LeaseUntil)
-	return wrap(err, "release shadow job %d", job.ID)
-}
-
-// ReleaseShadowLeases frees every shadow job leased by owner (a process stopping).
-func (s *Store) ReleaseShadowLeases(ctx context.Context, owner string) (int64, error) {
-	n, err := s.exec(ctx, `UPDATE shadow_jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release the shadow leases of %s: %w", owner, err)
-	}
-	return n, nil
-}
-
 // DropShadowJob deletes a shadow job whose item, or live answer, is gone.
 func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
 	_, err := s.exec(ctx, `DELETE FROM shadow_jobs WHERE id = ?`, job.ID)
@@ -140,43 +115,37 @@ func (s *Store) DropShadowJob(ctx context.Context, job Job) error {
 
 // RecordShadowScreen keeps the candidate's verdict beside the live one it shadows and settles
 // the job, in one transaction; recorded is false when the live verdict is gone or it was kept.
-func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (recorded bool, err error) {
+func (s *Store) RecordShadowScreen(ctx context.Context, job Job, model string, verdict Verdict, confidence float64) (bool, error) {
+	recorded, err := s.keepShadow(ctx, job, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict,
+		live_confidence, screened_at) SELECT kind, item_id, ?, ?, ?, verdict, confidence, ? FROM screens WHERE kind = ? AND item_id = ?
+		ON CONFLICT (kind, item_id, model) DO NOTHING`, model, verdict, confidence, s.nowMs(), job.Kind, job.ItemID)
+	return wrapped(recorded, err, "record the shadow screen of %s %d", job.Kind, job.ItemID)
+}
+
+// keepShadow runs insert, which keeps the candidate's answer beside the live one, and settles the
+// job, in one transaction; kept is false when the live answer is gone or the candidate's is kept.
+func (s *Store) keepShadow(ctx context.Context, job Job, insert string, args ...any) (kept bool, err error) {
 	err = s.WithTx(ctx, func(tx *Store) error {
-		n, err := tx.exec(ctx, `INSERT INTO shadow_screens (kind, item_id, model, verdict, confidence, live_verdict, live_confidence, screened_at)
-			SELECT kind, item_id, ?, ?, ?, verdict, confidence, ? FROM screens WHERE kind = ? AND item_id = ?
-			ON CONFLICT (kind, item_id, model) DO NOTHING`, model, verdict, confidence, tx.nowMs(), job.Kind, job.ItemID)
+		n, err := tx.exec(ctx, insert, args...)
 		if err != nil {
 			return err
 		}
-		recorded = n == 1
+		kept = n == 1
 		return tx.DropShadowJob(ctx, job)
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the shadow screen of %s %d: %w", job.Kind, job.ItemID, err)
-	}
-	return recorded, nil
+	return kept, err
 }
 
 // RecordShadowScore is RecordShadowScreen for the candidate's score of a revision.
-func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (recorded bool, err error) {
+func (s *Store) RecordShadowScore(ctx context.Context, job Job, model, rubric string, art float64, runs []float64) (bool, error) {
 	runsJSON, err := json.Marshal(runs)
 	if err != nil {
 		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
 	}
-	err = s.WithTx(ctx, func(tx *Store) error {
-		n, err := tx.exec(ctx, `INSERT INTO shadow_scores (revision_id, song_id, model, rubric, art, art_runs, live_art, live_rubric, scored_at)
-			SELECT revision_id, song_id, ?, ?, ?, ?, art, rubric, ? FROM scores WHERE revision_id = ?
-			ON CONFLICT (revision_id, model, rubric) DO NOTHING`, model, rubric, art, string(runsJSON), tx.nowMs(), job.ItemID)
-		if err != nil {
-			return err
-		}
-		recorded = n == 1
-		return tx.DropShadowJob(ctx, job)
-	})
-	if err != nil {
-		return false, fmt.Errorf("record the shadow score of revision %d: %w", job.ItemID, err)
-	}
-	return recorded, nil
+	recorded, err := s.keepShadow(ctx, job, `INSERT INTO shadow_scores (revision_id, song_id, model, rubric, art, art_runs, live_art,
+		live_rubric, scored_at) SELECT revision_id, song_id, ?, ?, ?, ?, art, rubric, ? FROM scores WHERE revision_id = ?
+		ON CONFLICT (revision_id, model, rubric) DO NOTHING`, model, rubric, art, string(runsJSON), s.nowMs(), job.ItemID)
+	return wrapped(recorded, err, "record the shadow score of revision %d", job.ItemID)
 }
 
 // DropShadowJobs deletes every owed shadow job (the candidate is live: nothing to shadow).
@@ -187,11 +156,8 @@ func (s *Store) DropShadowJobs(ctx context.Context) error {
 
 // ShadowOwed counts the owed shadow jobs.
 func (s *Store) ShadowOwed(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM shadow_jobs`); err != nil {
-		return 0, fmt.Errorf("count shadow jobs: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM shadow_jobs`)
+	return n, wrap(err, "count shadow jobs")
 }
 
 // ShadowCell is N items of kind the live model gave Live and the candidate Candidate.
@@ -206,13 +172,10 @@ type ShadowCell struct {
 
 // ShadowScreenTable is the confusion table of model's verdicts against the live ones.
 func (s *Store) ShadowScreenTable(ctx context.Context, model string) ([]ShadowCell, error) {
-	var cells []ShadowCell
-	if err := s.scan(ctx, s.read, &cells, `SELECT kind, live_verdict, verdict, COUNT(*) AS n, MIN(screened_at) AS first_at,
+	cells, err := fetch[[]ShadowCell](ctx, s, s.read, `SELECT kind, live_verdict, verdict, COUNT(*) AS n, MIN(screened_at) AS first_at,
 		MAX(screened_at) AS last_at FROM shadow_screens WHERE model = ? GROUP BY kind, live_verdict, verdict
-		ORDER BY kind, live_verdict, verdict`, model); err != nil {
-		return nil, fmt.Errorf("the shadow confusion table: %w", err)
-	}
-	return cells, nil
+		ORDER BY kind, live_verdict, verdict`, model)
+	return cells, wrap(err, "the shadow confusion table")
 }
 
 // ShadowFlip is an item whose verdict the candidate would flip.
@@ -228,13 +191,10 @@ type ShadowFlip struct {
 
 // ShadowFlips lists, newest first, at most limit items whose verdict model would flip.
 func (s *Store) ShadowFlips(ctx context.Context, model string, limit int) ([]ShadowFlip, error) {
-	var flips []ShadowFlip
-	if err := s.scan(ctx, s.read, &flips, `SELECT kind, item_id, live_verdict, verdict, live_confidence, confidence, screened_at
+	flips, err := fetch[[]ShadowFlip](ctx, s, s.read, `SELECT kind, item_id, live_verdict, verdict, live_confidence, confidence, screened_at
 		FROM shadow_screens WHERE model = ? AND verdict <> live_verdict ORDER BY screened_at DESC, kind, item_id LIMIT ?`,
-		model, limit); err != nil {
-		return nil, fmt.Errorf("the shadow flips: %w", err)
-	}
-	return flips, nil
+		model, limit)
+	return flips, wrap(err, "the shadow flips")
 }
 
 // ShadowBins is how many bins the confidence histograms have: tenths, the last holding 1 too.
@@ -286,13 +246,10 @@ type ShadowScoreSums struct {
 
 // ShadowScoreSums reads the sums of the score differences of model under rubric.
 func (s *Store) ShadowScoreSums(ctx context.Context, model, rubric string) (ShadowScoreSums, error) {
-	var out ShadowScoreSums
-	if err := s.scan(ctx, s.read, &out, `SELECT COUNT(*) AS n, COALESCE(SUM(art - live_art), 0) AS sum_d,
+	out, err := fetch[ShadowScoreSums](ctx, s, s.read, `SELECT COUNT(*) AS n, COALESCE(SUM(art - live_art), 0) AS sum_d,
 		COALESCE(SUM((art - live_art) * (art - live_art)), 0) AS sum_d2, MIN(scored_at) AS first_at, MAX(scored_at) AS last_at
-		FROM shadow_scores WHERE model = ? AND rubric = ?`, model, rubric); err != nil {
-		return out, fmt.Errorf("the shadow score differences: %w", err)
-	}
-	return out, nil
+		FROM shadow_scores WHERE model = ? AND rubric = ?`, model, rubric)
+	return out, wrap(err, "the shadow score differences")
 }
 
 // ShadowPoint is one revision's live art beside the candidate's.
@@ -305,26 +262,20 @@ type ShadowPoint struct {
 
 // ShadowPoints lists, newest first, at most limit scores of model under rubric beside the live art.
 func (s *Store) ShadowPoints(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
-	var points []ShadowPoint
-	if err := s.scan(ctx, s.read, &points, `SELECT song_id, '' AS title, live_art, art FROM shadow_scores
-		WHERE model = ? AND rubric = ? ORDER BY scored_at DESC, revision_id DESC LIMIT ?`, model, rubric, limit); err != nil {
-		return nil, fmt.Errorf("the shadow score points: %w", err)
-	}
-	return points, nil
+	points, err := fetch[[]ShadowPoint](ctx, s, s.read, `SELECT song_id, '' AS title, live_art, art FROM shadow_scores
+		WHERE model = ? AND rubric = ? ORDER BY scored_at DESC, revision_id DESC LIMIT ?`, model, rubric, limit)
+	return points, wrap(err, "the shadow score points")
 }
 
 // ShadowRanked lists at most limit public songs by art that the candidate scored too.
 func (s *Store) ShadowRanked(ctx context.Context, model, rubric string, limit int) ([]ShadowPoint, error) {
-	var points []ShadowPoint
-	if err := s.scan(ctx, s.read, &points, `SELECT s.id AS song_id, COALESCE(s.public_title, s.title) AS title,
+	points, err := fetch[[]ShadowPoint](ctx, s, s.read, `SELECT s.id AS song_id, COALESCE(s.public_title, s.title) AS title,
 		s.art AS live_art, ss.art AS art
 		FROM songs s JOIN shadow_scores ss ON ss.song_id = s.id AND ss.model = ? AND ss.rubric = ?
 		WHERE s.public = 1 AND s.art IS NOT NULL
 		AND ss.revision_id = (`+songScoredRevision+`)
-		ORDER BY s.art DESC, s.id DESC LIMIT ?`, model, rubric, limit); err != nil {
-		return nil, fmt.Errorf("the shadow ranking: %w", err)
-	}
-	return points, nil
+		ORDER BY s.art DESC, s.id DESC LIMIT ?`, model, rubric, limit)
+	return points, wrap(err, "the shadow ranking")
 }
 
 // songScoredRevision is SQL for the newest scored revision of song s.id (revisions_song).
@@ -341,14 +292,11 @@ type Rescore struct {
 
 // RescoreProgress reads the re-score's progress under rubric since the live model changed.
 func (s *Store) RescoreProgress(ctx context.Context, rubric string, since time.Time) (Rescore, error) {
-	var out Rescore
-	if err := s.scan(ctx, s.read, &out, `SELECT COUNT(*) AS total,
+	out, err := fetch[Rescore](ctx, s, s.read, `SELECT COUNT(*) AS total,
 		COALESCE(SUM(CASE WHEN sc.rubric = ? THEN 1 ELSE 0 END), 0) AS done,
 		COALESCE(SUM(CASE WHEN sc.rubric = ? AND sc.scored_at >= ? THEN 1 ELSE 0 END), 0) AS since
-		FROM songs s JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`)`, rubric, rubric, since.UnixMilli()); err != nil {
-		return out, fmt.Errorf("the re-score's progress: %w", err)
-	}
-	return out, nil
+		FROM songs s JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`)`, rubric, rubric, since.UnixMilli())
+	return out, wrap(err, "the re-score's progress")
 }
 
 // OweRescores owes a score job now for every song scored under another rubric; it says how many.
@@ -358,10 +306,7 @@ func (s *Store) OweRescores(ctx context.Context, rubric string) (int64, error) {
 		JOIN scores sc ON sc.revision_id = (`+songScoredRevision+`) JOIN revisions r ON r.id = sc.revision_id
 		WHERE sc.rubric <> ? ORDER BY r.user_id, r.id
 		ON CONFLICT (task, kind, item_id) DO NOTHING`, s.nowMs(), rubric)
-	if err != nil {
-		return 0, fmt.Errorf("owe the re-scores under %s: %w", rubric, err)
-	}
-	return n, nil
+	return wrapped(n, err, "owe the re-scores under %s", rubric)
 }
 
 // RankedCursor is where a page of songs by art continues: in the live rubric's, or (Rest) the others.
@@ -399,8 +344,8 @@ func (s *Store) PublicSongsRanked(ctx context.Context, rubric string, after *Ran
 		q += ` AND art IS NULL AND id < ?`
 		args = append(args, after.ID)
 	}
-	var rest []Song
-	if err := s.scan(ctx, s.read, &rest, q+` ORDER BY `+s.dialect.artDesc()+` LIMIT `+strconv.Itoa(limit-len(songs)), args...); err != nil {
+	rest, err := fetch[[]Song](ctx, s, s.read, q+` ORDER BY `+s.dialect.artDesc()+` LIMIT `+strconv.Itoa(limit-len(songs)), args...)
+	if err != nil {
 		return nil, fmt.Errorf("public songs under other rubrics: %w", err)
 	}
 	return append(songs, rest...), nil

@@ -48,6 +48,57 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
+// fetch is what q selects, scanned into a T (a slice of rows, one row, or one column's value);
+// on an error it answers T's zero value.
+func fetch[T any](ctx context.Context, s *Store, pool *gorm.DB, q string, args ...any) (T, error) {
+	var out T
+	if err := s.scan(ctx, pool, &out, q, args...); err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// maybe is the first row q selects; ok is false (and the row T's zero value) when it selects none.
+func maybe[T any](ctx context.Context, s *Store, pool *gorm.DB, q string, args ...any) (row T, ok bool, err error) {
+	rows, err := fetch[[]T](ctx, s, pool, q, args...)
+	if err != nil || len(rows) == 0 {
+		return row, false, err
+	}
+	return rows[0], true, nil
+}
+
+// first is maybe's row; missing(what, id) when q selects none.
+func first[T any](ctx context.Context, s *Store, pool *gorm.DB, what string, id any, q string, args ...any) (T, error) {
+	row, ok, err := maybe[T](ctx, s, pool, q, args...)
+	if err != nil {
+		return row, fmt.Errorf("%s %v: %w", what, id, err)
+	}
+	if !ok {
+		return row, missing(what, id)
+	}
+	return row, nil
+}
+
+// wrapped is v, or on an error T's zero value and err prefixed as wrap does.
+func wrapped[T any](v T, err error, format string, args ...any) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return v, nil
+}
+
+// wrapped2 is wrapped for two values.
+func wrapped2[A, B any](a A, b B, err error, format string, args ...any) (A, B, error) {
+	if err != nil {
+		var za A
+		var zb B
+		return za, zb, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return a, b, nil
+}
+
 // NotFoundWhat names what err says is not found ("song"), or "" when it says no such thing.
 func NotFoundWhat(err error) string {
 	var nf *notFoundError
@@ -217,10 +268,7 @@ func (s *Store) Now() time.Time { return s.clock.Now() }
 // DatabaseTime is the database server's clock now, which replicas set their clocks by.
 func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 	t, err := s.dialect.clockNow(ctx, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
-	}
-	return t, nil
+	return wrapped(t, err, "read the database's clock")
 }
 
 // nowMs is the store's clock in epoch milliseconds, the unit of every time column.

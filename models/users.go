@@ -47,10 +47,7 @@ func NewToken() string {
 func (s *Store) CreateUser(ctx context.Context, name string, role Role) (User, string, error) {
 	token := NewToken()
 	u, err := s.CreateUserWithToken(ctx, name, role, token)
-	if err != nil {
-		return User{}, "", fmt.Errorf("create user: %w", err)
-	}
-	return u, token, nil
+	return wrapped2(u, token, err, "create user")
 }
 
 // ErrNameTaken is returned for a user name another user has, in any case.
@@ -60,8 +57,8 @@ var ErrNameTaken = errors.New("the user name is taken")
 func (s *Store) CreateUserWithToken(ctx context.Context, name string, role Role, token string) (User, error) {
 	u := User{Name: name, Role: role, TokenHash: HashToken(token), DailyLimit: s.dailyLimit, CreatedAt: fromMillis(s.nowMs())}
 	// Asked first so a taken name is an answer, not a failed statement in the log.
-	var taken int64
-	if err := s.scan(ctx, s.db, &taken, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name); err != nil {
+	taken, err := fetch[int64](ctx, s, s.db, `SELECT count(*) FROM users WHERE lower(name) = lower(?)`, name)
+	if err != nil {
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
 	}
 	if taken > 0 {
@@ -84,19 +81,13 @@ func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 		u, err = s.oneUser(ctx, `SELECT `+userColumns+` FROM users WHERE token_hash = ? AND disabled = 0`, HashToken(token))
 		return err
 	})
-	if err != nil {
-		return User{}, fmt.Errorf("user by token: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "user by token")
 }
 
 // TokenKnown reports whether a token belongs to any user, disabled or not.
 func (s *Store) TokenKnown(ctx context.Context, token string) (bool, error) {
-	var n int64
-	if err := s.scan(ctx, s.read, &n, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token)); err != nil {
-		return false, fmt.Errorf("token known: %w", err)
-	}
-	return n > 0, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM users WHERE token_hash = ?`, HashToken(token))
+	return wrapped(n > 0, err, "token known")
 }
 
 // userColumns are a User's columns, in the order oneUser reads them.
@@ -129,8 +120,8 @@ func (s *Store) oneUser(ctx context.Context, q string, args ...any) (User, error
 
 // UserByID finds a user.
 func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
-	var u User
-	if err := s.scan(ctx, s.read, &u, `SELECT * FROM users WHERE id = ?`, id); err != nil {
+	u, err := fetch[User](ctx, s, s.read, `SELECT * FROM users WHERE id = ?`, id)
+	if err != nil {
 		return User{}, fmt.Errorf("user %d: %w", id, err)
 	}
 	if u.ID == 0 {
@@ -142,15 +133,8 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 
 // CountUsers counts users with the role, or all users when role is empty.
 func (s *Store) CountUsers(ctx context.Context, role Role) (int64, error) {
-	var n int64
-	q, args := `SELECT COUNT(*) FROM users`, []any{}
-	if role != "" {
-		q, args = q+` WHERE role = ?`, append(args, role)
-	}
-	if err := s.scan(ctx, s.read, &n, q, args...); err != nil {
-		return 0, fmt.Errorf("count users: %w", err)
-	}
-	return n, nil
+	n, err := fetch[int64](ctx, s, s.read, `SELECT COUNT(*) FROM users WHERE ? = '' OR role = ?`, role, role)
+	return wrapped(n, err, "count users")
 }
 
 // SetDailyLimit sets a user's own daily budget (nil: the default) and returns the user.
@@ -164,10 +148,7 @@ func (s *Store) SetDailyLimit(ctx context.Context, userID int64, limit *int64) (
 	}
 	s.changed(userID)
 	u, err := s.UserByID(ctx, userID)
-	if err != nil {
-		return User{}, fmt.Errorf("set the daily limit: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "set the daily limit")
 }
 
 // MaxSessionsPerUser bounds one user's sessions: signing in once more ends the oldest.
@@ -188,10 +169,7 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 		}
 		return nil
 	})
-	if err != nil {
-		return "", fmt.Errorf("create session: %w", err)
-	}
-	return id, nil
+	return wrapped(id, err, "create session")
 }
 
 // UserBySession finds the enabled user of a live session.
@@ -199,19 +177,13 @@ func (s *Store) UserBySession(ctx context.Context, id string) (User, error) {
 	u, err := s.oneUser(ctx, `SELECT u.id, u.name, u.role, u.token_hash, u.daily_limit, u.created_at
 		FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.id_hash = ? AND x.expires_at > ? AND u.disabled = 0`,
 		HashToken(id), s.nowMs())
-	if err != nil {
-		return User{}, fmt.Errorf("user by session: %w", err)
-	}
-	return u, nil
+	return wrapped(u, err, "user by session")
 }
 
 // PruneSessions deletes the sessions expired by now (the periodic sweep calls it).
 func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, now.UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("prune sessions: %w", err)
-	}
-	return n, nil
+	return wrapped(n, err, "prune sessions")
 }
 
 // RotateToken gives a user a new token and returns it: the old one stops working and every
@@ -234,10 +206,7 @@ func (s *Store) RotateToken(ctx context.Context, userID int64, keepSession strin
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	if err != nil {
-		return User{}, "", fmt.Errorf("rotate the token of user %d: %w", userID, err)
-	}
-	return u, token, nil
+	return wrapped2(u, token, err, "rotate the token of user %d", userID)
 }
 
 // SetDisabled disables (ending their sessions) or enables a user; ErrConflict for the last enabled admin.
@@ -255,9 +224,9 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 			return err
 		}
 		if disabled && target.Role == RoleAdmin && !target.Disabled {
-			var others int64
-			if err := tx.scan(ctx, tx.db, &others, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`,
-				userID); err != nil {
+			others, err := fetch[int64](ctx, tx, tx.db, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?`,
+				userID)
+			if err != nil {
 				return fmt.Errorf("count admins: %w", err)
 			}
 			if others == 0 {
@@ -276,16 +245,13 @@ func (s *Store) SetDisabled(ctx context.Context, userID int64, disabled bool) (U
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
-	if err != nil {
-		return User{}, fmt.Errorf("set user %d disabled=%t: %w", userID, disabled, err)
-	}
-	return u, nil
+	return wrapped(u, err, "set user %d disabled=%t", userID, disabled)
 }
 
 // ListUsers pages through users by id after afterID.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
-	var us []User
-	if err := s.scan(ctx, s.read, &us, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit); err != nil {
+	us, err := fetch[[]User](ctx, s, s.read, `SELECT * FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	for i := range us {

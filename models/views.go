@@ -43,23 +43,11 @@ func (s *Store) PublicSongs(ctx context.Context, byArt bool, after *SongCursor, 
 	if err != nil {
 		return nil, fmt.Errorf("public songs: %w", err)
 	}
-	defer rows.Close()
-	songs := make([]Song, 0, min(limit, 256))
-	r := newRow(7)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, fmt.Errorf("public songs: %w", err)
-		}
-		songs = append(songs, Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
-			CreatedAt: r.time(4), Title: r.str(5), ScoreRubric: r.strp(6)})
-		if r.err != nil {
-			return nil, fmt.Errorf("public songs: %w", r.err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("public songs: %w", err)
-	}
-	return songs, nil
+	songs, err := scanRows(rows, 7, min(limit, 256), func(r *row) Song {
+		return Song{ID: r.int64(0), UserID: r.int64(1), Public: int(r.int64(2)), Art: r.floatp(3),
+			CreatedAt: r.time(4), Title: r.str(5), ScoreRubric: r.strp(6)}
+	})
+	return wrapped(songs, err, "public songs")
 }
 
 // PublicRevision is an allowed revision of a public song.
@@ -88,17 +76,17 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 	if song.Public == 0 {
 		return Song{}, nil, nil, missing("song", id)
 	}
-	var revs []PublicRevision
-	if err := s.scan(ctx, s.read, &revs, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r
+	revs, err := fetch[[]PublicRevision](ctx, s, s.read, `SELECT r.id, r.title, r.code, r.created_at FROM revisions r
 		JOIN screens s ON s.kind = 'revision' AND s.item_id = r.id AND s.verdict = 'allow'
-		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id); err != nil {
+		WHERE r.song_id = ? ORDER BY r.id DESC LIMIT 50`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	if len(revs) > 0 {
 		song.Title = revs[0].Title // the newest allowed revision's, as PublicSongs shows it
 	}
-	var scores []scoreRow
-	if err := s.scan(ctx, s.read, &scores, `SELECT * FROM scores WHERE song_id = ?`, id); err != nil {
+	scores, err := fetch[[]scoreRow](ctx, s, s.read, `SELECT * FROM scores WHERE song_id = ?`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	for _, sr := range scores {
@@ -109,10 +97,10 @@ func (s *Store) PublicSong(ctx context.Context, id int64) (Song, []PublicRevisio
 			}
 		}
 	}
-	var comments []PublicComment
-	if err := s.scan(ctx, s.read, &comments, `SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
+	comments, err := fetch[[]PublicComment](ctx, s, s.read, `SELECT c.id, c.user_id, c.body, c.created_at FROM comments c
 		JOIN screens s ON s.kind = 'comment' AND s.item_id = c.id AND s.verdict = 'allow'
-		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id); err != nil {
+		WHERE c.song_id = ? ORDER BY c.id DESC LIMIT 200`, id)
+	if err != nil {
 		return Song{}, nil, nil, fmt.Errorf("public song %d: %w", id, err)
 	}
 	return song, revs, comments, nil
@@ -256,23 +244,17 @@ type ItemScreen struct {
 // ScreenOf reads an item's verdict and screen job.
 func (s *Store) ScreenOf(ctx context.Context, kind Kind, id int64) (ItemScreen, error) {
 	var out ItemScreen
-	var rows []struct {
+	v, ok, err := maybe[struct {
 		Verdict    Verdict `gorm:"column:verdict"`
 		Confidence float64 `gorm:"column:confidence"`
+	}](ctx, s, s.db, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id)
+	if err != nil || ok {
+		out.Verdict, out.Confidence = &v.Verdict, &v.Confidence
+		return wrapped(out, err, "screen of %s %d", kind, id)
 	}
-	if err := s.scan(ctx, s.db, &rows, `SELECT verdict, confidence FROM screens WHERE kind = ? AND item_id = ?`, kind, id); err != nil {
-		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
+	job, ok, err := maybe[Job](ctx, s, s.db, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id)
+	if ok {
+		out.Job = &job
 	}
-	if len(rows) > 0 {
-		out.Verdict, out.Confidence = &rows[0].Verdict, &rows[0].Confidence
-		return out, nil
-	}
-	var jobs []Job
-	if err := s.scan(ctx, s.db, &jobs, `SELECT `+jobColumns+` FROM content_jobs WHERE task = 'screen' AND kind = ? AND item_id = ?`, kind, id); err != nil {
-		return out, fmt.Errorf("screen of %s %d: %w", kind, id, err)
-	}
-	if len(jobs) > 0 {
-		out.Job = &jobs[0]
-	}
-	return out, nil
+	return out, wrap(err, "screen of %s %d", kind, id)
 }

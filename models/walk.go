@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -19,8 +18,5 @@ func (s *Store) ReleaseWalk(ctx context.Context, idle time.Duration) ([]string, 
 		_, err := tx.exec(ctx, `UPDATE scrapes SET pushed_at = ? WHERE state = 'active' AND pushed_at > ?`, lapsed, lapsed)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("release the walk lock: %w", err)
-	}
-	return chats, nil
+	return wrapped(chats, err, "release the walk lock")
 }

@@ -163,12 +163,9 @@ const subscribersSQL = `SELECT id FROM webhooks WHERE active = 1 AND (events LIK
 
 // webhookSubscribed reports whether an active webhook wants event.
 func (s *Store) webhookSubscribed(ctx context.Context, event string) (bool, error) {
-	var subscribers []int64
-	if err := s.scan(ctx, s.db, &subscribers, subscribersSQL+` LIMIT 1`,
-		eventPattern(event), eventPattern(EventAll)); err != nil {
-		return false, fmt.Errorf("webhook subscribers of %s: %w", event, err)
-	}
-	return len(subscribers) > 0, nil
+	subscribers, err := fetch[[]int64](ctx, s, s.db, subscribersSQL+` LIMIT 1`,
+		eventPattern(event), eventPattern(EventAll))
+	return wrapped(len(subscribers) > 0, err, "webhook subscribers of %s", event)
 }
 
 // enqueueWebhook is EnqueueWebhook with the data built only when someone subscribes.
@@ -203,10 +200,6 @@ func (s *Store) insertDeliveries(ctx context.Context, event string, d any) error
 // screenedData is item.screened's data for a verdict just recorded in this transaction.
 func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdict Verdict, confidence float64) (ItemScreenedData, error) {
 	d := ItemScreenedData{Kind: kind, ID: itemID, Verdict: verdict, Confidence: confidence}
-	var rows []struct {
-		UserID int64  `gorm:"column:user_id"`
-		SongID *int64 `gorm:"column:song_id"`
-	}
 	q := `SELECT user_id, song_id FROM revisions WHERE id = ?`
 	switch kind {
 	case KindComment:
@@ -214,13 +207,12 @@ func (s *Store) screenedData(ctx context.Context, kind Kind, itemID int64, verdi
 	case KindPitch:
 		q = `SELECT user_id, NULL AS song_id FROM pitches WHERE id = ?`
 	}
-	if err := s.scan(ctx, s.db, &rows, q, itemID); err != nil {
-		return d, fmt.Errorf("item.screened data of %s %d: %w", kind, itemID, err)
-	}
-	if len(rows) == 1 {
-		d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
-	}
-	return d, nil
+	r, err := fetch[struct {
+		UserID int64  `gorm:"column:user_id"`
+		SongID *int64 `gorm:"column:song_id"`
+	}](ctx, s, s.db, q, itemID)
+	d.UserID, d.SongID = r.UserID, r.SongID
+	return d, wrap(err, "item.screened data of %s %d", kind, itemID)
 }
 
 // enqueueScored owes song.scored for a score just recorded in this transaction.
@@ -228,16 +220,14 @@ func (s *Store) enqueueScored(ctx context.Context, sc Score) error {
 	return s.enqueueWebhook(ctx, EventSongScored, func() (any, error) {
 		d := SongScoredData{RevisionID: sc.RevisionID, Art: sc.Art, ArtRuns: sc.ArtRuns, Criteria: sc.Criteria,
 			Model: sc.Model, Rubric: sc.Rubric}
-		var rows []struct {
+		r, err := fetch[struct {
 			UserID int64 `gorm:"column:user_id"`
 			SongID int64 `gorm:"column:song_id"`
-		}
-		if err := s.scan(ctx, s.db, &rows, `SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID); err != nil {
+		}](ctx, s, s.db, `SELECT user_id, song_id FROM revisions WHERE id = ?`, sc.RevisionID)
+		if err != nil {
 			return nil, err
 		}
-		if len(rows) == 1 {
-			d.UserID, d.SongID = rows[0].UserID, rows[0].SongID
-		}
+		d.UserID, d.SongID = r.UserID, r.SongID
 		if d.ArtRuns == nil {
 			d.ArtRuns = []float64{}
 		}
@@ -264,38 +254,20 @@ func (s *Store) CreateWebhook(ctx context.Context, url string, events []string, 
 
 // RotateWebhookSecret makes secret the signing one, the old one still used until until (ErrNotFound).
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, until time.Time) (Webhook, error) {
-	var rows []Webhook
-	if err := s.scan(ctx, s.db, &rows, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
-		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id); err != nil {
-		return Webhook{}, fmt.Errorf("rotate webhook %d's secret: %w", id, err)
-	}
-	if len(rows) == 0 {
-		return Webhook{}, missing("webhook", id)
-	}
-	return rows[0], nil
+	return first[Webhook](ctx, s, s.db, "webhook", id, `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?
+		WHERE id = ? RETURNING `+webhookColumns, until.UnixMilli(), secret, id)
 }
 
 // ListWebhooks pages through subscriptions by id, after the id afterID.
 func (s *Store) ListWebhooks(ctx context.Context, afterID int64, limit int) ([]Webhook, error) {
-	var rows []Webhook
-	if err := s.scan(ctx, s.read, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
-		afterID, limit); err != nil {
-		return nil, fmt.Errorf("list webhooks: %w", err)
-	}
-	return rows, nil
+	rows, err := fetch[[]Webhook](ctx, s, s.read, `SELECT `+webhookColumns+` FROM webhooks WHERE id > ? ORDER BY id LIMIT ?`,
+		afterID, limit)
+	return rows, wrap(err, "list webhooks")
 }
 
 // WebhookByID finds a subscription; ErrNotFound when there is none.
 func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
-	ws, err := s.WebhooksByID(ctx, []int64{id})
-	if err != nil {
-		return Webhook{}, fmt.Errorf("webhook %d: %w", id, err)
-	}
-	w, ok := ws[id]
-	if !ok {
-		return Webhook{}, missing("webhook", id)
-	}
-	return w, nil
+	return first[Webhook](ctx, s, s.db, "webhook", id, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id)
 }
 
 // WebhooksByID reads the existing subscriptions of ids from the writer, so a disable is seen at once.
@@ -304,12 +276,8 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 	if len(ids) == 0 {
 		return out, nil
 	}
-	param, err := jsonParam(ids)
+	rows, err := fetch[[]Webhook](ctx, s, s.db, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), idList(ids))
 	if err != nil {
-		return nil, fmt.Errorf("webhooks by id: %w", err)
-	}
-	var rows []Webhook
-	if err := s.scan(ctx, s.db, &rows, `SELECT `+webhookColumns+` FROM webhooks WHERE `+s.dialect.idIn("id"), param); err != nil {
 		return nil, fmt.Errorf("webhooks by id: %w", err)
 	}
 	for _, r := range rows {
@@ -322,11 +290,11 @@ func (s *Store) WebhooksByID(ctx context.Context, ids []int64) (map[int64]Webhoo
 func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, reason string) (Webhook, error) {
 	var w Webhook
 	err := s.WithTx(ctx, func(tx *Store) error {
-		q, args := `UPDATE webhooks SET active = 1, disabled_reason = NULL WHERE id = ?`, []any{id}
-		if !active {
-			q, args = `UPDATE webhooks SET active = 0, disabled_reason = ? WHERE id = ?`, []any{reason, id}
+		why := &reason // why an inactive subscription stopped; NULL while active
+		if active {
+			why = nil
 		}
-		n, err := tx.exec(ctx, q, args...)
+		n, err := tx.exec(ctx, `UPDATE webhooks SET active = ?, disabled_reason = ? WHERE id = ?`, boolInt(active), why, id)
 		if err != nil {
 			return err
 		}
@@ -341,10 +309,7 @@ func (s *Store) SetWebhookActive(ctx context.Context, id int64, active bool, rea
 		w, err = tx.WebhookByID(ctx, id)
 		return err
 	})
-	if err != nil {
-		return Webhook{}, fmt.Errorf("set webhook %d active=%t: %w", id, active, err)
-	}
-	return w, nil
+	return wrapped(w, err, "set webhook %d active=%t", id, active)
 }
 
 // cancelDeliveries cancels a subscription's pending deliveries; a leased one still records its attempt.
@@ -368,9 +333,9 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
 
 // NextDeliveryDue is the earliest due time of a pending, unheld delivery (nil: none), from the reader.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
-	var due *int64 // nil: none pending
-	if err := s.scan(ctx, s.read, &due, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld); err != nil {
+	due, err := fetch[*int64](ctx, s, s.read, `SELECT MIN(d.due_at) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND w.active = 1 AND NOT `+deliveriesHeld) // nil: none pending
+	if err != nil {
 		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
 	if due == nil {
@@ -385,11 +350,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 	now := s.nowMs()
 	until := now + lease.Milliseconds()
 	q, args := s.dialect.claimDeliveries(now, until, limit, owner)
-	var ds []Delivery
-	if err := s.scan(ctx, s.db, &ds, q, args...); err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
-	}
-	return ds, nil
+	ds, err := fetch[[]Delivery](ctx, s, s.db, q, args...)
+	return ds, wrap(err, "claim webhook deliveries")
 }
 
 // Attempt outcomes a worker reports to FinishDelivery.
@@ -422,31 +384,26 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 				return err
 			}
 		}
-		at := r.At.UnixMilli()
 		if _, err := tx.exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, error)
 			SELECT id, attempts + 1, ?, ?, ?, ? FROM webhook_deliveries WHERE id = ?`,
-			at, r.Status, r.LatencyMs, r.Error, d.ID); err != nil {
+			r.At.UnixMilli(), r.Status, r.LatencyMs, r.Error, d.ID); err != nil {
 			return err
 		}
-		held := ` WHERE id = ? AND lease_owner = ? AND lease_until = ?`
-		var n int64
-		var err error
+		var set string
+		var args []any
 		switch r.Outcome {
 		case AttemptDelivered:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,
-				failures = 0, last_status = ?, last_error = NULL, lease_until = NULL, lease_owner = NULL`+held,
-				tx.nowMs(), r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `status = 'delivered', delivered_at = ?, failures = 0, last_error = NULL`, []any{tx.nowMs()}
 		case AttemptRetry:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET due_at = ?, attempts = attempts + 1, failures = failures + 1,
-				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.NextAt.UnixMilli(), r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `due_at = ?, failures = failures + 1, last_error = ?`, []any{r.NextAt.UnixMilli(), r.Error}
 		case AttemptGone:
-			n, err = tx.exec(ctx, `UPDATE webhook_deliveries SET status = 'cancelled', attempts = attempts + 1, failures = failures + 1,
-				last_status = ?, last_error = ?, lease_until = NULL, lease_owner = NULL`+held,
-				r.Status, r.Error, d.ID, d.LeaseOwner, d.LeaseUntil)
+			set, args = `status = 'cancelled', failures = failures + 1, last_error = ?`, []any{r.Error}
 		default:
 			return fmt.Errorf("webhook: unknown attempt outcome %q", r.Outcome)
 		}
+		n, err := tx.exec(ctx, `UPDATE webhook_deliveries SET `+set+`, attempts = attempts + 1, last_status = ?,
+			lease_until = NULL, lease_owner = NULL WHERE id = ? AND lease_owner = ? AND lease_until = ?`,
+			append(args, r.Status, d.ID, d.LeaseOwner, d.LeaseUntil)...)
 		if err != nil {
 			return err
 		}
@@ -456,26 +413,7 @@ func (s *Store) FinishDelivery(ctx context.Context, d Delivery, r AttemptResult)
 		}
 		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("finish delivery %d: %w", d.ID, err)
-	}
-	return ok, nil
-}
-
-// ReleaseDelivery frees a claimed delivery's lease without an attempt, if the claim still holds.
-func (s *Store) ReleaseDelivery(ctx context.Context, d Delivery) error {
-	_, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL
-		WHERE id = ? AND lease_owner = ? AND lease_until = ?`, d.ID, d.LeaseOwner, d.LeaseUntil)
-	return wrap(err, "release delivery %d", d.ID)
-}
-
-// ReleaseDeliveryLeases frees every delivery lease owner holds, so they are due again at once.
-func (s *Store) ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error) {
-	n, err := s.exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
-	}
-	return n, nil
+	return wrapped(ok, err, "finish delivery %d", d.ID)
 }
 
 // ListDeliveries pages through a subscription's deliveries newest first, before beforeID, without payloads.
@@ -492,23 +430,13 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, status Deli
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
-	var ds []Delivery
-	if err := s.scan(ctx, s.read, &ds, q, args...); err != nil {
-		return nil, fmt.Errorf("list the deliveries of webhook %d: %w", webhookID, err)
-	}
-	return ds, nil
+	ds, err := fetch[[]Delivery](ctx, s, s.read, q, args...)
+	return ds, wrap(err, "list the deliveries of webhook %d", webhookID)
 }
 
 // DeliveryByID finds one delivery, payload included; ErrNotFound when there is none.
 func (s *Store) DeliveryByID(ctx context.Context, id int64) (Delivery, error) {
-	var ds []Delivery
-	if err := s.scan(ctx, s.db, &ds, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id); err != nil {
-		return Delivery{}, fmt.Errorf("delivery %d: %w", id, err)
-	}
-	if len(ds) == 0 {
-		return Delivery{}, missing("delivery", id)
-	}
-	return ds[0], nil
+	return first[Delivery](ctx, s, s.db, "delivery", id, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id)
 }
 
 // DeliveryAttempts lists each delivery's attempts, oldest first (last > 0: only the last ones).
@@ -517,20 +445,16 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64, last 
 	if len(deliveryIDs) == 0 {
 		return out, nil
 	}
-	param, err := jsonParam(deliveryIDs)
-	if err != nil {
-		return nil, fmt.Errorf("delivery attempts: %w", err)
-	}
 	q := `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM webhook_attempts WHERE ` + s.dialect.idIn("delivery_id")
-	args := []any{param}
+	args := []any{idList(deliveryIDs)}
 	if last > 0 {
 		q = `SELECT id, delivery_id, attempt, at, status, latency_ms, error FROM (
 			SELECT a.*, ROW_NUMBER() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS n
 			FROM webhook_attempts a WHERE ` + s.dialect.idIn("delivery_id") + `) ranked WHERE n <= ?`
 		args = append(args, last)
 	}
-	var rows []DeliveryAttempt
-	if err := s.scan(ctx, s.read, &rows, q+` ORDER BY delivery_id, id`, args...); err != nil {
+	rows, err := fetch[[]DeliveryAttempt](ctx, s, s.read, q+` ORDER BY delivery_id, id`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("delivery attempts: %w", err)
 	}
 	for _, a := range rows {
@@ -568,10 +492,7 @@ func (s *Store) Redeliver(ctx context.Context, id int64) (Delivery, error) {
 		d, err = tx.DeliveryByID(ctx, id)
 		return err
 	})
-	if err != nil {
-		return Delivery{}, fmt.Errorf("redeliver %d: %w", id, err)
-	}
-	return d, nil
+	return wrapped(d, err, "redeliver %d", id)
 }
 
 // WebhookHealth is whether a subscription's newest attempted delivery is failing, and with what.
@@ -585,20 +506,18 @@ type WebhookHealth struct {
 func (s *Store) WebhookHealths(ctx context.Context, ids []int64) (map[int64]WebhookHealth, error) {
 	out := make(map[int64]WebhookHealth, len(ids))
 	for _, id := range ids {
-		var rows []struct {
+		r, ok, err := maybe[struct {
 			Status     DeliveryStatus `gorm:"column:status"`
 			LastStatus *int           `gorm:"column:last_status"`
 			LastError  *string        `gorm:"column:last_error"`
-		}
-		if err := s.scan(ctx, s.read, &rows, `SELECT status, last_status, last_error FROM webhook_deliveries
-			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id); err != nil {
+		}](ctx, s, s.read, `SELECT status, last_status, last_error FROM webhook_deliveries
+			WHERE webhook_id = ? AND attempts > 0 ORDER BY id DESC LIMIT 1`, id)
+		if err != nil {
 			return nil, fmt.Errorf("health of webhook %d: %w", id, err)
 		}
-		if len(rows) == 0 {
-			continue
+		if ok {
+			out[id] = WebhookHealth{Failing: r.Status != DeliveryDelivered, LastStatus: r.LastStatus, LastError: r.LastError}
 		}
-		r := rows[0]
-		out[id] = WebhookHealth{Failing: r.Status != DeliveryDelivered, LastStatus: r.LastStatus, LastError: r.LastError}
 	}
 	return out, nil
 }

@@ -116,10 +116,10 @@ func NewContent(store *models.Store, model *modelclient.Client, clk clock.Clock,
 	clk, log = orDefaults(clk, log)
 	c := &Content{store: store, model: model, clock: clk, log: log, metrics: m, cfg: cfg, authors: map[int64]bool{}}
 	c.runner = newRunner("content jobs", log, func(ctx context.Context) (int64, error) {
-		n, err := store.ReleaseLeases(ctx, cfg.Owner)
+		n, err := store.ReleaseLeases(ctx, models.LeasedJobs, cfg.Owner)
 		if err == nil && c.shadow != nil {
 			var m int64
-			m, err = store.ReleaseShadowLeases(ctx, cfg.Owner)
+			m, err = store.ReleaseLeases(ctx, models.LeasedShadow, cfg.Owner)
 			n += m
 		}
 		return n, err
@@ -262,7 +262,7 @@ func (c *Content) fit(ctx context.Context, jobs []models.Job, claimed time.Time,
 			continue
 		}
 		*least = max(*least, callsOf(j.Task))
-		if err := c.store.ReleaseJob(context.WithoutCancel(ctx), j); err != nil {
+		if err := c.store.ReleaseLease(context.WithoutCancel(ctx), models.LeasedJobs, j.ID, j.LeaseOwner, j.LeaseUntil); err != nil {
 			c.log.Error("content job", "op", "let go unrun", "jobId", j.ID, "err", err)
 		}
 	}

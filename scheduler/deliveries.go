@@ -97,7 +97,7 @@ func NewDeliveries(store *models.Store, clk clock.Clock, log *slog.Logger, m *me
 		DialTimeout: min(cfg.Timeout, 10*time.Second), MaxIdleConnsPerHost: cfg.Concurrency})
 	d := &Deliveries{store: store, clock: clk, log: log, metrics: m, cfg: cfg, client: client}
 	d.runner = newRunner("webhook deliveries", log, func(ctx context.Context) (int64, error) {
-		return store.ReleaseDeliveryLeases(ctx, cfg.Owner)
+		return store.ReleaseLeases(ctx, models.LeasedDeliveries, cfg.Owner)
 	})
 	d.due = newLoop("webhook deliveries", func(ctx context.Context) error {
 		_, err := d.RunDue(ctx)
@@ -192,7 +192,7 @@ func (d *Deliveries) claim(ctx context.Context, free int) ([]claimed, int, error
 
 // release lets a claimed delivery go without an attempt, even when ctx has ended (stopping).
 func (d *Deliveries) release(ctx context.Context, del models.Delivery) {
-	if err := d.store.ReleaseDelivery(context.WithoutCancel(ctx), del); err != nil {
+	if err := d.store.ReleaseLease(context.WithoutCancel(ctx), models.LeasedDeliveries, del.ID, del.LeaseOwner, del.LeaseUntil); err != nil {
 		d.log.Error("release webhook delivery", "deliveryId", del.ID, "err", err)
 	}
 }

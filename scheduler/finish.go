@@ -208,7 +208,7 @@ func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, 
 		return c.reschedule(ctx, job, ev, e)
 	case endPutOff:
 		if e.at.IsZero() {
-			return Pending, c.store.ReleaseJob(ctx, job) // held: due at its own time once lifted
+			return Pending, c.store.ReleaseLease(ctx, models.LeasedJobs, job.ID, job.LeaseOwner, job.LeaseUntil) // held: due at its own time once lifted
 		}
 		if _, err := c.store.ParkJob(ctx, job, e.at); err != nil {
 			return Pending, err
@@ -216,7 +216,7 @@ func (c *Content) finish(ctx context.Context, job models.Job, ev *models.Event, 
 		c.log.Debug("put off until the model's probe", "jobId", job.ID, "why", e.why, "nextAttemptAt", e.at)
 		return Pending, nil
 	default: // endRelease
-		err := c.store.ReleaseJob(context.WithoutCancel(ctx), job)
+		err := c.store.ReleaseLease(context.WithoutCancel(ctx), models.LeasedJobs, job.ID, job.LeaseOwner, job.LeaseUntil)
 		if ctx.Err() == nil {
 			c.log.Info("content job let go unasked", "task", job.Task, "jobId", job.ID, "cause", e.cause)
 		}

@@ -152,13 +152,13 @@ func TestReleaseFreesOnlyItsOwnClaim(t *testing.T) {
 		stale := r.claim(models.TaskScreen, models.KindPitch, p)
 		r.clk.Advance(r.content.Config().Lease)
 		fresh := r.claim(models.TaskScreen, models.KindPitch, p) // the same owner, a new lease
-		if err := r.store.ReleaseJob(r.ctx, stale); err != nil {
+		if err := r.store.ReleaseLease(r.ctx, models.LeasedJobs, stale.ID, stale.LeaseOwner, stale.LeaseUntil); err != nil {
 			t.Fatal(err)
 		}
 		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil == nil || *j.LeaseUntil != *fresh.LeaseUntil {
 			t.Fatalf("job %+v after a stale release, want the fresh claim kept", j)
 		}
-		if err := r.store.ReleaseJob(r.ctx, fresh); err != nil {
+		if err := r.store.ReleaseLease(r.ctx, models.LeasedJobs, fresh.ID, fresh.LeaseOwner, fresh.LeaseUntil); err != nil {
 			t.Fatal(err)
 		}
 		if j := r.mustJob(models.TaskScreen, models.KindPitch, p); j.LeaseUntil != nil || j.LeaseOwner != nil {
@@ -178,7 +178,7 @@ func TestReleaseFreesOnlyItsOwnClaim(t *testing.T) {
 		if err != nil || len(freshDel) != 1 {
 			t.Fatalf("claim again: %v, %v", freshDel, err)
 		}
-		if err := d.store.ReleaseDelivery(d.ctx, staleDel[0]); err != nil {
+		if err := d.store.ReleaseLease(d.ctx, models.LeasedDeliveries, staleDel[0].ID, staleDel[0].LeaseOwner, staleDel[0].LeaseUntil); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := d.store.ClaimDeliveries(d.ctx, 1, time.Minute, "another"); len(got) != 0 {

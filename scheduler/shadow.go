@@ -168,7 +168,7 @@ func (c *Content) runShadow(ctx context.Context, l shadowLeased) {
 		}
 	}
 	if out == ShadowReleased {
-		if err := c.store.ReleaseShadowJob(context.WithoutCancel(ctx), l.job); err != nil {
+		if err := c.store.ReleaseLease(context.WithoutCancel(ctx), models.LeasedShadow, l.job.ID, l.job.LeaseOwner, l.job.LeaseUntil); err != nil {
 			c.log.Error("shadow job", "op", "let go", "jobId", l.job.ID, "err", err)
 		}
 	}
