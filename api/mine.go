@@ -3,10 +3,14 @@ package api
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -564,4 +568,72 @@ func (c *mineCache) put(tag string, body []byte) {
 		delete(c.byTag, old.tag)
 		c.size -= cost(old.tag, old.packed)
 	}
+}
+
+type jobBrief struct {
+	Task          models.Task `json:"task" enum:"task"`
+	Why           *models.Why `json:"why" enum:"why"`
+	Attempts      int         `json:"attempts"`
+	NextAttemptAt *timestamp  `json:"nextAttemptAt" description:"null while the job waits for a moderator (why review)"`
+}
+
+type mineItem struct {
+	Kind       models.Kind      `json:"kind" enum:"kind"`
+	ID         int64            `json:"id"`
+	SongID     *int64           `json:"songId,omitempty"`
+	Title      string           `json:"title,omitempty"`
+	CreatedAt  timestamp        `json:"createdAt"`
+	State      models.ItemState `json:"state" enum:"screenState"`
+	Verdict    *models.Verdict  `json:"verdict" enum:"verdict"`
+	Confidence *float64         `json:"confidence"`
+	Reason     *string          `json:"reason" description:"a moderator's public reason for the verdict; null when none"`
+	Score      *scoreJSON       `json:"score"`
+	Jobs       []jobBrief       `json:"jobs"`
+	Appeal     *appealJSON      `json:"appeal" description:"your appeal of the item's block and its outcome; null when none"`
+}
+
+// mineETag is the strong ETag of an author's view at version v: a hash of the author, the
+// filters and page, their daily limit, and of v the day, change counter, spend and holds.
+func mineETag(userID, limit int64, v *models.MineVersion, q *mineQuery) string {
+	b := make([]byte, 0, 128)
+	b = append(b, "mine/3"...) // a new shape of the answer must change this, or old ETags would match it
+	b = binary.AppendVarint(b, userID)
+	// The filters and the page: another page of one view is another answer.
+	b = appendString(b, string(q.state))
+	b = appendString(b, string(q.kind))
+	b = binary.AppendVarint(b, int64(q.limit))
+	b = appendString(b, q.cursor)
+	b = binary.AppendVarint(b, limit)
+	b = appendString(b, v.Day)
+	b = binary.AppendVarint(b, v.Version)
+	b = binary.AppendVarint(b, v.Spent)
+	if v.Appeals != 0 { // only then, so ETags made before appeals existed still match
+		b = append(b, 'a')
+		b = binary.AppendVarint(b, v.Appeals)
+	}
+	b = strconv.AppendBool(b, v.Held.Screen)
+	b = strconv.AppendBool(b, v.Held.Score)
+	sum := sha256.Sum256(b)
+	var tag [2 + 24]byte
+	tag[0], tag[len(tag)-1] = '"', '"'
+	base64.RawURLEncoding.Encode(tag[1:len(tag)-1], sum[:18])
+	return string(tag[:])
+}
+
+// appendString appends s with its length, so that no two sequences of strings encode alike.
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (weak comparison), or is *.
+func etagMatches(header, etag string) bool {
+	for header != "" {
+		var t string
+		t, header, _ = strings.Cut(header, ",")
+		t = strings.TrimSpace(t)
+		if t == etag || t == "*" || (strings.HasPrefix(t, "W/") && t[2:] == etag) {
+			return true
+		}
+	}
+	return false
 }
