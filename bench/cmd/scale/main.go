@@ -200,6 +200,7 @@ func startServer(ctx context.Context, path, addr string) (*app.App, net.Listener
 	cfg.DataDir = filepath.Dir(path)
 	cfg.AdminToken = adminToken
 	cfg.WriteRate = 0
+	cfg.MaxConnectionsPerIP = 1 << 30 // cmd/load stands in for many clients from one address
 	a, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Out: io.Discard})
 	if err != nil {
 		fail(err)
